@@ -1,0 +1,34 @@
+# tidybot — see README.md.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHTIME ?= 1x
+
+.PHONY: build test lint run demo bench fuzz deps
+
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
+
+test:
+	go test -race -count=1 ./...
+
+lint:
+	go vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go run $(STATICCHECK) ./...
+
+run: build
+	./bin/tidybot chat
+
+demo:
+	go run ./cmd/tidydemo
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+	go run ./cmd/tidybench -fast
+
+fuzz:
+	go test -run '^$$' -fuzz FuzzParseReply -fuzztime 60s ./agent
+
+deps:
+	@go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep tidybot

@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is who wrote a chat message.
+type Role string
+
+// Roles of chat messages.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one chat message sent to or received from a model.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message makes (tools protocol).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call in a model reply. Arguments is the raw JSON
+// text the model wrote, which may be invalid.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+// FormatKind is the response format asked of the model.
+type FormatKind string
+
+// Response formats, best first.
+const (
+	FormatJSONSchema FormatKind = "json_schema"
+	FormatJSONObject FormatKind = "json_object"
+	FormatText       FormatKind = "text"
+)
+
+// ResponseFormat constrains a model's reply (json protocol).
+type ResponseFormat struct {
+	Kind   FormatKind      `json:"kind"`
+	Name   string          `json:"name,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Strict bool            `json:"strict,omitempty"`
+}
+
+// Request is one chat-completion call.
+type Request struct {
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is "required", "auto" or "" (no tools).
+	ToolChoice        string
+	ParallelToolCalls bool
+	// Format is nil for no constraint.
+	Format      *ResponseFormat
+	MaxTokens   int
+	Temperature float32
+}
+
+// Usage counts the tokens of one or more model calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// Calls is the number of model calls counted.
+	Calls int `json:"calls"`
+	// Estimated is set when a server reported no usage and the counts were
+	// estimated locally.
+	Estimated bool `json:"estimated,omitempty"`
+}
+
+// Total is prompt plus completion tokens.
+func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
+
+// Add adds v to u.
+func (u *Usage) Add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.Calls += v.Calls
+	u.Estimated = u.Estimated || v.Estimated
+}
+
+// Response is a model's reply to a Request.
+type Response struct {
+	Content   string
+	ToolCalls []ToolCall
+	// FinishReason is the server's reason ("stop", "length", "tool_calls").
+	FinishReason string
+	// Usage is as the server reported it (Calls is 1). When the server
+	// reports none, implementations estimate it and set Estimated.
+	Usage Usage
+	// Format is the response format actually used, which may be weaker
+	// than the one asked for when the server does not support it.
+	Format FormatKind
+}
+
+// Model is a chat-completion model. agent/openai implements it.
+type Model interface {
+	// Complete sends one request and returns the reply. Rate limits and
+	// server errors are retried inside; the error returned is final and
+	// never contains a secret.
+	Complete(ctx context.Context, req Request) (Response, error)
+}

@@ -1,0 +1,229 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Priority is a task priority as people see it in Todoist: "p1" (urgent)
+// through "p4" (none). Clients map it to their wire format in one place.
+type Priority string
+
+// The four priorities.
+const (
+	P1 Priority = "p1"
+	P2 Priority = "p2"
+	P3 Priority = "p3"
+	P4 Priority = "p4"
+)
+
+// Valid reports whether p is one of p1…p4.
+func (p Priority) Valid() bool {
+	switch p {
+	case P1, P2, P3, P4:
+		return true
+	}
+	return false
+}
+
+// Project is a Todoist project.
+type Project struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	ParentID string `json:"parent_id,omitempty"`
+	IsInbox  bool   `json:"is_inbox,omitempty"`
+}
+
+// Section is a section of a project.
+type Section struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	Name      string `json:"name"`
+}
+
+// Label is a personal label. Tasks refer to labels by name.
+type Label struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Task is an open Todoist task.
+type Task struct {
+	ID          string   `json:"id"`
+	Content     string   `json:"content"`
+	Description string   `json:"description,omitempty"`
+	ProjectID   string   `json:"project_id"`
+	SectionID   string   `json:"section_id,omitempty"`
+	ParentID    string   `json:"parent_id,omitempty"`
+	Priority    Priority `json:"priority,omitempty"`
+	Labels      []string `json:"labels,omitempty"`
+	// Due is the human due string ("every mon", "tomorrow") when the API
+	// gives one, else the date; empty when the task has no due date.
+	Due         string `json:"due,omitempty"`
+	DueDate     string `json:"due_date,omitempty"`
+	IsRecurring bool   `json:"is_recurring,omitempty"`
+}
+
+// Snapshot is everything get_overview needs, read in one request.
+type Snapshot struct {
+	Projects []Project `json:"projects"`
+	Sections []Section `json:"sections"`
+	Labels   []Label   `json:"labels"`
+	Tasks    []Task    `json:"tasks"`
+}
+
+// InboxID returns the id of the Inbox project in s, or "".
+func (s Snapshot) InboxID() string {
+	for _, p := range s.Projects {
+		if p.IsInbox {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+// TaskQuery selects open tasks. Exactly one of the fields is normally set;
+// an empty query selects every open task. Filter is a Todoist filter query
+// ("today | overdue") and excludes the other fields.
+type TaskQuery struct {
+	ProjectID string
+	SectionID string
+	Label     string
+	IDs       []string
+	Filter    string
+}
+
+// WriteKind names one kind of write.
+type WriteKind string
+
+// The writes a Tasks implementation applies.
+const (
+	AddProject    WriteKind = "project_add"
+	AddSection    WriteKind = "section_add"
+	AddLabel      WriteKind = "label_add"
+	AddTask       WriteKind = "item_add"
+	UpdateTask    WriteKind = "item_update"
+	MoveTask      WriteKind = "item_move"
+	CloseTask     WriteKind = "item_close"
+	ReopenTask    WriteKind = "item_uncomplete"
+	DeleteTask    WriteKind = "item_delete"
+	DeleteProject WriteKind = "project_delete"
+)
+
+// Write is one change to Todoist. Its UUID is chosen by the caller before
+// the write is sent and is the idempotency key: a Write sent twice with the
+// same UUID is applied once. TempID names the object a create makes, so that
+// later writes of the same batch can refer to it (as ProjectID, SectionID or
+// ID) before it has a real id.
+type Write struct {
+	Kind   WriteKind `json:"kind"`
+	UUID   string    `json:"uuid"`
+	TempID string    `json:"temp_id,omitempty"`
+
+	// ID is the task or project a non-create write acts on.
+	ID string `json:"id,omitempty"`
+
+	// Name is the name of a new project, section or label.
+	Name string `json:"name,omitempty"`
+	// ParentID is a new project's parent project.
+	ParentID string `json:"parent_id,omitempty"`
+
+	// ProjectID and SectionID are a new task's or section's home, or a
+	// move's destination (a move sets exactly one of them).
+	ProjectID string `json:"project_id,omitempty"`
+	SectionID string `json:"section_id,omitempty"`
+
+	// Task fields for item_add and item_update. In an update, nil means
+	// "leave as is"; a non-nil empty Labels clears the labels, and a
+	// DueString of "no date" clears the due date.
+	Content     *string   `json:"content,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	DueString   *string   `json:"due_string,omitempty"`
+	Priority    Priority  `json:"priority,omitempty"`
+	Labels      *[]string `json:"labels,omitempty"`
+}
+
+// WriteResult is what became of one Write.
+type WriteResult struct {
+	UUID string `json:"uuid"`
+	// NewID is the id of the object a create made.
+	NewID string `json:"new_id,omitempty"`
+	// Err is nil when the write was applied; otherwise it is usually an
+	// *Error saying why not.
+	Err error `json:"-"`
+}
+
+// Tasks is the to-do service the agent acts on. agent/todoist implements it
+// against Todoist API v1.
+type Tasks interface {
+	// Projects lists every active project, the Inbox included.
+	Projects(ctx context.Context) ([]Project, error)
+	// Tasks lists the open tasks q selects, following every page.
+	Tasks(ctx context.Context, q TaskQuery) ([]Task, error)
+	// Sections lists the sections of a project.
+	Sections(ctx context.Context, projectID string) ([]Section, error)
+	// Labels lists personal labels.
+	Labels(ctx context.Context) ([]Label, error)
+	// Snapshot reads projects, sections, labels and all open tasks in one
+	// request.
+	Snapshot(ctx context.Context) (Snapshot, error)
+	// Apply sends writes in as few requests as the service allows, in order.
+	// It returns one result per write, in the same order; a write that
+	// failed on its own has its Err set, while the returned error is for a
+	// failure of the whole batch (after which some writes may be applied:
+	// re-send the same batch, which is safe, to finish it).
+	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
+}
+
+// ErrorCode classifies an error from a service the agent uses.
+type ErrorCode string
+
+// Error codes.
+const (
+	ErrNotFound     ErrorCode = "not_found"
+	ErrUnauthorized ErrorCode = "unauthorized"
+	ErrForbidden    ErrorCode = "forbidden"
+	ErrRateLimited  ErrorCode = "rate_limited"
+	ErrInvalid      ErrorCode = "invalid"
+	ErrPlanLimit    ErrorCode = "plan_limit"
+	ErrServer       ErrorCode = "server"
+	ErrRetired      ErrorCode = "retired"
+)
+
+// Error is an error with a code and a message written so that a model (or
+// a person) can act on it: "no task with id X". It never holds a secret.
+type Error struct {
+	Code    ErrorCode
+	Message string
+	// Err is the underlying cause, if any, for logs.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v", e.Message, e.Err)
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorCodeOf returns the code of the first *Error in err's chain, or "".
+func ErrorCodeOf(err error) ErrorCode {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// ErrorMessageOf returns the message of the first *Error in err's chain, or
+// err.Error() when there is none.
+func ErrorMessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
