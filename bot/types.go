@@ -1,0 +1,196 @@
+// Package bot is tidybot's core: it turns chat messages from any platform
+// into durable jobs, runs the agent for them one thread at a time, and
+// reports progress, questions and answers back to the platform.
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// Incoming is one event from a platform: a message, a command or a button
+// press.
+type Incoming struct {
+	Platform string `json:"platform"`
+	ChatID   string `json:"chat_id"`
+	// ThreadID is the platform's thread within the chat ("" for a chat that
+	// is one thread, such as a Telegram DM or the console).
+	ThreadID string `json:"thread_id,omitempty"`
+	// MessageID is the platform's id of this message (Slack ts).
+	MessageID string `json:"message_id,omitempty"`
+	UserID    string `json:"user_id"`
+	UserName  string `json:"user_name,omitempty"`
+	Text      string `json:"text,omitempty"`
+	// Command is a command's name without slash or bot suffix
+	// ("tidy-inbox", "help"); Text then holds its arguments.
+	Command string `json:"command,omitempty"`
+	// Button is the payload of a pressed button.
+	Button string `json:"button,omitempty"`
+	// ButtonRef identifies the pressed button's message for the platform
+	// (Telegram callback query id), so the press can be answered.
+	ButtonRef string `json:"button_ref,omitempty"`
+	// EventID is the platform's id of this event, used to drop duplicates.
+	EventID string `json:"event_id,omitempty"`
+	// DM is set for a direct conversation with the bot.
+	DM bool      `json:"dm,omitempty"`
+	At time.Time `json:"at"`
+}
+
+// ThreadKey names the conversation the event belongs to.
+func (in Incoming) ThreadKey() string {
+	return in.Platform + ":" + in.ChatID + ":" + in.ThreadID
+}
+
+// Role of a stored chat message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one message of a thread, as the model will see it in history.
+type Message struct {
+	ThreadKey string    `json:"thread_key"`
+	Role      string    `json:"role"`
+	Text      string    `json:"text"`
+	RunID     string    `json:"run_id,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// Thread is a conversation.
+type Thread struct {
+	Key      string `json:"key"`
+	Platform string `json:"platform"`
+	ChatID   string `json:"chat_id"`
+	ThreadID string `json:"thread_id,omitempty"`
+	// ResetAt hides earlier messages from the model (/reset).
+	ResetAt time.Time `json:"reset_at"`
+}
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+// Run statuses. Queued and Working runs are resumed after a restart;
+// Waiting runs wait for the user; the rest are final.
+const (
+	RunQueued    RunStatus = "queued"
+	RunWorking   RunStatus = "working"
+	RunWaiting   RunStatus = "waiting"
+	RunDone      RunStatus = "done"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// Final reports whether s is an end state.
+func (s RunStatus) Final() bool {
+	return s == RunDone || s == RunFailed || s == RunCancelled
+}
+
+// Waiting is what a suspended run waits for.
+type Waiting struct {
+	// Kind is "ask" (a question) or "confirm" (a yes/no on a gated write).
+	Kind     string   `json:"kind"`
+	Question string   `json:"question"`
+	Options  []string `json:"options,omitempty"`
+	// Key is the short id that buttons carry to refer to this wait.
+	Key string `json:"key"`
+	// MessageID is the platform message that holds the buttons.
+	MessageID string `json:"message_id,omitempty"`
+	// UserID is the only user who may answer.
+	UserID string `json:"user_id"`
+}
+
+// Run is one agent run in a thread, with everything needed to resume it.
+type Run struct {
+	ID        string    `json:"id"`
+	ThreadKey string    `json:"thread_key"`
+	Platform  string    `json:"platform"`
+	ChatID    string    `json:"chat_id"`
+	ThreadID  string    `json:"thread_id,omitempty"`
+	UserID    string    `json:"user_id"`
+	Status    RunStatus `json:"status"`
+	// Instruction is what the run was asked to do.
+	Instruction string `json:"instruction"`
+	// Transcript is the agent's saved state (agent.Transcript as JSON).
+	Transcript json.RawMessage `json:"transcript,omitempty"`
+	Usage      agent.Usage     `json:"usage"`
+	// StatusMessageID is the platform message edited with progress.
+	StatusMessageID string   `json:"status_message_id,omitempty"`
+	Notes           []string `json:"notes,omitempty"`
+	Waiting         *Waiting `json:"waiting,omitempty"`
+	// Answer is the final answer, or what went wrong in plain words.
+	Answer  string    `json:"answer,omitempty"`
+	Undone  bool      `json:"undone,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Job is a durable unit of work: an incoming event waiting to be handled.
+type Job struct {
+	ID        string    `json:"id"`
+	ThreadKey string    `json:"thread_key"`
+	Incoming  Incoming  `json:"incoming"`
+	Enqueued  time.Time `json:"enqueued"`
+}
+
+// AuditEntry records one applied write and how to undo it.
+type AuditEntry struct {
+	RunID     string        `json:"run_id"`
+	ThreadKey string        `json:"thread_key"`
+	Write     agent.Write   `json:"write"`
+	Inverse   []agent.Write `json:"inverse,omitempty"`
+	// Summary says what was done, in words ("moved “Buy cake” to Birthday").
+	Summary string    `json:"summary"`
+	At      time.Time `json:"at"`
+}
+
+// ErrNotFound is returned by a Store for a missing record.
+var ErrNotFound = errors.New("not found")
+
+// Store keeps the bot's state durably. store implements it on bbolt.
+// Every method is safe for concurrent use.
+type Store interface {
+	// MarkEvent records an event key and reports whether it was new.
+	MarkEvent(ctx context.Context, key string, at time.Time) (fresh bool, err error)
+	// PruneEvents forgets event keys recorded before t.
+	PruneEvents(ctx context.Context, before time.Time) (int, error)
+
+	// Thread returns a thread, or ErrNotFound.
+	Thread(ctx context.Context, key string) (Thread, error)
+	// SaveThread creates or replaces a thread.
+	SaveThread(ctx context.Context, t Thread) error
+	// AppendMessage adds a message to its thread.
+	AppendMessage(ctx context.Context, m Message) error
+	// RecentMessages returns up to n of the thread's latest messages at or
+	// after since, oldest first.
+	RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]Message, error)
+
+	// SaveRun creates or replaces a run.
+	SaveRun(ctx context.Context, r *Run) error
+	// Run returns a run, or ErrNotFound.
+	Run(ctx context.Context, id string) (*Run, error)
+	// Runs returns the runs with any of the given statuses (all runs when
+	// none is given), oldest first.
+	Runs(ctx context.Context, statuses ...RunStatus) ([]*Run, error)
+	// ThreadRuns returns a thread's runs, oldest first.
+	ThreadRuns(ctx context.Context, threadKey string) ([]*Run, error)
+
+	// PutJob stores a job; DeleteJob removes it once handled.
+	PutJob(ctx context.Context, j Job) error
+	DeleteJob(ctx context.Context, id string) error
+	// Jobs returns every stored job, oldest first.
+	Jobs(ctx context.Context) ([]Job, error)
+
+	// AppendAudit journals applied writes.
+	AppendAudit(ctx context.Context, entries []AuditEntry) error
+	// RunAudit returns a run's journal in the order written.
+	RunAudit(ctx context.Context, runID string) ([]AuditEntry, error)
+
+	// Setting returns a stored setting, or ErrNotFound.
+	Setting(ctx context.Context, key string) (string, error)
+	// SetSetting stores a setting.
+	SetSetting(ctx context.Context, key, value string) error
+}
