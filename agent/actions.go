@@ -1,0 +1,190 @@
+package agent
+
+// The agent's actions: one Go struct per action of DESIGN §4. Their JSON
+// Schemas are generated from these structs (see schema.go); names and
+// argument names are a contract relied on from outside.
+
+// Action names.
+const (
+	ActGetOverview   = "get_overview"
+	ActGetProjects   = "get_projects"
+	ActGetInboxTasks = "get_inbox_tasks"
+	ActGetTasks      = "get_tasks"
+	ActGetSections   = "get_sections"
+	ActGetLabels     = "get_labels"
+	ActCreateProject = "create_project"
+	ActMoveTasks     = "move_tasks"
+	ActAddTasks      = "add_tasks"
+	ActUpdateTasks   = "update_tasks"
+	ActCompleteTasks = "complete_tasks"
+	ActDeleteTasks   = "delete_tasks"
+	ActCreateSection = "create_section"
+	ActAskUser       = "ask_user"
+	ActFinalAnswer   = "final_answer"
+	ActFailTask      = "fail_task"
+)
+
+// GetOverviewArgs are get_overview's arguments (none).
+type GetOverviewArgs struct{}
+
+// GetProjectsArgs are get_projects' arguments (none).
+type GetProjectsArgs struct{}
+
+// GetInboxTasksArgs are get_inbox_tasks' arguments (none).
+type GetInboxTasksArgs struct{}
+
+// GetTasksArgs are get_tasks' arguments.
+type GetTasksArgs struct {
+	ProjectID *string `json:"project_id,omitempty" jsonschema_description:"Only tasks of this project (an id from get_projects)."`
+	Filter    *string `json:"filter,omitempty" jsonschema:"maxLength=1024" jsonschema_description:"A Todoist filter query, e.g. 'today | overdue', '#Work & p1', 'search: milk'."`
+	Label     *string `json:"label,omitempty" jsonschema_description:"Only tasks with this label name."`
+}
+
+// GetSectionsArgs are get_sections' arguments.
+type GetSectionsArgs struct {
+	ProjectID string `json:"project_id" jsonschema:"minLength=1" jsonschema_description:"The project whose sections to list."`
+}
+
+// GetLabelsArgs are get_labels' arguments (none).
+type GetLabelsArgs struct{}
+
+// CreateProjectArgs are create_project's arguments.
+type CreateProjectArgs struct {
+	Name     string  `json:"name" jsonschema:"minLength=1,maxLength=120" jsonschema_description:"The new project's name. An existing project with this name (any case) is reused."`
+	ParentID *string `json:"parent_id,omitempty" jsonschema_description:"Make it a sub-project of this project id."`
+}
+
+// Move is one task to move.
+type Move struct {
+	TaskID      string  `json:"task_id" jsonschema:"minLength=1" jsonschema_description:"The task to move."`
+	ProjectID   *string `json:"project_id,omitempty" jsonschema_description:"Destination project id."`
+	ProjectName *string `json:"project_name,omitempty" jsonschema:"maxLength=120" jsonschema_description:"Destination project by name, found case-insensitively or created. Use instead of project_id."`
+	SectionID   *string `json:"section_id,omitempty" jsonschema_description:"Destination section id."`
+}
+
+// MoveTasksArgs are move_tasks' arguments.
+type MoveTasksArgs struct {
+	Moves []Move `json:"moves" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Every task to move, all in one call."`
+}
+
+// NewTask is one task to add.
+type NewTask struct {
+	Content     string   `json:"content" jsonschema:"minLength=1,maxLength=500" jsonschema_description:"The task's title."`
+	Description *string  `json:"description,omitempty" jsonschema_description:"Longer notes."`
+	ProjectID   *string  `json:"project_id,omitempty" jsonschema_description:"Project id; the Inbox when missing."`
+	SectionID   *string  `json:"section_id,omitempty" jsonschema_description:"Section id."`
+	DueString   *string  `json:"due_string,omitempty" jsonschema:"maxLength=150" jsonschema_description:"Due date in words: 'tomorrow', 'every mon at 9'."`
+	Priority    *string  `json:"priority,omitempty" jsonschema:"enum=p1,enum=p2,enum=p3,enum=p4" jsonschema_description:"p1 urgent … p4 none."`
+	Labels      []string `json:"labels,omitempty" jsonschema_description:"Label names."`
+}
+
+// AddTasksArgs are add_tasks' arguments.
+type AddTasksArgs struct {
+	Tasks []NewTask `json:"tasks" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Every task to add, all in one call."`
+}
+
+// TaskUpdate is one task to change. Missing fields stay as they are.
+type TaskUpdate struct {
+	TaskID      string   `json:"task_id" jsonschema:"minLength=1" jsonschema_description:"The task to change."`
+	Content     *string  `json:"content,omitempty" jsonschema:"minLength=1,maxLength=500" jsonschema_description:"New title."`
+	Description *string  `json:"description,omitempty" jsonschema_description:"New notes."`
+	DueString   *string  `json:"due_string,omitempty" jsonschema:"maxLength=150" jsonschema_description:"New due date in words; 'no date' removes it."`
+	Priority    *string  `json:"priority,omitempty" jsonschema:"enum=p1,enum=p2,enum=p3,enum=p4" jsonschema_description:"p1 urgent … p4 none."`
+	Labels      []string `json:"labels,omitempty" jsonschema_description:"The complete new list of label names (replaces the old list)."`
+}
+
+// UpdateTasksArgs are update_tasks' arguments.
+type UpdateTasksArgs struct {
+	Updates []TaskUpdate `json:"updates" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Every change, all in one call."`
+}
+
+// CompleteTasksArgs are complete_tasks' arguments.
+type CompleteTasksArgs struct {
+	TaskIDs []string `json:"task_ids" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Tasks to mark done."`
+}
+
+// DeleteTasksArgs are delete_tasks' arguments.
+type DeleteTasksArgs struct {
+	TaskIDs []string `json:"task_ids" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Tasks to delete for good."`
+}
+
+// CreateSectionArgs are create_section's arguments.
+type CreateSectionArgs struct {
+	ProjectID string `json:"project_id" jsonschema:"minLength=1" jsonschema_description:"The project to add the section to."`
+	Name      string `json:"name" jsonschema:"minLength=1,maxLength=120" jsonschema_description:"The section's name."`
+}
+
+// AskUserArgs are ask_user's arguments.
+type AskUserArgs struct {
+	Question string   `json:"question" jsonschema:"minLength=1" jsonschema_description:"One short question for the user."`
+	Options  []string `json:"options,omitempty" jsonschema:"maxItems=8" jsonschema_description:"Up to 8 short answers to offer as buttons."`
+}
+
+// FinalAnswerArgs are final_answer's arguments.
+type FinalAnswerArgs struct {
+	Answer string `json:"answer" jsonschema:"minLength=1" jsonschema_description:"The reply to the user: short, plain text, what was done."`
+}
+
+// FailTaskArgs are fail_task's arguments.
+type FailTaskArgs struct {
+	Reason string `json:"reason" jsonschema:"minLength=1" jsonschema_description:"Why the request cannot be done, for the user."`
+}
+
+// actionKind says what an action does, which decides how it runs.
+type actionKind int
+
+const (
+	kindRead actionKind = iota
+	kindWrite
+	kindControl
+)
+
+// actionSpec describes one action: its name, what it is for, and the Go
+// type its arguments decode into.
+type actionSpec struct {
+	Name        string
+	Description string
+	Kind        actionKind
+	// Destructive writes are gated under the "destructive" policy.
+	Destructive bool
+	New         func() any
+}
+
+// actionSpecs lists every action, in the order shown to the model.
+var actionSpecs = []actionSpec{
+	{ActGetOverview, "Every project with its sections and open-task count, plus the inbox's tasks. Start here.", kindRead, false, func() any { return new(GetOverviewArgs) }},
+	{ActGetProjects, "List every project with its id.", kindRead, false, func() any { return new(GetProjectsArgs) }},
+	{ActGetInboxTasks, "List the tasks in the Inbox.", kindRead, false, func() any { return new(GetInboxTasksArgs) }},
+	{ActGetTasks, "List open tasks of a project, of a label, or matching a Todoist filter query.", kindRead, false, func() any { return new(GetTasksArgs) }},
+	{ActGetSections, "List the sections of a project.", kindRead, false, func() any { return new(GetSectionsArgs) }},
+	{ActGetLabels, "List the labels.", kindRead, false, func() any { return new(GetLabelsArgs) }},
+	{ActCreateProject, "Create a project, or return the existing one with that name.", kindWrite, false, func() any { return new(CreateProjectArgs) }},
+	{ActMoveTasks, "Move tasks to projects or sections. project_name finds or creates the project in the same call.", kindWrite, false, func() any { return new(MoveTasksArgs) }},
+	{ActAddTasks, "Add new tasks.", kindWrite, false, func() any { return new(AddTasksArgs) }},
+	{ActUpdateTasks, "Change tasks' content, description, due date, priority or labels.", kindWrite, false, func() any { return new(UpdateTasksArgs) }},
+	{ActCompleteTasks, "Mark tasks done (a recurring task moves to its next date).", kindWrite, false, func() any { return new(CompleteTasksArgs) }},
+	{ActDeleteTasks, "Delete tasks for good. Cannot be undone; prefer complete_tasks.", kindWrite, true, func() any { return new(DeleteTasksArgs) }},
+	{ActCreateSection, "Create a section in a project.", kindWrite, false, func() any { return new(CreateSectionArgs) }},
+	{ActAskUser, "Ask the user a question when you cannot proceed without their answer. The run pauses until they reply.", kindControl, false, func() any { return new(AskUserArgs) }},
+	{ActFinalAnswer, "Finish with the reply to the user.", kindControl, false, func() any { return new(FinalAnswerArgs) }},
+	{ActFailTask, "Give up with a reason when the request cannot be done.", kindControl, false, func() any { return new(FailTaskArgs) }},
+}
+
+// specByName finds an action's spec.
+func specByName(name string) (actionSpec, bool) {
+	for _, s := range actionSpecs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return actionSpec{}, false
+}
+
+// ActionNames returns every action name, in order.
+func ActionNames() []string {
+	names := make([]string, len(actionSpecs))
+	for i, s := range actionSpecs {
+		names[i] = s.Name
+	}
+	return names
+}

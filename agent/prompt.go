@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SystemPrompt returns the system prompt for a protocol, dated now.
+func SystemPrompt(p Protocol, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `You are tidybot, an assistant that manages the user's Todoist. Today is %s.
+Work in steps: think, act, read the observation, repeat; finish with final_answer.
+- Start with get_overview when you need the projects or the inbox.
+- Use ids exactly as observations show them; never invent one.
+- Batch: move_tasks, add_tasks, update_tasks, complete_tasks and delete_tasks take lists. Put every item in one call.
+- To file tasks into a project that may not exist yet, use move_tasks with project_name: it finds or creates the project in the same call.
+- Priorities: p1 urgent, p2 high, p3 medium, p4 none.
+- When an observation reports an error, fix the call; never repeat a failing call unchanged.
+- Use ask_user only when you cannot go on without the user's answer.
+- final_answer is read on a phone: short plain text saying what you did.
+`, now.Format("Monday, 2 January 2006"))
+	if p == ProtocolJSON {
+		b.WriteString(`
+Reply with exactly one JSON object and nothing else:
+{"thought": "<one or two sentences>", "action": {"type": "<action>", <arguments>}}
+Actions (? marks an optional argument):
+`)
+		for _, spec := range actionSpecs {
+			fmt.Fprintf(&b, "- %s %s: %s\n", spec.Name, signature(spec.Name), spec.Description)
+		}
+	}
+	return b.String()
+}
+
+// signature renders an action's arguments compactly from its schema:
+// {moves: [{task_id, project_id?, …}]}.
+func signature(name string) string {
+	raw, _ := ActionSchema(name, false)
+	var schema map[string]any
+	_ = json.Unmarshal(raw, &schema)
+	return sigOf(schema)
+}
+
+func sigOf(schema map[string]any) string {
+	schema = unwrapNullable(schema)
+	switch schema["type"] {
+	case "array":
+		items, _ := schema["items"].(map[string]any)
+		return "[" + sigOf(items) + "]"
+	case "object":
+	default:
+		if enum, ok := schema["enum"].([]any); ok {
+			parts := make([]string, len(enum))
+			for i, e := range enum {
+				parts[i] = fmt.Sprint(e)
+			}
+			return strings.Join(parts, "|")
+		}
+		return ""
+	}
+	req := map[string]bool{}
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			req[fmt.Sprint(r)] = true
+		}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	var parts []string
+	for _, n := range orderedKeys(schema) {
+		ps, _ := props[n].(map[string]any)
+		s := n
+		if !req[n] {
+			s += "?"
+		}
+		if sub := sigOf(ps); sub != "" && (strings.HasPrefix(sub, "[") || strings.HasPrefix(sub, "{")) {
+			s += ": " + sub
+		}
+		parts = append(parts, s)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// orderedKeys returns an object schema's property names: required ones
+// in their declared order, then the optional ones alphabetically.
+func orderedKeys(schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	var out []string
+	seen := map[string]bool{}
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			n := fmt.Sprint(r)
+			out = append(out, n)
+			seen[n] = true
+		}
+	}
+	var rest []string
+	for n := range props {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}

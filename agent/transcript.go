@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TranscriptVersion is the version of the Transcript JSON this package
+// writes.
+const TranscriptVersion = 1
+
+// Protocol is how the engine talks to the model.
+type Protocol string
+
+// Protocols.
+const (
+	// ProtocolTools uses native function calling: every action is a tool.
+	ProtocolTools Protocol = "tools"
+	// ProtocolJSON has the model answer {"thought", "action"} as JSON.
+	ProtocolJSON Protocol = "json"
+)
+
+// Status is where a run stands after Start or Resume returns.
+type Status string
+
+// Run statuses.
+const (
+	// StatusDone: the model gave its final answer.
+	StatusDone Status = "done"
+	// StatusFailed: the request could not be done (fail_task, a model that
+	// kept answering garbage, a fatal service error).
+	StatusFailed Status = "failed"
+	// StatusStopped: a limit (steps, time, tokens, a loop) ended the run;
+	// the answer lists what was done.
+	StatusStopped Status = "stopped"
+	// StatusAsking: the run waits for the user's answer to a question.
+	StatusAsking Status = "asking"
+	// StatusConfirming: the run waits for a yes/no on a gated write.
+	StatusConfirming Status = "confirming"
+	// StatusInterrupted: the context ended the run early (cancel or
+	// shutdown); it can be resumed from its transcript.
+	StatusInterrupted Status = "interrupted"
+)
+
+// Waiting reports whether the run waits for the user.
+func (s Status) Waiting() bool { return s == StatusAsking || s == StatusConfirming }
+
+// Final reports whether the run has ended for good.
+func (s Status) Final() bool {
+	return s == StatusDone || s == StatusFailed || s == StatusStopped
+}
+
+// Applied is one applied write, with the writes that undo it.
+type Applied struct {
+	Write   Write   `json:"write"`
+	NewID   string  `json:"new_id,omitempty"`
+	Inverse []Write `json:"inverse,omitempty"`
+	// Summary says what was done in words: `moved "Buy cake" to Birthday`.
+	Summary string `json:"summary"`
+}
+
+// wait is what a suspended run waits for.
+type wait struct {
+	Kind     string   `json:"kind"` // "ask" or "confirm"
+	CallID   string   `json:"call_id"`
+	Question string   `json:"question"`
+	Options  []string `json:"options,omitempty"`
+	// Label names the confirming button: "Delete 1 task".
+	Label string `json:"label,omitempty"`
+}
+
+// pendingWrite is a step's writes, saved before they are sent so that a
+// resumed run re-sends the same uuids.
+type pendingWrite struct {
+	Call   call    `json:"call"`
+	Writes []Write `json:"writes"`
+	Plan   *plan   `json:"plan"`
+}
+
+// Transcript is a run's whole state. It round-trips through JSON, and
+// Resume continues a run from it exactly where it stopped.
+type Transcript struct {
+	V           int      `json:"v"`
+	Protocol    Protocol `json:"protocol"`
+	Instruction string   `json:"instruction"`
+	Status      Status   `json:"status"`
+	// Messages is the conversation with the model, system prompt first.
+	Messages []Message `json:"messages"`
+	// Calls are the actions of the last reply not yet run.
+	Calls   []call        `json:"calls,omitempty"`
+	Wait    *wait         `json:"wait,omitempty"`
+	Pending *pendingWrite `json:"pending,omitempty"`
+	// Steps counts model calls; Repairs the unusable replies in a row.
+	Steps   int   `json:"steps"`
+	Repairs int   `json:"repairs"`
+	Usage   Usage `json:"usage"`
+	// Elapsed is the working time so far (not time spent waiting).
+	Elapsed time.Duration `json:"elapsed"`
+	// Seen counts each action+arguments, for loop detection.
+	Seen map[string]int `json:"seen,omitempty"`
+	// Failures counts failed calls in the current reply.
+	Failures int `json:"failures,omitempty"`
+	// Journal lists every applied write, in order.
+	Journal []Applied `json:"journal,omitempty"`
+	// Answer is the final answer or the reason the run ended.
+	Answer string `json:"answer,omitempty"`
+	Known  known  `json:"known"`
+}
+
+// known is what the run has read, used to check ids without an API call,
+// to name close matches and to compute undo writes.
+type known struct {
+	Projects      map[string]Project `json:"projects,omitempty"`
+	ProjectsFresh bool               `json:"projects_fresh,omitempty"`
+	Sections      map[string]Section `json:"sections,omitempty"`
+	Tasks         map[string]Task    `json:"tasks,omitempty"`
+	// TasksFresh is set when Tasks holds every open task.
+	TasksFresh bool   `json:"tasks_fresh,omitempty"`
+	InboxID    string `json:"inbox_id,omitempty"`
+}
+
+// MarshalTranscript encodes t.
+func MarshalTranscript(t *Transcript) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("agent: encode transcript: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalTranscript decodes a transcript saved by MarshalTranscript.
+func UnmarshalTranscript(b []byte) (*Transcript, error) {
+	var t Transcript
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("agent: decode transcript: %w", err)
+	}
+	if t.V != TranscriptVersion {
+		return nil, fmt.Errorf("agent: transcript version %d, want %d", t.V, TranscriptVersion)
+	}
+	return &t, nil
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+)
+
+// UndoReport says what an undo did and what it could not do.
+type UndoReport struct {
+	Undone    []string
+	NotUndone []string
+}
+
+// Undo reverts journaled writes, newest first, as one batch. A project a
+// run created is deleted only if nothing else is in it once the batch has
+// run; a deleted task cannot come back, and is reported.
+func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error) {
+	var rep UndoReport
+	type pending struct {
+		w       Write
+		summary string
+	}
+	var ws []pending
+	var projectDeletes []pending
+	for i := len(journal) - 1; i >= 0; i-- {
+		a := journal[i]
+		if len(a.Inverse) == 0 {
+			rep.NotUndone = append(rep.NotUndone, a.Summary)
+			continue
+		}
+		for _, inv := range a.Inverse {
+			p := pending{w: inv, summary: a.Summary}
+			if inv.Kind == DeleteProject {
+				projectDeletes = append(projectDeletes, p)
+				continue
+			}
+			ws = append(ws, p)
+		}
+	}
+	if len(projectDeletes) > 0 {
+		snap, err := e.tasks.Snapshot(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("undo: read projects: %w", err)
+		}
+		// What each project holds once the other undo writes have run.
+		leaving := map[string]bool{}
+		for _, p := range ws {
+			if p.w.Kind == MoveTask || p.w.Kind == DeleteTask {
+				leaving[p.w.ID] = true
+			}
+		}
+		remaining := map[string]int{}
+		for _, t := range snap.Tasks {
+			if !leaving[t.ID] {
+				remaining[t.ProjectID]++
+			}
+		}
+		exists := map[string]bool{}
+		for _, p := range snap.Projects {
+			exists[p.ID] = true
+		}
+		for _, p := range projectDeletes {
+			switch {
+			case !exists[p.w.ID]:
+				rep.Undone = append(rep.Undone, p.summary+" (already gone)")
+			case remaining[p.w.ID] > 0:
+				rep.NotUndone = append(rep.NotUndone, fmt.Sprintf("%s: kept, it holds %s added since", p.summary, plural(remaining[p.w.ID], "other task")))
+			default:
+				ws = append(ws, p)
+			}
+		}
+	}
+	if len(ws) == 0 {
+		return rep, nil
+	}
+	writes := make([]Write, len(ws))
+	for i, p := range ws {
+		writes[i] = p.w
+		writes[i].UUID = NewUUID()
+	}
+	results, err := e.tasks.Apply(ctx, writes)
+	if err != nil {
+		return rep, fmt.Errorf("undo: apply %d writes: %w", len(writes), err)
+	}
+	seen := map[string]bool{}
+	for i, p := range ws {
+		if i < len(results) && results[i].Err != nil {
+			rep.NotUndone = append(rep.NotUndone, fmt.Sprintf("%s: %s", p.summary, ErrorMessageOf(results[i].Err)))
+			continue
+		}
+		if !seen[p.summary] {
+			seen[p.summary] = true
+			rep.Undone = append(rep.Undone, p.summary)
+		}
+	}
+	return rep, nil
+}
