@@ -152,12 +152,22 @@ func parseEnvelope(text string) (thought string, c call, err error) {
 	case string:
 		// {"thought": …, "action": "move_tasks", "action_input": {…}}
 		act = map[string]any{"type": a}
+		nested := false
 		for _, k := range argsAliases {
 			if args, ok := m[k].(map[string]any); ok {
 				for ak, av := range args {
 					act[ak] = av
 				}
+				nested = true
 				break
+			}
+		}
+		if !nested {
+			// {"action": "create_project", "name": "Trip"}
+			for k, v := range m {
+				if k != "action" && k != "thought" {
+					act[k] = v
+				}
 			}
 		}
 	default:
