@@ -1,0 +1,136 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// progress keeps one status message per run up to date: edited in place,
+// no more often than the platform allows, or, where the platform cannot
+// edit, as appended notes.
+type progress struct {
+	p   Platform
+	ed  Editor // nil when the platform cannot edit
+	r   *Run
+	log *slog.Logger
+
+	// mu protects the fields below.
+	mu     sync.Mutex
+	lines  []string
+	sent   int // lines already shown
+	msgID  string
+	header string
+
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+func newProgress(p Platform, r *Run, log *slog.Logger) *progress {
+	pr := &progress{p: p, r: r, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	pr.ed, _ = p.(Editor)
+	pr.lines = append(pr.lines, r.Notes...)
+	pr.sent = len(pr.lines)
+	return pr
+}
+
+// start posts the status message and starts the updater.
+func (pr *progress) start(ctx context.Context, first string) {
+	pr.header = first
+	id, err := pr.p.Send(ctx, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first})
+	if err != nil {
+		pr.log.Warn("post status message", slog.Any("err", err))
+	}
+	pr.mu.Lock()
+	pr.msgID = id
+	pr.r.StatusMessageID = id
+	pr.sent = len(pr.lines)
+	pr.mu.Unlock()
+	go pr.loop(context.WithoutCancel(ctx))
+}
+
+// add records an agent event; it never blocks.
+func (pr *progress) add(ev agent.Event) {
+	if ev.Kind == agent.EventThinking || ev.Summary == "" {
+		return
+	}
+	pr.mu.Lock()
+	pr.lines = append(pr.lines, ev.Summary)
+	pr.mu.Unlock()
+	select {
+	case pr.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (pr *progress) notes() []string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return append([]string(nil), pr.lines...)
+}
+
+func (pr *progress) interval() time.Duration {
+	if pr.ed != nil {
+		return pr.ed.EditInterval()
+	}
+	return time.Second
+}
+
+// loop shows new lines, at most once per interval.
+func (pr *progress) loop(ctx context.Context) {
+	defer close(pr.done)
+	for {
+		select {
+		case <-pr.quit:
+			pr.flush(ctx)
+			return
+		case <-pr.kick:
+		}
+		pr.flush(ctx)
+		t := time.NewTimer(pr.interval())
+		select {
+		case <-pr.quit:
+			t.Stop()
+			pr.flush(ctx)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// flush shows lines not yet shown.
+func (pr *progress) flush(ctx context.Context) {
+	pr.mu.Lock()
+	if pr.sent == len(pr.lines) {
+		pr.mu.Unlock()
+		return
+	}
+	fresh := pr.lines[pr.sent:]
+	all := append([]string(nil), pr.lines...)
+	pr.sent = len(pr.lines)
+	id := pr.msgID
+	pr.mu.Unlock()
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	if pr.ed != nil && id != "" {
+		m.Text = strings.Join(all, "\n")
+		if err := pr.ed.Edit(ctx, id, m); err != nil {
+			pr.log.Warn("edit status message", slog.Any("err", err))
+		}
+		return
+	}
+	m.Text = strings.Join(fresh, "\n")
+	if _, err := pr.p.Send(ctx, m); err != nil {
+		pr.log.Warn("post progress note", slog.Any("err", err))
+	}
+}
+
+// stop shows what is left and stops the updater.
+func (pr *progress) stop(context.Context) {
+	close(pr.quit)
+	<-pr.done
+}

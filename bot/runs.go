@@ -1,0 +1,457 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// startRun begins a new run for a message or command.
+func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instruction string) error {
+	if _, err := b.store.Run(ctx, runID); err == nil {
+		return nil // started before a restart; it resumes from its own record
+	} else if !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("bot: read run %s: %w", runID, err)
+	}
+	key := in.ThreadKey()
+	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
+		return err
+	}
+	th, err := b.store.Thread(ctx, key)
+	if err != nil {
+		return fmt.Errorf("bot: read thread %s: %w", key, err)
+	}
+	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
+	if err != nil {
+		return fmt.Errorf("bot: read history of %s: %w", key, err)
+	}
+	var history []agent.HistoryMessage
+	for _, m := range msgs {
+		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
+			continue // the message being answered
+		}
+		history = append(history, agent.HistoryMessage{Role: agent.Role(m.Role), Text: m.Text})
+	}
+	if len(history) > b.cfg.History {
+		history = history[len(history)-b.cfg.History:]
+	}
+	now := b.cfg.Now()
+	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
+		Status: RunWorking, Instruction: instruction, Created: now, Updated: now}
+	if err := b.store.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+	}
+	b.log.Info("run started", slog.String("run_id", r.ID), slog.String("thread_key", key))
+	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
+		return b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history}, h)
+	})
+}
+
+// resumeRun continues a run: with the user's answer, or after a restart.
+func (b *Bot) resumeRun(ctx context.Context, runID, answer string) error {
+	r, err := b.store.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("bot: read run %s: %w", runID, err)
+	}
+	if r.Status.Final() {
+		return nil
+	}
+	first := "🔁 Picking up where I left off…"
+	if answer != "" {
+		first = "🤔 Working on it…"
+	}
+	if len(r.Transcript) == 0 {
+		// Stopped before its first step was saved: start it again.
+		return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+			return b.agent.Start(ctx, agent.Input{Instruction: r.Instruction}, h)
+		})
+	}
+	tr, err := agent.UnmarshalTranscript(r.Transcript)
+	if err != nil {
+		return fmt.Errorf("bot: run %s: %w", r.ID, err)
+	}
+	r.Status, r.Waiting = RunWorking, nil
+	if err := b.store.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+	}
+	return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+		return b.agent.Resume(ctx, tr, answer, h)
+	})
+}
+
+// execute runs the agent for r with progress notes, then reports the
+// outcome.
+func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ar := &activeRun{runID: r.ID, cancel: cancel}
+	b.mu.Lock()
+	b.running[r.ThreadKey] = ar
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.running, r.ThreadKey)
+		b.mu.Unlock()
+	}()
+
+	p, err := b.platform(r.Platform)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(p, r, b.log)
+	prog.start(ctx, first)
+	hooks := agent.Hooks{
+		Save: func(ctx context.Context, tr *agent.Transcript) error {
+			raw, err := agent.MarshalTranscript(tr)
+			if err != nil {
+				return err
+			}
+			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
+			r.Notes = prog.notes()
+			return b.store.SaveRun(ctx, r)
+		},
+		Observe: prog.add,
+	}
+	out := call(runCtx, hooks)
+	prog.stop(ctx)
+	r.Notes = prog.notes()
+	b.mu.Lock()
+	cancelled := ar.cancelled
+	b.mu.Unlock()
+	return b.finish(ctx, r, out, cancelled)
+}
+
+// finish journals the run's writes and tells the user how it ended.
+func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled bool) error {
+	ctx = context.WithoutCancel(ctx)
+	log := b.log.With(slog.String("run_id", r.ID))
+	if out.Err != nil && out.Status != agent.StatusInterrupted {
+		log.Error("run error", slog.Any("err", out.Err))
+	}
+	if tr := out.Transcript; tr != nil {
+		raw, err := agent.MarshalTranscript(tr)
+		if err != nil {
+			return err
+		}
+		r.Transcript, r.Usage = raw, tr.Usage
+		if err := b.journal(ctx, r, tr.Journal); err != nil {
+			return err
+		}
+	}
+	r.Updated = b.cfg.Now()
+	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
+	switch out.Status {
+	case agent.StatusDone, agent.StatusFailed, agent.StatusStopped:
+		r.Status = RunDone
+		if out.Status == agent.StatusFailed {
+			r.Status = RunFailed
+		}
+		r.Answer = out.Answer
+		if r.Answer == "" {
+			r.Answer = "Done."
+		}
+		if err := b.store.SaveRun(ctx, r); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		if err := b.store.AppendMessage(ctx, Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}); err != nil {
+			return fmt.Errorf("bot: store answer: %w", err)
+		}
+		b.send(ctx, r.Platform, reply(in, r.Answer))
+		log.Info("run ended", slog.String("status", string(out.Status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
+
+	case agent.StatusAsking, agent.StatusConfirming:
+		w := &Waiting{Kind: "ask", Question: out.Question, Options: out.Options, Key: newID()[:8], UserID: r.UserID}
+		var buttons []Button
+		if out.Status == agent.StatusConfirming {
+			w.Kind = "confirm"
+			buttons = []Button{{Label: out.Label, Data: "w:" + w.Key + ":y"}, {Label: "Cancel", Data: "w:" + w.Key + ":n"}}
+		} else {
+			for i, o := range out.Options {
+				buttons = append(buttons, Button{Label: o, Data: "w:" + w.Key + ":" + strconv.Itoa(i)})
+			}
+		}
+		r.Status, r.Waiting = RunWaiting, w
+		text := out.Question
+		if text == "" {
+			text = "Can you tell me more?"
+		}
+		w.MessageID = b.send(ctx, r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
+		if err := b.store.SaveRun(ctx, r); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		if err := b.store.AppendMessage(ctx, Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}); err != nil {
+			return fmt.Errorf("bot: store question: %w", err)
+		}
+
+	case agent.StatusInterrupted:
+		if !cancelled {
+			// Shutdown: the run stays working and resumes at next start.
+			if err := b.store.SaveRun(ctx, r); err != nil {
+				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+			}
+			log.Info("run interrupted; it resumes at next start")
+			return nil
+		}
+		r.Status = RunCancelled
+		r.Answer = "Stopped, as you asked. " + doneList(out.Transcript)
+		if err := b.store.SaveRun(ctx, r); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		b.send(ctx, r.Platform, reply(in, r.Answer))
+	}
+	return nil
+}
+
+func doneList(tr *agent.Transcript) string {
+	if tr == nil || len(tr.Journal) == 0 {
+		return "Nothing was changed."
+	}
+	var sb strings.Builder
+	sb.WriteString("Done so far:")
+	for _, a := range tr.Journal {
+		sb.WriteString("\n• " + a.Summary)
+	}
+	sb.WriteString("\n/undo reverts it.")
+	return sb.String()
+}
+
+// journal appends the writes not yet journaled to the audit log.
+func (b *Bot) journal(ctx context.Context, r *Run, applied []agent.Applied) error {
+	have, err := b.store.RunAudit(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+	}
+	if len(applied) <= len(have) {
+		return nil
+	}
+	var entries []AuditEntry
+	for _, a := range applied[len(have):] {
+		entries = append(entries, AuditEntry{RunID: r.ID, ThreadKey: r.ThreadKey, Write: a.Write, Inverse: a.Inverse, Summary: a.Summary, At: b.cfg.Now()})
+	}
+	if err := b.store.AppendAudit(ctx, entries); err != nil {
+		return fmt.Errorf("bot: journal %d writes of %s: %w", len(entries), r.ID, err)
+	}
+	return nil
+}
+
+// press handles a button press: only the asked user may answer; every
+// press is answered; the answer then goes through the thread's queue.
+func (b *Bot) press(ctx context.Context, in Incoming) error {
+	key, _, ok := parseButton(in.Button)
+	if !ok {
+		b.answerButton(ctx, in, "I don't know that button.")
+		return nil
+	}
+	runs, err := b.store.Runs(ctx, RunWaiting)
+	if err != nil {
+		return fmt.Errorf("bot: list waiting runs: %w", err)
+	}
+	var r *Run
+	for _, cand := range runs {
+		if cand.Waiting != nil && cand.Waiting.Key == key {
+			r = cand
+		}
+	}
+	switch {
+	case r == nil:
+		b.answerButton(ctx, in, "This question is no longer open.")
+		return nil
+	case r.Waiting.UserID != "" && r.Waiting.UserID != in.UserID:
+		b.answerButton(ctx, in, "Only the person who asked can answer this.")
+		return nil
+	}
+	b.answerButton(ctx, in, "")
+	in.ChatID, in.ThreadID = r.ChatID, r.ThreadID
+	in.Text = buttonAnswer(r.Waiting, in.Button)
+	return b.enqueue(ctx, in)
+}
+
+func (b *Bot) answerButton(ctx context.Context, in Incoming, text string) {
+	p, err := b.platform(in.Platform)
+	if err != nil {
+		return
+	}
+	if a, ok := p.(ButtonAnswerer); ok && in.ButtonRef != "" {
+		if err := a.AnswerButton(ctx, in.ButtonRef, text); err != nil {
+			b.log.Error("answer button", slog.Any("err", err))
+		}
+	}
+}
+
+// parseButton splits "w:<key>:<choice>".
+func parseButton(data string) (key, choice string, ok bool) {
+	parts := strings.Split(data, ":")
+	if len(parts) != 3 || parts[0] != "w" || parts[1] == "" || parts[2] == "" {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
+}
+
+// buttonAnswer is the answer a pressed button stands for.
+func buttonAnswer(w *Waiting, data string) string {
+	key, choice, ok := parseButton(data)
+	if !ok || w == nil || key != w.Key {
+		return ""
+	}
+	switch choice {
+	case "y":
+		return "yes"
+	case "n":
+		return "no"
+	}
+	if i, err := strconv.Atoi(choice); err == nil && i >= 0 && i < len(w.Options) {
+		return w.Options[i]
+	}
+	return ""
+}
+
+// clearButtons replaces a question's buttons with the choice made.
+func (b *Bot) clearButtons(ctx context.Context, r *Run, answer string) {
+	if r.Waiting == nil || r.Waiting.MessageID == "" {
+		return
+	}
+	p, err := b.platform(r.Platform)
+	if err != nil {
+		return
+	}
+	if ed, ok := p.(Editor); ok {
+		text := r.Waiting.Question + "\n→ " + answer
+		if err := ed.Edit(ctx, r.Waiting.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text}); err != nil {
+			b.log.Warn("clear buttons", slog.Any("err", err))
+		}
+	}
+}
+
+// dropWaiting cancels a thread's run that waits for the user.
+func (b *Bot) dropWaiting(ctx context.Context, key, why string) error {
+	r, err := b.waitingRun(ctx, key)
+	if err != nil || r == nil {
+		return err
+	}
+	b.clearButtons(ctx, r, "(dropped: "+why+")")
+	r.Status, r.Waiting, r.Updated = RunCancelled, nil, b.cfg.Now()
+	if err := b.store.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("bot: drop run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// cancel stops the thread's running run at its next step, or drops the
+// question it waits on.
+func (b *Bot) cancel(ctx context.Context, in Incoming) {
+	key := in.ThreadKey()
+	b.mu.Lock()
+	ar := b.running[key]
+	if ar != nil {
+		ar.cancelled = true
+		ar.cancel(errCancelled)
+	}
+	b.mu.Unlock()
+	if ar != nil {
+		b.send(ctx, in.Platform, reply(in, "Stopping at the next step…"))
+		return
+	}
+	r, err := b.waitingRun(ctx, key)
+	if err != nil {
+		b.log.Error("cancel", slog.Any("err", err))
+	}
+	if r == nil {
+		b.send(ctx, in.Platform, reply(in, "Nothing is running here."))
+		return
+	}
+	if err := b.dropWaiting(ctx, key, "cancelled"); err != nil {
+		b.log.Error("cancel", slog.Any("err", err))
+	}
+	b.send(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))
+}
+
+// usage reports the tokens this thread's runs used.
+func (b *Bot) usage(ctx context.Context, in Incoming) {
+	runs, err := b.store.ThreadRuns(ctx, in.ThreadKey())
+	if err != nil {
+		b.log.Error("usage", slog.Any("err", err))
+		b.send(ctx, in.Platform, reply(in, "I could not read the usage; the details are in the log."))
+		return
+	}
+	var u agent.Usage
+	for _, r := range runs {
+		u.Add(r.Usage)
+	}
+	text := fmt.Sprintf("This conversation used %d tokens (%d prompt, %d completion) in %d model calls over %d runs.",
+		u.Total(), u.PromptTokens, u.CompletionTokens, u.Calls, len(runs))
+	if u.Estimated {
+		text += " Some counts are estimates: the model server reported none."
+	}
+	b.send(ctx, in.Platform, reply(in, text))
+}
+
+// reset hides the thread's history from the model.
+func (b *Bot) reset(ctx context.Context, in Incoming) error {
+	key := in.ThreadKey()
+	th, err := b.store.Thread(ctx, key)
+	if err != nil {
+		return fmt.Errorf("bot: read thread %s: %w", key, err)
+	}
+	if err := b.dropWaiting(ctx, key, "reset"); err != nil {
+		return err
+	}
+	th.ResetAt = b.cfg.Now()
+	if err := b.store.SaveThread(ctx, th); err != nil {
+		return fmt.Errorf("bot: reset thread %s: %w", key, err)
+	}
+	b.send(ctx, in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
+	return nil
+}
+
+// undo reverts the last run in the thread that changed something.
+func (b *Bot) undo(ctx context.Context, in Incoming) error {
+	runs, err := b.store.ThreadRuns(ctx, in.ThreadKey())
+	if err != nil {
+		return fmt.Errorf("bot: list runs: %w", err)
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if r.Undone || !r.Status.Final() {
+			continue
+		}
+		entries, err := b.store.RunAudit(ctx, r.ID)
+		if err != nil {
+			return fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		journal := make([]agent.Applied, len(entries))
+		for i, e := range entries {
+			journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
+		}
+		rep, err := b.agent.Undo(ctx, journal)
+		if err != nil {
+			return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
+		}
+		r.Undone, r.Updated = true, b.cfg.Now()
+		if err := b.store.SaveRun(ctx, r); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "↩️ Undid %d of %d changes.", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
+		for _, s := range rep.Undone {
+			sb.WriteString("\n• " + s)
+		}
+		if len(rep.NotUndone) > 0 {
+			sb.WriteString("\nCould not undo:")
+			for _, s := range rep.NotUndone {
+				sb.WriteString("\n• " + s)
+			}
+		}
+		b.send(ctx, in.Platform, reply(in, sb.String()))
+		return nil
+	}
+	b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
+	return nil
+}
