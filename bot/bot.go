@@ -83,8 +83,10 @@ type Bot struct {
 	stopped   bool
 	idle      *sync.Cond
 
-	ready chan string // threads with work and no worker
-	wg    sync.WaitGroup
+	readyQ []string      // threads with work and no worker, under mu
+	notify chan struct{} // pokes an idle worker
+	quit   chan struct{} // closed by Stop
+	wg     sync.WaitGroup
 }
 
 // activeRun is a run a worker is executing.
@@ -109,7 +111,8 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		queues:    map[string][]Job{},
 		active:    map[string]bool{},
 		running:   map[string]*activeRun{},
-		ready:     make(chan string, 1024),
+		notify:    make(chan struct{}, 1),
+		quit:      make(chan struct{}),
 	}
 	b.idle = sync.NewCond(&b.mu)
 	for _, u := range cfg.AllowedUsers {
@@ -241,7 +244,7 @@ func (b *Bot) schedule(j Job, front bool) {
 	}
 	if !b.active[j.ThreadKey] {
 		b.active[j.ThreadKey] = true
-		b.ready <- j.ThreadKey
+		b.markReady(j.ThreadKey)
 	}
 }
 
@@ -307,6 +310,9 @@ func (b *Bot) Start(ctx context.Context) error {
 // resumable), and waits for workers up to the grace period.
 func (b *Bot) Stop() {
 	b.mu.Lock()
+	if !b.stopped {
+		close(b.quit)
+	}
 	b.stopped = true
 	for _, ar := range b.running {
 		ar.cancel(ErrStopped)
@@ -329,6 +335,8 @@ func (b *Bot) pruneLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-b.quit:
+			return
 		case <-t.C:
 			if _, err := b.store.PruneEvents(ctx, b.cfg.Now().Add(-b.cfg.DedupeFor)); err != nil {
 				b.log.Error("prune events", slog.Any("err", err))
@@ -337,43 +345,81 @@ func (b *Bot) pruneLoop(ctx context.Context) {
 	}
 }
 
+// markReady queues a thread for a worker; mu must be held.
+func (b *Bot) markReady(key string) {
+	b.readyQ = append(b.readyQ, key)
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for a thread with work; "" when the bot stops.
+func (b *Bot) next(ctx context.Context) string {
+	for {
+		b.mu.Lock()
+		if b.stopped {
+			b.mu.Unlock()
+			return ""
+		}
+		if len(b.readyQ) > 0 {
+			key := b.readyQ[0]
+			b.readyQ = b.readyQ[1:]
+			if len(b.readyQ) > 0 {
+				select { // wake another worker for the rest
+				case b.notify <- struct{}{}:
+				default:
+				}
+			}
+			b.mu.Unlock()
+			return key
+		}
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-b.quit:
+			return ""
+		case <-b.notify:
+		}
+	}
+}
+
 func (b *Bot) worker(ctx context.Context) {
 	defer b.wg.Done()
 	for {
-		select {
-		case <-ctx.Done():
+		key := b.next(ctx)
+		if key == "" {
 			return
-		case key := <-b.ready:
-			b.mu.Lock()
-			if b.stopped {
-				b.mu.Unlock()
-				return
-			}
-			q := b.queues[key]
-			if len(q) == 0 {
-				delete(b.active, key)
-				delete(b.queues, key)
-				b.idle.Broadcast()
-				b.mu.Unlock()
-				continue
-			}
-			j := q[0]
-			b.queues[key] = q[1:]
-			b.mu.Unlock()
-
-			b.process(ctx, j)
-
-			b.mu.Lock()
-			if len(b.queues[key]) > 0 && !b.stopped {
-				b.ready <- key
-			} else {
-				delete(b.active, key)
-				delete(b.queues, key)
-				b.idle.Broadcast()
-			}
-			b.mu.Unlock()
 		}
+		b.mu.Lock()
+		q := b.queues[key]
+		if len(q) == 0 {
+			b.finishThread(key)
+			b.mu.Unlock()
+			continue
+		}
+		j := q[0]
+		b.queues[key] = q[1:]
+		b.mu.Unlock()
+
+		b.process(ctx, j)
+
+		b.mu.Lock()
+		if len(b.queues[key]) > 0 && !b.stopped {
+			b.markReady(key)
+		} else {
+			b.finishThread(key)
+		}
+		b.mu.Unlock()
 	}
+}
+
+// finishThread marks a thread idle; mu must be held.
+func (b *Bot) finishThread(key string) {
+	delete(b.active, key)
+	delete(b.queues, key)
+	b.idle.Broadcast()
 }
 
 // process handles one job; errors are logged with the run id and the user

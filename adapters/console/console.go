@@ -1,0 +1,142 @@
+// Package console is a terminal chat with the bot: the same pipeline as
+// Slack and Telegram, no platform account needed. It is also the harness
+// of the end-to-end tests.
+package console
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// Platform, chat and user names of the console.
+const (
+	Platform = "console"
+	ChatID   = "local"
+	UserID   = "owner"
+)
+
+// Bot is what the console needs from the bot.
+type Bot interface {
+	Handle(ctx context.Context, in bot.Incoming) error
+	// WaitIdle returns once no run is working or queued.
+	WaitIdle(ctx context.Context) error
+}
+
+// Adapter prints the bot's messages and reads the user's lines.
+type Adapter struct {
+	out io.Writer
+
+	// mu protects the fields below.
+	mu      sync.Mutex
+	buttons []bot.Button // of the last question, answered by number
+	seq     int
+}
+
+var _ bot.Platform = (*Adapter)(nil)
+
+// New returns a console writing to out.
+func New(out io.Writer) *Adapter { return &Adapter{out: out} }
+
+// Name implements bot.Platform.
+func (a *Adapter) Name() string { return Platform }
+
+// Send implements bot.Platform: it prints the text verbatim, then the
+// buttons as numbered options.
+func (a *Adapter) Send(_ context.Context, m bot.Outgoing) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	var b strings.Builder
+	b.WriteString(m.Text)
+	b.WriteString("\n")
+	if len(m.Buttons) > 0 {
+		a.buttons = m.Buttons
+		if isConfirm(m.Buttons) {
+			b.WriteString("  (yes/no)\n")
+		}
+		for i, btn := range m.Buttons {
+			fmt.Fprintf(&b, "  %d) %s\n", i+1, btn.Label)
+		}
+	}
+	if _, err := io.WriteString(a.out, b.String()); err != nil {
+		return "", fmt.Errorf("console: write: %w", err)
+	}
+	return "c" + strconv.Itoa(a.seq), nil
+}
+
+func isConfirm(bs []bot.Button) bool {
+	return len(bs) == 2 && strings.HasSuffix(bs[0].Data, ":y") && strings.HasSuffix(bs[1].Data, ":n")
+}
+
+// Run reads one message per line from in. When interactive is false (a
+// pipe or a file), it reads the next line only once the bot is idle or
+// waiting for the user, and returns at end of input once the last run has
+// ended. Interactive input is read at once, so /cancel reaches a running
+// run.
+func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for {
+		if !interactive {
+			if err := b.WaitIdle(ctx); err != nil {
+				return err
+			}
+		}
+		if !sc.Scan() {
+			break
+		}
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if err := b.Handle(ctx, a.incoming(line)); err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("console: read input: %w", err)
+	}
+	return b.WaitIdle(ctx)
+}
+
+// incoming turns a line into an event: a command, the number (or yes/no)
+// of a shown option, or text.
+func (a *Adapter) incoming(line string) bot.Incoming {
+	in := bot.Incoming{Platform: Platform, ChatID: ChatID, UserID: UserID, DM: true}
+	if strings.HasPrefix(line, "/") {
+		cmd, rest, _ := strings.Cut(line[1:], " ")
+		in.Command = strings.ToLower(cmd)
+		in.Text = strings.TrimSpace(rest)
+		return in
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.buttons) > 0 {
+		choice := -1
+		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(a.buttons) {
+			choice = n - 1
+		} else if isConfirm(a.buttons) {
+			switch strings.ToLower(line) {
+			case "yes", "y":
+				choice = 0
+			case "no", "n":
+				choice = 1
+			}
+		}
+		if choice >= 0 {
+			in.Button = a.buttons[choice].Data
+			a.buttons = nil
+			return in
+		}
+	}
+	a.buttons = nil
+	in.Text = line
+	return in
+}

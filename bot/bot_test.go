@@ -1,0 +1,234 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+type harness struct {
+	bot   *Bot
+	store *memStore
+	agent *fakeAgent
+	plat  *fakePlatform
+}
+
+func newHarness(t *testing.T, ag *fakeAgent) *harness {
+	t.Helper()
+	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
+	h.bot = New(h.store, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	h.bot.AddPlatform(h.plat)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := h.bot.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.bot.Stop(); cancel() })
+	return h
+}
+
+func msg(text, event string) Incoming {
+	return Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Text: text, EventID: event, DM: true}
+}
+
+func (h *harness) handle(t *testing.T, in Incoming) {
+	t.Helper()
+	if err := h.bot.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) idle(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.bot.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDuplicateEventDropped(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	h.handle(t, msg("what's due today?", "u1"))
+	h.handle(t, msg("what's due today?", "u1"))
+	h.idle(t)
+	if got := h.agent.startedList(); len(got) != 1 {
+		t.Errorf("runs started: %d (%s), want 1", len(got), joined(got))
+	}
+}
+
+func TestUnknownUserTouchesNothing(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	in := msg("delete everything", "u2")
+	in.UserID = "666"
+	h.handle(t, in)
+	h.idle(t)
+	if got := h.agent.startedList(); len(got) != 0 {
+		t.Errorf("runs started for an unknown user: %s", joined(got))
+	}
+	if len(h.store.threads)+len(h.store.messages)+len(h.store.jobs)+len(h.store.runs) != 0 {
+		t.Errorf("the store was touched: %d threads, %d messages", len(h.store.threads), len(h.store.messages))
+	}
+	texts := h.plat.texts()
+	if len(texts) != 1 || !strings.Contains(texts[0], "telegram:666") {
+		t.Errorf("sent %q, want one refusal naming the user's id", texts)
+	}
+}
+
+func TestMessagesDuringARunWaitTheirTurn(t *testing.T) {
+	ag := &fakeAgent{block: make(chan struct{})}
+	h := newHarness(t, ag)
+	h.handle(t, msg("first", "e1"))
+	h.handle(t, msg("second", "e2"))
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ag.startedList()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // room for a wrongly parallel second run
+	if got := ag.startedList(); len(got) != 1 {
+		t.Fatalf("runs started while the first works: %s", joined(got))
+	}
+	close(ag.block)
+	h.idle(t)
+	if got := joined(ag.startedList()); got != "first | second" {
+		t.Errorf("runs = %s, want first | second", got)
+	}
+}
+
+func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
+	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	h := newHarness(t, ag)
+	h.bot.allowed["telegram:43"] = true
+	h.handle(t, msg("file the dentist task", "e1"))
+	h.idle(t)
+	q := h.plat.last()
+	if q.Text != "Which one?" || len(q.Buttons) != 2 || len(q.Buttons[1].Data) > 64 {
+		t.Fatalf("question = %+v", q)
+	}
+	other := Incoming{Platform: "telegram", ChatID: "c1", UserID: "43", Button: q.Buttons[1].Data, ButtonRef: "cb1"}
+	h.handle(t, other)
+	h.idle(t)
+	if len(ag.resumed) != 0 {
+		t.Fatalf("another user's press resumed the run")
+	}
+	press := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: q.Buttons[1].Data, ButtonRef: "cb2"}
+	h.handle(t, press)
+	h.idle(t)
+	if joined(ag.resumed) != "Home" {
+		t.Errorf("resumed with %q, want Home", ag.resumed)
+	}
+	if got := joined(h.plat.answered); !strings.Contains(got, "cb1: Only the person") || !strings.Contains(got, "cb2: ") {
+		t.Errorf("presses answered: %s", got)
+	}
+	if got := joined(h.plat.edits); !strings.Contains(got, "→ Home") {
+		t.Errorf("buttons not replaced by the choice: %s", got)
+	}
+	// A second press on the same (now closed) question is answered too.
+	press.ButtonRef = "cb3"
+	h.handle(t, press)
+	if got := joined(h.plat.answered); !strings.Contains(got, "cb3: This question is no longer open.") {
+		t.Errorf("stale press: %s", got)
+	}
+}
+
+func TestCancelStopsTheRun(t *testing.T) {
+	ag := &fakeAgent{block: make(chan struct{})}
+	h := newHarness(t, ag)
+	h.handle(t, msg("tidy up", "e1"))
+	for len(ag.startedList()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel := msg("", "e2")
+	cancel.Command = "cancel"
+	h.handle(t, cancel)
+	h.idle(t)
+	runs, _ := h.store.Runs(t.Context())
+	if len(runs) != 1 || runs[0].Status != RunCancelled {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if got := joined(h.plat.texts()); !strings.Contains(got, "Stopped, as you asked") {
+		t.Errorf("sent: %s", got)
+	}
+}
+
+func TestRestartResumesWorkingRuns(t *testing.T) {
+	st := newMemStore()
+	tr, _ := agent.MarshalTranscript(&agent.Transcript{V: agent.TranscriptVersion, Status: agent.StatusInterrupted})
+	_ = st.SaveThread(t.Context(), Thread{Key: "telegram:c1:"})
+	_ = st.SaveRun(t.Context(), &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking, Transcript: json.RawMessage(tr)})
+	_ = st.SaveRun(t.Context(), &Run{ID: "r2", ThreadKey: "telegram:c2:", Platform: "telegram", ChatID: "c2", UserID: "42", Status: RunWaiting, Waiting: &Waiting{Kind: "ask", Key: "k"}})
+	ag := &fakeAgent{}
+	b := New(st, ag, Config{})
+	b.AddPlatform(&fakePlatform{name: "telegram"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	if len(ag.resumed) != 1 {
+		t.Errorf("resumed %d runs, want the working one only", len(ag.resumed))
+	}
+	r1, _ := st.Run(t.Context(), "r1")
+	r2, _ := st.Run(t.Context(), "r2")
+	if r1.Status != RunDone || r2.Status != RunWaiting {
+		t.Errorf("statuses: r1 %s, r2 %s", r1.Status, r2.Status)
+	}
+}
+
+// TestProgressThrottle checks that the status message is edited at most
+// once per the platform's interval, and that the last notes are shown
+// when the run ends.
+func TestProgressThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ag := &fakeAgent{script: func(ctx context.Context, h agent.Hooks) {
+			for i, s := range []string{"🔎 Read the inbox: 9 tasks", "📁 Created Birthday", "➡️ Moved 9 tasks", "🔎 Read the inbox: 0 tasks"} {
+				if i > 0 {
+					time.Sleep(700 * time.Millisecond)
+				}
+				h.Observe(agent.Event{Kind: agent.EventAction, Summary: s})
+			}
+		}}
+		st := newMemStore()
+		plat := &fakePlatform{name: "telegram", interval: 2 * time.Second}
+		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(plat)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		if err := b.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := b.Handle(ctx, msg("tidy", "e1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.Stop()
+		cancel()
+		synctest.Wait()
+		// Events at 0, 0.7, 1.4 and 2.1 s: edits at 0 s (first note) and
+		// 2 s (the next two), then the last at the end of the run.
+		if got := len(plat.edits); got != 3 {
+			t.Errorf("edits = %d (%q), want 3", got, plat.edits)
+		}
+		if last := plat.edits[len(plat.edits)-1]; !strings.Contains(last, "Read the inbox: 0 tasks") || !strings.Contains(last, "Moved 9 tasks") {
+			t.Errorf("last edit = %q", last)
+		}
+		if el := time.Since(start); el < 2100*time.Millisecond {
+			t.Errorf("run took %v of fake time", el)
+		}
+		texts := plat.texts()
+		if texts[0] != "🤔 Working on it…" || texts[len(texts)-1] != "did: tidy" {
+			t.Errorf("sent %q: want the status message first and the answer as its own last message", texts)
+		}
+	})
+}

@@ -1,0 +1,328 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// memStore is an in-memory Store for the bot's unit tests.
+type memStore struct {
+	mu       sync.Mutex
+	events   map[string]time.Time
+	threads  map[string]Thread
+	messages []Message
+	runs     map[string]*Run
+	jobs     []Job
+	audit    []AuditEntry
+	settings map[string]string
+}
+
+var _ Store = (*memStore)(nil)
+
+func newMemStore() *memStore {
+	return &memStore{events: map[string]time.Time{}, threads: map[string]Thread{}, runs: map[string]*Run{}, settings: map[string]string{}}
+}
+
+func (s *memStore) MarkEvent(_ context.Context, key string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.events[key]; ok {
+		return false, nil
+	}
+	s.events[key] = at
+	return true, nil
+}
+
+func (s *memStore) PruneEvents(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, at := range s.events {
+		if at.Before(before) {
+			delete(s.events, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (s *memStore) Thread(_ context.Context, key string) (Thread, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.threads[key]
+	if !ok {
+		return Thread{}, ErrNotFound
+	}
+	return t, nil
+}
+
+func (s *memStore) SaveThread(_ context.Context, t Thread) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.threads[t.Key] = t
+	return nil
+}
+
+func (s *memStore) AppendMessage(_ context.Context, m Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages = append(s.messages, m)
+	return nil
+}
+
+func (s *memStore) RecentMessages(_ context.Context, key string, since time.Time, n int) ([]Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if m.ThreadKey == key && !m.At.Before(since) {
+			out = append(out, m)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}
+
+func clone(r *Run) *Run {
+	c := *r
+	return &c
+}
+
+func (s *memStore) SaveRun(_ context.Context, r *Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs[r.ID] = clone(r)
+	return nil
+}
+
+func (s *memStore) Run(_ context.Context, id string) (*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return clone(r), nil
+}
+
+func (s *memStore) sorted(keep func(*Run) bool) []*Run {
+	var out []*Run
+	for _, r := range s.runs {
+		if keep(r) {
+			out = append(out, clone(r))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (s *memStore) Runs(_ context.Context, statuses ...RunStatus) ([]*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sorted(func(r *Run) bool {
+		if len(statuses) == 0 {
+			return true
+		}
+		for _, st := range statuses {
+			if r.Status == st {
+				return true
+			}
+		}
+		return false
+	}), nil
+}
+
+func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sorted(func(r *Run) bool { return r.ThreadKey == key }), nil
+}
+
+func (s *memStore) PutJob(_ context.Context, j Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = append(s.jobs, j)
+	return nil
+}
+
+func (s *memStore) DeleteJob(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, j := range s.jobs {
+		if j.ID == id {
+			s.jobs = append(s.jobs[:i], s.jobs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (s *memStore) Jobs(context.Context) ([]Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Job(nil), s.jobs...), nil
+}
+
+func (s *memStore) AppendAudit(_ context.Context, es []AuditEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.audit = append(s.audit, es...)
+	return nil
+}
+
+func (s *memStore) RunAudit(_ context.Context, runID string) ([]AuditEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []AuditEntry
+	for _, e := range s.audit {
+		if e.RunID == runID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) Setting(_ context.Context, key string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.settings[key]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return v, nil
+}
+
+func (s *memStore) SetSetting(_ context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settings[key] = value
+	return nil
+}
+
+// fakePlatform records what the bot posts; it can edit.
+type fakePlatform struct {
+	name     string
+	interval time.Duration
+	mu       sync.Mutex
+	sent     []Outgoing
+	edits    []string
+	answered []string
+}
+
+func (p *fakePlatform) Name() string { return p.name }
+
+func (p *fakePlatform) Send(_ context.Context, m Outgoing) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, m)
+	return fmt.Sprintf("m%d", len(p.sent)), nil
+}
+
+func (p *fakePlatform) Edit(_ context.Context, id string, m Outgoing) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.edits = append(p.edits, id+": "+m.Text)
+	return nil
+}
+
+func (p *fakePlatform) EditInterval() time.Duration { return p.interval }
+
+func (p *fakePlatform) AnswerButton(_ context.Context, ref, text string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answered = append(p.answered, ref+": "+text)
+	return nil
+}
+
+func (p *fakePlatform) texts() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, m := range p.sent {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func (p *fakePlatform) last() Outgoing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.sent) == 0 {
+		return Outgoing{}
+	}
+	return p.sent[len(p.sent)-1]
+}
+
+// fakeAgent answers runs from a function of the instruction or answer.
+type fakeAgent struct {
+	mu      sync.Mutex
+	started []string
+	resumed []string
+	// block, when set, holds a run until it is closed or ctx ends.
+	block chan struct{}
+	// ask makes Start ask a question with these options.
+	ask    []string
+	events []agent.Event
+	// script, when set, runs during Start before the outcome.
+	script func(ctx context.Context, h agent.Hooks)
+}
+
+func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+	a.mu.Lock()
+	a.started = append(a.started, in.Instruction)
+	block, ask, events, script := a.block, a.ask, a.events, a.script
+	a.mu.Unlock()
+	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction}
+	for _, ev := range events {
+		h.Observe(ev)
+	}
+	if script != nil {
+		script(ctx, h)
+	}
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return agent.Outcome{Status: agent.StatusInterrupted, Transcript: tr}
+		}
+	}
+	if ask != nil {
+		tr.Status = agent.StatusAsking
+		return agent.Outcome{Status: agent.StatusAsking, Question: "Which one?", Options: ask, Transcript: tr}
+	}
+	tr.Status = agent.StatusDone
+	return agent.Outcome{Status: agent.StatusDone, Answer: "did: " + in.Instruction, Transcript: tr}
+}
+
+func (a *fakeAgent) Resume(_ context.Context, tr *agent.Transcript, answer string, _ agent.Hooks) agent.Outcome {
+	a.mu.Lock()
+	a.resumed = append(a.resumed, answer)
+	a.mu.Unlock()
+	tr.Status = agent.StatusDone
+	return agent.Outcome{Status: agent.StatusDone, Answer: "answered: " + answer, Transcript: tr}
+}
+
+func (a *fakeAgent) Undo(context.Context, []agent.Applied) (agent.UndoReport, error) {
+	return agent.UndoReport{}, nil
+}
+
+func (a *fakeAgent) startedList() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.started...)
+}
+
+func joined(ss []string) string { return strings.Join(ss, " | ") }
