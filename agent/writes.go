@@ -308,7 +308,8 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 	if err != nil {
 		return err
 	}
-	created := map[string]string{} // lower name → temp id
+	created := map[string]string{}      // lower name → temp id
+	createdNames := map[string]string{} // lower name → the name used
 	for _, m := range moves {
 		if missing[m.TaskID] {
 			p.reject(m.TaskID, "no task with id "+m.TaskID+"; "+k.taskHint(m.TaskID))
@@ -352,6 +353,9 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 			w.ProjectID = proj
 			dest = k.projectName(proj)
 		case name != "":
+			if first, ok := createdNames[strings.ToLower(name)]; ok {
+				name = first
+			}
 			if ex, ok := k.projectByName(name); ok {
 				if ex.ID == t.ProjectID && t.SectionID == "" {
 					p.Notes = append(p.Notes, fmt.Sprintf("%s %q is already in %s.", t.ID, t.Content, ex.Name))
@@ -365,6 +369,7 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 			if !ok {
 				tmp = "tmp-" + NewUUID()
 				created[strings.ToLower(name)] = tmp
+				createdNames[strings.ToLower(name)] = name
 				p.add(ws, Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
 					Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
 					Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})

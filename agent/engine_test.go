@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func newTalkTasks() *memTasks {
+	m := newMemTasks()
+	m.addTask("t1", "Finish slides for PyData talk")
+	m.addTask("t2", "Buy birthday cake")
+	m.addTask("t3", "Fix links on personal website")
+	return m
+}
+
+func TestEngineJSONRepairsAndFinishes(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{
+		text("My apologies for the confusion. Here is the correct response:\n```json\n{\"thought\":\"look\",\"action\":{\"type\":\"get_overview\"}}\n```"),
+		text(`{"thought":"loop","action":{"type":"Loop through each task in the inbox"}}`),
+		text(`{"thought":"move","action":{"type":"move_tasks","moves":[{"task_id":"t1","project_name":"PyData"},{"task_id":"t2","project_name":"Birthday"},{"task_id":"t3","project_name":"pydata"}]}}`),
+		text(`{"thought":"done","action":{"type":"final_answer","answer":"Filed 3 tasks."}}`),
+	}}
+	var events []string
+	e := New(s, m, Config{Protocol: ProtocolJSON})
+	var saves int
+	out := e.Start(t.Context(), Input{Instruction: "tidy"}, Hooks{
+		Save:    func(context.Context, *Transcript) error { saves++; return nil },
+		Observe: func(ev Event) { events = append(events, ev.Summary) },
+	})
+	if out.Status != StatusDone || out.Answer != "Filed 3 tasks." {
+		t.Fatalf("outcome %s %q (err %v)", out.Status, out.Answer, out.Err)
+	}
+	if len(s.reqs) != 4 {
+		t.Errorf("model calls = %d, want 4 (the apology is repaired locally)", len(s.reqs))
+	}
+	repair := s.reqs[2].Messages[len(s.reqs[2].Messages)-1].Content
+	for _, want := range []string{"there is no action", "Loop through each task", "move_tasks"} {
+		if !strings.Contains(repair, want) {
+			t.Errorf("repair prompt lacks %q:\n%s", want, repair)
+		}
+	}
+	if got := m.where(); got != "Finish slides for PyData talk@PyData, Buy birthday cake@Birthday, Fix links on personal website@PyData" {
+		t.Errorf("state: %s", got)
+	}
+	if m.requests != 2 {
+		t.Errorf("Todoist requests = %d, want 2 (overview, one batch)", m.requests)
+	}
+	if joined := strings.Join(events, " | "); !strings.Contains(joined, "📁 Created Birthday, PyData · ➡️ Moved 3 tasks into 2 projects") {
+		t.Errorf("events: %s", joined)
+	}
+	if saves == 0 {
+		t.Error("transcript never saved")
+	}
+}
+
+func TestEngineGivesUpAfterTwoRepairs(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{text("I will tidy now."), text("Sure!"), text("Done, I think.")}}
+	out := New(s, m, Config{Protocol: ProtocolJSON}).Start(t.Context(), Input{Instruction: "tidy"}, Hooks{})
+	if out.Status != StatusFailed || !strings.Contains(out.Answer, "could not use") {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if len(s.reqs) != 3 {
+		t.Errorf("model calls = %d, want 3", len(s.reqs))
+	}
+}
+
+func TestEngineUnknownProjectIDWithoutAPICall(t *testing.T) {
+	m := newTalkTasks()
+	m.projects = append(m.projects, Project{ID: "p_birthday", Name: "Birthday"})
+	s := &script{replies: []Response{
+		tool(ActGetOverview, `{}`),
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_id":"birthday_id"}]}`),
+		tool(ActFinalAnswer, `{"answer":"ok"}`),
+	}}
+	out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file cake"}, Hooks{})
+	if out.Status != StatusDone {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	obs := s.reqs[2].Messages[len(s.reqs[2].Messages)-1].Content
+	if !strings.Contains(obs, "no project with id birthday_id") || !strings.Contains(obs, `p_birthday "Birthday"`) {
+		t.Errorf("observation: %s", obs)
+	}
+	if m.requests != 1 {
+		t.Errorf("Todoist requests = %d, want 1: the bad id is caught locally", m.requests)
+	}
+}
+
+func TestEngineAskAndResumeThroughJSON(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{
+		tool(ActAskUser, `{"question":"Which project?","options":["Work","Home"]}`),
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_name":"Home"}]}`),
+		tool(ActFinalAnswer, `{"answer":"Moved."}`),
+	}}
+	e := New(s, m, Config{})
+	out := e.Start(t.Context(), Input{Instruction: "file the cake"}, Hooks{})
+	if out.Status != StatusAsking || out.Question != "Which project?" || len(out.Options) != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	raw, err := MarshalTranscript(out.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := UnmarshalTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := e.Resume(t.Context(), tr, "", Hooks{}); again.Status != StatusAsking {
+		t.Fatalf("resume without an answer: %s", again.Status)
+	}
+	out = e.Resume(t.Context(), tr, "Home", Hooks{})
+	if out.Status != StatusDone || out.Answer != "Moved." {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if !strings.Contains(s.reqs[1].Messages[len(s.reqs[1].Messages)-1].Content, "The user answered: Home") {
+		t.Error("the answer did not reach the model")
+	}
+	if len(out.Transcript.Journal) != 2 {
+		t.Errorf("journal = %+v", out.Transcript.Journal)
+	}
+}
+
+func TestEngineLoopDetection(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{fn: func(Request) Response { return tool(ActGetInboxTasks, `{}`) }}
+	out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") || !strings.Contains(out.Answer, "Nothing was changed") {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+}
+
+func TestEngineStepLimitPartialAnswer(t *testing.T) {
+	m := newTalkTasks()
+	n := 0
+	s := &script{fn: func(Request) Response {
+		n++
+		ids := []string{"t1", "t2", "t3", "t1"}
+		return tool(ActMoveTasks, `{"moves":[{"task_id":"`+ids[(n-1)%4]+`","project_name":"P`+string(rune('0'+n))+`"}]}`)
+	}}
+	out := New(s, m, Config{MaxSteps: 3}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	if out.Status != StatusStopped || !strings.Contains(out.Answer, "limit of 3 steps") || !strings.Contains(out.Answer, "Done so far") {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+}
+
+func TestEngineConfirmNoDeletesNothing(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{
+		tool(ActDeleteTasks, `{"task_ids":["t2"]}`),
+		tool(ActFinalAnswer, `{"answer":"Kept it."}`),
+	}}
+	e := New(s, m, Config{})
+	out := e.Start(t.Context(), Input{Instruction: "delete cake"}, Hooks{})
+	if out.Status != StatusConfirming || out.Label != "Delete 1 task" {
+		t.Fatalf("outcome %+v", out)
+	}
+	out = e.Resume(t.Context(), out.Transcript, "no", Hooks{})
+	if out.Status != StatusDone {
+		t.Fatalf("outcome %s", out.Status)
+	}
+	if _, ok := m.tasks["t2"]; !ok {
+		t.Error("the task was deleted after a no")
+	}
+}
+
+func TestEngineResumedWriteAppliedOnce(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`),
+		tool(ActFinalAnswer, `{"answer":"ok"}`),
+	}}
+	e := New(s, m, Config{})
+	// Crash right after the write was sent: the save that precedes the
+	// send holds the pending uuids; the process dies before the next save.
+	var saved []byte
+	ctx, cancel := context.WithCancel(t.Context())
+	out := e.Start(ctx, Input{Instruction: "x"}, Hooks{Save: func(_ context.Context, tr *Transcript) error {
+		if tr.Pending != nil && saved == nil {
+			saved, _ = MarshalTranscript(tr)
+			// The write still goes through (memTasks ignores ctx);
+			// then the run stops: a crash after the send.
+			cancel()
+		}
+		return nil
+	}})
+	_ = out
+	tr, err := UnmarshalTranscript(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = e.Resume(t.Context(), tr, "", Hooks{})
+	if out.Status != StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	for uuid, n := range m.applied {
+		if n != 1 {
+			t.Errorf("write %s applied %d times", uuid, n)
+		}
+	}
+	if len(m.projects) != 2 {
+		t.Errorf("projects = %+v: a resumed write made a duplicate", m.projects)
+	}
+}

@@ -1,0 +1,266 @@
+package todoist
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// Wire types. The REST-style endpoints and /sync name some fields
+// differently (is_shared/shared, order/item_order, tasks/items), so each
+// has its own decoder; only the fields the client maps are declared.
+
+// page is the envelope of every paginated list.
+type page[T any] struct {
+	Results    []T     `json:"results"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+type due struct {
+	Date        string `json:"date"`
+	String      string `json:"string"`
+	IsRecurring bool   `json:"is_recurring"`
+}
+
+// restProject is a project from GET /projects.
+type restProject struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	ParentID     string `json:"parent_id"`
+	ChildOrder   int    `json:"child_order"`
+	InboxProject bool   `json:"inbox_project"`
+	IsShared     bool   `json:"is_shared"`
+	IsArchived   bool   `json:"is_archived"`
+	IsDeleted    bool   `json:"is_deleted"`
+}
+
+// syncProject is a project from /sync.
+type syncProject struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	ParentID     string `json:"parent_id"`
+	ChildOrder   int    `json:"child_order"`
+	InboxProject bool   `json:"inbox_project"`
+	Shared       bool   `json:"shared"`
+	IsArchived   bool   `json:"is_archived"`
+	IsDeleted    bool   `json:"is_deleted"`
+}
+
+// restSection is a section from GET /sections.
+type restSection struct {
+	ID           string `json:"id"`
+	ProjectID    string `json:"project_id"`
+	Name         string `json:"name"`
+	SectionOrder int    `json:"section_order"`
+	IsArchived   bool   `json:"is_archived"`
+	IsDeleted    bool   `json:"is_deleted"`
+}
+
+// syncSection is a section from /sync.
+type syncSection struct {
+	ID           string `json:"id"`
+	ProjectID    string `json:"project_id"`
+	Name         string `json:"name"`
+	SectionOrder int    `json:"section_order"`
+	IsArchived   bool   `json:"is_archived"`
+	IsDeleted    bool   `json:"is_deleted"`
+}
+
+// restLabel is a label from GET /labels.
+type restLabel struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Order int    `json:"order"`
+}
+
+// syncLabel is a label from /sync.
+type syncLabel struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ItemOrder int    `json:"item_order"`
+	IsDeleted bool   `json:"is_deleted"`
+}
+
+// restTask is a task from GET /tasks and /tasks/filter.
+type restTask struct {
+	ID          string   `json:"id"`
+	ProjectID   string   `json:"project_id"`
+	SectionID   string   `json:"section_id"`
+	ParentID    string   `json:"parent_id"`
+	Content     string   `json:"content"`
+	Description string   `json:"description"`
+	Priority    int      `json:"priority"`
+	Labels      []string `json:"labels"`
+	Due         *due     `json:"due"`
+	ChildOrder  int      `json:"child_order"`
+	Checked     bool     `json:"checked"`
+	IsDeleted   bool     `json:"is_deleted"`
+}
+
+// syncItem is a task from /sync, where tasks are "items".
+type syncItem struct {
+	ID          string   `json:"id"`
+	ProjectID   string   `json:"project_id"`
+	SectionID   string   `json:"section_id"`
+	ParentID    string   `json:"parent_id"`
+	Content     string   `json:"content"`
+	Description string   `json:"description"`
+	Priority    int      `json:"priority"`
+	Labels      []string `json:"labels"`
+	Due         *due     `json:"due"`
+	ChildOrder  int      `json:"child_order"`
+	Checked     bool     `json:"checked"`
+	IsDeleted   bool     `json:"is_deleted"`
+}
+
+// restUser is GET /user.
+type restUser struct {
+	ID             string `json:"id"`
+	FullName       string `json:"full_name"`
+	Email          string `json:"email"`
+	InboxProjectID string `json:"inbox_project_id"`
+	Lang           string `json:"lang"`
+	IsPremium      bool   `json:"is_premium"`
+	TZInfo         struct {
+		Timezone string `json:"timezone"`
+	} `json:"tz_info"`
+}
+
+// syncResponse is the answer to POST /sync, for reads and writes.
+type syncResponse struct {
+	SyncToken     string                     `json:"sync_token"`
+	FullSync      bool                       `json:"full_sync"`
+	Projects      []syncProject              `json:"projects"`
+	Sections      []syncSection              `json:"sections"`
+	Labels        []syncLabel                `json:"labels"`
+	Items         []syncItem                 `json:"items"`
+	SyncStatus    map[string]json.RawMessage `json:"sync_status"`
+	TempIDMapping map[string]string          `json:"temp_id_mapping"`
+}
+
+// Priority: the API counts 1 (normal) … 4 (urgent); people and the agent
+// say p1 (urgent) … p4 (none). apiPriority and fromAPIPriority are the one
+// place that maps between them.
+
+// apiPriority maps p1…p4 to the API's 4…1. ok is false for anything else.
+func apiPriority(p agent.Priority) (n int, ok bool) {
+	switch p {
+	case agent.P1:
+		return 4, true
+	case agent.P2:
+		return 3, true
+	case agent.P3:
+		return 2, true
+	case agent.P4:
+		return 1, true
+	}
+	return 0, false
+}
+
+// fromAPIPriority maps the API's 4…1 to p1…p4; anything else is p4.
+func fromAPIPriority(n int) agent.Priority {
+	switch n {
+	case 4:
+		return agent.P1
+	case 3:
+		return agent.P2
+	case 2:
+		return agent.P3
+	}
+	return agent.P4
+}
+
+func dueFields(d *due) (text, date string, recurring bool) {
+	if d == nil {
+		return "", "", false
+	}
+	text = d.String
+	if text == "" {
+		text = d.Date
+	}
+	return text, d.Date, d.IsRecurring
+}
+
+func (t restTask) toAgent() agent.Task {
+	text, date, rec := dueFields(t.Due)
+	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
+		Priority: fromAPIPriority(t.Priority), Labels: t.Labels,
+		Due: text, DueDate: date, IsRecurring: rec}
+}
+
+func (t syncItem) toAgent() agent.Task {
+	text, date, rec := dueFields(t.Due)
+	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
+		Priority: fromAPIPriority(t.Priority), Labels: t.Labels,
+		Due: text, DueDate: date, IsRecurring: rec}
+}
+
+func (p restProject) toAgent() agent.Project {
+	return agent.Project{ID: p.ID, Name: p.Name, ParentID: p.ParentID, IsInbox: p.InboxProject}
+}
+
+func (p syncProject) toAgent() agent.Project {
+	return agent.Project{ID: p.ID, Name: p.Name, ParentID: p.ParentID, IsInbox: p.InboxProject}
+}
+
+// snapshotOf turns a full /sync answer into an agent.Snapshot, dropping
+// deleted, archived and completed objects and ordering each list as the
+// app shows it.
+func snapshotOf(r *syncResponse) agent.Snapshot {
+	var s agent.Snapshot
+	projects := slices.DeleteFunc(r.Projects, func(p syncProject) bool { return p.IsDeleted || p.IsArchived })
+	slices.SortStableFunc(projects, func(a, b syncProject) int {
+		if a.InboxProject != b.InboxProject { // the Inbox comes first
+			if a.InboxProject {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ChildOrder, b.ChildOrder)
+	})
+	s.Projects = make([]agent.Project, len(projects))
+	for i, p := range projects {
+		s.Projects[i] = p.toAgent()
+	}
+
+	sections := slices.DeleteFunc(r.Sections, func(x syncSection) bool { return x.IsDeleted || x.IsArchived })
+	slices.SortStableFunc(sections, func(a, b syncSection) int { return cmp.Compare(a.SectionOrder, b.SectionOrder) })
+	s.Sections = make([]agent.Section, len(sections))
+	for i, x := range sections {
+		s.Sections[i] = agent.Section{ID: x.ID, ProjectID: x.ProjectID, Name: x.Name}
+	}
+
+	labels := slices.DeleteFunc(r.Labels, func(l syncLabel) bool { return l.IsDeleted })
+	slices.SortStableFunc(labels, func(a, b syncLabel) int { return cmp.Compare(a.ItemOrder, b.ItemOrder) })
+	s.Labels = make([]agent.Label, len(labels))
+	for i, l := range labels {
+		s.Labels[i] = agent.Label{ID: l.ID, Name: l.Name}
+	}
+
+	// Tasks come project by project, then section by section (tasks
+	// outside a section first), then in their order.
+	projectPos := make(map[string]int, len(s.Projects))
+	for i, p := range s.Projects {
+		projectPos[p.ID] = i
+	}
+	sectionPos := make(map[string]int, len(s.Sections))
+	for i, x := range s.Sections {
+		sectionPos[x.ID] = i + 1
+	}
+	items := slices.DeleteFunc(r.Items, func(t syncItem) bool { return t.IsDeleted || t.Checked })
+	slices.SortStableFunc(items, func(a, b syncItem) int {
+		return cmp.Or(
+			cmp.Compare(projectPos[a.ProjectID], projectPos[b.ProjectID]),
+			cmp.Compare(sectionPos[a.SectionID], sectionPos[b.SectionID]),
+			cmp.Compare(a.ChildOrder, b.ChildOrder))
+	})
+	s.Tasks = make([]agent.Task, len(items))
+	for i, t := range items {
+		s.Tasks[i] = t.toAgent()
+	}
+	return s
+}
