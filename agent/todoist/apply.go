@@ -1,0 +1,490 @@
+package todoist
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// Limits checked before anything is sent.
+const (
+	maxCommands       = 100 // commands per /sync request
+	maxContent        = 500
+	maxDescription    = 16383
+	maxDueString      = 150
+	maxProjectName    = 120
+	maxLabelName      = 128
+	maxSectionName    = 2048
+	invalidTempIDCode = 15 // sync error_code "Invalid temporary id"
+)
+
+// command is one /sync command.
+type command struct {
+	Type   string         `json:"type"`
+	UUID   string         `json:"uuid"`
+	TempID string         `json:"temp_id,omitempty"`
+	Args   map[string]any `json:"args"`
+}
+
+type syncWrite struct {
+	Commands []command `json:"commands"`
+}
+
+func isCreate(k agent.WriteKind) bool {
+	switch k {
+	case agent.AddProject, agent.AddSection, agent.AddLabel, agent.AddTask:
+		return true
+	}
+	return false
+}
+
+// Apply implements agent.Tasks. Each Write becomes the /sync command its
+// Kind names; the batch goes out in requests of at most 100 commands, in
+// order, and a later write may name an earlier one's TempID as its ID,
+// ProjectID or SectionID, within a request or across requests.
+//
+// The Write's UUID is the command's uuid, the idempotency key: the caller
+// must choose it (agent.NewUUID) and keep it, so that re-sending the batch
+// after a crash or a timeout applies each write once. A Write without a
+// UUID gets a fresh one here, reported in its WriteResult, and is then not
+// safe to re-send. A create without a TempID gets one, so that its NewID
+// can be reported.
+//
+// Before any request, every write is checked (an empty batch, empty or
+// too-long content, a priority other than p1–p4, a missing id or name, a
+// move without exactly one destination); a bad write fails the whole call
+// with an agent.ErrInvalid naming it, and nothing is sent. A command that
+// Todoist rejects fails alone: its WriteResult.Err is an *agent.Error
+// naming the id it could not use ("no task with id X").
+func (c *Client) Apply(ctx context.Context, writes []agent.Write) ([]agent.WriteResult, error) {
+	ws := make([]agent.Write, len(writes))
+	copy(ws, writes)
+	for i := range ws {
+		if ws[i].UUID == "" {
+			ws[i].UUID = agent.NewUUID()
+		}
+		if ws[i].TempID == "" && isCreate(ws[i].Kind) {
+			ws[i].TempID = agent.NewUUID()
+		}
+	}
+	declared, err := validate(ws)
+	if err != nil {
+		return nil, fmt.Errorf("todoist: apply %d writes: %w", len(ws), err)
+	}
+
+	results := make([]agent.WriteResult, len(ws))
+	for i, w := range ws {
+		results[i].UUID = w.UUID
+	}
+	resolved := map[string]string{} // temp id → real id, from earlier requests
+	failed := map[string]bool{}     // temp ids whose create failed
+	for start := 0; start < len(ws); start += maxCommands {
+		end := min(start+maxCommands, len(ws))
+		cmds := make([]command, 0, end-start)
+		sent := make([]int, 0, end-start) // index in ws of each command
+		for i := start; i < end; i++ {
+			w, err := substitute(ws[i], start, declared, resolved, failed)
+			if err != nil {
+				results[i].Err = err
+				if w.TempID != "" {
+					failed[w.TempID] = true
+				}
+				continue
+			}
+			cmds = append(cmds, toCommand(w))
+			sent = append(sent, i)
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		body, err := json.Marshal(syncWrite{Commands: cmds})
+		if err != nil {
+			return results, fmt.Errorf("todoist: apply %d writes: encode: %w", len(ws), err)
+		}
+		var resp syncResponse
+		if err := c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
+			for i := start; i < len(ws); i++ {
+				if results[i].Err == nil {
+					results[i].Err = err
+				}
+			}
+			return results, fmt.Errorf("todoist: apply writes %d–%d of %d: %w", start+1, end, len(ws), err)
+		}
+		for _, i := range sent {
+			w := ws[i]
+			raw, ok := resp.SyncStatus[w.UUID]
+			if !ok {
+				results[i].Err = &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))}
+				if w.TempID != "" {
+					failed[w.TempID] = true
+				}
+				continue
+			}
+			if ae := commandStatus(raw); ae != nil {
+				results[i].Err = commandError(w, ae, declared)
+				if w.TempID != "" {
+					failed[w.TempID] = true
+				}
+				continue
+			}
+			if w.TempID != "" {
+				if id := resp.TempIDMapping[w.TempID]; id != "" {
+					results[i].NewID = id
+					resolved[w.TempID] = id
+				}
+			}
+		}
+	}
+	return results, nil
+}
+
+// commandStatus returns nil for an "ok" status, else the error object.
+func commandStatus(raw json.RawMessage) *apiError {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if s == "ok" {
+			return nil
+		}
+		return &apiError{Message: s}
+	}
+	var ae apiError
+	if err := json.Unmarshal(raw, &ae); err != nil {
+		return &apiError{Message: "unreadable status " + string(raw)}
+	}
+	return &ae
+}
+
+// validate checks every write before anything is sent and returns where
+// each temp id is declared.
+func validate(ws []agent.Write) (map[string]int, error) {
+	if len(ws) == 0 {
+		return nil, invalid("empty batch: there is nothing to write")
+	}
+	declared := map[string]int{}
+	uuids := make(map[string]bool, len(ws))
+	for i, w := range ws {
+		bad := func(format string, args ...any) error {
+			return invalid("write %d of %d (%s): %s; nothing was sent", i+1, len(ws), w.Kind, fmt.Sprintf(format, args...))
+		}
+		if uuids[w.UUID] {
+			return nil, bad("uuid %s is used twice in the batch", w.UUID)
+		}
+		uuids[w.UUID] = true
+		if w.TempID != "" {
+			if _, dup := declared[w.TempID]; dup {
+				return nil, bad("temp id %s is used twice in the batch", w.TempID)
+			}
+			declared[w.TempID] = i
+		}
+		needID := func(what string) error {
+			if strings.TrimSpace(w.ID) == "" {
+				return bad("empty %s id", what)
+			}
+			return nil
+		}
+		var err error
+		switch w.Kind {
+		case agent.AddProject:
+			err = checkName(bad, "project", w.Name, maxProjectName)
+		case agent.AddLabel:
+			err = checkName(bad, "label", w.Name, maxLabelName)
+		case agent.AddSection:
+			err = checkName(bad, "section", w.Name, maxSectionName)
+			if err == nil && strings.TrimSpace(w.ProjectID) == "" {
+				err = bad("empty project id: a section belongs to a project")
+			}
+		case agent.AddTask:
+			if w.Content == nil {
+				err = bad("the task content is empty; give each task a title")
+				break
+			}
+			err = checkTask(bad, w)
+		case agent.UpdateTask:
+			if err = needID("task"); err == nil {
+				err = checkTask(bad, w)
+			}
+		case agent.MoveTask:
+			if err = needID("task"); err != nil {
+				break
+			}
+			if (w.ProjectID == "") == (w.SectionID == "") {
+				err = bad("a move needs exactly one destination, a project id or a section id")
+			}
+		case agent.CloseTask, agent.ReopenTask, agent.DeleteTask:
+			err = needID("task")
+		case agent.DeleteProject:
+			err = needID("project")
+		default:
+			err = bad("unknown kind of write %q", w.Kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return declared, nil
+}
+
+func checkName(bad func(string, ...any) error, what, name string, limit int) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return bad("empty %s name", what)
+	}
+	if n := utf8.RuneCountInString(name); n > limit {
+		return bad("the %s name is %d characters long; at most %d are allowed", what, n, limit)
+	}
+	return nil
+}
+
+// checkTask checks the task fields of an item_add or item_update.
+func checkTask(bad func(string, ...any) error, w agent.Write) error {
+	if w.Content != nil {
+		c := strings.TrimSpace(*w.Content)
+		if c == "" {
+			return bad("the task content is empty; give each task a title")
+		}
+		if n := utf8.RuneCountInString(c); n > maxContent {
+			return bad("the task content is %d characters long; at most %d are allowed (put the rest in the description)", n, maxContent)
+		}
+	}
+	if w.Description != nil && utf8.RuneCountInString(*w.Description) > maxDescription {
+		return bad("the description is longer than %d characters", maxDescription)
+	}
+	if w.DueString != nil && utf8.RuneCountInString(*w.DueString) > maxDueString {
+		return bad("the due string is longer than %d characters", maxDueString)
+	}
+	if w.Priority != "" && !w.Priority.Valid() {
+		return bad("priority %q is not one of p1 (urgent), p2, p3, p4 (none)", w.Priority)
+	}
+	if w.Labels != nil {
+		for _, l := range *w.Labels {
+			if strings.TrimSpace(l) == "" {
+				return bad("empty label name")
+			}
+		}
+	}
+	return nil
+}
+
+// substitute replaces the temp ids that earlier requests of the batch
+// resolved with their real ids. A temp id whose create failed fails this
+// write without sending it. Temp ids declared in the same request are left
+// for Todoist to resolve.
+func substitute(w agent.Write, chunkStart int, declared map[string]int, resolved map[string]string, failed map[string]bool) (agent.Write, error) {
+	orig := w
+	for _, f := range []struct {
+		p    *string
+		kind string
+	}{{&w.ID, idKind(w.Kind)}, {&w.ProjectID, "project"}, {&w.SectionID, "section"}, {&w.ParentID, "project"}} {
+		v := *f.p
+		if at, ok := declared[v]; !ok || at >= chunkStart {
+			continue
+		}
+		if real, ok := resolved[v]; ok {
+			*f.p = real
+			continue
+		}
+		if failed[v] {
+			return orig, &agent.Error{Code: agent.ErrNotFound,
+				Message: fmt.Sprintf("no %s with id %s: the write that was to create it failed", f.kind, v)}
+		}
+	}
+	return w, nil
+}
+
+// idKind says what a write's ID names.
+func idKind(k agent.WriteKind) string {
+	switch k {
+	case agent.DeleteProject, agent.AddProject:
+		return "project"
+	case agent.AddSection:
+		return "section"
+	case agent.AddLabel:
+		return "label"
+	}
+	return "task"
+}
+
+// toCommand encodes a write as a /sync command.
+func toCommand(w agent.Write) command {
+	args := make(map[string]any, 6)
+	switch w.Kind {
+	case agent.AddProject:
+		args["name"] = strings.TrimSpace(w.Name)
+		if w.ParentID != "" {
+			args["parent_id"] = w.ParentID
+		}
+	case agent.AddSection:
+		args["name"] = strings.TrimSpace(w.Name)
+		args["project_id"] = w.ProjectID
+	case agent.AddLabel:
+		args["name"] = strings.TrimSpace(w.Name)
+	case agent.AddTask:
+		if w.ProjectID != "" {
+			args["project_id"] = w.ProjectID
+		}
+		if w.SectionID != "" {
+			args["section_id"] = w.SectionID
+		}
+		taskArgs(args, w, false)
+	case agent.UpdateTask:
+		args["id"] = w.ID
+		taskArgs(args, w, true)
+	case agent.MoveTask:
+		args["id"] = w.ID
+		if w.ProjectID != "" {
+			args["project_id"] = w.ProjectID
+		} else {
+			args["section_id"] = w.SectionID
+		}
+	default: // item_close, item_uncomplete, item_delete, project_delete
+		args["id"] = w.ID
+	}
+	return command{Type: string(w.Kind), UUID: w.UUID, TempID: w.TempID, Args: args}
+}
+
+// taskArgs adds the fields item_add and item_update share. In an update,
+// an empty or "no date" due string removes the due date (due: null).
+func taskArgs(args map[string]any, w agent.Write, update bool) {
+	if w.Content != nil {
+		args["content"] = strings.TrimSpace(*w.Content)
+	}
+	if w.Description != nil {
+		args["description"] = *w.Description
+	}
+	if w.DueString != nil {
+		switch s := strings.TrimSpace(*w.DueString); {
+		case s == "" || strings.EqualFold(s, "no date"):
+			if update {
+				args["due"] = nil
+			}
+		default:
+			args["due"] = map[string]string{"string": s}
+		}
+	}
+	if p, ok := apiPriority(w.Priority); ok {
+		args["priority"] = p
+	}
+	if w.Labels != nil {
+		ls := *w.Labels
+		if ls == nil {
+			ls = []string{}
+		}
+		args["labels"] = ls
+	}
+}
+
+// describe names a write for a message: `item_move of task X`.
+func describe(w agent.Write) string {
+	switch w.Kind {
+	case agent.AddProject, agent.AddSection, agent.AddLabel:
+		return fmt.Sprintf("%s %q", w.Kind, w.Name)
+	case agent.AddTask:
+		if w.Content != nil {
+			return fmt.Sprintf("%s %q", w.Kind, *w.Content)
+		}
+	}
+	return fmt.Sprintf("%s of %s %s", w.Kind, idKind(w.Kind), w.ID)
+}
+
+// commandError maps a failed command to an *agent.Error naming what the
+// model sent (w holds the caller's ids, temp ids included).
+func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.Error {
+	switch {
+	case ae.HTTPCode == http.StatusTooManyRequests:
+		return &agent.Error{Code: agent.ErrRateLimited, Message: "Todoist's rate limit is reached; re-send this write later", Err: ae}
+	case isPlanLimit(ae):
+		return &agent.Error{Code: agent.ErrPlanLimit, Message: planLimitMessage(ae), Err: ae}
+	case ae.HTTPCode == http.StatusUnauthorized:
+		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
+	case ae.HTTPCode == http.StatusForbidden:
+		return &agent.Error{Code: agent.ErrForbidden, Message: fmt.Sprintf("Todoist does not allow %s (%s)", describe(w), orDefault(ae.Message, "forbidden")), Err: ae}
+	case ae.HTTPCode == http.StatusNotFound || ae.Tag == "NOT_FOUND" || ae.Code == invalidTempIDCode:
+		kind, id := missingObject(w, ae, declared)
+		if id == "" {
+			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
+		}
+		return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("no %s with id %s", kind, id), Err: ae}
+	case ae.HTTPCode >= 500:
+		return &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist failed on %s; re-sending the same batch is safe", describe(w)), Err: ae}
+	}
+	msg := orDefault(ae.Message, "invalid")
+	if arg := ae.argument(); arg != "" {
+		msg += " (argument " + arg + ")"
+	}
+	return &agent.Error{Code: agent.ErrInvalid, Message: fmt.Sprintf("Todoist rejected %s: %s", describe(w), msg), Err: ae}
+}
+
+// missingObject works out which object a not-found command error is about:
+// from the argument the server names, else from the words of its message,
+// else from the kind of write.
+func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, id string) {
+	byArg := map[string]struct{ kind, id string }{
+		"id":         {idKind(w.Kind), w.ID},
+		"project_id": {"project", w.ProjectID},
+		"section_id": {"section", w.SectionID},
+		"parent_id":  {"project", w.ParentID},
+	}
+	if a, ok := byArg[ae.argument()]; ok && a.id != "" {
+		return a.kind, a.id
+	}
+	if ae.Code == invalidTempIDCode {
+		// The bad id is a temp id of the batch, or else one that does not
+		// even look like a Todoist id.
+		for _, arg := range []string{"id", "project_id", "section_id", "parent_id"} {
+			if a := byArg[arg]; a.id != "" {
+				if _, ok := declared[a.id]; ok || !looksLikeID(a.id) {
+					return a.kind, a.id
+				}
+			}
+		}
+	}
+	msg := strings.ToLower(ae.Message)
+	switch {
+	case strings.Contains(msg, "section") && w.SectionID != "":
+		return "section", w.SectionID
+	case strings.Contains(msg, "project"):
+		switch {
+		case w.Kind == agent.DeleteProject:
+			return "project", w.ID
+		case w.Kind == agent.AddProject:
+			return "project", w.ParentID
+		case w.ProjectID != "":
+			return "project", w.ProjectID
+		}
+	case strings.Contains(msg, "item") || strings.Contains(msg, "task"):
+		if w.ID != "" {
+			return "task", w.ID
+		}
+	}
+	switch w.Kind {
+	case agent.AddTask, agent.AddSection:
+		if w.SectionID != "" {
+			return "section", w.SectionID
+		}
+		return "project", w.ProjectID
+	case agent.AddProject:
+		return "project", w.ParentID
+	case agent.MoveTask:
+		return "task", w.ID
+	}
+	return idKind(w.Kind), w.ID
+}
+
+// looksLikeID reports whether s has the shape of a v1 id: alphanumeric
+// (16 characters for tasks and projects, digits for some older objects).
+func looksLikeID(s string) bool {
+	if len(s) < 6 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
