@@ -652,7 +652,11 @@ func (r *runner) send(ctx context.Context) (Outcome, bool) {
 		}
 		r.tr.Pending = nil
 		r.tr.Failures++
-		r.result(p.Call.ID, "Error: the change failed: "+ErrorMessageOf(err)+". Some of it may have been applied; read the current state before retrying.")
+		obs := "Error: the change failed: " + ErrorMessageOf(err) + ". Some of it may have been applied; read the current state before retrying."
+		if ErrorCodeOf(err) == ErrInvalid {
+			obs = "Error: " + ErrorMessageOf(err) + ". Nothing was changed; fix it and retry."
+		}
+		r.result(p.Call.ID, obs)
 		r.popCall(p.Call.ID)
 		return Outcome{}, false
 	}
