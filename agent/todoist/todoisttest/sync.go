@@ -1,0 +1,698 @@
+package todoisttest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+const (
+	maxCommands = 100
+	maxSyncBody = 1 << 20
+)
+
+// syncCommand is one command of a /sync write.
+type syncCommand struct {
+	Type   string                     `json:"type"`
+	UUID   string                     `json:"uuid"`
+	TempID string                     `json:"temp_id"`
+	Args   map[string]json.RawMessage `json:"args"`
+}
+
+// decodeList reads a JSON array, or a JSON string holding one (as the
+// form-encoded body sends, and some clients send inside JSON too).
+func decodeList[T any](raw json.RawMessage) ([]T, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var inner string
+		if err := json.Unmarshal(raw, &inner); err != nil {
+			return nil, err
+		}
+		raw = json.RawMessage(inner)
+	}
+	var out []T
+	err := json.Unmarshal(raw, &out)
+	return out, err
+}
+
+// sync serves POST /sync: commands first, then the resources asked for.
+func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxSyncBody)
+	var rawTypes, rawCmds json.RawMessage
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		var body struct {
+			SyncToken     string          `json:"sync_token"`
+			ResourceTypes json.RawMessage `json:"resource_types"`
+			Commands      json.RawMessage `json:"commands"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			s.badBody(w, err)
+			return
+		}
+		rawTypes, rawCmds = body.ResourceTypes, body.Commands
+	case "application/x-www-form-urlencoded", "multipart/form-data":
+		var err error
+		if mt == "multipart/form-data" {
+			err = r.ParseMultipartForm(maxSyncBody)
+		} else {
+			err = r.ParseForm()
+		}
+		if err != nil {
+			s.badBody(w, err)
+			return
+		}
+		rawTypes, rawCmds = json.RawMessage(r.PostForm.Get("resource_types")), json.RawMessage(r.PostForm.Get("commands"))
+		if len(rawTypes) > 0 && rawTypes[0] != '[' {
+			rawTypes, _ = json.Marshal(string(rawTypes))
+		}
+	default:
+		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Unsupported content type "+mt, nil)
+		return
+	}
+	types, err := decodeList[string](rawTypes)
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Invalid argument value", map[string]any{"argument": "resource_types"})
+		return
+	}
+	cmds, err := decodeList[syncCommand](rawCmds)
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Invalid argument value", map[string]any{"argument": "commands"})
+		return
+	}
+	if len(cmds) > maxCommands {
+		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE",
+			fmt.Sprintf("Too many commands: at most %d per request", maxCommands), map[string]any{"argument": "commands"})
+		return
+	}
+	for _, c := range cmds {
+		for arg, v := range map[string]string{"uuid": c.UUID, "type": c.Type} {
+			if v == "" {
+				s.writeError(w, http.StatusBadRequest, 19, "ARGUMENT_MISSING", "Required argument is missing", map[string]any{"argument": arg})
+				return
+			}
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncCount++
+	resp := map[string]any{"sync_token": fmt.Sprintf("fake-%016x", s.rng.Uint64()), "full_sync": len(types) > 0}
+	if rawCmds != nil {
+		status, mapping := s.applyCommands(cmds)
+		resp["sync_status"] = status
+		resp["temp_id_mapping"] = mapping
+	}
+	s.addResources(resp, types)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) badBody(w http.ResponseWriter, err error) {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		s.writeError(w, http.StatusRequestEntityTooLarge, 20, "INVALID_ARGUMENT_VALUE", "Request body too large", nil)
+		return
+	}
+	s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Invalid request body", nil)
+}
+
+var allResources = []string{"projects", "sections", "labels", "items", "user", "notes", "project_notes",
+	"filters", "reminders", "reminders_location", "collaborators", "collaborator_states",
+	"live_notifications", "user_plan_limits"}
+
+// addResources adds the resource types asked for ("all", "-x" excludes).
+// Callers hold s.mu.
+func (s *Server) addResources(resp map[string]any, types []string) {
+	want := map[string]bool{}
+	for _, t := range types {
+		switch {
+		case t == "all":
+			for _, r := range allResources {
+				want[r] = true
+			}
+		case strings.HasPrefix(t, "-"):
+		default:
+			want[t] = true
+		}
+	}
+	for _, t := range types {
+		if name, ok := strings.CutPrefix(t, "-"); ok {
+			delete(want, name)
+		}
+	}
+	for r := range want {
+		switch r {
+		case "projects":
+			ps := s.st.activeProjects()
+			out := make([]syncProject, len(ps))
+			for i, p := range ps {
+				out[i] = p.sync()
+			}
+			resp[r] = out
+		case "sections":
+			out := make([]sectionJSON, len(s.st.sections))
+			for i, x := range s.st.sections {
+				out[i] = s.sectionJSON(x)
+			}
+			resp[r] = out
+		case "labels":
+			out := make([]syncLabel, len(s.st.labels))
+			for i, l := range s.st.labels {
+				out[i] = syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite}
+			}
+			resp[r] = out
+		case "items":
+			ts := s.st.openTasks()
+			out := make([]syncItem, len(ts))
+			for i, t := range ts {
+				out[i] = s.syncItem(t)
+			}
+			resp[r] = out
+		case "user":
+			resp[r] = s.userJSON()
+		case "user_plan_limits":
+			resp[r] = map[string]any{"current": map[string]any{
+				"max_projects": s.limits.Projects, "max_sections": s.limits.SectionsPerProject, "max_tasks": s.limits.TasksPerProject}}
+		default:
+			if slices.Contains(allResources, r) {
+				resp[r] = []any{}
+			}
+		}
+	}
+}
+
+// applyCommands runs commands in order. Callers hold s.mu.
+func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mapping map[string]string) {
+	status = make(map[string]any, len(cmds))
+	mapping = map[string]string{}
+	temp := map[string]string{} // temp id → real id, for this request
+	for _, c := range cmds {
+		if d, ok := s.st.done[c.UUID]; ok {
+			// Already applied: answer as before, apply nothing.
+			status[c.UUID] = "ok"
+			for _, tid := range []string{d.tempID, c.TempID} {
+				if tid != "" && d.newID != "" {
+					temp[tid] = d.newID
+					mapping[tid] = d.newID
+				}
+			}
+			continue
+		}
+		a := &cmdArgs{s: s, m: c.Args, temp: temp}
+		newID, e := s.exec(c.Type, a)
+		if e != nil {
+			status[c.UUID] = e
+			continue
+		}
+		s.st.done[c.UUID] = doneCommand{tempID: c.TempID, newID: newID}
+		s.st.applied[c.UUID]++
+		status[c.UUID] = "ok"
+		if c.TempID != "" && newID != "" {
+			temp[c.TempID] = newID
+			mapping[c.TempID] = newID
+		}
+	}
+	return status, mapping
+}
+
+// cmdArgs reads a command's arguments.
+type cmdArgs struct {
+	s    *Server
+	m    map[string]json.RawMessage
+	temp map[string]string
+}
+
+func (a *cmdArgs) has(k string) bool {
+	v, ok := a.m[k]
+	return ok && string(v) != "null"
+}
+
+func (a *cmdArgs) isNull(k string) bool {
+	v, ok := a.m[k]
+	return ok && string(v) == "null"
+}
+
+func (a *cmdArgs) invalid(k string) *apiError {
+	return a.s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Invalid argument value", map[string]any{"argument": k})
+}
+
+func (a *cmdArgs) missing(k string) *apiError {
+	return a.s.newError(http.StatusBadRequest, 19, "ARGUMENT_MISSING", "Required argument is missing", map[string]any{"argument": k})
+}
+
+// str reads an optional string argument.
+func (a *cmdArgs) str(k string) (string, *apiError) {
+	if !a.has(k) {
+		return "", nil
+	}
+	var v string
+	if json.Unmarshal(a.m[k], &v) != nil {
+		return "", a.invalid(k)
+	}
+	return v, nil
+}
+
+// required reads a string argument that must be present and not blank.
+func (a *cmdArgs) required(k string) (string, *apiError) {
+	v, e := a.str(k)
+	if e == nil && strings.TrimSpace(v) == "" {
+		e = a.missing(k)
+	}
+	return v, e
+}
+
+// id reads an optional id argument, resolving temp ids of the request.
+func (a *cmdArgs) id(k string) (string, *apiError) {
+	v, e := a.str(k)
+	if real, ok := a.temp[v]; ok {
+		v = real
+	}
+	return v, e
+}
+
+// notFound is the error for an id that names nothing: NOT_FOUND for a
+// real-looking id, "Invalid temporary id" for anything else.
+func (s *Server) notFound(kind, id string) *apiError {
+	if id != "" && !looksLikeID(id) {
+		return s.newError(http.StatusBadRequest, 15, "INVALID_TEMPID", "Invalid temporary id", nil)
+	}
+	return s.newError(http.StatusNotFound, 478, "NOT_FOUND", kind+" not found", nil)
+}
+
+func (a *cmdArgs) project(k string, required bool) (*Project, *apiError) {
+	id, e := a.id(k)
+	if e != nil {
+		return nil, e
+	}
+	if id == "" {
+		if required {
+			return nil, a.missing(k)
+		}
+		return nil, nil
+	}
+	p := a.s.st.projectByID[id]
+	if p == nil || p.IsArchived {
+		return nil, a.s.notFound("Project", id)
+	}
+	return p, nil
+}
+
+func (a *cmdArgs) section(k string) (*Section, *apiError) {
+	id, e := a.id(k)
+	if e != nil || id == "" {
+		return nil, e
+	}
+	x := a.s.st.sectionByID[id]
+	if x == nil {
+		return nil, a.s.notFound("Section", id)
+	}
+	return x, nil
+}
+
+func (a *cmdArgs) task(k string, required bool) (*Task, *apiError) {
+	id, e := a.id(k)
+	if e != nil {
+		return nil, e
+	}
+	if id == "" {
+		if required {
+			return nil, a.missing(k)
+		}
+		return nil, nil
+	}
+	t := a.s.st.taskByID[id]
+	if t == nil {
+		return nil, a.s.notFound("Task", id)
+	}
+	return t, nil
+}
+
+// due reads a due object: {"string": …} or {"date": …}; null clears.
+func (a *cmdArgs) due() (*Due, *apiError) {
+	var d struct {
+		String   string `json:"string"`
+		Date     string `json:"date"`
+		Datetime string `json:"datetime"`
+		Timezone string `json:"timezone"`
+		Lang     string `json:"lang"`
+	}
+	if json.Unmarshal(a.m["due"], &d) != nil {
+		return nil, a.invalid("due")
+	}
+	text := d.String
+	if text == "" {
+		text = d.Datetime
+	}
+	if text == "" {
+		text = d.Date
+	}
+	due, err := parseDueString(text, a.s.now())
+	if err != nil || due == nil && strings.TrimSpace(text) == "" {
+		return nil, a.s.newError(http.StatusBadRequest, 482, "INVALID_DATE_FORMAT", "Invalid date format", map[string]any{"argument": "due"})
+	}
+	if d.Timezone != "" && due != nil {
+		due.Timezone = d.Timezone
+	}
+	return due, nil
+}
+
+// taskFields applies the fields item_add and item_update share.
+func (a *cmdArgs) taskFields(t *Task) *apiError {
+	if _, ok := a.m["content"]; ok {
+		c, e := a.required("content")
+		if e != nil {
+			return e
+		}
+		t.Content = c
+	}
+	if a.has("description") {
+		d, e := a.str("description")
+		if e != nil {
+			return e
+		}
+		t.Description = d
+	}
+	if a.has("priority") {
+		var p int
+		if json.Unmarshal(a.m["priority"], &p) != nil || p < 1 || p > 4 {
+			return a.invalid("priority")
+		}
+		t.Priority = p
+	}
+	if _, ok := a.m["labels"]; ok {
+		var ls []string
+		if !a.isNull("labels") && json.Unmarshal(a.m["labels"], &ls) != nil {
+			return a.invalid("labels")
+		}
+		if ls == nil {
+			ls = []string{}
+		}
+		t.Labels = ls
+	}
+	if a.has("due") {
+		d, e := a.due()
+		if e != nil {
+			return e
+		}
+		t.Due = d
+	} else if a.isNull("due") {
+		t.Due = nil
+	}
+	return nil
+}
+
+func (s *Server) limitReached(what string) *apiError {
+	return s.newError(http.StatusForbidden, 49, "MAX_"+strings.ToUpper(what)+"_LIMIT_REACHED",
+		"Maximum number of "+what+" reached", nil)
+}
+
+// exec runs one command and returns the id of what it created. Callers
+// hold s.mu.
+func (s *Server) exec(typ string, a *cmdArgs) (string, *apiError) {
+	now := s.now()
+	switch typ {
+	case "project_add":
+		name, e := a.required("name")
+		if e != nil {
+			return "", e
+		}
+		if len([]rune(name)) > 120 {
+			return "", a.invalid("name")
+		}
+		parent, e := a.project("parent_id", false)
+		if e != nil {
+			return "", e
+		}
+		if s.limits.Projects > 0 && len(s.st.activeProjects()) >= s.limits.Projects {
+			return "", s.limitReached("projects")
+		}
+		p := Project{Name: strings.TrimSpace(name)}
+		if parent != nil {
+			p.ParentID = parent.ID
+		}
+		p.Color, _ = a.str("color")
+		p.ViewStyle, _ = a.str("view_style")
+		p.Description, _ = a.str("description")
+		return s.newProject(p).ID, nil
+
+	case "project_update":
+		p, e := a.project("id", true)
+		if e != nil {
+			return "", e
+		}
+		if a.has("name") {
+			name, e := a.required("name")
+			if e != nil {
+				return "", e
+			}
+			p.Name = name
+		}
+		if c, _ := a.str("color"); c != "" {
+			p.Color = c
+		}
+		p.UpdatedAt = now
+		return "", nil
+
+	case "project_delete":
+		p, e := a.project("id", true)
+		if e != nil {
+			return "", e
+		}
+		if p.IsInbox {
+			return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Inbox project can't be deleted", map[string]any{"argument": "id"})
+		}
+		s.st.deleteProjects(s.st.subprojects(p.ID))
+		return "", nil
+
+	case "section_add":
+		name, e := a.required("name")
+		if e != nil {
+			return "", e
+		}
+		p, e := a.project("project_id", true)
+		if e != nil {
+			return "", e
+		}
+		if lim := s.limits.SectionsPerProject; lim > 0 {
+			n := 0
+			for _, x := range s.st.sections {
+				if x.ProjectID == p.ID {
+					n++
+				}
+			}
+			if n >= lim {
+				return "", s.limitReached("sections")
+			}
+		}
+		return s.newSection(Section{ProjectID: p.ID, Name: strings.TrimSpace(name)}).ID, nil
+
+	case "section_delete":
+		x, e := a.section("id")
+		if e == nil && x == nil {
+			e = a.missing("id")
+		}
+		if e != nil {
+			return "", e
+		}
+		s.st.sections = slices.DeleteFunc(s.st.sections, func(y *Section) bool { return y == x })
+		delete(s.st.sectionByID, x.ID)
+		tasks := map[string]bool{}
+		for _, t := range s.st.tasks {
+			if t.SectionID == x.ID {
+				tasks[t.ID] = true
+			}
+		}
+		s.st.deleteTasks(tasks)
+		return "", nil
+
+	case "label_add":
+		name, e := a.required("name")
+		if e != nil {
+			return "", e
+		}
+		l := Label{Name: strings.TrimSpace(name)}
+		l.Color, _ = a.str("color")
+		return s.newLabel(l).ID, nil
+
+	case "label_delete":
+		id, e := a.id("id")
+		if e != nil {
+			return "", e
+		}
+		l := s.st.labelByID[id]
+		if l == nil {
+			return "", s.notFound("Label", id)
+		}
+		s.st.labels = slices.DeleteFunc(s.st.labels, func(y *Label) bool { return y == l })
+		delete(s.st.labelByID, id)
+		if cascade, _ := a.str("cascade"); cascade != "none" {
+			for _, t := range s.st.tasks {
+				t.Labels = slices.DeleteFunc(t.Labels, func(n string) bool { return strings.EqualFold(n, l.Name) })
+			}
+		}
+		return "", nil
+
+	case "item_add":
+		if _, ok := a.m["content"]; !ok {
+			return "", a.missing("content")
+		}
+		t := Task{Priority: 1, Labels: []string{}}
+		if e := a.taskFields(&t); e != nil {
+			return "", e
+		}
+		p, e := a.project("project_id", false)
+		if e != nil {
+			return "", e
+		}
+		if p != nil {
+			t.ProjectID = p.ID
+		} else {
+			t.ProjectID = s.st.inboxID
+		}
+		x, e := a.section("section_id")
+		if e != nil {
+			return "", e
+		}
+		if x != nil {
+			t.ProjectID, t.SectionID = x.ProjectID, x.ID
+		}
+		parent, e := a.task("parent_id", false)
+		if e != nil {
+			return "", e
+		}
+		if parent != nil {
+			t.ProjectID, t.SectionID, t.ParentID = parent.ProjectID, parent.SectionID, parent.ID
+		}
+		if lim := s.limits.TasksPerProject; lim > 0 && len(s.tasksIn(t.ProjectID)) >= lim {
+			return "", s.limitReached("tasks")
+		}
+		return s.newTask(t).ID, nil
+
+	case "item_update":
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		// Work on a copy so that a bad argument changes nothing.
+		c := t.clone()
+		if e := a.taskFields(&c); e != nil {
+			return "", e
+		}
+		c.UpdatedAt = now
+		*t = c
+		return "", nil
+
+	case "item_move":
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		n := 0
+		for _, k := range []string{"project_id", "section_id", "parent_id"} {
+			if v, _ := a.str(k); v != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE",
+				"Exactly one of project_id, section_id or parent_id is required", nil)
+		}
+		var projectID, sectionID, parentID string
+		switch {
+		case a.has("project_id"):
+			p, e := a.project("project_id", true)
+			if e != nil {
+				return "", e
+			}
+			projectID = p.ID
+		case a.has("section_id"):
+			x, e := a.section("section_id")
+			if e != nil {
+				return "", e
+			}
+			projectID, sectionID = x.ProjectID, x.ID
+		default:
+			parent, e := a.task("parent_id", true)
+			if e != nil {
+				return "", e
+			}
+			if parent.ID == t.ID || slices.Contains(s.st.descendants(t.ID), parent) {
+				return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "A task cannot be moved under itself", map[string]any{"argument": "parent_id"})
+			}
+			projectID, sectionID, parentID = parent.ProjectID, parent.SectionID, parent.ID
+		}
+		t.ChildOrder = s.st.nextChildOrder(projectID, sectionID, parentID)
+		t.ProjectID, t.SectionID, t.ParentID = projectID, sectionID, parentID
+		t.UpdatedAt = now
+		for _, d := range s.st.descendants(t.ID) {
+			d.ProjectID, d.SectionID = projectID, sectionID
+			d.UpdatedAt = now
+		}
+		return "", nil
+
+	case "item_close", "item_complete":
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		if typ == "item_close" && t.Due != nil && t.Due.IsRecurring {
+			// Closing a recurring task moves it to its next date.
+			nextDue(t.Due, now.UTC())
+			t.UpdatedAt = now
+			return "", nil
+		}
+		for _, x := range append([]*Task{t}, s.st.descendants(t.ID)...) {
+			if !x.Checked {
+				x.Checked, x.CompletedAt, x.UpdatedAt = true, now, now
+			}
+		}
+		return "", nil
+
+	case "item_uncomplete":
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		// Reopening a task reopens its ancestors too.
+		for x := t; x != nil; x = s.st.taskByID[x.ParentID] {
+			if x.Checked {
+				x.Checked, x.CompletedAt, x.UpdatedAt = false, time.Time{}, now
+			}
+			if x.ParentID == "" {
+				break
+			}
+		}
+		return "", nil
+
+	case "item_delete":
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		ids := map[string]bool{t.ID: true}
+		for _, d := range s.st.descendants(t.ID) {
+			ids[d.ID] = true
+		}
+		s.st.deleteTasks(ids)
+		return "", nil
+	}
+	return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Unknown command "+typ, map[string]any{"argument": "type"})
+}
+
+func (s *Server) tasksIn(projectID string) []*Task {
+	var out []*Task
+	for _, t := range s.st.tasks {
+		if !t.Checked && t.ProjectID == projectID {
+			out = append(out, t)
+		}
+	}
+	return out
+}
