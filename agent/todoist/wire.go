@@ -183,11 +183,20 @@ func dueFields(d *due) (text, date string, recurring bool) {
 	return text, d.Date, d.IsRecurring
 }
 
+// labelsOf returns nil for no labels, so that tasks compare equal however
+// the API spelled "none".
+func labelsOf(ls []string) []string {
+	if len(ls) == 0 {
+		return nil
+	}
+	return ls
+}
+
 func (t restTask) toAgent() agent.Task {
 	text, date, rec := dueFields(t.Due)
 	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: t.Labels,
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
 		Due: text, DueDate: date, IsRecurring: rec}
 }
 
@@ -195,7 +204,7 @@ func (t syncItem) toAgent() agent.Task {
 	text, date, rec := dueFields(t.Due)
 	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: t.Labels,
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
 		Due: text, DueDate: date, IsRecurring: rec}
 }
 
