@@ -412,3 +412,37 @@ func TestHTTPErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentUse runs reads and writes from several goroutines on one
+// client and one fake (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	c, srv := newClient(t)
+	tasks := srv.SeedInbox(60, 3)
+	dest := srv.AddProject(todoisttest.Project{Name: "Dest"})
+	errs := make(chan error, 12)
+	for g := range 6 {
+		go func() {
+			_, err := c.Snapshot(t.Context())
+			errs <- err
+		}()
+		go func() {
+			var ws []agent.Write
+			for _, task := range tasks[g*10 : g*10+10] {
+				ws = append(ws, agent.Write{Kind: agent.MoveTask, UUID: agent.NewUUID(), ID: task.ID, ProjectID: dest.ID})
+			}
+			res, err := c.Apply(t.Context(), ws)
+			for _, r := range res {
+				err = errors.Join(err, r.Err)
+			}
+			errs <- err
+		}()
+	}
+	for range 12 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(srv.TasksIn(dest.ID)); n != 60 {
+		t.Errorf("%d tasks moved, want 60", n)
+	}
+}
