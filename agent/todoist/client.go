@@ -73,11 +73,11 @@ func WithMaxRetryWait(d time.Duration) Option {
 }
 
 // WithBackoff sets the exponential backoff used when the server gives no
-// Retry-After: the n-th retry waits about base·2ⁿ (with jitter), at most max.
-func WithBackoff(base, max time.Duration) Option {
+// Retry-After: the n-th retry waits about base·2ⁿ (with jitter), at most limit.
+func WithBackoff(base, limit time.Duration) Option {
 	return func(c *Client) {
 		c.backoffBase = base
-		c.backoffMax = max
+		c.backoffMax = limit
 	}
 }
 

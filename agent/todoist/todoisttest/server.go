@@ -2,8 +2,8 @@
 // net/http/httptest, for tests, demos and benchmarks that run the real
 // client (agent/todoist) end to end without a network or an account.
 //
-// The fake speaks the wire protocol of API v1 as documented in
-// shared/todoist-api-v1.md:
+// The fake speaks the wire protocol of API v1 as Todoist documents it
+// (developer.todoist.com/api/v1):
 //
 //   - Bearer auth; errors in v1's JSON shape
 //     {"error","error_code","error_tag","http_code","error_extra"};
@@ -32,8 +32,8 @@
 // optional "at 5pm"/"17:00" time, and "every …" recurrences; "no date"
 // clears. Anything else fails the command with INVALID_DATE_FORMAT.
 //
-// Error codes and tags that shared/todoist-api-v1.md does not confirm
-// (plan limits, unknown commands, bad dates) are plausible stand-ins.
+// Error codes and tags that Todoist does not document (plan limits,
+// unknown commands, bad dates) are plausible stand-ins.
 // Incremental syncs are not modelled: every /sync read is a full sync.
 //
 // Test hooks: seed data (AddProject, AddSection, AddLabel, AddTask,
@@ -87,8 +87,8 @@ type Server struct {
 	syncCount int
 }
 
-// Limits are plan limits (the free plan's are 5 projects, 20 sections
-// per project, 300 tasks per project). Zero means no limit. A create past
+// Limits are plan limits (Todoist's documented example of a free plan:
+// 5 projects, 20 sections, 300 tasks). Zero means no limit. A create past
 // a limit fails with HTTP code 403 and an error tag ending in
 // _LIMIT_REACHED.
 type Limits struct {
