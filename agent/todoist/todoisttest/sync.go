@@ -71,10 +71,8 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 			s.badBody(w, err)
 			return
 		}
+		// Form fields hold JSON text.
 		rawTypes, rawCmds = json.RawMessage(r.PostForm.Get("resource_types")), json.RawMessage(r.PostForm.Get("commands"))
-		if len(rawTypes) > 0 && rawTypes[0] != '[' {
-			rawTypes, _ = json.Marshal(string(rawTypes))
-		}
 	default:
 		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Unsupported content type "+mt, nil)
 		return
