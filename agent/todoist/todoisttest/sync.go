@@ -105,7 +105,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	s.syncCount++
 	resp := map[string]any{"sync_token": fmt.Sprintf("fake-%016x", s.rng.Uint64()), "full_sync": len(types) > 0}
-	if rawCmds != nil {
+	if len(rawCmds) > 0 {
 		status, mapping := s.applyCommands(cmds)
 		resp["sync_status"] = status
 		resp["temp_id_mapping"] = mapping
