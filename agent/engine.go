@@ -589,7 +589,7 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 
 		case kindWrite:
 			if r.gated(c) && !c.Confirmed {
-				label, q := r.gate(c)
+				label, q := r.gate(ctx, c)
 				r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
 				return r.end(ctx, StatusConfirming, "", nil), true
 			}

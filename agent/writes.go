@@ -596,8 +596,9 @@ func progressSummary(action string, counts map[WriteKind]int, dests int, created
 	return strings.Join(parts, " · ")
 }
 
-// gateLabel and gateQuestion describe a gated write for its confirmation.
-func (r *runner) gate(c call) (label, question string) {
+// gate describes a gated write for its confirmation: the button's label
+// and the question, naming the tasks.
+func (r *runner) gate(ctx context.Context, c call) (label, question string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := &r.tr.Known
@@ -609,6 +610,10 @@ func (r *runner) gate(c call) (label, question string) {
 		Name    string            `json:"name"`
 	}
 	_ = json.Unmarshal(c.Args, &a)
+	if len(a.TaskIDs) > 0 {
+		// Name the tasks in the question; a failed read leaves ids.
+		_, _ = r.ensureTasks(ctx, a.TaskIDs)
+	}
 	names := func(ids []string) string {
 		var out []string
 		for i, id := range ids {

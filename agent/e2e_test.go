@@ -1,0 +1,263 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/todoist"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/internal/sim"
+)
+
+// e2e is one end-to-end setup: the real Todoist client against the fake
+// Todoist, and a model.
+type e2e struct {
+	todo  *todoisttest.Server
+	tasks *todoist.Client
+	model *recorder
+}
+
+// recorder counts model calls; it wraps the model under test.
+type recorder struct {
+	mu    sync.Mutex
+	calls int
+	next  agent.Model
+	reqs  []agent.Request
+}
+
+func (r *recorder) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	r.mu.Lock()
+	r.calls++
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.next.Complete(ctx, req)
+}
+
+func (r *recorder) lastMessage(call int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := r.reqs[call].Messages
+	return ms[len(ms)-1].Content
+}
+
+func newE2E(t *testing.T, script func(agent.Request) agent.Response) *e2e {
+	t.Helper()
+	todo := todoisttest.New(t)
+	tasks := todoist.New(todo.Token, todo.URL, todo.Client(), todoist.WithBackoff(1e6, 1e7))
+	return &e2e{todo: todo, tasks: tasks, model: &recorder{next: newModel(t, script)}}
+}
+
+// inbox and projects render the fake's state for comparisons.
+func (e *e2e) where() map[string][]string {
+	names := map[string]string{}
+	for _, p := range e.todo.Projects() {
+		names[p.ID] = p.Name
+	}
+	out := map[string][]string{}
+	for _, task := range e.todo.Tasks() {
+		out[names[task.ProjectID]] = append(out[names[task.ProjectID]], task.Content)
+	}
+	return out
+}
+
+func toolReply(calls ...agent.ToolCall) agent.Response {
+	for i := range calls {
+		calls[i].ID = fmt.Sprintf("call_%d", i)
+	}
+	return agent.Response{ToolCalls: calls}
+}
+
+func tc(name, args string) agent.ToolCall { return agent.ToolCall{Name: name, Arguments: args} }
+
+// replies returns a script answering from a list, one per call.
+func replies(rs ...agent.Response) func(agent.Request) agent.Response {
+	var mu sync.Mutex
+	i := 0
+	return func(agent.Request) agent.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if i >= len(rs) {
+			return agent.Response{Content: `{"thought":"out of script","action":{"type":"fail_task","reason":"script exhausted"}}`}
+		}
+		i++
+		return rs[i-1]
+	}
+}
+
+func TestTidyTheTalksInbox(t *testing.T) {
+	for _, proto := range []agent.Protocol{agent.ProtocolTools, agent.ProtocolJSON} {
+		t.Run(string(proto), func(t *testing.T) {
+			tidier := &sim.Tidier{Groups: sim.TalkGroups}
+			e := newE2E(t, tidier.Reply)
+			e.todo.SeedTalkInbox()
+			var events []string
+			out := agent.New(e.model, e.tasks, agent.Config{Protocol: proto}).Start(t.Context(),
+				agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{Observe: func(ev agent.Event) {
+					if ev.Kind == agent.EventAction {
+						events = append(events, ev.Summary)
+					}
+				}})
+			if out.Status != agent.StatusDone {
+				t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+			}
+			got := e.where()
+			if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
+				t.Errorf("state after tidy: %v", got)
+			}
+			wantCalls, wantReqs := 3, 3
+			if proto == agent.ProtocolJSON {
+				wantCalls, wantReqs = 4, 3
+			}
+			if e.model.calls != wantCalls || e.todo.TotalRequests() != wantReqs {
+				t.Errorf("model calls %d, Todoist requests %d; want %d and %d", e.model.calls, e.todo.TotalRequests(), wantCalls, wantReqs)
+			}
+			if j := strings.Join(events, " | "); !strings.Contains(j, "➡️ Moved 9 tasks into 3 projects") {
+				t.Errorf("progress: %s", j)
+			}
+		})
+	}
+}
+
+func TestFaultsAreRecovered(t *testing.T) {
+	t.Run("apology around fenced JSON costs no model call", func(t *testing.T) {
+		e := newE2E(t, replies(
+			agent.Response{Content: "My apologies for the confusion. Here is the correct response:\n```json\n{\"thought\": \"read\", \"action\": {\"type\": \"get_inbox_tasks\"},}\n```"},
+			agent.Response{Content: `{"thought":"ok","action":{"type":"final_answer","answer":"Your inbox has 9 tasks."}}`},
+		))
+		e.todo.SeedTalkInbox()
+		out := agent.New(e.model, e.tasks, agent.Config{Protocol: agent.ProtocolJSON}).Start(t.Context(), agent.Input{Instruction: "what's in my inbox?"}, agent.Hooks{})
+		if out.Status != agent.StatusDone || e.model.calls != 2 {
+			t.Fatalf("outcome %s %q after %d calls", out.Status, out.Answer, e.model.calls)
+		}
+	})
+	t.Run("invented action, wrong field and missing field get repair prompts", func(t *testing.T) {
+		e := newE2E(t, replies(
+			agent.Response{Content: `{"thought":"loop","action":{"type":"Loop through each task in the inbox"}}`},
+			agent.Response{Content: `{"thought":"x","action":{"type":"create_project","title":"Trip"}}`},
+			agent.Response{Content: `{"thought":"x","action":{"type":"create_project","name":"Trip"}}`},
+			agent.Response{Content: `{"thought":"x","action":{"type":"create_section","name":"Bookings"}}`},
+			agent.Response{Content: `{"thought":"x","action":{"type":"final_answer","answer":"Created Trip."}}`},
+		))
+		out := agent.New(e.model, e.tasks, agent.Config{Protocol: agent.ProtocolJSON}).Start(t.Context(), agent.Input{Instruction: "make a Trip project"}, agent.Hooks{})
+		if out.Status != agent.StatusDone {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		for call, want := range map[int][]string{
+			1: {"there is no action", "Loop through each task", "Valid actions: get_overview"},
+			2: {"additional properties 'title' not allowed", "missing property 'name'"},
+			4: {"missing property 'project_id'"},
+		} {
+			for _, w := range want {
+				if msg := e.model.lastMessage(call); !strings.Contains(msg, w) {
+					t.Errorf("repair prompt %d lacks %q:\n%s", call, w, msg)
+				}
+			}
+		}
+		if _, ok := e.todo.ProjectByName("Trip"); !ok {
+			t.Error("Trip was not created")
+		}
+	})
+	t.Run("unknown project id names close matches", func(t *testing.T) {
+		e := newE2E(t, nil)
+		tasks := e.todo.SeedTalkInbox()
+		bday := e.todo.AddProject(todoisttest.Project{Name: "Birthday"})
+		e.model.next = newModel(t, replies(
+			toolReply(tc(agent.ActGetProjects, `{}`)),
+			toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_id":"birthday"}]}`, tasks[3].ID))),
+			toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_id":%q}]}`, tasks[3].ID, bday.ID+"x"))),
+			toolReply(tc(agent.ActFinalAnswer, `{"answer":"gave up"}`)),
+		))
+		agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+		before := e.todo.TotalRequests()
+		_ = before
+		obs := e.model.lastMessage(3)
+		if !strings.Contains(obs, "no project with id "+bday.ID+"x") || !strings.Contains(obs, bday.ID+` "Birthday"`) {
+			t.Errorf("observation: %s", obs)
+		}
+		if e.todo.SyncRequests() != 1 {
+			t.Errorf("/sync requests = %d: a bad id from a fresh list must not reach Todoist", e.todo.SyncRequests())
+		}
+	})
+	t.Run("duplicate project is reused", func(t *testing.T) {
+		e := newE2E(t, replies(
+			toolReply(tc(agent.ActCreateProject, `{"name":"birthday celebration"}`)),
+			toolReply(tc(agent.ActFinalAnswer, `{"answer":"ok"}`)),
+		))
+		p := e.todo.AddProject(todoisttest.Project{Name: "Birthday Celebration"})
+		agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "x"}, agent.Hooks{})
+		if obs := e.model.lastMessage(1); !strings.Contains(obs, "already exists: id "+p.ID) {
+			t.Errorf("observation: %s", obs)
+		}
+		if n := len(e.todo.Projects()); n != 2 {
+			t.Errorf("projects = %d, want 2 (Inbox and the existing one)", n)
+		}
+	})
+	t.Run("Todoist 429 is waited out", func(t *testing.T) {
+		tidier := &sim.Tidier{Groups: sim.TalkGroups}
+		e := newE2E(t, tidier.Reply)
+		e.todo.SeedTalkInbox()
+		e.todo.FailNext("/sync", 1, todoisttest.Fault{Status: 429, RetryAfter: "0"})
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy"}, agent.Hooks{})
+		if out.Status != agent.StatusDone || len(e.where()["Inbox"]) != 0 {
+			t.Fatalf("outcome %s %q; state %v", out.Status, out.Answer, e.where())
+		}
+	})
+}
+
+func TestAskUserSuspendsAndResumes(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedTalkInbox()
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActAskUser, `{"question":"Which project should the cake go to?","options":["Birthday","Groceries"]}`)),
+		toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_name":"Birthday"}]}`, tasks[3].ID))),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed it under Birthday."}`)),
+	))
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+	if out.Status != agent.StatusAsking || len(out.Options) != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	raw, _ := agent.MarshalTranscript(out.Transcript)
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatalf("transcript is not JSON: %v", err)
+	}
+	tr, err := agent.UnmarshalTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new engine: as after a restart.
+	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(t.Context(), tr, "Birthday", agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed it under Birthday." {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if got := e.where()["Birthday"]; len(got) != 1 {
+		t.Errorf("state: %v", e.where())
+	}
+}
+
+func TestGatedDeleteAnsweredNoDeletesNothing(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedTalkInbox()
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActDeleteTasks, fmt.Sprintf(`{"task_ids":[%q]}`, tasks[0].ID))),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Kept it."}`)),
+	))
+	eng := agent.New(e.model, e.tasks, agent.Config{Confirm: agent.ConfirmDestructive})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "delete the slides task"}, agent.Hooks{})
+	if out.Status != agent.StatusConfirming || out.Label != "Delete 1 task" || !strings.Contains(out.Question, tasks[0].Content) {
+		t.Fatalf("outcome %+v", out)
+	}
+	out = eng.Resume(t.Context(), out.Transcript, "no", agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s", out.Status)
+	}
+	if _, ok := e.todo.Task(tasks[0].ID); !ok || e.todo.SyncRequests() != 0 {
+		t.Errorf("the task was touched after a no (%d /sync requests)", e.todo.SyncRequests())
+	}
+}
