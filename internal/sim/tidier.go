@@ -57,7 +57,7 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		}
 		var moves []any
 		for _, task := range batch {
-			moves = append(moves, map[string]any{"task_id": task.id, "project_name": t.project(task.content)})
+			moves = append(moves, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
 		}
 		calls = []action{{Name: agent.ActMoveTasks, Args: map[string]any{"moves": moves}}}
 		if tools && len(st.pending) <= 100 {
@@ -70,7 +70,7 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		thought = "Everything is filed."
 		projects := map[string]bool{}
 		for _, task := range st.inbox {
-			projects[t.project(task.content)] = true
+			projects[t.Project(task.content)] = true
 		}
 		var names []string
 		for p := range projects {
@@ -86,7 +86,8 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 	return render(thought, calls, tools, len(req.Messages))
 }
 
-func (t *Tidier) project(content string) string {
+// Project is the project a task with this content goes to.
+func (t *Tidier) Project(content string) string {
 	lc := strings.ToLower(content)
 	for _, g := range t.Groups {
 		if strings.Contains(lc, g.Keyword) {

@@ -1,0 +1,152 @@
+// Command tidybench measures tidybot's agent against a baseline configured
+// like the agent in the talk "How I gave ChatGPT access to my to-do list":
+// both tidy an inbox of N tasks in 5 groups in the fake Todoist, driven by
+// scripted (simulated, deterministic) models through the fake model
+// server, and it prints model calls, Todoist requests, tokens and wall
+// time side by side.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/todoist"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/sim"
+)
+
+// result is one system's figures for one inbox size.
+type result struct {
+	System           string        `json:"system"`
+	N                int           `json:"n"`
+	ModelCalls       int           `json:"model_calls"`
+	TodoistRequests  int           `json:"todoist_requests"`
+	PromptTokens     int           `json:"prompt_tokens"`
+	CompletionTokens int           `json:"completion_tokens"`
+	Wall             time.Duration `json:"wall_ns"`
+	InboxLeft        int           `json:"inbox_left"`
+}
+
+type settings struct {
+	groups       int
+	modelLatency time.Duration
+	todoLatency  time.Duration
+	protocol     agent.Protocol
+}
+
+func main() {
+	sizes := flag.String("n", "10,50,200", "inbox sizes")
+	groups := flag.Int("groups", 5, "keyword groups in the inbox")
+	modelLat := flag.Duration("model-latency", time.Second, "simulated latency of one model call")
+	todoLat := flag.Duration("todoist-latency", 150*time.Millisecond, "simulated latency of one Todoist request")
+	fast := flag.Bool("fast", false, "no simulated latency")
+	asJSON := flag.Bool("json", false, "print JSON")
+	protocol := flag.String("protocol", "tools", "tidybot's protocol: tools or json")
+	flag.Parse()
+	st := settings{groups: *groups, modelLatency: *modelLat, todoLatency: *todoLat, protocol: agent.Protocol(*protocol)}
+	if *fast {
+		st.modelLatency, st.todoLatency = 0, 0
+	}
+	var results []result
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "tidybench: bad size %q\n", s)
+			os.Exit(2)
+		}
+		for _, sys := range []string{"tidybot", "baseline"} {
+			r, err := measure(context.Background(), sys, n, st)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "tidybench:", err)
+				os.Exit(1)
+			}
+			results = append(results, r)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(results)
+		return
+	}
+	printTable(results, st)
+}
+
+// measure runs one system on a fresh fake account.
+func measure(ctx context.Context, system string, n int, st settings) (result, error) {
+	todo := todoisttest.New(nil, todoisttest.WithLatency(st.todoLatency))
+	defer todo.Close()
+	todo.SeedInbox(n, st.groups)
+	groups := sim.TalkGroups
+	var script func(agent.Request) agent.Response
+	if system == "tidybot" {
+		script = (&sim.Tidier{Groups: groups}).Reply
+	} else {
+		ob := &oneByOne{groups: (&sim.Tidier{Groups: groups}).Project}
+		script = ob.reply
+	}
+	mdl, err := startModel(script, st.modelLatency)
+	if err != nil {
+		return result{}, err
+	}
+	defer mdl.close()
+	hc := &http.Client{Timeout: 2 * time.Minute}
+	model := openai.New(openai.Config{APIKey: "sk-bench", BaseURL: mdl.url, Model: "simulated"}, hc)
+	tasks := todoist.New(todo.Token, todo.URL, hc)
+	todo.ResetCounters()
+
+	r := result{System: system, N: n}
+	start := time.Now()
+	var usage agent.Usage
+	if system == "tidybot" {
+		out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction}, agent.Hooks{})
+		if out.Status != agent.StatusDone {
+			return r, fmt.Errorf("tidybot at N=%d: %s: %s (%v)", n, out.Status, out.Answer, out.Err)
+		}
+		usage = out.Transcript.Usage
+	} else {
+		b := &baseline{model: model, tasks: tasks, hc: hc, apiURL: todo.URL, token: todo.Token, maxSteps: n + 50}
+		if _, usage, err = b.run(ctx, bot.TidyInboxInstruction); err != nil {
+			return r, err
+		}
+	}
+	r.Wall = time.Since(start)
+	r.ModelCalls = mdl.calls()
+	r.TodoistRequests = todo.TotalRequests()
+	r.PromptTokens, r.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
+	r.InboxLeft = len(todo.TasksIn(todo.InboxID()))
+	return r, nil
+}
+
+func printTable(rs []result, st settings) {
+	fmt.Printf("tidybench: simulated models (scripted, deterministic); model latency %v per call, Todoist latency %v per request; tidybot protocol %s\n\n", st.modelLatency, st.todoLatency, st.protocol)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "N\tsystem\tmodel calls\tTodoist requests\tprompt tokens\tcompletion tokens\twall time\tinbox left\t")
+	for i := 0; i+1 < len(rs); i += 2 {
+		a, b := rs[i], rs[i+1]
+		for _, r := range []result{a, b} {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t\n", r.N, r.System, r.ModelCalls, r.TodoistRequests, r.PromptTokens, r.CompletionTokens, r.Wall.Round(time.Millisecond), r.InboxLeft)
+		}
+		fmt.Fprintf(w, "%d\tratio\t%s\t%s\t%s\t%s\t%s\t\t\n", a.N, ratio(a.ModelCalls, b.ModelCalls), ratio(a.TodoistRequests, b.TodoistRequests),
+			ratio(a.PromptTokens, b.PromptTokens), ratio(a.CompletionTokens, b.CompletionTokens), ratio(int(a.Wall), int(b.Wall)))
+	}
+	_ = w.Flush()
+}
+
+func ratio(a, b int) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("1/%.1f", float64(b)/float64(max(a, 1)))
+}
