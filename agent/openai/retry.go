@@ -1,0 +1,332 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// send makes one chat completion, retrying 429s, 5xx answers and network
+// errors within the retry budget. Every error it returns is the context's
+// or wraps an *agent.Error with a sanitized cause.
+func (c *Client) send(ctx context.Context, creq goopenai.ChatCompletionRequest, zeroTemp bool) (goopenai.ChatCompletionResponse, error) {
+	if zeroTemp {
+		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
+	}
+	var waited time.Duration
+	for attempt := 0; ; attempt++ {
+		resp, err := c.api.CreateChatCompletion(ctx, creq)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return resp, ctx.Err()
+		}
+		// go-openai sets the answer's headers on the response before it
+		// looks at the status, so Retry-After is readable here.
+		wait, err := c.classify(err, resp.Header(), attempt)
+		if wait < 0 || c.cfg.MaxRetryWait < 0 {
+			return resp, err
+		}
+		if waited+wait > c.cfg.MaxRetryWait {
+			return resp, giveUp(err, attempt+1, waited)
+		}
+		c.log.DebugContext(ctx, "openai: retrying", slog.String("host", c.host), slog.Int("attempt", attempt+1),
+			slog.Duration("wait", wait), slog.String("error", err.Error()))
+		if err := c.cfg.Sleep(ctx, wait); err != nil {
+			return resp, err
+		}
+		waited += wait
+	}
+}
+
+// classify turns a go-openai error into an *agent.Error and says how long
+// to wait before the next attempt (negative: the error is final).
+func (c *Client) classify(err error, header http.Header, n int) (time.Duration, error) {
+	var (
+		re *goopenai.RequestError
+		ae *goopenai.APIError
+		e  *apiError
+	)
+	switch {
+	case errors.As(err, &re):
+		e = &apiError{Status: re.HTTPStatusCode}
+		if errors.As(re.Err, &ae) {
+			e.fill(ae)
+		} else {
+			e.Message = truncate(strings.TrimSpace(string(re.Body)), 300)
+		}
+	case errors.As(err, &ae):
+		e = &apiError{Status: ae.HTTPStatusCode}
+		e.fill(ae)
+	default:
+		return c.transportError(err, n)
+	}
+	e.Message = c.redact(e.Message)
+	e.Param = c.redact(e.Param)
+	e.Code = c.redact(e.Code)
+
+	switch s := e.Status; {
+	case s == http.StatusUnauthorized:
+		return -1, &agent.Error{Code: agent.ErrUnauthorized, Message: "the model API rejected the key: check OPENAI_API_KEY", Err: e}
+	case s == http.StatusForbidden:
+		return -1, &agent.Error{Code: agent.ErrForbidden, Message: "the model API refused access (HTTP 403): check OPENAI_API_KEY and OPENAI_MODEL", Err: e}
+	case s == http.StatusNotFound:
+		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: fmt.Sprintf("the model API at %s does not know model %q (HTTP 404): check OPENAI_MODEL and OPENAI_BASE_URL", c.host, c.model)}
+	case s == http.StatusTooManyRequests && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
+		return -1, &agent.Error{Code: agent.ErrRateLimited, Err: e,
+			Message: "the model API account has no quota left: check the plan and billing of the OPENAI_API_KEY account"}
+	case s == http.StatusTooManyRequests:
+		wait, ok := retryAfter(header, time.Now())
+		if !ok {
+			wait = c.backoff(n)
+		}
+		return wait, &agent.Error{Code: agent.ErrRateLimited, Message: "the model API's rate limit is reached; try again in a minute", Err: e}
+	case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusConflict:
+		wait, ok := retryAfter(header, time.Now())
+		if !ok {
+			wait = c.backoff(n)
+		}
+		return wait, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API is having trouble (HTTP %d); try again later", s), Err: e}
+	case e.Code == "context_length_exceeded":
+		return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the conversation is too long for the model (context_length_exceeded): try /reset", Err: e}
+	}
+	msg := fmt.Sprintf("the model API refused the request (HTTP %d)", e.Status)
+	if e.Message != "" {
+		msg += ": " + truncate(e.Message, 300)
+	}
+	return -1, &agent.Error{Code: agent.ErrInvalid, Message: msg, Err: e}
+}
+
+// transportError classifies an error with no HTTP answer: a network
+// error or an unreadable body is retried, anything else (go-openai's own
+// checks of the request) is final.
+func (c *Client) transportError(err error, n int) (time.Duration, error) {
+	cause := errors.New(c.redact(err.Error()))
+	var (
+		ue *url.Error
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "could not reach the model API at " + c.host, Err: cause}
+	case errors.As(err, &se), errors.As(err, &te), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "the model API at " + c.host + " sent an unreadable answer", Err: cause}
+	}
+	return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the model request is not valid for " + c.model + ": " + c.redact(err.Error()), Err: cause}
+}
+
+// backoff returns the wait before retry n (0-based) when the server did
+// not say: exponential, capped, with "equal jitter" so that clients that
+// failed together do not retry together.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.cfg.BackoffMax
+	if n < 30 {
+		d = min(c.cfg.BackoffBase<<n, c.cfg.BackoffMax)
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// retryAfter reads how long the server asks to wait: OpenAI's
+// retry-after-ms header, else Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// giveUp turns the last retryable error into the final one, saying how long
+// the client tried.
+func giveUp(err error, attempts int, waited time.Duration) error {
+	var e *agent.Error
+	if !errors.As(err, &e) || attempts < 2 {
+		return err
+	}
+	return &agent.Error{Code: e.Code, Err: e.Err,
+		Message: fmt.Sprintf("%s (gave up after %d attempts over %s)", e.Message, attempts, waited.Round(time.Millisecond))}
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// apiError is an error answer of the model API with every secret
+// removed. It is kept as the cause of an *agent.Error, for logs; go-openai's
+// own errors are not, since they quote the server verbatim.
+type apiError struct {
+	Status  int
+	Type    string
+	Code    string
+	Param   string
+	Message string
+}
+
+func (e *apiError) fill(ae *goopenai.APIError) {
+	e.Type = ae.Type
+	e.Message = ae.Message
+	if ae.Param != nil {
+		e.Param = *ae.Param
+	}
+	if ae.Code != nil {
+		e.Code = fmt.Sprint(ae.Code)
+	}
+}
+
+func (e *apiError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP %d", e.Status)
+	for _, s := range []string{e.Type, e.Code} {
+		if s != "" {
+			b.WriteString(" " + s)
+		}
+	}
+	if e.Param != "" {
+		b.WriteString(" (param " + e.Param + ")")
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
+}
+
+// secretPattern matches credentials a server might quote back: Bearer
+// tokens and OpenAI-style keys.
+var secretPattern = regexp.MustCompile(`(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_*.\-]{6,}`)
+
+// redact removes the API key, and anything that looks like a credential,
+// from s.
+func (c *Client) redact(s string) string {
+	if c.key != "" {
+		s = strings.ReplaceAll(s, c.key, "[redacted]")
+	}
+	return secretPattern.ReplaceAllStringFunc(s, func(m string) string {
+		if sub := secretPattern.FindStringSubmatch(m); sub[1] != "" {
+			return sub[1] + "[redacted]"
+		}
+		return "sk-[redacted]"
+	})
+}
+
+// formatUnsupported reports whether err is a server's refusal of the
+// response format kind itself (as opposed to, say, an invalid schema):
+// a 400 or 422 that names the format or response_format and says it is
+// not supported.
+func formatUnsupported(err error, kind agent.FormatKind) bool {
+	var e *apiError
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest && e.Status != http.StatusUnprocessableEntity {
+		return false
+	}
+	text := strings.ToLower(e.Message + " " + e.Param + " " + e.Code)
+	for _, not := range []string{"invalid schema", "must contain the word"} {
+		if strings.Contains(text, not) {
+			return false
+		}
+	}
+	named := false
+	for _, w := range []string{"response_format", "response format", string(kind), "structured output", "json mode"} {
+		if strings.Contains(text, w) {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return false
+	}
+	for _, w := range []string{"not supported", "unsupported", "does not support", "doesn't support", "not implemented",
+		"unknown", "unrecognized", "not allowed", "not permitted", "must be", "invalid value", "not available", "extra_forbidden"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroTemperature returns req with "temperature":0 added to its JSON body.
+// go-openai's `temperature,omitempty` drops a 0, and the server would then
+// use its own default (1 on OpenAI); the caller only asks for this when
+// the request's temperature is 0, so the body has no temperature yet.
+func zeroTemperature(req *http.Request) (*http.Request, error) {
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if i := bytes.IndexByte(body, '{'); i >= 0 {
+		field := `"temperature":0,`
+		if rest := bytes.TrimLeft(body[i+1:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
+			field = `"temperature":0`
+		}
+		nb := make([]byte, 0, len(body)+len(field))
+		nb = append(nb, body[:i+1]...)
+		nb = append(nb, field...)
+		body = append(nb, body[i+1:]...)
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r, nil
+}
+
+// hostOf returns the host of a base URL, for messages and logs (never
+// the user info some URLs carry).
+func hostOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "the configured OPENAI_BASE_URL"
+	}
+	return u.Host
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
