@@ -1,0 +1,43 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+)
+
+func TestCountTokens(t *testing.T) {
+	tests := []struct {
+		text string
+		want int
+	}{
+		{"", 0},
+		{"hello world", 2},
+		{"tiktoken is great!", 6},
+	}
+	for _, tt := range tests {
+		if got := openai.CountTokens(tt.text); got != tt.want {
+			t.Errorf("CountTokens(%q) = %d, want %d", tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestEstimateUsage(t *testing.T) {
+	base := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hello world"}}}
+	// 3 (reply) + 3 (message) + 1 (role) + 2 (content).
+	if got := openai.EstimatePromptTokens(base); got != 9 {
+		t.Errorf("EstimatePromptTokens = %d, want 9", got)
+	}
+	more := base
+	more.Tools = []agent.Tool{{Name: "get_projects", Description: "List every project.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}
+	if openai.EstimatePromptTokens(more) <= openai.EstimatePromptTokens(base) {
+		t.Error("tools add no tokens")
+	}
+	resp := agent.Response{Content: "hello world", ToolCalls: []agent.ToolCall{{Name: "final_answer", Arguments: `{"answer":"ok"}`}}}
+	u := openai.EstimateUsage(base, resp)
+	if !u.Estimated || u.Calls != 1 || u.PromptTokens != 9 || u.CompletionTokens <= 2 {
+		t.Errorf("EstimateUsage = %+v", u)
+	}
+}
