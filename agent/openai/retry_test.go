@@ -107,7 +107,9 @@ func TestRetries(t *testing.T) {
 }
 
 func TestRetryCap(t *testing.T) {
-	always := func(r openaitest.Reply) openaitest.Script { return func(openaitest.Request) openaitest.Reply { return r } }
+	always := func(r openaitest.Reply) openaitest.Script {
+		return func(openaitest.Request) openaitest.Reply { return r }
+	}
 	tests := []struct {
 		name      string
 		script    openaitest.Script
