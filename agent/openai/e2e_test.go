@@ -1,0 +1,110 @@
+package openai_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/internal/sim"
+)
+
+// The engine, through this client and go-openai, against the fake model,
+// with the real Todoist client against the fake Todoist: every request the
+// engine makes must pass the fake's checks of the real API (strict
+// schemas, tool messages answering tool calls, json in the prompt).
+
+func inboxLeft(todo *todoisttest.Server) int { return len(todo.TasksIn(todo.InboxID())) }
+
+func TestEngineEndToEnd(t *testing.T) {
+	tests := []struct {
+		proto agent.Protocol
+		opts  []openaitest.Option
+	}{
+		{agent.ProtocolTools, nil},
+		{agent.ProtocolJSON, nil},
+		{agent.ProtocolJSON, []openaitest.Option{openaitest.WithoutResponseFormats("json_schema"), openaitest.WithoutUsage()}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d options", tt.proto, len(tt.opts)), func(t *testing.T) {
+			todo := todoisttest.New(t)
+			todo.SeedTalkInbox()
+			tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+			tidier := &sim.Tidier{Groups: sim.TalkGroups}
+			opts := append([]openaitest.Option{openaitest.WithAPIKey("sk-e2e")}, tt.opts...)
+			srv, model, _ := start(t, openaitest.FromAgent(tidier.Reply), openai.Config{APIKey: "sk-e2e"}, opts...)
+
+			out := agent.New(model, tasks, agent.Config{Protocol: tt.proto, MaxTokens: 1024}).
+				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+			if out.Status != agent.StatusDone {
+				t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+			}
+			if n := inboxLeft(todo); n != 0 {
+				t.Errorf("%d tasks left in the inbox", n)
+			}
+			for _, r := range srv.Requests() {
+				if r.Temperature == nil || *r.Temperature != 0 || r.MaxTokens != 1024 {
+					t.Errorf("call %d: temperature %v, max tokens %d; want 0 and 1024", r.Call, r.Temperature, r.MaxTokens)
+				}
+			}
+			u := out.Transcript.Usage
+			if u.Calls != srv.Responses() || u.PromptTokens <= 0 || u.CompletionTokens <= 0 {
+				t.Errorf("usage %+v after %d responses", u, srv.Responses())
+			}
+			if wantEstimated := len(tt.opts) > 0; u.Estimated != wantEstimated {
+				t.Errorf("usage estimated = %v, want %v", u.Estimated, wantEstimated)
+			}
+		})
+	}
+}
+
+func TestEngineAskUserResumes(t *testing.T) {
+	todo := todoisttest.New(t)
+	seeded := todo.SeedTalkInbox()
+	tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+	srv, model, _ := start(t, openaitest.Replies(
+		openaitest.Call(agent.ActAskUser, `{"question":"Which project should the cake go to?","options":["Birthday","Groceries"]}`),
+		openaitest.Call(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_name":"Birthday","project_id":null,"section_id":null}]}`, seeded[3].ID)),
+		openaitest.Call(agent.ActFinalAnswer, `{"answer":"Filed it under Birthday."}`),
+	), openai.Config{})
+
+	eng := agent.New(model, tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+	if out.Status != agent.StatusAsking {
+		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+	}
+	out = eng.Resume(t.Context(), out.Transcript, "Birthday", agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed it under Birthday." {
+		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+	}
+	if srv.Calls() != 3 || srv.Responses() != 3 {
+		t.Errorf("calls %d, responses %d; want 3 and 3 (no request refused)", srv.Calls(), srv.Responses())
+	}
+}
+
+func TestEngineSurvivesA429(t *testing.T) {
+	todo := todoisttest.New(t)
+	todo.SeedTalkInbox()
+	tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+	tidier := &sim.Tidier{Groups: sim.TalkGroups}
+	first := true
+	script := func(req openaitest.Request) openaitest.Reply {
+		if first {
+			first = false
+			return openaitest.RateLimited("1")
+		}
+		return openaitest.FromAgent(tidier.Reply)(req)
+	}
+	srv, model, sl := start(t, script, openai.Config{})
+	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+	if out.Status != agent.StatusDone || inboxLeft(todo) != 0 {
+		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+	}
+	if len(sl.waits) != 1 || sl.waits[0] != time.Second || srv.Calls() != srv.Responses()+1 {
+		t.Errorf("waits %v, calls %d, responses %d", sl.waits, srv.Calls(), srv.Responses())
+	}
+}
