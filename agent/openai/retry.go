@@ -78,6 +78,7 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return c.transportError(err, n)
 	}
 	e.Message = c.redact(e.Message)
+	e.Type = c.redact(e.Type)
 	e.Param = c.redact(e.Param)
 	e.Code = c.redact(e.Code)
 
