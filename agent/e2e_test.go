@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/internal/sim"
@@ -259,5 +261,32 @@ func TestGatedDeleteAnsweredNoDeletesNothing(t *testing.T) {
 	}
 	if _, ok := e.todo.Task(tasks[0].ID); !ok || e.todo.SyncRequests() != 0 {
 		t.Errorf("the task was touched after a no (%d /sync requests)", e.todo.SyncRequests())
+	}
+}
+
+func TestModel429IsWaitedOut(t *testing.T) {
+	todo := todoisttest.New(t)
+	todo.SeedTalkInbox()
+	tidier := &sim.Tidier{Groups: sim.TalkGroups}
+	first := true
+	var mu sync.Mutex
+	srv := openaitest.New(func(req openaitest.Request) openaitest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return openaitest.RateLimited("0")
+		}
+		return openaitest.FromAgent(tidier.Reply)(req)
+	})
+	t.Cleanup(srv.Close)
+	model := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, srv.Client())
+	tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy"}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if srv.Calls() != 4 || out.Transcript.Usage.Calls != 3 {
+		t.Errorf("server calls %d (want 4: one 429), run's model calls %d (want 3)", srv.Calls(), out.Transcript.Usage.Calls)
 	}
 }

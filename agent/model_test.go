@@ -1,22 +1,23 @@
 package agent_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
 )
 
-// funcModel is a stand-in until the fake model server lands.
-type funcModel func(agent.Request) agent.Response
-
-func (f funcModel) Complete(_ context.Context, req agent.Request) (agent.Response, error) {
-	r := f(req)
-	r.Usage = agent.Usage{PromptTokens: 100, CompletionTokens: 10}
-	return r, nil
-}
-
+// newModel serves script on the fake chat-completions server and returns
+// the real model client (go-openai) pointed at it. The fake rejects what
+// the real API rejects (non-strict schemas sent as strict, unanswered tool
+// calls…) before the script sees a request.
 func newModel(t *testing.T, script func(agent.Request) agent.Response) agent.Model {
 	t.Helper()
-	return funcModel(script)
+	if script == nil {
+		return nil
+	}
+	srv := openaitest.New(openaitest.FromAgent(script))
+	t.Cleanup(srv.Close)
+	return openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, srv.Client())
 }

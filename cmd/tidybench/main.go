@@ -96,13 +96,13 @@ func measure(ctx context.Context, system string, n int, st settings) (result, er
 		ob := &oneByOne{groups: (&sim.Tidier{Groups: groups}).Project}
 		script = ob.reply
 	}
-	mdl, err := startModel(script, st.modelLatency)
+	mdl, err := sim.StartModel(script, st.modelLatency)
 	if err != nil {
 		return result{}, err
 	}
-	defer mdl.close()
+	defer mdl.Close()
 	hc := &http.Client{Timeout: 2 * time.Minute}
-	model := openai.New(openai.Config{APIKey: "sk-bench", BaseURL: mdl.url, Model: "simulated"}, hc)
+	model := openai.New(openai.Config{APIKey: "sk-bench", BaseURL: mdl.URL, Model: "simulated"}, hc)
 	tasks := todoist.New(todo.Token, todo.URL, hc)
 	todo.ResetCounters()
 
@@ -122,7 +122,7 @@ func measure(ctx context.Context, system string, n int, st settings) (result, er
 		}
 	}
 	r.Wall = time.Since(start)
-	r.ModelCalls = mdl.calls()
+	r.ModelCalls = mdl.Calls()
 	r.TodoistRequests = todo.TotalRequests()
 	r.PromptTokens, r.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
 	r.InboxLeft = len(todo.TasksIn(todo.InboxID()))
