@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store"
+)
+
+// env is an end-to-end setup: the fake Todoist, the fake model server
+// with the scenario model, and a config pointing tidybot at both with its
+// database in a temp dir.
+type env struct {
+	todo  *todoisttest.Server
+	model *openaitest.Server
+	scen  *scenario
+	cfg   Config
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{todo: todoisttest.New(t), scen: &scenario{}}
+	e.model = openaitest.New(openaitest.FromAgent(e.scen.reply))
+	t.Cleanup(e.model.Close)
+	e.cfg = Config{
+		OpenAIKey: "sk-test", OpenAIBaseURL: e.model.URL, OpenAIModel: "scripted",
+		TodoistToken: e.todo.Token, TodoistURL: e.todo.URL,
+		TelegramURL: "https://api.telegram.org", SlackURL: "https://slack.com/api/",
+		DB: filepath.Join(t.TempDir(), "tidybot.db"), HTTPAddr: "127.0.0.1:0",
+		Protocol: "tools", MaxSteps: 20, MaxTokens: 1024, TokenBudget: 200000, History: 15,
+		RunTimeout: time.Minute, Workers: 4, Confirm: "destructive", LogLevel: "warn",
+		AllowedUsers: []string{"telegram:42"},
+	}
+	return e
+}
+
+// chat runs `tidybot chat` with input on stdin and returns stdout.
+func (e *env) chat(t *testing.T, input string, ready func(*bot.Bot)) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Args: []string{"chat"}, Stdin: strings.NewReader(input), Stdout: &out, Stderr: &errOut, Config: &e.cfg, Ready: ready}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err := m.Run(ctx)
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("chat: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// layout is the fake account as project name → sorted task contents.
+func (e *env) layout() map[string][]string {
+	names := map[string]string{}
+	for _, p := range e.todo.Projects() {
+		names[p.ID] = p.Name
+	}
+	out := map[string][]string{}
+	for _, p := range e.todo.Projects() {
+		out[p.Name] = nil
+	}
+	for _, task := range e.todo.Tasks() {
+		out[names[task.ProjectID]] = append(out[names[task.ProjectID]], task.Content)
+	}
+	for _, ts := range out {
+		sort.Strings(ts)
+	}
+	return out
+}
+
+func mustContain(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestChatTidy(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	out := e.chat(t, "/tidy-inbox\n", nil)
+	mustContain(t, out, "🤔 Working on it…", "🔎 Read the overview", "➡️ Moved 9 tasks into 3 projects", "Tidied your inbox: moved 9 tasks into 3 projects")
+	got := e.layout()
+	if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
+		t.Errorf("layout: %v", got)
+	}
+	// The final answer is its own last line, after the progress notes.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[len(lines)-1], "Tidied your inbox") {
+		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+}
+
+func TestChatAskUserAcrossTwoLines(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	e.todo.AddTask(todoisttest.Task{Content: "Book dentist appointment"})
+	out := e.chat(t, "file the dentist task\n2\n", nil)
+	mustContain(t, out, "Which project should the dentist task go to?\n  1) Health\n  2) Errands\n", "Filed the dentist task.")
+	if got := e.layout()["Errands"]; len(got) != 1 || got[0] != "Book dentist appointment" {
+		t.Errorf("layout: %v", e.layout())
+	}
+}
+
+func TestChatConfirmationNoThenYes(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	out := e.chat(t, "delete the cake task\nno\n", nil)
+	mustContain(t, out, "Delete \"Buy birthday cake", "1) Delete 1 task", "2) Cancel", "OK, I kept the cake task.")
+	if n := len(e.todo.Tasks()); n != 9 {
+		t.Fatalf("tasks after no: %d, want 9", n)
+	}
+	out = e.chat(t, "delete the cake task\nyes\n", nil)
+	mustContain(t, out, "Deleted the cake task.")
+	if n := len(e.todo.Tasks()); n != 8 {
+		t.Errorf("tasks after yes: %d, want 8", n)
+	}
+}
+
+func TestChatUndoRestoresTodoist(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	before := e.layout()
+	beforeIDs := taskHomes(e.todo)
+	out := e.chat(t, "/tidy-inbox\n/undo\n", nil)
+	mustContain(t, out, "↩️ Undid 12 of 12 changes.")
+	if got := e.layout(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Errorf("after undo:\n%v\nwant\n%v", got, before)
+	}
+	if got := taskHomes(e.todo); fmt.Sprint(got) != fmt.Sprint(beforeIDs) {
+		t.Errorf("task homes differ after undo")
+	}
+	out = e.chat(t, "/undo\n", nil)
+	mustContain(t, out, "There is nothing to undo here.")
+}
+
+func taskHomes(todo *todoisttest.Server) map[string]string {
+	out := map[string]string{}
+	for _, task := range todo.Tasks() {
+		out[task.ID] = task.ProjectID + "/" + task.SectionID
+	}
+	return out
+}
+
+func TestChatReset(t *testing.T) {
+	e := newEnv(t)
+	e.chat(t, "remember the word pineapple\n/reset\nwhat was the word?\n", nil)
+	reqs := e.model.Requests()
+	last := reqs[len(reqs)-1]
+	for _, m := range last.Messages {
+		if strings.Contains(m.Content, "pineapple") {
+			t.Errorf("history after /reset still holds %q", m.Content)
+		}
+	}
+	first := reqs[0]
+	if len(first.Messages) < 2 {
+		t.Fatal("no messages")
+	}
+}
+
+// recorder is a platform that records what the bot posts.
+type recorder struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (r *recorder) Name() string { return "telegram" }
+
+func (r *recorder) Send(_ context.Context, m bot.Outgoing) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, m.ChatID+": "+m.Text)
+	return fmt.Sprint(len(r.sent)), nil
+}
+
+func (r *recorder) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.sent, "\n")
+}
+
+func TestPipelineThroughMain(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	tg := &recorder{}
+	e.chat(t, "", func(b *bot.Bot) {
+		b.AddPlatform(tg)
+		ctx := t.Context()
+		in := func(chat, user, text, event string) bot.Incoming {
+			return bot.Incoming{Platform: "telegram", ChatID: chat, UserID: user, Text: text, EventID: event, DM: true}
+		}
+		for _, ev := range []bot.Incoming{
+			in("c1", "42", "first message", "u1"),
+			in("c1", "42", "first message", "u1"), // a redelivery
+			in("c1", "42", "second message", "u2"),
+			in("c9", "666", "delete everything", "u3"), // not allowed
+		} {
+			if err := b.Handle(ctx, ev); err != nil {
+				t.Errorf("handle: %v", err)
+			}
+		}
+	})
+	got := tg.all()
+	if strings.Count(got, "You said: first message") != 1 {
+		t.Errorf("the duplicate event ran again:\n%s", got)
+	}
+	if i, j := strings.Index(got, "You said: first message"), strings.Index(got, "You said: second message"); i < 0 || j < i {
+		t.Errorf("the second message did not wait its turn:\n%s", got)
+	}
+	if !strings.Contains(got, "c9: Sorry, I only work for") || strings.Count(got, "c9:") != 1 {
+		t.Errorf("unknown user: want one refusal:\n%s", got)
+	}
+	st, err := store.Open(e.cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Thread(t.Context(), "telegram:c9:"); err == nil {
+		t.Error("the unknown user's message was stored")
+	}
+	if n := e.todo.SyncRequests(); n != 0 {
+		t.Errorf("Todoist writes: %d", n)
+	}
+}
+
+func TestStartupErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no model", func(c *Config) { c.OpenAIKey, c.OpenAIBaseURL = "", "https://api.openai.com/v1" }, "OPENAI_BASE_URL=http://localhost:11434/v1"},
+		{"no Todoist token", func(c *Config) { c.TodoistToken = "" }, "Settings → Integrations → Developer"},
+		{"bad protocol", func(c *Config) { c.Protocol = "xml" }, "TIDYBOT_PROTOCOL"},
+		{"bad user", func(c *Config) { c.AllowedUsers = []string{"bob"} }, "TIDYBOT_ALLOWED_USERS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := e.cfg
+			tt.edit(&cfg)
+			err := (&Main{Args: []string{"chat"}, Config: &cfg}).Run(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("database in use", func(t *testing.T) {
+		st, err := store.Open(e.cfg.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		start := time.Now()
+		err = (&Main{Args: []string{"chat"}, Config: &e.cfg, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}).Run(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "in use") {
+			t.Errorf("err = %v", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %v to report a locked database", d)
+		}
+	})
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	var out bytes.Buffer
+	if err := (&Main{Args: []string{"-h"}, Stdout: &out}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "TODOIST_TOKEN", "TODOIST_API_URL", "TELEGRAM_BOT_TOKEN", "TELEGRAM_API_URL",
+		"TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "TIDYBOT_DB",
+		"TIDYBOT_HTTP_ADDR", "TIDYBOT_ALLOWED_USERS", "TIDYBOT_PROTOCOL", "TIDYBOT_MAX_STEPS", "TIDYBOT_MAX_TOKENS", "TIDYBOT_HISTORY",
+		"TIDYBOT_TEMPERATURE", "TIDYBOT_RUN_TIMEOUT", "TIDYBOT_WORKERS", "TIDYBOT_CONFIRM", "gpt-4.1-mini", "destructive"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("-h lacks %s", v)
+		}
+	}
+}
+
+// TestCrashMidRunResumesWithoutDuplicates builds the binary, kills it
+// with SIGKILL while the model stalls right after a write, and restarts it
+// on the same database with empty stdin: the run completes, and the fake
+// Todoist shows no write applied twice and no duplicate project.
+func TestCrashMidRunResumesWithoutDuplicates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	// The model stalls (for an hour, or until the client is gone) on the
+	// first request made after the write.
+	stalled := make(chan struct{})
+	var once sync.Once
+	e.model.Close()
+	e.model = openaitest.New(func(req openaitest.Request) openaitest.Reply {
+		stall := false
+		if wrote(openaitest.AgentRequest(req)) {
+			once.Do(func() { stall = true; close(stalled) })
+		}
+		if stall {
+			return openaitest.Text("…").After(time.Hour)
+		}
+		return openaitest.FromAgent(e.scen.reply)(req)
+	})
+	t.Cleanup(e.model.Close)
+	bin := filepath.Join(t.TempDir(), "tidybot")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	environ := append(os.Environ(),
+		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL, "OPENAI_MODEL=scripted",
+		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB)
+
+	first := exec.Command(bin, "chat")
+	first.Env = environ
+	first.Stdin = strings.NewReader("/tidy-inbox\n")
+	var out1 bytes.Buffer
+	first.Stdout, first.Stderr = &out1, &out1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stalled:
+	case <-time.After(20 * time.Second):
+		_ = first.Process.Kill()
+		_ = first.Wait()
+		t.Fatalf("the model never stalled after the write; output:\n%s", out1.String())
+	}
+	_ = first.Process.Signal(syscall.SIGKILL)
+	_ = first.Wait()
+	if n := len(e.todo.TasksIn(e.todo.InboxID())); n != 0 {
+		t.Fatalf("inbox has %d tasks at the kill: the write was not applied", n)
+	}
+	applied := e.todo.AppliedCommands()
+
+	second := exec.Command(bin, "chat")
+	second.Env = environ
+	second.Stdin = strings.NewReader("")
+	out2, err := second.CombinedOutput()
+	if err != nil {
+		t.Fatalf("restart: %v\n%s", err, out2)
+	}
+	if !strings.Contains(string(out2), "Tidied your inbox") {
+		t.Errorf("the resumed run did not finish:\n%s", out2)
+	}
+	if got := e.todo.AppliedCommands(); got != applied {
+		t.Errorf("applied commands %d after restart, %d before: a write was applied twice", got, applied)
+	}
+	names := map[string]int{}
+	for _, p := range e.todo.Projects() {
+		names[p.Name]++
+	}
+	for n, c := range names {
+		if c > 1 {
+			t.Errorf("project %q exists %d times", n, c)
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("projects: %v", names)
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/sim"
+)
+
+// scenario is the simulated model of the end-to-end tests: it answers
+// each request as a function of the conversation, by the user's latest
+// instruction:
+//   - the /tidy-inbox instruction: the competent tidier (internal/sim);
+//   - "file the dentist task": ask which project, then move it there;
+//   - "delete the cake task": find it and delete it (a gated write);
+//   - anything else: a final answer echoing it.
+type scenario struct{}
+
+// wrote reports whether the run in req has already applied a move.
+func wrote(req agent.Request) bool {
+	for _, m := range req.Messages {
+		if m.Role == agent.RoleTool && strings.Contains(m.Content, "✓ Moved") {
+			return true
+		}
+	}
+	return false
+}
+
+var taskRe = regexp.MustCompile(`(?m)^- (\S+) ("(?:[^"\\]|\\.)*")`)
+
+func (s *scenario) reply(req agent.Request) agent.Response {
+	// The instruction is the last user message; what follows it is this
+	// run's steps.
+	start := 0
+	for i, m := range req.Messages {
+		if m.Role == agent.RoleUser {
+			start = i
+		}
+	}
+	instr := req.Messages[start].Content
+	steps := req.Messages[start+1:]
+	var assistant int
+	var lastTool string
+	for _, m := range steps {
+		if m.Role == agent.RoleAssistant {
+			assistant++
+		}
+		if m.Role == agent.RoleTool {
+			lastTool = m.Content
+		}
+	}
+	call := func(name string, args any) agent.Response {
+		b, _ := json.Marshal(args)
+		return agent.Response{Content: "thinking", ToolCalls: []agent.ToolCall{{ID: fmt.Sprintf("call_%d", len(req.Messages)), Name: name, Arguments: string(b)}}}
+	}
+	final := func(answer string) agent.Response {
+		return call(agent.ActFinalAnswer, map[string]string{"answer": answer})
+	}
+	findTask := func(word string) string {
+		for _, m := range taskRe.FindAllStringSubmatch(lastTool, -1) {
+			content, _ := strconv.Unquote(m[2])
+			if strings.Contains(strings.ToLower(content), word) {
+				return m[1]
+			}
+		}
+		return ""
+	}
+	switch {
+	case instr == bot.TidyInboxInstruction:
+		return (&sim.Tidier{Groups: sim.TalkGroups}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
+	case strings.Contains(instr, "dentist"):
+		switch assistant {
+		case 0:
+			return call(agent.ActAskUser, map[string]any{"question": "Which project should the dentist task go to?", "options": []string{"Health", "Errands"}})
+		case 1:
+			return call(agent.ActGetInboxTasks, map[string]any{})
+		case 2:
+			answer := ""
+			for _, m := range steps {
+				if m.Role == agent.RoleTool && strings.HasPrefix(m.Content, "The user answered: ") {
+					answer = strings.TrimPrefix(m.Content, "The user answered: ")
+				}
+			}
+			return call(agent.ActMoveTasks, map[string]any{"moves": []map[string]string{{"task_id": findTask("dentist"), "project_name": answer}}})
+		}
+		return final("Filed the dentist task.")
+	case strings.Contains(instr, "delete the cake"):
+		switch assistant {
+		case 0:
+			return call(agent.ActGetInboxTasks, map[string]any{})
+		case 1:
+			return call(agent.ActDeleteTasks, map[string]any{"task_ids": []string{findTask("cake")}})
+		}
+		if strings.Contains(lastTool, "said no") {
+			return final("OK, I kept the cake task.")
+		}
+		return final("Deleted the cake task.")
+	}
+	return final("You said: " + instr)
+}

@@ -1,0 +1,561 @@
+// Package store keeps tidybot's state in a bbolt file: threads, messages,
+// runs (status and agent transcript), jobs, dedupe keys, settings and the
+// audit journal of writes. It implements bot.Store.
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// SchemaVersion is the layout this package writes. Open refuses a file of
+// a newer version and migrates an older one.
+const SchemaVersion = 1
+
+// valueVersion is the version of every stored JSON value.
+const valueVersion = 1
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketThreads  = []byte("threads")
+	bucketMessages = []byte("messages") // nested: one bucket per thread
+	bucketRuns     = []byte("runs")
+	bucketJobs     = []byte("jobs") // key: big-endian sequence
+	bucketJobIDs   = []byte("job_ids")
+	bucketEvents   = []byte("events")
+	bucketSettings = []byte("settings")
+	bucketAudit    = []byte("audit") // nested: one bucket per run
+	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit}
+	keySchema      = []byte("schema_version")
+)
+
+// Store is a bbolt-backed bot.Store, safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+var _ bot.Store = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*bolt.Options)
+
+// WithLockTimeout sets how long Open waits for a file another process
+// holds (default 1s).
+func WithLockTimeout(d time.Duration) Option { return func(o *bolt.Options) { o.Timeout = d } }
+
+// Open opens or creates the database at path. A file that another process
+// holds fails within the lock timeout with a message that says so.
+func Open(path string, opts ...Option) (*Store, error) {
+	o := &bolt.Options{Timeout: time.Second}
+	for _, opt := range opts {
+		opt(o)
+	}
+	db, err := bolt.Open(path, 0o600, o)
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("database %s is in use by another process (is another tidybot running? set TIDYBOT_DB to use another file)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database %s (TIDYBOT_DB): %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrations upgrade a file from version i+1 to i+2 (none yet).
+var migrations = []func(tx *bolt.Tx) error{}
+
+func (s *Store) init() error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := SchemaVersion
+		if raw := meta.Get(keySchema); raw != nil {
+			v = int(binary.BigEndian.Uint64(raw))
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("%s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.path, v, SchemaVersion)
+		}
+		for ; v < SchemaVersion; v++ {
+			if err := migrations[v-1](tx); err != nil {
+				return fmt.Errorf("migrate %s to version %d: %w", s.path, v+1, err)
+			}
+		}
+		return meta.Put(keySchema, u64(SchemaVersion))
+	})
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// envelope is how every value is stored: versioned JSON.
+type envelope struct {
+	V    int             `json:"v"`
+	Data json.RawMessage `json:"data"`
+}
+
+func encode(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(envelope{V: valueVersion, Data: data})
+}
+
+func decode(raw []byte, v any) error {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("decode value: %w", err)
+	}
+	if env.V != valueVersion {
+		return fmt.Errorf("value version %d, want %d", env.V, valueVersion)
+	}
+	if err := json.Unmarshal(env.Data, v); err != nil {
+		return fmt.Errorf("decode value: %w", err)
+	}
+	return nil
+}
+
+func u64(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+func put(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := encode(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// MarkEvent implements bot.Store.
+func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	fresh := false
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		fresh = b.Get([]byte(key)) == nil
+		if !fresh {
+			return nil
+		}
+		return b.Put([]byte(key), u64(uint64(at.UnixNano())))
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: mark event %s: %w", key, err)
+	}
+	return fresh, nil
+}
+
+// PruneEvents implements bot.Store.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketEvents).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune events: %w", err)
+	}
+	return n, nil
+}
+
+// Thread implements bot.Store.
+func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
+	var t bot.Thread
+	if err := ctx.Err(); err != nil {
+		return t, err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketThreads).Get([]byte(key))
+		if raw == nil {
+			return bot.ErrNotFound
+		}
+		return decode(raw, &t)
+	})
+	if err != nil {
+		return t, fmt.Errorf("store: thread %s: %w", key, err)
+	}
+	return t, nil
+}
+
+// SaveThread implements bot.Store.
+func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketThreads), []byte(t.Key), t) })
+	if err != nil {
+		return fmt.Errorf("store: save thread %s: %w", t.Key, err)
+	}
+	return nil
+}
+
+// AppendMessage implements bot.Store.
+func (s *Store) AppendMessage(ctx context.Context, m bot.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		return put(b, u64(seq), m)
+	})
+	if err != nil {
+		return fmt.Errorf("store: append message to %s: %w", m.ThreadKey, err)
+	}
+	return nil
+}
+
+// RecentMessages implements bot.Store: it walks the thread backwards and
+// stops after n messages or at the first one before since.
+func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []bot.Message
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMessages).Bucket([]byte(threadKey))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+			var m bot.Message
+			if err := decode(v, &m); err != nil {
+				return err
+			}
+			if m.At.Before(since) {
+				break
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of %s: %w", threadKey, err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// SaveRun implements bot.Store.
+func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketRuns), []byte(r.ID), r) })
+	if err != nil {
+		return fmt.Errorf("store: save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Run implements bot.Store.
+func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var r bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketRuns).Get([]byte(id))
+		if raw == nil {
+			return bot.ErrNotFound
+		}
+		return decode(raw, &r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// runs scans the runs bucket (runs are few per user; an index by status
+// or thread can come when a deployment needs it).
+func (s *Store) runs(ctx context.Context, keep func(*bot.Run) bool) ([]*bot.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []*bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var r bot.Run
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			if keep(&r) {
+				out = append(out, &r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Runs implements bot.Store.
+func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run, error) {
+	return s.runs(ctx, func(r *bot.Run) bool {
+		if len(statuses) == 0 {
+			return true
+		}
+		for _, st := range statuses {
+			if r.Status == st {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// ThreadRuns implements bot.Store.
+func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, error) {
+	return s.runs(ctx, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
+}
+
+// PutJob implements bot.Store: jobs are kept in arrival order.
+func (s *Store) PutJob(ctx context.Context, j bot.Job) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		ids := tx.Bucket(bucketJobIDs)
+		if ids.Get([]byte(j.ID)) != nil {
+			return nil
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := put(b, u64(seq), j); err != nil {
+			return err
+		}
+		return ids.Put([]byte(j.ID), u64(seq))
+	})
+	if err != nil {
+		return fmt.Errorf("store: put job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// DeleteJob implements bot.Store.
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		ids := tx.Bucket(bucketJobIDs)
+		seq := ids.Get([]byte(id))
+		if seq == nil {
+			return nil
+		}
+		if err := tx.Bucket(bucketJobs).Delete(bytes.Clone(seq)); err != nil {
+			return err
+		}
+		return ids.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete job %s: %w", id, err)
+	}
+	return nil
+}
+
+// Jobs implements bot.Store.
+func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []bot.Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
+			var j bot.Job
+			if err := decode(v, &j); err != nil {
+				return err
+			}
+			out = append(out, j)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
+	}
+	return out, nil
+}
+
+// AppendAudit implements bot.Store.
+func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		for _, e := range entries {
+			b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
+			if err != nil {
+				return err
+			}
+			seq, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := put(b, u64(seq), e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
+	}
+	return nil
+}
+
+// RunAudit implements bot.Store.
+func (s *Store) RunAudit(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []bot.AuditEntry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAudit).Bucket([]byte(runID))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var e bot.AuditEntry
+			if err := decode(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: journal of %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Setting implements bot.Store.
+func (s *Store) Setting(ctx context.Context, key string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var v string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketSettings).Get([]byte(key))
+		if raw == nil {
+			return bot.ErrNotFound
+		}
+		return decode(raw, &v)
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: setting %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetSetting implements bot.Store.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketSettings), []byte(key), value) })
+	if err != nil {
+		return fmt.Errorf("store: set %s: %w", key, err)
+	}
+	return nil
+}
+
+// Check verifies the file's consistency (bbolt's own check) and that every
+// value decodes.
+func (s *Store) Check() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = fmt.Errorf("store: check: %w", err)
+			}
+		}
+		if first != nil {
+			return first
+		}
+		var walk func(b *bolt.Bucket) error
+		walk = func(b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					return walk(b.Bucket(k))
+				}
+				if bytes.Equal(k, keySchema) || len(v) == 8 && v[0] != '{' {
+					return nil
+				}
+				var env envelope
+				return decode(v, &env.Data)
+			})
+		}
+		for _, name := range allBuckets {
+			if err := walk(tx.Bucket(name)); err != nil {
+				return fmt.Errorf("store: check %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
