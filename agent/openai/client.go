@@ -313,6 +313,9 @@ func (c *Client) chatRequest(req agent.Request, format agent.FormatKind) goopena
 		if reasoning || c.cfg.MaxCompletionTokens {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
+			// Every OpenAI-compatible server (Ollama, vLLM, LM Studio,
+			// Azure) understands max_tokens; the newer field is not.
+			//lint:ignore SA1019 deliberate, see above
 			out.MaxTokens = req.MaxTokens
 		}
 	}
