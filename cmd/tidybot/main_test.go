@@ -30,7 +30,7 @@ type env struct {
 	cfg   Config
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{todo: todoisttest.New(t), scen: &scenario{}}
 	e.model = openaitest.New(openaitest.FromAgent(e.scen.reply))
