@@ -1,0 +1,85 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+func TestIncoming(t *testing.T) {
+	a := New(&bytes.Buffer{})
+	_, _ = a.Send(t.Context(), bot.Outgoing{Text: "Which one?", Buttons: []bot.Button{{Label: "Work", Data: "w:k:0"}, {Label: "Home", Data: "w:k:1"}}})
+	for _, tt := range []struct {
+		line string
+		want bot.Incoming
+	}{
+		{"/tidy-inbox", bot.Incoming{Command: "tidy-inbox"}},
+		{"/Help me", bot.Incoming{Command: "help", Text: "me"}},
+		{"2", bot.Incoming{Button: "w:k:1"}},
+		{"2", bot.Incoming{Text: "2"}}, // the options are gone once answered
+	} {
+		got := a.incoming(tt.line)
+		if got.Command != tt.want.Command || got.Text != tt.want.Text || got.Button != tt.want.Button || got.Platform != Platform || got.UserID != UserID {
+			t.Errorf("incoming(%q) = %+v, want %+v", tt.line, got, tt.want)
+		}
+	}
+	_, _ = a.Send(t.Context(), bot.Outgoing{Text: "Delete it?", Buttons: []bot.Button{{Label: "Delete 1 task", Data: "w:c:y"}, {Label: "Cancel", Data: "w:c:n"}}})
+	if got := a.incoming("no"); got.Button != "w:c:n" {
+		t.Errorf("no → %+v", got)
+	}
+}
+
+func TestSendPrintsVerbatimWithOptions(t *testing.T) {
+	var out bytes.Buffer
+	a := New(&out)
+	_, _ = a.Send(t.Context(), bot.Outgoing{Text: "Delete \"x\"? *really*", Buttons: []bot.Button{{Label: "Delete 1 task", Data: "w:c:y"}, {Label: "Cancel", Data: "w:c:n"}}})
+	want := "Delete \"x\"? *really*\n  (yes/no)\n  1) Delete 1 task\n  2) Cancel\n"
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// fakeBot records lines and says whether it was idle when each arrived.
+type fakeBot struct {
+	mu    sync.Mutex
+	busy  bool
+	lines []string
+	waits int
+}
+
+func (b *fakeBot) Handle(_ context.Context, in bot.Incoming) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy {
+		b.lines = append(b.lines, "BUSY:"+in.Text)
+	} else {
+		b.lines = append(b.lines, in.Text+in.Command)
+	}
+	b.busy = true
+	return nil
+}
+
+func (b *fakeBot) WaitIdle(context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.busy = false
+	b.waits++
+	return nil
+}
+
+func TestRunWaitsForIdleBeforeEachLine(t *testing.T) {
+	b := &fakeBot{}
+	if err := New(&bytes.Buffer{}).Run(t.Context(), strings.NewReader("one\n\ntwo\n/usage\n"), b, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(b.lines, ","); got != "one,two,usage" {
+		t.Errorf("lines = %s", got)
+	}
+	if b.waits < 4 {
+		t.Errorf("waited for idle %d times, want before every line and at the end", b.waits)
+	}
+}
