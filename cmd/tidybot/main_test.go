@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,5 +376,50 @@ func TestCrashMidRunResumesWithoutDuplicates(t *testing.T) {
 	}
 	if len(names) != 4 {
 		t.Errorf("projects: %v", names)
+	}
+}
+
+func TestServeHealthAndMetrics(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	e.cfg.HTTPAddr = addr
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	go func() { done <- m.Run(ctx) }()
+	var body string
+	for range 100 {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if body != "ok\n" {
+		t.Fatalf("/healthz = %q", body)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %v", err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve returned %v", err)
+	}
+	_ = m.Close()
+
+	e.cfg.TelegramToken = "123:abc"
+	err = (&Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}).Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "not built yet") {
+		t.Errorf("serve with a Telegram token: %v", err)
 	}
 }
