@@ -1,0 +1,27 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// TestFastRun runs both systems without latency on a small inbox: the
+// benchmark must keep working (its figures are printed, not asserted).
+func TestFastRun(t *testing.T) {
+	st := settings{groups: 5, protocol: agent.ProtocolTools}
+	var calls [2]int
+	for i, sys := range []string{"tidybot", "baseline"} {
+		r, err := measure(t.Context(), sys, 20, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.InboxLeft != 0 {
+			t.Errorf("%s left %d tasks in the inbox", sys, r.InboxLeft)
+		}
+		calls[i] = r.ModelCalls
+	}
+	if calls[0] >= calls[1] {
+		t.Errorf("model calls: tidybot %d, baseline %d", calls[0], calls[1])
+	}
+}
