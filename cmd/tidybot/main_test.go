@@ -96,18 +96,23 @@ func mustContain(t *testing.T, out string, wants ...string) {
 }
 
 func TestChatTidy(t *testing.T) {
-	e := newEnv(t)
-	e.todo.SeedTalkInbox()
-	out := e.chat(t, "/tidy-inbox\n", nil)
-	mustContain(t, out, "🤔 Working on it…", "🔎 Read the overview", "➡️ Moved 9 tasks into 3 projects", "Tidied your inbox: moved 9 tasks into 3 projects")
-	got := e.layout()
-	if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
-		t.Errorf("layout: %v", got)
-	}
-	// The final answer is its own last line, after the progress notes.
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.HasPrefix(lines[len(lines)-1], "Tidied your inbox") {
-		t.Errorf("last line %q", lines[len(lines)-1])
+	for _, proto := range []string{"tools", "json"} {
+		t.Run(proto, func(t *testing.T) {
+			e := newEnv(t)
+			e.cfg.Protocol = proto
+			e.todo.SeedTalkInbox()
+			out := e.chat(t, "/tidy-inbox\n", nil)
+			mustContain(t, out, "🤔 Working on it…", "🔎 Read the overview", "➡️ Moved 9 tasks into 3 projects", "Tidied your inbox: moved 9 tasks into 3 projects")
+			got := e.layout()
+			if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
+				t.Errorf("layout: %v", got)
+			}
+			// The final answer is its own last line, after the progress notes.
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if !strings.HasPrefix(lines[len(lines)-1], "Tidied your inbox") {
+				t.Errorf("last line %q", lines[len(lines)-1])
+			}
+		})
 	}
 }
 

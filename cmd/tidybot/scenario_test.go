@@ -38,7 +38,7 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 	// run's steps.
 	start := 0
 	for i, m := range req.Messages {
-		if m.Role == agent.RoleUser {
+		if m.Role == agent.RoleUser && !strings.HasPrefix(m.Content, "Observation: ") && !strings.HasPrefix(m.Content, "Error: ") {
 			start = i
 		}
 	}
@@ -56,6 +56,13 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 	}
 	call := func(name string, args any) agent.Response {
 		b, _ := json.Marshal(args)
+		if len(req.Tools) == 0 { // the json protocol
+			var act map[string]any
+			_ = json.Unmarshal(b, &act)
+			act["type"] = name
+			env, _ := json.Marshal(map[string]any{"thought": "thinking", "action": act})
+			return agent.Response{Content: string(env)}
+		}
 		return agent.Response{Content: "thinking", ToolCalls: []agent.ToolCall{{ID: fmt.Sprintf("call_%d", len(req.Messages)), Name: name, Arguments: string(b)}}}
 	}
 	final := func(answer string) agent.Response {
