@@ -4,7 +4,7 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test lint run demo bench fuzz deps
+.PHONY: build test lint run demo bench fuzz deps deps-list
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
@@ -30,5 +30,5 @@ bench:
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseReply -fuzztime 60s ./agent
 
-deps:
+deps: 
 	@go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep tidybot

@@ -1,0 +1,70 @@
+// Package layout holds a test of the import rules of DESIGN.md §1.
+package layout
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tidybot/tidybot"
+
+// allowed lists, per package, the packages of ours it may import.
+var allowed = map[string][]string{
+	"agent":                     {},
+	"agent/todoist":             {"agent"},
+	"agent/openai":              {"agent"},
+	"bot":                       {"agent"},
+	"store":                     {"bot", "agent"},
+	"adapters/console":          {"bot", "agent"},
+	"internal/sim":              {"agent", "agent/openai/openaitest"},
+	"agent/todoist/todoisttest": {"agent"},
+	"agent/openai/openaitest":   {"agent"},
+}
+
+// TestImportDirection checks that no package imports one of ours it
+// should not (tests excluded: they may wire fakes).
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if strings.HasPrefix(rel, "cmd/") || rel == "internal/layout" {
+			continue // cmd wires everything
+		}
+		ok, known := allowed[rel]
+		if !known {
+			t.Errorf("package %s has no import rule here", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if !contains(ok, dep) {
+				t.Errorf("%s imports %s", rel, dep)
+			}
+		}
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
