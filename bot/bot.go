@@ -39,6 +39,7 @@ type Config struct {
 	// shutdown (default 10s).
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	Metrics       Metrics
 	Now           func() time.Time
 }
 
@@ -60,6 +61,9 @@ func (c *Config) defaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
 	}
 }
 
@@ -172,11 +176,13 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		}
 		if !fresh {
 			log.Info("duplicate event dropped", slog.String("event_id", in.EventID))
+			b.cfg.Metrics.Event(in.Platform, "duplicate")
 			return nil
 		}
 	}
 	if !b.Allowed(in.Platform, in.UserID) {
 		log.Warn("refused unknown user")
+		b.cfg.Metrics.Event(in.Platform, "refused")
 		if in.Button != "" {
 			b.answerButton(ctx, in, "Sorry, you are not allowed to use this bot.")
 			return nil
@@ -186,7 +192,13 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	if in.Button != "" {
+		b.cfg.Metrics.Event(in.Platform, "button")
 		return b.press(ctx, in)
+	}
+	if in.Command != "" {
+		b.cfg.Metrics.Event(in.Platform, "command")
+	} else {
+		b.cfg.Metrics.Event(in.Platform, "accepted")
 	}
 	switch in.Command {
 	case "help", "start":

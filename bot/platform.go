@@ -3,6 +3,8 @@ package bot
 import (
 	"context"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // Button is one choice under a message. Data is what the platform sends
@@ -42,3 +44,18 @@ type Editor interface {
 type ButtonAnswerer interface {
 	AnswerButton(ctx context.Context, ref, text string) error
 }
+
+// Metrics hears what the pipeline does; cmd/tidybot implements it on
+// Prometheus. Methods must not block.
+type Metrics interface {
+	// Event counts an incoming event by outcome: "accepted",
+	// "duplicate", "refused", "command" or "button".
+	Event(platform, outcome string)
+	// RunEnded counts a run that ended or paused, with its tokens.
+	RunEnded(status RunStatus, usage agent.Usage)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Event(string, string)            {}
+func (noMetrics) RunEnded(RunStatus, agent.Usage) {}

@@ -117,13 +117,20 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 		},
 		Observe: prog.add,
 	}
+	before := r.Usage
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
 	r.Notes = prog.notes()
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()
-	return b.finish(ctx, r, out, cancelled)
+	err = b.finish(ctx, r, out, cancelled)
+	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
+		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
+		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
+		Calls:            r.Usage.Calls - before.Calls,
+	})
+	return err
 }
 
 // finish journals the run's writes and tells the user how it ended.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidybot/tidybot/adapters/console"
@@ -63,7 +65,8 @@ type Main struct {
 	// Ready, when set, is called with the bot once it has started.
 	Ready func(*bot.Bot)
 
-	closers []func() error
+	closers  []func() error
+	registry *prometheus.Registry
 }
 
 // NewMain returns a Main on the process's stdio.
@@ -165,7 +168,9 @@ func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
 		Timeout:     cfg.RunTimeout,
 		Confirm:     agent.ConfirmPolicy(cfg.Confirm),
 	})
-	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log}), nil
+	m.registry = prometheus.NewRegistry()
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry)}), nil
 }
 
 // chat runs the bot in the terminal.
@@ -213,7 +218,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.Handle("GET /metrics", promhttp.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

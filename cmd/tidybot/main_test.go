@@ -415,7 +415,13 @@ func TestServeHealthAndMetrics(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/metrics: %v", err)
 	}
+	metricsBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	for _, want := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if !strings.Contains(string(metricsBody), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve returned %v", err)
