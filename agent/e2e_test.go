@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -288,5 +291,75 @@ func TestModel429IsWaitedOut(t *testing.T) {
 	}
 	if srv.Calls() != 4 || out.Transcript.Usage.Calls != 3 {
 		t.Errorf("server calls %d (want 4: one 429), run's model calls %d (want 3)", srv.Calls(), out.Transcript.Usage.Calls)
+	}
+}
+
+// lossyTransport delivers one /sync request, then loses the response
+// and stops the run, as a crash right after sending would.
+type lossyTransport struct {
+	next    http.RoundTripper
+	stop    context.CancelFunc
+	mu      sync.Mutex
+	tripped bool
+}
+
+func (l *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && strings.HasSuffix(req.URL.Path, "/sync") && req.Method == http.MethodPost && !l.tripped && resp.StatusCode == 200 {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), "sync_status") {
+			l.tripped = true
+			l.stop()
+			return nil, context.Canceled
+		}
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	return resp, err
+}
+
+func TestResumedWriteIsAppliedOnce(t *testing.T) {
+	tidier := &sim.Tidier{Groups: sim.TalkGroups}
+	e := newE2E(t, tidier.Reply)
+	e.todo.SeedTalkInbox()
+	ctx, cancel := context.WithCancel(t.Context())
+	lossy := &lossyTransport{next: e.todo.Client().Transport, stop: cancel}
+	if lossy.next == nil {
+		lossy.next = http.DefaultTransport
+	}
+	tasks := todoist.New(e.todo.Token, e.todo.URL, &http.Client{Transport: lossy, Timeout: 10 * time.Second})
+	var saved []byte
+	eng := agent.New(e.model, tasks, agent.Config{})
+	out := eng.Start(ctx, agent.Input{Instruction: "tidy"}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {
+		saved, _ = agent.MarshalTranscript(tr)
+		return nil
+	}})
+	if out.Status != agent.StatusInterrupted || !lossy.tripped {
+		t.Fatalf("outcome %s (tripped %v)", out.Status, lossy.tripped)
+	}
+	applied := e.todo.AppliedCommands()
+	if applied != 12 {
+		t.Fatalf("applied %d commands before the crash, want 12", applied)
+	}
+	tr, err := agent.UnmarshalTranscript(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(t.Context(), tr, "", agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if got := e.todo.AppliedCommands(); got != applied {
+		t.Errorf("applied %d commands after resuming, %d before: a write was applied twice", got, applied)
+	}
+	if n := len(e.todo.Projects()); n != 4 {
+		t.Errorf("projects = %d, want 4 (no duplicates)", n)
+	}
+	for _, a := range out.Transcript.Journal {
+		if a.Write.Kind == agent.AddProject && (a.NewID == "" || strings.HasPrefix(a.NewID, "tmp-")) {
+			t.Errorf("created project %q has no real id after the resend: %q", a.Write.Name, a.NewID)
+		}
 	}
 }
