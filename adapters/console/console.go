@@ -81,18 +81,46 @@ func isConfirm(bs []bot.Button) bool {
 // ended. Interactive input is read at once, so /cancel reaches a running
 // run.
 func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	// Lines come from a goroutine so that ctx (Ctrl-C) ends Run even while
+	// a terminal read blocks.
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
 	for {
 		if !interactive {
 			if err := b.WaitIdle(ctx); err != nil {
 				return err
 			}
 		}
-		if !sc.Scan() {
-			break
+		var line string
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case l, ok := <-lines:
+			if !ok {
+				select {
+				case err := <-readErr:
+					if err != nil {
+						return fmt.Errorf("console: read input: %w", err)
+					}
+				default:
+				}
+				return b.WaitIdle(ctx)
+			}
+			line = strings.TrimSpace(l)
 		}
-		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
@@ -100,10 +128,6 @@ func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool
 			return fmt.Errorf("console: %w", err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("console: read input: %w", err)
-	}
-	return b.WaitIdle(ctx)
 }
 
 // incoming turns a line into an event: a command, the number (or yes/no)

@@ -3,9 +3,12 @@ package console
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -81,5 +84,22 @@ func TestRunWaitsForIdleBeforeEachLine(t *testing.T) {
 	}
 	if b.waits < 4 {
 		t.Errorf("waited for idle %d times, want before every line and at the end", b.waits)
+	}
+}
+
+func TestRunEndsOnCancelWhileReadBlocks(t *testing.T) {
+	r, w := io.Pipe() // never written: a terminal nobody types into
+	defer w.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- New(&bytes.Buffer{}).Run(ctx, r, &fakeBot{}, true) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
 	}
 }
