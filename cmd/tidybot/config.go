@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -53,10 +55,14 @@ func LoadConfig() (Config, error) {
 	return c, nil
 }
 
-// Usage prints every variable with its default.
-func Usage(w interface{ Write([]byte) (int, error) }) error {
+// Usage prints every variable with its default, in columns.
+func Usage(w io.Writer) error {
 	var c Config
-	return envconfig.Usagef("", &c, w, "{{range .}}{{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if err := envconfig.Usagef("", &c, tw, "  VARIABLE\tDEFAULT\tMEANING\n{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}"); err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 // Validate checks the settings a command needs; each problem is one clear
