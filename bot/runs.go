@@ -389,8 +389,8 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	for _, r := range runs {
 		u.Add(r.Usage)
 	}
-	text := fmt.Sprintf("This conversation used %d tokens (%d prompt, %d completion) in %d model calls over %d runs.",
-		u.Total(), u.PromptTokens, u.CompletionTokens, u.Calls, len(runs))
+	text := fmt.Sprintf("This conversation used %s (%d prompt, %d completion) in %s over %s.",
+		plural(u.Total(), "token"), u.PromptTokens, u.CompletionTokens, plural(u.Calls, "model call"), plural(len(runs), "run"))
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
 	}
@@ -446,8 +446,12 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "↩️ Undid %d of %d changes.", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
-		for _, s := range rep.Undone {
+		fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
+		for i, s := range rep.Undone {
+			if i == 15 {
+				fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
+				break
+			}
 			sb.WriteString("\n• " + s)
 		}
 		if len(rep.NotUndone) > 0 {
@@ -461,4 +465,12 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 	}
 	b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
 	return nil
+}
+
+// plural formats a count with its noun: "1 run", "3 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -148,7 +148,7 @@ func TestChatUndoRestoresTodoist(t *testing.T) {
 	before := e.layout()
 	beforeIDs := taskHomes(e.todo)
 	out := e.chat(t, "/tidy-inbox\n/undo\n", nil)
-	mustContain(t, out, "↩️ Undid 12 of 12 changes.")
+	mustContain(t, out, "↩️ Undid 12 of 12 changes of the last run. Reverted:")
 	if got := e.layout(); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Errorf("after undo:\n%v\nwant\n%v", got, before)
 	}
