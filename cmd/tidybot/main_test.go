@@ -434,3 +434,10 @@ func TestServeHealthAndMetrics(t *testing.T) {
 		t.Errorf("serve with a Telegram token: %v", err)
 	}
 }
+
+func TestChatUsage(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	out := e.chat(t, "/tidy-inbox\n/usage\n", nil)
+	mustContain(t, out, "in 3 model calls over 1 run.")
+}
