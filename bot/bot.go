@@ -221,24 +221,17 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	return b.enqueue(ctx, in)
 }
 
-// enqueue stores the message and a durable job for it.
+// enqueue stores the message and a durable job for it, atomically.
 func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	key := in.ThreadKey()
-	if _, err := b.store.Thread(ctx, key); errors.Is(err, ErrNotFound) {
-		if err := b.store.SaveThread(ctx, Thread{Key: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID}); err != nil {
-			return fmt.Errorf("bot: save thread %s: %w", key, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("bot: read thread %s: %w", key, err)
-	}
+	var m *Message
 	if in.Command == "" && in.Text != "" {
-		if err := b.store.AppendMessage(ctx, Message{ThreadKey: key, Role: RoleUser, Text: in.Text, At: in.At}); err != nil {
-			return fmt.Errorf("bot: store message: %w", err)
-		}
+		m = &Message{ThreadKey: key, Role: RoleUser, Text: in.Text, At: in.At}
 	}
 	j := Job{ID: newID(), ThreadKey: key, Incoming: in, Enqueued: b.cfg.Now()}
-	if err := b.store.PutJob(ctx, j); err != nil {
-		return fmt.Errorf("bot: store job: %w", err)
+	th := Thread{Key: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID}
+	if err := b.store.Enqueue(ctx, th, m, j); err != nil {
+		return fmt.Errorf("bot: store message and job for %s: %w", key, err)
 	}
 	b.schedule(j, false)
 	return nil

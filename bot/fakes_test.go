@@ -151,9 +151,15 @@ func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
 	return s.sorted(func(r *Run) bool { return r.ThreadKey == key }), nil
 }
 
-func (s *memStore) PutJob(_ context.Context, j Job) error {
+func (s *memStore) Enqueue(_ context.Context, t Thread, m *Message, j Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.threads[t.Key]; !ok {
+		s.threads[t.Key] = t
+	}
+	if m != nil {
+		s.messages = append(s.messages, *m)
+	}
 	s.jobs = append(s.jobs, j)
 	return nil
 }

@@ -250,17 +250,7 @@ func (s *Store) AppendMessage(ctx context.Context, m bot.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
-		if err != nil {
-			return err
-		}
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
-		}
-		return put(b, u64(seq), m)
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return appendMessage(tx, m) })
 	if err != nil {
 		return fmt.Errorf("store: append message to %s: %w", m.ThreadKey, err)
 	}
@@ -383,28 +373,67 @@ func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, e
 	return s.runs(ctx, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
 }
 
-// PutJob implements bot.Store: jobs are kept in arrival order.
+// PutJob stores a job; jobs are kept in arrival order and a job id is
+// stored once.
 func (s *Store) PutJob(ctx context.Context, j bot.Job) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.db.Batch(func(tx *bolt.Tx) error { return putJob(tx, j) }); err != nil {
+		return fmt.Errorf("store: put job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+func putJob(tx *bolt.Tx, j bot.Job) error {
+	b := tx.Bucket(bucketJobs)
+	ids := tx.Bucket(bucketJobIDs)
+	if ids.Get([]byte(j.ID)) != nil {
+		return nil
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := put(b, u64(seq), j); err != nil {
+		return err
+	}
+	return ids.Put([]byte(j.ID), u64(seq))
+}
+
+func appendMessage(tx *bolt.Tx, m bot.Message) error {
+	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
+	if err != nil {
+		return err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return put(b, u64(seq), m)
+}
+
+// Enqueue implements bot.Store, in one transaction.
+func (s *Store) Enqueue(ctx context.Context, t bot.Thread, m *bot.Message, j bot.Job) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	err := s.db.Batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketJobs)
-		ids := tx.Bucket(bucketJobIDs)
-		if ids.Get([]byte(j.ID)) != nil {
-			return nil
+		threads := tx.Bucket(bucketThreads)
+		if threads.Get([]byte(t.Key)) == nil {
+			if err := put(threads, []byte(t.Key), t); err != nil {
+				return err
+			}
 		}
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
+		if m != nil {
+			if err := appendMessage(tx, *m); err != nil {
+				return err
+			}
 		}
-		if err := put(b, u64(seq), j); err != nil {
-			return err
-		}
-		return ids.Put([]byte(j.ID), u64(seq))
+		return putJob(tx, j)
 	})
 	if err != nil {
-		return fmt.Errorf("store: put job %s: %w", j.ID, err)
+		return fmt.Errorf("store: enqueue job %s for %s: %w", j.ID, t.Key, err)
 	}
 	return nil
 }

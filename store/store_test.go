@@ -372,3 +372,25 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 		}
 	}
 }
+
+func TestEnqueueIsOneTransaction(t *testing.T) {
+	s, _ := open(t)
+	ctx := t.Context()
+	th := bot.Thread{Key: "telegram:1:", Platform: "telegram", ChatID: "1"}
+	m := &bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: "hi", At: t0}
+	if err := s.Enqueue(ctx, th, m, bot.Job{ID: "j1", ThreadKey: th.Key}); err != nil {
+		t.Fatal(err)
+	}
+	// An existing thread keeps its reset time.
+	th.ResetAt = t0
+	_ = s.SaveThread(ctx, th)
+	if err := s.Enqueue(ctx, bot.Thread{Key: th.Key}, nil, bot.Job{ID: "j2", ThreadKey: th.Key}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Thread(ctx, th.Key)
+	msgs, _ := s.RecentMessages(ctx, th.Key, time.Time{}, 10)
+	jobs, _ := s.Jobs(ctx)
+	if !got.ResetAt.Equal(t0) || len(msgs) != 1 || len(jobs) != 2 {
+		t.Errorf("thread %+v, %d messages, %d jobs", got, len(msgs), len(jobs))
+	}
+}
