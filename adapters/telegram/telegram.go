@@ -1,0 +1,448 @@
+// Package telegram connects the bot to Telegram: updates arrive by long
+// polling or a webhook and become bot.Incoming; the bot's messages go out
+// as plain text (safe for model output), split at Telegram's limit, with
+// inline keyboards for choices, edited in place for progress.
+package telegram
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// Platform is the platform name in bot.Incoming.
+const Platform = "telegram"
+
+// maxText is Telegram's message limit in UTF-16 units.
+const maxText = 4096
+
+// Handler receives incoming events; *bot.Bot implements it.
+type Handler interface {
+	Handle(ctx context.Context, in bot.Incoming) error
+}
+
+// Config configures an Adapter.
+type Config struct {
+	Token string
+	// APIURL is TELEGRAM_API_URL: no /bot, no trailing slash.
+	APIURL string
+	// WebhookURL and WebhookSecret select webhook mode.
+	WebhookURL    string
+	WebhookSecret string
+	// HTTPClient needs a timeout longer than PollTimeout.
+	HTTPClient *http.Client
+	// PollTimeout is the long-polling timeout (default 25s).
+	PollTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Adapter is the Telegram platform.
+type Adapter struct {
+	api  *tgbotapi.BotAPI
+	cfg  Config
+	log  *slog.Logger
+	self string // the bot's username
+}
+
+var (
+	_ bot.Platform       = (*Adapter)(nil)
+	_ bot.Editor         = (*Adapter)(nil)
+	_ bot.ButtonAnswerer = (*Adapter)(nil)
+)
+
+// New connects to Telegram (getMe) and returns the adapter.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 25 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	endpoint := strings.TrimRight(cfg.APIURL, "/") + "/bot%s/%s"
+	api, err := tgbotapi.NewBotAPIWithClient(cfg.Token, endpoint, cfg.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: connect (check TELEGRAM_BOT_TOKEN): %w", redact(err, cfg.Token))
+	}
+	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName}, nil
+}
+
+// redact removes the token from an error: the library's transport errors
+// carry the request URL, which holds it.
+func redact(err error, token string) error {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, "<TELEGRAM_BOT_TOKEN>"))
+}
+
+// Name implements bot.Platform.
+func (a *Adapter) Name() string { return Platform }
+
+// EditInterval implements bot.Editor: about one edit per 2 s per message.
+func (a *Adapter) EditInterval() time.Duration { return 2 * time.Second }
+
+// call runs one API call, waiting out 429s (retry_after) up to three
+// times, and redacts the token from errors.
+func (a *Adapter) call(ctx context.Context, what string, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		var te *tgbotapi.Error
+		if errors.As(err, &te) && te.RetryAfter > 0 && attempt < 3 {
+			a.log.Warn("telegram rate limit", slog.String("call", what), slog.Int("retry_after_s", te.RetryAfter))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(te.RetryAfter) * time.Second):
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("telegram: %s: %w", what, redact(err, a.cfg.Token))
+		}
+		return nil
+	}
+}
+
+func chatID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("telegram: bad chat id %q", s)
+	}
+	return id, nil
+}
+
+func keyboard(bs []bot.Button) *tgbotapi.InlineKeyboardMarkup {
+	if len(bs) == 0 {
+		return nil
+	}
+	var rows [][]tgbotapi.InlineKeyboardButton
+	for _, b := range bs {
+		label := b.Label
+		if label == "" {
+			label = "…"
+		}
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(clipUnits(label, 64), b.Data)))
+	}
+	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
+	return &kb
+}
+
+// Send implements bot.Platform: plain text (no parse mode, so model
+// output needs no escaping), split into chunks of at most 4096 UTF-16
+// units at line or word boundaries; buttons go under the last chunk.
+func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	chat, err := chatID(m.ChatID)
+	if err != nil {
+		return "", err
+	}
+	chunks := Split(m.Text, maxText)
+	var last tgbotapi.Message
+	for i, c := range chunks {
+		msg := tgbotapi.NewMessage(chat, c)
+		if i == len(chunks)-1 {
+			if kb := keyboard(m.Buttons); kb != nil {
+				msg.ReplyMarkup = kb
+			}
+		}
+		if err := a.call(ctx, "send message", func() error {
+			var err error
+			last, err = a.api.Send(msg)
+			return err
+		}); err != nil {
+			return "", err
+		}
+	}
+	return strconv.Itoa(last.MessageID), nil
+}
+
+// Edit implements bot.Editor. An unchanged text is not an error; a text
+// over the limit keeps its last 4096 units (progress grows at the end).
+func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
+	chat, err := chatID(m.ChatID)
+	if err != nil {
+		return err
+	}
+	msgID, err := strconv.Atoi(id)
+	if err != nil {
+		return fmt.Errorf("telegram: bad message id %q", id)
+	}
+	text := m.Text
+	if units(text) > maxText {
+		parts := Split(text, maxText)
+		text = parts[len(parts)-1]
+	}
+	edit := tgbotapi.NewEditMessageText(chat, msgID, text)
+	if kb := keyboard(m.Buttons); kb != nil {
+		edit.ReplyMarkup = kb
+	}
+	err = a.call(ctx, "edit message", func() error {
+		_, err := a.api.Request(edit)
+		return err
+	})
+	if err != nil && strings.Contains(err.Error(), "message is not modified") {
+		return nil
+	}
+	return err
+}
+
+// AnswerButton implements bot.ButtonAnswerer (answerCallbackQuery, which
+// stops the spinner on the user's button; text ≤ 200 characters).
+func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
+	return a.call(ctx, "answer button", func() error {
+		_, err := a.api.Request(tgbotapi.NewCallback(ref, clipUnits(text, 200)))
+		return err
+	})
+}
+
+// Commands are the commands registered with Telegram (no hyphens there).
+var Commands = []tgbotapi.BotCommand{
+	{Command: "tidy_inbox", Description: "Sort the inbox into projects"},
+	{Command: "undo", Description: "Revert the last run's changes"},
+	{Command: "cancel", Description: "Stop the current run"},
+	{Command: "reset", Description: "Forget this conversation"},
+	{Command: "usage", Description: "Tokens used here"},
+	{Command: "help", Description: "What I can do"},
+}
+
+// Setup registers the commands and either sets the webhook (webhook mode)
+// or deletes it (long polling).
+func (a *Adapter) Setup(ctx context.Context) error {
+	if err := a.call(ctx, "set commands", func() error {
+		_, err := a.api.Request(tgbotapi.NewSetMyCommands(Commands...))
+		return err
+	}); err != nil {
+		return err
+	}
+	if a.cfg.WebhookURL == "" {
+		return a.call(ctx, "delete webhook", func() error {
+			_, err := a.api.Request(tgbotapi.DeleteWebhookConfig{})
+			return err
+		})
+	}
+	// v5.5.1 has no secret_token field: set it through the raw call.
+	return a.call(ctx, "set webhook", func() error {
+		_, err := a.api.MakeRequest("setWebhook", tgbotapi.Params{
+			"url": a.cfg.WebhookURL, "secret_token": a.cfg.WebhookSecret,
+			"allowed_updates": `["message","callback_query"]`,
+		})
+		return err
+	})
+}
+
+// ctxClient binds the library's requests (which take no context) to ctx,
+// so a long poll ends at shutdown.
+type ctxClient struct {
+	hc  *http.Client
+	ctx context.Context //nolint:containedctx // the library's requests have none
+}
+
+func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
+	return c.hc.Do(req.WithContext(c.ctx))
+}
+
+// Poll receives updates by long polling until ctx ends. Each update is
+// handed to h (which stores it durably and dedupes by update id) before
+// the next getUpdates confirms it, so a crash loses nothing.
+func (a *Adapter) Poll(ctx context.Context, h Handler) error {
+	poller := *a.api
+	poller.Client = ctxClient{hc: &http.Client{Timeout: a.cfg.PollTimeout + 30*time.Second, Transport: a.cfg.HTTPClient.Transport}, ctx: ctx}
+	offset := 0
+	backoff := time.Second
+	for ctx.Err() == nil {
+		cfg := tgbotapi.UpdateConfig{Offset: offset, Timeout: int(a.cfg.PollTimeout / time.Second), AllowedUpdates: []string{"message", "callback_query"}}
+		updates, err := poller.GetUpdates(cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			wait := backoff
+			var te *tgbotapi.Error
+			if errors.As(err, &te) {
+				if te.Code == http.StatusConflict {
+					return fmt.Errorf("telegram: another poller or a webhook holds this bot (409): %w", redact(err, a.cfg.Token))
+				}
+				if te.RetryAfter > 0 {
+					wait = time.Duration(te.RetryAfter) * time.Second
+				}
+			}
+			a.log.Warn("telegram getUpdates failed", slog.Any("err", redact(err, a.cfg.Token)), slog.Duration("retry_in", wait))
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			backoff = min(backoff*2, time.Minute)
+			continue
+		}
+		backoff = time.Second
+		for _, u := range updates {
+			if err := a.dispatch(ctx, h, u); err != nil {
+				if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
+					return nil // not confirmed: Telegram redelivers it
+				}
+				a.log.Error("telegram update", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+			}
+			offset = u.UpdateID + 1
+		}
+	}
+	return nil
+}
+
+// dispatch hands one update to h; updates that are not for the bot are
+// dropped.
+func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) error {
+	in, ok := a.Incoming(u)
+	if !ok {
+		return nil
+	}
+	return h.Handle(ctx, in)
+}
+
+// WebhookHandler serves POST /telegram/webhook: a request without the
+// secret gets 401 and touches nothing, a malformed body 400, and an
+// update is handed to h before 200 (Telegram retries anything else).
+func (a *Adapter) WebhookHandler(h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
+		if a.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.WebhookSecret)) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var u tgbotapi.Update
+		if err := json.Unmarshal(body, &u); err != nil || u.UpdateID == 0 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if err := a.dispatch(r.Context(), h, u); err != nil {
+			a.log.Error("telegram webhook update", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// Incoming turns an update into a bot event; ok is false for updates the
+// bot ignores (its own messages, non-text messages, commands for another
+// bot).
+func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
+	event := "u" + strconv.Itoa(u.UpdateID)
+	if cb := u.CallbackQuery; cb != nil {
+		if cb.From == nil || cb.Message == nil || cb.Message.Chat == nil {
+			return bot.Incoming{}, false
+		}
+		return bot.Incoming{
+			Platform: Platform, ChatID: strconv.FormatInt(cb.Message.Chat.ID, 10), UserID: strconv.FormatInt(cb.From.ID, 10),
+			UserName: cb.From.UserName, Button: cb.Data, ButtonRef: cb.ID, EventID: event,
+			MessageID: strconv.Itoa(cb.Message.MessageID), DM: cb.Message.Chat.IsPrivate(), At: time.Now(),
+		}, true
+	}
+	m := u.Message
+	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot || strings.TrimSpace(m.Text) == "" {
+		return bot.Incoming{}, false
+	}
+	in := bot.Incoming{
+		Platform: Platform, ChatID: strconv.FormatInt(m.Chat.ID, 10), UserID: strconv.FormatInt(m.From.ID, 10),
+		UserName: m.From.UserName, MessageID: strconv.Itoa(m.MessageID), EventID: event, DM: m.Chat.IsPrivate(),
+		At: time.Unix(int64(m.Date), 0), Text: m.Text,
+	}
+	cmd, args, ok := a.command(m.Text)
+	if ok {
+		in.Command, in.Text = cmd, args
+	} else if strings.HasPrefix(m.Text, "/") {
+		return bot.Incoming{}, false // a command for another bot
+	}
+	return in, true
+}
+
+// command parses "/name[@bot] args". The raw text is read, not the
+// entity: Telegram cuts "/tidy-inbox" at the hyphen.
+func (a *Adapter) command(text string) (cmd, args string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	head, rest, _ := strings.Cut(text[1:], " ")
+	name, at, hasAt := strings.Cut(head, "@")
+	if hasAt && !strings.EqualFold(at, a.self) {
+		return "", "", false
+	}
+	name = strings.ToLower(name)
+	if name == "tidy_inbox" {
+		name = "tidy-inbox"
+	}
+	return name, strings.TrimSpace(rest), name != ""
+}
+
+// units counts UTF-16 code units, Telegram's measure of length.
+func units(s string) int { return len(utf16.Encode([]rune(s))) }
+
+func clipUnits(s string, n int) string {
+	if units(s) <= n {
+		return s
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		u := len(utf16.Encode([]rune{r}))
+		if used+u > n-1 {
+			break
+		}
+		b.WriteRune(r)
+		used += u
+	}
+	return b.String() + "…"
+}
+
+// Split cuts text into chunks of at most n UTF-16 units, at a line break
+// where it can, else at a space, else anywhere; it never returns an empty
+// chunk (an empty text becomes "…", since Telegram rejects empty text).
+func Split(text string, n int) []string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return []string{"…"}
+	}
+	var out []string
+	for units(text) > n {
+		runes := []rune(text)
+		cut, used := 0, 0
+		for i, r := range runes {
+			used += len(utf16.Encode([]rune{r}))
+			if used > n {
+				break
+			}
+			cut = i + 1
+		}
+		head := string(runes[:cut])
+		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {
+			head = head[:i]
+		} else if i := strings.LastIndex(head, " "); i > len(head)/2 {
+			head = head[:i]
+		}
+		out = append(out, strings.TrimSpace(head))
+		text = strings.TrimSpace(text[len(head):])
+	}
+	if text != "" {
+		out = append(out, text)
+	}
+	return out
+}

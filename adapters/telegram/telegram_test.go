@@ -1,0 +1,219 @@
+package telegram_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tidybot/tidybot/adapters/telegram"
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/bot"
+)
+
+func newAdapter(t *testing.T, secret string) (*telegram.Adapter, *telegramtest.Server) {
+	t.Helper()
+	srv := telegramtest.New()
+	t.Cleanup(srv.Close)
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, WebhookSecret: secret, PollTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, srv
+}
+
+func TestSendSplitsAndPutsButtonsLast(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	long := strings.Repeat("Moved “Buy cake” to Birthday 🎂\n", 200) // > 4096 UTF-16 units
+	id, err := a.Send(t.Context(), bot.Outgoing{ChatID: "42", Text: long, Buttons: []bot.Button{{Label: "Delete 1 task", Data: "w:abcd1234:y"}, {Label: "Cancel", Data: "w:abcd1234:n"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.Messages(42)
+	if len(msgs) != 2 {
+		t.Fatalf("sent %d messages, want 2", len(msgs))
+	}
+	if len(msgs[0].Buttons) != 0 || strings.Join(msgs[1].Labels, ",") != "Delete 1 task,Cancel" {
+		t.Errorf("buttons: %v / %v", msgs[0].Labels, msgs[1].Labels)
+	}
+	if id == "" || msgs[1].ParseMode != "" {
+		t.Errorf("id %q, parse mode %q (want plain text)", id, msgs[1].ParseMode)
+	}
+}
+
+func TestEditInPlace(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	id, _ := a.Send(t.Context(), bot.Outgoing{ChatID: "42", Text: "🤔 Working on it…"})
+	if err := a.Edit(t.Context(), id, bot.Outgoing{ChatID: "42", Text: "🔎 Read the inbox: 9 tasks"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(t.Context(), id, bot.Outgoing{ChatID: "42", Text: "🔎 Read the inbox: 9 tasks"}); err != nil {
+		t.Errorf("an unchanged edit is an error: %v", err)
+	}
+	if m := srv.Messages(42); len(m) != 1 || m[0].Text != "🔎 Read the inbox: 9 tasks" || m[0].Edits != 1 {
+		t.Errorf("messages: %+v", m)
+	}
+}
+
+func TestRateLimitIsWaitedOut(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	srv.RateLimit("sendMessage", 1)
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "42", Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Calls("sendMessage") != 2 || len(srv.Messages(42)) != 1 {
+		t.Errorf("calls %d, messages %d", srv.Calls("sendMessage"), len(srv.Messages(42)))
+	}
+}
+
+func TestTokenNeverInErrors(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens: a transport error with the URL in it
+	_, err := telegram.New(telegram.Config{Token: "123:SECRET-token", APIURL: srv.URL})
+	if err == nil || strings.Contains(err.Error(), "SECRET-token") {
+		t.Errorf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "TELEGRAM_BOT_TOKEN") {
+		t.Errorf("err does not say what to check: %v", err)
+	}
+}
+
+// recorder is a Handler that records events.
+type recorder struct {
+	mu  sync.Mutex
+	ins []bot.Incoming
+}
+
+func (r *recorder) Handle(_ context.Context, in bot.Incoming) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ins = append(r.ins, in)
+	return nil
+}
+
+func (r *recorder) got() []bot.Incoming {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bot.Incoming(nil), r.ins...)
+}
+
+func TestPollParsesAndConfirms(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	srv.PushText(42, 7, "/tidy-inbox")
+	srv.PushText(42, 7, "/tidy_inbox@tidybot")
+	srv.PushText(-100, 7, "/help@someotherbot")
+	srv.PushText(42, 7, "move everything about the birthday into one project")
+	srv.PushCallback(42, 7, 555, "w:abcd1234:1")
+	srv.PushRaw(map[string]any{"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": map[string]any{"id": 7}, "voice": map[string]any{"file_id": "x"}}})
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Poll(ctx, rec) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.got()) < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for srv.Pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := rec.got()
+	if len(got) != 4 {
+		t.Fatalf("handled %d updates: %+v", len(got), got)
+	}
+	if got[0].Command != "tidy-inbox" || got[1].Command != "tidy-inbox" || got[2].Text == "" || got[2].Command != "" {
+		t.Errorf("commands: %+v", got[:3])
+	}
+	if got[3].Button != "w:abcd1234:1" || got[3].ButtonRef == "" || got[3].UserID != "7" || got[3].ChatID != "42" {
+		t.Errorf("button press: %+v", got[3])
+	}
+	if got[0].EventID == got[1].EventID || !got[0].DM {
+		t.Errorf("event ids %q %q, DM %v", got[0].EventID, got[1].EventID, got[0].DM)
+	}
+	if srv.Pending() != 0 {
+		t.Errorf("%d updates not confirmed", srv.Pending())
+	}
+}
+
+func TestWebhookChecksTheSecret(t *testing.T) {
+	a, _ := newAdapter(t, "s3cret_token")
+	rec := &recorder{}
+	h := a.WebhookHandler(rec)
+	for _, tt := range []struct {
+		name   string
+		secret string
+		body   string
+		want   int
+	}{
+		{"no secret", "", string(telegramtest.Update(1, 42, 7, "hi")), 401},
+		{"wrong secret", "guess", string(telegramtest.Update(2, 42, 7, "hi")), 401},
+		{"malformed", "s3cret_token", `{"update_id":`, 400},
+		{"good", "s3cret_token", string(telegramtest.Update(3, 42, 7, "hi")), 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/telegram/webhook", strings.NewReader(tt.body))
+			if tt.secret != "" {
+				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", tt.secret)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != tt.want {
+				t.Errorf("status %d, want %d", w.Code, tt.want)
+			}
+		})
+	}
+	if got := rec.got(); len(got) != 1 || got[0].EventID != "u3" {
+		t.Errorf("handled %+v, want only the good update", got)
+	}
+}
+
+func TestSetupRegistersCommandsAndWebhook(t *testing.T) {
+	srv := telegramtest.New()
+	defer srv.Close()
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, WebhookURL: "https://bot.example.com/telegram/webhook", WebhookSecret: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(srv.Commands(), `"tidy_inbox"`) || strings.Contains(srv.Commands(), "tidy-inbox") {
+		t.Errorf("commands: %s", srv.Commands())
+	}
+	if wh := srv.Webhook(); wh["secret_token"] != "s3cret" || wh["url"] != "https://bot.example.com/telegram/webhook" {
+		t.Errorf("webhook: %v", wh)
+	}
+}
+
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"", "hi", strings.Repeat("a", 5000), strings.Repeat("🎂 ", 3000), "line\n" + strings.Repeat("x", 4100)} {
+		f.Add(s, 4096)
+	}
+	f.Add("a b c d e f", 3)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 2 || n > 5000 || !utf8.ValidString(s) {
+			return // Telegram takes only valid UTF-8
+		}
+		chunks := telegram.Split(s, n)
+		if len(chunks) == 0 {
+			t.Fatal("no chunks")
+		}
+		for _, c := range chunks {
+			if c == "" || len(utf16.Encode([]rune(c))) > n {
+				t.Fatalf("chunk of %d units (limit %d): %q", len(utf16.Encode([]rune(c))), n, c)
+			}
+		}
+		squash := func(x string) string { return strings.Join(strings.Fields(x), "") }
+		if squash(strings.Join(chunks, "")) != squash(s) && strings.TrimSpace(s) != "" {
+			t.Fatalf("text lost or changed")
+		}
+	})
+}

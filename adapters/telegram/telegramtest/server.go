@@ -1,0 +1,401 @@
+// Package telegramtest is a fake Telegram Bot API on httptest, speaking
+// the real wire protocol (POST /bot<token>/<method>, form-encoded
+// parameters, {"ok":…,"result":…} answers), for tests of the Telegram
+// adapter through the real client library.
+package telegramtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultToken is the token the server accepts.
+const DefaultToken = "123456:telegramtest-token"
+
+// BotUserName is the fake bot's username.
+const BotUserName = "tidybot"
+
+// Sent is a message the bot sent or edited.
+type Sent struct {
+	ChatID    int64
+	MessageID int
+	Text      string
+	ParseMode string
+	// Buttons are the inline keyboard's callback data, row by row flattened.
+	Buttons []string
+	Labels  []string
+	Edits   int
+}
+
+// Server is a fake Telegram Bot API.
+type Server struct {
+	// URL is TELEGRAM_API_URL: no /bot, no trailing slash.
+	URL   string
+	Token string
+
+	srv *httptest.Server
+
+	mu       sync.Mutex // protects the fields below
+	updates  []json.RawMessage
+	nextUpd  int
+	messages map[int]*Sent // by message id
+	order    []int
+	nextMsg  int
+	answers  []string // "callback id: text"
+	calls    map[string]int
+	limited  map[string]int // method → 429s left
+	webhook  map[string]string
+	commands string
+	arrived  chan struct{}
+}
+
+// New starts a fake; close it with Close.
+func New() *Server {
+	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{})}
+	s.srv = httptest.NewServer(s)
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close shuts the server down.
+func (s *Server) Close() { s.srv.Close() }
+
+func reply(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	b, _ := json.Marshal(result)
+	fmt.Fprintf(w, `{"ok":true,"result":%s}`, b)
+}
+
+func fail(w http.ResponseWriter, code int, desc string, retryAfter int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	out := map[string]any{"ok": false, "error_code": code, "description": desc}
+	if retryAfter > 0 {
+		out["parameters"] = map[string]int{"retry_after": retryAfter}
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		fail(w, http.StatusNotFound, "Not Found", 0)
+		return
+	}
+	if token != s.Token {
+		fail(w, http.StatusUnauthorized, "Unauthorized", 0)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		fail(w, http.StatusBadRequest, "Bad Request: "+err.Error(), 0)
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	if n := s.limited[method]; n > 0 {
+		s.limited[method] = n - 1
+		s.mu.Unlock()
+		fail(w, http.StatusTooManyRequests, "Too Many Requests: retry after 1", 1)
+		return
+	}
+	s.mu.Unlock()
+	f := r.Form
+	switch method {
+	case "getMe":
+		reply(w, map[string]any{"id": 999, "is_bot": true, "first_name": "tidybot", "username": BotUserName})
+	case "deleteWebhook", "setMyCommands", "sendChatAction":
+		s.mu.Lock()
+		if method == "setMyCommands" {
+			s.commands = f.Get("commands")
+		}
+		s.mu.Unlock()
+		reply(w, true)
+	case "setWebhook":
+		s.mu.Lock()
+		s.webhook = map[string]string{"url": f.Get("url"), "secret_token": f.Get("secret_token"), "allowed_updates": f.Get("allowed_updates")}
+		s.mu.Unlock()
+		reply(w, true)
+	case "getUpdates":
+		s.getUpdates(w, r)
+	case "sendMessage":
+		s.sendMessage(w, f)
+	case "editMessageText":
+		s.editMessage(w, f)
+	case "answerCallbackQuery":
+		s.mu.Lock()
+		s.answers = append(s.answers, f.Get("callback_query_id")+": "+f.Get("text"))
+		s.mu.Unlock()
+		reply(w, true)
+	default:
+		fail(w, http.StatusNotFound, "Not Found: method "+method, 0)
+	}
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
+	offset, _ := strconv.Atoi(r.Form.Get("offset"))
+	timeout, _ := strconv.Atoi(r.Form.Get("timeout"))
+	deadline := time.Now().Add(time.Duration(min(timeout, 2)) * time.Second)
+	for {
+		s.mu.Lock()
+		var out []json.RawMessage
+		for _, u := range s.updates {
+			var id struct {
+				UpdateID int `json:"update_id"`
+			}
+			_ = json.Unmarshal(u, &id)
+			if id.UpdateID >= offset {
+				out = append(out, u)
+			}
+		}
+		// Confirmed updates are forgotten, as Telegram does.
+		var keep []json.RawMessage
+		for _, u := range s.updates {
+			var id struct {
+				UpdateID int `json:"update_id"`
+			}
+			_ = json.Unmarshal(u, &id)
+			if id.UpdateID >= offset {
+				keep = append(keep, u)
+			}
+		}
+		s.updates = keep
+		arrived := s.arrived
+		s.mu.Unlock()
+		if len(out) > 0 || time.Now().After(deadline) {
+			if out == nil {
+				out = []json.RawMessage{}
+			}
+			reply(w, out)
+			return
+		}
+		select {
+		case <-arrived:
+		case <-time.After(time.Until(deadline)):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func buttons(markup string) (data, labels []string) {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	_ = json.Unmarshal([]byte(markup), &kb)
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			data = append(data, b.CallbackData)
+			labels = append(labels, b.Text)
+		}
+	}
+	return data, labels
+}
+
+func textLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++ // UTF-16 surrogate pair
+		}
+	}
+	return n
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
+	get := func(k string) string {
+		if v := f[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	text := get("text")
+	switch {
+	case strings.TrimSpace(text) == "":
+		fail(w, http.StatusBadRequest, "Bad Request: message text is empty", 0)
+		return
+	case textLen(text) > 4096:
+		fail(w, http.StatusBadRequest, "Bad Request: message is too long", 0)
+		return
+	}
+	chat, _ := strconv.ParseInt(get("chat_id"), 10, 64)
+	data, labels := buttons(get("reply_markup"))
+	for _, d := range data {
+		if len(d) > 64 || d == "" {
+			fail(w, http.StatusBadRequest, "Bad Request: BUTTON_DATA_INVALID", 0)
+			return
+		}
+	}
+	s.mu.Lock()
+	s.nextMsg++
+	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels}
+	s.messages[m.MessageID] = m
+	s.order = append(s.order, m.MessageID)
+	s.mu.Unlock()
+	reply(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"}, "text": text})
+}
+
+func (s *Server) editMessage(w http.ResponseWriter, f map[string][]string) {
+	get := func(k string) string {
+		if v := f[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	id, _ := strconv.Atoi(get("message_id"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[id]
+	if !ok {
+		fail(w, http.StatusBadRequest, "Bad Request: message to edit not found", 0)
+		return
+	}
+	data, labels := buttons(get("reply_markup"))
+	if m.Text == get("text") && strings.Join(m.Buttons, ",") == strings.Join(data, ",") {
+		fail(w, http.StatusBadRequest, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", 0)
+		return
+	}
+	if textLen(get("text")) > 4096 {
+		fail(w, http.StatusBadRequest, "Bad Request: MESSAGE_TOO_LONG", 0)
+		return
+	}
+	m.Text, m.Buttons, m.Labels = get("text"), data, labels
+	m.Edits++
+	reply(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": m.ChatID, "type": "private"}, "text": m.Text})
+}
+
+// push queues an update for getUpdates and returns its id.
+func (s *Server) push(build func(id int) map[string]any) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextUpd
+	s.nextUpd++
+	b, _ := json.Marshal(build(id))
+	s.updates = append(s.updates, b)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+	return id
+}
+
+// Update returns the JSON of a text message update, as Telegram would
+// send it to a webhook, without queueing it.
+func Update(id int, chatID, userID int64, text string) []byte {
+	b, _ := json.Marshal(textUpdate(id, chatID, userID, text))
+	return b
+}
+
+func textUpdate(id int, chatID, userID int64, text string) map[string]any {
+	msg := map[string]any{
+		"message_id": 1000 + id, "date": time.Now().Unix(), "text": text,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
+		"chat": map[string]any{"id": chatID, "type": chatType(chatID)},
+	}
+	if strings.HasPrefix(text, "/") {
+		cmd, _, _ := strings.Cut(text, " ")
+		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len([]rune(cmd))}}
+	}
+	return map[string]any{"update_id": id, "message": msg}
+}
+
+func chatType(chatID int64) string {
+	if chatID < 0 {
+		return "group"
+	}
+	return "private"
+}
+
+// PushText queues a text message from a user. For a command the entity
+// is set as Telegram does: "/tidy-inbox" is one bot_command entity that
+// Telegram itself would cut at the hyphen (length of "/tidy").
+func (s *Server) PushText(chatID, userID int64, text string) int {
+	return s.push(func(id int) map[string]any {
+		u := textUpdate(id, chatID, userID, text)
+		if strings.HasPrefix(text, "/tidy-") {
+			u["message"].(map[string]any)["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/tidy")}}
+		}
+		return u
+	})
+}
+
+// PushCallback queues a button press on message msgID.
+func (s *Server) PushCallback(chatID, userID int64, msgID int, data string) int {
+	return s.push(func(id int) map[string]any {
+		return map[string]any{"update_id": id, "callback_query": map[string]any{
+			"id": fmt.Sprint("cb", id), "data": data, "chat_instance": "ci",
+			"from":    map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
+			"message": map[string]any{"message_id": msgID, "date": time.Now().Unix(), "chat": map[string]any{"id": chatID, "type": chatType(chatID)}},
+		}}
+	})
+}
+
+// PushRaw queues an arbitrary update body (update_id is set).
+func (s *Server) PushRaw(fields map[string]any) int {
+	return s.push(func(id int) map[string]any { fields["update_id"] = id; return fields })
+}
+
+// Messages returns the messages sent to a chat, in order, as they are
+// now (after edits).
+func (s *Server) Messages(chatID int64) []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sent
+	for _, id := range s.order {
+		if m := s.messages[id]; m.ChatID == chatID {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// Answers returns the answered callback queries: "id: text".
+func (s *Server) Answers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.answers...)
+}
+
+// Calls returns how often a method was called.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// RateLimit makes the next n calls of method answer 429 (retry after 1 s).
+func (s *Server) RateLimit(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limited[method] = n
+}
+
+// Webhook returns the parameters of the last setWebhook call.
+func (s *Server) Webhook() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.webhook
+}
+
+// Commands returns the JSON of the last setMyCommands call.
+func (s *Server) Commands() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commands
+}
+
+// Pending returns how many updates are not yet confirmed.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
+}
