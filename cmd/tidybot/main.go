@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidybot/tidybot/adapters/console"
+	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/todoist"
@@ -198,9 +199,6 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 
 // serve runs the platforms and the HTTP server until ctx ends.
 func (m *Main) serve(ctx context.Context, cfg Config) error {
-	if cfg.TelegramToken != "" {
-		return errors.New("TELEGRAM_BOT_TOKEN is set, but the Telegram adapter is not built yet (see README); use tidybot chat")
-	}
 	if cfg.SlackBotToken != "" {
 		return errors.New("SLACK_BOT_TOKEN is set, but the Slack adapter is not built yet (see README); use tidybot chat")
 	}
@@ -209,14 +207,39 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	log.Warn("no platform token set: serving only /healthz and /metrics")
+	mux := http.NewServeMux()
+	errc := make(chan error, 2)
+	var tg *telegram.Adapter
+	if cfg.TelegramToken != "" {
+		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
+			WebhookSecret: cfg.TelegramHookS, Logger: log})
+		if err != nil {
+			return err
+		}
+		if err := tg.Setup(ctx); err != nil {
+			return err
+		}
+		b.AddPlatform(tg)
+		if cfg.TelegramHook != "" {
+			mux.Handle("POST /telegram/webhook", tg.WebhookHandler(b))
+		}
+		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
+	} else {
+		log.Warn("no platform token set: serving only /healthz and /metrics")
+	}
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
 	if m.Ready != nil {
 		m.Ready(b)
 	}
-	mux := http.NewServeMux()
+	if tg != nil && cfg.TelegramHook == "" {
+		go func() {
+			if err := tg.Poll(ctx, b); err != nil {
+				errc <- err
+			}
+		}()
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -226,7 +249,6 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen on TIDYBOT_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	log.Info("serving", slog.String("addr", ln.Addr().String()))
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+)
+
+// serveTelegram runs `tidybot serve` with the fake Telegram (long
+// polling) until the test ends.
+func serveTelegram(t *testing.T, e *env) *telegramtest.Server {
+	t.Helper()
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.HTTPAddr = ln.Addr().String()
+	_ = ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		_ = m.Close()
+	})
+	return tg
+}
+
+// waitFor polls until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func lastText(tg *telegramtest.Server, chat int64) string {
+	ms := tg.Messages(chat)
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[len(ms)-1].Text
+}
+
+func TestTelegramTidyAndConfirmWithButtons(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	tg := serveTelegram(t, e)
+
+	tg.PushText(42, 42, "/tidy-inbox")
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	msgs := tg.Messages(42)
+	status := msgs[0]
+	if status.Edits == 0 || !strings.Contains(status.Text, "➡️ Moved 9 tasks into 3 projects") {
+		t.Errorf("status message %+v: want progress edited in place", status)
+	}
+	if len(e.layout()["Inbox"]) != 0 {
+		t.Errorf("layout: %v", e.layout())
+	}
+
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"}) // the inbox is empty now
+	tg.PushText(42, 42, "delete the cake task")
+	var question telegramtest.Sent
+	waitFor(t, "the confirmation", func() bool {
+		ms := tg.Messages(42)
+		question = ms[len(ms)-1]
+		return len(question.Buttons) == 2
+	})
+	if question.Labels[0] != "Delete 1 task" || question.Labels[1] != "Cancel" {
+		t.Fatalf("buttons %v", question.Labels)
+	}
+	tg.PushCallback(42, 666, question.MessageID, question.Buttons[0]) // not allowed
+	tg.PushCallback(42, 42, question.MessageID, question.Buttons[0])
+	waitFor(t, "the deletion", func() bool { return lastText(tg, 42) == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 9 {
+		t.Errorf("tasks = %d, want 9", n)
+		for _, m := range tg.Messages(42) {
+			t.Logf("%d: %q %v", m.MessageID, m.Text, m.Labels)
+		}
+	}
+	answers := strings.Join(tg.Answers(), "\n")
+	if strings.Count(answers, "cb") != 2 || !strings.Contains(answers, "not allowed") {
+		t.Errorf("presses must all be answered: %s", answers)
+	}
+	for _, m := range tg.Messages(42) {
+		if m.MessageID == question.MessageID && (len(m.Buttons) != 0 || !strings.Contains(m.Text, "→ yes")) {
+			t.Errorf("the buttons did not give way to the choice: %+v", m)
+		}
+	}
+
+	tg.PushText(7, 666, "hi")
+	waitFor(t, "the refusal", func() bool { return strings.Contains(lastText(tg, 7), "telegram:666") })
+}
