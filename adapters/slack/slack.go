@@ -1,0 +1,387 @@
+// Package slack connects the bot to Slack over the Events API (HTTP):
+// messages, the /tidy-inbox slash command and button presses arrive as
+// signed requests and become bot.Incoming; the bot's messages go out with
+// chat.postMessage (in the thread of the message that started a run, in
+// channels) and progress is edited in place with chat.update.
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// Platform is the platform name in bot.Incoming.
+const Platform = "slack"
+
+// maxText keeps a message well under Slack's limits (40,000 characters;
+// 3,000 in a section block).
+const maxText = 3000
+
+// Handler receives incoming events; *bot.Bot implements it.
+type Handler interface {
+	Handle(ctx context.Context, in bot.Incoming) error
+}
+
+// Config configures an Adapter.
+type Config struct {
+	BotToken      string
+	SigningSecret string
+	// APIURL is SLACK_API_URL; it ends in /api/.
+	APIURL     string
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Now is the clock for signature timestamps (default time.Now).
+	Now func() time.Time
+}
+
+// Adapter is the Slack platform.
+type Adapter struct {
+	api   *slack.Client
+	cfg   Config
+	log   *slog.Logger
+	botID string // the bot's user id, to ignore its own messages
+}
+
+var (
+	_ bot.Platform = (*Adapter)(nil)
+	_ bot.Editor   = (*Adapter)(nil)
+)
+
+// New connects to Slack (auth.test) and returns the adapter.
+func New(ctx context.Context, cfg Config) (*Adapter, error) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	// OptionRetry after OptionHTTPClient, or the client replaces it.
+	api := slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3))
+	auth, err := api.AuthTestContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", err)
+	}
+	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, botID: auth.UserID}, nil
+}
+
+// Name implements bot.Platform.
+func (a *Adapter) Name() string { return Platform }
+
+// EditInterval implements bot.Editor (chat.update is tier 3: ~50/min).
+func (a *Adapter) EditInterval() time.Duration { return 1500 * time.Millisecond }
+
+// blocks renders text and buttons as Block Kit.
+func blocks(text string, bs []bot.Button) []slack.Block {
+	if len(bs) == 0 {
+		return nil
+	}
+	out := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(text, maxText), false, false), nil, nil)}
+	var els []slack.BlockElement
+	for i, b := range bs {
+		btn := slack.NewButtonBlockElement("choice_"+strconv.Itoa(i), b.Data, slack.NewTextBlockObject(slack.PlainTextType, clip(b.Label, 75), false, false))
+		els = append(els, btn)
+	}
+	out = append(out, slack.NewActionBlock("choices", els...))
+	return out
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// options builds a message: plain text (escaped by Slack's rules: & < >),
+// in a thread when one is given.
+func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, true)}
+	if m.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
+	}
+	if withButtons {
+		if bs := blocks(text, m.Buttons); bs != nil {
+			opts = append(opts, slack.MsgOptionBlocks(bs...))
+		}
+	}
+	return opts
+}
+
+// Send implements bot.Platform; long text is split, buttons go last.
+func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	chunks := split(m.Text, maxText)
+	var ts string
+	for i, c := range chunks {
+		_, t, err := a.api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
+		if err != nil {
+			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, err)
+		}
+		ts = t
+	}
+	return ts, nil
+}
+
+// Edit implements bot.Editor.
+func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
+	text := m.Text
+	if parts := split(text, maxText); len(parts) > 1 {
+		text = parts[len(parts)-1]
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, true)}
+	bs := blocks(text, m.Buttons)
+	if bs == nil {
+		// Replace any earlier blocks (buttons) with the text alone.
+		bs = []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(text, maxText), false, false), nil, nil)}
+	}
+	opts = append(opts, slack.MsgOptionBlocks(bs...))
+	if _, _, _, err := a.api.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
+		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, err)
+	}
+	return nil
+}
+
+func split(text string, n int) []string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return []string{"…"}
+	}
+	var out []string
+	for r := []rune(text); len(r) > n; r = []rune(text) {
+		head := string(r[:n])
+		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {
+			head = head[:i]
+		}
+		out = append(out, strings.TrimSpace(head))
+		text = strings.TrimSpace(text[len(head):])
+	}
+	if text != "" {
+		out = append(out, text)
+	}
+	return out
+}
+
+// verify reads the body and checks Slack's signature: 401 for a missing,
+// forged or stale one (±5 minutes), 400 for an unreadable body.
+func (a *Adapter) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return nil, false
+	}
+	if !Verify(a.cfg.SigningSecret, r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature"), body, a.cfg.Now()) {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return nil, false
+	}
+	return body, true
+}
+
+// Verify checks a v0 request signature and its timestamp against now.
+func Verify(secret, ts, sig string, body []byte, now time.Time) bool {
+	if secret == "" || ts == "" || !strings.HasPrefix(sig, "v0=") {
+		return false
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return false
+	}
+	return hmacEqual(Sign(secret, ts, body), sig)
+}
+
+// EventsHandler serves POST /slack/events.
+func (a *Adapter) EventsHandler(h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			// A signed event we cannot read: a non-2xx would only buy
+			// three identical retries.
+			a.log.Warn("slack event not understood", slog.Any("err", err))
+			if !json.Valid(body) {
+				http.Error(w, "bad request", http.StatusBadRequest)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		switch ev.Type {
+		case slackevents.URLVerification:
+			if v, ok := ev.Data.(*slackevents.EventsAPIURLVerificationEvent); ok {
+				w.Header().Set("Content-Type", "text/plain")
+				_, _ = io.WriteString(w, v.Challenge)
+				return
+			}
+		case slackevents.CallbackEvent:
+			cb, _ := ev.Data.(*slackevents.EventsAPICallbackEvent)
+			if in, ok := a.incoming(ev.InnerEvent.Data, cb); ok {
+				if err := h.Handle(r.Context(), in); err != nil {
+					a.log.Error("slack event", slog.Any("err", err))
+					http.Error(w, "try again", http.StatusServiceUnavailable)
+					return
+				}
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// incoming turns an inner event into a bot event; ok is false for events
+// the bot ignores (its own messages, edits and other subtypes).
+func (a *Adapter) incoming(inner any, cb *slackevents.EventsAPICallbackEvent) (bot.Incoming, bool) {
+	eventID := ""
+	if cb != nil {
+		eventID = cb.EventID
+	}
+	var user, text, channel, ts, threadTS, channelType string
+	switch e := inner.(type) {
+	case *slackevents.MessageEvent:
+		if e.BotID != "" || e.SubType != "" || e.User == "" || e.User == a.botID {
+			return bot.Incoming{}, false
+		}
+		user, text, channel, ts, threadTS, channelType = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.ChannelType
+	case *slackevents.AppMentionEvent:
+		if e.BotID != "" || e.User == a.botID {
+			return bot.Incoming{}, false
+		}
+		user, text, channel, ts, threadTS = e.User, stripMention(e.Text, a.botID), e.Channel, e.TimeStamp, e.ThreadTimeStamp
+	default:
+		return bot.Incoming{}, false
+	}
+	if strings.TrimSpace(text) == "" {
+		return bot.Incoming{}, false
+	}
+	dm := channelType == "im"
+	thread := threadTS
+	if !dm && thread == "" {
+		thread = ts // in a channel, a run's posts go in the thread of its message
+	}
+	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text, EventID: eventID, DM: dm, At: time.Now()}
+	if cmd, args, ok := command(text); ok {
+		in.Command, in.Text = cmd, args
+	}
+	return in, true
+}
+
+func stripMention(text, botID string) string {
+	return strings.TrimSpace(strings.ReplaceAll(text, "<@"+botID+">", ""))
+}
+
+// command reads a command typed as a message ("/undo" does not reach a
+// bot as a slash command unless it is registered; typed text does).
+func command(text string) (string, string, bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	head, rest, _ := strings.Cut(text[1:], " ")
+	name := strings.ToLower(head)
+	switch name {
+	case "tidy-inbox", "tidy_inbox", "help", "reset", "undo", "cancel", "usage":
+		return name, strings.TrimSpace(rest), true
+	}
+	return "", "", false
+}
+
+// CommandsHandler serves POST /slack/commands (slash commands): it answers
+// at once, within Slack's 3 seconds, and the run reports in the channel.
+func (a *Adapter) CommandsHandler(h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sc, err := slack.SlashCommandParse(r)
+		if err != nil || sc.Command == "" || sc.UserID == "" || sc.ChannelID == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
+		in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Command: name, Text: sc.Text,
+			EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), At: time.Now()}
+		if name != "tidy-inbox" && name != "tidy_inbox" {
+			in.Command, in.Text = "", strings.TrimSpace(sc.Text)
+			if c, args, ok := command("/" + name + " " + sc.Text); ok {
+				in.Command, in.Text = c, args
+			}
+		}
+		if err := h.Handle(r.Context(), in); err != nil {
+			a.log.Error("slack command", slog.Any("err", err))
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK) // an empty 200: the answer comes in the channel
+	})
+}
+
+// InteractivityHandler serves POST /slack/interactivity (button presses).
+func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		var cb slack.InteractionCallback
+		if err == nil {
+			err = json.Unmarshal([]byte(form.Get("payload")), &cb)
+		}
+		if err != nil || cb.User.ID == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		act := cb.ActionCallback.BlockActions[0]
+		in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
+			MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, At: time.Now()}
+		if in.ChatID == "" {
+			in.ChatID = cb.Container.ChannelID
+		}
+		if err := h.Handle(r.Context(), in); err != nil {
+			a.log.Error("slack button", slog.Any("err", err))
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK) // acknowledges the press
+	})
+}
+
+// errNoSecret is returned by Routes without a signing secret.
+var errNoSecret = errors.New("slack: SLACK_SIGNING_SECRET is not set")
+
+// Routes registers the three signed endpoints on mux.
+func (a *Adapter) Routes(mux *http.ServeMux, h Handler) error {
+	if a.cfg.SigningSecret == "" {
+		return errNoSecret
+	}
+	mux.Handle("POST /slack/events", a.EventsHandler(h))
+	mux.Handle("POST /slack/commands", a.CommandsHandler(h))
+	mux.Handle("POST /slack/interactivity", a.InteractivityHandler(h))
+	return nil
+}

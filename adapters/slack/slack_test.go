@@ -1,0 +1,193 @@
+package slack_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/slack"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/bot"
+)
+
+const secret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+func TestSignatureVectors(t *testing.T) {
+	body := "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+	if got, want := slack.Sign(secret, "1531420618", []byte(body)), "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"; got != want {
+		t.Errorf("Slack's documented example: got %s, want %s", got, want)
+	}
+	now := time.Unix(1531420618, 0)
+	sig := "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+	for _, tt := range []struct {
+		name   string
+		secret string
+		ts     string
+		sig    string
+		body   string
+		at     time.Time
+		want   bool
+	}{
+		{"valid", secret, "1531420618", sig, body, now, true},
+		{"tampered body", secret, "1531420618", sig, body + "x", now, false},
+		{"wrong secret", "other", "1531420618", sig, body, now, false},
+		{"301 s late", secret, "1531420618", sig, body, now.Add(301 * time.Second), false},
+		{"301 s early", secret, "1531420618", sig, body, now.Add(-301 * time.Second), false},
+		{"empty secret", "", "1531420618", sig, body, now, false},
+		{"no signature", secret, "1531420618", "", body, now, false},
+		{"no timestamp", secret, "", sig, body, now, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := slack.Verify(tt.secret, tt.ts, tt.sig, []byte(tt.body), tt.at); got != tt.want {
+				t.Errorf("Verify = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	ins []bot.Incoming
+}
+
+func (r *recorder) Handle(_ context.Context, in bot.Incoming) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ins = append(r.ins, in)
+	return nil
+}
+
+func (r *recorder) got() []bot.Incoming {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bot.Incoming(nil), r.ins...)
+}
+
+func newAdapter(t *testing.T) (*slack.Adapter, *slacktest.Server) {
+	t.Helper()
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, SigningSecret: secret, APIURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, srv
+}
+
+func signed(t *testing.T, path, contentType string, body []byte, sec string, at time.Time) *http.Request {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
+	ts := strconv.FormatInt(at.Unix(), 10)
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", slacktest.Sign(sec, ts, body))
+	return req
+}
+
+func TestEvents(t *testing.T) {
+	a, _ := newAdapter(t)
+	rec := &recorder{}
+	h := a.EventsHandler(rec)
+	now := time.Now()
+	do := func(req *http.Request) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	// URL verification answers the challenge.
+	w := do(signed(t, "/slack/events", "application/json", []byte(`{"type":"url_verification","challenge":"abc123","token":"x"}`), secret, now))
+	if w.Code != 200 || w.Body.String() != "abc123" {
+		t.Errorf("url_verification: %d %q", w.Code, w.Body.String())
+	}
+	for _, tt := range []struct {
+		name string
+		req  *http.Request
+		code int
+	}{
+		{"forged", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev0", "D1", "im", "U1", "hi", "1.1", ""), "wrong-secret", now), 401},
+		{"stale", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev0", "D1", "im", "U1", "hi", "1.1", ""), secret, now.Add(-10*time.Minute)), 401},
+		{"malformed", signed(t, "/slack/events", "application/json", []byte(`{"type":`), secret, now), 400},
+		{"dm", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev1", "D1", "im", "U1", "what's due today?", "1.1", ""), secret, now), 200},
+		{"channel", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev2", "C1", "channel", "U1", "/tidy-inbox", "2.2", ""), secret, now), 200},
+		{"own message", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev3", "D1", "im", slacktest.BotUserID, "Done.", "3.3", ""), secret, now), 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if w := do(tt.req); w.Code != tt.code {
+				t.Errorf("status %d, want %d", w.Code, tt.code)
+			}
+		})
+	}
+	// A message_changed subtype is ignored too.
+	edited, _ := json.Marshal(map[string]any{"type": "event_callback", "event_id": "Ev4", "event": map[string]any{"type": "message", "subtype": "message_changed", "channel": "D1", "channel_type": "im"}})
+	if w := do(signed(t, "/slack/events", "application/json", edited, secret, now)); w.Code != 200 {
+		t.Errorf("message_changed: %d", w.Code)
+	}
+	got := rec.got()
+	if len(got) != 2 {
+		t.Fatalf("handled %+v", got)
+	}
+	if got[0].EventID != "Ev1" || !got[0].DM || got[0].ThreadID != "" || got[0].UserID != "U1" {
+		t.Errorf("dm: %+v", got[0])
+	}
+	if got[1].Command != "tidy-inbox" || got[1].ThreadID != "2.2" || got[1].DM {
+		t.Errorf("channel message: %+v (want a command threaded under its message)", got[1])
+	}
+}
+
+func TestSlashCommandAndButtons(t *testing.T) {
+	a, _ := newAdapter(t)
+	rec := &recorder{}
+	now := time.Now()
+	form := url.Values{"command": {"/tidy-inbox"}, "text": {""}, "user_id": {"U1"}, "channel_id": {"C1"}, "trigger_id": {"t1"}, "team_id": {"T1"}}
+	w := httptest.NewRecorder()
+	a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, now))
+	if w.Code != 200 {
+		t.Fatalf("slash command: %d", w.Code)
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": "t2", "user": map[string]any{"id": "U1"}, "channel": map[string]any{"id": "C1"},
+		"container": map[string]any{"type": "message", "message_ts": "5.5", "channel_id": "C1", "thread_ts": "2.2"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_0", "block_id": "choices", "value": "w:abcd1234:y"}},
+	})
+	body := url.Values{"payload": {string(payload)}}.Encode()
+	w = httptest.NewRecorder()
+	a.InteractivityHandler(rec).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte(body), secret, now))
+	if w.Code != 200 {
+		t.Fatalf("button: %d", w.Code)
+	}
+	w = httptest.NewRecorder()
+	a.InteractivityHandler(rec).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte("payload=%7Bnot-json"), secret, now))
+	if w.Code != 400 {
+		t.Errorf("malformed payload: %d", w.Code)
+	}
+	got := rec.got()
+	if len(got) != 2 || got[0].Command != "tidy-inbox" || got[0].ChatID != "C1" || got[1].Button != "w:abcd1234:y" || got[1].ThreadID != "2.2" {
+		t.Errorf("handled %+v", got)
+	}
+}
+
+func TestPostInThreadWithButtonsAndEdit(t *testing.T) {
+	a, srv := newAdapter(t)
+	ts, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", ThreadID: "2.2", Text: "Delete \"Buy cake\"? <b>", Buttons: []bot.Button{{Label: "Delete 1 task", Data: "w:k:y"}, {Label: "Cancel", Data: "w:k:n"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(t.Context(), ts, bot.Outgoing{ChatID: "C1", ThreadID: "2.2", Text: "Delete \"Buy cake\"?\n→ yes"}); err != nil {
+		t.Fatal(err)
+	}
+	ps := srv.Posts("C1")
+	if len(ps) != 1 || ps[0].ThreadTS != "2.2" || ps[0].Updates != 1 || len(ps[0].Buttons) != 0 || !strings.Contains(ps[0].Text, "→ yes") {
+		t.Errorf("posts: %+v", ps)
+	}
+	srv.RateLimit("chat.postMessage", 1)
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", Text: "after a 429"}); err != nil {
+		t.Errorf("a 429 was not waited out: %v", err)
+	}
+}
