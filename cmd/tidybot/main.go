@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidybot/tidybot/adapters/console"
+	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -199,8 +200,8 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 
 // serve runs the platforms and the HTTP server until ctx ends.
 func (m *Main) serve(ctx context.Context, cfg Config) error {
-	if cfg.SlackBotToken != "" {
-		return errors.New("SLACK_BOT_TOKEN is set, but the Slack adapter is not built yet (see README); use tidybot chat")
+	if cfg.SlackBotToken != "" && cfg.SlackSigning == "" {
+		return errors.New("SLACK_APP_TOKEN (Socket Mode) is not built yet: set SLACK_SIGNING_SECRET to use the Events API over HTTP")
 	}
 	log := m.logger(cfg, false)
 	b, err := m.build(cfg, log)
@@ -224,7 +225,19 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 			mux.Handle("POST /telegram/webhook", tg.WebhookHandler(b))
 		}
 		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
-	} else {
+	}
+	if cfg.SlackBotToken != "" {
+		sl, err := slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, APIURL: cfg.SlackURL, Logger: log})
+		if err != nil {
+			return err
+		}
+		b.AddPlatform(sl)
+		if err := sl.Routes(mux, b); err != nil {
+			return err
+		}
+		log.Info("slack ready: /slack/events, /slack/commands, /slack/interactivity")
+	}
+	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
 		log.Warn("no platform token set: serving only /healthz and /metrics")
 	}
 	if err := b.Start(ctx); err != nil {

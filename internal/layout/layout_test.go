@@ -18,6 +18,8 @@ var allowed = map[string][]string{
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent"},
 	"adapters/console":               {"bot", "agent"},
+	"adapters/slack":                 {"bot", "agent"},
+	"adapters/slack/slacktest":       {},
 	"adapters/telegram":              {"bot", "agent"},
 	"adapters/telegram/telegramtest": {},
 	"internal/sim":                   {"agent", "agent/openai/openaitest"},

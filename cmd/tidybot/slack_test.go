@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+)
+
+const slackSecret = "slack-signing-secret"
+
+// serveSlack runs `tidybot serve` with the fake Slack Web API and returns
+// the fake and the base URL of tidybot's HTTP server.
+func serveSlack(t *testing.T, e *env) (*slacktest.Server, string) {
+	t.Helper()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.HTTPAddr = ln.Addr().String()
+	_ = ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		_ = m.Close()
+	})
+	base := "http://" + e.cfg.HTTPAddr
+	waitFor(t, "the HTTP server", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return sl, base
+}
+
+func postSigned(t *testing.T, url, contentType string, body []byte, secret string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", slacktest.Sign(secret, ts, body))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("acknowledged after %v: Slack wants 3 s", d)
+	}
+	return resp.StatusCode
+}
+
+func lastPost(sl *slacktest.Server, channel string) slacktest.Posted {
+	ps := sl.Posts(channel)
+	if len(ps) == 0 {
+		return slacktest.Posted{}
+	}
+	return ps[len(ps)-1]
+}
+
+func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	sl, base := serveSlack(t, e)
+
+	// A forged request touches nothing.
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev0", "C1", "channel", "U1", "/tidy-inbox", "9.9", ""), "forged"); code != 401 {
+		t.Errorf("forged event: %d, want 401", code)
+	}
+	// The tidy, asked in a channel: every post goes in its thread; a
+	// retry of the same event is dropped.
+	ev := slacktest.MessageEvent("Ev1", "C1", "channel", "U1", "/tidy-inbox", "1.1", "")
+	if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+		t.Fatalf("event: %d", code)
+	}
+	_ = postSigned(t, base+"/slack/events", "application/json", ev, slackSecret)
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "C1").Text, "Tidied your inbox") })
+	for _, p := range sl.Posts("C1") {
+		if p.ThreadTS != "1.1" {
+			t.Errorf("a post outside the run's thread: %+v", p)
+		}
+	}
+	if status := sl.Posts("C1")[0]; status.Updates == 0 || !strings.Contains(status.Text, "Moved 9 tasks") {
+		t.Errorf("status message not edited in place: %+v", status)
+	}
+	if n := strings.Count(fmtPosts(sl.Posts("C1")), "Tidied your inbox"); n != 1 {
+		t.Errorf("the retried event ran again (%d answers)", n)
+	}
+
+	// A gated delete through a DM and a button press.
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev2", "D1", "im", "U1", "delete the cake task", "2.1", ""), slackSecret); code != 200 {
+		t.Fatalf("dm: %d", code)
+	}
+	waitFor(t, "the confirmation", func() bool { return len(lastPost(sl, "D1").Buttons) == 2 })
+	q := lastPost(sl, "D1")
+	if q.Labels[0] != "Delete 1 task" || q.ThreadTS != "" {
+		t.Errorf("question %+v", q)
+	}
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tr1", "user": map[string]any{"id": "U1"}, "channel": map[string]any{"id": "D1"},
+		"container": map[string]any{"type": "message", "message_ts": q.TS, "channel_id": "D1"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_0", "block_id": "choices", "value": q.Buttons[0]}}})
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(url.Values{"payload": {string(payload)}}.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "the deletion", func() bool { return lastPost(sl, "D1").Text == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 9 {
+		t.Errorf("tasks = %d, want 9", n)
+	}
+	for _, p := range sl.Posts("D1") {
+		if p.TS == q.TS && (len(p.Buttons) != 0 || !strings.Contains(p.Text, "→ yes")) {
+			t.Errorf("the buttons did not give way to the choice: %+v", p)
+		}
+	}
+
+	// Someone not allowed gets one refusal.
+	_ = postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev3", "D9", "im", "U666", "hi", "3.1", ""), slackSecret)
+	waitFor(t, "the refusal", func() bool { return strings.Contains(lastPost(sl, "D9").Text, "slack:U666") })
+}
+
+func fmtPosts(ps []slacktest.Posted) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Text + "\n")
+	}
+	return b.String()
+}
