@@ -93,56 +93,51 @@ func (k *known) projectList(projects []Project, counts map[string]int, sections 
 
 // projectHint says how to fix an unknown project id, naming close matches.
 func (k *known) projectHint(ref string) string {
-	var cands []string
-	byCand := map[string]Project{}
+	named := make(map[string]string, len(k.Projects))
 	for _, p := range k.Projects {
-		cands = append(cands, p.ID, p.Name)
-		byCand[p.ID], byCand[p.Name] = p, p
+		named[p.ID] = p.Name
 	}
-	sort.Strings(cands)
-	var names []string
-	seen := map[string]bool{}
-	for _, c := range closeMatches(ref, cands, 6) {
-		p := byCand[c]
-		if !seen[p.ID] {
-			seen[p.ID] = true
-			names = append(names, fmt.Sprintf("%s %q", p.ID, p.Name))
-		}
-		if len(names) == 3 {
-			break
-		}
-	}
-	if len(names) > 0 {
-		return fmt.Sprintf("did you mean %s? Use an id from get_projects, or project_name to find or create a project by name", strings.Join(names, " or "))
+	if near := nearest(ref, named); near != "" {
+		return "did you mean " + near + "? Use an id from get_projects, or project_name to find or create a project by name"
 	}
 	return "call get_projects for valid ids, or use project_name to find or create a project by name"
 }
 
 // taskHint says how to fix an unknown task id, naming close matches.
 func (k *known) taskHint(ref string) string {
-	var cands []string
-	byCand := map[string]Task{}
+	named := make(map[string]string, len(k.Tasks))
 	for _, t := range k.Tasks {
-		cands = append(cands, t.ID, t.Content)
-		byCand[t.ID], byCand[t.Content] = t, t
+		named[t.ID] = t.Content
+	}
+	if near := nearest(ref, named); near != "" {
+		return "did you mean " + near + "? Use task ids exactly as listed"
+	}
+	return "call get_inbox_tasks or get_tasks for valid task ids"
+}
+
+// nearest names up to three objects (id → name) whose id or name is
+// close to ref, as `id "name" or id "name"`, or "".
+func nearest(ref string, named map[string]string) string {
+	var cands []string
+	idOf := map[string]string{}
+	for id, name := range named {
+		cands = append(cands, id, name)
+		idOf[id], idOf[name] = id, id
 	}
 	sort.Strings(cands)
-	var names []string
+	var out []string
 	seen := map[string]bool{}
 	for _, c := range closeMatches(ref, cands, 6) {
-		t := byCand[c]
-		if !seen[t.ID] {
-			seen[t.ID] = true
-			names = append(names, fmt.Sprintf("%s %q", t.ID, t.Content))
+		id := idOf[c]
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, fmt.Sprintf("%s %q", id, named[id]))
 		}
-		if len(names) == 3 {
+		if len(out) == 3 {
 			break
 		}
 	}
-	if len(names) > 0 {
-		return fmt.Sprintf("did you mean %s? Use task ids exactly as listed", strings.Join(names, " or "))
-	}
-	return "call get_inbox_tasks or get_tasks for valid task ids"
+	return strings.Join(out, " or ")
 }
 
 // plural formats a count with its noun: "1 task", "3 tasks".

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +13,10 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
-// serveTelegram runs `tidybot serve` with the fake Telegram (long
-// polling) until the test ends.
-func serveTelegram(t *testing.T, e *env) *telegramtest.Server {
+// serve runs `tidybot serve` with e's config on a free local port until
+// the test ends, and returns the base URL of its HTTP server.
+func serve(t *testing.T, e *env) string {
 	t.Helper()
-	tg := telegramtest.New()
-	t.Cleanup(tg.Close)
-	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +34,25 @@ func serveTelegram(t *testing.T, e *env) *telegramtest.Server {
 		}
 		_ = m.Close()
 	})
+	base := "http://" + e.cfg.HTTPAddr
+	waitFor(t, "the HTTP server", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return base
+}
+
+// serveTelegram runs `tidybot serve` with the fake Telegram (long
+// polling) until the test ends.
+func serveTelegram(t *testing.T, e *env) *telegramtest.Server {
+	t.Helper()
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
+	serve(t, e)
 	return tg
 }
 
