@@ -319,15 +319,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
-		in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Command: name, Text: sc.Text,
-			EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), At: time.Now()}
-		if name != "tidy-inbox" && name != "tidy_inbox" {
-			in.Command, in.Text = "", strings.TrimSpace(sc.Text)
-			if c, args, ok := command("/" + name + " " + sc.Text); ok {
-				in.Command, in.Text = c, args
-			}
-		}
+		in := slashIncoming(sc)
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack command", slog.Any("err", err))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
@@ -353,15 +345,10 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+		in, ok := actionIncoming(cb)
+		if !ok {
 			w.WriteHeader(http.StatusOK)
 			return
-		}
-		act := cb.ActionCallback.BlockActions[0]
-		in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
-			MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, At: time.Now()}
-		if in.ChatID == "" {
-			in.ChatID = cb.Container.ChannelID
 		}
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack button", slog.Any("err", err))
@@ -370,6 +357,35 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 		}
 		w.WriteHeader(http.StatusOK) // acknowledges the press
 	})
+}
+
+// slashIncoming turns a slash command into a bot event.
+func slashIncoming(sc slack.SlashCommand) bot.Incoming {
+	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
+	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Command: name, Text: sc.Text,
+		EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), At: time.Now()}
+	if name != "tidy-inbox" && name != "tidy_inbox" {
+		in.Command, in.Text = "", strings.TrimSpace(sc.Text)
+		if c, args, ok := command("/" + name + " " + sc.Text); ok {
+			in.Command, in.Text = c, args
+		}
+	}
+	return in
+}
+
+// actionIncoming turns a button press into a bot event; ok is false for
+// other interactions.
+func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
+	if cb.Type != slack.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 || cb.User.ID == "" {
+		return bot.Incoming{}, false
+	}
+	act := cb.ActionCallback.BlockActions[0]
+	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
+		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, At: time.Now()}
+	if in.ChatID == "" {
+		in.ChatID = cb.Container.ChannelID
+	}
+	return in, true
 }
 
 // errNoSecret is returned by Routes without a signing secret.
