@@ -41,6 +41,8 @@ type Handler interface {
 type Config struct {
 	BotToken      string
 	SigningSecret string
+	// AppToken (xapp-…) enables Socket Mode.
+	AppToken string
 	// APIURL is SLACK_API_URL; it ends in /api/.
 	APIURL     string
 	HTTPClient *http.Client

@@ -191,3 +191,38 @@ func TestPostInThreadWithButtonsAndEdit(t *testing.T) {
 		t.Errorf("a 429 was not waited out: %v", err)
 	}
 }
+
+func TestSocketMode(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, AppToken: slacktest.AppToken, APIURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.RunSocketMode(ctx, rec) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !srv.Connected() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ev map[string]any
+	_ = json.Unmarshal(slacktest.MessageEvent("Ev9", "D1", "im", "U1", "what's due today?", "9.1", ""), &ev)
+	e1 := srv.Push("events_api", ev)
+	e2 := srv.Push("slash_commands", map[string]any{"command": "/tidy-inbox", "text": "", "user_id": "U1", "channel_id": "C1", "trigger_id": "t9"})
+	for !(srv.Acked(e1) && srv.Acked(e2)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := rec.got()
+	if !srv.Acked(e1) || !srv.Acked(e2) || len(got) != 2 {
+		t.Fatalf("acked %v %v; handled %+v", srv.Acked(e1), srv.Acked(e2), got)
+	}
+	if got[0].Text != "what's due today?" || got[0].EventID != "Ev9" || got[1].Command != "tidy-inbox" {
+		t.Errorf("handled %+v", got)
+	}
+}

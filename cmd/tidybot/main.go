@@ -200,9 +200,6 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 
 // serve runs the platforms and the HTTP server until ctx ends.
 func (m *Main) serve(ctx context.Context, cfg Config) error {
-	if cfg.SlackBotToken != "" && cfg.SlackSigning == "" {
-		return errors.New("SLACK_APP_TOKEN (Socket Mode) is not built yet: set SLACK_SIGNING_SECRET to use the Events API over HTTP")
-	}
 	log := m.logger(cfg, false)
 	b, err := m.build(cfg, log)
 	if err != nil {
@@ -211,6 +208,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	mux := http.NewServeMux()
 	errc := make(chan error, 2)
 	var tg *telegram.Adapter
+	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
 			WebhookSecret: cfg.TelegramHookS, Logger: log})
@@ -227,15 +225,17 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
 	}
 	if cfg.SlackBotToken != "" {
-		sl, err := slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, APIURL: cfg.SlackURL, Logger: log})
+		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log})
 		if err != nil {
 			return err
 		}
 		b.AddPlatform(sl)
-		if err := sl.Routes(mux, b); err != nil {
-			return err
+		if cfg.SlackSigning != "" {
+			if err := sl.Routes(mux, b); err != nil {
+				return err
+			}
+			log.Info("slack Events API ready: /slack/events, /slack/commands, /slack/interactivity")
 		}
-		log.Info("slack ready: /slack/events, /slack/commands, /slack/interactivity")
 	}
 	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
 		log.Warn("no platform token set: serving only /healthz and /metrics")
@@ -245,6 +245,14 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if m.Ready != nil {
 		m.Ready(b)
+	}
+	if sl != nil && cfg.SlackAppToken != "" {
+		go func() {
+			if err := sl.RunSocketMode(ctx, b); err != nil {
+				errc <- err
+			}
+		}()
+		log.Info("slack Socket Mode started")
 	}
 	if tg != nil && cfg.TelegramHook == "" {
 		go func() {

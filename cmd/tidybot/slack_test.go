@@ -122,3 +122,21 @@ func fmtPosts(ps []slacktest.Posted) string {
 	}
 	return b.String()
 }
+
+func TestSlackSocketMode(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	serve(t, e)
+	waitFor(t, "the Socket Mode connection", sl.Connected)
+	var ev map[string]any
+	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "/tidy-inbox", "1.1", ""), &ev)
+	id := sl.Push("events_api", ev)
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "Tidied your inbox") })
+	if !sl.Acked(id) {
+		t.Error("the envelope was not acknowledged")
+	}
+}

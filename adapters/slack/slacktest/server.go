@@ -6,10 +6,13 @@ package slacktest
 
 import (
 	"crypto/hmac"
+	"time"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/gorilla/websocket"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +22,7 @@ import (
 // Token is the bot token the server accepts; BotUserID is the bot's user.
 const (
 	Token     = "xoxb-slacktest"
+	AppToken  = "xapp-slacktest"
 	BotUserID = "UBOT"
 	BotID     = "BBOT"
 )
@@ -42,6 +46,9 @@ type Server struct {
 	srv *httptest.Server
 
 	mu      sync.Mutex // protects the fields below
+	conns   []*wsConn
+	acks    map[string]bool
+	envSeq  int
 	posts   []*Posted
 	seq     int
 	calls   map[string]int
@@ -50,7 +57,7 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{calls: map[string]int{}, limited: map[string]int{}}
+	s := &Server{calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
 	return s
@@ -66,6 +73,10 @@ func answer(w http.ResponseWriter, v map[string]any) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/ws" {
+		s.socket(w, r)
+		return
+	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
 	if !ok {
 		http.NotFound(w, r)
@@ -89,6 +100,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Unlock()
+	if method == "apps.connections.open" {
+		if tok != AppToken {
+			answer(w, map[string]any{"ok": false, "error": "invalid_auth"})
+			return
+		}
+		answer(w, map[string]any{"ok": true, "url": "ws://" + r.Host + "/ws"})
+		return
+	}
 	if tok != Token {
 		answer(w, map[string]any{"ok": false, "error": "invalid_auth"})
 		return
@@ -210,4 +229,101 @@ func MessageEvent(eventID, channel, channelType, user, text, ts, threadTS string
 	}
 	b, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": eventID, "event_time": 1700000000, "event": ev})
 	return b
+}
+
+// wsConn is a Socket Mode connection; gorilla allows one writer at a time.
+type wsConn struct {
+	mu sync.Mutex
+	c  *websocket.Conn
+}
+
+func (w *wsConn) write(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c.WriteJSON(v)
+}
+
+// socket serves a Socket Mode connection: hello, pings, envelopes out,
+// acks in.
+func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	c, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	conn := &wsConn{c: c}
+	_ = conn.write(map[string]any{"type": "hello", "num_connections": 1})
+	s.mu.Lock()
+	s.conns = append(s.conns, conn)
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				conn.mu.Lock()
+				err := c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second))
+				conn.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		_ = c.Close()
+		s.mu.Lock()
+		for i, x := range s.conns {
+			if x == conn {
+				s.conns = append(s.conns[:i], s.conns[i+1:]...)
+				break
+			}
+		}
+		s.mu.Unlock()
+	}()
+	for {
+		var ack struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if err := c.ReadJSON(&ack); err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.acks[ack.EnvelopeID] = true
+		s.mu.Unlock()
+	}
+}
+
+// Connected reports whether a Socket Mode client is connected.
+func (s *Server) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns) > 0
+}
+
+// Push sends a Socket Mode envelope ("events_api", "slash_commands" or
+// "interactive") with payload to the connected clients and returns its id.
+func (s *Server) Push(kind string, payload any) string {
+	s.mu.Lock()
+	s.envSeq++
+	id := fmt.Sprintf("env-%d", s.envSeq)
+	conns := append([]*wsConn(nil), s.conns...)
+	s.mu.Unlock()
+	env := map[string]any{"type": kind, "envelope_id": id, "payload": payload, "accepts_response_payload": kind != "events_api", "retry_attempt": 0, "retry_reason": ""}
+	for _, c := range conns {
+		_ = c.write(env)
+	}
+	return id
+}
+
+// Acked reports whether the client acknowledged an envelope.
+func (s *Server) Acked(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acks[id]
 }

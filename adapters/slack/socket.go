@@ -1,0 +1,75 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// RunSocketMode receives events over Socket Mode (SLACK_APP_TOKEN, no
+// public address needed) until ctx ends. Each envelope is handed to h
+// (which stores it durably) and acknowledged only then, well within
+// Slack's 3 seconds; one h refuses is not acknowledged, so Slack redelivers
+// it. It returns an error only when the connection cannot be kept (a bad
+// app token).
+func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
+	if a.cfg.AppToken == "" {
+		return fmt.Errorf("slack: Socket Mode needs SLACK_APP_TOKEN")
+	}
+	api := slack.New(a.cfg.BotToken, slack.OptionAppLevelToken(a.cfg.AppToken), slack.OptionAPIURL(a.cfg.APIURL), slack.OptionHTTPClient(a.cfg.HTTPClient))
+	sm := socketmode.New(api)
+	errc := make(chan error, 1)
+	go func() { errc <- sm.RunContext(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack: Socket Mode (check SLACK_APP_TOKEN): %w", err)
+		case evt := <-sm.Events:
+			a.socketEvent(ctx, sm, evt, h)
+		}
+	}
+}
+
+// socketEvent handles one Socket Mode event.
+func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, h Handler) {
+	if evt.Request == nil {
+		return // connecting, hello and other lifecycle events
+	}
+	var in bot.Incoming
+	ok := false
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		if ea, isEA := evt.Data.(slackevents.EventsAPIEvent); isEA {
+			cb, _ := ea.Data.(*slackevents.EventsAPICallbackEvent)
+			in, ok = a.incoming(ea.InnerEvent.Data, cb)
+		}
+	case socketmode.EventTypeSlashCommand:
+		if sc, isSC := evt.Data.(slack.SlashCommand); isSC && sc.UserID != "" {
+			in, ok = slashIncoming(sc), true
+		}
+	case socketmode.EventTypeInteractive:
+		if cb, isCB := evt.Data.(slack.InteractionCallback); isCB {
+			in, ok = actionIncoming(cb)
+		}
+	}
+	if ok {
+		if err := h.Handle(ctx, in); err != nil {
+			a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", err))
+			return // not acknowledged: Slack redelivers it
+		}
+	}
+	if err := sm.Ack(*evt.Request); err != nil {
+		a.log.Warn("slack ack", slog.Any("err", err))
+	}
+}
