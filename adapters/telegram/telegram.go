@@ -295,7 +295,14 @@ func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 				if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
 					return nil // not confirmed: Telegram redelivers it
 				}
-				a.log.Error("telegram update", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+				// Not stored: leave it unconfirmed and try again shortly.
+				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+				break
 			}
 			offset = u.UpdateID + 1
 		}

@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -216,4 +217,41 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("text lost or changed")
 		}
 	})
+}
+
+// flaky fails its first call, as a store that is briefly unavailable.
+type flaky struct {
+	recorder
+	failed bool
+}
+
+func (f *flaky) Handle(ctx context.Context, in bot.Incoming) error {
+	f.mu.Lock()
+	if !f.failed {
+		f.failed = true
+		f.mu.Unlock()
+		return errors.New("disk full")
+	}
+	f.mu.Unlock()
+	return f.recorder.Handle(ctx, in)
+}
+
+func TestPollRetriesAnUpdateItCouldNotStore(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	srv.PushText(42, 7, "first")
+	srv.PushText(42, 7, "second")
+	h := &flaky{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Poll(ctx, h) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.got()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	got := h.got()
+	if len(got) != 2 || got[0].Text != "first" || got[1].Text != "second" {
+		t.Errorf("handled %+v: want first then second, nothing lost", got)
+	}
 }
