@@ -84,6 +84,7 @@ type Bot struct {
 	queues    map[string][]Job // per thread, in order
 	active    map[string]bool  // threads with a worker on them
 	running   map[string]*activeRun
+	sending   int // replies posted in the background, not yet done
 	stopped   bool
 	idle      *sync.Cond
 
@@ -184,10 +185,10 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		log.Warn("refused unknown user")
 		b.cfg.Metrics.Event(in.Platform, "refused")
 		if in.Button != "" {
-			b.answerButton(ctx, in, "Sorry, you are not allowed to use this bot.")
+			b.answerButtonLater(ctx, in, "Sorry, you are not allowed to use this bot.")
 			return nil
 		}
-		b.send(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
+		b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
 			Text: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)})
 		return nil
 	}
@@ -202,7 +203,7 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	}
 	switch in.Command {
 	case "help", "start":
-		b.send(ctx, in.Platform, reply(in, helpText))
+		b.replyLater(ctx, in.Platform, reply(in, helpText))
 		return nil
 	case "cancel":
 		b.cancel(ctx, in)
@@ -212,7 +213,7 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		return nil
 	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
 	default:
-		b.send(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, helpText)))
+		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, helpText)))
 		return nil
 	}
 	if in.Command == "" && strings.TrimSpace(in.Text) == "" {
@@ -253,13 +254,13 @@ func (b *Bot) schedule(j Job, front bool) {
 	}
 }
 
-// WaitIdle blocks until no job is queued or running (runs waiting for the
-// user do not count), or ctx ends.
+// WaitIdle blocks until no job is queued or running and no reply is being
+// posted (runs waiting for the user do not count), or ctx ends.
 func (b *Bot) WaitIdle(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		b.mu.Lock()
-		for len(b.active) > 0 && ctx.Err() == nil {
+		for (len(b.active) > 0 || b.sending > 0) && ctx.Err() == nil {
 			b.idle.Wait()
 		}
 		b.mu.Unlock()
@@ -498,6 +499,32 @@ func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {
 
 func reply(in Incoming, text string) Outgoing {
 	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text}
+}
+
+// later runs fn in the background, so that Handle returns (and the
+// platform is acknowledged) without waiting on a platform API; WaitIdle
+// and Stop wait for it.
+func (b *Bot) later(ctx context.Context, fn func(ctx context.Context)) {
+	ctx = context.WithoutCancel(ctx)
+	b.mu.Lock()
+	b.sending++
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer func() {
+			b.mu.Lock()
+			b.sending--
+			b.idle.Broadcast()
+			b.mu.Unlock()
+		}()
+		fn(ctx)
+	}()
+}
+
+// replyLater posts a reply in the background (see later).
+func (b *Bot) replyLater(ctx context.Context, platform string, m Outgoing) {
+	b.later(ctx, func(ctx context.Context) { b.send(ctx, platform, m) })
 }
 
 // send posts a message, logging a failure: the chat cannot be told.

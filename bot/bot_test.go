@@ -130,6 +130,7 @@ func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
 	// A second press on the same (now closed) question is answered too.
 	press.ButtonRef = "cb3"
 	h.handle(t, press)
+	h.idle(t)
 	if got := joined(h.plat.answered); !strings.Contains(got, "cb3: This question is no longer open.") {
 		t.Errorf("stale press: %s", got)
 	}

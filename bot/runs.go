@@ -251,7 +251,7 @@ func (b *Bot) journal(ctx context.Context, r *Run, applied []agent.Applied) erro
 func (b *Bot) press(ctx context.Context, in Incoming) error {
 	key, _, ok := parseButton(in.Button)
 	if !ok {
-		b.answerButton(ctx, in, "I don't know that button.")
+		b.answerButtonLater(ctx, in, "I don't know that button.")
 		return nil
 	}
 	runs, err := b.store.Runs(ctx, RunWaiting)
@@ -266,16 +266,21 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 	}
 	switch {
 	case r == nil:
-		b.answerButton(ctx, in, "This question is no longer open.")
+		b.answerButtonLater(ctx, in, "This question is no longer open.")
 		return nil
 	case r.Waiting.UserID != "" && r.Waiting.UserID != in.UserID:
-		b.answerButton(ctx, in, "Only the person who asked can answer this.")
+		b.answerButtonLater(ctx, in, "Only the person who asked can answer this.")
 		return nil
 	}
-	b.answerButton(ctx, in, "")
+	b.answerButtonLater(ctx, in, "")
 	in.ChatID, in.ThreadID = r.ChatID, r.ThreadID
 	in.Text = buttonAnswer(r.Waiting, in.Button)
 	return b.enqueue(ctx, in)
+}
+
+// answerButtonLater answers a button press in the background (see later).
+func (b *Bot) answerButtonLater(ctx context.Context, in Incoming, text string) {
+	b.later(ctx, func(ctx context.Context) { b.answerButton(ctx, in, text) })
 }
 
 func (b *Bot) answerButton(ctx context.Context, in Incoming, text string) {
@@ -360,7 +365,7 @@ func (b *Bot) cancel(ctx context.Context, in Incoming) {
 	}
 	b.mu.Unlock()
 	if ar != nil {
-		b.send(ctx, in.Platform, reply(in, "Stopping at the next step…"))
+		b.replyLater(ctx, in.Platform, reply(in, "Stopping at the next step…"))
 		return
 	}
 	r, err := b.waitingRun(ctx, key)
@@ -368,13 +373,13 @@ func (b *Bot) cancel(ctx context.Context, in Incoming) {
 		b.log.Error("cancel", slog.Any("err", err))
 	}
 	if r == nil {
-		b.send(ctx, in.Platform, reply(in, "Nothing is running here."))
+		b.replyLater(ctx, in.Platform, reply(in, "Nothing is running here."))
 		return
 	}
 	if err := b.dropWaiting(ctx, key, "cancelled"); err != nil {
 		b.log.Error("cancel", slog.Any("err", err))
 	}
-	b.send(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))
+	b.replyLater(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))
 }
 
 // usage reports the tokens this thread's runs used.
@@ -382,7 +387,7 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	runs, err := b.store.ThreadRuns(ctx, in.ThreadKey())
 	if err != nil {
 		b.log.Error("usage", slog.Any("err", err))
-		b.send(ctx, in.Platform, reply(in, "I could not read the usage; the details are in the log."))
+		b.replyLater(ctx, in.Platform, reply(in, "I could not read the usage; the details are in the log."))
 		return
 	}
 	var u agent.Usage
@@ -394,7 +399,7 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
 	}
-	b.send(ctx, in.Platform, reply(in, text))
+	b.replyLater(ctx, in.Platform, reply(in, text))
 }
 
 // reset hides the thread's history from the model.
