@@ -30,5 +30,8 @@ bench:
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseReply -fuzztime 60s ./agent
 
-deps: 
+deps: ## the import rules of DESIGN §1, enforced
+	go test -count=1 ./internal/layout
+
+deps-list: ## who imports what
 	@go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep tidybot

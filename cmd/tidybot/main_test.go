@@ -169,17 +169,17 @@ func taskHomes(todo *todoisttest.Server) map[string]string {
 
 func TestChatReset(t *testing.T) {
 	e := newEnv(t)
-	e.chat(t, "remember the word pineapple\n/reset\nwhat was the word?\n", nil)
+	e.chat(t, "remember the word pineapple\nwhat was the word?\n/reset\nwhat was the word?\n", nil)
 	reqs := e.model.Requests()
-	last := reqs[len(reqs)-1]
-	for _, m := range last.Messages {
-		if strings.Contains(m.Content, "pineapple") {
-			t.Errorf("history after /reset still holds %q", m.Content)
-		}
+	if len(reqs) != 3 {
+		t.Fatalf("model calls = %d, want 3", len(reqs))
 	}
-	first := reqs[0]
-	if len(first.Messages) < 2 {
-		t.Fatal("no messages")
+	holds := func(r int) bool { return strings.Contains(fmt.Sprint(reqs[r].Messages), "pineapple") }
+	if !holds(1) {
+		t.Error("before /reset the history does not hold the earlier message")
+	}
+	if holds(2) {
+		t.Error("after /reset the history still holds the earlier message")
 	}
 }
 
