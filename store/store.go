@@ -31,13 +31,16 @@ var (
 	bucketThreads  = []byte("threads")
 	bucketMessages = []byte("messages") // nested: one bucket per thread
 	bucketRuns     = []byte("runs")
-	bucketJobs     = []byte("jobs") // key: big-endian sequence
+	bucketThreadRn = []byte("thread_runs") // nested per thread: run id → ""
+	bucketOpenRuns = []byte("open_runs")   // run id → status, for runs not ended
+	bucketJobs     = []byte("jobs")        // key: big-endian sequence
 	bucketJobIDs   = []byte("job_ids")
 	bucketEvents   = []byte("events")
 	bucketSettings = []byte("settings")
 	bucketAudit    = []byte("audit") // nested: one bucket per run
-	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit}
+	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit}
 	keySchema      = []byte("schema_version")
+	keyRunIndex    = []byte("runs_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -106,6 +109,20 @@ func (s *Store) init() error {
 		}
 		if v > SchemaVersion {
 			return fmt.Errorf("%s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.path, v, SchemaVersion)
+		}
+		if meta.Get(keyRunIndex) == nil {
+			if err := tx.Bucket(bucketRuns).ForEach(func(_, raw []byte) error {
+				var r bot.Run
+				if err := decode(raw, &r); err != nil {
+					return err
+				}
+				return indexRun(tx, &r)
+			}); err != nil {
+				return fmt.Errorf("index runs: %w", err)
+			}
+			if err := meta.Put(keyRunIndex, []byte("1")); err != nil {
+				return err
+			}
 		}
 		for ; v < SchemaVersion; v++ {
 			if err := migrations[v-1](tx); err != nil {
@@ -291,16 +308,37 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 	return out, nil
 }
 
-// SaveRun implements bot.Store.
+// SaveRun implements bot.Store; it keeps the run indexes (by thread, and
+// the runs not ended) in the same transaction.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketRuns), []byte(r.ID), r) })
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
+			return err
+		}
+		return indexRun(tx, r)
+	})
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+func indexRun(tx *bolt.Tx, r *bot.Run) error {
+	tb, err := tx.Bucket(bucketThreadRn).CreateBucketIfNotExists([]byte(r.ThreadKey))
+	if err != nil {
+		return err
+	}
+	if err := tb.Put([]byte(r.ID), nil); err != nil {
+		return err
+	}
+	open := tx.Bucket(bucketOpenRuns)
+	if r.Status.Final() {
+		return open.Delete([]byte(r.ID))
+	}
+	return open.Put([]byte(r.ID), []byte(r.Status))
 }
 
 // Run implements bot.Store.
@@ -322,15 +360,16 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	return &r, nil
 }
 
-// runs scans the runs bucket (runs are few per user; an index by status
-// or thread can come when a deployment needs it).
-func (s *Store) runs(ctx context.Context, keep func(*bot.Run) bool) ([]*bot.Run, error) {
+// runs loads the runs that keep selects, oldest first. ids, when not nil,
+// lists the candidates (from an index); otherwise every run is read.
+func (s *Store) runs(ctx context.Context, ids func(tx *bolt.Tx) [][]byte, keep func(*bot.Run) bool) ([]*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var out []*bot.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+		b := tx.Bucket(bucketRuns)
+		load := func(v []byte) error {
 			var r bot.Run
 			if err := decode(v, &r); err != nil {
 				return err
@@ -339,7 +378,18 @@ func (s *Store) runs(ctx context.Context, keep func(*bot.Run) bool) ([]*bot.Run,
 				out = append(out, &r)
 			}
 			return nil
-		})
+		}
+		if ids == nil {
+			return b.ForEach(func(_, v []byte) error { return load(v) })
+		}
+		for _, id := range ids(tx) {
+			if v := b.Get(id); v != nil {
+				if err := load(v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: list runs: %w", err)
@@ -353,9 +403,26 @@ func (s *Store) runs(ctx context.Context, keep func(*bot.Run) bool) ([]*bot.Run,
 	return out, nil
 }
 
-// Runs implements bot.Store.
+func keys(b *bolt.Bucket) [][]byte {
+	var out [][]byte
+	if b != nil {
+		_ = b.ForEach(func(k, _ []byte) error { out = append(out, bytes.Clone(k)); return nil })
+	}
+	return out
+}
+
+// Runs implements bot.Store. Runs that have not ended are found through
+// their index; asking for ended ones (or all) reads every run.
 func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run, error) {
-	return s.runs(ctx, func(r *bot.Run) bool {
+	var ids func(tx *bolt.Tx) [][]byte
+	openOnly := len(statuses) > 0
+	for _, st := range statuses {
+		openOnly = openOnly && !st.Final()
+	}
+	if openOnly {
+		ids = func(tx *bolt.Tx) [][]byte { return keys(tx.Bucket(bucketOpenRuns)) }
+	}
+	return s.runs(ctx, ids, func(r *bot.Run) bool {
 		if len(statuses) == 0 {
 			return true
 		}
@@ -368,23 +435,13 @@ func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run
 	})
 }
 
-// ThreadRuns implements bot.Store.
+// ThreadRuns implements bot.Store, through the thread's index.
 func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, error) {
-	return s.runs(ctx, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
+	ids := func(tx *bolt.Tx) [][]byte { return keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) }
+	return s.runs(ctx, ids, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
 }
 
-// PutJob stores a job; jobs are kept in arrival order and a job id is
-// stored once.
-func (s *Store) PutJob(ctx context.Context, j bot.Job) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.db.Batch(func(tx *bolt.Tx) error { return putJob(tx, j) }); err != nil {
-		return fmt.Errorf("store: put job %s: %w", j.ID, err)
-	}
-	return nil
-}
-
+// putJob stores a job in arrival order, once per job id.
 func putJob(tx *bolt.Tx, j bot.Job) error {
 	b := tx.Bucket(bucketJobs)
 	ids := tx.Bucket(bucketJobIDs)
@@ -585,14 +642,13 @@ func (s *Store) Check() error {
 				if v == nil {
 					return walk(b.Bucket(k))
 				}
-				if bytes.Equal(k, keySchema) || len(v) == 8 && v[0] != '{' {
-					return nil
-				}
-				var env envelope
-				return decode(v, &env.Data)
+				var data json.RawMessage
+				return decode(v, &data)
 			})
 		}
-		for _, name := range allBuckets {
+		// The buckets of versioned values (the others hold keys, times
+		// and indexes).
+		for _, name := range [][]byte{bucketThreads, bucketMessages, bucketRuns, bucketJobs, bucketSettings, bucketAudit} {
 			if err := walk(tx.Bucket(name)); err != nil {
 				return fmt.Errorf("store: check %s: %w", name, err)
 			}

@@ -168,7 +168,7 @@ func TestJobs(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	for _, id := range []string{"j3", "j1", "j2", "j1"} {
-		if err := s.PutJob(ctx, bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}); err != nil {
+		if err := s.Enqueue(ctx, bot.Thread{Key: "k"}, nil, bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -392,5 +392,69 @@ func TestEnqueueIsOneTransaction(t *testing.T) {
 	jobs, _ := s.Jobs(ctx)
 	if !got.ResetAt.Equal(t0) || len(msgs) != 1 || len(jobs) != 2 {
 		t.Errorf("thread %+v, %d messages, %d jobs", got, len(msgs), len(jobs))
+	}
+}
+
+// BenchmarkThreadRuns measures what every incoming message pays to find
+// its thread's waiting run, with 10,000 runs (each with a 4 KiB
+// transcript) in other threads.
+func BenchmarkThreadRuns(b *testing.B) {
+	s, _ := open(b)
+	ctx := context.Background()
+	tr := json.RawMessage(`{"v":1,"pad":"` + strings.Repeat("x", 4096) + `"}`)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < 10_000; i += 16 {
+				_ = s.SaveRun(ctx, &bot.Run{ID: fmt.Sprint("run", i), ThreadKey: fmt.Sprintf("telegram:%d:", i), Status: bot.RunDone, Transcript: tr, Created: t0})
+			}
+		}()
+	}
+	wg.Wait()
+	_ = s.SaveRun(ctx, &bot.Run{ID: "mine", ThreadKey: "telegram:me:", Status: bot.RunWaiting, Created: t0})
+	b.ResetTimer()
+	for range b.N {
+		rs, err := s.ThreadRuns(ctx, "telegram:me:")
+		if err != nil || len(rs) != 1 {
+			b.Fatal(len(rs), err)
+		}
+		if ws, _ := s.Runs(ctx, bot.RunWaiting); len(ws) != 1 {
+			b.Fatal(len(ws))
+		}
+	}
+}
+
+func TestRunIndexes(t *testing.T) {
+	s, path := open(t)
+	ctx := t.Context()
+	r := &bot.Run{ID: "r1", ThreadKey: "k", Status: bot.RunWorking, Created: t0}
+	_ = s.SaveRun(ctx, r)
+	if got, _ := s.Runs(ctx, bot.RunWorking, bot.RunWaiting); len(got) != 1 {
+		t.Fatalf("open runs = %d, want 1", len(got))
+	}
+	r.Status = bot.RunDone
+	_ = s.SaveRun(ctx, r)
+	if got, _ := s.Runs(ctx, bot.RunWorking, bot.RunWaiting); len(got) != 0 {
+		t.Errorf("an ended run is still listed as open")
+	}
+	// A file written before the indexes existed gets them at Open.
+	_ = s.SaveRun(ctx, &bot.Run{ID: "r2", ThreadKey: "k", Status: bot.RunWaiting, Created: t0.Add(time.Second)})
+	_ = s.db.Update(func(tx *bolt.Tx) error {
+		_ = tx.DeleteBucket(bucketThreadRn)
+		_ = tx.DeleteBucket(bucketOpenRuns)
+		return tx.Bucket(bucketMeta).Delete(keyRunIndex)
+	})
+	_ = s.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	rs, _ := s2.ThreadRuns(ctx, "k")
+	waiting, _ := s2.Runs(ctx, bot.RunWaiting)
+	if len(rs) != 2 || len(waiting) != 1 || waiting[0].ID != "r2" {
+		t.Errorf("after reindexing: thread runs %d, waiting %+v", len(rs), waiting)
 	}
 }
