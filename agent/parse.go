@@ -248,10 +248,7 @@ func checkArgs(name string, args map[string]any) (json.RawMessage, error) {
 		}
 		return nil, &replyError{Problem: problem, Value: compact(args)}
 	}
-	var schema map[string]any
-	raw, _ := ActionSchema(name, false)
-	_ = json.Unmarshal(raw, &schema)
-	fixKeys(args, schema)
+	fixKeys(args, getSchemas().parsed[name])
 	if err := validateArgs(name, any(args)); err != nil {
 		return nil, &replyError{Problem: fmt.Sprintf("invalid arguments for %s: %v", name, err), Value: compact(args)}
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,10 +37,7 @@ Actions (? marks an optional argument):
 // signature renders an action's arguments compactly from its schema:
 // {moves: [{task_id, project_id?, …}]}.
 func signature(name string) string {
-	raw, _ := ActionSchema(name, false)
-	var schema map[string]any
-	_ = json.Unmarshal(raw, &schema)
-	return sigOf(schema)
+	return sigOf(getSchemas().parsed[name])
 }
 
 func sigOf(schema map[string]any) string {

@@ -77,6 +77,8 @@ type schemaSet struct {
 	loose  map[string]json.RawMessage
 	strict map[string]json.RawMessage
 	valid  map[string]*validator.Schema
+	// parsed holds each loose schema decoded, for argument-name repair.
+	parsed map[string]map[string]any
 	// envelope is the strict json-protocol reply schema.
 	envelope json.RawMessage
 }
@@ -105,6 +107,7 @@ func buildSchemas() (*schemaSet, error) {
 		loose:  map[string]json.RawMessage{},
 		strict: map[string]json.RawMessage{},
 		valid:  map[string]*validator.Schema{},
+		parsed: map[string]map[string]any{},
 	}
 	c := validator.NewCompiler()
 	var branches []*jsonschema.Schema
@@ -120,6 +123,11 @@ func buildSchemas() (*schemaSet, error) {
 		}
 		set.loose[spec.Name] = loose
 		set.strict[spec.Name] = strict
+		var parsed map[string]any
+		if err := json.Unmarshal(loose, &parsed); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", spec.Name, err)
+		}
+		set.parsed[spec.Name] = parsed
 
 		doc, err := validator.UnmarshalJSON(bytes.NewReader(loose))
 		if err != nil {
