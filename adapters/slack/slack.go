@@ -21,6 +21,7 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -49,6 +50,18 @@ type Config struct {
 	Logger     *slog.Logger
 	// Now is the clock for signature timestamps (default time.Now).
 	Now func() time.Time
+	// Threads says which channel threads the bot takes part in; nil: in
+	// channels, only mentions are answered.
+	Threads Threads
+}
+
+// Threads knows the channel threads the bot already takes part in, from
+// durable state, so that a reply there reaches the bot without a mention
+// even after a restart. *bot.Bot implements it.
+type Threads interface {
+	// KnowsThread reports whether the bot holds a conversation in thread
+	// threadID of chatID on platform; an error means it cannot tell.
+	KnowsThread(ctx context.Context, platform, chatID, threadID string) (bool, error)
 }
 
 // Adapter is the Slack platform.
@@ -238,13 +251,14 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 				return
 			}
 		case slackevents.CallbackEvent:
-			cb, _ := ev.Data.(*slackevents.EventsAPICallbackEvent)
-			if in, ok := a.incoming(ev.InnerEvent.Data, cb); ok {
-				if err := h.Handle(r.Context(), in); err != nil {
-					a.log.Error("slack event", slog.Any("err", err))
-					http.Error(w, "try again", http.StatusServiceUnavailable)
-					return
-				}
+			in, ok, err := a.incoming(r.Context(), ev.InnerEvent.Data)
+			if err == nil && ok {
+				err = h.Handle(r.Context(), in)
+			}
+			if err != nil {
+				a.log.Error("slack event", slog.Any("err", a.redact(err)))
+				http.Error(w, "try again", http.StatusServiceUnavailable)
+				return
 			}
 		}
 		w.WriteHeader(http.StatusOK)
@@ -252,44 +266,113 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 }
 
 // incoming turns an inner event into a bot event; ok is false for events
-// the bot ignores (its own messages, edits and other subtypes).
-func (a *Adapter) incoming(inner any, cb *slackevents.EventsAPICallbackEvent) (bot.Incoming, bool) {
-	eventID := ""
-	if cb != nil {
-		eventID = cb.EventID
-	}
-	var user, text, channel, ts, threadTS, channelType string
+// the bot ignores: its own messages, edits and other subtypes, and, in
+// channels, messages not addressed to it. A channel message is addressed
+// to the bot when it mentions the bot or replies in a thread the bot
+// takes part in; every DM is.
+//
+// Slack sends one mention in a channel twice, as message.channels and as
+// app_mention, with different event ids (docs.slack.dev/reference/events/app_mention),
+// and retries keep their event id: the event id given to the bot is the
+// message's channel and ts, so the bot runs one message once whichever
+// event comes first. An ignored event is never handed over, so it marks
+// nothing as seen.
+func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, error) {
+	var user, text, channel, ts, threadTS string
+	var dm bool
 	switch e := inner.(type) {
 	case *slackevents.MessageEvent:
 		if e.BotID != "" || e.SubType != "" || e.User == "" || e.User == a.botID {
-			return bot.Incoming{}, false
+			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS, channelType = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.ChannelType
+		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		dm = e.ChannelType == "im"
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" || e.User == a.botID {
-			return bot.Incoming{}, false
+		if e.BotID != "" || e.User == "" || e.User == a.botID {
+			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS = e.User, stripMention(e.Text, a.botID), e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		dm = slackutilsx.DetectChannelType(channel) == slackutilsx.CTypeDM
 	default:
-		return bot.Incoming{}, false
+		return bot.Incoming{}, false, nil
+	}
+	text, mentioned := stripMention(text, a.botID)
+	if !dm && !mentioned {
+		if threadTS == "" || a.cfg.Threads == nil {
+			return bot.Incoming{}, false, nil
+		}
+		known, err := a.cfg.Threads.KnowsThread(ctx, Platform, channel, threadTS)
+		if err != nil {
+			return bot.Incoming{}, false, fmt.Errorf("slack: is thread %s in %s ours: %w", threadTS, channel, err)
+		}
+		if !known {
+			return bot.Incoming{}, false, nil
+		}
 	}
 	if strings.TrimSpace(text) == "" {
-		return bot.Incoming{}, false
+		return bot.Incoming{}, false, nil
 	}
-	dm := channelType == "im"
 	thread := threadTS
 	if !dm && thread == "" {
 		thread = ts // in a channel, a run's posts go in the thread of its message
 	}
-	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text, EventID: eventID, DM: dm, At: time.Now()}
+	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text,
+		EventID: "msg:" + channel + ":" + ts, DM: dm, At: time.Now()}
 	if cmd, args, ok := command(text); ok {
 		in.Command, in.Text = cmd, args
 	}
-	return in, true
+	return in, true, nil
 }
 
-func stripMention(text, botID string) string {
-	return strings.TrimSpace(strings.ReplaceAll(text, "<@"+botID+">", ""))
+// stripMention removes the bot's mentions ("<@UBOT>", "<@UBOT|name>")
+// from text and reports whether there was one.
+func stripMention(text, botID string) (string, bool) {
+	found := false
+	prefix := "<@" + botID
+	var b strings.Builder
+	for {
+		i := strings.Index(text, prefix)
+		if i < 0 {
+			break
+		}
+		rest := text[i+len(prefix):]
+		end := strings.IndexByte(rest, '>')
+		if end < 0 || (end > 0 && rest[0] != '|') {
+			// Another user whose id starts with ours, or no closing '>'.
+			b.WriteString(text[:i+len(prefix)])
+			text = rest
+			continue
+		}
+		found = true
+		b.WriteString(strings.TrimRight(text[:i], " "))
+		text = rest[end+1:]
+		if b.Len() > 0 && !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, "\n") {
+			b.WriteByte(' ')
+		}
+	}
+	b.WriteString(text)
+	return strings.TrimSpace(b.String()), found
+}
+
+// redact removes the configured secrets from err's text: an upstream that
+// echoes a token must not put it into our logs or errors.
+func (a *Adapter) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := msg
+	for _, sec := range []struct{ value, name string }{
+		{a.cfg.BotToken, "SLACK_BOT_TOKEN"}, {a.cfg.AppToken, "SLACK_APP_TOKEN"}, {a.cfg.SigningSecret, "SLACK_SIGNING_SECRET"},
+	} {
+		if sec.value != "" {
+			clean = strings.ReplaceAll(clean, sec.value, "<"+sec.name+">")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return errors.New(clean)
 }
 
 // command reads a command typed as a message ("/undo" does not reach a

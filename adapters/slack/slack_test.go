@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -115,7 +116,7 @@ func TestEvents(t *testing.T) {
 		{"stale", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev0", "D1", "im", "U1", "hi", "1.1", ""), secret, now.Add(-10*time.Minute)), 401},
 		{"malformed", signed(t, "/slack/events", "application/json", []byte(`{"type":`), secret, now), 400},
 		{"dm", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev1", "D1", "im", "U1", "what's due today?", "1.1", ""), secret, now), 200},
-		{"channel", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev2", "C1", "channel", "U1", "/tidy-inbox", "2.2", ""), secret, now), 200},
+		{"channel", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev2", "C1", "channel", "U1", slacktest.Mention+" /tidy-inbox", "2.2", ""), secret, now), 200},
 		{"own message", signed(t, "/slack/events", "application/json", slacktest.MessageEvent("Ev3", "D1", "im", slacktest.BotUserID, "Done.", "3.3", ""), secret, now), 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestEvents(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("handled %+v", got)
 	}
-	if got[0].EventID != "Ev1" || !got[0].DM || got[0].ThreadID != "" || got[0].UserID != "U1" {
+	if got[0].EventID != "msg:D1:1.1" || !got[0].DM || got[0].ThreadID != "" || got[0].UserID != "U1" {
 		t.Errorf("dm: %+v", got[0])
 	}
 	if got[1].Command != "tidy-inbox" || got[1].ThreadID != "2.2" || got[1].DM {
@@ -222,7 +223,124 @@ func TestSocketMode(t *testing.T) {
 	if !srv.Acked(e1) || !srv.Acked(e2) || len(got) != 2 {
 		t.Fatalf("acked %v %v; handled %+v", srv.Acked(e1), srv.Acked(e2), got)
 	}
-	if got[0].Text != "what's due today?" || got[0].EventID != "Ev9" || got[1].Command != "tidy-inbox" {
+	if got[0].Text != "what's due today?" || got[0].EventID != "msg:D1:9.1" || got[1].Command != "tidy-inbox" {
 		t.Errorf("handled %+v", got)
 	}
+}
+
+// dedupe is a Handler that, like the bot, handles an event id once.
+type dedupe struct {
+	recorder
+	seen map[string]bool
+}
+
+func (d *dedupe) Handle(ctx context.Context, in bot.Incoming) error {
+	d.mu.Lock()
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	if d.seen[in.EventID] {
+		d.mu.Unlock()
+		return nil
+	}
+	d.seen[in.EventID] = true
+	d.mu.Unlock()
+	return d.recorder.Handle(ctx, in)
+}
+
+func TestOneMentionRunsOnce(t *testing.T) {
+	for _, reversed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "message first", true: "app_mention first"}[reversed], func(t *testing.T) {
+			a, srv := newAdapter(t)
+			rec := &dedupe{}
+			h := a.EventsHandler(rec)
+			evs := srv.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " move the cake task to Birthday", TS: "5.5"})
+			if len(evs) != 2 {
+				t.Fatalf("the fake sent %d events for a mention, want 2 (message.channels and app_mention)", len(evs))
+			}
+			if reversed {
+				evs[0], evs[1] = evs[1], evs[0]
+			}
+			for _, ev := range evs {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
+				if w.Code != 200 {
+					t.Fatalf("status %d", w.Code)
+				}
+			}
+			got := rec.got()
+			if len(got) != 1 {
+				t.Fatalf("one mention handled %d times: %+v", len(got), got)
+			}
+			if got[0].Text != "move the cake task to Birthday" || got[0].ThreadID != "5.5" || got[0].DM {
+				t.Errorf("handled %+v: want the text without the mention, threaded under its message", got[0])
+			}
+		})
+	}
+}
+
+// threads is a Threads the test fills.
+type threads struct {
+	known map[string]bool
+	err   error
+}
+
+func (th threads) KnowsThread(_ context.Context, platform, chat, thread string) (bool, error) {
+	return th.known[platform+":"+chat+":"+thread], th.err
+}
+
+func TestChannelsAnswerOnlyWhatIsAddressedToTheBot(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, SigningSecret: secret, APIURL: srv.URL,
+		Threads: threads{known: map[string]bool{"slack:C1:7.0": true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		m    slacktest.Message
+		want bool
+	}{
+		{"an allowed user's chatter", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "I'll be late today", TS: "1.1"}, false},
+		{"a stranger's chatter", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U666", Text: "lunch anyone?", TS: "1.2"}, false},
+		{"a typed command not addressed to the bot", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "/undo", TS: "1.3"}, false},
+		{"a reply in a thread the bot is not part of", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "agreed", TS: "8.1", ThreadTS: "8.0"}, false},
+		{"chatter in a group DM", slacktest.Message{Channel: "G1", ChannelType: "mpim", User: "U1", Text: "see you", TS: "1.4"}, false},
+		{"a mention", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "<@UBOT|tidybot> what's due today?", TS: "2.1"}, true},
+		{"a reply in a thread the bot is part of", slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "the second one", TS: "7.2", ThreadTS: "7.0"}, true},
+		{"a private channel mention", slacktest.Message{Channel: "G2", ChannelType: "group", User: "U1", Text: slacktest.Mention + " /undo", TS: "3.1"}, true},
+		{"a DM", slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "what's due today?", TS: "4.1"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &dedupe{}
+			h := a.EventsHandler(rec)
+			for _, ev := range srv.Events(tt.m) {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
+				if w.Code != 200 {
+					t.Fatalf("status %d", w.Code)
+				}
+			}
+			got := rec.got()
+			if handled := len(got) > 0; handled != tt.want {
+				t.Fatalf("handled %+v, want handled = %v", got, tt.want)
+			}
+			if tt.want && (len(got) != 1 || strings.Contains(got[0].Text, "UBOT")) {
+				t.Errorf("handled %+v", got)
+			}
+		})
+	}
+	t.Run("the thread store failing", func(t *testing.T) {
+		a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, SigningSecret: secret, APIURL: srv.URL, Threads: threads{err: errors.New("disk")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		ev := srv.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "ok", TS: "9.2", ThreadTS: "9.0"})[0]
+		a.EventsHandler(&recorder{}).ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("status %d, want 503 so that Slack retries", w.Code)
+		}
+	})
 }

@@ -51,8 +51,11 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
 		if ea, isEA := evt.Data.(slackevents.EventsAPIEvent); isEA {
-			cb, _ := ea.Data.(*slackevents.EventsAPICallbackEvent)
-			in, ok = a.incoming(ea.InnerEvent.Data, cb)
+			var err error
+			if in, ok, err = a.incoming(ctx, ea.InnerEvent.Data); err != nil {
+				a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", a.redact(err)))
+				return // not acknowledged: Slack redelivers it
+			}
 		}
 	case socketmode.EventTypeSlashCommand:
 		if sc, isSC := evt.Data.(slack.SlashCommand); isSC && sc.UserID != "" {
@@ -65,11 +68,11 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	}
 	if ok {
 		if err := h.Handle(ctx, in); err != nil {
-			a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", err))
+			a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", a.redact(err)))
 			return // not acknowledged: Slack redelivers it
 		}
 	}
 	if err := sm.Ack(*evt.Request); err != nil {
-		a.log.Warn("slack ack", slog.Any("err", err))
+		a.log.Warn("slack ack", slog.Any("err", a.redact(err)))
 	}
 }

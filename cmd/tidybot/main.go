@@ -225,7 +225,8 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
 	}
 	if cfg.SlackBotToken != "" {
-		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log})
+		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
+			Threads: b})
 		if err != nil {
 			return err
 		}

@@ -64,13 +64,15 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev0", "C1", "channel", "U1", "/tidy-inbox", "9.9", ""), "forged"); code != 401 {
 		t.Errorf("forged event: %d, want 401", code)
 	}
-	// The tidy, asked in a channel: every post goes in its thread; a
-	// retry of the same event is dropped.
-	ev := slacktest.MessageEvent("Ev1", "C1", "channel", "U1", "/tidy-inbox", "1.1", "")
-	if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
-		t.Fatalf("event: %d", code)
+	// The tidy, asked in a channel by a mention: Slack sends it twice
+	// (message.channels and app_mention, different event ids) and retries
+	// the first; it runs once, and every post goes in its thread.
+	mention := sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " /tidy-inbox", TS: "1.1"})
+	for _, ev := range append(mention, mention[0]) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
 	}
-	_ = postSigned(t, base+"/slack/events", "application/json", ev, slackSecret)
 	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "C1").Text, "Tidied your inbox") })
 	for _, p := range sl.Posts("C1") {
 		if p.ThreadTS != "1.1" {
@@ -80,9 +82,21 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 	if status := sl.Posts("C1")[0]; status.Updates == 0 || !strings.Contains(status.Text, "Moved 9 tasks") {
 		t.Errorf("status message not edited in place: %+v", status)
 	}
-	if n := strings.Count(fmtPosts(sl.Posts("C1")), "Tidied your inbox"); n != 1 {
-		t.Errorf("the retried event ran again (%d answers)", n)
+
+	// People talking in the channel start nothing and get no refusal; a
+	// reply in the run's thread reaches the bot without a mention.
+	for _, m := range []slacktest.Message{
+		{Channel: "C1", ChannelType: "channel", User: "U1", Text: "I'll be late today", TS: "1.5"},
+		{Channel: "C1", ChannelType: "channel", User: "U666", Text: "lunch anyone?", TS: "1.6"},
+		{Channel: "C1", ChannelType: "channel", User: "U1", Text: "thanks, all sorted", TS: "1.7", ThreadTS: "1.1"},
+	} {
+		for _, ev := range sl.Events(m) {
+			if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+				t.Fatalf("event: %d", code)
+			}
+		}
 	}
+	waitFor(t, "the answer in the thread", func() bool { return lastPost(sl, "C1").Text == "You said: thanks, all sorted" })
 
 	// A gated delete through a DM and a button press.
 	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
@@ -107,6 +121,15 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 	for _, p := range sl.Posts("D1") {
 		if p.TS == q.TS && (len(p.Buttons) != 0 || !strings.Contains(p.Text, "→ yes")) {
 			t.Errorf("the buttons did not give way to the choice: %+v", p)
+		}
+	}
+
+	if n := strings.Count(fmtPosts(sl.Posts("C1")), "Tidied your inbox"); n != 1 {
+		t.Errorf("one mention ran %d times", n)
+	}
+	for _, p := range sl.Posts("C1") {
+		if p.ThreadTS != "1.1" || strings.Contains(p.Text, "late today") || strings.Contains(p.Text, "lunch") || strings.Contains(p.Text, "U666") {
+			t.Errorf("the bot answered chatter in the channel: %+v", p)
 		}
 	}
 

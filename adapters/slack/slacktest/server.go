@@ -1,22 +1,26 @@
-// Package slacktest is a fake Slack Web API on httptest (the methods the
-// adapter calls: auth.test, chat.postMessage, chat.update), speaking the
-// real wire protocol (form-encoded POSTs to /api/<method>, JSON answers
-// with "ok"), plus helpers to sign requests the way Slack signs them.
+// Package slacktest is a fake Slack on httptest: the Web API methods the
+// adapter calls (auth.test, chat.postMessage, chat.update,
+// apps.connections.open) speaking the real wire protocol (form-encoded
+// POSTs to /api/<method>, JSON answers with "ok"), slash commands'
+// response_url, Socket Mode over a WebSocket, the Events API callbacks
+// Slack sends for a message, and helpers to sign requests the way Slack
+// signs them. Each rule it enforces names its source.
 package slacktest
 
 import (
 	"crypto/hmac"
-	"time"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/gorilla/websocket"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Token is the bot token the server accepts; BotUserID is the bot's user.
@@ -32,32 +36,65 @@ type Posted struct {
 	Channel  string
 	TS       string
 	ThreadTS string
-	Text     string
+	// Text is the message's text field (the notification fallback when
+	// there are blocks).
+	Text string
+	// Sections are the texts of its section blocks, in order.
+	Sections []string
 	// Buttons are the values of the buttons in the blocks; Labels their text.
 	Buttons []string
 	Labels  []string
 	Updates int
+	// ResponseURL is set for a message posted through a slash command's
+	// or a button's response_url; Ephemeral when only its user sees it.
+	ResponseURL bool
+	Ephemeral   bool
 }
 
-// Server is a fake Slack Web API.
+// Shown is what Slack shows of the message: its section blocks when it
+// has any, else its text.
+func (p Posted) Shown() string {
+	if len(p.Sections) > 0 {
+		return strings.Join(p.Sections, "\n")
+	}
+	return p.Text
+}
+
+// hook is a response_url handed out with a slash command or a button press.
+type hook struct {
+	channel string
+	issued  time.Time
+	used    int
+	command bool
+}
+
+// Server is a fake Slack.
 type Server struct {
 	// URL is SLACK_API_URL: it ends in /api/.
 	URL string
 	srv *httptest.Server
 
-	mu      sync.Mutex // protects the fields below
-	conns   []*wsConn
-	acks    map[string]bool
-	envSeq  int
-	posts   []*Posted
-	seq     int
-	calls   map[string]int
-	limited map[string]int
+	mu         sync.Mutex // protects the fields below
+	conns      []*wsConn
+	acks       map[string]bool
+	envelopes  map[string]bool // envelope ids sent
+	strayAcks  []string        // acks that name no envelope we sent
+	envSeq     int
+	posts      []*Posted
+	seq        int
+	eventSeq   int
+	calls      map[string]int
+	limited    map[string]int
+	outside    map[string]bool // channels the bot is not a member of
+	hooks      map[string]*hook
+	hookSeq    int
+	echoTokens bool
 }
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}}
+	s := &Server{calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
+		outside: map[string]bool{}, hooks: map[string]*hook{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
 	return s
@@ -71,10 +108,45 @@ func answer(w http.ResponseWriter, v map[string]any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// fail answers a Web API error ({"ok":false,"error":code}). With
+// EchoTokens the error also carries the token the request used, as a
+// misbehaving proxy or a verbose upstream may: the adapter must keep it
+// out of its errors and logs.
+func (s *Server) fail(w http.ResponseWriter, code, token string) {
+	s.mu.Lock()
+	echo := s.echoTokens
+	s.mu.Unlock()
+	if echo && token != "" {
+		code += " token=" + token
+	}
+	answer(w, map[string]any{"ok": false, "error": code})
+}
+
+// EchoTokens makes every error answer repeat the token of its request.
+func (s *Server) EchoTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.echoTokens = true
+}
+
+// NotMember makes the bot a non-member of channel: chat.postMessage and
+// chat.update there answer not_in_channel ("Cannot post user messages to a
+// channel they are not in", docs.slack.dev/reference/methods/chat.postMessage#errors).
+// A slash command's response_url still reaches it.
+func (s *Server) NotMember(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outside[channel] = true
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/ws" {
 		s.socket(w, r)
+		return
+	}
+	if id, ok := strings.CutPrefix(r.URL.Path, "/hooks/"); ok {
+		s.respond(w, r, id)
 		return
 	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
@@ -102,41 +174,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if method == "apps.connections.open" {
 		if tok != AppToken {
-			answer(w, map[string]any{"ok": false, "error": "invalid_auth"})
+			s.fail(w, "invalid_auth", tok)
 			return
 		}
 		answer(w, map[string]any{"ok": true, "url": "ws://" + r.Host + "/ws"})
 		return
 	}
 	if tok != Token {
-		answer(w, map[string]any{"ok": false, "error": "invalid_auth"})
+		s.fail(w, "invalid_auth", tok)
 		return
 	}
 	switch method {
 	case "auth.test":
 		answer(w, map[string]any{"ok": true, "user_id": BotUserID, "bot_id": BotID, "team_id": "T1", "user": "tidybot"})
 	case "chat.postMessage":
-		s.post(w, r)
+		s.post(w, r, tok)
 	case "chat.update":
-		s.update(w, r)
+		s.update(w, r, tok)
 	default:
-		answer(w, map[string]any{"ok": false, "error": "unknown_method"})
+		s.fail(w, "unknown_method", tok)
 	}
 }
 
-func buttons(blocks string) (values, labels []string) {
-	var bs []struct {
-		Type     string `json:"type"`
-		Elements []struct {
-			Type  string `json:"type"`
-			Value string `json:"value"`
-			Text  struct {
-				Text string `json:"text"`
-			} `json:"text"`
-		} `json:"elements"`
+// block is the part of a Block Kit block the fake reads.
+type block struct {
+	Type string `json:"type"`
+	Text *struct {
+		Text string `json:"text"`
+	} `json:"text"`
+	Elements []struct {
+		Type  string `json:"type"`
+		Value string `json:"value"`
+		Text  struct {
+			Text string `json:"text"`
+		} `json:"text"`
+	} `json:"elements"`
+}
+
+// readBlocks checks blocks against Block Kit's limits and returns the
+// section texts and the buttons: at most 50 blocks in a message
+// (docs.slack.dev/reference/block-kit/blocks), at most 3,000 characters
+// in a section's text (docs.slack.dev/reference/block-kit/blocks/section-block);
+// beyond them Slack answers invalid_blocks.
+func readBlocks(raw string) (sections, values, labels []string, ok bool) {
+	if raw == "" {
+		return nil, nil, nil, true
 	}
-	_ = json.Unmarshal([]byte(blocks), &bs)
+	var bs []block
+	if err := json.Unmarshal([]byte(raw), &bs); err != nil || len(bs) > 50 {
+		return nil, nil, nil, false
+	}
 	for _, b := range bs {
+		if b.Type == "section" && b.Text != nil {
+			if len([]rune(b.Text.Text)) > 3000 {
+				return nil, nil, nil, false
+			}
+			sections = append(sections, b.Text.Text)
+		}
 		for _, e := range b.Elements {
 			if e.Type == "button" {
 				values = append(values, e.Value)
@@ -144,49 +238,162 @@ func buttons(blocks string) (values, labels []string) {
 			}
 		}
 	}
-	return values, labels
+	return sections, values, labels, true
 }
 
-func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+func (s *Server) member(channel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.outside[channel]
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
 	if f.Get("channel") == "" {
-		answer(w, map[string]any{"ok": false, "error": "channel_not_found"})
+		s.fail(w, "channel_not_found", tok)
+		return
+	}
+	if !s.member(f.Get("channel")) {
+		s.fail(w, "not_in_channel", tok)
 		return
 	}
 	if f.Get("text") == "" && f.Get("blocks") == "" {
-		answer(w, map[string]any{"ok": false, "error": "no_text"})
+		s.fail(w, "no_text", tok)
 		return
 	}
 	if len([]rune(f.Get("text"))) > 40000 {
-		answer(w, map[string]any{"ok": false, "error": "msg_too_long"})
+		s.fail(w, "msg_too_long", tok)
 		return
 	}
-	values, labels := buttons(f.Get("blocks"))
+	sections, values, labels, ok := readBlocks(f.Get("blocks"))
+	if !ok {
+		s.fail(w, "invalid_blocks", tok)
+		return
+	}
 	s.mu.Lock()
 	s.seq++
-	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"), Buttons: values, Labels: labels}
+	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
+		Sections: sections, Buttons: values, Labels: labels}
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
 	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
 }
 
-func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
+	if !s.member(f.Get("channel")) {
+		s.fail(w, "not_in_channel", tok)
+		return
+	}
+	sections, values, labels, ok := readBlocks(f.Get("blocks"))
+	if !ok {
+		s.fail(w, "invalid_blocks", tok)
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, p := range s.posts {
-		if p.Channel == f.Get("channel") && p.TS == f.Get("ts") {
+		if p.Channel == f.Get("channel") && p.TS == f.Get("ts") && !p.ResponseURL {
 			p.Text = f.Get("text")
-			p.Buttons, p.Labels = buttons(f.Get("blocks"))
+			// Leaving blocks out keeps the old ones (docs.slack.dev/reference/methods/chat.update).
+			if f.Has("blocks") {
+				p.Sections, p.Buttons, p.Labels = sections, values, labels
+			}
 			p.Updates++
+			s.mu.Unlock()
 			answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "text": p.Text})
 			return
 		}
 	}
-	answer(w, map[string]any{"ok": false, "error": "message_not_found"})
+	s.mu.Unlock()
+	s.fail(w, "message_not_found", tok)
 }
 
-// Posts returns the bot's messages in a channel, in order.
+// SlashCommand returns the form Slack posts to a slash command's Request
+// URL when user types command (and text) in channel, with a fresh
+// response_url served by this fake (api.slack.com/interactivity/slash-commands).
+func (s *Server) SlashCommand(channel, user, command, text string) url.Values {
+	id := s.newHook(channel, true)
+	return url.Values{"command": {command}, "text": {text}, "user_id": {user}, "user_name": {"user"}, "channel_id": {channel},
+		"team_id": {"T1"}, "trigger_id": {"trig-" + id}, "response_url": {s.srv.URL + "/hooks/" + id}, "api_app_id": {"A1"}}
+}
+
+// ResponseURL returns a fresh response_url for channel, as a button
+// press carries.
+func (s *Server) ResponseURL(channel string) string {
+	return s.srv.URL + "/hooks/" + s.newHook(channel, false)
+}
+
+func (s *Server) newHook(channel string, command bool) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hookSeq++
+	id := fmt.Sprintf("T1/%d/hooksecret%d", s.hookSeq, s.hookSeq)
+	s.hooks[id] = &hook{channel: channel, issued: time.Now(), command: command}
+	return id
+}
+
+// respond serves a response_url. Slack takes JSON, "up to 5 times within
+// 30 minutes" of the command (api.slack.com/interactivity/slash-commands,
+// "Sending delayed responses"); it posts into the channel even where the
+// bot is not a member; response_type "ephemeral" (the default) shows the
+// message only to the user, "in_channel" to everyone. replace_original on
+// a slash command's response_url replaces nothing (slackapi/bolt-js#2287,
+// slackapi/bolt-python#1268): only a button's response_url can.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
+	var body struct {
+		Text            string          `json:"text"`
+		Blocks          json.RawMessage `json:"blocks"`
+		ResponseType    string          `json:"response_type"`
+		ReplaceOriginal bool            `json:"replace_original"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
+		http.Error(w, "invalid_payload", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	h, ok := s.hooks[id]
+	switch {
+	case !ok:
+		s.mu.Unlock()
+		http.Error(w, "invalid_url", http.StatusNotFound)
+		return
+	case time.Since(h.issued) > 30*time.Minute:
+		s.mu.Unlock()
+		http.Error(w, "expired_url", http.StatusNotFound)
+		return
+	case h.used >= 5:
+		s.mu.Unlock()
+		http.Error(w, "used_url", http.StatusNotFound)
+		return
+	}
+	h.used++
+	s.mu.Unlock()
+	blocks := ""
+	if len(body.Blocks) > 0 && string(body.Blocks) != "null" {
+		blocks = string(body.Blocks)
+	}
+	sections, values, labels, ok := readBlocks(blocks)
+	if !ok {
+		http.Error(w, "invalid_blocks", http.StatusBadRequest)
+		return
+	}
+	if body.Text == "" && len(sections) == 0 {
+		http.Error(w, "no_text", http.StatusBadRequest)
+		return
+	}
+	if body.ReplaceOriginal && h.command {
+		_, _ = fmt.Fprint(w, "ok") // accepted, and nothing changes
+		return
+	}
+	s.mu.Lock()
+	s.posts = append(s.posts, &Posted{Channel: h.channel, Text: body.Text, Sections: sections, Buttons: values, Labels: labels,
+		ResponseURL: true, Ephemeral: body.ResponseType != "in_channel"})
+	s.mu.Unlock()
+	_, _ = fmt.Fprint(w, "ok")
+}
+
+// Posts returns the bot's messages in a channel, in order, including
+// those posted through a response_url.
 func (s *Server) Posts(channel string) []Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,6 +436,70 @@ func MessageEvent(eventID, channel, channelType, user, text, ts, threadTS string
 	}
 	b, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": eventID, "event_time": 1700000000, "event": ev})
 	return b
+}
+
+// Message is a message a person posts in Slack.
+type Message struct {
+	Channel string
+	// ChannelType is "im" (a DM with the bot), "channel", "group"
+	// (a private channel) or "mpim".
+	ChannelType string
+	User        string
+	Text        string
+	// TS is the message's ts; ThreadTS its thread's, for a reply.
+	TS       string
+	ThreadTS string
+}
+
+// Mention is how a message mentions the bot: "<@UBOT>".
+const Mention = "<@" + BotUserID + ">"
+
+// Events returns the Events API callback bodies Slack sends an app
+// subscribed to message.im, message.channels, message.groups and
+// app_mention (as deploy/slack-manifest.yaml is) for m, each with its own
+// event_id: the message.* event for every message in a conversation the
+// bot is in ("A message was posted to a channel",
+// docs.slack.dev/reference/events/message.channels), and, when a message
+// outside a DM mentions the bot, an app_mention event as well
+// ("Subscribe to only the message events that mention your app";
+// DMs are "not dispatched via app_mention",
+// docs.slack.dev/reference/events/app_mention). One mention thus arrives
+// twice; Slack promises no order between the two.
+func (s *Server) Events(m Message) [][]byte {
+	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS}
+	if m.ThreadTS != "" {
+		inner["thread_ts"] = m.ThreadTS
+	}
+	out := [][]byte{s.callback(inner)}
+	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) {
+		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
+		if m.ThreadTS != "" {
+			mention["thread_ts"] = m.ThreadTS
+		}
+		out = append(out, s.callback(mention))
+	}
+	return out
+}
+
+func (s *Server) callback(inner map[string]any) []byte {
+	s.mu.Lock()
+	s.eventSeq++
+	id := fmt.Sprintf("Ev%06d", s.eventSeq)
+	s.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": id, "event_time": 1700000000, "event": inner})
+	return b
+}
+
+// PushEvents sends the events of m (see Events) over Socket Mode, each
+// in its own envelope, and returns the envelope ids.
+func (s *Server) PushEvents(m Message) []string {
+	var ids []string
+	for _, b := range s.Events(m) {
+		var payload map[string]any
+		_ = json.Unmarshal(b, &payload)
+		ids = append(ids, s.Push("events_api", payload))
+	}
+	return ids
 }
 
 // wsConn is a Socket Mode connection; gorilla allows one writer at a time.
@@ -293,8 +564,16 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		if err := c.ReadJSON(&ack); err != nil {
 			return
 		}
+		// Only envelopes carrying an envelope_id are acknowledged; hello and
+		// disconnect carry none and take no answer
+		// (api.slack.com/apis/connections/socket-implement, "Acknowledge
+		// events"; slack-go socketmode/socket_mode_managed_conn.go parseEvent).
 		s.mu.Lock()
-		s.acks[ack.EnvelopeID] = true
+		if s.envelopes[ack.EnvelopeID] {
+			s.acks[ack.EnvelopeID] = true
+		} else {
+			s.strayAcks = append(s.strayAcks, ack.EnvelopeID)
+		}
 		s.mu.Unlock()
 	}
 }
@@ -312,6 +591,7 @@ func (s *Server) Push(kind string, payload any) string {
 	s.mu.Lock()
 	s.envSeq++
 	id := fmt.Sprintf("env-%d", s.envSeq)
+	s.envelopes[id] = true
 	conns := append([]*wsConn(nil), s.conns...)
 	s.mu.Unlock()
 	env := map[string]any{"type": kind, "envelope_id": id, "payload": payload, "accepts_response_payload": kind != "events_api", "retry_attempt": 0, "retry_reason": ""}
@@ -326,4 +606,25 @@ func (s *Server) Acked(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.acks[id]
+}
+
+// StrayAcks returns the acknowledgements that named no envelope sent (an
+// empty envelope_id, as an ack of hello or disconnect would have).
+func (s *Server) StrayAcks() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.strayAcks...)
+}
+
+// Disconnect sends the connected clients a disconnect message, as Slack
+// does before it refreshes a connection
+// (api.slack.com/apis/connections/socket-implement#disconnect); the
+// client opens a new one.
+func (s *Server) Disconnect() {
+	s.mu.Lock()
+	conns := append([]*wsConn(nil), s.conns...)
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.write(map[string]any{"type": "disconnect", "reason": "refresh_requested", "debug_info": map[string]any{"host": "slacktest"}})
+	}
 }
