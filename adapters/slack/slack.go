@@ -103,19 +103,44 @@ func (a *Adapter) Name() string { return Platform }
 // EditInterval implements bot.Editor (chat.update is tier 3: ~50/min).
 func (a *Adapter) EditInterval() time.Duration { return 1500 * time.Millisecond }
 
-// blocks renders text and buttons as Block Kit.
+// maxMessage is the most text one message shows, as section blocks of
+// maxText each: Slack refuses larger block sets (msg_blocks_too_long, seen
+// at about 13,000 characters, slackapi/bolt-js#2509).
+const maxMessage = 12000
+
+// sections renders text as section blocks of at most maxText characters
+// each (a section's limit, docs.slack.dev/reference/block-kit/blocks/section-block).
+func sections(text string) []slack.Block {
+	var out []slack.Block
+	for _, part := range split(text, maxText) {
+		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, part, false, false), nil, nil))
+	}
+	return out
+}
+
+// blocks renders text and buttons as Block Kit; nil without buttons.
 func blocks(text string, bs []bot.Button) []slack.Block {
 	if len(bs) == 0 {
 		return nil
 	}
-	out := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(text, maxText), false, false), nil, nil)}
+	out := sections(text)
 	var els []slack.BlockElement
 	for i, b := range bs {
 		btn := slack.NewButtonBlockElement("choice_"+strconv.Itoa(i), b.Data, slack.NewTextBlockObject(slack.PlainTextType, clip(b.Label, 75), false, false))
 		els = append(els, btn)
 	}
-	out = append(out, slack.NewActionBlock("choices", els...))
-	return out
+	return append(out, slack.NewActionBlock("choices", els...))
+}
+
+// clipMiddle keeps the start and the end of a text longer than n
+// characters, with "…" between them.
+func clipMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := (n - 3) / 2
+	return string(r[:head]) + "\n…\n" + string(r[len(r)-(n-3-head):])
 }
 
 func clip(s string, n int) string {
@@ -148,28 +173,26 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	for i, c := range chunks {
 		_, t, err := a.api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
 		if err != nil {
-			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, err)
+			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, a.redact(err))
 		}
 		ts = t
 	}
 	return ts, nil
 }
 
-// Edit implements bot.Editor.
+// Edit implements bot.Editor. The message keeps the whole text, as
+// several section blocks when it is longer than one (up to maxMessage
+// characters; beyond that its start and its end).
 func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
-	text := m.Text
-	if parts := split(text, maxText); len(parts) > 1 {
-		text = parts[len(parts)-1]
-	}
-	opts := []slack.MsgOption{slack.MsgOptionText(text, true)}
+	text := clipMiddle(strings.TrimSpace(m.Text), maxMessage)
 	bs := blocks(text, m.Buttons)
 	if bs == nil {
-		// Replace any earlier blocks (buttons) with the text alone.
-		bs = []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(text, maxText), false, false), nil, nil)}
+		// Replaces any earlier blocks (buttons) with the text alone.
+		bs = sections(text)
 	}
-	opts = append(opts, slack.MsgOptionBlocks(bs...))
+	opts := []slack.MsgOption{slack.MsgOptionText(text, true), slack.MsgOptionBlocks(bs...)}
 	if _, _, _, err := a.api.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
-		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, err)
+		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, a.redact(err))
 	}
 	return nil
 }

@@ -344,3 +344,66 @@ func TestChannelsAnswerOnlyWhatIsAddressedToTheBot(t *testing.T) {
 		}
 	})
 }
+
+func TestSocketModeAcksOnlyEnvelopes(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, AppToken: slacktest.AppToken, APIURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.RunSocketMode(ctx, &recorder{}) }()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("the connection", srv.Connected)
+	first := srv.PushEvents(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "hi", TS: "1.1"})
+	wait("the first ack", func() bool { return srv.Acked(first[0]) })
+	srv.Disconnect() // Slack refreshes the connection: the client opens another (and gets another hello)
+	wait("the new connection", func() bool {
+		id := srv.PushEvents(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "again", TS: "2.1"})[0]
+		time.Sleep(50 * time.Millisecond)
+		return srv.Acked(id)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if stray := srv.StrayAcks(); len(stray) != 0 {
+		t.Errorf("acks that name no envelope (hello or disconnect acknowledged): %q", stray)
+	}
+}
+
+func TestEditLongerThanOnePartKeepsTheWholeText(t *testing.T) {
+	a, srv := newAdapter(t)
+	ts, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", ThreadID: "2.2", Text: "🤔 Working on it…"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := range 120 {
+		lines = append(lines, "➡️ Moved “Buy cake for the office party” to Birthday, step "+strconv.Itoa(i))
+	}
+	long := strings.Join(lines, "\n") // about 7,000 characters: over one section's 3,000
+	if err := a.Edit(t.Context(), ts, bot.Outgoing{ChatID: "C1", ThreadID: "2.2", Text: long}); err != nil {
+		t.Fatal(err)
+	}
+	ps := srv.Posts("C1")
+	if len(ps) != 1 {
+		t.Fatalf("posts: %d, want the one message edited", len(ps))
+	}
+	shown := ps[0].Shown()
+	if !strings.HasPrefix(shown, lines[0]) || !strings.HasSuffix(shown, lines[len(lines)-1]) || len(ps[0].Sections) < 3 {
+		t.Errorf("edited message shows %d characters in %d sections, from %q to %q: want the whole text",
+			len([]rune(shown)), len(ps[0].Sections), shown[:min(60, len(shown))], shown[max(0, len(shown)-60):])
+	}
+}

@@ -43,8 +43,14 @@ func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
 
 // socketEvent handles one Socket Mode event.
 func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, h Handler) {
-	if evt.Request == nil {
-		return // connecting, hello and other lifecycle events
+	if evt.Request == nil || evt.Request.EnvelopeID == "" {
+		// Lifecycle events: connecting and errors have no request; hello
+		// has one without an envelope id and takes no ack (only envelopes
+		// carrying an envelope_id are acknowledged:
+		// api.slack.com/apis/connections/socket-implement; slack-go
+		// socketmode parseEvent). disconnect never reaches us: slack-go
+		// reconnects on it.
+		return
 	}
 	var in bot.Incoming
 	ok := false
