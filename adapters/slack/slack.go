@@ -398,19 +398,44 @@ func (a *Adapter) redact(err error) error {
 	return errors.New(clean)
 }
 
-// command reads a command typed as a message ("/undo" does not reach a
-// bot as a slash command unless it is registered; typed text does).
+// commands maps the words the bot knows as commands, typed after a slash
+// or after /tidy, to the bot's command names.
+var commands = map[string]string{
+	"tidy-inbox": "tidy-inbox", "tidy_inbox": "tidy-inbox", "inbox": "tidy-inbox",
+	"help": "help", "reset": "reset", "undo": "undo", "cancel": "cancel", "usage": "usage",
+}
+
+// command reads a command typed as a message: "/undo" (a typed slash
+// word reaches a bot as text, where an unregistered slash command would
+// not) or "/tidy undo" (the registered command, typed).
 func command(text string) (string, string, bool) {
 	if !strings.HasPrefix(text, "/") {
 		return "", "", false
 	}
 	head, rest, _ := strings.Cut(text[1:], " ")
-	name := strings.ToLower(head)
-	switch name {
-	case "tidy-inbox", "tidy_inbox", "help", "reset", "undo", "cancel", "usage":
+	if strings.EqualFold(head, "tidy") {
+		cmd, args := subcommand(rest)
+		return cmd, args, true
+	}
+	if name, ok := commands[strings.ToLower(head)]; ok {
 		return name, strings.TrimSpace(rest), true
 	}
 	return "", "", false
+}
+
+// subcommand maps the text of /tidy to the bot's command: its first word
+// when the bot knows it (/tidy undo → "undo"), help when it is empty, and
+// otherwise "tidy" with the whole text, for the bot to answer.
+func subcommand(text string) (cmd, args string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "help", ""
+	}
+	word, rest, _ := strings.Cut(text, " ")
+	if name, ok := commands[strings.ToLower(word)]; ok {
+		return name, strings.TrimSpace(rest)
+	}
+	return "tidy", text
 }
 
 // CommandsHandler serves POST /slack/commands (slash commands): it answers
@@ -467,16 +492,22 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 	})
 }
 
-// slashIncoming turns a slash command into a bot event.
+// slashIncoming turns a slash command into a bot event. Slack delivers
+// only the commands an app registers (deploy/slack-manifest.yaml):
+// /tidy-inbox, and /tidy, whose first word is the bot's command
+// (/tidy undo, /tidy cancel, …). Any other registered name is read as a
+// command of its own (/undo).
 func slashIncoming(sc slack.SlashCommand) bot.Incoming {
 	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
-	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Command: name, Text: sc.Text,
+	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Text: strings.TrimSpace(sc.Text),
 		EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), At: time.Now()}
-	if name != "tidy-inbox" && name != "tidy_inbox" {
-		in.Command, in.Text = "", strings.TrimSpace(sc.Text)
-		if c, args, ok := command("/" + name + " " + sc.Text); ok {
-			in.Command, in.Text = c, args
-		}
+	switch {
+	case name == "tidy":
+		in.Command, in.Text = subcommand(sc.Text)
+	case commands[name] != "":
+		in.Command = commands[name]
+	default:
+		in.Command = name
 	}
 	return in
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,5 +406,66 @@ func TestEditLongerThanOnePartKeepsTheWholeText(t *testing.T) {
 	if !strings.HasPrefix(shown, lines[0]) || !strings.HasSuffix(shown, lines[len(lines)-1]) || len(ps[0].Sections) < 3 {
 		t.Errorf("edited message shows %d characters in %d sections, from %q to %q: want the whole text",
 			len([]rune(shown)), len(ps[0].Sections), shown[:min(60, len(shown))], shown[max(0, len(shown)-60):])
+	}
+}
+
+// registered returns the slash commands deploy/slack-manifest.yaml
+// registers: Slack delivers no other (api.slack.com/interactivity/slash-commands).
+func registered(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/slack-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "- command: "); ok {
+			out[c] = true
+		}
+	}
+	return out
+}
+
+func TestTidySubcommands(t *testing.T) {
+	a, srv := newAdapter(t)
+	reg := registered(t)
+	for _, tt := range []struct {
+		typed    string // what the user types in Slack
+		want     string // the bot's command
+		wantText string
+	}{
+		{"/tidy-inbox", "tidy-inbox", ""},
+		{"/tidy undo", "undo", ""},
+		{"/tidy cancel", "cancel", ""},
+		{"/tidy reset", "reset", ""},
+		{"/tidy usage", "usage", ""},
+		{"/tidy help", "help", ""},
+		{"/tidy", "help", ""},
+		{"/tidy Undo", "undo", ""},
+		{"/tidy inbox", "tidy-inbox", ""},
+		{"/tidy what's due today?", "tidy", "what's due today?"},
+	} {
+		t.Run(tt.typed, func(t *testing.T) {
+			cmd, text, _ := strings.Cut(tt.typed, " ")
+			if !reg[cmd] {
+				t.Fatalf("%s is not registered in deploy/slack-manifest.yaml: Slack rejects it before it reaches us", cmd)
+			}
+			rec := &recorder{}
+			form := srv.SlashCommand("C1", "U1", cmd, text)
+			w := httptest.NewRecorder()
+			a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
+			got := rec.got()
+			if w.Code != 200 || len(got) != 1 || got[0].Command != tt.want || got[0].Text != tt.wantText {
+				t.Errorf("status %d, handled %+v; want command %q text %q", w.Code, got, tt.want, tt.wantText)
+			}
+		})
+	}
+	// Typed as a message (a DM), /tidy undo is the same command.
+	rec := &recorder{}
+	for _, ev := range srv.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "/tidy undo", TS: "1.1"}) {
+		a.EventsHandler(rec).ServeHTTP(httptest.NewRecorder(), signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
+	}
+	if got := rec.got(); len(got) != 1 || got[0].Command != "undo" {
+		t.Errorf("typed /tidy undo: %+v", got)
 	}
 }
