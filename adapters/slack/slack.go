@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -70,6 +71,10 @@ type Adapter struct {
 	cfg   Config
 	log   *slog.Logger
 	botID string // the bot's user id, to ignore its own messages
+
+	mu      sync.Mutex       // protects the fields below
+	hooks   map[string]*hook // by channel: the latest response_url there
+	hookSeq int
 }
 
 var (
@@ -167,12 +172,19 @@ func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
 }
 
 // Send implements bot.Platform; long text is split, buttons go last.
+// Where the bot is not a member, the answer goes through the latest
+// slash command's response_url there.
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	chunks := split(m.Text, maxText)
 	var ts string
 	for i, c := range chunks {
 		_, t, err := a.api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
 		if err != nil {
+			if i == 0 && notMember(err) {
+				if id, ok, herr := a.respond(ctx, m, false); ok {
+					return id, herr
+				}
+			}
 			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, a.redact(err))
 		}
 		ts = t
@@ -183,7 +195,15 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 // Edit implements bot.Editor. The message keeps the whole text, as
 // several section blocks when it is longer than one (up to maxMessage
 // characters; beyond that its start and its end).
+//
+// A message posted through a response_url cannot be edited: the new text
+// is posted as a new message while the response_url has uses to spare,
+// else skipped (the final answer keeps its use).
 func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
+	if strings.HasPrefix(id, hookPrefix) {
+		_, _, err := a.respond(ctx, m, true)
+		return err
+	}
 	text := clipMiddle(strings.TrimSpace(m.Text), maxMessage)
 	bs := blocks(text, m.Buttons)
 	if bs == nil {
@@ -452,6 +472,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
+		a.rememberHook(sc.ChannelID, sc.ResponseURL)
 		in := slashIncoming(sc)
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack command", slog.Any("err", err))
@@ -479,6 +500,7 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 			return
 		}
 		in, ok := actionIncoming(cb)
+		a.rememberHook(in.ChatID, cb.ResponseURL)
 		if !ok {
 			w.WriteHeader(http.StatusOK)
 			return

@@ -469,3 +469,47 @@ func TestTidySubcommands(t *testing.T) {
 		t.Errorf("typed /tidy undo: %+v", got)
 	}
 }
+
+func TestSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
+	a, srv := newAdapter(t)
+	srv.NotMember("G9") // a private channel: chat:write.public does not reach it
+	ctx := t.Context()
+	out := bot.Outgoing{ChatID: "G9"}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "G9", Text: "hi"}); err == nil {
+		t.Fatal("posting where the bot is not a member worked: the fake does not model not_in_channel")
+	}
+	form := srv.SlashCommand("G9", "U1", "/tidy-inbox", "")
+	rec := &recorder{}
+	w := httptest.NewRecorder()
+	a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
+	if w.Code != 200 || len(rec.got()) != 1 {
+		t.Fatalf("command: %d %+v", w.Code, rec.got())
+	}
+	out.Text = "🤔 Working on it…"
+	status, err := a.Send(ctx, out)
+	if err != nil {
+		t.Fatalf("status message: %v", err)
+	}
+	for i := range 6 { // more progress than a response_url takes (5 posts)
+		out.Text = "🤔 Working on it…\n🔎 step " + strconv.Itoa(i)
+		if err := a.Edit(ctx, status, out); err != nil {
+			t.Errorf("progress edit %d: %v", i, err)
+		}
+	}
+	out.Text = "Tidied your inbox: 9 tasks into 3 projects."
+	if _, err := a.Send(ctx, out); err != nil {
+		t.Fatalf("final answer: %v", err)
+	}
+	ps := srv.Posts("G9")
+	var shown []string
+	for _, p := range ps {
+		if !p.ResponseURL || !p.Ephemeral {
+			t.Errorf("post %+v: want an ephemeral answer through the response_url", p)
+		}
+		shown = append(shown, p.Shown())
+	}
+	all := strings.Join(shown, "\n")
+	if len(ps) > 5 || !strings.HasPrefix(all, "🤔 Working on it…") || !strings.Contains(all, "step") || !strings.HasSuffix(all, "Tidied your inbox: 9 tasks into 3 projects.") {
+		t.Errorf("the user saw %d posts:\n%s\nwant the status, progress and the final answer within 5 posts", len(ps), all)
+	}
+}

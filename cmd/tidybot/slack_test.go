@@ -163,3 +163,30 @@ func TestSlackSocketMode(t *testing.T) {
 		t.Error("the envelope was not acknowledged")
 	}
 }
+
+func TestSlackSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	sl, base := serveSlack(t, e)
+	sl.NotMember("G9") // a private channel the bot was never added to
+	form := sl.SlashCommand("G9", "U1", "/tidy-inbox", "")
+	if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("command: %d", code)
+	}
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "G9").Shown(), "Tidied your inbox") })
+	ps := sl.Posts("G9")
+	if len(ps) < 2 || !strings.Contains(ps[0].Shown(), "Working on it") {
+		t.Errorf("posts %+v: want the status message, then the answer", ps)
+	}
+	for _, p := range ps {
+		if !p.ResponseURL || !p.Ephemeral {
+			t.Errorf("post %+v: want it through the command's response_url, to the user", p)
+		}
+	}
+	// /tidy undo, the registered command, reverts it there too.
+	form = sl.SlashCommand("G9", "U1", "/tidy", "undo")
+	if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("command: %d", code)
+	}
+	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+}
