@@ -93,13 +93,16 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	a := &Adapter{cfg: cfg, log: cfg.Logger}
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
-	api := slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3))
-	auth, err := api.AuthTestContext(ctx)
+	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
+		slack.OptionLog(libLog{a}))
+	auth, err := a.api.AuthTestContext(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", err)
+		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", a.redact(err))
 	}
-	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, botID: auth.UserID}, nil
+	a.botID = auth.UserID
+	return a, nil
 }
 
 // Name implements bot.Platform.
@@ -404,18 +407,30 @@ func (a *Adapter) redact(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	clean := msg
+	if clean := a.redactText(msg); clean != msg {
+		return errors.New(clean)
+	}
+	return err
+}
+
+func (a *Adapter) redactText(s string) string {
 	for _, sec := range []struct{ value, name string }{
 		{a.cfg.BotToken, "SLACK_BOT_TOKEN"}, {a.cfg.AppToken, "SLACK_APP_TOKEN"}, {a.cfg.SigningSecret, "SLACK_SIGNING_SECRET"},
 	} {
 		if sec.value != "" {
-			clean = strings.ReplaceAll(clean, sec.value, "<"+sec.name+">")
+			s = strings.ReplaceAll(s, sec.value, "<"+sec.name+">")
 		}
 	}
-	if clean == msg {
-		return err
-	}
-	return errors.New(clean)
+	return s
+}
+
+// libLog takes slack-go's own log lines (debug output) into our log,
+// redacted, instead of its default logger on stderr.
+type libLog struct{ a *Adapter }
+
+func (l libLog) Output(_ int, s string) error {
+	l.a.log.Debug("slack-go", slog.String("msg", l.a.redactText(strings.TrimSpace(s))))
+	return nil
 }
 
 // commands maps the words the bot knows as commands, typed after a slash

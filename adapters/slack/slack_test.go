@@ -1,9 +1,11 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -512,4 +514,75 @@ func TestSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
 	if len(ps) > 5 || !strings.HasPrefix(all, "🤔 Working on it…") || !strings.Contains(all, "step") || !strings.HasSuffix(all, "Tidied your inbox: 9 tasks into 3 projects.") {
 		t.Errorf("the user saw %d posts:\n%s\nwant the status, progress and the final answer within 5 posts", len(ps), all)
 	}
+}
+
+func TestNoTokenInLogsOrErrors(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	srv.EchoTokens() // every error answer repeats the request's token
+	srv.NotMember("C9")
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var errs []string
+	const badBot, badApp = "xoxb-wrong-SECRET1", "xapp-wrong-SECRET2"
+
+	_, err := slack.New(t.Context(), slack.Config{BotToken: badBot, APIURL: srv.URL, Logger: log})
+	if err == nil {
+		t.Fatal("a wrong token was accepted")
+	}
+	errs = append(errs, err.Error())
+
+	a, err := slack.New(t.Context(), slack.Config{BotToken: slacktest.Token, SigningSecret: secret, AppToken: badApp, APIURL: srv.URL, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C9", Text: "hi"}); err != nil {
+		errs = append(errs, err.Error())
+	} else {
+		t.Error("posting where the bot is not a member worked")
+	}
+	if err := a.Edit(t.Context(), "1.1", bot.Outgoing{ChatID: "C9", Text: "hi"}); err != nil {
+		errs = append(errs, err.Error())
+	}
+	// slack-go retries an apps.connections.open error it does not know
+	// as fatal (the echoed "invalid_auth token=…" is not "invalid_auth"):
+	// each failure is logged.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.RunSocketMode(ctx, &recorder{}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "Socket Mode connection failed") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		errs = append(errs, err.Error())
+	}
+	all := strings.Join(errs, "\n") + "\n" + logs.String()
+	if !strings.Contains(all, "invalid_auth") || !strings.Contains(all, "not_in_channel") {
+		t.Fatalf("the errors do not say what went wrong:\n%s", all)
+	}
+	for _, tok := range []string{badBot, badApp, slacktest.Token, secret} {
+		if strings.Contains(all, tok) {
+			t.Errorf("%s appears in an error or a log line:\n%s", tok, all)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -22,8 +22,9 @@ func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
 	if a.cfg.AppToken == "" {
 		return fmt.Errorf("slack: Socket Mode needs SLACK_APP_TOKEN")
 	}
-	api := slack.New(a.cfg.BotToken, slack.OptionAppLevelToken(a.cfg.AppToken), slack.OptionAPIURL(a.cfg.APIURL), slack.OptionHTTPClient(a.cfg.HTTPClient))
-	sm := socketmode.New(api)
+	api := slack.New(a.cfg.BotToken, slack.OptionAppLevelToken(a.cfg.AppToken), slack.OptionAPIURL(a.cfg.APIURL), slack.OptionHTTPClient(a.cfg.HTTPClient),
+		slack.OptionLog(libLog{a}))
+	sm := socketmode.New(api, socketmode.OptionLog(libLog{a}))
 	errc := make(chan error, 1)
 	go func() { errc <- sm.RunContext(ctx) }()
 	for {
@@ -34,7 +35,7 @@ func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("slack: Socket Mode (check SLACK_APP_TOKEN): %w", err)
+			return fmt.Errorf("slack: Socket Mode (check SLACK_APP_TOKEN): %w", a.redact(err))
 		case evt := <-sm.Events:
 			a.socketEvent(ctx, sm, evt, h)
 		}
@@ -43,6 +44,15 @@ func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
 
 // socketEvent handles one Socket Mode event.
 func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, h Handler) {
+	if evt.Type == socketmode.EventTypeConnectionError {
+		// slack-go retries by itself; say why, without the token an
+		// upstream may echo.
+		if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
+			a.log.Warn("slack Socket Mode connection failed; retrying", slog.Int("attempt", ce.Attempt), slog.Duration("backoff", ce.Backoff),
+				slog.Any("err", a.redact(ce.ErrorObj)))
+		}
+		return
+	}
 	if evt.Request == nil || evt.Request.EnvelopeID == "" {
 		// Lifecycle events: connecting and errors have no request; hello
 		// has one without an envelope id and takes no ack (only envelopes
