@@ -51,10 +51,11 @@ type Config struct {
 
 // Adapter is the Telegram platform.
 type Adapter struct {
-	api  *tgbotapi.BotAPI
-	cfg  Config
-	log  *slog.Logger
-	self string // the bot's username
+	api    *tgbotapi.BotAPI
+	cfg    Config
+	log    *slog.Logger
+	self   string // the bot's username, from getMe
+	selfID int64  // the bot's user id, from getMe
 }
 
 var (
@@ -79,7 +80,10 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: connect (check TELEGRAM_BOT_TOKEN): %w", redact(err, cfg.Token))
 	}
-	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName}, nil
+	if api.Self.UserName == "" {
+		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
+	}
+	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}, nil
 }
 
 // redact removes the token from an error: the library's transport errors
@@ -350,54 +354,131 @@ func (a *Adapter) WebhookHandler(h Handler) http.Handler {
 }
 
 // Incoming turns an update into a bot event; ok is false for updates the
-// bot ignores (its own messages, non-text messages, commands for another
-// bot).
+// bot ignores: its own messages, non-text messages, and, in groups,
+// messages not addressed to it. In a group the bot handles a message that
+// mentions it (@username, or a text_mention of it), replies to one of its
+// messages, or is a command for it: /cmd@ourbot, or a command of ours
+// without a bot name; a command for another bot (/cmd@otherbot) or one
+// we do not know, unaddressed, is someone else's. With privacy mode off,
+// or as an admin, a bot gets every group message
+// (core.telegram.org/bots/features#privacy-mode).
+//
+// A button press is handled even without its message (inline mode):
+// Telegram shows a spinner until answerCallbackQuery, so it must reach
+// the bot to be answered (core.telegram.org/bots/api#callbackquery).
 func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
 	event := "u" + strconv.Itoa(u.UpdateID)
 	if cb := u.CallbackQuery; cb != nil {
-		if cb.From == nil || cb.Message == nil || cb.Message.Chat == nil {
+		if cb.From == nil || cb.ID == "" {
 			return bot.Incoming{}, false
 		}
-		return bot.Incoming{
-			Platform: Platform, ChatID: strconv.FormatInt(cb.Message.Chat.ID, 10), UserID: strconv.FormatInt(cb.From.ID, 10),
-			UserName: cb.From.UserName, Button: cb.Data, ButtonRef: cb.ID, EventID: event,
-			MessageID: strconv.Itoa(cb.Message.MessageID), DM: cb.Message.Chat.IsPrivate(), At: time.Now(),
-		}, true
+		in := bot.Incoming{
+			Platform: Platform, UserID: strconv.FormatInt(cb.From.ID, 10),
+			UserName: cb.From.UserName, Button: cb.Data, ButtonRef: cb.ID, EventID: event, At: time.Now(),
+		}
+		if cb.Message != nil && cb.Message.Chat != nil {
+			in.ChatID, in.MessageID, in.DM = strconv.FormatInt(cb.Message.Chat.ID, 10), strconv.Itoa(cb.Message.MessageID), cb.Message.Chat.IsPrivate()
+		}
+		return in, true
 	}
 	m := u.Message
 	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot || strings.TrimSpace(m.Text) == "" {
 		return bot.Incoming{}, false
 	}
+	dm := m.Chat.IsPrivate()
 	in := bot.Incoming{
 		Platform: Platform, ChatID: strconv.FormatInt(m.Chat.ID, 10), UserID: strconv.FormatInt(m.From.ID, 10),
-		UserName: m.From.UserName, MessageID: strconv.Itoa(m.MessageID), EventID: event, DM: m.Chat.IsPrivate(),
+		UserName: m.From.UserName, MessageID: strconv.Itoa(m.MessageID), EventID: event, DM: dm,
 		At: time.Unix(int64(m.Date), 0), Text: m.Text,
 	}
-	cmd, args, ok := a.command(m.Text)
-	if ok {
+	if strings.HasPrefix(m.Text, "/") {
+		cmd, args, addressed, ok := a.command(m.Text)
+		if !ok || (!dm && !addressed && !known(cmd)) {
+			return bot.Incoming{}, false // a command for another bot
+		}
 		in.Command, in.Text = cmd, args
-	} else if strings.HasPrefix(m.Text, "/") {
-		return bot.Incoming{}, false // a command for another bot
+		return in, true
 	}
+	if dm {
+		return in, true
+	}
+	text, mentioned := a.stripMentions(m)
+	replied := m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == a.selfID
+	if !mentioned && !replied {
+		return bot.Incoming{}, false
+	}
+	if strings.TrimSpace(text) == "" {
+		return bot.Incoming{}, false
+	}
+	in.Text = text
 	return in, true
 }
 
-// command parses "/name[@bot] args". The raw text is read, not the
-// entity: Telegram cuts "/tidy-inbox" at the hyphen.
-func (a *Adapter) command(text string) (cmd, args string, ok bool) {
-	if !strings.HasPrefix(text, "/") {
-		return "", "", false
+// known reports whether cmd is one of the bot's commands.
+func known(cmd string) bool {
+	if cmd == "tidy-inbox" || cmd == "start" {
+		return true
 	}
-	head, rest, _ := strings.Cut(text[1:], " ")
+	for _, c := range Commands {
+		if c.Command == cmd {
+			return true
+		}
+	}
+	return false
+}
+
+// stripMentions removes the bot's mentions from a message's text and
+// reports whether there was one. Entities count UTF-16 code units
+// (core.telegram.org/bots/api#messageentity).
+func (a *Adapter) stripMentions(m *tgbotapi.Message) (string, bool) {
+	text := utf16.Encode([]rune(m.Text))
+	found := false
+	var out []uint16
+	last := 0
+	for _, e := range m.Entities {
+		if e.Offset < last || e.Offset+e.Length > len(text) {
+			continue
+		}
+		span := string(utf16.Decode(text[e.Offset : e.Offset+e.Length]))
+		ours := (e.Type == "mention" && strings.EqualFold(strings.TrimPrefix(span, "@"), a.self)) ||
+			(e.Type == "text_mention" && e.User != nil && e.User.ID == a.selfID)
+		if !ours {
+			continue
+		}
+		found = true
+		out = append(out, text[last:e.Offset]...)
+		last = e.Offset + e.Length
+	}
+	out = append(out, text[last:]...)
+	if !found {
+		return m.Text, false
+	}
+	// Drop the space left before punctuation ("hey @bot, …" → "hey, …").
+	s := strings.Join(strings.Fields(string(utf16.Decode(out))), " ")
+	s = strings.NewReplacer(" ,", ",", " .", ".", " ?", "?", " !", "!", " :", ":").Replace(s)
+	return strings.TrimLeft(s, ",:; "), true
+}
+
+// command parses "/name[@bot] args"; addressed is set when the bot's own
+// name follows the command, ok is false for another bot's. The raw text
+// is read, not the entity: Telegram cuts "/tidy-inbox" at the hyphen.
+func (a *Adapter) command(text string) (cmd, args string, addressed, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false, false
+	}
+	head, rest := text[1:], ""
+	if i := strings.IndexAny(head, " \n\t"); i >= 0 {
+		head, rest = head[:i], head[i+1:]
+	}
 	name, at, hasAt := strings.Cut(head, "@")
 	if hasAt && !strings.EqualFold(at, a.self) {
-		return "", "", false
+		return "", "", false, false
 	}
 	name = strings.ToLower(name)
 	if name == "tidy_inbox" {
 		name = "tidy-inbox"
 	}
-	return name, strings.TrimSpace(rest), name != ""
+	return name, strings.TrimSpace(rest), hasAt, name != ""
 }
 
 // units counts UTF-16 code units, Telegram's measure of length.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,5 +254,79 @@ func TestPollRetriesAnUpdateItCouldNotStore(t *testing.T) {
 	got := h.got()
 	if len(got) != 2 || got[0].Text != "first" || got[1].Text != "second" {
 		t.Errorf("handled %+v: want first then second, nothing lost", got)
+	}
+}
+
+func TestGroupsOnlyWhatIsAddressedToTheBot(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	const group = -100
+	botMsg, err := a.Send(t.Context(), bot.Outgoing{ChatID: "-100", Text: "Tidied your inbox."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	botID, _ := strconv.Atoi(botMsg)
+	want := map[int]string{} // update id → the text or command the bot should get
+	srv.PushText(group, 7, "lunch anyone?")
+	srv.PushText(group, 7, "/help@someotherbot")
+	srv.PushText(group, 7, "/weather")                   // an unknown command, not addressed to us
+	srv.PushText(group, 7, "ask @someone_else about it") // a mention of someone else
+	want[srv.PushText(group, 7, "@tidybot what's due today?")] = "what's due today?"
+	want[srv.PushText(group, 7, "hey @TidyBot, what's due?")] = "hey, what's due?"
+	want[srv.PushReply(group, 7, botID, "and the dentist?")] = "and the dentist?"
+	human := srv.PushText(group, 8, "I'll be late")
+	srv.PushReply(group, 7, 1000+human, "me too") // a reply to a person
+	want[srv.PushText(group, 7, "/undo@tidybot")] = "/undo"
+	want[srv.PushText(group, 7, "/usage")] = "/usage"
+	want[srv.PushText(group, 7, "/tidy-inbox@tidybot")] = "/tidy-inbox"
+	want[srv.PushText(group, 7, "/frobnicate@tidybot")] = "/frobnicate" // addressed to us: the bot says it does not know it
+	want[srv.PushText(42, 7, "lunch anyone?")] = "lunch anyone?"        // a DM: everything
+	want[srv.PushCallbackWithoutMessage(7, "w:abcd1234:y")] = "button w:abcd1234:y"
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Poll(ctx, rec) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]string{}
+	for _, in := range rec.got() {
+		id, _ := strconv.Atoi(strings.TrimPrefix(in.EventID, "u"))
+		switch {
+		case in.Button != "":
+			got[id] = "button " + in.Button
+			if in.ButtonRef == "" {
+				t.Errorf("a press without a message cannot be answered: %+v", in)
+			}
+		case in.Command != "":
+			got[id] = "/" + in.Command
+		default:
+			got[id] = in.Text
+		}
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("update %d: got %q, want %q", id, got[id], w)
+		}
+	}
+	for id, g := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("update %d (%q) is not addressed to the bot but was handled", id, g)
+		}
+	}
+}
+
+func TestAnswerButtonWithoutMessage(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	id := srv.PushCallbackWithoutMessage(7, "w:abcd1234:y")
+	if err := a.AnswerButton(t.Context(), "cb"+strconv.Itoa(id), "This question is no longer open."); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Answers(); len(got) != 1 {
+		t.Errorf("answers %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -124,4 +125,28 @@ func TestTelegramTidyAndConfirmWithButtons(t *testing.T) {
 
 	tg.PushText(7, 666, "hi")
 	waitFor(t, "the refusal", func() bool { return strings.Contains(lastText(tg, 7), "telegram:666") })
+}
+
+func TestTelegramGroupAnswersOnlyWhatIsAddressedToIt(t *testing.T) {
+	e := newEnv(t)
+	tg := serveTelegram(t, e)
+	const group = -100
+	tg.PushText(group, 42, "lunch anyone?")      // the owner chatting with people
+	tg.PushText(group, 666, "lunch anyone?")     // a stranger chatting
+	tg.PushText(group, 42, "/help@someotherbot") // a command for another bot
+	tg.PushText(group, 42, "/weather")           // someone else's command
+	tg.PushText(group, 42, "@tidybot what's due today?")
+	waitFor(t, "the answer to the mention", func() bool { return lastText(tg, group) == "You said: what's due today?" })
+	answer := tg.Messages(group)[len(tg.Messages(group))-1]
+	tg.PushReply(group, 42, answer.MessageID, "and tomorrow?")
+	waitFor(t, "the answer to the reply", func() bool { return lastText(tg, group) == "You said: and tomorrow?" })
+	for _, m := range tg.Messages(group) {
+		if strings.Contains(m.Text, "lunch") || strings.Contains(m.Text, "telegram:666") || strings.Contains(m.Text, "don't know") {
+			t.Errorf("the bot answered what was not addressed to it: %q", m.Text)
+		}
+	}
+	// A press on a button without a message (inline mode) is still
+	// answered, so its spinner stops.
+	id := tg.PushCallbackWithoutMessage(42, "w:gone1234:y")
+	waitFor(t, "the answer to the press", func() bool { return strings.Contains(strings.Join(tg.Answers(), "\n"), fmt.Sprint("cb", id)) })
 }

@@ -18,8 +18,11 @@ import (
 // DefaultToken is the token the server accepts.
 const DefaultToken = "123456:telegramtest-token"
 
-// BotUserName is the fake bot's username.
-const BotUserName = "tidybot"
+// BotUserName is the fake bot's username (getMe), BotUserID its user id.
+const (
+	BotUserName = "tidybot"
+	BotUserID   = 999
+)
 
 // Sent is a message the bot sent or edited.
 type Sent struct {
@@ -47,7 +50,9 @@ type Server struct {
 	messages map[int]*Sent // by message id
 	order    []int
 	nextMsg  int
-	answers  []string // "callback id: text"
+	answers  []string               // "callback id: text"
+	queries  map[string]bool        // callback query ids sent and not yet answered
+	userMsgs map[int]map[string]any // messages people sent, by id, for replies
 	calls    map[string]int
 	limited  map[string]int // method → 429s left
 	webhook  map[string]string
@@ -57,7 +62,8 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{})}
+	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{}),
+		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -110,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f := r.Form
 	switch method {
 	case "getMe":
-		reply(w, map[string]any{"id": 999, "is_bot": true, "first_name": "tidybot", "username": BotUserName})
+		reply(w, map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName})
 	case "deleteWebhook", "setMyCommands", "sendChatAction":
 		s.mu.Lock()
 		if method == "setMyCommands" {
@@ -130,8 +136,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "editMessageText":
 		s.editMessage(w, f)
 	case "answerCallbackQuery":
+		// Only a query Telegram sent can be answered, once
+		// (core.telegram.org/bots/api#answercallbackquery).
 		s.mu.Lock()
-		s.answers = append(s.answers, f.Get("callback_query_id")+": "+f.Get("text"))
+		id := f.Get("callback_query_id")
+		if !s.queries[id] {
+			s.mu.Unlock()
+			fail(w, http.StatusBadRequest, "Bad Request: query is too old and response timeout expired or query ID is invalid", 0)
+			return
+		}
+		delete(s.queries, id)
+		s.answers = append(s.answers, id+": "+f.Get("text"))
 		s.mu.Unlock()
 		reply(w, true)
 	default:
@@ -301,13 +316,46 @@ func textUpdate(id int, chatID, userID int64, text string) map[string]any {
 		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
 		"chat": map[string]any{"id": chatID, "type": chatType(chatID)},
 	}
-	if strings.HasPrefix(text, "/") {
-		cmd, _, _ := strings.Cut(text, " ")
-		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len([]rune(cmd))}}
+	if ents := entities(text); len(ents) > 0 {
+		msg["entities"] = ents
 	}
 	return map[string]any{"update_id": id, "message": msg}
 }
 
+// entities finds what Telegram marks in a text
+// (core.telegram.org/bots/api#messageentity, offsets and lengths in
+// UTF-16 code units): a bot_command at the start ("/start@jobs_bot"),
+// and a mention for each "@username" (5–32 characters of a–z, 0–9, _).
+func entities(text string) []map[string]any {
+	var out []map[string]any
+	units := func(s string) int { return textLen(s) }
+	if strings.HasPrefix(text, "/") {
+		cmd, _, _ := strings.Cut(text, " ")
+		cmd, _, _ = strings.Cut(cmd, "\n")
+		out = append(out, map[string]any{"type": "bot_command", "offset": 0, "length": units(cmd)})
+	}
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' || (i > 0 && isNameByte(text[i-1])) || (strings.HasPrefix(text, "/") && i < len(strings.Fields(text)[0])) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && isNameByte(text[j]) {
+			j++
+		}
+		if n := j - i - 1; n >= 5 && n <= 32 {
+			out = append(out, map[string]any{"type": "mention", "offset": units(text[:i]), "length": units(text[i:j])})
+		}
+		i = j - 1
+	}
+	return out
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// chatType is a chat's type by its id: people and private chats have
+// positive ids, groups negative ones (core.telegram.org/bots/api#chat).
 func chatType(chatID int64) string {
 	if chatID < 0 {
 		return "group"
@@ -315,15 +363,46 @@ func chatType(chatID int64) string {
 	return "private"
 }
 
-// PushText queues a text message from a user. For a command the entity
-// is set as Telegram does: "/tidy-inbox" is one bot_command entity that
-// Telegram itself would cut at the hyphen (length of "/tidy").
+// PushText queues a text message from a user. Entities are set as
+// Telegram does: "/tidy-inbox" is a bot_command entity that Telegram
+// cuts at the hyphen (length of "/tidy"); "@name" is a mention. The
+// fake delivers every message, as Telegram does for a bot whose privacy
+// mode is off or that is a group admin
+// (core.telegram.org/bots/features#privacy-mode): the bot must pick out
+// what is addressed to it.
 func (s *Server) PushText(chatID, userID int64, text string) int {
+	return s.pushMessage(chatID, userID, text, 0)
+}
+
+// PushReply queues a text message from a user that replies to message
+// replyTo (one the bot sent, or one a person sent through this fake).
+func (s *Server) PushReply(chatID, userID int64, replyTo int, text string) int {
+	return s.pushMessage(chatID, userID, text, replyTo)
+}
+
+func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int {
+	var parent map[string]any
+	if replyTo != 0 {
+		s.mu.Lock()
+		if m, ok := s.messages[replyTo]; ok {
+			parent = map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": m.Text,
+				"from": map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName},
+				"chat": map[string]any{"id": m.ChatID, "type": chatType(m.ChatID)}}
+		} else {
+			parent = s.userMsgs[replyTo]
+		}
+		s.mu.Unlock()
+	}
 	return s.push(func(id int) map[string]any {
 		u := textUpdate(id, chatID, userID, text)
+		msg := u["message"].(map[string]any)
 		if strings.HasPrefix(text, "/tidy-") {
-			u["message"].(map[string]any)["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/tidy")}}
+			msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/tidy")}}
 		}
+		if parent != nil {
+			msg["reply_to_message"] = parent
+		}
+		s.userMsgs[msg["message_id"].(int)] = msg
 		return u
 	})
 }
@@ -331,10 +410,26 @@ func (s *Server) PushText(chatID, userID int64, text string) int {
 // PushCallback queues a button press on message msgID.
 func (s *Server) PushCallback(chatID, userID int64, msgID int, data string) int {
 	return s.push(func(id int) map[string]any {
+		s.queries[fmt.Sprint("cb", id)] = true
 		return map[string]any{"update_id": id, "callback_query": map[string]any{
 			"id": fmt.Sprint("cb", id), "data": data, "chat_instance": "ci",
 			"from":    map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
 			"message": map[string]any{"message_id": msgID, "date": time.Now().Unix(), "chat": map[string]any{"id": chatID, "type": chatType(chatID)}},
+		}}
+	})
+}
+
+// PushCallbackWithoutMessage queues a button press that carries no
+// message: one on a message sent in inline mode (inline_message_id
+// instead), as Telegram sends when "the message with the callback button
+// was sent via the bot (in inline mode)"; it still shows a spinner until
+// answered (core.telegram.org/bots/api#callbackquery).
+func (s *Server) PushCallbackWithoutMessage(userID int64, data string) int {
+	return s.push(func(id int) map[string]any {
+		s.queries[fmt.Sprint("cb", id)] = true
+		return map[string]any{"update_id": id, "callback_query": map[string]any{
+			"id": fmt.Sprint("cb", id), "data": data, "chat_instance": "ci", "inline_message_id": fmt.Sprint("inl", id),
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
 		}}
 	})
 }
