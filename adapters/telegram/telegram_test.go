@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -330,3 +331,45 @@ func TestAnswerButtonWithoutMessage(t *testing.T) {
 		t.Errorf("answers %q", got)
 	}
 }
+
+func TestNoTokenInLogsOrErrorsWhenTelegramEchoesIt(t *testing.T) {
+	srv := telegramtest.New()
+	t.Cleanup(srv.Close)
+	srv.EchoToken()
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var errs []string
+	if _, err := telegram.New(telegram.Config{Token: "123:WRONG-secret", APIURL: srv.URL, Logger: log}); err != nil {
+		errs = append(errs, err.Error())
+	}
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, Logger: log, PollTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(t.Context(), "12345", bot.Outgoing{ChatID: "42", Text: "gone"}); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := a.AnswerButton(t.Context(), "no-such-query", ""); err != nil {
+		errs = append(errs, err.Error())
+	}
+	mu.Lock()
+	all := strings.Join(errs, "\n") + "\n" + logs.String()
+	mu.Unlock()
+	if len(errs) != 3 || !strings.Contains(all, "(token <TELEGRAM_BOT_TOKEN>)") {
+		t.Fatalf("want three errors that still say what went wrong:\n%s", all)
+	}
+	for _, tok := range []string{"WRONG-secret", srv.Token} {
+		if strings.Contains(all, tok) {
+			t.Errorf("%s in an error or a log line:\n%s", tok, all)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

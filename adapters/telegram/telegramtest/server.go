@@ -58,6 +58,7 @@ type Server struct {
 	webhook  map[string]string
 	commands string
 	arrived  chan struct{}
+	echo     bool // error descriptions repeat the request's token
 }
 
 // New starts a fake; close it with Close.
@@ -79,6 +80,9 @@ func reply(w http.ResponseWriter, result any) {
 }
 
 func fail(w http.ResponseWriter, code int, desc string, retryAfter int) {
+	if e, ok := w.(echoWriter); ok {
+		desc += " (token " + e.token + ")"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	out := map[string]any{"ok": false, "error_code": code, "description": desc}
@@ -95,6 +99,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok || !ok2 {
 		fail(w, http.StatusNotFound, "Not Found", 0)
 		return
+	}
+	s.mu.Lock()
+	echo := s.echo
+	s.mu.Unlock()
+	if echo {
+		w = echoWriter{ResponseWriter: w, token: token}
 	}
 	if token != s.Token {
 		fail(w, http.StatusUnauthorized, "Unauthorized", 0)
@@ -493,4 +503,19 @@ func (s *Server) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.updates)
+}
+
+// echoWriter marks a response whose errors repeat the request's token.
+type echoWriter struct {
+	http.ResponseWriter
+	token string
+}
+
+// EchoToken makes every error description repeat the token of its
+// request, as a verbose proxy may: the adapter must keep it out of its
+// errors and logs.
+func (s *Server) EchoToken() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.echo = true
 }
