@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
@@ -217,6 +218,14 @@ func validate(ws []agent.Write) (map[string]int, error) {
 			}
 		case agent.CloseTask, agent.ReopenTask, agent.DeleteTask:
 			err = needID("task")
+		case agent.RestoreOccurrence:
+			if err = needID("task"); err == nil {
+				if w.Due == nil {
+					err = bad("the occurrence to go back to is missing")
+				} else {
+					err = checkDue(bad, w.Due)
+				}
+			}
 		case agent.DeleteProject:
 			err = needID("project")
 		default:
@@ -257,6 +266,11 @@ func checkTask(bad func(string, ...any) error, w agent.Write) error {
 	if w.DueString != nil && utf8.RuneCountInString(*w.DueString) > maxDueString {
 		return bad("the due string is longer than %d characters", maxDueString)
 	}
+	if w.Due != nil {
+		if err := checkDue(bad, w.Due); err != nil {
+			return err
+		}
+	}
 	if w.Priority != "" && !w.Priority.Valid() {
 		return bad("priority %q is not one of p1 (urgent), p2, p3, p4 (none)", w.Priority)
 	}
@@ -268,6 +282,32 @@ func checkTask(bad func(string, ...any) error, w agent.Write) error {
 		}
 	}
 	return nil
+}
+
+// checkDue checks a due date to set as stored: one of the three forms of
+// date Todoist documents (developer.todoist.com/api/v1 #tag/Due-dates).
+func checkDue(bad func(string, ...any) error, d *agent.Due) error {
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.RFC3339Nano} {
+		if _, err := time.Parse(layout, d.Date); err == nil {
+			return nil
+		}
+	}
+	return bad("due date %q is not YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS or an RFC 3339 time in UTC", d.Date)
+}
+
+// dueArg is a due date set as stored ("Create or update due date from a
+// date object", developer.todoist.com/api/v1 #tag/Due-dates): the date,
+// the zone of a fixed time, and for a recurring date its string, since a
+// date alone "does not allow you to create recurring due dates".
+func dueArg(d *agent.Due) map[string]any {
+	m := map[string]any{"date": d.Date}
+	if d.Timezone != "" {
+		m["timezone"] = d.Timezone
+	}
+	if d.IsRecurring && d.String != "" {
+		m["string"] = d.String
+	}
+	return m
 }
 
 // substitute replaces the temp ids that earlier requests of the batch
@@ -341,6 +381,12 @@ func toCommand(w agent.Write) command {
 		} else {
 			args["section_id"] = w.SectionID
 		}
+	case agent.RestoreOccurrence:
+		// is_forward 0: "uncompletion (e.g., via undo)"
+		// (developer.todoist.com/api/v1 #tag/Sync/Tasks/Complete-a-recurring-task).
+		args["id"] = w.ID
+		args["due"] = dueArg(w.Due)
+		args["is_forward"] = 0
 	default: // item_close, item_uncomplete, item_delete, project_delete
 		args["id"] = w.ID
 	}
@@ -356,7 +402,9 @@ func taskArgs(args map[string]any, w agent.Write, update bool) {
 	if w.Description != nil {
 		args["description"] = *w.Description
 	}
-	if w.DueString != nil {
+	if w.Due != nil {
+		args["due"] = dueArg(w.Due)
+	} else if w.DueString != nil {
 		switch s := strings.TrimSpace(*w.DueString); {
 		case s == "" || strings.EqualFold(s, "no date"):
 			if update {

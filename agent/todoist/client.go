@@ -25,7 +25,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	_ "time/tzdata" // users' time zones, on hosts without a zone database
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -57,7 +59,15 @@ type Client struct {
 	backoffBase  time.Duration
 	backoffMax   time.Duration
 	sleep        func(ctx context.Context, d time.Duration) error
+	now          func() time.Time
+
+	zoneMu sync.Mutex // protects the fields below
+	// zone is the user's time zone as last read, trusted until zoneUntil.
+	zone      *time.Location
+	zoneUntil time.Time
 }
+
+var _ agent.TimeZoner = (*Client)(nil)
 
 var _ agent.Tasks = (*Client)(nil)
 
@@ -88,6 +98,12 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *Client) { c.sleep = sleep }
 }
 
+// WithClock sets the clock the client reads (for how long it trusts the
+// user's time zone); the default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) { c.now = now }
+}
+
 // WithLogger sets the logger for retries (debug level). The default
 // discards.
 func WithLogger(l *slog.Logger) Option {
@@ -113,6 +129,7 @@ func New(token, baseURL string, hc *http.Client, opts ...Option) *Client {
 		backoffBase:  DefaultBackoffBase,
 		backoffMax:   DefaultBackoffMax,
 		sleep:        sleepContext,
+		now:          time.Now,
 	}
 	for _, o := range opts {
 		o(c)

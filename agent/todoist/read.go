@@ -3,10 +3,12 @@ package todoist
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
@@ -122,6 +124,41 @@ func (c *Client) User(ctx context.Context) (User, error) {
 	}
 	return User{ID: u.ID, FullName: u.FullName, Email: u.Email, InboxProjectID: u.InboxProjectID,
 		Timezone: u.TZInfo.Timezone, Lang: u.Lang, IsPremium: u.IsPremium}, nil
+}
+
+// zoneTTL is how long TimeZone trusts the zone it read: a person who
+// travels and changes it is seen within this time.
+const zoneTTL = 10 * time.Minute
+
+// TimeZone implements agent.TimeZoner: the user's time zone, from
+// tz_info.timezone of the user resource (GET /user; developer.todoist.com/api/v1
+// #tag/Sync/User), read at most once per zoneTTL. An empty or unknown zone
+// is UTC.
+func (c *Client) TimeZone(ctx context.Context) (*time.Location, error) {
+	now := c.now()
+	c.zoneMu.Lock()
+	if c.zone != nil && now.Before(c.zoneUntil) {
+		loc := c.zone
+		c.zoneMu.Unlock()
+		return loc, nil
+	}
+	c.zoneMu.Unlock()
+	u, err := c.User(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("todoist: read the user's time zone: %w", err)
+	}
+	loc := time.UTC
+	if u.Timezone != "" {
+		if l, err := time.LoadLocation(u.Timezone); err == nil {
+			loc = l
+		} else {
+			c.log.WarnContext(ctx, "todoist: unknown time zone; using UTC", slog.String("timezone", u.Timezone))
+		}
+	}
+	c.zoneMu.Lock()
+	c.zone, c.zoneUntil = loc, now.Add(zoneTTL)
+	c.zoneMu.Unlock()
+	return loc, nil
 }
 
 // Tasks implements agent.Tasks. A Filter goes to GET /tasks/filter?query=

@@ -19,9 +19,10 @@ type page[T any] struct {
 }
 
 type due struct {
-	Date        string `json:"date"`
-	String      string `json:"string"`
-	IsRecurring bool   `json:"is_recurring"`
+	Date        string  `json:"date"`
+	String      string  `json:"string"`
+	IsRecurring bool    `json:"is_recurring"`
+	Timezone    *string `json:"timezone"`
 }
 
 // restProject is a project from GET /projects.
@@ -172,15 +173,18 @@ func fromAPIPriority(n int) agent.Priority {
 	return agent.P4
 }
 
-func dueFields(d *due) (text, date string, recurring bool) {
+// setDue copies a wire due date into t.
+func setDue(t *agent.Task, d *due) {
 	if d == nil {
-		return "", "", false
+		return
 	}
-	text = d.String
-	if text == "" {
-		text = d.Date
+	t.Due, t.DueDate, t.IsRecurring = d.String, d.Date, d.IsRecurring
+	if t.Due == "" {
+		t.Due = d.Date
 	}
-	return text, d.Date, d.IsRecurring
+	if d.Timezone != nil {
+		t.DueTimezone = *d.Timezone
+	}
 }
 
 // labelsOf returns nil for no labels, so that tasks compare equal however
@@ -193,19 +197,19 @@ func labelsOf(ls []string) []string {
 }
 
 func (t restTask) toAgent() agent.Task {
-	text, date, rec := dueFields(t.Due)
-	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
-		Due: text, DueDate: date, IsRecurring: rec}
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
+	setDue(&a, t.Due)
+	return a
 }
 
 func (t syncItem) toAgent() agent.Task {
-	text, date, rec := dueFields(t.Due)
-	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
-		Due: text, DueDate: date, IsRecurring: rec}
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
+	setDue(&a, t.Due)
+	return a
 }
 
 func (p restProject) toAgent() agent.Project {

@@ -333,7 +333,12 @@ func (a *cmdArgs) task(k string, required bool) (*Task, *apiError) {
 	return t, nil
 }
 
-// due reads a due object: {"string": …} or {"date": …}; null clears.
+// due reads a due object; null clears. A date is taken as it is ("Create
+// or update due date from a date object", developer.todoist.com/api/v1
+// #tag/Due-dates): it is not read again relative to today, and a string
+// beside it only carries a recurrence, which "this approach does not
+// allow you to create" from a date alone. Without a date, the string is
+// parsed relative to the user's today.
 func (a *cmdArgs) due() (*Due, *apiError) {
 	var d struct {
 		String   string `json:"string"`
@@ -342,24 +347,57 @@ func (a *cmdArgs) due() (*Due, *apiError) {
 		Timezone string `json:"timezone"`
 		Lang     string `json:"lang"`
 	}
+	bad := a.s.newError(http.StatusBadRequest, 482, "INVALID_DATE_FORMAT", "Invalid date format", map[string]any{"argument": "due"})
 	if json.Unmarshal(a.m["due"], &d) != nil {
 		return nil, a.invalid("due")
 	}
-	text := d.String
-	if text == "" {
-		text = d.Datetime
+	if d.Date == "" {
+		d.Date = d.Datetime
 	}
-	if text == "" {
-		text = d.Date
+	if d.Date != "" {
+		due, ok := a.s.dueFromDate(d.Date, d.Timezone)
+		if !ok {
+			return nil, bad
+		}
+		if rec, err := parseDueString(d.String, a.s.wallNow()); err == nil && rec != nil && rec.IsRecurring {
+			due.String, due.IsRecurring = strings.TrimSpace(d.String), true
+		}
+		return due, nil
 	}
-	due, err := parseDueString(text, a.s.now())
-	if err != nil || due == nil && strings.TrimSpace(text) == "" {
-		return nil, a.s.newError(http.StatusBadRequest, 482, "INVALID_DATE_FORMAT", "Invalid date format", map[string]any{"argument": "due"})
+	due, err := parseDueString(d.String, a.s.wallNow())
+	if err != nil || due == nil && strings.TrimSpace(d.String) == "" {
+		return nil, bad
 	}
 	if d.Timezone != "" && due != nil {
 		due.Timezone = d.Timezone
 	}
 	return due, nil
+}
+
+// dueFromDate is a due date set from a date in one of the three documented
+// forms: full day, floating time, or a time in UTC ("…Z") with its zone
+// (the user's when none is given).
+func (s *Server) dueFromDate(date, tz string) (*Due, bool) {
+	if t, err := time.Parse(time.DateOnly, date); err == nil {
+		return &Due{Date: t.Format(time.DateOnly), String: t.Format(time.DateOnly), Lang: "en"}, true
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05", date); err == nil {
+		return &Due{Date: t.Format("2006-01-02T15:04:05"), String: t.Format("2006-01-02 15:04"), Lang: "en"}, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, date)
+	if err != nil {
+		return nil, false
+	}
+	loc := s.tz
+	if tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, false
+		}
+		loc = l
+	}
+	return &Due{Date: t.UTC().Format("2006-01-02T15:04:05Z"), Timezone: loc.String(),
+		String: t.In(loc).Format("2006-01-02 15:04"), Lang: "en"}, true
 }
 
 // taskFields applies the fields item_add and item_update share.
@@ -643,7 +681,7 @@ func (s *Server) exec(typ string, a *cmdArgs) (string, *apiError) {
 		}
 		if typ == "item_close" && t.Due != nil && t.Due.IsRecurring {
 			// Closing a recurring task moves it to its next date.
-			nextDue(t.Due, now.UTC())
+			nextDue(t.Due, s.wallNow())
 			t.UpdatedAt = now
 			return "", nil
 		}
@@ -652,6 +690,48 @@ func (s *Server) exec(typ string, a *cmdArgs) (string, *apiError) {
 				x.Checked, x.CompletedAt, x.UpdatedAt = true, now, now
 			}
 		}
+		return "", nil
+
+	case "item_update_date_complete":
+		// Completes one occurrence of a recurring task, or with
+		// is_forward 0 undoes that ("uncompletion (e.g., via undo)"),
+		// the task going to the occurrence in due
+		// (developer.todoist.com/api/v1 #tag/Sync/Tasks/Complete-a-recurring-task).
+		t, e := a.task("id", true)
+		if e != nil {
+			return "", e
+		}
+		forward := true
+		if a.has("is_forward") {
+			var n any
+			_ = json.Unmarshal(a.m["is_forward"], &n)
+			switch v := n.(type) {
+			case float64:
+				forward = v != 0
+			case bool:
+				forward = v
+			default:
+				return "", a.invalid("is_forward")
+			}
+		}
+		c := t.clone()
+		switch {
+		case a.has("due"):
+			d, e := a.due()
+			if e != nil {
+				return "", e
+			}
+			c.Due = d
+		case forward && c.Due != nil && c.Due.IsRecurring:
+			nextDue(c.Due, s.wallNow())
+		case !forward:
+			return "", a.missing("due")
+		}
+		if c.Due == nil || !c.Due.IsRecurring {
+			return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Task is not recurring", map[string]any{"argument": "id"})
+		}
+		c.Checked, c.CompletedAt, c.UpdatedAt = false, time.Time{}, now
+		*t = c
 		return "", nil
 
 	case "item_uncomplete":
