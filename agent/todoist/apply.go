@@ -439,20 +439,49 @@ func describe(w agent.Write) string {
 	return fmt.Sprintf("%s of %s %s", w.Kind, idKind(w.Kind), w.ID)
 }
 
+// notFoundTags maps the error_tag of a command that names a missing
+// object to that object's kind. /sync names the kind in the tag
+// (ITEM_NOT_FOUND, …; REST says NOT_FOUND), and the error object's other
+// fields are optional (developer.todoist.com/api/v1 #tag/Sync/Overview,
+// "Response / Error": "The error object may contain the following
+// fields"), so the tag is read first and http_code only after it.
+var notFoundTags = map[string]string{
+	"ITEM_NOT_FOUND":    "task",
+	"TASK_NOT_FOUND":    "task",
+	"PROJECT_NOT_FOUND": "project",
+	"SECTION_NOT_FOUND": "section",
+	"LABEL_NOT_FOUND":   "label",
+	"NOT_FOUND":         "",
+}
+
+// isTempIDError reports an "Invalid temporary id" error: error_code 15
+// in the docs' example, INVALID_TEMP_ID as a tag.
+func isTempIDError(ae *apiError) bool {
+	return ae.Code == invalidTempIDCode || ae.Tag == "INVALID_TEMP_ID" || ae.Tag == "INVALID_TEMPID"
+}
+
 // commandError maps a failed command to an *agent.Error naming what the
-// model sent (w holds the caller's ids, temp ids included).
+// model sent (w holds the caller's ids, temp ids included). The error
+// tag decides where there is one; http_code is the fallback.
 func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.Error {
+	tagKind, tagNotFound := notFoundTags[ae.Tag]
 	switch {
-	case ae.HTTPCode == http.StatusTooManyRequests:
+	case ae.Tag == "LIMITS_REACHED" || ae.HTTPCode == http.StatusTooManyRequests:
 		return &agent.Error{Code: agent.ErrRateLimited, Message: "Todoist's rate limit is reached; re-send this write later", Err: ae}
 	case isPlanLimit(ae):
 		return &agent.Error{Code: agent.ErrPlanLimit, Message: planLimitMessage(ae), Err: ae}
-	case ae.HTTPCode == http.StatusUnauthorized:
+	case tagNotFound || isTempIDError(ae) || ae.Tag == "" && ae.HTTPCode == http.StatusNotFound:
+		kind, id := missingObject(w, ae, tagKind, declared)
+		if id == "" {
+			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
+		}
+		return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("no %s with id %s", kind, id), Err: ae}
+	case strings.HasPrefix(ae.Tag, "AUTH_") || ae.HTTPCode == http.StatusUnauthorized:
 		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
 	case ae.HTTPCode == http.StatusForbidden:
 		return &agent.Error{Code: agent.ErrForbidden, Message: fmt.Sprintf("Todoist does not allow %s (%s)", describe(w), orDefault(ae.Message, "forbidden")), Err: ae}
-	case ae.HTTPCode == http.StatusNotFound || ae.Tag == "NOT_FOUND" || ae.Code == invalidTempIDCode:
-		kind, id := missingObject(w, ae, declared)
+	case ae.HTTPCode == http.StatusNotFound:
+		kind, id := missingObject(w, ae, "", declared)
 		if id == "" {
 			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
 		}
@@ -468,9 +497,9 @@ func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.E
 }
 
 // missingObject works out which object a not-found command error is about:
-// from the argument the server names, else from the words of its message,
-// else from the kind of write.
-func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, id string) {
+// from the argument the server names, else from the kind its tag names,
+// else from the words of its message, else from the kind of write.
+func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[string]int) (kind, id string) {
 	byArg := map[string]struct{ kind, id string }{
 		"id":         {idKind(w.Kind), w.ID},
 		"project_id": {"project", w.ProjectID},
@@ -480,7 +509,7 @@ func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, 
 	if a, ok := byArg[ae.argument()]; ok && a.id != "" {
 		return a.kind, a.id
 	}
-	if ae.Code == invalidTempIDCode {
+	if isTempIDError(ae) {
 		// The bad id is a temp id of the batch, or else one that does not
 		// even look like a Todoist id.
 		for _, arg := range []string{"id", "project_id", "section_id", "parent_id"} {
@@ -489,6 +518,29 @@ func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, 
 					return a.kind, a.id
 				}
 			}
+		}
+	}
+	switch tagKind {
+	case "task":
+		if w.ID != "" && idKind(w.Kind) == "task" {
+			return "task", w.ID
+		}
+	case "section":
+		if w.SectionID != "" {
+			return "section", w.SectionID
+		}
+	case "label":
+		if w.ID != "" && idKind(w.Kind) == "label" {
+			return "label", w.ID
+		}
+	case "project":
+		switch {
+		case w.Kind == agent.DeleteProject:
+			return "project", w.ID
+		case w.Kind == agent.AddProject:
+			return "project", w.ParentID
+		case w.ProjectID != "":
+			return "project", w.ProjectID
 		}
 	}
 	msg := strings.ToLower(ae.Message)

@@ -399,8 +399,12 @@ func statusError(r call, ae *apiError) *agent.Error {
 		Message: fmt.Sprintf("unexpected answer from Todoist to %s (HTTP %d)", r, ae.HTTPCode)}
 }
 
+// isPlanLimit reports a plan limit: a 403, or a tag such as
+// MAX_PROJECTS_LIMIT_REACHED (a command error may carry only its tag).
 func isPlanLimit(ae *apiError) bool {
-	return ae.HTTPCode == http.StatusForbidden && strings.Contains(strings.ToUpper(ae.Tag), "LIMIT")
+	tag := strings.ToUpper(ae.Tag)
+	return ae.HTTPCode == http.StatusForbidden && strings.Contains(tag, "LIMIT") ||
+		strings.HasSuffix(tag, "_LIMIT_REACHED") && tag != "LIMITS_REACHED"
 }
 
 func planLimitMessage(ae *apiError) string {

@@ -367,7 +367,7 @@ func TestSyncWrites(t *testing.T) {
 			t.Errorf("%s: %v", u, status[u])
 		}
 	}
-	for u, want := range map[string]string{"u4": "NOT_FOUND", "u5": "INVALID_TEMPID", "u6": "ARGUMENT_MISSING", "u7": "INVALID_ARGUMENT_VALUE"} {
+	for u, want := range map[string]string{"u4": "ITEM_NOT_FOUND", "u5": "INVALID_TEMP_ID", "u6": "ARGUMENT_MISSING", "u7": "INVALID_ARGUMENT_VALUE"} {
 		e, _ := status[u].(map[string]any)
 		if e["error_tag"] != want {
 			t.Errorf("%s: %v, want %s", u, status[u], want)

@@ -276,13 +276,30 @@ func (a *cmdArgs) id(k string) (string, *apiError) {
 	return v, e
 }
 
-// notFound is the error for an id that names nothing: NOT_FOUND for a
-// real-looking id, "Invalid temporary id" for anything else.
+// notFound is the command error for an id that names nothing. /sync
+// names the kind of object in error_tag (ITEM_NOT_FOUND,
+// PROJECT_NOT_FOUND, …) where REST says NOT_FOUND; an id that is neither
+// real-looking nor a temp id of the request is INVALID_TEMP_ID, error
+// code 15 "Invalid temporary id" (developer.todoist.com/api/v1
+// #tag/Sync/Overview, "Response / Error"). The shape of ITEM_NOT_FOUND
+// (error_code 22, http_code 404) is the one integrations record from the
+// live API (e.g. test fixtures quoting {"error":"Item not found",
+// "error_code":22,"error_tag":"ITEM_NOT_FOUND","http_code":404}); the
+// other kinds' codes are plausible stand-ins.
 func (s *Server) notFound(kind, id string) *apiError {
 	if id != "" && !looksLikeID(id) {
-		return s.newError(http.StatusBadRequest, 15, "INVALID_TEMPID", "Invalid temporary id", nil)
+		return s.newError(http.StatusBadRequest, 15, "INVALID_TEMP_ID", "Invalid temporary id", nil)
 	}
-	return s.newError(http.StatusNotFound, 478, "NOT_FOUND", kind+" not found", nil)
+	e := map[string]struct {
+		tag, msg string
+		code     int
+	}{
+		"Task":    {"ITEM_NOT_FOUND", "Item not found", 22},
+		"Project": {"PROJECT_NOT_FOUND", "Project not found", 21},
+		"Section": {"SECTION_NOT_FOUND", "Section not found", 23},
+		"Label":   {"LABEL_NOT_FOUND", "Label not found", 24},
+	}[kind]
+	return s.newError(http.StatusNotFound, e.code, e.tag, e.msg, nil)
 }
 
 func (a *cmdArgs) project(k string, required bool) (*Project, *apiError) {
