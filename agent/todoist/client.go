@@ -238,23 +238,33 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := parseAPIError(resp.StatusCode, raw)
+	// A stated wait (Retry-After, error_extra.retry_after: "Seconds to
+	// wait before retrying", developer.todoist.com/api/v1
+	// #tag/Sync/Overview) is honoured whatever the status.
+	wait, asked := retryAfter(resp.Header.Get("Retry-After"), ae, c.now())
 	switch {
 	case resp.StatusCode == http.StatusGone:
 		return -1, &agent.Error{Code: agent.ErrRetired,
 			Message: fmt.Sprintf("retired Todoist endpoint %s (HTTP 410): this is a bug in tidybot", r), Err: ae}
-	case resp.StatusCode == http.StatusTooManyRequests:
-		wait, ok := retryAfter(resp.Header.Get("Retry-After"), ae, time.Now())
-		if !ok {
+	case resp.StatusCode == http.StatusTooManyRequests || ae.Tag == "LIMITS_REACHED":
+		if !asked {
 			wait = c.backoff(n)
 		}
 		msg := "Todoist's rate limit is reached; try again in a few minutes"
-		if ok {
+		if asked {
 			msg = fmt.Sprintf("Todoist's rate limit is reached (it asks to wait %s); try again later", wait.Round(time.Second))
 		}
 		return wait, &agent.Error{Code: agent.ErrRateLimited, Message: msg, Err: ae}
 	case resp.StatusCode >= 500:
-		return c.backoff(n), &agent.Error{Code: agent.ErrServer,
+		if !asked {
+			wait = c.backoff(n)
+		}
+		return wait, &agent.Error{Code: agent.ErrServer,
 			Message: fmt.Sprintf("Todoist is having trouble (HTTP %d); try again later", resp.StatusCode), Err: ae}
+	case asked && resp.StatusCode != http.StatusUnauthorized:
+		e := statusError(r, ae)
+		e.Message += fmt.Sprintf(" (it asked to wait %s and retry)", wait.Round(time.Second))
+		return wait, e
 	}
 	return -1, statusError(r, ae)
 }

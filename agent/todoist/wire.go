@@ -35,6 +35,7 @@ type restProject struct {
 	IsShared     bool   `json:"is_shared"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
+	CreatedAt    string `json:"created_at"`
 }
 
 // syncProject is a project from /sync.
@@ -57,6 +58,7 @@ type restSection struct {
 	SectionOrder int    `json:"section_order"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
+	AddedAt      string `json:"added_at"`
 }
 
 // syncSection is a section from /sync.
@@ -98,6 +100,7 @@ type restTask struct {
 	ChildOrder  int      `json:"child_order"`
 	Checked     bool     `json:"checked"`
 	IsDeleted   bool     `json:"is_deleted"`
+	AddedAt     string   `json:"added_at"`
 }
 
 // syncItem is a task from /sync, where tasks are "items".

@@ -87,6 +87,7 @@ type Server struct {
 	requests  map[string]int
 	total     int
 	faults    map[string]*fault
+	cmdFault  *fault
 	latency   map[string]time.Duration
 	limits    Limits
 	syncCount int
@@ -251,11 +252,25 @@ func (s *Server) FailNext(path string, n int, f Fault) {
 	s.faults[path] = &fault{f: f, left: n}
 }
 
+// FailCommands makes the next n /sync commands that would run fail on
+// their own, in sync_status, with f's status as their http_code (429:
+// LIMITS_REACHED) and f.ExtraRetryAfter as error_extra.retry_after; the
+// request itself answers 200, as a command error does
+// (developer.todoist.com/api/v1 #tag/Sync/Overview, "Response / Error":
+// error_extra.retry_after is "Seconds to wait before retrying (for
+// rate-limited requests)"). The commands are not applied.
+func (s *Server) FailCommands(n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmdFault = &fault{f: f, left: n}
+}
+
 // ClearFaults removes every injected failure.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.faults)
+	s.cmdFault = nil
 }
 
 // SetLatency delays requests to path (as in FailNext; "" for every path

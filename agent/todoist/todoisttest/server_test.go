@@ -385,14 +385,18 @@ func TestSyncWrites(t *testing.T) {
 		t.Errorf("added task %+v", added)
 	}
 
-	// The same commands again: nothing is applied twice, the mapping comes back.
+	// The same commands again: nothing is applied twice, each is "ok", and
+	// the temp ids are not mapped again (the case a client must survive).
 	before := s.Snapshot()
 	_, m = syncJSON(t, s, body)
 	if !reflect.DeepEqual(s.Snapshot(), before) {
 		t.Error("re-sent commands changed the state")
 	}
-	if got := m["temp_id_mapping"].(map[string]any)["tmp-p"]; got != pid {
-		t.Errorf("re-sent mapping %v, want %s", got, pid)
+	if got, ok := m["temp_id_mapping"].(map[string]any)["tmp-p"]; ok {
+		t.Errorf("re-sent mapping %v, want none", got)
+	}
+	if got := m["sync_status"].(map[string]any)["u1"]; got != "ok" {
+		t.Errorf("re-sent u1: %v, want ok", got)
 	}
 	if s.Applied("u1") != 1 || s.Applied("u4") != 0 {
 		t.Errorf("Applied u1=%d u4=%d", s.Applied("u1"), s.Applied("u4"))

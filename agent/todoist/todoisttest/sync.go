@@ -193,15 +193,21 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 	mapping = map[string]string{}
 	temp := map[string]string{} // temp id → real id, for this request
 	for _, c := range cmds {
-		if d, ok := s.st.done[c.UUID]; ok {
-			// Already applied: answer as before, apply nothing.
+		if _, ok := s.st.done[c.UUID]; ok {
+			// Already applied: "Todoist will not execute a command that
+			// has same UUID as a previously executed command"
+			// (developer.todoist.com/api/v1 #tag/Sync/Overview, "Command
+			// UUID"). Whether the answer still maps its temp id is
+			// undocumented (one integrator saw it mapped, once); the fake
+			// answers the case a client must survive: "ok", no
+			// temp_id_mapping, and the temp id unknown to the rest of the
+			// request.
 			status[c.UUID] = "ok"
-			for _, tid := range []string{d.tempID, c.TempID} {
-				if tid != "" && d.newID != "" {
-					temp[tid] = d.newID
-					mapping[tid] = d.newID
-				}
-			}
+			continue
+		}
+		if f := s.cmdFault; f != nil && f.left != 0 {
+			f.left--
+			status[c.UUID] = s.commandFault(f.f)
 			continue
 		}
 		a := &cmdArgs{s: s, m: c.Args, temp: temp}
@@ -219,6 +225,19 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 		}
 	}
 	return status, mapping
+}
+
+// commandFault is the sync_status of a command failed by FailCommands.
+// Callers hold s.mu.
+func (s *Server) commandFault(f Fault) *apiError {
+	var extra map[string]any
+	if f.ExtraRetryAfter > 0 {
+		extra = map[string]any{"retry_after": f.ExtraRetryAfter}
+	}
+	if f.Status == http.StatusTooManyRequests {
+		return s.newError(f.Status, 35, "LIMITS_REACHED", "Too many requests. Limits reached. Try again later", extra)
+	}
+	return s.newError(f.Status, 0, "INTERNAL_SERVER_ERROR", "Service unavailable", extra)
 }
 
 // cmdArgs reads a command's arguments.
