@@ -134,14 +134,15 @@ type restUser struct {
 
 // syncResponse is the answer to POST /sync, for reads and writes.
 type syncResponse struct {
-	SyncToken     string                     `json:"sync_token"`
-	FullSync      bool                       `json:"full_sync"`
-	Projects      []syncProject              `json:"projects"`
-	Sections      []syncSection              `json:"sections"`
-	Labels        []syncLabel                `json:"labels"`
-	Items         []syncItem                 `json:"items"`
-	SyncStatus    map[string]json.RawMessage `json:"sync_status"`
-	TempIDMapping map[string]string          `json:"temp_id_mapping"`
+	SyncToken       string                     `json:"sync_token"`
+	FullSync        bool                       `json:"full_sync"`
+	FullSyncDateUTC string                     `json:"full_sync_date_utc"`
+	Projects        []syncProject              `json:"projects"`
+	Sections        []syncSection              `json:"sections"`
+	Labels          []syncLabel                `json:"labels"`
+	Items           []syncItem                 `json:"items"`
+	SyncStatus      map[string]json.RawMessage `json:"sync_status"`
+	TempIDMapping   map[string]string          `json:"temp_id_mapping"`
 }
 
 // Priority: the API counts 1 (normal) … 4 (urgent); people and the agent
@@ -279,4 +280,31 @@ func snapshotOf(r *syncResponse) agent.Snapshot {
 		s.Tasks[i] = t.toAgent()
 	}
 	return s
+}
+
+// merge applies an incremental sync to a full one: a changed object
+// replaces its old self, a new one is added, and a deleted one
+// ({"id", "is_deleted": true}) stays deleted, for snapshotOf to drop.
+func (r *syncResponse) merge(inc *syncResponse) {
+	r.Projects = mergeByID(r.Projects, inc.Projects, func(p syncProject) string { return p.ID })
+	r.Sections = mergeByID(r.Sections, inc.Sections, func(x syncSection) string { return x.ID })
+	r.Labels = mergeByID(r.Labels, inc.Labels, func(l syncLabel) string { return l.ID })
+	r.Items = mergeByID(r.Items, inc.Items, func(t syncItem) string { return t.ID })
+	r.SyncToken = inc.SyncToken
+}
+
+func mergeByID[T any](all, changed []T, id func(T) string) []T {
+	at := make(map[string]int, len(all))
+	for i, x := range all {
+		at[id(x)] = i
+	}
+	for _, x := range changed {
+		if i, ok := at[id(x)]; ok {
+			all[i] = x
+			continue
+		}
+		at[id(x)] = len(all)
+		all = append(all, x)
+	}
+	return all
 }

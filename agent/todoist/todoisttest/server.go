@@ -39,7 +39,10 @@
 //
 // Error codes and tags that Todoist does not document (plan limits,
 // unknown commands, bad dates) are plausible stand-ins.
-// Incremental syncs are not modelled: every /sync read is a full sync.
+// A sync_token from an earlier read gets an incremental sync: what changed
+// since, deleted objects as {"id", "is_deleted": true}; a full sync says
+// when its data was made (full_sync_date_utc), and DelayFullSyncs makes
+// that data lag behind.
 //
 // Test hooks: seed data (AddProject, AddSection, AddLabel, AddTask,
 // SeedTalkInbox, SeedInbox), read state (Projects, Tasks, Task, Snapshot…),
@@ -94,6 +97,12 @@ type Server struct {
 	// tz is the user's time zone (tz_info.timezone): "today" in due
 	// strings and filters is the user's day, as in Todoist.
 	tz *time.Location
+	// tokens maps the sync tokens handed out (the last maxTokens, in
+	// tokenOrder) to the state each stands for, for incremental syncs.
+	tokens     map[string]State
+	tokenOrder []string
+	// stale, if set, is what delayed full syncs answer.
+	stale *staleFull
 }
 
 // Limits are plan limits (Todoist's documented example of a free plan:
@@ -171,6 +180,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		faults:   map[string]*fault{},
 		latency:  map[string]time.Duration{},
 		tz:       time.UTC,
+		tokens:   map[string]State{},
 	}
 	WithSeed(1)(s)
 	for _, o := range opts {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +49,7 @@ func decodeList[T any](raw json.RawMessage) ([]T, error) {
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxSyncBody)
 	var rawTypes, rawCmds json.RawMessage
+	var syncToken string
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
@@ -59,7 +62,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 			s.badBody(w, err)
 			return
 		}
-		rawTypes, rawCmds = body.ResourceTypes, body.Commands
+		rawTypes, rawCmds, syncToken = body.ResourceTypes, body.Commands, body.SyncToken
 	case "application/x-www-form-urlencoded", "multipart/form-data":
 		var err error
 		if mt == "multipart/form-data" {
@@ -73,6 +76,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		}
 		// Form fields hold JSON text.
 		rawTypes, rawCmds = json.RawMessage(r.PostForm.Get("resource_types")), json.RawMessage(r.PostForm.Get("commands"))
+		syncToken = r.PostForm.Get("sync_token")
 	default:
 		s.writeError(w, http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Unsupported content type "+mt, nil)
 		return
@@ -104,13 +108,32 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.syncCount++
-	resp := map[string]any{"sync_token": fmt.Sprintf("fake-%016x", s.rng.Uint64()), "full_sync": len(types) > 0}
+	token := fmt.Sprintf("fake-%016x", s.rng.Uint64())
+	resp := map[string]any{"sync_token": token, "full_sync": len(types) > 0}
 	if len(rawCmds) > 0 {
 		status, mapping := s.applyCommands(cmds)
 		resp["sync_status"] = status
 		resp["temp_id_mapping"] = mapping
 	}
-	s.addResources(resp, types)
+	if len(types) > 0 {
+		now := s.st.snapshot()
+		since, incremental := s.tokens[syncToken]
+		switch {
+		case incremental && syncToken != "*":
+			// Only what changed since the token's state.
+			resp["full_sync"] = false
+			s.addResources(resp, types, now, &since)
+			s.remember(token, now)
+		case s.stale != nil:
+			resp["full_sync_date_utc"] = s.stale.at.UTC().Format(time.RFC3339)
+			s.addResources(resp, types, s.stale.st, nil)
+			s.remember(token, s.stale.st)
+		default:
+			resp["full_sync_date_utc"] = s.now().UTC().Format(time.RFC3339)
+			s.addResources(resp, types, now, nil)
+			s.remember(token, now)
+		}
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -126,9 +149,8 @@ var allResources = []string{"projects", "sections", "labels", "items", "user", "
 	"filters", "reminders", "reminders_location", "collaborators", "collaborator_states",
 	"live_notifications", "user_plan_limits"}
 
-// addResources adds the resource types asked for ("all", "-x" excludes).
-// Callers hold s.mu.
-func (s *Server) addResources(resp map[string]any, types []string) {
+// wanted resolves resource_types ("all", "-x" excludes).
+func wanted(types []string) map[string]bool {
 	want := map[string]bool{}
 	for _, t := range types {
 		switch {
@@ -146,34 +168,93 @@ func (s *Server) addResources(resp map[string]any, types []string) {
 			delete(want, name)
 		}
 	}
-	for r := range want {
+	return want
+}
+
+// tombstone is a deleted object in an incremental sync.
+type tombstone struct {
+	ID        string `json:"id"`
+	IsDeleted bool   `json:"is_deleted"`
+}
+
+// addResources adds the resource types asked for, from st: everything
+// active when since is nil (a full sync), else what changed since that
+// state, with deleted objects as tombstones (an incremental sync).
+// Callers hold s.mu.
+func (s *Server) addResources(resp map[string]any, types []string, st State, since *State) {
+	for r := range wanted(types) {
 		switch r {
 		case "projects":
-			ps := s.st.activeProjects()
-			out := make([]syncProject, len(ps))
-			for i, p := range ps {
-				out[i] = p.sync()
+			old := map[string]Project{}
+			if since != nil {
+				for _, p := range since.Projects {
+					old[p.ID] = p
+				}
 			}
-			resp[r] = out
+			out := []any{}
+			for _, p := range st.Projects {
+				if since == nil && p.IsArchived {
+					continue
+				}
+				if o, ok := old[p.ID]; since != nil && ok && reflect.DeepEqual(o, p) {
+					delete(old, p.ID)
+					continue
+				}
+				delete(old, p.ID)
+				out = append(out, p.sync())
+			}
+			resp[r] = appendTombstones(out, old)
 		case "sections":
-			out := make([]sectionJSON, len(s.st.sections))
-			for i, x := range s.st.sections {
-				out[i] = s.sectionJSON(x)
+			old := map[string]Section{}
+			if since != nil {
+				for _, x := range since.Sections {
+					old[x.ID] = x
+				}
 			}
-			resp[r] = out
+			out := []any{}
+			for _, x := range st.Sections {
+				o, ok := old[x.ID]
+				delete(old, x.ID)
+				if since != nil && ok && o == x {
+					continue
+				}
+				out = append(out, s.sectionJSON(&x))
+			}
+			resp[r] = appendTombstones(out, old)
 		case "labels":
-			out := make([]syncLabel, len(s.st.labels))
-			for i, l := range s.st.labels {
-				out[i] = syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite}
+			old := map[string]Label{}
+			if since != nil {
+				for _, l := range since.Labels {
+					old[l.ID] = l
+				}
 			}
-			resp[r] = out
+			out := []any{}
+			for _, l := range st.Labels {
+				o, ok := old[l.ID]
+				delete(old, l.ID)
+				if since != nil && ok && o == l {
+					continue
+				}
+				out = append(out, syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite})
+			}
+			resp[r] = appendTombstones(out, old)
 		case "items":
-			ts := s.st.openTasks()
-			out := make([]syncItem, len(ts))
-			for i, t := range ts {
-				out[i] = s.syncItem(t)
+			old := map[string]Task{}
+			if since != nil {
+				for _, t := range since.Tasks {
+					old[t.ID] = t
+				}
 			}
-			resp[r] = out
+			out := []any{}
+			for _, t := range st.Tasks {
+				o, ok := old[t.ID]
+				delete(old, t.ID)
+				if since == nil && t.Checked || since != nil && ok && reflect.DeepEqual(o, t) {
+					continue
+				}
+				out = append(out, s.syncItem(&t))
+			}
+			resp[r] = appendTombstones(out, old)
 		case "user":
 			resp[r] = s.userJSON()
 		case "user_plan_limits":
@@ -185,6 +266,55 @@ func (s *Server) addResources(resp map[string]any, types []string) {
 			}
 		}
 	}
+}
+
+func appendTombstones[T any](out []any, gone map[string]T) []any {
+	ids := slices.Sorted(maps.Keys(gone))
+	for _, id := range ids {
+		out = append(out, tombstone{ID: id, IsDeleted: true})
+	}
+	return out
+}
+
+// maxTokens is how many sync tokens the fake remembers for incremental
+// syncs.
+const maxTokens = 64
+
+// remember keeps the state a sync token stands for. Callers hold s.mu.
+func (s *Server) remember(token string, st State) {
+	s.tokens[token] = st
+	s.tokenOrder = append(s.tokenOrder, token)
+	if len(s.tokenOrder) > maxTokens {
+		delete(s.tokens, s.tokenOrder[0])
+		s.tokenOrder = s.tokenOrder[1:]
+	}
+}
+
+// DelayFullSyncs makes every later full sync answer the data as it is now,
+// with full_sync_date_utc saying so, until ServeFreshFullSyncs: "For big
+// accounts, the data in the initial sync may be returned with some delay,
+// and newer objects and updates may seem to be missing"; an incremental
+// sync with that answer's sync_token gets the latest updates
+// (developer.todoist.com/api/v1 #tag/Sync/Overview, "Full sync data
+// delay").
+func (s *Server) DelayFullSyncs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st.snapshot()
+	s.stale = &staleFull{at: s.now(), st: st}
+}
+
+// ServeFreshFullSyncs ends DelayFullSyncs.
+func (s *Server) ServeFreshFullSyncs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale = nil
+}
+
+// staleFull is the data delayed full syncs answer.
+type staleFull struct {
+	at time.Time
+	st State
 }
 
 // applyCommands runs commands in order. Callers hold s.mu.
