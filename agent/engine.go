@@ -152,7 +152,7 @@ type Outcome struct {
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
-	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol, e.cfg.Now())})
+	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol, e.now(ctx))})
 	for _, m := range in.History {
 		if m.Role == RoleUser || m.Role == RoleAssistant {
 			tr.Messages = append(tr.Messages, Message{Role: m.Role, Content: m.Text})
@@ -179,6 +179,7 @@ func (e *Engine) Resume(ctx context.Context, tr *Transcript, answer string, h Ho
 		}
 		r.answer(answer)
 	}
+	r.redate(ctx)
 	return r.run(ctx)
 }
 

@@ -1,11 +1,52 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 )
+
+// todayLayout is how the prompt names the day.
+const todayLayout = "Monday, 2 January 2006"
+
+// now returns the current time in the user's time zone when the to-do
+// service knows it (TimeZoner), else in the server's: "today" in the
+// prompt is the user's day.
+func (e *Engine) now(ctx context.Context) time.Time {
+	t := e.cfg.Now()
+	if tz, ok := e.tasks.(TimeZoner); ok {
+		if loc, err := tz.TimeZone(ctx); err == nil && loc != nil {
+			t = t.In(loc)
+		}
+	}
+	return t
+}
+
+// redate brings the date in a resumed run's system prompt up to today
+// (the user's): a run that waited overnight must not plan with
+// yesterday's date.
+func (r *runner) redate(ctx context.Context) {
+	if len(r.tr.Messages) == 0 || r.tr.Messages[0].Role != RoleSystem {
+		return
+	}
+	r.tr.Messages[0].Content = withToday(r.tr.Messages[0].Content, r.e.now(ctx))
+}
+
+// withToday replaces the "Today is …." sentence of a system prompt.
+func withToday(prompt string, now time.Time) string {
+	const lead = "Today is "
+	i := strings.Index(prompt, lead)
+	if i < 0 {
+		return prompt
+	}
+	j := strings.Index(prompt[i:], ".\n")
+	if j < 0 {
+		return prompt
+	}
+	return prompt[:i] + lead + now.Format(todayLayout) + prompt[i+j:]
+}
 
 // SystemPrompt returns the system prompt for a protocol, dated now.
 func SystemPrompt(p Protocol, now time.Time) string {
@@ -20,7 +61,7 @@ Work in steps: think, act, read the observation, repeat; finish with final_answe
 - When an observation reports an error, fix the call; never repeat a failing call unchanged.
 - Use ask_user only when you cannot go on without the user's answer.
 - final_answer is read on a phone: short plain text saying what you did.
-`, now.Format("Monday, 2 January 2006"))
+`, now.Format(todayLayout))
 	if p == ProtocolJSON {
 		b.WriteString(`
 Reply with exactly one JSON object and nothing else:

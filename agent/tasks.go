@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Priority is a task priority as people see it in Todoist: "p1" (urgent)
@@ -63,6 +64,35 @@ type Task struct {
 	Due         string `json:"due,omitempty"`
 	DueDate     string `json:"due_date,omitempty"`
 	IsRecurring bool   `json:"is_recurring,omitempty"`
+	// DueTimezone is the IANA zone of a due date fixed in time
+	// (DueDate "2026-05-20T10:00:00Z"); empty for a full-day or floating
+	// date, which is the user's local day or time.
+	DueTimezone string `json:"due_timezone,omitempty"`
+}
+
+// DueAsStored returns the task's due date as Todoist stores it, for setting it
+// back exactly (undo), or nil when the task has no due date.
+func (t Task) DueAsStored() *Due {
+	if t.DueDate == "" {
+		return nil
+	}
+	d := &Due{Date: t.DueDate, Timezone: t.DueTimezone, IsRecurring: t.IsRecurring}
+	if t.IsRecurring {
+		d.String = t.Due
+	}
+	return d
+}
+
+// Due is a due date as Todoist stores it. Date is "2026-05-20" (a full
+// day), "2026-05-20T12:00:00" (a floating time: the user's local time) or
+// "2026-05-20T10:00:00Z" (a fixed time, in UTC, with its Timezone). A
+// recurring due date also needs its String ("every mon"): a date alone
+// cannot make a recurrence.
+type Due struct {
+	Date        string `json:"date"`
+	Timezone    string `json:"timezone,omitempty"`
+	String      string `json:"string,omitempty"`
+	IsRecurring bool   `json:"is_recurring,omitempty"`
 }
 
 // Snapshot is everything get_overview needs, read in one request.
@@ -109,6 +139,11 @@ const (
 	ReopenTask    WriteKind = "item_uncomplete"
 	DeleteTask    WriteKind = "item_delete"
 	DeleteProject WriteKind = "project_delete"
+	// RestoreOccurrence moves a recurring task that was completed (and so
+	// moved to its next date) back to the occurrence in Due: Todoist's
+	// item_update_date_complete with is_forward 0, the documented
+	// uncompletion of one occurrence.
+	RestoreOccurrence WriteKind = "item_update_date_complete"
 )
 
 // Write is one change to Todoist. Its UUID is chosen by the caller before
@@ -142,12 +177,17 @@ type Write struct {
 	DueString   *string   `json:"due_string,omitempty"`
 	Priority    Priority  `json:"priority,omitempty"`
 	Labels      *[]string `json:"labels,omitempty"`
+	// Due sets the due date exactly as Todoist stored it (undo), where a
+	// DueString would be read again relative to today. It takes the place
+	// of DueString; RestoreOccurrence requires it.
+	Due *Due `json:"due,omitempty"`
 }
 
 // WriteResult is what became of one Write.
 type WriteResult struct {
 	UUID string `json:"uuid"`
-	// NewID is the id of the object a create made.
+	// NewID is the id of the object a create made; a create whose Err is
+	// nil always has one (never a temp id).
 	NewID string `json:"new_id,omitempty"`
 	// Err is nil when the write was applied; otherwise it is usually an
 	// *Error saying why not.
@@ -174,6 +214,14 @@ type Tasks interface {
 	// failure of the whole batch (after which some writes may be applied:
 	// re-send the same batch, which is safe, to finish it).
 	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
+}
+
+// TimeZoner is implemented by a Tasks that knows its user's time zone
+// (Todoist: the user's tz_info). The engine dates its prompt in that zone,
+// so "today" is the user's day, not the server's.
+type TimeZoner interface {
+	// TimeZone returns the user's time zone.
+	TimeZone(ctx context.Context) (*time.Location, error)
 }
 
 // ErrorCode classifies an error from a service the agent uses.

@@ -95,3 +95,34 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 	}
 	return rep, nil
 }
+
+// restoreDue makes inv, the inverse of an update that changes old's due
+// date, put back the date Todoist stored: the date (or date and time with
+// its zone) and, for a recurring task, its recurrence. Re-sending the old
+// due string would read it again relative to today ("tomorrow" moves).
+func restoreDue(inv *Write, old Task) {
+	if d := old.DueAsStored(); d != nil {
+		inv.Due = d
+		return
+	}
+	if old.Due != "" { // only a string is known: the best there is
+		inv.DueString = strp(old.Due)
+		return
+	}
+	inv.DueString = strp("no date")
+}
+
+// completeInverse undoes closing t. A task is reopened; a recurring task,
+// which closing moved to its next date and left open, goes back to the
+// occurrence it was at (Todoist documents item_update_date_complete with
+// is_forward 0 as the uncompletion of one occurrence:
+// developer.todoist.com/api/v1 #tag/Sync/Tasks/Complete-a-recurring-task).
+func completeInverse(t Task) []Write {
+	if !t.IsRecurring {
+		return []Write{{Kind: ReopenTask, ID: t.ID}}
+	}
+	if d := t.DueAsStored(); d != nil {
+		return []Write{{Kind: RestoreOccurrence, ID: t.ID, Due: d}}
+	}
+	return []Write{{Kind: UpdateTask, ID: t.ID, DueString: strp(t.Due)}}
+}

@@ -218,11 +218,7 @@ func (r *runner) planWrite(ctx context.Context, c call) (*plan, []Write, error) 
 				changed = append(changed, "description")
 			}
 			if u.DueString != nil {
-				if old.Due != "" {
-					inv.DueString = strp(old.Due)
-				} else {
-					inv.DueString = strp("no date")
-				}
+				restoreDue(&inv, old)
 				changed = append(changed, "due date")
 			}
 			if u.Priority != nil {
@@ -262,11 +258,10 @@ func (r *runner) planWrite(ctx context.Context, c call) (*plan, []Write, error) 
 				p.add(&ws, Write{Kind: DeleteTask, ID: id}, planItem{Ref: id, Obs: fmt.Sprintf("Deleted %s %q", id, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
 				continue
 			}
-			inv := []Write{{Kind: ReopenTask, ID: id}}
+			inv := completeInverse(t)
 			obs := fmt.Sprintf("Completed %s %q", id, t.Content)
 			if t.IsRecurring {
 				// Closing a recurring task moves it to its next date.
-				inv = []Write{{Kind: UpdateTask, ID: id, DueString: strp(t.Due)}}
 				obs += " (recurring: moved to its next date)"
 			}
 			p.add(&ws, Write{Kind: CloseTask, ID: id}, planItem{Ref: id, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: inv})

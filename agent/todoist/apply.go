@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
@@ -32,7 +35,7 @@ type command struct {
 }
 
 type syncWrite struct {
-	Commands []command `json:"commands"`
+	Commands []json.RawMessage `json:"commands"`
 }
 
 func isCreate(k agent.WriteKind) bool {
@@ -44,8 +47,8 @@ func isCreate(k agent.WriteKind) bool {
 }
 
 // Apply implements agent.Tasks. Each Write becomes the /sync command its
-// Kind names; the batch goes out in requests of at most 100 commands, in
-// order, and a later write may name an earlier one's TempID as its ID,
+// Kind names; the batch goes out in requests of at most 100 commands and
+// 1 MiB, in order, and a later write may name an earlier one's TempID as its ID,
 // ProjectID or SectionID, within a request or across requests.
 //
 // The Write's UUID is the command's uuid, the idempotency key: the caller
@@ -81,66 +84,213 @@ func (c *Client) Apply(ctx context.Context, writes []agent.Write) ([]agent.Write
 	for i, w := range ws {
 		results[i].UUID = w.UUID
 	}
-	resolved := map[string]string{} // temp id → real id, from earlier requests
-	failed := map[string]bool{}     // temp ids whose create failed
-	for start := 0; start < len(ws); start += maxCommands {
-		end := min(start+maxCommands, len(ws))
-		cmds := make([]command, 0, end-start)
-		sent := make([]int, 0, end-start) // index in ws of each command
-		for i := start; i < end; i++ {
-			w, err := substitute(ws[i], start, declared, resolved, failed)
-			if err != nil {
-				results[i].Err = err
-				if w.TempID != "" {
-					failed[w.TempID] = true
+	b := &batch{c: c, ws: ws, results: results, declared: declared, done: make([]bool, len(ws)),
+		resolved: map[string]string{}, failed: map[string]bool{}}
+	for start := 0; start < len(ws); {
+		sent, end := b.chunk(start)
+		if len(sent) > 0 {
+			if err := b.send(ctx, sent); err != nil {
+				for i := start; i < len(ws); i++ {
+					if results[i].Err == nil && !b.done[i] {
+						results[i].Err = err
+					}
 				}
-				continue
+				return results, fmt.Errorf("todoist: apply writes %d–%d of %d: %w", start+1, end, len(ws), err)
 			}
-			cmds = append(cmds, toCommand(w))
-			sent = append(sent, i)
 		}
-		if len(cmds) == 0 {
+		start = end
+	}
+	return results, nil
+}
+
+// maxRequestBody is the largest POST body Todoist takes: "There is a
+// 1 MiB HTTP request body limit on POST requests"
+// (developer.todoist.com/api/v1 #tag/Request-limits).
+const maxRequestBody = 1 << 20
+
+// batch is one Apply: the writes, their results, and the temp ids met so
+// far.
+type batch struct {
+	c        *Client
+	ws       []agent.Write
+	results  []agent.WriteResult
+	done     []bool            // Todoist confirmed the write at this index
+	declared map[string]int    // temp id → index of the write that declares it
+	resolved map[string]string // temp id → real id, from earlier requests
+	failed   map[string]bool   // temp ids whose create failed
+}
+
+// fail records a write's error; a failed create's temp id fails the
+// writes that use it later.
+func (b *batch) fail(i int, err error) {
+	b.results[i].Err = err
+	if t := b.ws[i].TempID; t != "" {
+		b.failed[t] = true
+	}
+}
+
+// chunk picks the writes of the next request from start: at most 100
+// commands and at most maxRequestBody bytes. It returns their indexes and
+// where the next request starts.
+func (b *batch) chunk(start int) (sent []int, end int) {
+	size := len(`{"commands":[]}`)
+	end = start
+	for i := start; i < len(b.ws) && len(sent) < maxCommands; i++ {
+		w, err := substitute(b.ws[i], start, b.declared, b.resolved, b.failed)
+		if err != nil {
+			b.fail(i, err)
+			end = i + 1
 			continue
+		}
+		raw, _ := json.Marshal(toCommand(w))
+		add := len(raw)
+		if len(sent) > 0 {
+			add++ // the comma
+		}
+		if size+add > maxRequestBody {
+			if len(sent) > 0 {
+				break
+			}
+			b.fail(i, invalid("%s is larger than Todoist's 1 MiB request limit; shorten it", describe(w)))
+			end = i + 1
+			continue
+		}
+		size += add
+		sent = append(sent, i)
+		end = i + 1
+	}
+	return sent, end
+}
+
+// send sends the writes at indexes sent (one request) and records what
+// became of each. Commands that failed asking to wait (error_extra.retry_after,
+// a rate limit, a server error), and those after them that failed too,
+// are sent again after the wait, within the client's retry budget; a
+// create that Todoist reports done without a new id (a command re-sent
+// after a lost answer) gets its id by reading, and the commands that
+// could not use its temp id are sent again with the real one.
+func (b *batch) send(ctx context.Context, sent []int) error {
+	var waited time.Duration
+	for round := 0; ; round++ {
+		cmds := make([]json.RawMessage, len(sent))
+		subs := make(map[int]agent.Write, len(sent))
+		for k, i := range sent {
+			// Every temp id resolved so far is replaced; the others are
+			// declared in this request, for Todoist to resolve.
+			w, err := substitute(b.ws[i], len(b.ws), b.declared, b.resolved, b.failed)
+			if err != nil {
+				w = b.ws[i] // a failed temp id: Todoist will say so
+			}
+			subs[i] = w
+			cmds[k], _ = json.Marshal(toCommand(w))
 		}
 		body, err := json.Marshal(syncWrite{Commands: cmds})
 		if err != nil {
-			return results, fmt.Errorf("todoist: apply %d writes: encode: %w", len(ws), err)
+			return fmt.Errorf("encode: %w", err)
 		}
 		var resp syncResponse
-		if err := c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
-			for i := start; i < len(ws); i++ {
-				if results[i].Err == nil {
-					results[i].Err = err
-				}
-			}
-			return results, fmt.Errorf("todoist: apply writes %d–%d of %d: %w", start+1, end, len(ws), err)
+		if err := b.c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
+			return err
 		}
+		var again []int
+		var wait time.Duration
+		unmapped := map[string]int{} // temp id → index, of creates done without a new id
+		deferred := map[int]*apiError{}
 		for _, i := range sent {
-			w := ws[i]
+			w := subs[i]
 			raw, ok := resp.SyncStatus[w.UUID]
 			if !ok {
-				results[i].Err = &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))}
-				if w.TempID != "" {
-					failed[w.TempID] = true
-				}
+				b.fail(i, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))})
 				continue
 			}
-			if ae := commandStatus(raw); ae != nil {
-				results[i].Err = commandError(w, ae, declared)
-				if w.TempID != "" {
-					failed[w.TempID] = true
+			ae := commandStatus(raw)
+			if ae == nil {
+				b.results[i].Err = nil
+				b.done[i] = true
+				delete(b.failed, w.TempID)
+				if w.TempID == "" {
+					continue
 				}
-				continue
-			}
-			if w.TempID != "" {
 				if id := resp.TempIDMapping[w.TempID]; id != "" {
-					results[i].NewID = id
-					resolved[w.TempID] = id
+					b.results[i].NewID = id
+					b.resolved[w.TempID] = id
+				} else {
+					unmapped[w.TempID] = i
+				}
+				continue
+			}
+			if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
+				again = append(again, i)
+				deferred[i] = ae
+				wait = max(wait, d)
+				continue
+			}
+			b.fail(i, commandError(b.ws[i], ae, b.declared))
+			deferred[i] = ae
+		}
+		if len(unmapped) > 0 {
+			if err := b.findCreated(ctx, unmapped); err != nil {
+				return err
+			}
+			// Commands that could not use a temp id found only now.
+			found := map[string]bool{}
+			for t := range unmapped {
+				found[t] = b.resolved[t] != ""
+			}
+			for _, i := range sent {
+				if ae := deferred[i]; ae != nil && isTempIDError(ae) && b.results[i].Err != nil && usesAny(b.ws[i], found) && !slices.Contains(again, i) {
+					again = append(again, i)
 				}
 			}
+			slices.Sort(again)
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if round >= maxCommandRounds || waited+wait > b.c.maxRetryWait {
+			for _, i := range again {
+				b.fail(i, commandError(b.ws[i], deferred[i], b.declared))
+			}
+			return nil
+		}
+		if wait > 0 {
+			b.c.log.DebugContext(ctx, "todoist: re-sending commands", slog.Int("commands", len(again)), slog.Duration("wait", wait))
+			if err := b.c.sleep(ctx, wait); err != nil {
+				return err
+			}
+			waited += wait
+		}
+		for _, i := range again {
+			b.results[i].Err = nil
+		}
+		sent = again
+	}
+}
+
+// maxCommandRounds bounds how often send re-sends commands of one request.
+const maxCommandRounds = 5
+
+// commandWait reports whether a failed command is worth sending again and
+// after how long: one that states a wait (error_extra.retry_after, honoured
+// whatever its status), is rate limited, or met a server error.
+func (c *Client) commandWait(ae *apiError, round int) (time.Duration, bool) {
+	if s := ae.retryAfter(); s > 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if ae.Tag == "LIMITS_REACHED" || ae.HTTPCode == http.StatusTooManyRequests || ae.HTTPCode >= 500 {
+		return c.backoff(round), true
+	}
+	return 0, false
+}
+
+// usesAny reports whether w refers to one of the temp ids marked true.
+func usesAny(w agent.Write, temp map[string]bool) bool {
+	for _, id := range []string{w.ID, w.ProjectID, w.SectionID, w.ParentID} {
+		if temp[id] {
+			return true
 		}
 	}
-	return results, nil
+	return false
 }
 
 // commandStatus returns nil for an "ok" status, else the error object.
@@ -217,6 +367,14 @@ func validate(ws []agent.Write) (map[string]int, error) {
 			}
 		case agent.CloseTask, agent.ReopenTask, agent.DeleteTask:
 			err = needID("task")
+		case agent.RestoreOccurrence:
+			if err = needID("task"); err == nil {
+				if w.Due == nil {
+					err = bad("the occurrence to go back to is missing")
+				} else {
+					err = checkDue(bad, w.Due)
+				}
+			}
 		case agent.DeleteProject:
 			err = needID("project")
 		default:
@@ -257,6 +415,11 @@ func checkTask(bad func(string, ...any) error, w agent.Write) error {
 	if w.DueString != nil && utf8.RuneCountInString(*w.DueString) > maxDueString {
 		return bad("the due string is longer than %d characters", maxDueString)
 	}
+	if w.Due != nil {
+		if err := checkDue(bad, w.Due); err != nil {
+			return err
+		}
+	}
 	if w.Priority != "" && !w.Priority.Valid() {
 		return bad("priority %q is not one of p1 (urgent), p2, p3, p4 (none)", w.Priority)
 	}
@@ -268,6 +431,32 @@ func checkTask(bad func(string, ...any) error, w agent.Write) error {
 		}
 	}
 	return nil
+}
+
+// checkDue checks a due date to set as stored: one of the three forms of
+// date Todoist documents (developer.todoist.com/api/v1 #tag/Due-dates).
+func checkDue(bad func(string, ...any) error, d *agent.Due) error {
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.RFC3339Nano} {
+		if _, err := time.Parse(layout, d.Date); err == nil {
+			return nil
+		}
+	}
+	return bad("due date %q is not YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS or an RFC 3339 time in UTC", d.Date)
+}
+
+// dueArg is a due date set as stored ("Create or update due date from a
+// date object", developer.todoist.com/api/v1 #tag/Due-dates): the date,
+// the zone of a fixed time, and for a recurring date its string, since a
+// date alone "does not allow you to create recurring due dates".
+func dueArg(d *agent.Due) map[string]any {
+	m := map[string]any{"date": d.Date}
+	if d.Timezone != "" {
+		m["timezone"] = d.Timezone
+	}
+	if d.IsRecurring && d.String != "" {
+		m["string"] = d.String
+	}
+	return m
 }
 
 // substitute replaces the temp ids that earlier requests of the batch
@@ -341,6 +530,12 @@ func toCommand(w agent.Write) command {
 		} else {
 			args["section_id"] = w.SectionID
 		}
+	case agent.RestoreOccurrence:
+		// is_forward 0: "uncompletion (e.g., via undo)"
+		// (developer.todoist.com/api/v1 #tag/Sync/Tasks/Complete-a-recurring-task).
+		args["id"] = w.ID
+		args["due"] = dueArg(w.Due)
+		args["is_forward"] = 0
 	default: // item_close, item_uncomplete, item_delete, project_delete
 		args["id"] = w.ID
 	}
@@ -356,7 +551,9 @@ func taskArgs(args map[string]any, w agent.Write, update bool) {
 	if w.Description != nil {
 		args["description"] = *w.Description
 	}
-	if w.DueString != nil {
+	if w.Due != nil {
+		args["due"] = dueArg(w.Due)
+	} else if w.DueString != nil {
 		switch s := strings.TrimSpace(*w.DueString); {
 		case s == "" || strings.EqualFold(s, "no date"):
 			if update {
@@ -391,20 +588,49 @@ func describe(w agent.Write) string {
 	return fmt.Sprintf("%s of %s %s", w.Kind, idKind(w.Kind), w.ID)
 }
 
+// notFoundTags maps the error_tag of a command that names a missing
+// object to that object's kind. /sync names the kind in the tag
+// (ITEM_NOT_FOUND, …; REST says NOT_FOUND), and the error object's other
+// fields are optional (developer.todoist.com/api/v1 #tag/Sync/Overview,
+// "Response / Error": "The error object may contain the following
+// fields"), so the tag is read first and http_code only after it.
+var notFoundTags = map[string]string{
+	"ITEM_NOT_FOUND":    "task",
+	"TASK_NOT_FOUND":    "task",
+	"PROJECT_NOT_FOUND": "project",
+	"SECTION_NOT_FOUND": "section",
+	"LABEL_NOT_FOUND":   "label",
+	"NOT_FOUND":         "",
+}
+
+// isTempIDError reports an "Invalid temporary id" error: error_code 15
+// in the docs' example, INVALID_TEMP_ID as a tag.
+func isTempIDError(ae *apiError) bool {
+	return ae.Code == invalidTempIDCode || ae.Tag == "INVALID_TEMP_ID" || ae.Tag == "INVALID_TEMPID"
+}
+
 // commandError maps a failed command to an *agent.Error naming what the
-// model sent (w holds the caller's ids, temp ids included).
+// model sent (w holds the caller's ids, temp ids included). The error
+// tag decides where there is one; http_code is the fallback.
 func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.Error {
+	tagKind, tagNotFound := notFoundTags[ae.Tag]
 	switch {
-	case ae.HTTPCode == http.StatusTooManyRequests:
+	case ae.Tag == "LIMITS_REACHED" || ae.HTTPCode == http.StatusTooManyRequests:
 		return &agent.Error{Code: agent.ErrRateLimited, Message: "Todoist's rate limit is reached; re-send this write later", Err: ae}
 	case isPlanLimit(ae):
 		return &agent.Error{Code: agent.ErrPlanLimit, Message: planLimitMessage(ae), Err: ae}
-	case ae.HTTPCode == http.StatusUnauthorized:
+	case tagNotFound || isTempIDError(ae) || ae.Tag == "" && ae.HTTPCode == http.StatusNotFound:
+		kind, id := missingObject(w, ae, tagKind, declared)
+		if id == "" {
+			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
+		}
+		return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("no %s with id %s", kind, id), Err: ae}
+	case strings.HasPrefix(ae.Tag, "AUTH_") || ae.HTTPCode == http.StatusUnauthorized:
 		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
 	case ae.HTTPCode == http.StatusForbidden:
 		return &agent.Error{Code: agent.ErrForbidden, Message: fmt.Sprintf("Todoist does not allow %s (%s)", describe(w), orDefault(ae.Message, "forbidden")), Err: ae}
-	case ae.HTTPCode == http.StatusNotFound || ae.Tag == "NOT_FOUND" || ae.Code == invalidTempIDCode:
-		kind, id := missingObject(w, ae, declared)
+	case ae.HTTPCode == http.StatusNotFound:
+		kind, id := missingObject(w, ae, "", declared)
 		if id == "" {
 			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
 		}
@@ -420,9 +646,9 @@ func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.E
 }
 
 // missingObject works out which object a not-found command error is about:
-// from the argument the server names, else from the words of its message,
-// else from the kind of write.
-func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, id string) {
+// from the argument the server names, else from the kind its tag names,
+// else from the words of its message, else from the kind of write.
+func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[string]int) (kind, id string) {
 	byArg := map[string]struct{ kind, id string }{
 		"id":         {idKind(w.Kind), w.ID},
 		"project_id": {"project", w.ProjectID},
@@ -432,7 +658,7 @@ func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, 
 	if a, ok := byArg[ae.argument()]; ok && a.id != "" {
 		return a.kind, a.id
 	}
-	if ae.Code == invalidTempIDCode {
+	if isTempIDError(ae) {
 		// The bad id is a temp id of the batch, or else one that does not
 		// even look like a Todoist id.
 		for _, arg := range []string{"id", "project_id", "section_id", "parent_id"} {
@@ -441,6 +667,29 @@ func missingObject(w agent.Write, ae *apiError, declared map[string]int) (kind, 
 					return a.kind, a.id
 				}
 			}
+		}
+	}
+	switch tagKind {
+	case "task":
+		if w.ID != "" && idKind(w.Kind) == "task" {
+			return "task", w.ID
+		}
+	case "section":
+		if w.SectionID != "" {
+			return "section", w.SectionID
+		}
+	case "label":
+		if w.ID != "" && idKind(w.Kind) == "label" {
+			return "label", w.ID
+		}
+	case "project":
+		switch {
+		case w.Kind == agent.DeleteProject:
+			return "project", w.ID
+		case w.Kind == agent.AddProject:
+			return "project", w.ParentID
+		case w.ProjectID != "":
+			return "project", w.ProjectID
 		}
 	}
 	msg := strings.ToLower(ae.Message)

@@ -1,9 +1,11 @@
 package todoist_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
@@ -436,5 +438,102 @@ func TestApplyBatchFailure(t *testing.T) {
 	}
 	if n := len(srv.Tasks()); n != 0 {
 		t.Errorf("%d open tasks, want 0", n)
+	}
+}
+
+// A batch re-sent after its first request was applied and its answer lost:
+// the re-sent create is "ok" without its new id, and the write after it,
+// which was never applied, cannot use its temp id. The client finds the
+// new id by reading and sends that write again with it.
+func TestApplyResentCreateFindsItsID(t *testing.T) {
+	c, srv := newClient(t)
+	srv.AddProject(todoisttest.Project{Name: "Trip"}) // an older namesake elsewhere
+	old := srv.AddTask(todoisttest.Task{Content: "Book a hotel"})
+	create := w(agent.Write{Kind: agent.AddProject, TempID: "tmp-trip", Name: "Trip"})
+	first, err := c.Apply(t.Context(), []agent.Write{create})
+	if err != nil || first[0].Err != nil || first[0].NewID == "" {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	ws := []agent.Write{
+		create,
+		w(agent.Write{Kind: agent.AddTask, TempID: "tmp-hotel", Content: strp("Book a hotel"), ProjectID: "tmp-trip"}),
+		w(agent.Write{Kind: agent.MoveTask, ID: old.ID, ProjectID: "tmp-trip"}),
+	}
+	res, err := c.Apply(t.Context(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Errorf("write %d: %v", i, r.Err)
+		}
+	}
+	if res[0].NewID != first[0].NewID {
+		t.Errorf("re-sent create's id = %q, want %q", res[0].NewID, first[0].NewID)
+	}
+	added, ok := srv.Task(res[1].NewID)
+	if !ok || added.ProjectID != first[0].NewID || strings.HasPrefix(res[1].NewID, "tmp-") {
+		t.Errorf("added task %q: %+v", res[1].NewID, added)
+	}
+	if moved, _ := srv.Task(old.ID); moved.ProjectID != first[0].NewID {
+		t.Errorf("moved task is in %s, want %s", moved.ProjectID, first[0].NewID)
+	}
+	if n := srv.Applied(create.UUID); n != 1 {
+		t.Errorf("the create was applied %d times", n)
+	}
+}
+
+// "There is a 1 MiB HTTP request body limit on POST requests"
+// (developer.todoist.com/api/v1 #tag/Request-limits): a batch of long
+// tasks is split by size as well as by count.
+func TestApplySplitsAtTheBodyLimit(t *testing.T) {
+	c, srv := newClient(t)
+	long := strings.Repeat("notes ", 2700) // 16,200 bytes, under the 16,383 limit
+	ws := make([]agent.Write, 100)
+	for i := range ws {
+		ws[i] = w(agent.Write{Kind: agent.AddTask, Content: strp(fmt.Sprintf("Task %d", i)), Description: &long})
+	}
+	res, err := c.Apply(t.Context(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil || r.NewID == "" {
+			t.Fatalf("write %d: %+v", i, r)
+		}
+	}
+	if n := srv.Requests("/sync"); n != 2 {
+		t.Errorf("%d /sync requests for 1.6 MB of writes, want 2", n)
+	}
+	if n := len(srv.Tasks()); n != 100 {
+		t.Errorf("%d tasks, want 100", n)
+	}
+}
+
+// A command that fails on its own asking to wait (error_extra.retry_after
+// in its sync_status) is sent again after that wait, with the commands
+// after it that failed because of it.
+func TestApplyCommandRetryAfter(t *testing.T) {
+	srv := todoisttest.New(t)
+	c, rec := recordingClient(t, srv)
+	srv.FailCommands(1, todoisttest.Fault{Status: 429, ExtraRetryAfter: 3})
+	ws := []agent.Write{
+		w(agent.Write{Kind: agent.AddProject, TempID: "tmp-p", Name: "Garden"}),
+		w(agent.Write{Kind: agent.AddTask, Content: strp("Plant tulips"), ProjectID: "tmp-p"}),
+	}
+	res, err := c.Apply(t.Context(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil || r.NewID == "" {
+			t.Errorf("write %d: %+v", i, r)
+		}
+	}
+	if !equalDurations(rec.waits, []time.Duration{3 * time.Second}) {
+		t.Errorf("waits %v, want [3s]", rec.waits)
+	}
+	if p, ok := srv.ProjectByName("Garden"); !ok || len(srv.TasksIn(p.ID)) != 1 {
+		t.Errorf("projects %+v", srv.Projects())
 	}
 }

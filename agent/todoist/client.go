@@ -25,7 +25,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	_ "time/tzdata" // users' time zones, on hosts without a zone database
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -57,7 +59,15 @@ type Client struct {
 	backoffBase  time.Duration
 	backoffMax   time.Duration
 	sleep        func(ctx context.Context, d time.Duration) error
+	now          func() time.Time
+
+	zoneMu sync.Mutex // protects the fields below
+	// zone is the user's time zone as last read, trusted until zoneUntil.
+	zone      *time.Location
+	zoneUntil time.Time
 }
+
+var _ agent.TimeZoner = (*Client)(nil)
 
 var _ agent.Tasks = (*Client)(nil)
 
@@ -88,6 +98,12 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *Client) { c.sleep = sleep }
 }
 
+// WithClock sets the clock the client reads (for how long it trusts the
+// user's time zone); the default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) { c.now = now }
+}
+
 // WithLogger sets the logger for retries (debug level). The default
 // discards.
 func WithLogger(l *slog.Logger) Option {
@@ -113,6 +129,7 @@ func New(token, baseURL string, hc *http.Client, opts ...Option) *Client {
 		backoffBase:  DefaultBackoffBase,
 		backoffMax:   DefaultBackoffMax,
 		sleep:        sleepContext,
+		now:          time.Now,
 	}
 	for _, o := range opts {
 		o(c)
@@ -221,23 +238,33 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := parseAPIError(resp.StatusCode, raw)
+	// A stated wait (Retry-After, error_extra.retry_after: "Seconds to
+	// wait before retrying", developer.todoist.com/api/v1
+	// #tag/Sync/Overview) is honoured whatever the status.
+	wait, asked := retryAfter(resp.Header.Get("Retry-After"), ae, c.now())
 	switch {
 	case resp.StatusCode == http.StatusGone:
 		return -1, &agent.Error{Code: agent.ErrRetired,
 			Message: fmt.Sprintf("retired Todoist endpoint %s (HTTP 410): this is a bug in tidybot", r), Err: ae}
-	case resp.StatusCode == http.StatusTooManyRequests:
-		wait, ok := retryAfter(resp.Header.Get("Retry-After"), ae, time.Now())
-		if !ok {
+	case resp.StatusCode == http.StatusTooManyRequests || ae.Tag == "LIMITS_REACHED":
+		if !asked {
 			wait = c.backoff(n)
 		}
 		msg := "Todoist's rate limit is reached; try again in a few minutes"
-		if ok {
+		if asked {
 			msg = fmt.Sprintf("Todoist's rate limit is reached (it asks to wait %s); try again later", wait.Round(time.Second))
 		}
 		return wait, &agent.Error{Code: agent.ErrRateLimited, Message: msg, Err: ae}
 	case resp.StatusCode >= 500:
-		return c.backoff(n), &agent.Error{Code: agent.ErrServer,
+		if !asked {
+			wait = c.backoff(n)
+		}
+		return wait, &agent.Error{Code: agent.ErrServer,
 			Message: fmt.Sprintf("Todoist is having trouble (HTTP %d); try again later", resp.StatusCode), Err: ae}
+	case asked && resp.StatusCode != http.StatusUnauthorized:
+		e := statusError(r, ae)
+		e.Message += fmt.Sprintf(" (it asked to wait %s and retry)", wait.Round(time.Second))
+		return wait, e
 	}
 	return -1, statusError(r, ae)
 }
@@ -382,8 +409,12 @@ func statusError(r call, ae *apiError) *agent.Error {
 		Message: fmt.Sprintf("unexpected answer from Todoist to %s (HTTP %d)", r, ae.HTTPCode)}
 }
 
+// isPlanLimit reports a plan limit: a 403, or a tag such as
+// MAX_PROJECTS_LIMIT_REACHED (a command error may carry only its tag).
 func isPlanLimit(ae *apiError) bool {
-	return ae.HTTPCode == http.StatusForbidden && strings.Contains(strings.ToUpper(ae.Tag), "LIMIT")
+	tag := strings.ToUpper(ae.Tag)
+	return ae.HTTPCode == http.StatusForbidden && strings.Contains(tag, "LIMIT") ||
+		strings.HasSuffix(tag, "_LIMIT_REACHED") && tag != "LIMITS_REACHED"
 }
 
 func planLimitMessage(ae *apiError) string {

@@ -136,6 +136,24 @@ func TestCommandError(t *testing.T) {
 			"Todoist rejected item_update of task X: Invalid argument value (argument due)"},
 		{"server", agent.Write{Kind: agent.CloseTask, ID: "X"},
 			apiError{Message: "oops", HTTPCode: 500}, agent.ErrServer, "Todoist failed on item_close of task X; re-sending the same batch is safe"},
+		// A command error may carry only some fields; the tag names the
+		// kind of what is missing (developer.todoist.com/api/v1
+		// #tag/Sync/Overview, "Response / Error").
+		{"tag only: missing task", agent.Write{Kind: agent.MoveTask, ID: "X", ProjectID: "P"},
+			apiError{Message: "Not found", Tag: "ITEM_NOT_FOUND"}, agent.ErrNotFound, "no task with id X"},
+		{"tag only: missing project", agent.Write{Kind: agent.MoveTask, ID: "X", ProjectID: "P"},
+			apiError{Message: "Not found", Tag: "PROJECT_NOT_FOUND"}, agent.ErrNotFound, "no project with id P"},
+		{"tag only: missing section", agent.Write{Kind: agent.AddTask, ProjectID: "P", SectionID: "S"},
+			apiError{Tag: "SECTION_NOT_FOUND"}, agent.ErrNotFound, "no section with id S"},
+		{"tag beats the message's words", agent.Write{Kind: agent.MoveTask, ID: "X", ProjectID: "P"},
+			apiError{Message: "Item cannot be moved", Tag: "PROJECT_NOT_FOUND", HTTPCode: 404}, agent.ErrNotFound, "no project with id P"},
+		{"tag only: invalid temp id", agent.Write{Kind: agent.MoveTask, ID: "6X7rM8997g3RQmvh", ProjectID: "tmp-p"},
+			apiError{Message: "Invalid temporary id", Tag: "INVALID_TEMP_ID"}, agent.ErrNotFound, "no project with id tmp-p"},
+		{"tag only: plan limit", agent.Write{Kind: agent.AddProject, Name: "P"},
+			apiError{Message: "Maximum number of projects reached", Tag: "MAX_PROJECTS_LIMIT_REACHED"}, agent.ErrPlanLimit,
+			"the Todoist plan's limit is reached (Maximum number of projects reached); delete or archive something first, or upgrade the plan"},
+		{"tag only: rate limited", agent.Write{Kind: agent.CloseTask, ID: "X"},
+			apiError{Message: "Too many requests", Tag: "LIMITS_REACHED"}, agent.ErrRateLimited, "Todoist's rate limit is reached; re-send this write later"},
 		{"rate limited", agent.Write{Kind: agent.CloseTask, ID: "X"},
 			apiError{Message: "Too many requests", Tag: "LIMITS_REACHED", HTTPCode: 429}, agent.ErrRateLimited, "Todoist's rate limit is reached; re-send this write later"},
 	}

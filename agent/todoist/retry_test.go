@@ -57,6 +57,12 @@ func TestRetryRateLimit(t *testing.T) {
 		{"twice", 2, todoisttest.Fault{Status: 429, RetryAfter: "1"}, []time.Duration{time.Second, time.Second}},
 		{"no hint: backoff", 3, todoisttest.Fault{Status: 429}, nil},
 		{"5xx: backoff", 3, todoisttest.Fault{Status: 503}, nil},
+		// error_extra.retry_after is "Seconds to wait before retrying"
+		// (developer.todoist.com/api/v1 #tag/Sync/Overview): honoured on
+		// any status, not only 429.
+		{"5xx asking to wait", 1, todoisttest.Fault{Status: 503, ExtraRetryAfter: 4}, []time.Duration{4 * time.Second}},
+		{"5xx with Retry-After", 1, todoisttest.Fault{Status: 502, RetryAfter: "6"}, []time.Duration{6 * time.Second}},
+		{"4xx asking to wait", 1, todoisttest.Fault{Status: 400, ExtraRetryAfter: 2}, []time.Duration{2 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,9 +19,10 @@ type page[T any] struct {
 }
 
 type due struct {
-	Date        string `json:"date"`
-	String      string `json:"string"`
-	IsRecurring bool   `json:"is_recurring"`
+	Date        string  `json:"date"`
+	String      string  `json:"string"`
+	IsRecurring bool    `json:"is_recurring"`
+	Timezone    *string `json:"timezone"`
 }
 
 // restProject is a project from GET /projects.
@@ -34,6 +35,7 @@ type restProject struct {
 	IsShared     bool   `json:"is_shared"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
+	CreatedAt    string `json:"created_at"`
 }
 
 // syncProject is a project from /sync.
@@ -56,6 +58,7 @@ type restSection struct {
 	SectionOrder int    `json:"section_order"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
+	AddedAt      string `json:"added_at"`
 }
 
 // syncSection is a section from /sync.
@@ -97,6 +100,7 @@ type restTask struct {
 	ChildOrder  int      `json:"child_order"`
 	Checked     bool     `json:"checked"`
 	IsDeleted   bool     `json:"is_deleted"`
+	AddedAt     string   `json:"added_at"`
 }
 
 // syncItem is a task from /sync, where tasks are "items".
@@ -130,14 +134,15 @@ type restUser struct {
 
 // syncResponse is the answer to POST /sync, for reads and writes.
 type syncResponse struct {
-	SyncToken     string                     `json:"sync_token"`
-	FullSync      bool                       `json:"full_sync"`
-	Projects      []syncProject              `json:"projects"`
-	Sections      []syncSection              `json:"sections"`
-	Labels        []syncLabel                `json:"labels"`
-	Items         []syncItem                 `json:"items"`
-	SyncStatus    map[string]json.RawMessage `json:"sync_status"`
-	TempIDMapping map[string]string          `json:"temp_id_mapping"`
+	SyncToken       string                     `json:"sync_token"`
+	FullSync        bool                       `json:"full_sync"`
+	FullSyncDateUTC string                     `json:"full_sync_date_utc"`
+	Projects        []syncProject              `json:"projects"`
+	Sections        []syncSection              `json:"sections"`
+	Labels          []syncLabel                `json:"labels"`
+	Items           []syncItem                 `json:"items"`
+	SyncStatus      map[string]json.RawMessage `json:"sync_status"`
+	TempIDMapping   map[string]string          `json:"temp_id_mapping"`
 }
 
 // Priority: the API counts 1 (normal) … 4 (urgent); people and the agent
@@ -172,15 +177,18 @@ func fromAPIPriority(n int) agent.Priority {
 	return agent.P4
 }
 
-func dueFields(d *due) (text, date string, recurring bool) {
+// setDue copies a wire due date into t.
+func setDue(t *agent.Task, d *due) {
 	if d == nil {
-		return "", "", false
+		return
 	}
-	text = d.String
-	if text == "" {
-		text = d.Date
+	t.Due, t.DueDate, t.IsRecurring = d.String, d.Date, d.IsRecurring
+	if t.Due == "" {
+		t.Due = d.Date
 	}
-	return text, d.Date, d.IsRecurring
+	if d.Timezone != nil {
+		t.DueTimezone = *d.Timezone
+	}
 }
 
 // labelsOf returns nil for no labels, so that tasks compare equal however
@@ -193,19 +201,19 @@ func labelsOf(ls []string) []string {
 }
 
 func (t restTask) toAgent() agent.Task {
-	text, date, rec := dueFields(t.Due)
-	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
-		Due: text, DueDate: date, IsRecurring: rec}
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
+	setDue(&a, t.Due)
+	return a
 }
 
 func (t syncItem) toAgent() agent.Task {
-	text, date, rec := dueFields(t.Due)
-	return agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
+	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels),
-		Due: text, DueDate: date, IsRecurring: rec}
+		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
+	setDue(&a, t.Due)
+	return a
 }
 
 func (p restProject) toAgent() agent.Project {
@@ -272,4 +280,31 @@ func snapshotOf(r *syncResponse) agent.Snapshot {
 		s.Tasks[i] = t.toAgent()
 	}
 	return s
+}
+
+// merge applies an incremental sync to a full one: a changed object
+// replaces its old self, a new one is added, and a deleted one
+// ({"id", "is_deleted": true}) stays deleted, for snapshotOf to drop.
+func (r *syncResponse) merge(inc *syncResponse) {
+	r.Projects = mergeByID(r.Projects, inc.Projects, func(p syncProject) string { return p.ID })
+	r.Sections = mergeByID(r.Sections, inc.Sections, func(x syncSection) string { return x.ID })
+	r.Labels = mergeByID(r.Labels, inc.Labels, func(l syncLabel) string { return l.ID })
+	r.Items = mergeByID(r.Items, inc.Items, func(t syncItem) string { return t.ID })
+	r.SyncToken = inc.SyncToken
+}
+
+func mergeByID[T any](all, changed []T, id func(T) string) []T {
+	at := make(map[string]int, len(all))
+	for i, x := range all {
+		at[id(x)] = i
+	}
+	for _, x := range changed {
+		if i, ok := at[id(x)]; ok {
+			all[i] = x
+			continue
+		}
+		at[id(x)] = len(all)
+		all = append(all, x)
+	}
+	return all
 }

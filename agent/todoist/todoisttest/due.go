@@ -9,7 +9,7 @@ import (
 )
 
 // A small due-string parser (see the package comment for what it
-// understands). Dates are computed in UTC, the fake user's time zone.
+// understands). Dates are computed from now, the user's wall clock.
 
 var weekdays = map[string]time.Weekday{
 	"sunday": time.Sunday, "sun": time.Sunday,

@@ -13,7 +13,7 @@ import (
 
 type filterEnv struct {
 	st  *store
-	now time.Time // UTC
+	now time.Time // the user's wall clock, as UTC (Server.wallNow)
 }
 
 func (e *filterEnv) today() string { return e.now.Format(time.DateOnly) }

@@ -230,8 +230,19 @@ type userJSON struct {
 func (s *Server) userJSON() userJSON {
 	u := userJSON{ID: s.st.userID, Email: "tester@example.com", FullName: "Test User",
 		InboxProjectID: s.st.inboxID, Lang: "en", StartDay: 1, PremiumStatus: "not_premium"}
-	u.TZInfo.Timezone = "UTC"
-	u.TZInfo.GMTString = "+00:00"
+	// tz_info as in the User example of developer.todoist.com/api/v1
+	// #tag/Sync/User.
+	_, off := s.now().In(s.tz).Zone()
+	sign := "+"
+	if off < 0 {
+		sign, off = "-", -off
+	}
+	u.TZInfo.Timezone = s.tz.String()
+	u.TZInfo.Hours, u.TZInfo.Minutes = off/3600, off%3600/60
+	if sign == "-" {
+		u.TZInfo.Hours = -u.TZInfo.Hours
+	}
+	u.TZInfo.GMTString = fmt.Sprintf("%s%02d:%02d", sign, off/3600, off%3600/60)
 	return u
 }
 
@@ -417,7 +428,7 @@ func (s *Server) filterTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	env := &filterEnv{st: &s.st, now: s.now().UTC()}
+	env := &filterEnv{st: &s.st, now: s.wallNow()}
 	var sel []*Task
 	for _, t := range s.st.openTasks() {
 		if f.match(t, env) {

@@ -30,11 +30,19 @@
 // yesterday, weekday names, next <weekday>, next week, next month,
 // weekend, in N days/weeks/months, ISO dates, "May 20" style dates, an
 // optional "at 5pm"/"17:00" time, and "every …" recurrences; "no date"
-// clears. Anything else fails the command with INVALID_DATE_FORMAT.
+// clears. Anything else fails the command with INVALID_DATE_FORMAT. A due
+// object with a date takes the date as it is (a string beside it only
+// carries a recurrence). "Today" is the user's day in their time zone
+// (WithTimezone; /user's tz_info). item_update_date_complete completes one
+// occurrence of a recurring task, or with is_forward 0 goes back to the
+// occurrence it names.
 //
 // Error codes and tags that Todoist does not document (plan limits,
 // unknown commands, bad dates) are plausible stand-ins.
-// Incremental syncs are not modelled: every /sync read is a full sync.
+// A sync_token from an earlier read gets an incremental sync: what changed
+// since, deleted objects as {"id", "is_deleted": true}; a full sync says
+// when its data was made (full_sync_date_utc), and DelayFullSyncs makes
+// that data lag behind.
 //
 // Test hooks: seed data (AddProject, AddSection, AddLabel, AddTask,
 // SeedTalkInbox, SeedInbox), read state (Projects, Tasks, Task, Snapshot…),
@@ -82,9 +90,19 @@ type Server struct {
 	requests  map[string]int
 	total     int
 	faults    map[string]*fault
+	cmdFault  *fault
 	latency   map[string]time.Duration
 	limits    Limits
 	syncCount int
+	// tz is the user's time zone (tz_info.timezone): "today" in due
+	// strings and filters is the user's day, as in Todoist.
+	tz *time.Location
+	// tokens maps the sync tokens handed out (the last maxTokens, in
+	// tokenOrder) to the state each stands for, for incremental syncs.
+	tokens     map[string]State
+	tokenOrder []string
+	// stale, if set, is what delayed full syncs answer.
+	stale *staleFull
 }
 
 // Limits are plan limits (Todoist's documented example of a free plan:
@@ -125,9 +143,21 @@ func WithToken(token string) Option { return func(s *Server) { s.Token = token }
 func WithLatency(d time.Duration) Option { return func(s *Server) { s.latency[""] = d } }
 
 // WithClock sets the clock for timestamps, "today" in filters and due
-// strings. The default is time.Now; dates are in UTC, the fake user's
-// time zone.
+// strings. The default is time.Now; dates are in the user's time zone
+// (WithTimezone).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithTimezone sets the user's time zone (an IANA name; the default is
+// UTC). The user resource reports it as tz_info (developer.todoist.com/api/v1
+// #tag/Sync/User), and due strings and filters read "today" in it. An
+// unknown name panics: it is a mistake in the test.
+func WithTimezone(name string) Option {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic("todoisttest: WithTimezone: " + err.Error())
+	}
+	return func(s *Server) { s.tz = loc }
+}
 
 // WithSeed seeds the id generator (the default seed is fixed, so ids are
 // the same in every run that makes the same requests in the same order).
@@ -149,6 +179,8 @@ func New(tb testing.TB, opts ...Option) *Server {
 		requests: map[string]int{},
 		faults:   map[string]*fault{},
 		latency:  map[string]time.Duration{},
+		tz:       time.UTC,
+		tokens:   map[string]State{},
 	}
 	WithSeed(1)(s)
 	for _, o := range opts {
@@ -167,6 +199,13 @@ func New(tb testing.TB, opts ...Option) *Server {
 		tb.Cleanup(s.Close)
 	}
 	return s
+}
+
+// wallNow is the user's wall clock (now in their time zone) written as a
+// UTC time, so that dates and floating times compare as plain text does.
+func (s *Server) wallNow() time.Time {
+	n := s.now().In(s.tz)
+	return time.Date(n.Year(), n.Month(), n.Day(), n.Hour(), n.Minute(), n.Second(), n.Nanosecond(), time.UTC)
 }
 
 // Close shuts the server down.
@@ -223,11 +262,25 @@ func (s *Server) FailNext(path string, n int, f Fault) {
 	s.faults[path] = &fault{f: f, left: n}
 }
 
+// FailCommands makes the next n /sync commands that would run fail on
+// their own, in sync_status, with f's status as their http_code (429:
+// LIMITS_REACHED) and f.ExtraRetryAfter as error_extra.retry_after; the
+// request itself answers 200, as a command error does
+// (developer.todoist.com/api/v1 #tag/Sync/Overview, "Response / Error":
+// error_extra.retry_after is "Seconds to wait before retrying (for
+// rate-limited requests)"). The commands are not applied.
+func (s *Server) FailCommands(n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmdFault = &fault{f: f, left: n}
+}
+
 // ClearFaults removes every injected failure.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.faults)
+	s.cmdFault = nil
 }
 
 // SetLatency delays requests to path (as in FailNext; "" for every path

@@ -367,7 +367,7 @@ func TestSyncWrites(t *testing.T) {
 			t.Errorf("%s: %v", u, status[u])
 		}
 	}
-	for u, want := range map[string]string{"u4": "NOT_FOUND", "u5": "INVALID_TEMPID", "u6": "ARGUMENT_MISSING", "u7": "INVALID_ARGUMENT_VALUE"} {
+	for u, want := range map[string]string{"u4": "ITEM_NOT_FOUND", "u5": "INVALID_TEMP_ID", "u6": "ARGUMENT_MISSING", "u7": "INVALID_ARGUMENT_VALUE"} {
 		e, _ := status[u].(map[string]any)
 		if e["error_tag"] != want {
 			t.Errorf("%s: %v, want %s", u, status[u], want)
@@ -385,14 +385,18 @@ func TestSyncWrites(t *testing.T) {
 		t.Errorf("added task %+v", added)
 	}
 
-	// The same commands again: nothing is applied twice, the mapping comes back.
+	// The same commands again: nothing is applied twice, each is "ok", and
+	// the temp ids are not mapped again (the case a client must survive).
 	before := s.Snapshot()
 	_, m = syncJSON(t, s, body)
 	if !reflect.DeepEqual(s.Snapshot(), before) {
 		t.Error("re-sent commands changed the state")
 	}
-	if got := m["temp_id_mapping"].(map[string]any)["tmp-p"]; got != pid {
-		t.Errorf("re-sent mapping %v, want %s", got, pid)
+	if got, ok := m["temp_id_mapping"].(map[string]any)["tmp-p"]; ok {
+		t.Errorf("re-sent mapping %v, want none", got)
+	}
+	if got := m["sync_status"].(map[string]any)["u1"]; got != "ok" {
+		t.Errorf("re-sent u1: %v, want ok", got)
 	}
 	if s.Applied("u1") != 1 || s.Applied("u4") != 0 {
 		t.Errorf("Applied u1=%d u4=%d", s.Applied("u1"), s.Applied("u4"))

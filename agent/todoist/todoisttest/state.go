@@ -403,7 +403,7 @@ func (s *Server) AddTask(t Task) Task {
 		panic(fmt.Sprintf("todoisttest: AddTask %q: no project %s", t.Content, t.ProjectID))
 	}
 	if t.Due != nil && t.Due.Date == "" && t.Due.String != "" {
-		d, err := parseDueString(t.Due.String, s.now())
+		d, err := parseDueString(t.Due.String, s.wallNow())
 		if err != nil {
 			panic(fmt.Sprintf("todoisttest: AddTask %q: %v", t.Content, err))
 		}
