@@ -352,15 +352,15 @@ func (m *Main) shutdown(ctx context.Context, log *slog.Logger, servers []*http.S
 	defer cancel()
 	for _, srv := range servers {
 		if err := srv.Shutdown(shutCtx); err != nil {
-			log.Warn("shutdown: HTTP requests still in flight were cut off", slog.Duration("waited", time.Since(start)), slog.Any("err", err))
+			log.Warn("shutdown: HTTP requests still in flight were cut off", slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.Any("err", err))
 			_ = srv.Close()
 		}
 	}
-	log.Info("shutdown: HTTP servers stopped", slog.Duration("waited", time.Since(start).Round(time.Millisecond)))
+	log.Info("shutdown: HTTP servers stopped", slog.String("waited", time.Since(start).Round(time.Millisecond).String()))
 	start = time.Now()
 	b.Stop()
 	log.Info("shutdown: runs stopped or checkpointed; interrupted runs resume at next start",
-		slog.Duration("waited", time.Since(start).Round(time.Millisecond)), slog.Duration("grace", runGrace))
+		slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.String("grace", runGrace.String()))
 }
 
 // health asks the local serve for /healthz on TIDYBOT_HTTP_ADDR and

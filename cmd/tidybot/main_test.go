@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -298,6 +299,14 @@ func TestHelpListsEverySetting(t *testing.T) {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("-h lacks %s", v)
 		}
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
+		if v := f.Tag.Get("envconfig"); !strings.Contains(out.String(), v) {
+			t.Errorf("-h lacks %s", v)
+		}
+	}
+	if !strings.Contains(out.String(), "tidybot health") {
+		t.Error("-h lacks the health subcommand")
 	}
 }
 

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -128,6 +130,37 @@ func TestModelAPIEchoingItsKeyIsRedacted(t *testing.T) {
 				if strings.Contains(out, secret) || strings.Contains(logs, secret) {
 					t.Errorf("the key is in the chat or the logs:\nchat:\n%s\nlogs:\n%s", out, logs)
 				}
+			}
+		})
+	}
+}
+
+// TestLoggerRedactsEverySecret: the logger Main gives the bot and the
+// adapters hides every configured secret, in both formats, whatever the
+// attribute's kind.
+func TestLoggerRedactsEverySecret(t *testing.T) {
+	cfg := validConfig()
+	cfg.TelegramToken, cfg.TelegramHookS = "123456:AAH-telegramSecretPart", "webhookSecret_0123"
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackSigning = "xoxb-1111-2222-slackbotsecret", "xapp-1-A111-slackappsecret", "8f742231b10e8888abcd99yyyzzz85a5"
+	secrets := cfg.Secrets()
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cfg.LogFormat, cfg.LogLevel = format, "debug"
+			var logs bytes.Buffer
+			m := &Main{Stderr: &logs, redact: agent.NewRedactor(secrets...)}
+			log := m.logger(cfg, false)
+			for _, s := range secrets {
+				log.With(slog.String("token", s)).WithGroup("slack").Error("invalid_auth token="+s,
+					slog.Any("err", fmt.Errorf("post https://api.telegram.org/bot%s/getMe: %w", s, errors.New("401"))),
+					slog.Group("req", slog.String("auth", "Bearer "+s)))
+			}
+			for _, s := range append(secrets, strings.TrimPrefix(cfg.OpenAIKey, "sk-")) {
+				if s != "" && strings.Contains(logs.String(), s) {
+					t.Errorf("the log shows %q:\n%s", s, logs.String())
+				}
+			}
+			if !strings.Contains(logs.String(), agent.Redacted) {
+				t.Errorf("nothing was redacted:\n%s", logs.String())
 			}
 		})
 	}
