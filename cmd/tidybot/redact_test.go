@@ -126,9 +126,16 @@ func TestModelAPIEchoingItsKeyIsRedacted(t *testing.T) {
 			if !strings.Contains(logs, "run error") {
 				t.Errorf("the failure is not logged:\n%s", logs)
 			}
+			db, err := os.ReadFile(e.cfg.DB)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, secret := range []string{key, strings.TrimPrefix(key, "sk-")} {
 				if strings.Contains(out, secret) || strings.Contains(logs, secret) {
 					t.Errorf("the key is in the chat or the logs:\nchat:\n%s\nlogs:\n%s", out, logs)
+				}
+				if bytes.Contains(db, []byte(secret)) {
+					t.Error("the database file holds the key")
 				}
 			}
 		})
