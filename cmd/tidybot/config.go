@@ -80,9 +80,9 @@ func Usage(w io.Writer) error {
 func (c Config) Secrets() []string {
 	var out []string
 	v := reflect.ValueOf(c)
-	for i, f := range reflect.VisibleFields(v.Type()) {
+	for _, f := range reflect.VisibleFields(v.Type()) {
 		if f.Tag.Get("secret") == "true" {
-			out = append(out, v.Field(i).String())
+			out = append(out, v.FieldByIndex(f.Index).String())
 		}
 	}
 	return out
@@ -93,14 +93,15 @@ func (c Config) Secrets() []string {
 func (c Config) String() string {
 	var b strings.Builder
 	v := reflect.ValueOf(c)
-	for i, f := range reflect.VisibleFields(v.Type()) {
-		val := fmt.Sprint(v.Field(i).Interface())
-		if xs, ok := v.Field(i).Interface().([]string); ok {
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		fv := v.FieldByIndex(f.Index)
+		val := fmt.Sprint(fv.Interface())
+		if xs, ok := fv.Interface().([]string); ok {
 			val = strings.Join(xs, ",")
 		}
 		if f.Tag.Get("secret") == "true" {
 			val = "(not set)"
-			if v.Field(i).String() != "" {
+			if fv.String() != "" {
 				val = "(set, hidden)"
 			}
 		}
