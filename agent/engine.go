@@ -45,6 +45,10 @@ type Config struct {
 	SlowAfter time.Duration
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// Redact hides configured secrets in observations, in the
+	// transcript before it is saved or sent to the model, and in the
+	// outcome (nil: nothing is hidden).
+	Redact *Redactor
 }
 
 func (c *Config) defaults() {
@@ -201,6 +205,7 @@ func (r *runner) observe(ev Event) {
 }
 
 func (r *runner) save(ctx context.Context) error {
+	r.e.cfg.Redact.Transcript(r.tr)
 	if r.h.Save == nil {
 		return nil
 	}
@@ -258,6 +263,7 @@ func (r *runner) popCall(id string) {
 
 // result appends an action's observation to the conversation.
 func (r *runner) result(callID, obs string) {
+	obs = r.e.cfg.Redact.String(obs)
 	if r.tr.Protocol == ProtocolTools {
 		r.tr.Messages = append(r.tr.Messages, Message{Role: RoleTool, ToolCallID: callID, Content: obs})
 		return
@@ -277,6 +283,7 @@ func (r *runner) outcome() Outcome {
 // end finishes the run with a status and answer.
 func (r *runner) end(ctx context.Context, st Status, answer string, cause error) Outcome {
 	r.tr.Status, r.tr.Answer = st, answer
+	r.e.cfg.Redact.Transcript(r.tr)
 	o := r.outcome()
 	o.Err = cause
 	if err := r.save(ctx); err != nil && o.Err == nil {
@@ -361,6 +368,7 @@ func (r *runner) run(parent context.Context) Outcome {
 // step makes one model call and queues the actions it asks for.
 func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	cfg := &r.e.cfg
+	cfg.Redact.Transcript(r.tr) // the instruction and history too
 	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {

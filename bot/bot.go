@@ -40,7 +40,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
 	Metrics       Metrics
-	Now           func() time.Time
+	// Redact hides configured secrets in every message the bot posts
+	// (error text from an upstream service included) and every answer
+	// it stores (nil: nothing is hidden).
+	Redact *agent.Redactor
+	Now    func() time.Time
 }
 
 func (c *Config) defaults() {
@@ -534,6 +538,7 @@ func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 		b.log.Error("send", slog.Any("err", err))
 		return ""
 	}
+	m.Text = b.cfg.Redact.String(m.Text)
 	id, err := p.Send(context.WithoutCancel(ctx), m)
 	if err != nil {
 		b.log.Error("send message", slog.String("platform", platform), slog.Any("err", err))

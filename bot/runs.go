@@ -158,7 +158,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		if out.Status == agent.StatusFailed {
 			r.Status = RunFailed
 		}
-		r.Answer = out.Answer
+		r.Answer = b.cfg.Redact.String(out.Answer)
 		if r.Answer == "" {
 			r.Answer = "Done."
 		}

@@ -4,7 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,24 +18,28 @@ import (
 )
 
 // Config is every setting, read from the environment. `tidybot -h` lists
-// them with their defaults.
+// them with their defaults. A field tagged secret:"true" holds a
+// credential: it is never printed (String shows only whether it is set),
+// and every log line, chat message, observation and stored transcript is
+// redacted of it (see Secrets).
 type Config struct {
-	OpenAIKey     string        `envconfig:"OPENAI_API_KEY" desc:"model API key (secret; may be empty for a local server)"`
+	OpenAIKey     string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
 	OpenAIBaseURL string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
 	OpenAIModel   string        `envconfig:"OPENAI_MODEL" default:"gpt-4.1-mini" desc:"model name"`
-	TodoistToken  string        `envconfig:"TODOIST_TOKEN" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
+	TodoistToken  string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
 	TodoistURL    string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
-	TelegramToken string        `envconfig:"TELEGRAM_BOT_TOKEN" desc:"enables the Telegram adapter (secret)"`
-	TelegramURL   string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL, no /bot and no trailing slash"`
-	TelegramHook  string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set; long polling otherwise"`
-	TelegramHookS string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" desc:"secret checked on every webhook request (secret)"`
-	SlackBotToken string        `envconfig:"SLACK_BOT_TOKEN" desc:"enables the Slack adapter (secret)"`
-	SlackAppToken string        `envconfig:"SLACK_APP_TOKEN" desc:"Socket Mode when set (secret)"`
-	SlackSigning  string        `envconfig:"SLACK_SIGNING_SECRET" desc:"Events API over HTTP when set (secret)"`
+	TelegramToken string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
+	TelegramURL   string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL (or a self-hosted Bot API server), no /bot<token> and no trailing slash"`
+	TelegramHook  string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set (the https address of /telegram/webhook); long polling otherwise"`
+	TelegramHookS string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" secret:"true" desc:"secret checked on every webhook request (secret; 1-256 of A-Z a-z 0-9 _ -)"`
+	SlackBotToken string        `envconfig:"SLACK_BOT_TOKEN" secret:"true" desc:"enables the Slack adapter (secret; xoxb-…)"`
+	SlackAppToken string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
+	SlackSigning  string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
 	SlackURL      string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
 	DB            string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
-	HTTPAddr      string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, /metrics (serve only)"`
-	AllowedUsers  []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC"`
+	HTTPAddr      string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks and /healthz (serve only)"`
+	MetricsAddr   string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
+	AllowedUsers  []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
 	Protocol      string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
 	MaxSteps      int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
 	MaxTokens     int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"1024" desc:"max response tokens per model call"`
@@ -41,6 +50,7 @@ type Config struct {
 	Workers       int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
 	Confirm       string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
 	LogLevel      string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
+	LogFormat     string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
 }
 
 // LoadConfig reads the environment.
@@ -65,56 +75,160 @@ func Usage(w io.Writer) error {
 	return tw.Flush()
 }
 
-// Validate checks the settings a command needs; each problem is one clear
-// line naming the variable.
+// Secrets returns the value of every setting tagged secret, set or not
+// (an agent.Redactor skips empty ones).
+func (c Config) Secrets() []string {
+	var out []string
+	v := reflect.ValueOf(c)
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if f.Tag.Get("secret") == "true" {
+			out = append(out, v.FieldByIndex(f.Index).String())
+		}
+	}
+	return out
+}
+
+// String lists every setting as VARIABLE=value, one a line, in the order
+// of Config; a secret shows only whether it is set.
+func (c Config) String() string {
+	var b strings.Builder
+	v := reflect.ValueOf(c)
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		fv := v.FieldByIndex(f.Index)
+		val := fmt.Sprint(fv.Interface())
+		if xs, ok := fv.Interface().([]string); ok {
+			val = strings.Join(xs, ",")
+		}
+		if f.Tag.Get("secret") == "true" {
+			val = "(not set)"
+			if fv.String() != "" {
+				val = "(set, hidden)"
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s\n", f.Tag.Get("envconfig"), val)
+	}
+	return b.String()
+}
+
+// LogValue implements slog.LogValuer: the settings, secrets hidden.
+func (c Config) LogValue() slog.Value {
+	var as []slog.Attr
+	for _, line := range strings.Split(strings.TrimSpace(c.String()), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		as = append(as, slog.String(k, v))
+	}
+	return slog.GroupValue(as...)
+}
+
+// Log levels by TIDYBOT_LOG_LEVEL.
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+var (
+	// telegramToken is BotFather's format: the bot's numeric id, a colon,
+	// then the secret part (core.telegram.org/bots/api#authorizing-your-bot).
+	telegramToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+	// webhookSecret is setWebhook's secret_token: "1-256 characters. Only
+	// characters A-Z, a-z, 0-9, _ and - are allowed"
+	// (core.telegram.org/bots/api#setwebhook).
+	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+	// telegramUser is a Telegram user id: a positive integer
+	// (core.telegram.org/bots/api#user); @usernames are not ids.
+	telegramUser = regexp.MustCompile(`^[0-9]+$`)
+	// slackUser is a Slack member id: U… or, on Enterprise Grid, W…
+	// (api.slack.com/changelog/2016-08-11-user-id-format-changes).
+	slackUser = regexp.MustCompile(`^[UW][A-Z0-9]+$`)
+)
+
+// Validate checks every setting; each problem is one clear line naming
+// the variable, and no line shows a secret's value.
 func (c Config) Validate(serve bool) error {
 	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.OpenAIKey == "" && strings.TrimRight(c.OpenAIBaseURL, "/") == "https://api.openai.com/v1" {
 		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1)"))
+	}
+	if strings.TrimSpace(c.OpenAIModel) == "" {
+		bad("OPENAI_MODEL is empty: name the model to use")
 	}
 	if c.TodoistToken == "" {
 		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer"))
 	}
-	for name, v := range map[string]string{"OPENAI_BASE_URL": c.OpenAIBaseURL, "TODOIST_API_URL": c.TodoistURL, "TELEGRAM_API_URL": c.TelegramURL, "SLACK_API_URL": c.SlackURL} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s must be an http(s) URL", name))
+	for _, u := range []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}} {
+		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("%s must be an http(s) URL, not %q", u.name, u.v)
 		}
 	}
 	if c.Protocol != "tools" && c.Protocol != "json" {
-		errs = append(errs, fmt.Errorf("TIDYBOT_PROTOCOL must be tools or json, not %q", c.Protocol))
+		bad("TIDYBOT_PROTOCOL must be tools or json, not %q", c.Protocol)
 	}
 	switch c.Confirm {
 	case "destructive", "writes", "never":
 	default:
-		errs = append(errs, fmt.Errorf("TIDYBOT_CONFIRM must be destructive, writes or never, not %q", c.Confirm))
+		bad("TIDYBOT_CONFIRM must be destructive, writes or never, not %q", c.Confirm)
 	}
 	for _, n := range []struct {
 		name string
 		v    int
 	}{{"TIDYBOT_MAX_STEPS", c.MaxSteps}, {"TIDYBOT_MAX_TOKENS", c.MaxTokens}, {"TIDYBOT_TOKEN_BUDGET", c.TokenBudget}, {"TIDYBOT_HISTORY", c.History}, {"TIDYBOT_WORKERS", c.Workers}} {
 		if n.v <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive", n.name))
+			bad("%s must be positive, not %d", n.name, n.v)
 		}
 	}
 	if c.RunTimeout <= 0 {
-		errs = append(errs, errors.New("TIDYBOT_RUN_TIMEOUT must be positive"))
+		bad("TIDYBOT_RUN_TIMEOUT must be positive, not %s", c.RunTimeout)
 	}
 	if c.Temperature < 0 || c.Temperature > 2 {
-		errs = append(errs, errors.New("TIDYBOT_TEMPERATURE must be between 0 and 2"))
+		bad("TIDYBOT_TEMPERATURE must be between 0 and 2, not %g", c.Temperature)
+	}
+	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
+		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+	}
+	if strings.TrimSpace(c.DB) == "" {
+		bad("TIDYBOT_DB is empty: name the database file")
 	}
 	for _, u := range c.AllowedUsers {
-		p, id, ok := strings.Cut(strings.TrimSpace(u), ":")
-		if !ok || id == "" || (p != "telegram" && p != "slack") {
-			errs = append(errs, fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not telegram:<user id> or slack:<user id>", u))
+		if err := checkAllowedUser(strings.TrimSpace(u)); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if strings.HasSuffix(c.TelegramURL, "/") || strings.Contains(c.TelegramURL, "/bot") {
-		errs = append(errs, errors.New("TELEGRAM_API_URL must have no /bot and no trailing slash"))
+	if err := checkTelegramURL(c.TelegramURL, c.TelegramToken); err != nil {
+		errs = append(errs, err)
 	}
 	if !strings.HasSuffix(c.SlackURL, "/api/") {
-		errs = append(errs, errors.New("SLACK_API_URL must end in /api/"))
+		bad("SLACK_API_URL must end in /api/ (slack-go appends the method name)")
+	}
+	// Token formats: the message names the variable, never the value.
+	if c.TelegramToken != "" && !telegramToken.MatchString(c.TelegramToken) {
+		bad("TELEGRAM_BOT_TOKEN is not a bot token (BotFather gives <bot id>:<secret>, e.g. 123456:ABC-DEF…)")
+	}
+	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
+		bad("SLACK_BOT_TOKEN must be the bot token (xoxb-…) from OAuth & Permissions")
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		bad("SLACK_APP_TOKEN must be an app-level token (xapp-…) with connections:write")
+	}
+	if c.TelegramHookS != "" && !webhookSecret.MatchString(c.TelegramHookS) {
+		bad("TELEGRAM_WEBHOOK_SECRET must be 1 to 256 of A-Z a-z 0-9 _ - (Telegram's rule for secret_token)")
+	}
+	if c.TelegramHook != "" {
+		if p, err := url.Parse(c.TelegramHook); err != nil || p.Scheme != "https" || p.Host == "" {
+			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
+		}
 	}
 	if serve {
+		if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
+			bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
+		}
+		if c.MetricsAddr != "" {
+			if err := checkAddr(c.MetricsAddr); err != nil {
+				bad("TIDYBOT_METRICS_ADDR must be host:port, or empty to turn /metrics off, not %q", c.MetricsAddr)
+			} else if c.MetricsAddr == c.HTTPAddr {
+				bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
+			}
+		}
 		if c.TelegramHook != "" && c.TelegramHookS == "" {
 			errs = append(errs, errors.New("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is not: webhook requests could not be checked"))
 		}
@@ -123,4 +237,53 @@ func (c Config) Validate(serve bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry: an entry that
+// can never match a real id is refused, with the form it should take.
+func checkAllowedUser(u string) error {
+	p, id, ok := strings.Cut(u, ":")
+	switch {
+	case !ok || id == "" || (p != "telegram" && p != "slack"):
+		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not telegram:<user id> or slack:<user id>", u)
+	case p == "telegram" && !telegramUser.MatchString(id):
+		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Telegram user ids are numeric (e.g. telegram:123456, not a @username); the bot tells an unknown user their id", u)
+	case p == "slack" && !slackUser.MatchString(id):
+		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack member ids look like U0ABC123 or W0ABC123 (profile → ⋮ → Copy member ID)", u)
+	}
+	return nil
+}
+
+// checkTelegramURL refuses a TELEGRAM_API_URL that would break the
+// library's URLs (it appends /bot<token>/<method>): one that holds the
+// token, ends in /bot…, or ends in a slash. A host named bot-api… (a
+// self-hosted Bot API server) is fine.
+func checkTelegramURL(raw, token string) error {
+	if token != "" && strings.Contains(raw, token) {
+		return errors.New("TELEGRAM_API_URL must not hold the bot token: set the server only (e.g. https://api.telegram.org); the token goes in TELEGRAM_BOT_TOKEN")
+	}
+	if strings.HasSuffix(raw, "/") {
+		return fmt.Errorf("TELEGRAM_API_URL must have no trailing slash, not %q", raw)
+	}
+	p, err := url.Parse(raw)
+	if err != nil {
+		return nil // reported as not a URL above
+	}
+	last := p.Path[strings.LastIndex(p.Path, "/")+1:]
+	if strings.HasPrefix(last, "bot") {
+		return errors.New("TELEGRAM_API_URL must end before /bot<token>: set the server only (e.g. https://api.telegram.org or http://bot-api.internal:8081)")
+	}
+	return nil
+}
+
+// checkAddr checks a listen address: host:port or :port, port a number.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("bad port %q", port)
+	}
+	return nil
 }

@@ -67,8 +67,42 @@ type Main struct {
 	// Ready, when set, is called with the bot once it has started.
 	Ready func(*bot.Bot)
 
+	// timeouts bound slow clients of the HTTP servers (default
+	// serveTimeouts); tests shorten them.
+	timeouts *httpTimeouts
+
 	closers  []func() error
 	registry *prometheus.Registry
+	redact   *agent.Redactor
+}
+
+// httpTimeouts bound what one client may hold of an HTTP server: a client
+// dribbling its headers or body, or keeping idle connections, is cut off.
+type httpTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+	// MaxHeaderBytes caps the request line and headers (431 beyond).
+	MaxHeaderBytes int
+}
+
+// serveTimeouts are generous for Slack and Telegram, whose requests are
+// small (a few KB) and sent at once, and whose ack is due within 3 s.
+var serveTimeouts = httpTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second, MaxHeaderBytes: 32 << 10}
+
+// Shutdown: the HTTP servers get httpShutdown to finish the requests in
+// flight, then runs get runGrace to reach a checkpoint. deploy/compose.yaml
+// and deploy/tidybot.service allow more than the sum before a SIGKILL.
+const (
+	httpShutdown = 5 * time.Second
+	runGrace     = 10 * time.Second
+)
+
+func (m *Main) newServer(h http.Handler, log *slog.Logger) *http.Server {
+	t := serveTimeouts
+	if m.timeouts != nil {
+		t = *m.timeouts
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle,
+		MaxHeaderBytes: t.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // NewMain returns a Main on the process's stdio.
@@ -81,13 +115,14 @@ const usageText = `tidybot manages your Todoist through an LLM agent, from Slack
 Usage:
   tidybot chat      talk to the bot in this terminal (one message per line; reads stdin)
   tidybot serve     run every platform whose token is set, plus the HTTP server
+  tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot version   print the version
 
 Settings (environment variables, with defaults):
 `
 
-// Run runs the subcommand in m.Args.
-func (m *Main) Run(ctx context.Context) error {
+// Run runs the subcommand in m.Args. Its error holds no secret.
+func (m *Main) Run(ctx context.Context) (err error) {
 	cmd := "help"
 	if len(m.Args) > 0 {
 		cmd = m.Args[0]
@@ -101,7 +136,7 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		return Usage(m.Stdout)
-	case "chat", "serve":
+	case "chat", "serve", "health":
 	default:
 		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
@@ -112,6 +147,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		cfg = &c
+	}
+	m.redact = agent.NewRedactor(cfg.Secrets()...)
+	defer func() { err = m.redact.Error(err) }()
+	if cmd == "health" {
+		return m.health(ctx, *cfg)
 	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
@@ -132,20 +172,24 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
+// logger logs to m.Stderr in TIDYBOT_LOG_FORMAT, every record redacted
+// of every configured secret (the adapters' records included).
 func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
-	level := slog.LevelInfo
-	switch strings.ToLower(cfg.LogLevel) {
-	case "debug":
-		level = slog.LevelDebug
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
+	level, ok := logLevels[strings.ToLower(cfg.LogLevel)]
+	if !ok {
+		level = slog.LevelInfo
 	}
 	if chat && os.Getenv("TIDYBOT_LOG_LEVEL") == "" && strings.EqualFold(cfg.LogLevel, "info") {
 		level = slog.LevelWarn // keep the terminal for the conversation
 	}
-	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(m.Stderr, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(m.Stderr, opts)
+	}
+	log := slog.New(m.redact.Handler(h))
+	log.Debug("settings", slog.Any("config", cfg))
+	return log
 }
 
 // build wires the store, the clients, the agent and the bot.
@@ -169,10 +213,12 @@ func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
 		Temperature: cfg.Temperature,
 		Timeout:     cfg.RunTimeout,
 		Confirm:     agent.ConfirmPolicy(cfg.Confirm),
+		Redact:      m.redact,
 	})
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry)}), nil
+	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+		Redact: m.redact, ShutdownGrace: runGrace}), nil
 }
 
 // chat runs the bot in the terminal.
@@ -206,7 +252,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	errc := make(chan error, 2)
+	errc := make(chan error, 4) // one per goroutine below: none blocks
 	var tg *telegram.Adapter
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
@@ -239,7 +285,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
-		log.Warn("no platform token set: serving only /healthz and /metrics")
+		log.Warn("no platform token set: serving only /healthz (and /metrics on TIDYBOT_METRICS_ADDR)")
 	}
 	if err := b.Start(ctx); err != nil {
 		return err
@@ -263,25 +309,87 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}()
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := m.newServer(mux, log)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		b.Stop()
 		return fmt.Errorf("listen on TIDYBOT_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	log.Info("serving", slog.String("addr", ln.Addr().String()))
+	log.Info("serving webhooks and /healthz", slog.String("addr", ln.Addr().String()))
 	go func() { errc <- srv.Serve(ln) }()
+	servers := []*http.Server{srv}
+	if cfg.MetricsAddr != "" {
+		mmux := http.NewServeMux()
+		mmux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+		msrv := m.newServer(mmux, log)
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			_ = srv.Close()
+			b.Stop()
+			return fmt.Errorf("listen on TIDYBOT_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+		}
+		log.Info("serving /metrics", slog.String("addr", mln.Addr().String()))
+		go func() { errc <- msrv.Serve(mln) }()
+		servers = append(servers, msrv)
+	}
 	select {
 	case <-ctx.Done():
+		log.Info("shutting down: signal received")
 	case err = <-errc:
+		log.Error("shutting down: a server stopped", slog.Any("err", err))
 	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutCtx)
-	b.Stop()
+	m.shutdown(ctx, log, servers, b)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	return err
+}
+
+// shutdown stops intake, then waits for requests in flight and for runs
+// to reach a checkpoint, logging what it waited for and how long.
+func (m *Main) shutdown(ctx context.Context, log *slog.Logger, servers []*http.Server, b *bot.Bot) {
+	start := time.Now()
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdown)
+	defer cancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutCtx); err != nil {
+			log.Warn("shutdown: HTTP requests still in flight were cut off", slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.Any("err", err))
+			_ = srv.Close()
+		}
+	}
+	log.Info("shutdown: HTTP servers stopped", slog.String("waited", time.Since(start).Round(time.Millisecond).String()))
+	start = time.Now()
+	b.Stop()
+	log.Info("shutdown: runs stopped or checkpointed; interrupted runs resume at next start",
+		slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.String("grace", runGrace.String()))
+}
+
+// health asks the local serve for /healthz on TIDYBOT_HTTP_ADDR and
+// returns a one-line reason when it does not answer ok.
+func (m *Main) health(ctx context.Context, cfg Config) error {
+	host, port, err := net.SplitHostPort(cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("health: TIDYBOT_HTTP_ADDR %q is not host:port", cfg.HTTPAddr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1" // serve listens on every interface, loopback included
+	}
+	u := "http://" + net.JoinHostPort(host, port) + "/healthz"
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		return fmt.Errorf("health: GET %s: HTTP %d %q", u, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	_, err = fmt.Fprintln(m.Stdout, "ok")
 	return err
 }

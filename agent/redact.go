@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Redacted replaces a secret wherever a Redactor finds one.
+const Redacted = "[redacted]"
+
+// minSecret is the shortest value a Redactor hides: a shorter "secret"
+// would blank out ordinary words and could not be a real credential.
+const minSecret = 6
+
+// Redactor hides configured secrets (API tokens, signing secrets) in text
+// that leaves the process: log lines, chat messages, observations sent to
+// the model and transcripts stored. Upstream services echo credentials in
+// error bodies, so every such text goes through one Redactor built from
+// every secret. A nil *Redactor hides nothing.
+type Redactor struct {
+	r *strings.Replacer
+}
+
+// NewRedactor returns a Redactor hiding each non-empty secret, in its
+// plain, URL-escaped and (for OpenAI-style keys) unprefixed forms.
+func NewRedactor(secrets ...string) *Redactor {
+	seen := map[string]bool{}
+	var forms []string
+	add := func(s string, least int) {
+		if len(s) >= least && !seen[s] {
+			seen[s] = true
+			forms = append(forms, s)
+		}
+	}
+	for _, s := range secrets {
+		s = strings.TrimSpace(s)
+		add(s, minSecret)
+		add(url.QueryEscape(s), minSecret)
+		add(url.PathEscape(s), minSecret)
+		// OpenAI keys are echoed without their sk- prefix by some
+		// servers and proxies; the rest alone is still the secret.
+		if rest, ok := strings.CutPrefix(s, "sk-"); ok {
+			add(rest, 8)
+		}
+	}
+	if len(forms) == 0 {
+		return nil
+	}
+	// The longest form first, so that a secret containing another is
+	// hidden whole (strings.Replacer tries old strings in argument order
+	// at each position).
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Redacted)
+	}
+	return &Redactor{r: strings.NewReplacer(pairs...)}
+}
+
+// String returns s with every secret replaced by Redacted.
+func (r *Redactor) String(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// Error returns err with its message redacted, or err itself when its
+// message holds no secret (so errors.Is and errors.As still work on it).
+func (r *Redactor) Error(err error) error {
+	if r == nil || err == nil {
+		return err
+	}
+	msg := err.Error()
+	if red := r.r.Replace(msg); red != msg {
+		return redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose message had a secret. It unwraps to the
+// original for errors.Is and errors.As, and prints only the redacted text.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// Transcript redacts, in place, every text of t that is sent to the model
+// or shown to the user: the messages (observations included), the answer
+// the actions asked for and the pending question. Planned writes and
+// what was read from the to-do service are left as they are: a resumed run
+// must re-send exactly what it planned.
+func (r *Redactor) Transcript(t *Transcript) {
+	if r == nil || t == nil {
+		return
+	}
+	t.Instruction = r.String(t.Instruction)
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		m.Content = r.String(m.Content)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Arguments = r.String(m.ToolCalls[j].Arguments)
+		}
+	}
+	for i := range t.Calls {
+		if red := r.String(string(t.Calls[i].Args)); red != string(t.Calls[i].Args) {
+			t.Calls[i].Args = json.RawMessage(red)
+		}
+	}
+	for k, n := range t.Seen {
+		if red := r.String(k); red != k {
+			delete(t.Seen, k)
+			t.Seen[red] += n
+		}
+	}
+	t.Answer = r.String(t.Answer)
+	if w := t.Wait; w != nil {
+		w.Question = r.String(w.Question)
+		for i := range w.Options {
+			w.Options[i] = r.String(w.Options[i])
+		}
+	}
+}
+
+// Handler returns a slog.Handler that redacts the message and every
+// attribute (errors, groups and values printed with fmt included) before
+// passing a record to h.
+func (r *Redactor) Handler(h slog.Handler) slog.Handler {
+	if r == nil {
+		return h
+	}
+	return &redactHandler{r: r, h: h}
+}
+
+type redactHandler struct {
+	r *Redactor
+	h slog.Handler
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.r.attr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.r.attr(a)
+	}
+	return &redactHandler{r: h.r, h: h.h.WithAttrs(red)}
+}
+
+func (h *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{r: h.r, h: h.h.WithGroup(name)}
+}
+
+// attr redacts one attribute. Values that are not strings are printed
+// with fmt to be checked; one that holds a secret is logged as its
+// redacted text, any other is kept as it is.
+func (r *Redactor) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, r.String(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]slog.Attr, len(g))
+		for i, ga := range g {
+			red[i] = r.attr(ga)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(red...)}
+	case slog.KindAny:
+		// fmt prints errors and Stringers by their methods, and survives
+		// a method that panics on a nil receiver.
+		s := fmt.Sprintf("%+v", v.Any())
+		if red := r.String(s); red != s {
+			return slog.String(a.Key, red)
+		}
+		return slog.Attr{Key: a.Key, Value: v}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+const (
+	testToken = "0123456789abcdef0123456789abcdef01234567"
+	testKey   = "sk-proj-Abc123Def456Ghi789"
+	tgToken   = "123456:AAH-secretPart_xyz"
+)
+
+func TestRedactorString(t *testing.T) {
+	r := NewRedactor(testToken, testKey, tgToken, "", "short")
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"todoist token", "Authorization: Bearer " + testToken + " rejected", "Authorization: Bearer [redacted] rejected"},
+		{"openai key", "Incorrect API key provided: " + testKey + ".", "Incorrect API key provided: [redacted]."},
+		{"openai key without sk-", "key proj-Abc123Def456Ghi789 is invalid", "key [redacted] is invalid"},
+		{"telegram token in a URL", "Post https://api.telegram.org/bot" + tgToken + "/getMe: EOF", "Post https://api.telegram.org/bot[redacted]/getMe: EOF"},
+		{"telegram token escaped", "token=123456%3AAAH-secretPart_xyz", "token=[redacted]"},
+		{"twice", testToken + testToken, "[redacted][redacted]"},
+		{"too short to hide", "a short word", "a short word"},
+		{"nothing", "no secret here", "no secret here"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.String(tt.in); got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	var none *Redactor
+	if got := none.String(testToken); got != testToken {
+		t.Errorf("nil Redactor changed the text: %q", got)
+	}
+	if NewRedactor("", "  ") != nil {
+		t.Error("a Redactor without secrets is not nil")
+	}
+}
+
+func TestRedactorError(t *testing.T) {
+	r := NewRedactor(testToken)
+	cause := &Error{Code: ErrInvalid, Message: "bad token " + testToken}
+	err := r.Error(fmt.Errorf("list: %w", cause))
+	if strings.Contains(err.Error(), testToken) {
+		t.Errorf("error kept the secret: %v", err)
+	}
+	if ErrorCodeOf(err) != ErrInvalid {
+		t.Errorf("the redacted error lost its cause")
+	}
+	plain := errors.New("plain")
+	if r.Error(plain) != plain {
+		t.Error("an error without a secret was replaced")
+	}
+}
+
+type stringer struct{}
+
+func (stringer) String() string { return "stringer " + testKey }
+
+func TestRedactorHandler(t *testing.T) {
+	r := NewRedactor(testToken, testKey)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			var h slog.Handler = slog.NewTextHandler(&buf, nil)
+			if format == "json" {
+				h = slog.NewJSONHandler(&buf, nil)
+			}
+			log := slog.New(r.Handler(h))
+			log.With(slog.String("token", testToken)).WithGroup("req").Info("calling with "+testKey,
+				slog.Any("err", fmt.Errorf("todoist: %w", errors.New("echo "+testToken))),
+				slog.Group("auth", slog.String("header", "Bearer "+testToken)),
+				slog.Any("map", map[string]string{"k": testToken}),
+				slog.Any("stringer", stringer{}),
+				slog.Int("n", 3))
+			out := buf.String()
+			if strings.Contains(out, testToken) || strings.Contains(out, testKey) || strings.Contains(out, "Abc123Def456") {
+				t.Errorf("log line holds a secret:\n%s", out)
+			}
+			if strings.Count(out, Redacted) != 6 {
+				t.Errorf("want 6 redactions:\n%s", out)
+			}
+			if !strings.Contains(out, "n=3") && !strings.Contains(out, `"n":3`) {
+				t.Errorf("a plain value was changed:\n%s", out)
+			}
+		})
+	}
+}
+
+// echoTasks is a Todoist whose error bodies echo its token, as a real
+// service or a proxy may.
+type echoTasks struct{ *memTasks }
+
+func (echoTasks) Labels(context.Context) ([]Label, error) {
+	return nil, &Error{Code: ErrInvalid, Message: "Todoist rejected GET /labels: invalid token " + testToken}
+}
+
+func TestEngineRedactsObservationsAndTranscript(t *testing.T) {
+	s := &script{replies: []Response{
+		tool(ActGetLabels, `{}`),
+		tool(ActFinalAnswer, `{"answer":"your token is `+testToken+`"}`),
+	}}
+	e := New(s, echoTasks{newTalkTasks()}, Config{Redact: NewRedactor(testToken)})
+	var saved [][]byte
+	out := e.Start(t.Context(), Input{Instruction: "list labels, my token is " + testToken}, Hooks{
+		Save: func(_ context.Context, tr *Transcript) error {
+			b, err := json.Marshal(tr)
+			saved = append(saved, b)
+			return err
+		},
+	})
+	if out.Status != StatusDone {
+		t.Fatalf("status %s (%v)", out.Status, out.Err)
+	}
+	if len(s.reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2", len(s.reqs))
+	}
+	for i, req := range s.reqs {
+		if b, _ := json.Marshal(req); bytes.Contains(b, []byte(testToken)) {
+			t.Errorf("model request %d holds the token:\n%s", i, b)
+		}
+	}
+	if obs := s.reqs[1].Messages[len(s.reqs[1].Messages)-1].Content; !strings.Contains(obs, "invalid token "+Redacted) {
+		t.Errorf("observation %q does not say what failed", obs)
+	}
+	for i, b := range saved {
+		if bytes.Contains(b, []byte(testToken)) {
+			t.Errorf("saved transcript %d holds the token", i)
+		}
+	}
+	if strings.Contains(out.Answer, testToken) {
+		t.Errorf("answer holds the token: %q", out.Answer)
+	}
+	if b, _ := json.Marshal(out.Transcript); bytes.Contains(b, []byte(testToken)) {
+		t.Error("the outcome's transcript holds the token")
+	}
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// root is the repository root, seen from this package's directory.
+const root = "../.."
+
+func readRepoFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// finalStage returns the Dockerfile's last stage, one instruction a line
+// (continuations joined), comments dropped.
+func finalStage(dockerfile string) []string {
+	var lines []string
+	var cur string
+	for _, l := range strings.Split(dockerfile, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		cur += l
+		if strings.HasSuffix(cur, "\\") {
+			cur = strings.TrimSuffix(cur, "\\") + " "
+			continue
+		}
+		if strings.HasPrefix(strings.ToUpper(cur), "FROM ") {
+			lines = nil
+		}
+		lines = append(lines, cur)
+		cur = ""
+	}
+	return lines
+}
+
+// shutdownBudget is the longest tidybot takes to stop after SIGTERM.
+const shutdownBudget = httpShutdown + runGrace
+
+func TestDockerfile(t *testing.T) {
+	stage := finalStage(readRepoFile(t, "deploy/Dockerfile"))
+	find := func(prefix string) []string {
+		var out []string
+		for _, l := range stage {
+			if strings.HasPrefix(strings.ToUpper(l), prefix) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	users := find("USER ")
+	if len(users) == 0 {
+		t.Fatal("the image runs as root: no USER")
+	}
+	user := strings.Fields(users[len(users)-1])[1]
+	uid, _, _ := strings.Cut(user, ":")
+	if uid == "root" || uid == "0" {
+		t.Errorf("USER %s is root", user)
+	}
+	// /data must exist in the image owned by that user, or a fresh
+	// named volume is root-owned and the store cannot be created.
+	owned := false
+	for _, l := range stage {
+		if (strings.HasPrefix(l, "COPY ") && strings.Contains(l, "--chown="+uid) && strings.HasSuffix(l, " /data")) ||
+			(strings.HasPrefix(l, "RUN ") && strings.Contains(l, "chown") && strings.Contains(l, uid) && strings.Contains(l, "/data")) {
+			owned = true
+		}
+	}
+	if !owned {
+		t.Errorf("/data is not created owned by user %s in the final stage", uid)
+	}
+	if v := find("VOLUME "); len(v) == 0 || !strings.Contains(v[0], "/data") {
+		t.Errorf("VOLUME /data missing: %v", v)
+	}
+	hc := find("HEALTHCHECK ")
+	if len(hc) == 0 || !regexp.MustCompile(`CMD \["/tidybot", ?"health"\]`).MatchString(hc[0]) {
+		t.Errorf("HEALTHCHECK must run tidybot health: %v", hc)
+	}
+	for _, l := range find("EXPOSE ") {
+		if strings.Contains(l, "9090") {
+			t.Errorf("the metrics port is exposed: %s", l)
+		}
+	}
+	for _, l := range find("ENV ") {
+		if m := regexp.MustCompile(`TIDYBOT_METRICS_ADDR=(\S*)`).FindStringSubmatch(l); m != nil && m[1] != "" && !strings.HasPrefix(m[1], "127.0.0.1:") {
+			t.Errorf("the image serves /metrics beyond loopback: %s", m[0])
+		}
+	}
+	ignore := readRepoFile(t, ".dockerignore")
+	for _, want := range []string{".git", "*.db", "*.env"} {
+		if !strings.Contains(ignore, want) {
+			t.Errorf(".dockerignore lacks %s", want)
+		}
+	}
+}
+
+func TestCompose(t *testing.T) {
+	compose := readRepoFile(t, "deploy/compose.yaml")
+	m := regexp.MustCompile(`(?m)^\s+stop_grace_period:\s*(\S+)`).FindStringSubmatch(compose)
+	if m == nil {
+		t.Fatal("compose.yaml has no stop_grace_period: Docker kills after 10 s")
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d <= shutdownBudget {
+		t.Errorf("stop_grace_period %s, want more than tidybot's own %v", m[1], shutdownBudget)
+	}
+	inPorts := false
+	for _, l := range strings.Split(compose, "\n") {
+		trim := strings.TrimSpace(l)
+		if strings.HasPrefix(trim, "#") {
+			continue
+		}
+		if strings.HasSuffix(trim, ":") && !strings.HasPrefix(trim, "-") {
+			inPorts = trim == "ports:"
+			continue
+		}
+		if inPorts && strings.HasPrefix(trim, "-") && strings.Contains(trim, "9090") {
+			t.Errorf("compose publishes the metrics port: %s", trim)
+		}
+	}
+	for _, want := range []string{"env_file: tidybot.env", "tidybot-data:/data", "host.docker.internal:host-gateway"} {
+		if !strings.Contains(compose, want) {
+			t.Errorf("compose.yaml lacks %s", want)
+		}
+	}
+}
+
+func TestEnvExampleListsEverySetting(t *testing.T) {
+	example := readRepoFile(t, "deploy/tidybot.env.example")
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
+		name := f.Tag.Get("envconfig")
+		if !regexp.MustCompile(`(?m)^#?` + name + `=`).MatchString(example) {
+			t.Errorf("tidybot.env.example lacks %s", name)
+		}
+	}
+	if !strings.Contains(example, "OPENAI_BASE_URL=http://host.docker.internal:11434/v1") {
+		t.Error("tidybot.env.example lacks a model address reachable from a container")
+	}
+}
+
+func TestSystemdUnit(t *testing.T) {
+	unit := readRepoFile(t, "deploy/tidybot.service")
+	for _, want := range []string{"ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes", "DynamicUser=yes", "StateDirectory=tidybot",
+		"CapabilityBoundingSet=\n", "RestrictAddressFamilies=", "SystemCallFilter=@system-service", "MemoryDenyWriteExecute=yes", "LockPersonality=yes",
+		"RestrictNamespaces=yes", "ProtectKernelTunables=yes", "ProtectKernelModules=yes", "ProtectKernelLogs=yes", "ProtectControlGroups=yes",
+		"ProtectClock=yes", "ProtectHostname=yes", "RestrictRealtime=yes", "RestrictSUIDSGID=yes", "PrivateDevices=yes", "UMask=0077"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("tidybot.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)`).FindStringSubmatch(unit)
+	if m == nil {
+		t.Fatal("no TimeoutStopSec")
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d <= shutdownBudget {
+		t.Errorf("TimeoutStopSec=%s, want more than tidybot's own %v", m[1], shutdownBudget)
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Log("systemd-analyze not installed: exposure score not checked")
+		return
+	}
+	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", filepath.Join(root, "deploy/tidybot.service")).CombinedOutput()
+	score := regexp.MustCompile(`Overall exposure level for tidybot.service: ([0-9.]+)`).FindSubmatch(out)
+	if score == nil {
+		t.Logf("systemd-analyze security --offline=yes gave no score (%v): not checked\n%s", err, out)
+		return
+	}
+	if s, _ := strconv.ParseFloat(string(score[1]), 64); s >= 4 {
+		t.Errorf("systemd-analyze security: exposure %s, want under 4", score[1])
+	} else {
+		t.Logf("systemd-analyze security --offline=yes: exposure %s", score[1])
+	}
+}
+
+// TestDockerImageBuilds builds the image when a Docker daemon answers.
+func TestDockerImageBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Docker image")
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker command: the image is checked by TestDockerfile only")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
+		t.Skipf("no Docker daemon (docker info: %v): the image is checked by TestDockerfile only\n%s", err, lastLine(string(out)))
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	tag := "tidybot-test:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	build := exec.CommandContext(ctx, "docker", "build", "-f", "deploy/Dockerfile", "-t", tag, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	defer func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() }()
+	// The binary runs as the image's user and /data is writable by it.
+	out, err := exec.CommandContext(ctx, "docker", "run", "--rm", tag, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "tidybot ") {
+		t.Errorf("docker run version: %v\n%s", err, out)
+	}
+	vol := "tidybot-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	defer func() { _ = exec.Command("docker", "volume", "rm", "-f", vol).Run() }()
+	// chat with empty stdin opens the store in /data and exits 0.
+	out, err = exec.CommandContext(ctx, "docker", "run", "--rm", "-v", vol+":/data", "-e", "OPENAI_BASE_URL=http://127.0.0.1:1/v1",
+		"-e", "TODOIST_TOKEN=0123456789abcdef", tag, "chat").CombinedOutput()
+	if err != nil {
+		t.Errorf("a fresh volume is not usable by the image's user: %v\n%s", err, out)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
