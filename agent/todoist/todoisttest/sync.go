@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// Request limits (developer.todoist.com/api/v1 #tag/Request-limits):
+// "Maximum 100 commands per request" and "There is a 1 MiB HTTP request
+// body limit on POST requests". The status of a body over the limit is
+// undocumented; 413 is a plausible stand-in.
 const (
 	maxCommands = 100
 	maxSyncBody = 1 << 20
