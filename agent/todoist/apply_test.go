@@ -561,3 +561,21 @@ func TestApplyResentCreateThatIsGone(t *testing.T) {
 		t.Errorf("applied %d times", n)
 	}
 }
+
+// A command that asks for a longer wait than the retry budget fails at
+// once, as rate limited, and nothing after it is applied out of order.
+func TestApplyCommandRetryAfterBeyondBudget(t *testing.T) {
+	srv := todoisttest.New(t)
+	c, rec := recordingClient(t, srv)
+	srv.FailCommands(-1, todoisttest.Fault{Status: 429, ExtraRetryAfter: 600})
+	res, err := c.Apply(t.Context(), []agent.Write{w(agent.Write{Kind: agent.AddProject, Name: "Garden"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := agent.ErrorCodeOf(res[0].Err); code != agent.ErrRateLimited || res[0].NewID != "" {
+		t.Errorf("result %+v (code %s)", res[0], code)
+	}
+	if len(rec.waits) != 0 {
+		t.Errorf("waited %v beyond the budget", rec.waits)
+	}
+}

@@ -272,7 +272,8 @@ func (s *Server) FailNext(path string, n int, f Fault) {
 // request itself answers 200, as a command error does
 // (developer.todoist.com/api/v1 #tag/Sync/Overview, "Response / Error":
 // error_extra.retry_after is "Seconds to wait before retrying (for
-// rate-limited requests)"). The commands are not applied.
+// rate-limited requests)"). The commands are not applied. n < 0 fails
+// every command until ClearFaults.
 func (s *Server) FailCommands(n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -340,7 +340,9 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 			continue
 		}
 		if f := s.cmdFault; f != nil && f.left != 0 {
-			f.left--
+			if f.left > 0 {
+				f.left--
+			}
 			status[c.UUID] = s.commandFault(f.f)
 			continue
 		}
