@@ -11,12 +11,18 @@ import (
 // todayLayout is how the prompt names the day.
 const todayLayout = "Monday, 2 January 2006"
 
+// zoneWait bounds the read of the user's time zone: a Todoist that does
+// not answer must not hold up a run that may not need it.
+const zoneWait = 10 * time.Second
+
 // now returns the current time in the user's time zone when the to-do
 // service knows it (TimeZoner), else in the server's: "today" in the
 // prompt is the user's day.
 func (e *Engine) now(ctx context.Context) time.Time {
 	t := e.cfg.Now()
 	if tz, ok := e.tasks.(TimeZoner); ok {
+		ctx, cancel := context.WithTimeout(ctx, zoneWait)
+		defer cancel()
 		if loc, err := tz.TimeZone(ctx); err == nil && loc != nil {
 			t = t.In(loc)
 		}

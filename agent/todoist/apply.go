@@ -34,8 +34,21 @@ type command struct {
 	Args   map[string]any `json:"args"`
 }
 
-type syncWrite struct {
-	Commands []json.RawMessage `json:"commands"`
+// commandsBody is the JSON body {"commands":[…]} of encoded commands.
+func commandsBody(cmds []json.RawMessage) []byte {
+	n := len(`{"commands":[]}`) + len(cmds)
+	for _, c := range cmds {
+		n += len(c)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"commands":[`...)
+	for i, c := range cmds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c...)
+	}
+	return append(b, "]}"...)
 }
 
 func isCreate(k agent.WriteKind) bool {
@@ -87,9 +100,9 @@ func (c *Client) Apply(ctx context.Context, writes []agent.Write) ([]agent.Write
 	b := &batch{c: c, ws: ws, results: results, declared: declared, done: make([]bool, len(ws)),
 		resolved: map[string]string{}, failed: map[string]bool{}}
 	for start := 0; start < len(ws); {
-		sent, end := b.chunk(start)
+		sent, cmds, end := b.chunk(start)
 		if len(sent) > 0 {
-			if err := b.send(ctx, sent); err != nil {
+			if err := b.send(ctx, sent, cmds); err != nil {
 				for i := start; i < len(ws); i++ {
 					if results[i].Err == nil && !b.done[i] {
 						results[i].Err = err
@@ -130,9 +143,9 @@ func (b *batch) fail(i int, err error) {
 }
 
 // chunk picks the writes of the next request from start: at most 100
-// commands and at most maxRequestBody bytes. It returns their indexes and
-// where the next request starts.
-func (b *batch) chunk(start int) (sent []int, end int) {
+// commands and at most maxRequestBody bytes. It returns their indexes,
+// their encoded commands and where the next request starts.
+func (b *batch) chunk(start int) (sent []int, cmds []json.RawMessage, end int) {
 	size := len(`{"commands":[]}`)
 	end = start
 	for i := start; i < len(b.ws) && len(sent) < maxCommands; i++ {
@@ -157,9 +170,10 @@ func (b *batch) chunk(start int) (sent []int, end int) {
 		}
 		size += add
 		sent = append(sent, i)
+		cmds = append(cmds, raw)
 		end = i + 1
 	}
-	return sent, end
+	return sent, cmds, end
 }
 
 // send sends the writes at indexes sent (one request) and records what
@@ -169,11 +183,13 @@ func (b *batch) chunk(start int) (sent []int, end int) {
 // create that Todoist reports done without a new id (a command re-sent
 // after a lost answer) gets its id by reading, and the commands that
 // could not use its temp id are sent again with the real one.
-func (b *batch) send(ctx context.Context, sent []int) error {
+func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) error {
 	var waited time.Duration
 	for round := 0; ; round++ {
-		cmds := make([]json.RawMessage, len(sent))
 		subs := make(map[int]agent.Write, len(sent))
+		if round > 0 {
+			cmds = make([]json.RawMessage, len(sent))
+		}
 		for k, i := range sent {
 			// Every temp id resolved so far is replaced; the others are
 			// declared in this request, for Todoist to resolve.
@@ -182,12 +198,11 @@ func (b *batch) send(ctx context.Context, sent []int) error {
 				w = b.ws[i] // a failed temp id: Todoist will say so
 			}
 			subs[i] = w
-			cmds[k], _ = json.Marshal(toCommand(w))
+			if round > 0 {
+				cmds[k], _ = json.Marshal(toCommand(w))
+			}
 		}
-		body, err := json.Marshal(syncWrite{Commands: cmds})
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
+		body := commandsBody(cmds)
 		var resp syncResponse
 		if err := b.c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
 			return err

@@ -537,3 +537,45 @@ func TestApplyCommandRetryAfter(t *testing.T) {
 		t.Errorf("projects %+v", srv.Projects())
 	}
 }
+
+// A re-sent create whose object is gone by the time it is looked up fails
+// with a message saying so, never with an empty id.
+func TestApplyResentCreateThatIsGone(t *testing.T) {
+	c, srv := newClient(t)
+	create := w(agent.Write{Kind: agent.AddTask, TempID: "tmp-t", Content: strp("Call mum")})
+	first, err := c.Apply(t.Context(), []agent.Write{create})
+	if err != nil || first[0].Err != nil {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	if _, err := c.Apply(t.Context(), []agent.Write{w(agent.Write{Kind: agent.DeleteTask, ID: first[0].NewID})}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Apply(t.Context(), []agent.Write{create})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].NewID != "" || res[0].Err == nil || !strings.Contains(agent.ErrorMessageOf(res[0].Err), "cannot be found by reading") {
+		t.Errorf("result %+v", res[0])
+	}
+	if n := srv.Applied(create.UUID); n != 1 {
+		t.Errorf("applied %d times", n)
+	}
+}
+
+// A command that asks for a longer wait than the retry budget fails at
+// once, as rate limited, and nothing after it is applied out of order.
+func TestApplyCommandRetryAfterBeyondBudget(t *testing.T) {
+	srv := todoisttest.New(t)
+	c, rec := recordingClient(t, srv)
+	srv.FailCommands(-1, todoisttest.Fault{Status: 429, ExtraRetryAfter: 600})
+	res, err := c.Apply(t.Context(), []agent.Write{w(agent.Write{Kind: agent.AddProject, Name: "Garden"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := agent.ErrorCodeOf(res[0].Err); code != agent.ErrRateLimited || res[0].NewID != "" {
+		t.Errorf("result %+v (code %s)", res[0], code)
+	}
+	if len(rec.waits) != 0 {
+		t.Errorf("waited %v beyond the budget", rec.waits)
+	}
+}

@@ -15,9 +15,11 @@
 //     opaque cursors (limit default 50, max 200, 400 above);
 //   - POST /sync with a JSON or a form-encoded body: reads by resource_types
 //     (projects, sections, labels, items, user, or "all"; "-x" excludes),
-//     always answered as a full sync, and writes: commands applied in order,
-//     uuid dedupe across requests, temp_id mapping, per-command errors with
-//     HTTP 200, 400 above 100 commands;
+//     a full sync for "*", an incremental one for an earlier token, and
+//     writes: commands applied in order, uuid dedupe across requests (a
+//     re-sent uuid is "ok" without temp_id_mapping), temp_id mapping,
+//     per-command errors with HTTP 200 and /sync error tags, 400 above 100
+//     commands, 413 above 1 MiB;
 //   - 410 with a plain-text body on any /rest/v2 or /sync/v9 path.
 //
 // /tasks/filter understands a subset of Todoist's filter language:
@@ -47,7 +49,9 @@
 // Test hooks: seed data (AddProject, AddSection, AddLabel, AddTask,
 // SeedTalkInbox, SeedInbox), read state (Projects, Tasks, Task, Snapshot…),
 // count requests (Requests, TotalRequests) and applied commands (Applied),
-// inject failures (FailNext) and latency (WithLatency, SetLatency).
+// inject failures of requests (FailNext) or single commands
+// (FailCommands), latency (WithLatency, SetLatency) and delayed full
+// syncs (DelayFullSyncs); set the user's time zone (WithTimezone).
 // A Server is safe for concurrent use.
 package todoisttest
 
@@ -268,7 +272,8 @@ func (s *Server) FailNext(path string, n int, f Fault) {
 // request itself answers 200, as a command error does
 // (developer.todoist.com/api/v1 #tag/Sync/Overview, "Response / Error":
 // error_extra.retry_after is "Seconds to wait before retrying (for
-// rate-limited requests)"). The commands are not applied.
+// rate-limited requests)"). The commands are not applied. n < 0 fails
+// every command until ClearFaults.
 func (s *Server) FailCommands(n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// Request limits (developer.todoist.com/api/v1 #tag/Request-limits):
+// "Maximum 100 commands per request" and "There is a 1 MiB HTTP request
+// body limit on POST requests". The status of a body over the limit is
+// undocumented; 413 is a plausible stand-in.
 const (
 	maxCommands = 100
 	maxSyncBody = 1 << 20
@@ -336,7 +340,9 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 			continue
 		}
 		if f := s.cmdFault; f != nil && f.left != 0 {
-			f.left--
+			if f.left > 0 {
+				f.left--
+			}
 			status[c.UUID] = s.commandFault(f.f)
 			continue
 		}
