@@ -166,19 +166,27 @@ func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
 	if m.ThreadID != "" {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
 	}
+	bs := []slack.Block(nil)
 	if withButtons {
-		if bs := blocks(text, m.Buttons); bs != nil {
-			opts = append(opts, slack.MsgOptionBlocks(bs...))
-		}
+		bs = blocks(text, m.Buttons)
+	}
+	if bs == nil && len([]rune(text)) > maxText {
+		bs = sections(text)
+	}
+	if bs != nil {
+		opts = append(opts, slack.MsgOptionBlocks(bs...))
 	}
 	return opts
 }
 
-// Send implements bot.Platform; long text is split, buttons go last.
+// Send implements bot.Platform. A message holds up to maxMessage
+// characters (as several section blocks beyond one), so a long question
+// stays one message with its buttons; longer text is split, buttons go
+// last.
 // Where the bot is not a member, the answer goes through the latest
 // slash command's response_url there.
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
-	chunks := split(m.Text, maxText)
+	chunks := split(m.Text, maxMessage)
 	var ts string
 	for i, c := range chunks {
 		_, t, err := a.api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)

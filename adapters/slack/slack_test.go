@@ -586,3 +586,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestLongQuestionIsOneMessageItsEditKeeps(t *testing.T) {
+	a, srv := newAdapter(t)
+	question := strings.Repeat("Which of these should go to Birthday? “Buy cake for the office party”\n", 70) + "Pick one."
+	out := bot.Outgoing{ChatID: "C1", ThreadID: "2.2", Text: question, Buttons: []bot.Button{{Label: "Birthday", Data: "w:k:0"}, {Label: "Errands", Data: "w:k:1"}}}
+	id, err := a.Send(t.Context(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Text, out.Buttons = question+"\n→ Birthday", nil
+	if err := a.Edit(t.Context(), id, out); err != nil {
+		t.Fatal(err)
+	}
+	ps := srv.Posts("C1")
+	if len(ps) != 1 || !strings.HasPrefix(ps[0].Shown(), "Which of these") || !strings.HasSuffix(ps[0].Shown(), "Pick one.\n→ Birthday") || len(ps[0].Buttons) != 0 {
+		t.Errorf("got %d posts; the question's message shows %d characters: want the whole question, then the choice, once", len(ps), len([]rune(ps[len(ps)-1].Shown())))
+	}
+}
