@@ -379,7 +379,8 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 }
 
 // stripMention removes the bot's mentions ("<@UBOT>", "<@UBOT|name>")
-// from text and reports whether there was one.
+// from text, with the space around them, and reports whether there was
+// one.
 func stripMention(text, botID string) (string, bool) {
 	found := false
 	prefix := "<@" + botID
@@ -399,8 +400,9 @@ func stripMention(text, botID string) (string, bool) {
 		}
 		found = true
 		b.WriteString(strings.TrimRight(text[:i], " "))
-		text = rest[end+1:]
-		if b.Len() > 0 && !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, "\n") {
+		text = strings.TrimLeft(rest[end+1:], " ")
+		before := b.String()
+		if before != "" && !strings.HasSuffix(before, "\n") && text != "" && !strings.ContainsAny(text[:1], ",.;:!?\n") {
 			b.WriteByte(' ')
 		}
 	}

@@ -436,7 +436,7 @@ func (a *Adapter) stripMentions(m *tgbotapi.Message) (string, bool) {
 	var out []uint16
 	last := 0
 	for _, e := range m.Entities {
-		if e.Offset < last || e.Offset+e.Length > len(text) {
+		if e.Length <= 0 || e.Offset < last || e.Offset+e.Length > len(text) {
 			continue
 		}
 		span := string(utf16.Decode(text[e.Offset : e.Offset+e.Length]))

@@ -14,12 +14,14 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/bot"
 )
 
-func newAdapter(t *testing.T, secret string) (*telegram.Adapter, *telegramtest.Server) {
+func newAdapter(t testing.TB, secret string) (*telegram.Adapter, *telegramtest.Server) {
 	t.Helper()
 	srv := telegramtest.New()
 	t.Cleanup(srv.Close)
@@ -373,3 +375,23 @@ func TestNoTokenInLogsOrErrorsWhenTelegramEchoesIt(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// FuzzGroupMessage feeds the group filter messages with arbitrary
+// entities (offsets and lengths come from the client's side of the wire).
+func FuzzGroupMessage(f *testing.F) {
+	a, _ := newAdapter(f, "")
+	f.Add("@tidybot what's due?", 0, 8, "mention")
+	f.Add("hey @TidyBot, hi", 4, 8, "mention")
+	f.Add("🎂 @tidybot", 3, 8, "mention")
+	f.Add("hello world", 5, -2, "mention")
+	f.Add("/undo@tidybot now", 0, 13, "bot_command")
+	f.Fuzz(func(t *testing.T, text string, off, n int, kind string) {
+		u := tgbotapi.Update{UpdateID: 1, Message: &tgbotapi.Message{MessageID: 1, Text: text,
+			From: &tgbotapi.User{ID: 7}, Chat: &tgbotapi.Chat{ID: -100, Type: "group"},
+			Entities: []tgbotapi.MessageEntity{{Type: kind, Offset: off, Length: n}}}}
+		in, ok := a.Incoming(u)
+		if ok && in.Command == "" && strings.TrimSpace(in.Text) == "" {
+			t.Errorf("an empty message was handled: %+v", in)
+		}
+	})
+}
