@@ -190,3 +190,24 @@ func TestSlackSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
 	}
 	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
 }
+
+func TestSlackTokenEchoedBySlackIsNeverLogged(t *testing.T) {
+	e := newEnv(t)
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	sl.EchoTokens() // Slack's error answers repeat the token
+	sl.NotMember("C5")
+	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers, e.cfg.LogLevel = []string{"slack:U1"}, "debug"
+	r := startServe(t, e, nil)
+	for _, ev := range sl.Events(slacktest.Message{Channel: "C5", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " what's due today?", TS: "1.1"}) {
+		if code := postSigned(t, r.base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the failed post in the log", func() bool { return strings.Contains(r.logs.String(), "not_in_channel") })
+	r.stop()
+	if logs := r.logs.String(); strings.Contains(logs, slacktest.Token) || strings.Contains(logs, slackSecret) {
+		t.Errorf("a secret in the log:\n%s", logs)
+	}
+}
