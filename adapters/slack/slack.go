@@ -289,7 +289,7 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 		if err != nil {
 			// A signed event we cannot read: a non-2xx would only buy
 			// three identical retries.
-			a.log.Warn("slack event not understood", slog.Any("err", err))
+			a.log.Warn("slack event not understood", slog.Any("err", a.redact(err)))
 			if !json.Valid(body) {
 				http.Error(w, "bad request", http.StatusBadRequest)
 				return
@@ -500,7 +500,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 		a.rememberHook(sc.ChannelID, sc.ResponseURL)
 		in := slashIncoming(sc)
 		if err := h.Handle(r.Context(), in); err != nil {
-			a.log.Error("slack command", slog.Any("err", err))
+			a.log.Error("slack command", slog.Any("err", a.redact(err)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return
 		}
@@ -531,7 +531,7 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 			return
 		}
 		if err := h.Handle(r.Context(), in); err != nil {
-			a.log.Error("slack button", slog.Any("err", err))
+			a.log.Error("slack button", slog.Any("err", a.redact(err)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return
 		}

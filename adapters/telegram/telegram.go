@@ -300,7 +300,7 @@ func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 					return nil // not confirmed: Telegram redelivers it
 				}
 				// Not stored: leave it unconfirmed and try again shortly.
-				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.UpdateID), slog.Any("err", redact(err, a.cfg.Token)))
 				select {
 				case <-ctx.Done():
 					return nil
@@ -345,7 +345,7 @@ func (a *Adapter) WebhookHandler(h Handler) http.Handler {
 			return
 		}
 		if err := a.dispatch(r.Context(), h, u); err != nil {
-			a.log.Error("telegram webhook update", slog.Int("update_id", u.UpdateID), slog.Any("err", err))
+			a.log.Error("telegram webhook update", slog.Int("update_id", u.UpdateID), slog.Any("err", redact(err, a.cfg.Token)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return
 		}
