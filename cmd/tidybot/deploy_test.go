@@ -166,7 +166,11 @@ func TestSystemdUnit(t *testing.T) {
 	if m == nil {
 		t.Fatal("no TimeoutStopSec")
 	}
-	if d, err := time.ParseDuration(m[1]); err != nil || d <= shutdownBudget {
+	v := m[1]
+	if _, err := strconv.Atoi(v); err == nil {
+		v += "s" // systemd reads a bare number as seconds
+	}
+	if d, err := time.ParseDuration(v); err != nil || d <= shutdownBudget {
 		t.Errorf("TimeoutStopSec=%s, want more than tidybot's own %v", m[1], shutdownBudget)
 	}
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
