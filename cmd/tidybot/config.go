@@ -183,7 +183,7 @@ func (c Config) Validate(serve bool) error {
 	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
 		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
 	}
-	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
 		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
 	}
 	if strings.TrimSpace(c.DB) == "" {

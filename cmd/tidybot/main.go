@@ -184,7 +184,7 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(m.Stderr, opts)
-	if cfg.LogFormat == "json" {
+	if strings.EqualFold(cfg.LogFormat, "json") {
 		h = slog.NewJSONHandler(m.Stderr, opts)
 	}
 	log := slog.New(m.redact.Handler(h))
