@@ -35,6 +35,9 @@ type Config struct {
 	AllowedUsers []string
 	// DedupeFor is how long event ids are kept (default 24h).
 	DedupeFor time.Duration
+	// Retention is how long messages, runs (with their transcripts) and
+	// the audit journal are kept (default 720h).
+	Retention time.Duration
 	// ShutdownGrace is how long runs get to reach a checkpoint on
 	// shutdown (default 10s).
 	ShutdownGrace time.Duration
@@ -56,6 +59,9 @@ func (c *Config) defaults() {
 	}
 	if c.DedupeFor <= 0 {
 		c.DedupeFor = 24 * time.Hour
+	}
+	if c.Retention <= 0 {
+		c.Retention = 720 * time.Hour
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -81,21 +87,20 @@ type Bot struct {
 	cfg     Config
 	log     *slog.Logger
 	allowed map[string]bool
+	sched   *scheduler
 
 	// mu protects the fields below.
 	mu        sync.Mutex
-	platforms map[string]Platform
-	queues    map[string][]Job // per thread, in order
-	active    map[string]bool  // threads with a worker on them
-	running   map[string]*activeRun
-	sending   int // replies posted in the background, not yet done
+	platforms map[string]Platform // wrapped: calls go through queues
+	queues    map[string]*queuedPlatform
+	running   map[string]*activeRun // by thread
+	started   bool
 	stopped   bool
-	idle      *sync.Cond
 
-	readyQ []string      // threads with work and no worker, under mu
-	notify chan struct{} // pokes an idle worker
-	quit   chan struct{} // closed by Stop
-	wg     sync.WaitGroup
+	quit chan struct{} // closed by Stop
+	// wg counts the goroutines Start and AddPlatform start; Add is only
+	// called under mu before stopped is set, so it never races Wait.
+	wg sync.WaitGroup
 }
 
 // activeRun is a run a worker is executing.
@@ -116,14 +121,12 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		allowed:   map[string]bool{},
+		sched:     newScheduler(),
 		platforms: map[string]Platform{},
-		queues:    map[string][]Job{},
-		active:    map[string]bool{},
+		queues:    map[string]*queuedPlatform{},
 		running:   map[string]*activeRun{},
-		notify:    make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}
-	b.idle = sync.NewCond(&b.mu)
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
 			b.allowed[u] = true
@@ -132,11 +135,23 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 	return b
 }
 
-// AddPlatform registers a platform to post to.
+// AddPlatform registers a platform to post to. Every call to it goes
+// through its own bounded send queue.
 func (b *Bot) AddPlatform(p Platform) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.platforms[p.Name()] = p
+	s := newSender(p.Name(), b.log, b.quit)
+	b.queues[p.Name()] = &queuedPlatform{p: p, s: s}
+	b.platforms[p.Name()] = queued(p, s)
+	if b.started && !b.stopped {
+		b.wg.Add(1)
+		go b.runSender(s)
+	}
+}
+
+func (b *Bot) runSender(s *sender) {
+	defer b.wg.Done()
+	s.run(context.Background())
 }
 
 func (b *Bot) platform(name string) (Platform, error) {
@@ -147,6 +162,24 @@ func (b *Bot) platform(name string) (Platform, error) {
 		return nil, fmt.Errorf("bot: no platform %q", name)
 	}
 	return p, nil
+}
+
+// queue returns a platform's send queue, or nil.
+func (b *Bot) queue(name string) *queuedPlatform {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queues[name]
+}
+
+// senders returns every platform's send queue.
+func (b *Bot) senders() []*sender {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*sender, 0, len(b.queues))
+	for _, q := range b.queues {
+		out = append(out, q.s)
+	}
+	return out
 }
 
 func newID() string {
@@ -160,137 +193,170 @@ func (b *Bot) Allowed(platform, userID string) bool {
 	return platform == "console" || b.allowed[platform+":"+userID]
 }
 
+func (b *Bot) isStopped() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
+}
+
+// seen records an event that changes nothing stored and reports whether
+// it was seen before. Events that store a message or a job record their
+// key in the same transaction instead (see enqueue).
+func (b *Bot) seen(ctx context.Context, in Incoming) (bool, error) {
+	if in.EventID == "" {
+		return false, nil
+	}
+	fresh, err := b.store.MarkEvent(ctx, in.Platform+":"+in.EventID, in.At)
+	if err != nil {
+		return false, fmt.Errorf("bot: dedupe event %s: %w", in.EventID, err)
+	}
+	if !fresh {
+		b.duplicate(in)
+	}
+	return !fresh, nil
+}
+
+func (b *Bot) duplicate(in Incoming) {
+	b.log.Info("duplicate event dropped", slog.String("platform", in.Platform), slog.String("event_id", in.EventID))
+	b.cfg.Metrics.Event(in.Platform, "duplicate")
+}
+
 // Handle ingests one event: it drops duplicates, refuses unknown users,
 // stores the message and queues a durable job. It returns quickly and
 // never calls the model, so adapters can acknowledge the platform at once.
+// An error means nothing was stored: the platform should deliver the
+// event again.
 func (b *Bot) Handle(ctx context.Context, in Incoming) error {
-	b.mu.Lock()
-	stopped := b.stopped
-	b.mu.Unlock()
-	if stopped {
+	if b.isStopped() {
 		return ErrStopped
 	}
 	if in.At.IsZero() {
 		in.At = b.cfg.Now()
 	}
-	log := b.log.With(slog.String("platform", in.Platform), slog.String("chat_id", in.ChatID), slog.String("user_id", in.UserID))
-	if in.EventID != "" {
-		fresh, err := b.store.MarkEvent(ctx, in.Platform+":"+in.EventID, in.At)
-		if err != nil {
-			return fmt.Errorf("bot: dedupe event %s: %w", in.EventID, err)
-		}
-		if !fresh {
-			log.Info("duplicate event dropped", slog.String("event_id", in.EventID))
-			b.cfg.Metrics.Event(in.Platform, "duplicate")
-			return nil
-		}
-	}
 	if !b.Allowed(in.Platform, in.UserID) {
-		log.Warn("refused unknown user")
-		b.cfg.Metrics.Event(in.Platform, "refused")
-		if in.Button != "" {
-			b.answerButtonLater(ctx, in, "Sorry, you are not allowed to use this bot.")
-			return nil
+		if dup, err := b.seen(ctx, in); err != nil || dup {
+			return err
 		}
-		b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
-			Text: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)})
-		return nil
+		return b.refuse(ctx, in)
 	}
 	if in.Button != "" {
 		b.cfg.Metrics.Event(in.Platform, "button")
 		return b.press(ctx, in)
 	}
-	if in.Command != "" {
-		b.cfg.Metrics.Event(in.Platform, "command")
-	} else {
-		b.cfg.Metrics.Event(in.Platform, "accepted")
+	switch in.Command {
+	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
+		if in.Command == "" && strings.TrimSpace(in.Text) == "" {
+			return nil
+		}
+		return b.enqueue(ctx, in)
 	}
+	if dup, err := b.seen(ctx, in); err != nil || dup {
+		return err
+	}
+	b.cfg.Metrics.Event(in.Platform, "command")
 	switch in.Command {
 	case "help", "start":
 		b.replyLater(ctx, in.Platform, reply(in, helpText))
-		return nil
 	case "cancel":
 		b.cancel(ctx, in)
-		return nil
 	case "usage":
 		b.usage(ctx, in)
-		return nil
-	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
 	default:
 		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, helpText)))
-		return nil
 	}
-	if in.Command == "" && strings.TrimSpace(in.Text) == "" {
-		return nil
-	}
-	return b.enqueue(ctx, in)
+	return nil
 }
 
-// enqueue stores the message and a durable job for it, atomically.
+// refuse answers a user who is not allowed, once a day at most (the
+// store remembers it across restarts), and touches nothing else.
+func (b *Bot) refuse(ctx context.Context, in Incoming) error {
+	log := b.log.With(slog.String("platform", in.Platform), slog.String("chat_id", in.ChatID), slog.String("user_id", in.UserID))
+	b.cfg.Metrics.Event(in.Platform, "refused")
+	if in.Button != "" {
+		b.answerButtonLater(ctx, in, "Sorry, you are not allowed to use this bot.")
+		return nil
+	}
+	key := "refusal:" + in.Platform + ":" + in.UserID + ":" + in.At.UTC().Format(time.DateOnly)
+	first, err := b.store.MarkEvent(ctx, key, in.At)
+	if err != nil {
+		return fmt.Errorf("bot: remember refusal: %w", err)
+	}
+	if !first {
+		log.Info("refused unknown user again; not answered")
+		return nil
+	}
+	log.Warn("refused unknown user")
+	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
+		Text: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)})
+	return nil
+}
+
+// enqueue stores the message, a durable job for it and its event key in
+// one transaction: a crash or a failed write keeps all or none, so the
+// platform's retry of an event that was not stored is not dropped as a
+// duplicate.
 func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	key := in.ThreadKey()
 	var m *Message
 	if in.Command == "" && in.Text != "" {
 		m = &Message{ThreadKey: key, Role: RoleUser, Text: in.Text, At: in.At}
 	}
-	j := Job{ID: newID(), ThreadKey: key, Incoming: in, Enqueued: b.cfg.Now()}
-	th := Thread{Key: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID}
-	if err := b.store.Enqueue(ctx, th, m, j); err != nil {
+	j := Job{ID: newID(), ThreadKey: key, Kind: JobIncoming, Incoming: in, Enqueued: b.cfg.Now()}
+	c := Change{Thread: &Thread{Key: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID}, Message: m, Job: &j}
+	if in.EventID != "" {
+		c.EventKey, c.EventAt = in.Platform+":"+in.EventID, in.At
+	}
+	err := b.store.Commit(ctx, c)
+	if errors.Is(err, ErrDuplicate) {
+		b.duplicate(in)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("bot: store message and job for %s: %w", key, err)
 	}
-	b.schedule(j, false)
+	switch {
+	case in.Button != "":
+	case in.Command != "":
+		b.cfg.Metrics.Event(in.Platform, "command")
+	default:
+		b.cfg.Metrics.Event(in.Platform, "accepted")
+	}
+	b.sched.add(j, false)
 	return nil
-}
-
-// schedule queues a job for its thread; front puts it first (resumed
-// runs go before new messages).
-func (b *Bot) schedule(j Job, front bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if front {
-		b.queues[j.ThreadKey] = append([]Job{j}, b.queues[j.ThreadKey]...)
-	} else {
-		b.queues[j.ThreadKey] = append(b.queues[j.ThreadKey], j)
-	}
-	if !b.active[j.ThreadKey] {
-		b.active[j.ThreadKey] = true
-		b.markReady(j.ThreadKey)
-	}
 }
 
 // WaitIdle blocks until no job is queued or running and no reply is being
 // posted (runs waiting for the user do not count), or ctx ends.
 func (b *Bot) WaitIdle(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		b.mu.Lock()
-		for (len(b.active) > 0 || b.sending > 0) && ctx.Err() == nil {
-			b.idle.Wait()
+	for {
+		if err := b.sched.waitIdle(ctx); err != nil {
+			return err
 		}
-		b.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		b.idle.Broadcast()
-		b.mu.Unlock()
-		<-done
-		return ctx.Err()
+		senders := b.senders()
+		for _, s := range senders {
+			if err := s.waitIdle(ctx); err != nil {
+				return err
+			}
+		}
+		if err := b.sched.waitIdle(ctx); err != nil {
+			return err
+		}
+		quiet := true
+		for _, s := range senders {
+			quiet = quiet && s.queued() == 0
+		}
+		if quiet {
+			return nil
+		}
 	}
 }
 
 // Start recovers what a previous process left (runs that were working,
-// queued jobs) and starts the workers. It returns once recovery is
-// scheduled; workers stop when ctx ends, after Stop.
+// queued jobs, answers and questions not yet posted) and starts the
+// workers. It returns once recovery is scheduled; workers stop at Stop or
+// when ctx ends.
 func (b *Bot) Start(ctx context.Context) error {
-	if n, err := b.store.PruneEvents(ctx, b.cfg.Now().Add(-b.cfg.DedupeFor)); err != nil {
-		return fmt.Errorf("bot: prune events: %w", err)
-	} else if n > 0 {
-		b.log.Info("pruned event ids", slog.Int("count", n))
-	}
+	b.prune(ctx)
 	runs, err := b.store.Runs(ctx, RunWorking, RunQueued)
 	if err != nil {
 		return fmt.Errorf("bot: list unfinished runs: %w", err)
@@ -299,13 +365,28 @@ func (b *Bot) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bot: list jobs: %w", err)
 	}
+	outbox, err := b.store.Outbox(ctx)
+	if err != nil {
+		return fmt.Errorf("bot: list undelivered messages: %w", err)
+	}
 	for _, j := range jobs {
-		b.schedule(j, false)
+		b.sched.add(j, false)
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
 		b.log.Info("resuming run", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey))
-		b.schedule(Job{ID: "resume-" + r.ID, ThreadKey: r.ThreadKey, Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID}, Enqueued: b.cfg.Now()}, true)
+		b.sched.add(Job{ID: "resume-" + r.ID, Kind: JobResume, RunID: r.ID, ThreadKey: r.ThreadKey,
+			Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID}, Enqueued: b.cfg.Now()}, true)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return ErrStopped
+	}
+	b.started = true
+	for _, q := range b.queues {
+		b.wg.Add(1)
+		go b.runSender(q.s)
 	}
 	for range b.cfg.Workers {
 		b.wg.Add(1)
@@ -313,27 +394,77 @@ func (b *Bot) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.pruneLoop(ctx)
+	if len(outbox) > 0 {
+		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for _, ob := range outbox {
+				b.deliver(ctx, ob)
+			}
+		}()
+	}
 	return nil
 }
 
 // Stop stops intake, interrupts runs at their next checkpoint (they stay
-// resumable), and waits for workers up to the grace period.
+// resumable; a run that starts meanwhile is interrupted too), and waits
+// for workers and send queues up to the grace period, logging what it
+// waited for.
 func (b *Bot) Stop() {
+	began := time.Now()
 	b.mu.Lock()
 	if !b.stopped {
+		b.stopped = true
 		close(b.quit)
+		b.sched.stop()
 	}
-	b.stopped = true
+	var runs []string
 	for _, ar := range b.running {
 		ar.cancel(ErrStopped)
+		runs = append(runs, ar.runID)
+	}
+	sends := 0
+	for _, q := range b.queues {
+		sends += q.s.queued()
 	}
 	b.mu.Unlock()
+	b.log.Info("shutting down: waiting for runs to reach a checkpoint and for queued sends",
+		slog.Any("run_ids", runs), slog.Int("sends", sends), slog.Duration("grace", b.cfg.ShutdownGrace))
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
+	t := time.NewTimer(b.cfg.ShutdownGrace)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(b.cfg.ShutdownGrace):
-		b.log.Warn("shutdown grace period over; runs left mid-step resume at next start")
+		b.log.Info("shut down", slog.Duration("waited", time.Since(began)))
+	case <-t.C:
+		b.mu.Lock()
+		var left []string
+		for _, ar := range b.running {
+			left = append(left, ar.runID)
+		}
+		b.mu.Unlock()
+		b.log.Warn("shutdown grace period over; runs left mid-step resume at next start, unsent answers are posted then",
+			slog.Any("run_ids", left), slog.Duration("waited", time.Since(began)))
+	}
+}
+
+// prune forgets event ids older than DedupeFor, and messages, runs and
+// journals older than Retention.
+func (b *Bot) prune(ctx context.Context) {
+	now := b.cfg.Now()
+	if n, err := b.store.PruneEvents(ctx, now.Add(-b.cfg.DedupeFor)); err != nil {
+		b.log.Error("prune events", slog.Any("err", err))
+	} else if n > 0 {
+		b.log.Info("pruned event ids", slog.Int("count", n))
+	}
+	n, err := b.store.Prune(ctx, now.Add(-b.cfg.Retention))
+	if err != nil {
+		b.log.Error("prune old data", slog.Any("err", err))
+	} else if n != (Pruned{}) {
+		b.log.Info("deleted data older than the retention period", slog.Duration("retention", b.cfg.Retention),
+			slog.Int("messages", n.Messages), slog.Int("runs", n.Runs), slog.Int("audit_entries", n.Audit))
 	}
 }
 
@@ -348,49 +479,7 @@ func (b *Bot) pruneLoop(ctx context.Context) {
 		case <-b.quit:
 			return
 		case <-t.C:
-			if _, err := b.store.PruneEvents(ctx, b.cfg.Now().Add(-b.cfg.DedupeFor)); err != nil {
-				b.log.Error("prune events", slog.Any("err", err))
-			}
-		}
-	}
-}
-
-// markReady queues a thread for a worker; mu must be held.
-func (b *Bot) markReady(key string) {
-	b.readyQ = append(b.readyQ, key)
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-}
-
-// next waits for a thread with work; "" when the bot stops.
-func (b *Bot) next(ctx context.Context) string {
-	for {
-		b.mu.Lock()
-		if b.stopped {
-			b.mu.Unlock()
-			return ""
-		}
-		if len(b.readyQ) > 0 {
-			key := b.readyQ[0]
-			b.readyQ = b.readyQ[1:]
-			if len(b.readyQ) > 0 {
-				select { // wake another worker for the rest
-				case b.notify <- struct{}{}:
-				default:
-				}
-			}
-			b.mu.Unlock()
-			return key
-		}
-		b.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ""
-		case <-b.quit:
-			return ""
-		case <-b.notify:
+			b.prune(ctx)
 		}
 	}
 }
@@ -398,68 +487,43 @@ func (b *Bot) next(ctx context.Context) string {
 func (b *Bot) worker(ctx context.Context) {
 	defer b.wg.Done()
 	for {
-		key := b.next(ctx)
-		if key == "" {
+		j, ok := b.sched.next(ctx)
+		if !ok {
 			return
 		}
-		b.mu.Lock()
-		q := b.queues[key]
-		if len(q) == 0 {
-			b.finishThread(key)
-			b.mu.Unlock()
-			continue
-		}
-		j := q[0]
-		b.queues[key] = q[1:]
-		b.mu.Unlock()
-
 		b.process(ctx, j)
-
-		b.mu.Lock()
-		if len(b.queues[key]) > 0 && !b.stopped {
-			b.markReady(key)
-		} else {
-			b.finishThread(key)
-		}
-		b.mu.Unlock()
+		b.sched.done(j.ThreadKey)
 	}
-}
-
-// finishThread marks a thread idle; mu must be held.
-func (b *Bot) finishThread(key string) {
-	delete(b.active, key)
-	delete(b.queues, key)
-	b.idle.Broadcast()
 }
 
 // process handles one job; errors are logged with the run id and the user
 // hears a plain-words message.
 func (b *Bot) process(ctx context.Context, j Job) {
 	log := b.log.With(slog.String("job_id", j.ID), slog.String("thread_key", j.ThreadKey))
-	defer func() {
-		if !strings.HasPrefix(j.ID, "resume-") {
+	in := j.Incoming
+	var err error
+	if j.Kind == JobResume {
+		err = b.resumeRun(ctx, j.RunID, "", "")
+	} else {
+		defer func() {
 			if err := b.store.DeleteJob(context.WithoutCancel(ctx), j.ID); err != nil {
 				log.Error("delete job", slog.Any("err", err))
 			}
+		}()
+		switch {
+		case in.Command == "reset":
+			err = b.reset(ctx, in)
+		case in.Command == "undo":
+			err = b.undo(ctx, in)
+		case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":
+			err = b.startRun(ctx, j.ID, in, TidyInboxInstruction)
+		default:
+			err = b.message(ctx, j.ID, in)
 		}
-	}()
-	in := j.Incoming
-	var err error
-	switch {
-	case strings.HasPrefix(j.ID, "resume-"):
-		err = b.resumeRun(ctx, strings.TrimPrefix(j.ID, "resume-"), "")
-	case in.Command == "reset":
-		err = b.reset(ctx, in)
-	case in.Command == "undo":
-		err = b.undo(ctx, in)
-	case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":
-		err = b.startRun(ctx, j.ID, in, TidyInboxInstruction)
-	default:
-		err = b.message(ctx, j.ID, in)
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
-		b.send(ctx, in.Platform, reply(in, "Something went wrong on my side; the details are in the log. Please try again."))
+		b.replyLater(ctx, in.Platform, reply(in, "Something went wrong on my side; the details are in the log. Please try again."))
 	}
 }
 
@@ -480,7 +544,7 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 			}
 		}
 		b.clearButtons(ctx, r, answer)
-		return b.resumeRun(ctx, r.ID, answer)
+		return b.resumeRun(ctx, r.ID, answer, jobID)
 	}
 	if in.Button != "" {
 		return nil // a press for a question that is gone; already answered
@@ -505,33 +569,20 @@ func reply(in Incoming, text string) Outgoing {
 	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text}
 }
 
-// later runs fn in the background, so that Handle returns (and the
-// platform is acknowledged) without waiting on a platform API; WaitIdle
-// and Stop wait for it.
-func (b *Bot) later(ctx context.Context, fn func(ctx context.Context)) {
-	ctx = context.WithoutCancel(ctx)
-	b.mu.Lock()
-	b.sending++
-	b.mu.Unlock()
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		defer func() {
-			b.mu.Lock()
-			b.sending--
-			b.idle.Broadcast()
-			b.mu.Unlock()
-		}()
-		fn(ctx)
-	}()
+// replyLater queues a reply on the platform's send queue without
+// waiting, so that Handle returns (and the platform is acknowledged) at
+// once; a full queue drops it.
+func (b *Bot) replyLater(_ context.Context, platform string, m Outgoing) {
+	q := b.queue(platform)
+	if q == nil {
+		b.log.Error("send", slog.String("platform", platform), slog.String("err", "no such platform"))
+		return
+	}
+	q.sendLater(m)
 }
 
-// replyLater posts a reply in the background (see later).
-func (b *Bot) replyLater(ctx context.Context, platform string, m Outgoing) {
-	b.later(ctx, func(ctx context.Context) { b.send(ctx, platform, m) })
-}
-
-// send posts a message, logging a failure: the chat cannot be told.
+// send posts a message through the platform's send queue and waits,
+// logging a failure: the chat cannot be told.
 func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 	p, err := b.platform(platform)
 	if err != nil {

@@ -161,7 +161,7 @@ func TestRestartResumesWorkingRuns(t *testing.T) {
 	tr, _ := agent.MarshalTranscript(&agent.Transcript{V: agent.TranscriptVersion, Status: agent.StatusInterrupted})
 	_ = st.SaveThread(t.Context(), Thread{Key: "telegram:c1:"})
 	_ = st.SaveRun(t.Context(), &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking, Transcript: json.RawMessage(tr)})
-	_ = st.SaveRun(t.Context(), &Run{ID: "r2", ThreadKey: "telegram:c2:", Platform: "telegram", ChatID: "c2", UserID: "42", Status: RunWaiting, Waiting: &Waiting{Kind: "ask", Key: "k"}})
+	_ = st.SaveRun(t.Context(), &Run{ID: "r2", ThreadKey: "telegram:c2:", Platform: "telegram", ChatID: "c2", UserID: "42", Status: RunWaiting, Waiting: &Waiting{Kind: "ask", Key: "k"}, Updated: time.Now()})
 	ag := &fakeAgent{}
 	b := New(st, ag, Config{})
 	b.AddPlatform(&fakePlatform{name: "telegram"})

@@ -21,6 +21,10 @@ type memStore struct {
 	jobs     []Job
 	audit    []AuditEntry
 	settings map[string]string
+
+	outbox []Outbound
+	// failJobs fails that many job writes (Enqueue, Commit with a job).
+	failJobs int
 }
 
 var _ Store = (*memStore)(nil)
@@ -91,10 +95,7 @@ func (s *memStore) RecentMessages(_ context.Context, key string, since time.Time
 	return out, nil
 }
 
-func clone(r *Run) *Run {
-	c := *r
-	return &c
-}
+func clone(r *Run) *Run { return cloneRun(r) }
 
 func (s *memStore) SaveRun(_ context.Context, r *Run) error {
 	s.mu.Lock()
@@ -154,6 +155,10 @@ func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
 func (s *memStore) Enqueue(_ context.Context, t Thread, m *Message, j Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failJobs > 0 {
+		s.failJobs--
+		return errJobWrite
+	}
 	if _, ok := s.threads[t.Key]; !ok {
 		s.threads[t.Key] = t
 	}

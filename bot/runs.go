@@ -43,7 +43,9 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	now := b.cfg.Now()
 	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
 		Status: RunWorking, Instruction: instruction, Created: now, Updated: now}
-	if err := b.store.SaveRun(ctx, r); err != nil {
+	// The job is retired with the run's creation: after a crash the run
+	// resumes from its own record.
+	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: runID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	b.log.Info("run started", slog.String("run_id", r.ID), slog.String("thread_key", key))
@@ -52,14 +54,20 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	})
 }
 
-// resumeRun continues a run: with the user's answer, or after a restart.
-func (b *Bot) resumeRun(ctx context.Context, runID, answer string) error {
+// resumeRun continues a run: with the user's answer (from job jobID), or
+// after a restart (answer and jobID empty).
+func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error {
 	r, err := b.store.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("bot: read run %s: %w", runID, err)
 	}
 	if r.Status.Final() {
 		return nil
+	}
+	if answer == "" {
+		// A restart: an answer that resumed the run before it is given
+		// again (the agent ignores it once its transcript holds it).
+		answer = r.Reply
 	}
 	first := "🔁 Picking up where I left off…"
 	if answer != "" {
@@ -75,8 +83,11 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer string) error {
 	if err != nil {
 		return fmt.Errorf("bot: run %s: %w", r.ID, err)
 	}
-	r.Status, r.Waiting = RunWorking, nil
-	if err := b.store.SaveRun(ctx, r); err != nil {
+	// The answer is saved with the run and its job retired in one
+	// transaction: a crash now resumes this run with the answer, and
+	// never starts a second run whose instruction is the answer.
+	r.Status, r.Waiting, r.Reply = RunWorking, nil, answer
+	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
@@ -92,6 +103,10 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	ar := &activeRun{runID: r.ID, cancel: cancel}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
+	if b.stopped {
+		// Stop has cancelled the runs it saw; this one started since.
+		cancel(ErrStopped)
+	}
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -158,17 +173,19 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		if out.Status == agent.StatusFailed {
 			r.Status = RunFailed
 		}
-		r.Answer = b.cfg.Redact.String(out.Answer)
+		r.Answer, r.Reply = b.cfg.Redact.String(out.Answer), ""
 		if r.Answer == "" {
 			r.Answer = "Done."
 		}
-		if err := b.store.SaveRun(ctx, r); err != nil {
-			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		// The run ends, its answer joins the history and waits in the
+		// outbox in one transaction: a crash before the post leaves it
+		// for the next start to post.
+		ob := b.outbound(r.Platform, reply(in, r.Answer))
+		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
+			return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
 		}
-		if err := b.store.AppendMessage(ctx, Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}); err != nil {
-			return fmt.Errorf("bot: store answer: %w", err)
-		}
-		b.send(ctx, r.Platform, reply(in, r.Answer))
+		b.deliver(ctx, ob)
 		log.Info("run ended", slog.String("status", string(out.Status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
 
 	case agent.StatusAsking, agent.StatusConfirming:
@@ -182,18 +199,20 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 				buttons = append(buttons, Button{Label: o, Data: "w:" + w.Key + ":" + strconv.Itoa(i)})
 			}
 		}
-		r.Status, r.Waiting = RunWaiting, w
+		r.Status, r.Waiting, r.Reply = RunWaiting, w, ""
 		text := out.Question
 		if text == "" {
 			text = "Can you tell me more?"
 		}
-		w.MessageID = b.send(ctx, r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
-		if err := b.store.SaveRun(ctx, r); err != nil {
-			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		// The question is posted only once the waiting run is saved, so
+		// a press at once finds it open; the post records its message id.
+		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
+		ob.RunID, ob.WaitKey = r.ID, w.Key
+		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
+			return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
 		}
-		if err := b.store.AppendMessage(ctx, Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}); err != nil {
-			return fmt.Errorf("bot: store question: %w", err)
-		}
+		b.deliver(ctx, ob)
 
 	case agent.StatusInterrupted:
 		if !cancelled {
@@ -204,12 +223,13 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 			log.Info("run interrupted; it resumes at next start")
 			return nil
 		}
-		r.Status = RunCancelled
+		r.Status, r.Reply = RunCancelled, ""
 		r.Answer = "Stopped, as you asked. " + doneList(out.Transcript)
-		if err := b.store.SaveRun(ctx, r); err != nil {
+		ob := b.outbound(r.Platform, reply(in, r.Answer))
+		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
-		b.send(ctx, r.Platform, reply(in, r.Answer))
+		b.deliver(ctx, ob)
 	}
 	return nil
 }
@@ -278,9 +298,11 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 	return b.enqueue(ctx, in)
 }
 
-// answerButtonLater answers a button press in the background (see later).
-func (b *Bot) answerButtonLater(ctx context.Context, in Incoming, text string) {
-	b.later(ctx, func(ctx context.Context) { b.answerButton(ctx, in, text) })
+// answerButtonLater queues the answer to a button press without waiting.
+func (b *Bot) answerButtonLater(_ context.Context, in Incoming, text string) {
+	if q := b.queue(in.Platform); q != nil {
+		q.answerLater(in.ButtonRef, text)
+	}
 }
 
 func (b *Bot) answerButton(ctx context.Context, in Incoming, text string) {
@@ -402,7 +424,7 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	b.replyLater(ctx, in.Platform, reply(in, text))
 }
 
-// reset hides the thread's history from the model.
+// reset forgets the thread: its stored messages and runs are deleted.
 func (b *Bot) reset(ctx context.Context, in Incoming) error {
 	key := in.ThreadKey()
 	th, err := b.store.Thread(ctx, key)
@@ -415,6 +437,11 @@ func (b *Bot) reset(ctx context.Context, in Incoming) error {
 	th.ResetAt = b.cfg.Now()
 	if err := b.store.SaveThread(ctx, th); err != nil {
 		return fmt.Errorf("bot: reset thread %s: %w", key, err)
+	}
+	// Forgetting deletes: the stored messages and runs go, not only
+	// out of the model's sight.
+	if err := b.store.DeleteConversation(ctx, key); err != nil {
+		return fmt.Errorf("bot: delete conversation %s: %w", key, err)
 	}
 	b.send(ctx, in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
 	return nil

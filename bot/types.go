@@ -126,6 +126,11 @@ type Run struct {
 	Undone  bool      `json:"undone,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+
+	// Reply is the user's answer to the run's question, saved with the
+	// run when it resumes (in the transaction that retires the answer's
+	// job) and given to the agent again if a restart interrupts it.
+	Reply string `json:"reply,omitempty"`
 }
 
 // Job is a durable unit of work: an incoming event waiting to be handled.
@@ -134,6 +139,11 @@ type Job struct {
 	ThreadKey string    `json:"thread_key"`
 	Incoming  Incoming  `json:"incoming"`
 	Enqueued  time.Time `json:"enqueued"`
+
+	// Kind is JobIncoming (also when empty) or JobResume.
+	Kind string `json:"kind,omitempty"`
+	// RunID is the run a JobResume job continues.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // AuditEntry records one applied write and how to undo it.
@@ -196,4 +206,20 @@ type Store interface {
 	Setting(ctx context.Context, key string) (string, error)
 	// SetSetting stores a setting.
 	SetSetting(ctx context.Context, key, value string) error
+
+	// Commit applies c in one transaction; it returns ErrDuplicate, having
+	// applied nothing, when c.EventKey was recorded before.
+	Commit(ctx context.Context, c Change) error
+	// Outbox returns the messages not yet delivered, oldest first.
+	Outbox(ctx context.Context) ([]Outbound, error)
+	// Delivered removes a posted message from the outbox and, for a
+	// question, records msgID in its run if the run still waits on it.
+	Delivered(ctx context.Context, ob Outbound, msgID string) error
+	// Prune deletes the messages sent before t, and the runs (with
+	// their transcript and journal) last updated before t, except runs
+	// that are working or queued.
+	Prune(ctx context.Context, before time.Time) (Pruned, error)
+	// DeleteConversation deletes a thread's messages and its runs (with
+	// their transcript and journal), except runs working or queued.
+	DeleteConversation(ctx context.Context, threadKey string) error
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -37,8 +38,10 @@ var (
 	bucketJobIDs   = []byte("job_ids")
 	bucketEvents   = []byte("events")
 	bucketSettings = []byte("settings")
-	bucketAudit    = []byte("audit") // nested: one bucket per run
-	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit}
+	bucketAudit    = []byte("audit")  // nested: one bucket per run
+	bucketOutbox   = []byte("outbox") // key: big-endian sequence
+	bucketOutIDs   = []byte("outbox_ids")
+	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs}
 	keySchema      = []byte("schema_version")
 	keyRunIndex    = []byte("runs_indexed")
 )
@@ -82,6 +85,12 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s (TIDYBOT_DB): %w", path, err)
+	}
+	// The file holds conversations: an older file created with a looser
+	// mode is tightened to the owner only.
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("restrict database %s to its owner (TIDYBOT_DB): %w", path, err)
 	}
 	db.MaxBatchDelay = o.batchDelay
 	s := &Store{db: db, path: path}
@@ -192,19 +201,14 @@ func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	fresh := false
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEvents)
-		fresh = b.Get([]byte(key)) == nil
-		if !fresh {
-			return nil
-		}
-		return b.Put([]byte(key), u64(uint64(at.UnixNano())))
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return markEvent(tx, key, at) })
+	if errors.Is(err, bot.ErrDuplicate) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: mark event %s: %w", key, err)
 	}
-	return fresh, nil
+	return true, nil
 }
 
 // PruneEvents implements bot.Store.
@@ -314,12 +318,7 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
-			return err
-		}
-		return indexRun(tx, r)
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return saveRun(tx, r) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
@@ -500,17 +499,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		ids := tx.Bucket(bucketJobIDs)
-		seq := ids.Get([]byte(id))
-		if seq == nil {
-			return nil
-		}
-		if err := tx.Bucket(bucketJobs).Delete(bytes.Clone(seq)); err != nil {
-			return err
-		}
-		return ids.Delete([]byte(id))
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return deleteJob(tx, id) })
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
 	}
@@ -648,11 +637,294 @@ func (s *Store) Check() error {
 		}
 		// The buckets of versioned values (the others hold keys, times
 		// and indexes).
-		for _, name := range [][]byte{bucketThreads, bucketMessages, bucketRuns, bucketJobs, bucketSettings, bucketAudit} {
+		for _, name := range [][]byte{bucketThreads, bucketMessages, bucketRuns, bucketJobs, bucketSettings, bucketAudit, bucketOutbox} {
 			if err := walk(tx.Bucket(name)); err != nil {
 				return fmt.Errorf("store: check %s: %w", name, err)
 			}
 		}
 		return nil
 	})
+}
+
+// markEvent records an event key; it returns bot.ErrDuplicate when the
+// key was recorded before.
+func markEvent(tx *bolt.Tx, key string, at time.Time) error {
+	b := tx.Bucket(bucketEvents)
+	if b.Get([]byte(key)) != nil {
+		return bot.ErrDuplicate
+	}
+	return b.Put([]byte(key), u64(uint64(at.UnixNano())))
+}
+
+func saveRun(tx *bolt.Tx, r *bot.Run) error {
+	if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
+		return err
+	}
+	return indexRun(tx, r)
+}
+
+func deleteJob(tx *bolt.Tx, id string) error {
+	ids := tx.Bucket(bucketJobIDs)
+	seq := ids.Get([]byte(id))
+	if seq == nil {
+		return nil
+	}
+	if err := tx.Bucket(bucketJobs).Delete(bytes.Clone(seq)); err != nil {
+		return err
+	}
+	return ids.Delete([]byte(id))
+}
+
+func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
+	b := tx.Bucket(bucketOutbox)
+	ids := tx.Bucket(bucketOutIDs)
+	if ids.Get([]byte(ob.ID)) != nil {
+		return nil
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := put(b, u64(seq), ob); err != nil {
+		return err
+	}
+	return ids.Put([]byte(ob.ID), u64(seq))
+}
+
+// Commit implements bot.Store: every part of c in one transaction.
+func (s *Store) Commit(ctx context.Context, c bot.Change) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		if c.EventKey != "" {
+			if err := markEvent(tx, c.EventKey, c.EventAt); err != nil {
+				return err
+			}
+		}
+		if t := c.Thread; t != nil {
+			threads := tx.Bucket(bucketThreads)
+			if threads.Get([]byte(t.Key)) == nil {
+				if err := put(threads, []byte(t.Key), t); err != nil {
+					return err
+				}
+			}
+		}
+		if c.Message != nil {
+			if err := appendMessage(tx, *c.Message); err != nil {
+				return err
+			}
+		}
+		if c.Job != nil {
+			if err := putJob(tx, *c.Job); err != nil {
+				return err
+			}
+		}
+		if c.DeleteJob != "" {
+			if err := deleteJob(tx, c.DeleteJob); err != nil {
+				return err
+			}
+		}
+		if c.Run != nil {
+			if err := saveRun(tx, c.Run); err != nil {
+				return err
+			}
+		}
+		for _, ob := range c.Send {
+			if err := putOutbound(tx, ob); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, bot.ErrDuplicate) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// Outbox implements bot.Store.
+func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []bot.Outbound
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketOutbox).ForEach(func(_, v []byte) error {
+			var ob bot.Outbound
+			if err := decode(v, &ob); err != nil {
+				return err
+			}
+			out = append(out, ob)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox: %w", err)
+	}
+	return out, nil
+}
+
+// Delivered implements bot.Store, in one transaction.
+func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		ids := tx.Bucket(bucketOutIDs)
+		if seq := ids.Get([]byte(ob.ID)); seq != nil {
+			if err := tx.Bucket(bucketOutbox).Delete(bytes.Clone(seq)); err != nil {
+				return err
+			}
+			if err := ids.Delete([]byte(ob.ID)); err != nil {
+				return err
+			}
+		}
+		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
+			return nil
+		}
+		raw := tx.Bucket(bucketRuns).Get([]byte(ob.RunID))
+		if raw == nil {
+			return nil
+		}
+		var r bot.Run
+		if err := decode(raw, &r); err != nil {
+			return err
+		}
+		if r.Status != bot.RunWaiting || r.Waiting == nil || r.Waiting.Key != ob.WaitKey {
+			return nil // answered (or dropped) already
+		}
+		r.Waiting.MessageID = msgID
+		return saveRun(tx, &r)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
+	}
+	return nil
+}
+
+// deleteRun removes a run, its index entries and its journal.
+func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
+	if err := tx.Bucket(bucketRuns).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	if tb := tx.Bucket(bucketThreadRn).Bucket([]byte(r.ThreadKey)); tb != nil {
+		if err := tb.Delete([]byte(r.ID)); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Bucket(bucketOpenRuns).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	ab := tx.Bucket(bucketAudit)
+	if b := ab.Bucket([]byte(r.ID)); b != nil {
+		audit = b.Stats().KeyN
+		if err := ab.DeleteBucket([]byte(r.ID)); err != nil {
+			return 0, err
+		}
+	}
+	return audit, nil
+}
+
+// busy reports whether a run is in progress (kept by Prune and
+// DeleteConversation: a worker owns it).
+func busy(r *bot.Run) bool { return r.Status == bot.RunWorking || r.Status == bot.RunQueued }
+
+// Prune implements bot.Store.
+func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error) {
+	var n bot.Pruned
+	if err := ctx.Err(); err != nil {
+		return n, err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		n = bot.Pruned{}
+		msgs := tx.Bucket(bucketMessages)
+		for _, thread := range keys(msgs) {
+			b := msgs.Bucket(thread)
+			if b == nil {
+				continue
+			}
+			// Messages are appended in time order: stop at the first kept.
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.First() {
+				var m bot.Message
+				if err := decode(v, &m); err != nil {
+					return err
+				}
+				if !m.At.Before(before) {
+					break
+				}
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n.Messages++
+			}
+		}
+		var old []*bot.Run
+		if err := tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var r bot.Run
+			if err := decode(v, &r); err != nil {
+				return err
+			}
+			if !busy(&r) && r.Updated.Before(before) {
+				old = append(old, &r)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range old {
+			a, err := deleteRun(tx, r)
+			if err != nil {
+				return err
+			}
+			n.Runs++
+			n.Audit += a
+		}
+		return nil
+	})
+	if err != nil {
+		return bot.Pruned{}, fmt.Errorf("store: prune: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteConversation implements bot.Store.
+func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		msgs := tx.Bucket(bucketMessages)
+		if msgs.Bucket([]byte(threadKey)) != nil {
+			if err := msgs.DeleteBucket([]byte(threadKey)); err != nil {
+				return err
+			}
+		}
+		runs := tx.Bucket(bucketRuns)
+		for _, id := range keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) {
+			raw := runs.Get(id)
+			if raw == nil {
+				continue
+			}
+			var r bot.Run
+			if err := decode(raw, &r); err != nil {
+				return err
+			}
+			if busy(&r) {
+				continue
+			}
+			if _, err := deleteRun(tx, &r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	return nil
 }

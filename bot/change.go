@@ -1,0 +1,58 @@
+package bot
+
+import (
+	"errors"
+	"time"
+)
+
+// Job kinds.
+const (
+	// JobIncoming handles a stored platform event (Job.Incoming).
+	JobIncoming = "incoming"
+	// JobResume continues run Job.RunID after a restart.
+	JobResume = "resume"
+)
+
+// ErrDuplicate is returned by Store.Commit when the change's event key
+// was recorded before: nothing was applied.
+var ErrDuplicate = errors.New("duplicate event")
+
+// Change is what the store applies in one transaction, so that a crash
+// keeps all of it or none. Empty fields are skipped.
+type Change struct {
+	// EventKey is recorded with EventAt; if it was recorded before,
+	// nothing is applied and Commit returns ErrDuplicate.
+	EventKey string
+	EventAt  time.Time
+	// Thread is created if there is no thread with its key.
+	Thread *Thread
+	// Message is appended to its thread.
+	Message *Message
+	// Job is stored.
+	Job *Job
+	// DeleteJob names a job that is handled.
+	DeleteJob string
+	// Run is saved.
+	Run *Run
+	// Send queues messages for delivery (see Outbound).
+	Send []Outbound
+}
+
+// Outbound is a message that must reach the user: a run's final answer or
+// its question. It is stored with the run's state and deleted once
+// posted, so that a restart posts what a crash left unsent.
+type Outbound struct {
+	ID       string   `json:"id"`
+	Platform string   `json:"platform"`
+	Msg      Outgoing `json:"msg"`
+	// RunID and WaitKey mark a question: once posted, its message id is
+	// recorded in the run's Waiting, if the run still waits on WaitKey.
+	RunID   string    `json:"run_id,omitempty"`
+	WaitKey string    `json:"wait_key,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Pruned counts what Store.Prune deleted.
+type Pruned struct {
+	Messages, Runs, Audit int
+}

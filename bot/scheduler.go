@@ -1,0 +1,137 @@
+package bot
+
+import (
+	"context"
+	"sync"
+)
+
+// scheduler hands jobs to workers: one job per thread at a time, a
+// thread's jobs in order, threads first come first served.
+type scheduler struct {
+	// mu protects the fields below.
+	mu      sync.Mutex
+	queues  map[string][]Job // per thread, in order
+	active  map[string]bool  // threads with queued or running work
+	ready   []string         // threads with work and no worker
+	running int              // jobs handed out and not done
+	stopped bool
+	// changed is closed and replaced whenever the state changes, waking
+	// every waiter (next, waitIdle).
+	changed chan struct{}
+}
+
+func newScheduler() *scheduler {
+	return &scheduler{queues: map[string][]Job{}, active: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// broadcast wakes every waiter; mu must be held.
+func (s *scheduler) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// add queues j for its thread; front puts it before the thread's other
+// jobs (a resumed run goes before new messages).
+func (s *scheduler) add(j Job, front bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if front {
+		s.queues[j.ThreadKey] = append([]Job{j}, s.queues[j.ThreadKey]...)
+	} else {
+		s.queues[j.ThreadKey] = append(s.queues[j.ThreadKey], j)
+	}
+	if !s.active[j.ThreadKey] {
+		s.active[j.ThreadKey] = true
+		s.ready = append(s.ready, j.ThreadKey)
+	}
+	s.broadcast()
+}
+
+// next waits for a job whose thread has no job running and hands it out;
+// the caller reports it with done. ok is false once the scheduler stops
+// or ctx ends.
+func (s *scheduler) next(ctx context.Context) (j Job, ok bool) {
+	for {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return Job{}, false
+		}
+		if len(s.ready) > 0 {
+			key := s.ready[0]
+			s.ready = s.ready[1:]
+			j := s.queues[key][0]
+			s.queues[key] = s.queues[key][1:]
+			s.running++
+			s.mu.Unlock()
+			return j, true
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Job{}, false
+		case <-changed:
+		}
+	}
+}
+
+// done reports that the job handed out for thread key is handled: the
+// thread's next job becomes ready, or the thread goes idle.
+func (s *scheduler) done(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	if len(s.queues[key]) > 0 && !s.stopped {
+		s.ready = append(s.ready, key)
+	} else {
+		delete(s.active, key)
+		delete(s.queues, key)
+	}
+	s.broadcast()
+}
+
+// stop makes next return false; queued jobs stay in the store for the
+// next start.
+func (s *scheduler) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.broadcast()
+}
+
+// idle reports whether no job is queued or running.
+func (s *scheduler) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active) == 0 && s.running == 0
+}
+
+// waitIdle blocks until no job is queued or running, or ctx ends. After
+// stop, queued jobs that no worker will take do not count.
+func (s *scheduler) waitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		quiet := s.running == 0 && (len(s.active) == 0 || s.stopped)
+		changed := s.changed
+		s.mu.Unlock()
+		if quiet {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// inFlight reports how many jobs are running and queued.
+func (s *scheduler) inFlight() (running, queued int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.queues {
+		queued += len(q)
+	}
+	return s.running, queued
+}
