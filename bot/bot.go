@@ -378,6 +378,18 @@ func (b *Bot) Start(ctx context.Context) error {
 		b.sched.add(Job{ID: "resume-" + r.ID, Kind: JobResume, RunID: r.ID, ThreadKey: r.ThreadKey,
 			Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID}, Enqueued: b.cfg.Now()}, true)
 	}
+	if err := b.startWorkers(ctx); err != nil {
+		return err
+	}
+	if len(outbox) > 0 {
+		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
+		b.redeliver(ctx, outbox)
+	}
+	return nil
+}
+
+// startWorkers starts the send queues, the workers and the prune loop.
+func (b *Bot) startWorkers(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -394,16 +406,6 @@ func (b *Bot) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.pruneLoop(ctx)
-	if len(outbox) > 0 {
-		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			for _, ob := range outbox {
-				b.deliver(ctx, ob)
-			}
-		}()
-	}
 	return nil
 }
 

@@ -25,6 +25,8 @@ type memStore struct {
 	outbox []Outbound
 	// failJobs fails that many job writes (Enqueue, Commit with a job).
 	failJobs int
+	// onCommit, when set, sees every Commit before it is applied.
+	onCommit func(Change)
 }
 
 var _ Store = (*memStore)(nil)
@@ -231,11 +233,19 @@ type fakePlatform struct {
 	sent     []Outgoing
 	edits    []string
 	answered []string
+	// onSend, when set, runs before a message is recorded; an error
+	// fails the send (nothing recorded).
+	onSend func(Outgoing) error
 }
 
 func (p *fakePlatform) Name() string { return p.name }
 
 func (p *fakePlatform) Send(_ context.Context, m Outgoing) (string, error) {
+	if p.onSend != nil {
+		if err := p.onSend(m); err != nil {
+			return "", err
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sent = append(p.sent, m)
@@ -289,6 +299,8 @@ type fakeAgent struct {
 	events []agent.Event
 	// script, when set, runs during Start before the outcome.
 	script func(ctx context.Context, h agent.Hooks)
+	// onResume, when set, runs as Resume begins.
+	onResume func()
 }
 
 func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
@@ -321,7 +333,11 @@ func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) ag
 func (a *fakeAgent) Resume(_ context.Context, tr *agent.Transcript, answer string, _ agent.Hooks) agent.Outcome {
 	a.mu.Lock()
 	a.resumed = append(a.resumed, answer)
+	onResume := a.onResume
 	a.mu.Unlock()
+	if onResume != nil {
+		onResume()
+	}
 	tr.Status = agent.StatusDone
 	return agent.Outcome{Status: agent.StatusDone, Answer: "answered: " + answer, Transcript: tr}
 }

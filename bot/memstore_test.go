@@ -10,6 +10,9 @@ import (
 var errJobWrite = errors.New("disk full")
 
 func (s *memStore) Commit(_ context.Context, c Change) error {
+	if s.onCommit != nil {
+		s.onCommit(c)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.EventKey != "" {

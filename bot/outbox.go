@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 )
 
@@ -12,18 +13,42 @@ func (b *Bot) outbound(platform string, m Outgoing) Outbound {
 }
 
 // deliver posts a stored outbox entry through the platform's send queue
-// and removes it from the outbox once posted. One that could not be
-// posted stays there for the next start; one older than the dedupe
-// window is given up (logged).
+// and waits; see delivered.
 func (b *Bot) deliver(ctx context.Context, ob Outbound) {
 	ctx = context.WithoutCancel(ctx)
-	log := b.log.With(slog.String("platform", ob.Platform), slog.String("outbox_id", ob.ID), slog.String("run_id", ob.RunID))
 	p, err := b.platform(ob.Platform)
 	if err != nil {
-		log.Error("undelivered message kept for the next start", slog.Any("err", err))
+		b.delivered(ctx, ob, "", err)
 		return
 	}
 	id, err := p.Send(ctx, ob.Msg)
+	b.delivered(ctx, ob, id, err)
+}
+
+// redeliver queues what a previous process left in the outbox, in order,
+// without waiting for the posts (WaitIdle does).
+func (b *Bot) redeliver(ctx context.Context, outbox []Outbound) {
+	ctx = context.WithoutCancel(ctx)
+	for _, ob := range outbox {
+		q := b.queue(ob.Platform)
+		if q == nil {
+			b.delivered(ctx, ob, "", fmt.Errorf("bot: no platform %q", ob.Platform))
+			continue
+		}
+		q.s.postWait("send", func(ctx context.Context) error {
+			id, err := q.p.Send(ctx, ob.Msg)
+			b.delivered(ctx, ob, id, err)
+			return nil // logged by delivered
+		})
+	}
+}
+
+// delivered removes a posted entry from the outbox (recording a
+// question's message id in its run). One that could not be posted stays
+// there for the next start; one older than the dedupe window is given up
+// (logged).
+func (b *Bot) delivered(ctx context.Context, ob Outbound, id string, err error) {
+	log := b.log.With(slog.String("platform", ob.Platform), slog.String("outbox_id", ob.ID), slog.String("run_id", ob.RunID))
 	if err != nil {
 		if errors.Is(err, ErrStopped) || b.cfg.Now().Sub(ob.Created) < b.cfg.DedupeFor {
 			log.Error("message not posted; it is posted again at the next start", slog.Any("err", err))

@@ -101,6 +101,17 @@ func (s *sender) post(what string, call func(ctx context.Context) error) {
 	}
 }
 
+// postWait queues a call nobody waits for, waiting for room in the queue;
+// it is dropped when the bot stops first.
+func (s *sender) postWait(what string, call func(ctx context.Context) error) {
+	s.begin()
+	select {
+	case s.q <- sendOp{what: what, call: call}:
+	case <-s.quit:
+		s.end()
+	}
+}
+
 // do queues a call and waits for its result. It returns ErrStopped when
 // the bot stops before the call is made.
 func (s *sender) do(ctx context.Context, what string, call func(ctx context.Context) error) error {
@@ -218,7 +229,10 @@ func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 		id, err = q.p.Send(ctx, m)
 		return err
 	})
-	return id, err
+	if err != nil {
+		return "", err // id may still be written: the call can be made during shutdown
+	}
+	return id, nil
 }
 
 // sendLater queues m without waiting.

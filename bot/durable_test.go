@@ -1,0 +1,443 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// restart starts a new bot on st, as a new process would after a crash,
+// and waits until it is idle.
+func restart(t *testing.T, st *memStore, ag *fakeAgent) *fakePlatform {
+	t.Helper()
+	plat := &fakePlatform{name: "telegram", interval: 2 * time.Second}
+	b := New(st, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(plat)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	return plat
+}
+
+// TestFailedJobWriteLeavesTheEventRetriable: when the job cannot be
+// stored, Handle fails (the adapter does not acknowledge) and the
+// platform's retry of the same event is accepted, not dropped as a
+// duplicate.
+func TestFailedJobWriteLeavesTheEventRetriable(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	h.store.mu.Lock()
+	h.store.failJobs = 1
+	h.store.mu.Unlock()
+	if err := h.bot.Handle(t.Context(), msg("what's due today?", "u1")); err == nil {
+		t.Fatal("Handle succeeded although the job was not stored")
+	}
+	h.handle(t, msg("what's due today?", "u1")) // the platform's retry
+	h.idle(t)
+	if got := h.agent.startedList(); len(got) != 1 {
+		t.Errorf("runs started: %q, want the retried message's", got)
+	}
+	if n := len(h.store.messages); n != 2 { // the question and the answer
+		t.Errorf("stored messages: %d, want 2", n)
+	}
+}
+
+// TestCrashAfterAnswerResumesNotRestarts: a crash right after the user's
+// answer resumed a waiting run resumes that run with the answer at the
+// next start; it never starts a second run whose instruction is the
+// answer.
+func TestCrashAfterAnswerResumesNotRestarts(t *testing.T) {
+	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	h := newHarness(t, ag)
+	h.handle(t, msg("file the dentist task", "e1"))
+	h.idle(t)
+	var crashed *memStore
+	ag.mu.Lock()
+	ag.onResume = func() {
+		if crashed == nil {
+			crashed = h.store.snapshot()
+		}
+	}
+	ag.mu.Unlock()
+	h.handle(t, msg("Home", "e2"))
+	h.idle(t)
+	if crashed == nil {
+		t.Fatal("the answer did not resume the run")
+	}
+
+	ag2 := &fakeAgent{}
+	plat := restart(t, crashed, ag2)
+	if got := ag2.startedList(); len(got) != 0 {
+		t.Errorf("after the restart runs started with %q: the answer became a new request", got)
+	}
+	if joined(ag2.resumed) != "Home" {
+		t.Errorf("resumed with %q, want the answer Home", ag2.resumed)
+	}
+	if got := joined(plat.texts()); !strings.Contains(got, "answered: Home") {
+		t.Errorf("sent after the restart: %s", got)
+	}
+}
+
+// TestCrashBeforeAnswerPostedPostsItAtRestart: the process dies while the
+// final answer is being posted (after the run is saved as done); the next
+// start posts it.
+func TestCrashBeforeAnswerPostedPostsItAtRestart(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	var crashed *memStore
+	h.plat.onSend = func(m Outgoing) error {
+		if strings.HasPrefix(m.Text, "did: ") && crashed == nil {
+			crashed = h.store.snapshot()
+			return errors.New("killed")
+		}
+		return nil
+	}
+	h.handle(t, msg("tidy", "e1"))
+	h.idle(t)
+	if crashed == nil {
+		t.Fatal("the answer was never posted")
+	}
+	if r, _ := crashed.Runs(t.Context(), RunDone); len(r) != 1 {
+		t.Fatalf("the run was not saved as done before the post")
+	}
+	plat := restart(t, crashed, &fakeAgent{})
+	if got := plat.texts(); !slices.Contains(got, "did: tidy") {
+		t.Errorf("after the restart sent %q, want the lost answer", got)
+	}
+	if left, _ := crashed.Outbox(t.Context()); len(left) != 0 {
+		t.Errorf("outbox after delivery: %+v", left)
+	}
+	// Delivered now: a second restart posts nothing again.
+	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 0 {
+		t.Errorf("a second restart posted %q", got)
+	}
+}
+
+// TestQuestionPostedOnlyOnceTheRunWaits: when the question reaches the
+// platform, the run is already saved as waiting on the buttons' key, so a
+// press at once finds it open; the posted message's id is then recorded.
+func TestQuestionPostedOnlyOnceTheRunWaits(t *testing.T) {
+	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	h := newHarness(t, ag)
+	var checked bool
+	h.plat.onSend = func(m Outgoing) error {
+		if len(m.Buttons) == 0 {
+			return nil
+		}
+		checked = true
+		key, _, _ := parseButton(m.Buttons[0].Data)
+		runs, _ := h.store.Runs(context.Background(), RunWaiting)
+		if len(runs) != 1 || runs[0].Waiting.Key != key {
+			t.Errorf("question posted before its run waits on it: waiting runs %+v", runs)
+		}
+		return nil
+	}
+	h.handle(t, msg("file the dentist task", "e1"))
+	h.idle(t)
+	if !checked {
+		t.Fatal("no question posted")
+	}
+	runs, _ := h.store.Runs(t.Context(), RunWaiting)
+	if len(runs) != 1 || runs[0].Waiting.MessageID == "" {
+		t.Fatalf("the question's message id is not recorded: %+v", runs)
+	}
+	q := h.plat.last()
+	h.handle(t, Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: q.Buttons[1].Data, ButtonRef: "cb1"})
+	h.idle(t)
+	if joined(ag.resumed) != "Home" {
+		t.Errorf("resumed with %q", ag.resumed)
+	}
+}
+
+// logBuffer is a slog handler's target safe for concurrent writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestRunStartingWhileStoppingIsCancelled: a run that a worker starts
+// after Stop cancelled the running ones is cancelled too, so Stop does not
+// wait out its grace period; Stop logs what it waited for.
+func TestRunStartingWhileStoppingIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ag := &fakeAgent{block: make(chan struct{})}
+		st := newMemStore()
+		var logs logBuffer
+		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}, ShutdownGrace: time.Hour,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		b.AddPlatform(&fakePlatform{name: "telegram"})
+		stopped := make(chan time.Duration, 1)
+		st.onCommit = func(c Change) {
+			if c.Run == nil || c.Run.Status != RunWorking || len(stopped) > 0 {
+				return
+			}
+			// Stop runs now, between the job being handed out and the
+			// run starting.
+			go func() {
+				start := time.Now()
+				b.Stop()
+				stopped <- time.Since(start)
+			}()
+			for !b.isStopped() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		if err := b.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Handle(ctx, msg("tidy", "e1")); err != nil {
+			t.Fatal(err)
+		}
+		if took := <-stopped; took >= time.Minute {
+			t.Errorf("Stop took %v: the run that started while stopping was not cancelled", took)
+		}
+		runs, _ := st.Runs(t.Context())
+		if len(runs) != 1 || runs[0].Status != RunWorking {
+			t.Errorf("runs %+v: want the interrupted run kept working, to resume", runs)
+		}
+		out := logs.String()
+		for _, want := range []string{"shutting down", "sends=", "shut down"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("shutdown log lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestShutdownLogsTheRunsItWaitsFor: the runs in progress are named.
+func TestShutdownLogsTheRunsItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ag := &fakeAgent{block: make(chan struct{})}
+		var logs logBuffer
+		b := New(newMemStore(), ag, Config{AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		b.AddPlatform(&fakePlatform{name: "telegram"})
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Handle(t.Context(), msg("tidy", "e1")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		b.mu.Lock()
+		var id string
+		for _, ar := range b.running {
+			id = ar.runID
+		}
+		b.mu.Unlock()
+		b.Stop()
+		if id == "" || !strings.Contains(logs.String(), id) {
+			t.Errorf("shutdown log does not name run %q:\n%s", id, logs.String())
+		}
+	})
+}
+
+// TestOneRefusalPerUnknownUserPerDay: a flood from a user who is not
+// allowed gets one refusal a day, remembered across a restart.
+func TestOneRefusalPerUnknownUserPerDay(t *testing.T) {
+	st := newMemStore()
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	run := func(n int) []string {
+		plat := &fakePlatform{name: "telegram"}
+		b := New(st, &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}, Now: clock})
+		b.AddPlatform(plat)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			in := msg("hi", fmt.Sprintf("%s-%d", now.Format(time.DateOnly), i))
+			in.UserID, in.At = "666", now
+			if err := b.Handle(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b.Stop()
+		return plat.texts()
+	}
+	if got := run(500); len(got) != 1 {
+		t.Errorf("500 messages got %d refusals, want 1", len(got))
+	}
+	if got := run(5); len(got) != 0 {
+		t.Errorf("after a restart the same day: %d refusals, want 0", len(got))
+	}
+	now = now.Add(24 * time.Hour)
+	if got := run(5); len(got) != 1 {
+		t.Errorf("the next day: %d refusals, want 1", len(got))
+	}
+}
+
+// TestSendsAreQueuedPerPlatform: refusals to 300 different users while
+// the platform is slow make one call at a time, never one goroutine per
+// send, and the queue is bounded.
+func TestSendsAreQueuedPerPlatform(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var mu sync.Mutex
+		inFlight, most, calls := 0, 0, 0
+		plat := &fakePlatform{name: "telegram"}
+		plat.onSend = func(Outgoing) error {
+			mu.Lock()
+			inFlight++
+			calls++
+			most = max(most, inFlight)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return nil
+		}
+		b := New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(plat)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 300 {
+			in := msg("hi", fmt.Sprint("e", i))
+			in.UserID = fmt.Sprint(1000 + i)
+			if err := b.Handle(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		mu.Lock()
+		if most != 1 {
+			t.Errorf("%d sends in flight at once, want 1", most)
+		}
+		mu.Unlock()
+		close(release)
+		if err := b.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b.Stop()
+		if calls > sendQueueSize+1 || calls < sendQueueSize {
+			t.Errorf("%d sends made for 300 refusals, want the queue's bound (%d) plus the one in flight", calls, sendQueueSize)
+		}
+	})
+}
+
+// rateLimited is a platform's 429.
+type rateLimited time.Duration
+
+func (r rateLimited) Error() string             { return "429 Too Many Requests" }
+func (r rateLimited) RetryAfter() time.Duration { return time.Duration(r) }
+
+// TestSendQueueHonoursRetryAfter: after a 429 the platform's queue pauses
+// for Retry-After (no call meanwhile, not even for another chat), then
+// retries the message.
+func TestSendQueueHonoursRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		plat := &fakePlatform{name: "telegram"}
+		plat.onSend = func(Outgoing) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			if len(at) == 1 {
+				return rateLimited(30 * time.Second)
+			}
+			return nil
+		}
+		b := New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(plat)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i, user := range []string{"666", "667"} {
+			in := msg("hi", fmt.Sprint("e", i))
+			in.UserID = user
+			if err := b.Handle(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b.Stop()
+		texts := plat.texts()
+		if len(texts) != 2 || !strings.Contains(texts[0], "telegram:666") {
+			t.Fatalf("sent %q, want both refusals, the rate-limited one first", texts)
+		}
+		if len(at) != 3 || at[1] < 30*time.Second {
+			t.Errorf("calls at %v: want the retry and the next call after the 30 s pause", at)
+		}
+	})
+}
+
+// TestRetentionPrunesOldData: at start (and hourly) messages and runs
+// older than the retention are deleted.
+func TestRetentionPrunesOldData(t *testing.T) {
+	st := newMemStore()
+	now := time.Now()
+	old := now.Add(-31 * 24 * time.Hour)
+	_ = st.AppendMessage(t.Context(), Message{ThreadKey: "telegram:c1:", Role: RoleUser, Text: "old", At: old})
+	_ = st.AppendMessage(t.Context(), Message{ThreadKey: "telegram:c1:", Role: RoleUser, Text: "new", At: now})
+	_ = st.SaveRun(t.Context(), &Run{ID: "old", ThreadKey: "telegram:c1:", Status: RunDone, Created: old, Updated: old})
+	_ = st.AppendAudit(t.Context(), []AuditEntry{{RunID: "old", At: old}})
+	restart(t, st, &fakeAgent{})
+	if len(st.messages) != 1 || st.messages[0].Text != "new" || len(st.runs) != 0 || len(st.audit) != 0 {
+		t.Errorf("after start: messages %+v, %d runs, %d audit entries", st.messages, len(st.runs), len(st.audit))
+	}
+}
+
+// TestResetDeletesTheConversation: /reset deletes the thread's stored
+// messages and runs, not only hides them.
+func TestResetDeletesTheConversation(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	h.handle(t, msg("remember pineapple", "e1"))
+	h.idle(t)
+	other := msg("elsewhere", "e2")
+	other.ChatID = "c2"
+	h.handle(t, other)
+	h.idle(t)
+	reset := msg("", "e3")
+	reset.Command = "reset"
+	h.handle(t, reset)
+	h.idle(t)
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	for _, m := range h.store.messages {
+		if m.ThreadKey == "telegram:c1:" {
+			t.Errorf("message kept after /reset: %+v", m)
+		}
+	}
+	for _, r := range h.store.runs {
+		if r.ThreadKey == "telegram:c1:" {
+			t.Errorf("run kept after /reset: %s %q", r.ID, r.Instruction)
+		}
+	}
+	if len(h.store.messages) != 2 || len(h.store.runs) != 1 {
+		t.Errorf("another conversation was touched: %d messages, %d runs", len(h.store.messages), len(h.store.runs))
+	}
+}
