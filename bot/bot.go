@@ -431,8 +431,10 @@ func (b *Bot) Stop() {
 		sends += q.s.queued()
 	}
 	b.mu.Unlock()
+	running, queued := b.sched.inFlight()
 	b.log.Info("shutting down: waiting for runs to reach a checkpoint and for queued sends",
-		slog.Any("run_ids", runs), slog.Int("sends", sends), slog.Duration("grace", b.cfg.ShutdownGrace))
+		slog.Any("run_ids", runs), slog.Int("jobs_running", running), slog.Int("jobs_left_queued", queued),
+		slog.Int("sends", sends), slog.Duration("grace", b.cfg.ShutdownGrace))
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	t := time.NewTimer(b.cfg.ShutdownGrace)

@@ -80,23 +80,21 @@ func TestUnknownUserTouchesNothing(t *testing.T) {
 }
 
 func TestMessagesDuringARunWaitTheirTurn(t *testing.T) {
-	ag := &fakeAgent{block: make(chan struct{})}
-	h := newHarness(t, ag)
-	h.handle(t, msg("first", "e1"))
-	h.handle(t, msg("second", "e2"))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(ag.startedList()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // room for a wrongly parallel second run
-	if got := ag.startedList(); len(got) != 1 {
-		t.Fatalf("runs started while the first works: %s", joined(got))
-	}
-	close(ag.block)
-	h.idle(t)
-	if got := joined(ag.startedList()); got != "first | second" {
-		t.Errorf("runs = %s, want first | second", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ag := &fakeAgent{block: make(chan struct{})}
+		h := newHarness(t, ag)
+		h.handle(t, msg("first", "e1"))
+		h.handle(t, msg("second", "e2"))
+		synctest.Wait() // the first run blocks; a wrongly parallel second would have started
+		if got := ag.startedList(); len(got) != 1 {
+			t.Fatalf("runs started while the first works: %s", joined(got))
+		}
+		close(ag.block)
+		h.idle(t)
+		if got := joined(ag.startedList()); got != "first | second" {
+			t.Errorf("runs = %s, want first | second", got)
+		}
+	})
 }
 
 func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
@@ -137,23 +135,26 @@ func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
 }
 
 func TestCancelStopsTheRun(t *testing.T) {
-	ag := &fakeAgent{block: make(chan struct{})}
-	h := newHarness(t, ag)
-	h.handle(t, msg("tidy up", "e1"))
-	for len(ag.startedList()) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel := msg("", "e2")
-	cancel.Command = "cancel"
-	h.handle(t, cancel)
-	h.idle(t)
-	runs, _ := h.store.Runs(t.Context())
-	if len(runs) != 1 || runs[0].Status != RunCancelled {
-		t.Fatalf("runs = %+v", runs)
-	}
-	if got := joined(h.plat.texts()); !strings.Contains(got, "Stopped, as you asked") {
-		t.Errorf("sent: %s", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ag := &fakeAgent{block: make(chan struct{})}
+		h := newHarness(t, ag)
+		h.handle(t, msg("tidy up", "e1"))
+		synctest.Wait()
+		if len(ag.startedList()) != 1 {
+			t.Fatal("the run did not start")
+		}
+		cancel := msg("", "e2")
+		cancel.Command = "cancel"
+		h.handle(t, cancel)
+		h.idle(t)
+		runs, _ := h.store.Runs(t.Context())
+		if len(runs) != 1 || runs[0].Status != RunCancelled {
+			t.Fatalf("runs = %+v", runs)
+		}
+		if got := joined(h.plat.texts()); !strings.Contains(got, "Stopped, as you asked") {
+			t.Errorf("sent: %s", got)
+		}
+	})
 }
 
 func TestRestartResumesWorkingRuns(t *testing.T) {

@@ -100,13 +100,6 @@ func (s *scheduler) stop() {
 	s.broadcast()
 }
 
-// idle reports whether no job is queued or running.
-func (s *scheduler) idle() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.active) == 0 && s.running == 0
-}
-
 // waitIdle blocks until no job is queued or running, or ctx ends. After
 // stop, queued jobs that no worker will take do not count.
 func (s *scheduler) waitIdle(ctx context.Context) error {
