@@ -184,6 +184,9 @@ func (e *Engine) Resume(ctx context.Context, tr *Transcript, answer string, h Ho
 		r.answer(answer)
 	}
 	r.redate(ctx)
+	// Time has passed (a wait for the user, a restart): what the run read
+	// may be out of date, so unknown ids are looked up again.
+	tr.Known.stale()
 	return r.run(ctx)
 }
 

@@ -120,6 +120,10 @@ type known struct {
 	InboxID    string `json:"inbox_id,omitempty"`
 }
 
+// stale marks the lists read so far as possibly out of date: ids missing
+// from them are then asked of Todoist instead of reported unknown.
+func (k *known) stale() { k.ProjectsFresh, k.TasksFresh = false, false }
+
 // MarshalTranscript encodes t.
 func MarshalTranscript(t *Transcript) ([]byte, error) {
 	b, err := json.Marshal(t)
