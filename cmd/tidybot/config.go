@@ -51,6 +51,7 @@ type Config struct {
 	Confirm       string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
 	LogLevel      string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
 	LogFormat     string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
+	Retention     time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
 }
 
 // LoadConfig reads the environment.
@@ -176,6 +177,9 @@ func (c Config) Validate(serve bool) error {
 	}
 	if c.RunTimeout <= 0 {
 		bad("TIDYBOT_RUN_TIMEOUT must be positive, not %s", c.RunTimeout)
+	}
+	if c.Retention < time.Hour {
+		bad("TIDYBOT_RETENTION must be at least 1h (e.g. 720h for 30 days), not %s", c.Retention)
 	}
 	if c.Temperature < 0 || c.Temperature > 2 {
 		bad("TIDYBOT_TEMPERATURE must be between 0 and 2, not %g", c.Temperature)

@@ -16,6 +16,7 @@ func validConfig() Config {
 		DB: "tidybot.db", HTTPAddr: ":8080", MetricsAddr: "127.0.0.1:9090",
 		Protocol: "tools", MaxSteps: 20, MaxTokens: 1024, TokenBudget: 200000, History: 15,
 		RunTimeout: 60e9, Workers: 4, Confirm: "destructive", LogLevel: "info", LogFormat: "text",
+		Retention: 720 * 3600e9,
 	}
 }
 
@@ -38,6 +39,7 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{"history", func(c *Config) { c.History = 0 }, "TIDYBOT_HISTORY"},
 		{"workers", func(c *Config) { c.Workers = 0 }, "TIDYBOT_WORKERS"},
 		{"run timeout", func(c *Config) { c.RunTimeout = 0 }, "TIDYBOT_RUN_TIMEOUT"},
+		{"retention", func(c *Config) { c.Retention = 60e9 }, "TIDYBOT_RETENTION"},
 		{"temperature", func(c *Config) { c.Temperature = 3 }, "TIDYBOT_TEMPERATURE"},
 		{"model", func(c *Config) { c.OpenAIModel = " " }, "OPENAI_MODEL"},
 		{"db", func(c *Config) { c.DB = "" }, "TIDYBOT_DB"},

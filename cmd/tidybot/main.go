@@ -218,7 +218,7 @@ func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace}), nil
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention}), nil
 }
 
 // chat runs the bot in the terminal.

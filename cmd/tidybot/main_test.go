@@ -45,7 +45,7 @@ func newEnv(t testing.TB) *env {
 		TelegramURL: "https://api.telegram.org", SlackURL: "https://slack.com/api/",
 		DB: filepath.Join(t.TempDir(), "tidybot.db"), HTTPAddr: "127.0.0.1:0",
 		Protocol: "tools", MaxSteps: 20, MaxTokens: 1024, TokenBudget: 200000, History: 15,
-		RunTimeout: time.Minute, Workers: 4, Confirm: "destructive", LogLevel: "warn",
+		RunTimeout: time.Minute, Workers: 4, Confirm: "destructive", LogLevel: "warn", Retention: 720 * time.Hour,
 		AllowedUsers: []string{"telegram:42"},
 	}
 	return e
@@ -260,6 +260,7 @@ func TestStartupErrors(t *testing.T) {
 		{"no Todoist token", func(c *Config) { c.TodoistToken = "" }, "Settings → Integrations → Developer"},
 		{"bad protocol", func(c *Config) { c.Protocol = "xml" }, "TIDYBOT_PROTOCOL"},
 		{"bad user", func(c *Config) { c.AllowedUsers = []string{"bob"} }, "TIDYBOT_ALLOWED_USERS"},
+		{"no retention", func(c *Config) { c.Retention = 0 }, "TIDYBOT_RETENTION"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := e.cfg
@@ -295,7 +296,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "TODOIST_TOKEN", "TODOIST_API_URL", "TELEGRAM_BOT_TOKEN", "TELEGRAM_API_URL",
 		"TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "TIDYBOT_DB",
 		"TIDYBOT_HTTP_ADDR", "TIDYBOT_ALLOWED_USERS", "TIDYBOT_PROTOCOL", "TIDYBOT_MAX_STEPS", "TIDYBOT_MAX_TOKENS", "TIDYBOT_HISTORY",
-		"TIDYBOT_TEMPERATURE", "TIDYBOT_RUN_TIMEOUT", "TIDYBOT_WORKERS", "TIDYBOT_CONFIRM", "gpt-4.1-mini", "destructive"} {
+		"TIDYBOT_TEMPERATURE", "TIDYBOT_RUN_TIMEOUT", "TIDYBOT_WORKERS", "TIDYBOT_CONFIRM", "TIDYBOT_RETENTION", "gpt-4.1-mini", "destructive"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("-h lacks %s", v)
 		}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+)
+
+// holdProxy stands between tidybot and the fake Telegram: it holds the
+// sendMessage call whose text is the armed one (never passing it
+// on) and reports it, so that the test can kill tidybot exactly while
+// the final answer is being posted.
+type holdProxy struct {
+	next http.Handler
+	held chan string
+
+	mu   sync.Mutex // protects hold
+	hold string
+}
+
+func (p *holdProxy) arm(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = text
+}
+
+func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/sendMessage") {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		p.mu.Lock()
+		hold := p.hold != "" && form.Get("text") == p.hold
+		if hold {
+			p.hold = ""
+		}
+		p.mu.Unlock()
+		if hold {
+			p.held <- form.Get("text")
+			<-r.Context().Done() // until the process is killed
+			return
+		}
+	}
+	p.next.ServeHTTP(w, r)
+}
+
+// TestKillWhilePostingTheAnswerLosesNothing runs `tidybot serve` with
+// the fake Telegram and SIGKILLs it right after the model's final reply,
+// while the answer's sendMessage is in flight (the run is saved as done
+// by then), 50 times (5 with -short); each restart must post the answer
+// that the kill cut off, once.
+func TestKillWhilePostingTheAnswerLosesNothing(t *testing.T) {
+	tries := 50
+	if testing.Short() {
+		tries = 5
+	}
+	e := newEnv(t)
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	target, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // the killed process's calls
+	proxy := &holdProxy{next: rp, held: make(chan string, 1)}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	bin := filepath.Join(t.TempDir(), "tidybot")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	environ := append(os.Environ(),
+		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL, "OPENAI_MODEL=scripted",
+		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB,
+		"TELEGRAM_BOT_TOKEN="+tg.Token, "TELEGRAM_API_URL="+front.URL, "TIDYBOT_ALLOWED_USERS=telegram:42",
+		"TIDYBOT_HTTP_ADDR=127.0.0.1:0", "TIDYBOT_METRICS_ADDR=", "TIDYBOT_LOG_LEVEL=warn")
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	start := func() *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command(bin, "serve")
+		cmd.Env = environ
+		w := &lockedWriter{mu: &logMu, w: &logs}
+		cmd.Stdout, cmd.Stderr = w, w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	delivered := func(want string) int {
+		n := 0
+		for _, m := range tg.Messages(42) {
+			if m.Text == want {
+				n++
+			}
+		}
+		return n
+	}
+	began := time.Now()
+	proc := start()
+	defer func() {
+		_ = proc.Process.Signal(syscall.SIGTERM)
+		_ = proc.Wait()
+	}()
+	for i := range tries {
+		want := fmt.Sprintf("You said: note %d", i)
+		proxy.arm(want)
+		tg.PushText(42, 42, fmt.Sprintf("note %d", i))
+		select {
+		case <-proxy.held:
+		case <-time.After(20 * time.Second):
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Fatalf("try %d: the answer was never posted; logs:\n%s", i, logs.String())
+		}
+		_ = proc.Process.Signal(syscall.SIGKILL)
+		_ = proc.Wait()
+		if n := delivered(want); n != 0 {
+			t.Fatalf("try %d: the held answer reached Telegram", i)
+		}
+		proc = start() // the restart; the next try kills it in turn
+		deadline := time.Now().Add(20 * time.Second)
+		for delivered(want) == 0 {
+			if time.Now().After(deadline) {
+				logMu.Lock()
+				defer logMu.Unlock()
+				t.Fatalf("try %d: the answer cut off by the kill was not posted after the restart; logs:\n%s", i, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i := range tries {
+		if n := delivered(fmt.Sprintf("You said: note %d", i)); n != 1 {
+			t.Errorf("answer %d posted %d times, want once", i, n)
+		}
+	}
+	t.Logf("%d kills while posting the answer, none lost, in %v", tries, time.Since(began).Round(time.Millisecond))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
