@@ -441,3 +441,45 @@ func TestResetDeletesTheConversation(t *testing.T) {
 		t.Errorf("another conversation was touched: %d messages, %d runs", len(h.store.messages), len(h.store.runs))
 	}
 }
+
+// TestNoSendAfterStop: a reply that an event being handled queues while
+// Stop runs is never made by a goroutine Stop did not wait for (before,
+// each reply got its own goroutine, added to the WaitGroup after Stop's
+// Wait had begun).
+func TestNoSendAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newMemStore()
+		b := New(st, &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		var mu sync.Mutex
+		stopped, late := false, 0
+		plat := &fakePlatform{name: "telegram"}
+		plat.onSend = func(Outgoing) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
+				late++
+			}
+			return nil
+		}
+		b.AddPlatform(plat)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		st.onMarkEvent = func() {
+			// The bot stops between Handle's check and its reply.
+			b.Stop()
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
+		}
+		in := msg("", "e1")
+		in.Command = "help"
+		_ = b.Handle(t.Context(), in)
+		synctest.Wait() // a stray goroutine would have sent by now
+		mu.Lock()
+		defer mu.Unlock()
+		if late != 0 {
+			t.Errorf("%d sends after Stop returned", late)
+		}
+	})
+}

@@ -27,6 +27,8 @@ type memStore struct {
 	failJobs int
 	// onCommit, when set, sees every Commit before it is applied.
 	onCommit func(Change)
+	// onMarkEvent, when set, runs as MarkEvent begins.
+	onMarkEvent func()
 }
 
 var _ Store = (*memStore)(nil)
@@ -36,6 +38,9 @@ func newMemStore() *memStore {
 }
 
 func (s *memStore) MarkEvent(_ context.Context, key string, at time.Time) (bool, error) {
+	if s.onMarkEvent != nil {
+		s.onMarkEvent()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.events[key]; ok {

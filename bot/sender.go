@@ -92,6 +92,12 @@ func (s *sender) queued() int {
 // post queues a call nobody waits for; it is dropped when the queue is
 // full or the bot stops.
 func (s *sender) post(what string, call func(ctx context.Context) error) {
+	select {
+	case <-s.quit:
+		s.log.Warn("stopping; reply dropped", slog.String("platform", s.name), slog.String("call", what))
+		return
+	default:
+	}
 	s.begin()
 	select {
 	case s.q <- sendOp{what: what, call: call}:
