@@ -168,3 +168,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestRefusalFloodUnderRateLimit: 100 messages from a user who is not
+// allowed, while Telegram answers 429 to sendMessage three times, make
+// one refusal: 4 sendMessage calls in all (before: one refusal per
+// message, each in its own goroutine retrying the 429s, 103 calls).
+func TestRefusalFloodUnderRateLimit(t *testing.T) {
+	e := newEnv(t)
+	tg := serveTelegram(t, e)
+	tg.RateLimit("sendMessage", 3)
+	for i := range 100 {
+		tg.PushText(7, 666, fmt.Sprint("spam ", i))
+	}
+	waitFor(t, "the refusal", func() bool { return strings.Contains(lastText(tg, 7), "telegram:666") })
+	waitFor(t, "every update handled", func() bool { return tg.Pending() == 0 })
+	if n := len(tg.Messages(7)); n != 1 {
+		t.Errorf("%d messages to the unknown user, want 1 refusal", n)
+	}
+	if n := tg.Calls("sendMessage"); n != 4 {
+		t.Errorf("sendMessage called %d times, want 4 (3 answered 429, then the refusal)", n)
+	}
+}
