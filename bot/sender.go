@@ -39,8 +39,8 @@ type sender struct {
 	log  *slog.Logger
 	q    chan sendOp
 	quit <-chan struct{}
-	// pending counts ops queued or in progress; idle is signalled when it
-	// drops to zero.
+	// mu protects pending (ops queued or in progress) and idle (closed
+	// and replaced when pending drops to zero).
 	mu      sync.Mutex
 	pending int
 	idle    chan struct{}
