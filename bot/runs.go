@@ -305,18 +305,6 @@ func (b *Bot) answerButtonLater(_ context.Context, in Incoming, text string) {
 	}
 }
 
-func (b *Bot) answerButton(ctx context.Context, in Incoming, text string) {
-	p, err := b.platform(in.Platform)
-	if err != nil {
-		return
-	}
-	if a, ok := p.(ButtonAnswerer); ok && in.ButtonRef != "" {
-		if err := a.AnswerButton(ctx, in.ButtonRef, text); err != nil {
-			b.log.Error("answer button", slog.Any("err", err))
-		}
-	}
-}
-
 // parseButton splits "w:<key>:<choice>".
 func parseButton(data string) (key, choice string, ok bool) {
 	parts := strings.Split(data, ":")
