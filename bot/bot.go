@@ -141,8 +141,9 @@ func (b *Bot) AddPlatform(p Platform) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := newSender(p.Name(), b.log, b.quit)
-	b.queues[p.Name()] = &queuedPlatform{p: p, s: s}
-	b.platforms[p.Name()] = queued(p, s)
+	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact}
+	b.queues[p.Name()] = q
+	b.platforms[p.Name()] = queued(q)
 	if b.started && !b.stopped {
 		b.wg.Add(1)
 		go b.runSender(s)

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 )
 
-// outbound makes an outbox entry for m.
+// outbound makes an outbox entry for m, redacted: it is stored.
 func (b *Bot) outbound(platform string, m Outgoing) Outbound {
+	m = redacted(b.cfg.Redact, m)
 	return Outbound{ID: newID(), Platform: platform, Msg: m, Created: b.cfg.Now()}
 }
 

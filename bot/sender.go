@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // RateLimited is implemented by a Platform's error that asks for a pause
@@ -191,16 +193,19 @@ func (s *sender) make(ctx context.Context, op sendOp) {
 	}
 }
 
-// queuedPlatform is a Platform whose calls go through its sender.
+// queuedPlatform is a Platform whose calls go through its sender, with
+// every text posted or edited redacted.
 type queuedPlatform struct {
-	p Platform
-	s *sender
+	p      Platform
+	s      *sender
+	redact *agent.Redactor // nil: nothing hidden
 }
 
-// queued wraps p so that every call goes through s, keeping p's optional
-// abilities (Editor, ButtonAnswerer) and no others.
-func queued(p Platform, s *sender) Platform {
-	q := &queuedPlatform{p: p, s: s}
+// queued wraps q's platform so that every call goes through q's sender,
+// keeping the platform's optional abilities (Editor, ButtonAnswerer) and
+// no others.
+func queued(q *queuedPlatform) Platform {
+	p := q.p
 	ed, canEdit := p.(Editor)
 	ba, canAnswer := p.(ButtonAnswerer)
 	switch {
@@ -224,12 +229,26 @@ func queued(p Platform, s *sender) Platform {
 	return q
 }
 
+// redacted returns m with secrets hidden in its text and button labels.
+func redacted(r *agent.Redactor, m Outgoing) Outgoing {
+	m.Text = r.String(m.Text)
+	if len(m.Buttons) > 0 {
+		bs := make([]Button, len(m.Buttons))
+		for i, bt := range m.Buttons {
+			bs[i] = Button{Label: r.String(bt.Label), Data: bt.Data}
+		}
+		m.Buttons = bs
+	}
+	return m
+}
+
 // Name implements Platform.
 func (q *queuedPlatform) Name() string { return q.p.Name() }
 
 // Send implements Platform: it waits for its turn in the queue.
 func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 	var id string
+	m = redacted(q.redact, m)
 	err := q.s.do(ctx, "send", func(ctx context.Context) error {
 		var err error
 		id, err = q.p.Send(ctx, m)
@@ -243,6 +262,7 @@ func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 
 // sendLater queues m without waiting.
 func (q *queuedPlatform) sendLater(m Outgoing) {
+	m = redacted(q.redact, m)
 	q.s.post("send", func(ctx context.Context) error {
 		_, err := q.p.Send(ctx, m)
 		return err
@@ -263,6 +283,7 @@ type queuedEditor struct {
 
 // Edit implements Editor: it waits for its turn in the queue.
 func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
+	m = redacted(e.q.redact, m)
 	return e.q.s.do(ctx, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
 }
 
