@@ -97,8 +97,13 @@ type Bot struct {
 	started   bool
 	stopped   bool
 
-	quit chan struct{} // closed by Stop
-	// wg counts the goroutines Start and AddPlatform start; Add is only
+	quit chan struct{} // closed by Stop: intake and workers stop
+	// sendQuit is closed by Stop once the workers are done (or the grace
+	// period is over), so that answers of runs ending meanwhile are
+	// posted; swg counts the send queues' goroutines.
+	sendQuit chan struct{}
+	swg      sync.WaitGroup
+	// wg counts the other goroutines Start starts; Add (of wg and swg) is only
 	// called under mu before stopped is set, so it never races Wait.
 	wg sync.WaitGroup
 }
@@ -126,6 +131,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		queues:    map[string]*queuedPlatform{},
 		running:   map[string]*activeRun{},
 		quit:      make(chan struct{}),
+		sendQuit:  make(chan struct{}),
 	}
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
@@ -140,18 +146,18 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 func (b *Bot) AddPlatform(p Platform) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := newSender(p.Name(), b.log, b.quit)
+	s := newSender(p.Name(), b.log, b.sendQuit)
 	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact}
 	b.queues[p.Name()] = q
 	b.platforms[p.Name()] = queued(q)
 	if b.started && !b.stopped {
-		b.wg.Add(1)
+		b.swg.Add(1)
 		go b.runSender(s)
 	}
 }
 
 func (b *Bot) runSender(s *sender) {
-	defer b.wg.Done()
+	defer b.swg.Done()
 	s.run(context.Background())
 }
 
@@ -398,7 +404,7 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 	}
 	b.started = true
 	for _, q := range b.queues {
-		b.wg.Add(1)
+		b.swg.Add(1)
 		go b.runSender(q.s)
 	}
 	for range b.cfg.Workers {
@@ -436,23 +442,40 @@ func (b *Bot) Stop() {
 	b.log.Info("shutting down: waiting for runs to reach a checkpoint and for queued sends",
 		slog.Any("run_ids", runs), slog.Int("jobs_running", running), slog.Int("jobs_left_queued", queued),
 		slog.Int("sends", sends), slog.Duration("grace", b.cfg.ShutdownGrace))
-	done := make(chan struct{})
-	go func() { b.wg.Wait(); close(done) }()
-	t := time.NewTimer(b.cfg.ShutdownGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-		b.log.Info("shut down", slog.Duration("waited", time.Since(began)))
-	case <-t.C:
-		b.mu.Lock()
-		var left []string
-		for _, ar := range b.running {
-			left = append(left, ar.runID)
+	grace := time.NewTimer(b.cfg.ShutdownGrace)
+	defer grace.Stop()
+	within := func(wg *sync.WaitGroup) bool {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-grace.C:
+			return false
 		}
-		b.mu.Unlock()
-		b.log.Warn("shutdown grace period over; runs left mid-step resume at next start, unsent answers are posted then",
-			slog.Any("run_ids", left), slog.Duration("waited", time.Since(began)))
 	}
+	workersDone := within(&b.wg)
+	// The send queues stop after the workers, so that a run ending now
+	// still posts its answer; what they cannot post stays in the outbox.
+	b.mu.Lock()
+	select {
+	case <-b.sendQuit:
+	default:
+		close(b.sendQuit)
+	}
+	b.mu.Unlock()
+	if workersDone && within(&b.swg) {
+		b.log.Info("shut down", slog.Duration("waited", time.Since(began)))
+		return
+	}
+	b.mu.Lock()
+	var left []string
+	for _, ar := range b.running {
+		left = append(left, ar.runID)
+	}
+	b.mu.Unlock()
+	b.log.Warn("shutdown grace period over; runs left mid-step resume at next start, unsent answers are posted then",
+		slog.Any("run_ids", left), slog.Duration("waited", time.Since(began)))
 }
 
 // prune forgets event ids older than DedupeFor, and messages, runs and

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // restart starts a new bot on st, as a new process would after a crash,
@@ -480,6 +482,37 @@ func TestNoSendAfterStop(t *testing.T) {
 		defer mu.Unlock()
 		if late != 0 {
 			t.Errorf("%d sends after Stop returned", late)
+		}
+	})
+}
+
+// TestRunEndingDuringShutdownPostsItsAnswer: a run whose final reply
+// arrives while the bot stops still posts its answer within the grace
+// period (the send queues stop after the workers).
+func TestRunEndingDuringShutdownPostsItsAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		ag := &fakeAgent{script: func(context.Context, agent.Hooks) { <-release }}
+		st, plat := newMemStore(), &fakePlatform{name: "telegram"}
+		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(plat)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Handle(t.Context(), msg("tidy", "e1")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		stopped := make(chan struct{})
+		go func() { b.Stop(); close(stopped) }()
+		synctest.Wait()
+		close(release) // the model's final reply comes in as we stop
+		<-stopped
+		if got := plat.texts(); !slices.Contains(got, "did: tidy") {
+			t.Errorf("sent %q, want the answer posted before the bot stopped", got)
+		}
+		if left, _ := st.Outbox(t.Context()); len(left) != 0 {
+			t.Errorf("left in the outbox: %+v", left)
 		}
 	})
 }
