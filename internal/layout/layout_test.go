@@ -22,7 +22,8 @@ var allowed = map[string][]string{
 	"adapters/slack/slacktest":       {},
 	"adapters/telegram":              {"bot", "agent"},
 	"adapters/telegram/telegramtest": {},
-	"internal/sim":                   {"agent", "agent/openai/openaitest"},
+	"internal/sim":                   {"agent", "agent/openai/openaitest", "internal/eval"},
+	"internal/eval":                  {"agent", "agent/todoist", "agent/todoist/todoisttest", "bot"},
 	"agent/todoist/todoisttest":      {"agent"},
 	"agent/openai/openaitest":        {"agent"},
 }
