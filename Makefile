@@ -4,7 +4,7 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test lint run demo bench fuzz deps deps-list
+.PHONY: build test lint run demo bench fuzz deps deps-list eval eval-sim
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
@@ -26,6 +26,14 @@ demo:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 	go run ./cmd/tidybench -fast
+
+EVALFLAGS ?= -k 3
+
+eval: ## measure the configured model (OPENAI_*, TIDYBOT_PROTOCOL) on the suite, against fake Todoist accounts
+	go run -ldflags "$(LDFLAGS)" ./cmd/tidybot eval $(EVALFLAGS)
+
+eval-sim: ## the same suite played by a SIMULATED scripted model: shows the output format, measures no model
+	go run -ldflags "$(LDFLAGS)" ./cmd/tidybot eval -sim $(EVALFLAGS)
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseReply -fuzztime 60s ./agent

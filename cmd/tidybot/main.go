@@ -115,6 +115,8 @@ const usageText = `tidybot manages your Todoist through an LLM agent, from Slack
 Usage:
   tidybot chat      talk to the bot in this terminal (one message per line; reads stdin)
   tidybot serve     run every platform whose token is set, plus the HTTP server
+  tidybot eval      measure the configured model on a suite of tasks against a fake Todoist
+                    (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot version   print the version
 
@@ -136,7 +138,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 		return Usage(m.Stdout)
-	case "chat", "serve", "health":
+	case "chat", "serve", "health", "eval":
 	default:
 		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
@@ -152,6 +154,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	defer func() { err = m.redact.Error(err) }()
 	if cmd == "health" {
 		return m.health(ctx, *cfg)
+	}
+	if cmd == "eval" {
+		return m.eval(ctx, *cfg, m.Args[1:])
 	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
@@ -199,13 +204,31 @@ func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
 		return nil, err
 	}
 	m.closers = append(m.closers, st.Close)
-	hc := m.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 90 * time.Second}
-	}
+	hc := m.httpClient()
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc)
-	model := openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel}, hc)
-	eng := agent.New(model, tasks, agent.Config{
+	eng := agent.New(newModel(cfg, hc), tasks, m.engineConfig(cfg))
+	m.registry = prometheus.NewRegistry()
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention}), nil
+}
+
+// httpClient reaches the model and Todoist.
+func (m *Main) httpClient() *http.Client {
+	if m.HTTPClient != nil {
+		return m.HTTPClient
+	}
+	return &http.Client{Timeout: 90 * time.Second}
+}
+
+// newModel is the model chat, serve and eval use.
+func newModel(cfg Config, hc *http.Client) agent.Model {
+	return openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel}, hc)
+}
+
+// engineConfig is the agent's configuration chat, serve and eval use.
+func (m *Main) engineConfig(cfg Config) agent.Config {
+	return agent.Config{
 		Protocol:    agent.Protocol(cfg.Protocol),
 		MaxSteps:    cfg.MaxSteps,
 		MaxTokens:   cfg.MaxTokens,
@@ -214,11 +237,7 @@ func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
 		Timeout:     cfg.RunTimeout,
 		Confirm:     agent.ConfirmPolicy(cfg.Confirm),
 		Redact:      m.redact,
-	})
-	m.registry = prometheus.NewRegistry()
-	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention}), nil
+	}
 }
 
 // chat runs the bot in the terminal.

@@ -18,6 +18,10 @@ type Report struct {
 	K         int          `json:"k"`
 	Tasks     []TaskResult `json:"tasks"`
 	Total     Total        `json:"total"`
+	// Err is set when the run was cut short because the model never
+	// answered (unreachable, a wrong key or model name): the figures
+	// are then meaningless.
+	Err error `json:"-"`
 }
 
 // TaskResult is one task's score over its K attempts.
@@ -45,6 +49,9 @@ type Attempt struct {
 	PromptTokens     int           `json:"prompt_tokens"`
 	CompletionTokens int           `json:"completion_tokens"`
 	Wall             time.Duration `json:"wall_ns"`
+
+	// noModel is set when the model never answered in this attempt.
+	noModel string
 }
 
 // Total sums a report: pass^1 and pass^k are the means over tasks.

@@ -73,8 +73,17 @@ func Run(ctx context.Context, suite []Task, opt Options) Report {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
+				mu.Lock()
+				stop := rep.Err != nil
+				mu.Unlock()
+				if stop {
+					continue
+				}
 				a := runAttempt(ctx, tasks[j.task], opt)
 				mu.Lock()
+				if a.noModel != "" && rep.Err == nil {
+					rep.Err = fmt.Errorf("the model never answered (%s)", a.noModel)
+				}
 				rep.Tasks[j.task].Attempts[j.attempt] = a
 				done++
 				if a.Pass {
@@ -144,8 +153,11 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 			if out.Status.Waiting() {
 				why = fmt.Sprintf("still asking after %d questions", maxQuestions)
 			}
-			if out.Err != nil {
-				why = strings.TrimSpace(why + " (" + firstLine(cfg.Redact.String(out.Err.Error())) + ")")
+			if why == "" && out.Err != nil {
+				why = firstLine(cfg.Redact.String(out.Err.Error()))
+			}
+			if usage.Calls == 0 && out.Transcript != nil && out.Transcript.Usage.Calls == 0 && out.Status == agent.StatusFailed {
+				a.noModel = why // the model never answered: no use going on
 			}
 			ended = append(ended, fmt.Sprintf("turn %d ended %s: %s", n+1, out.Status, why))
 		}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tidybot/tidybot/internal/eval"
+	"github.com/tidybot/tidybot/internal/sim"
+)
+
+// eval runs the evaluation suite (internal/eval) against the configured
+// model, each task on its own in-process fake Todoist: no Todoist account
+// is needed or touched. With -sim the model is a script (internal/sim),
+// and the report says so.
+func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
+	fs := flag.NewFlagSet("tidybot eval", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	k := fs.Int("k", 3, "attempts per task; pass^k counts a task solved only if every attempt solves it")
+	run := fs.String("run", "", "run only the tasks whose name matches this regular expression")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
+	parallel := fs.Int("parallel", 1, "attempts run at once")
+	simulated := fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
+	fault := fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n\n"+
+			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("eval: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
+	}
+	if *k < 1 || *parallel < 1 {
+		return fmt.Errorf("eval: -k and -parallel must be at least 1")
+	}
+	var re *regexp.Regexp
+	if *run != "" {
+		var err error
+		if re, err = regexp.Compile(*run); err != nil {
+			return fmt.Errorf("eval: -run: %w", err)
+		}
+	}
+	suite := eval.Suite()
+	if len(eval.Select(suite, re)) == 0 {
+		return fmt.Errorf("eval: -run %q matches no task", *run)
+	}
+	if *fault != "" && (!*simulated || !slices.Contains(sim.Faults, sim.Fault(*fault))) {
+		return fmt.Errorf("eval: -sim-fault %q: want -sim and one of %s", *fault, faultNames())
+	}
+	if *simulated {
+		srv, err := sim.StartModel((&sim.Solver{Suite: suite, Fault: sim.Fault(*fault)}).Reply, 0)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		cfg.OpenAIKey, cfg.OpenAIBaseURL, cfg.OpenAIModel = "sk-simulated", srv.URL, "simulated"
+		if *fault != "" {
+			cfg.OpenAIModel += " (fault: " + *fault + ")"
+		}
+	}
+	// The suite runs on fake accounts: the check of TODOIST_TOKEN does
+	// not apply, every other setting is checked as chat checks it.
+	check := cfg
+	check.TodoistToken = "unused by eval"
+	if err := check.Validate(false); err != nil {
+		return err
+	}
+
+	progress := m.progress()
+	rep := eval.Run(ctx, suite, eval.Options{
+		Model:    newModel(cfg, m.httpClient()),
+		Engine:   m.engineConfig(cfg),
+		K:        *k,
+		Run:      re,
+		Parallel: *parallel,
+		Progress: progress,
+	})
+	if progress != nil {
+		progress(eval.Progress{}) // end the progress line
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("eval: interrupted: %w", err)
+	}
+	if rep.Err != nil {
+		return fmt.Errorf("eval: stopped: %w", rep.Err)
+	}
+	rep.Model, rep.Protocol, rep.Simulated = cfg.OpenAIModel, cfg.Protocol, *simulated
+	if *asJSON {
+		return rep.WriteJSON(m.Stdout)
+	}
+	return rep.WriteTable(m.Stdout)
+}
+
+// progress returns what prints a progress line on stderr while the
+// suite runs: one line rewritten in place on a terminal, else a line per
+// attempt. Called with a zero Progress, it ends the line.
+func (m *Main) progress() func(eval.Progress) {
+	w := m.Stderr
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return func(p eval.Progress) {
+		if p.Total == 0 {
+			if tty {
+				_, _ = io.WriteString(w, "\n")
+			}
+			return
+		}
+		verdict := "FAIL"
+		if p.Pass {
+			verdict = "pass"
+		}
+		line := fmt.Sprintf("eval: %d/%d attempts, %d passed; %s #%d %s", p.Done, p.Total, p.Passed, p.Task, p.Attempt, verdict)
+		if tty {
+			fmt.Fprintf(w, "\r\033[K%s", line)
+			return
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func faultNames() string {
+	var names []string
+	for _, f := range sim.Faults {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
