@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,29 @@ func TestJudgeForbidden(t *testing.T) {
 	}
 	if got := (Task{}).judge(w, nil, 0, []string{"turn 1 ended stopped: step limit"}); got != "turn 1 ended stopped: step limit" {
 		t.Errorf("a run that stopped with the right state: %q", got)
+	}
+}
+
+// TestScorePassK: pass^1 is the share of attempts solved, pass^k counts a
+// task only when every attempt solved it, and the totals are means over
+// tasks.
+func TestScorePassK(t *testing.T) {
+	r := Report{K: 3, Tasks: []TaskResult{
+		{Name: "always", Attempts: []Attempt{{Pass: true, Calls: 2}, {Pass: true, Calls: 2}, {Pass: true, Calls: 3}}},
+		{Name: "flaky", Attempts: []Attempt{{Pass: true, Calls: 2}, {Reason: "x"}, {Pass: true, Calls: 2}}},
+		{Name: "never", Attempts: []Attempt{{Reason: "x"}, {Reason: "x"}, {Reason: "x"}}},
+	}}
+	r.score(time.Second)
+	want := []struct{ p1, pk float64 }{{1, 1}, {2.0 / 3, 0}, {0, 0}}
+	for i, w := range want {
+		if got := r.Tasks[i]; got.Pass1 != w.p1 || got.PassK != w.pk {
+			t.Errorf("%s: pass^1 %.3f pass^k %.0f, want %.3f and %.0f", got.Name, got.Pass1, got.PassK, w.p1, w.pk)
+		}
+	}
+	if math.Abs(r.Total.Pass1-5.0/9) > 1e-9 || math.Abs(r.Total.PassK-1.0/3) > 1e-9 || r.Total.Calls != 11 || r.Total.Attempts != 9 {
+		t.Errorf("total %+v", r.Total)
+	}
+	if got := r.Failed(); len(got) != 2 || got[0] != "flaky" || got[1] != "never" {
+		t.Errorf("failed %v, want [flaky never]", got)
 	}
 }
