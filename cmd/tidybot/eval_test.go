@@ -93,3 +93,14 @@ func TestEvalBadFlags(t *testing.T) {
 		t.Errorf("eval -h: %v\n%s", err, errOut)
 	}
 }
+
+func TestHelpListsEval(t *testing.T) {
+	var out bytes.Buffer
+	m := &Main{Args: []string{"-h"}, Stdout: &out, Stderr: &out}
+	if err := m.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "tidybot eval      measure the configured model") {
+		t.Errorf("tidybot -h does not list eval:\n%s", out.String())
+	}
+}
