@@ -446,6 +446,9 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 			r.tr.Calls = []call{c}
 		}
 	}
+	// A call that could not be used counts as failed, so a final answer
+	// in the same reply is not accepted: it would claim what was not done.
+	r.tr.Failures = len(problems)
 	if len(problems) > 0 && len(r.tr.Calls) == 0 {
 		r.tr.Repairs++
 		if r.tr.Repairs > maxRepairs {

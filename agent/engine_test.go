@@ -204,3 +204,37 @@ func TestEngineResumedWriteAppliedOnce(t *testing.T) {
 		t.Errorf("projects = %+v: a resumed write made a duplicate", m.projects)
 	}
 }
+
+// A reply with a malformed write and final_answer must not end the run as
+// done: the answer claims a change that was never made (issue 7 item 3).
+func TestEngineFinalAnswerRejectedAfterMalformedCall(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  ToolCall
+	}{
+		{"malformed arguments", ToolCall{Name: ActMoveTasks, Arguments: `{"moves":[{"task_id":"t1","project_name":`}},
+		{"missing field", ToolCall{Name: ActMoveTasks, Arguments: `{"mvoes":[]}`}},
+		{"unknown action", ToolCall{Name: "move_task", Arguments: `{"moves":[{"task_id":"t1","project_name":"PyData"}]}`}},
+		{"failing write", ToolCall{Name: ActMoveTasks, Arguments: `{"moves":[{"task_id":"nope","project_name":"PyData"}]}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTalkTasks()
+			s := &script{replies: []Response{
+				tools2(tt.bad, ToolCall{ID: "fa1", Name: ActFinalAnswer, Arguments: `{"answer":"Moved the slides task."}`}),
+				tool(ActMoveTasks, `{"moves":[{"task_id":"t1","project_name":"PyData"}]}`),
+				tool(ActFinalAnswer, `{"answer":"Now it is moved."}`),
+			}}
+			out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file the slides task"}, Hooks{})
+			if out.Status != StatusDone || out.Answer != "Now it is moved." {
+				t.Fatalf("outcome %s %q; want the answer given after the fix", out.Status, out.Answer)
+			}
+			if got := lastObs(s.reqs[1], "fa1"); !strings.Contains(got, "Not accepted") {
+				t.Errorf("observation of the first final_answer = %q, want it refused", got)
+			}
+			if got := m.where(); !strings.Contains(got, "Finish slides for PyData talk@PyData") {
+				t.Errorf("state: %s", got)
+			}
+		})
+	}
+}

@@ -217,3 +217,22 @@ func text(s string) Response { return Response{Content: s} }
 func tool(name, args string) Response {
 	return Response{ToolCalls: []ToolCall{{ID: "c_" + name, Name: name, Arguments: args}}}
 }
+
+func tools2(calls ...ToolCall) Response {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("c%d_%s", i, calls[i].Name)
+		}
+	}
+	return Response{ToolCalls: calls}
+}
+
+// lastObs returns the observation answering callID in req.
+func lastObs(req Request, callID string) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == RoleTool && m.ToolCallID == callID {
+			return m.Content
+		}
+	}
+	return ""
+}
