@@ -497,7 +497,9 @@ func fingerprint(c call) string {
 	return c.Name + " " + string(b)
 }
 
-// loops counts c and reports whether it has now been asked for three times.
+// loops counts c and reports whether it has now been asked for three
+// times since the last write that changed something: repetition without
+// progress. A read → write → read cycle is progress and goes on.
 func (r *runner) loops(c call) bool {
 	if r.tr.Seen == nil {
 		r.tr.Seen = map[string]int{}
@@ -675,7 +677,12 @@ func (r *runner) send(ctx context.Context) (Outcome, bool) {
 		r.popCall(p.Call.ID)
 		return Outcome{}, false
 	}
+	before := len(r.tr.Journal)
 	obs, summary := r.applyResults(p.Plan, p.Writes, results)
+	if len(r.tr.Journal) > before {
+		// Progress: loop detection counts from here.
+		r.tr.Seen = nil
+	}
 	if strings.Contains(obs, "✗") {
 		r.tr.Failures++
 	}

@@ -238,3 +238,54 @@ func TestEngineFinalAnswerRejectedAfterMalformedCall(t *testing.T) {
 		})
 	}
 }
+
+// Loop detection counts identical calls since the last change, so the
+// read → move → read cycle /tidy-inbox asks for runs to the end
+// (issue 7 item 4), while a write repeated without effect is stopped.
+func TestEngineLoopDetectionAllowsProgress(t *testing.T) {
+	t.Run("read move read move read", func(t *testing.T) {
+		m := newTalkTasks()
+		s := &script{replies: []Response{
+			tool(ActGetInboxTasks, `{}`),
+			tool(ActMoveTasks, `{"moves":[{"task_id":"t1","project_name":"PyData"}]}`),
+			tool(ActGetInboxTasks, `{}`),
+			tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`),
+			tool(ActGetInboxTasks, `{}`),
+			tool(ActMoveTasks, `{"moves":[{"task_id":"t3","project_name":"Website"}]}`),
+			tool(ActGetInboxTasks, `{}`),
+			tool(ActFinalAnswer, `{"answer":"The inbox is empty."}`),
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "/tidy-inbox"}, Hooks{})
+		if out.Status != StatusDone || out.Answer != "The inbox is empty." {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+	})
+	t.Run("a write that changes nothing", func(t *testing.T) {
+		m := newTalkTasks()
+		s := &script{fn: func(Request) Response {
+			return tool(ActMoveTasks, `{"moves":[{"task_id":"t1","project_name":"PyData"}]}`)
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") || !strings.Contains(out.Answer, "moved") {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		if len(s.reqs) != 4 {
+			t.Errorf("model calls = %d, want 4: the move, then three that changed nothing", len(s.reqs))
+		}
+	})
+	t.Run("reads between writes that change nothing", func(t *testing.T) {
+		m := newTalkTasks()
+		n := 0
+		s := &script{fn: func(Request) Response {
+			n++
+			if n%2 == 1 {
+				return tool(ActGetInboxTasks, `{}`)
+			}
+			return tool(ActMoveTasks, `{"moves":[{"task_id":"nope","project_name":"PyData"}]}`)
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+	})
+}

@@ -97,7 +97,8 @@ type Transcript struct {
 	Usage   Usage `json:"usage"`
 	// Elapsed is the working time so far (not time spent waiting).
 	Elapsed time.Duration `json:"elapsed"`
-	// Seen counts each action+arguments, for loop detection.
+	// Seen counts each action+arguments since the last write that
+	// changed something, for loop detection.
 	Seen map[string]int `json:"seen,omitempty"`
 	// Failures counts failed calls in the current reply.
 	Failures int `json:"failures,omitempty"`
