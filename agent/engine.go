@@ -81,6 +81,10 @@ func (c *Config) defaults() {
 // maxRepairs is how many unusable replies in a row a step may have.
 const maxRepairs = 2
 
+// writeTimeout bounds one step's writes, which a cancel does not cut
+// short; it is longer than a Todoist client's retries.
+const writeTimeout = 2 * time.Minute
+
 // Engine runs agent runs. It is safe for concurrent use; each run has its
 // own Transcript.
 type Engine struct {
@@ -653,10 +657,15 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 // the results.
 func (r *runner) send(ctx context.Context) (Outcome, bool) {
 	p := r.tr.Pending
+	// A cancel or shutdown takes effect between steps, never inside a
+	// write: cut off mid-request, Todoist may apply what the run never
+	// learns of, so it could be neither reported nor undone.
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer stop()
 	var results []WriteResult
 	err := r.slow(ctx, "Todoist is slow to answer; still trying…", func() error {
 		var err error
-		results, err = r.e.tasks.Apply(ctx, p.Writes)
+		results, err = r.e.tasks.Apply(wctx, p.Writes)
 		return err
 	})
 	if err != nil {

@@ -289,3 +289,47 @@ func TestEngineLoopDetectionAllowsProgress(t *testing.T) {
 		}
 	})
 }
+
+// A cancel that arrives while a write is being sent takes effect after
+// it: what Todoist applied is journaled (so it is reported and undoable),
+// and no other step runs (issue 7 item 5).
+func TestEngineCancelDuringWriteKeepsWhatWasApplied(t *testing.T) {
+	m := newTalkTasks()
+	s := &script{replies: []Response{
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`),
+		tool(ActFinalAnswer, `{"answer":"ok"}`),
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	m.beforeApply = func(context.Context) { cancel() } // /cancel pressed mid-write
+	out := New(s, m, Config{}).Start(ctx, Input{Instruction: "file the cake"}, Hooks{})
+	if out.Status != StatusInterrupted {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if got := m.where(); !strings.Contains(got, "Buy birthday cake@Birthday") {
+		t.Fatalf("state: %s", got)
+	}
+	tr := out.Transcript
+	if tr.Pending != nil {
+		t.Errorf("the write is still pending: %+v", tr.Pending)
+	}
+	var summaries []string
+	for _, a := range tr.Journal {
+		if len(a.Inverse) == 0 {
+			t.Errorf("journal entry %q has no inverse", a.Summary)
+		}
+		summaries = append(summaries, a.Summary)
+	}
+	if got, want := strings.Join(summaries, "; "), `created project "Birthday"; moved "Buy birthday cake" to Birthday`; got != want {
+		t.Errorf("journal = %s, want %s", got, want)
+	}
+	if len(s.reqs) != 1 {
+		t.Errorf("model calls = %d, want 1: the cancel stops the run before the next step", len(s.reqs))
+	}
+	// What was journaled can be undone.
+	if _, err := New(s, m, Config{}).Undo(t.Context(), tr.Journal); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.where(); !strings.Contains(got, "Buy birthday cake@Inbox") {
+		t.Errorf("after undo: %s", got)
+	}
+}

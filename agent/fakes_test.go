@@ -19,6 +19,8 @@ type memTasks struct {
 	results  map[string]WriteResult
 	requests int
 	seq      int
+	// beforeApply, when set, runs at the start of each Apply.
+	beforeApply func(ctx context.Context)
 }
 
 func newMemTasks() *memTasks {
@@ -108,7 +110,20 @@ func (m *memTasks) project(id string) bool {
 	return false
 }
 
-func (m *memTasks) Apply(_ context.Context, ws []Write) ([]WriteResult, error) {
+// Apply applies ws and then, like an HTTP client whose request the server
+// answered after ctx ended, reports ctx's error instead of the results.
+func (m *memTasks) Apply(ctx context.Context, ws []Write) ([]WriteResult, error) {
+	if m.beforeApply != nil {
+		m.beforeApply(ctx)
+	}
+	res := m.apply(ws)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (m *memTasks) apply(ws []Write) []WriteResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
@@ -169,7 +184,7 @@ func (m *memTasks) Apply(_ context.Context, ws []Write) ([]WriteResult, error) {
 		m.results[w.UUID] = r
 		res[i] = r
 	}
-	return res, nil
+	return res
 }
 
 func (m *memTasks) where() string {
