@@ -157,6 +157,43 @@ func TestCancelStopsTheRun(t *testing.T) {
 	})
 }
 
+// A run cancelled after a write reports what it changed, keeps it in the
+// conversation and can be undone (issue 7 item 5).
+func TestCancelAfterAWriteReportsAndUndoes(t *testing.T) {
+	ag := &fakeAgent{block: make(chan struct{}), applied: []agent.Applied{{
+		Write:   agent.Write{Kind: agent.MoveTask, ID: "t1", ProjectID: "p2"},
+		Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t1", ProjectID: "inbox"}},
+		Summary: `moved "Buy cake" to Birthday`,
+	}}}
+	h := newHarness(t, ag)
+	h.handle(t, msg("tidy up", "e1"))
+	for len(ag.startedList()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel := msg("", "e2")
+	cancel.Command = "cancel"
+	h.handle(t, cancel)
+	h.idle(t)
+	if got := joined(h.plat.texts()); !strings.Contains(got, "Stopped, as you asked. Done so far:\n• moved \"Buy cake\" to Birthday") {
+		t.Errorf("sent: %s", got)
+	}
+	hist, _ := h.store.RecentMessages(t.Context(), msg("", "").ThreadKey(), time.Time{}, 10)
+	var texts []string
+	for _, m := range hist {
+		texts = append(texts, string(m.Role)+": "+m.Text)
+	}
+	if got := joined(texts); !strings.Contains(got, "assistant: Stopped, as you asked. Done so far") {
+		t.Errorf("history = %s; the next run would not know what this one changed", got)
+	}
+	undo := msg("", "e3")
+	undo.Command = "undo"
+	h.handle(t, undo)
+	h.idle(t)
+	if got := joined(h.plat.texts()); !strings.Contains(got, "Undid") {
+		t.Errorf("sent: %s", got)
+	}
+}
+
 func TestRestartResumesWorkingRuns(t *testing.T) {
 	st := newMemStore()
 	tr, _ := agent.MarshalTranscript(&agent.Transcript{V: agent.TranscriptVersion, Status: agent.StatusInterrupted})

@@ -306,6 +306,8 @@ type fakeAgent struct {
 	script func(ctx context.Context, h agent.Hooks)
 	// onResume, when set, runs as Resume begins.
 	onResume func()
+	// applied is the journal of a run that block's cancel interrupts.
+	applied []agent.Applied
 }
 
 func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
@@ -324,6 +326,7 @@ func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) ag
 		select {
 		case <-block:
 		case <-ctx.Done():
+			tr.Journal = a.applied
 			return agent.Outcome{Status: agent.StatusInterrupted, Transcript: tr}
 		}
 	}

@@ -225,8 +225,11 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		}
 		r.Status, r.Reply = RunCancelled, ""
 		r.Answer = "Stopped, as you asked. " + doneList(out.Transcript)
+		// What the run changed before the cancel joins the history, as a
+		// final answer does.
 		ob := b.outbound(r.Platform, reply(in, r.Answer))
-		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}}); err != nil {
+		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
 		b.deliver(ctx, ob)
