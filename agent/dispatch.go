@@ -123,15 +123,15 @@ func (r *runner) read(ctx context.Context, c call) readResult {
 			return readResult{Obs: "Error: " + msg + ".", Summary: "⚠️ Unknown project"}
 		}
 		ss, err := r.e.tasks.Sections(ctx, id)
-		if err != nil {
-			if ErrorCodeOf(err) == ErrNotFound {
-				return readResult{Obs: fmt.Sprintf("Error: no project with id %s; %s.", id, r.tr.Known.projectHint(id)), Summary: "⚠️ Unknown project"}
-			}
-			return r.readError("listing sections", err)
-		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		k := &r.tr.Known
+		if err != nil {
+			if ErrorCodeOf(err) == ErrNotFound {
+				return readResult{Obs: fmt.Sprintf("Error: no project with id %s; %s.", id, k.projectHint(id)), Summary: "⚠️ Unknown project"}
+			}
+			return r.readError("listing sections", err)
+		}
 		k.setSections(ss, id)
 		var b strings.Builder
 		fmt.Fprintf(&b, "Sections of %s (%d):", k.projectName(id), len(ss))

@@ -333,3 +333,34 @@ func TestEngineCancelDuringWriteKeepsWhatWasApplied(t *testing.T) {
 		t.Errorf("after undo: %s", got)
 	}
 }
+
+// Two reads of one reply run concurrently: get_sections naming a project
+// Todoist does not know builds its hint from the project list while
+// get_projects replaces that list. Run with -race (issue 7 item 10).
+func TestEngineParallelReadsDoNotRace(t *testing.T) {
+	for range 20 {
+		m := newTalkTasks()
+		// The reads overlap: get_sections answers only once get_projects
+		// has been called, and neither waits for the other after that.
+		called := make(chan struct{})
+		m.projectsFn = func() ([]Project, error) {
+			close(called)
+			return []Project{{ID: "inbox1", Name: "Inbox", IsInbox: true}, {ID: "p_work", Name: "Work"}}, nil
+		}
+		m.sectionsFn = func(string) ([]Section, error) {
+			<-called
+			return nil, &Error{Code: ErrNotFound, Message: "project not found"}
+		}
+		s := &script{replies: []Response{
+			tools2(ToolCall{Name: ActGetSections, Arguments: `{"project_id":"p_wrok"}`}, ToolCall{Name: ActGetProjects, Arguments: `{}`}),
+			tool(ActFinalAnswer, `{"answer":"ok"}`),
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "sections of work"}, Hooks{})
+		if out.Status != StatusDone {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		if got := lastObs(s.reqs[1], "c0_get_sections"); !strings.Contains(got, "no project with id p_wrok") {
+			t.Errorf("get_sections observation: %q", got)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type memTasks struct {
 	seq      int
 	// beforeApply, when set, runs at the start of each Apply.
 	beforeApply func(ctx context.Context)
+	// projectsFn and sectionsFn, when set, answer Projects and Sections.
+	projectsFn func() ([]Project, error)
+	sectionsFn func(projectID string) ([]Section, error)
 }
 
 func newMemTasks() *memTasks {
@@ -37,6 +40,9 @@ func (m *memTasks) addTask(id, content string) {
 }
 
 func (m *memTasks) Projects(context.Context) ([]Project, error) {
+	if m.projectsFn != nil {
+		return m.projectsFn()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
@@ -75,6 +81,9 @@ func (m *memTasks) Tasks(_ context.Context, q TaskQuery) ([]Task, error) {
 }
 
 func (m *memTasks) Sections(_ context.Context, projectID string) ([]Section, error) {
+	if m.sectionsFn != nil {
+		return m.sectionsFn(projectID)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
