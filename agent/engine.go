@@ -32,8 +32,12 @@ type Config struct {
 	// MaxTokens is the response limit of one model call (default 1024).
 	MaxTokens int
 	// TokenBudget is the prompt plus completion tokens of one run
-	// (default 200,000).
+	// (default 200,000). It is checked before each call with the
+	// request's counted tokens plus its MaxTokens.
 	TokenBudget int
+	// CountTokens counts the prompt tokens of a request (default: a
+	// local estimate of four bytes a token).
+	CountTokens func(Request) int
 	Temperature float32
 	// Timeout is the working time of one run (default 5m).
 	Timeout time.Duration
@@ -76,10 +80,37 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.CountTokens == nil {
+		c.CountTokens = estimateTokens
+	}
+}
+
+// estimateTokens estimates a request's prompt tokens at four bytes a token
+// with a few tokens of overhead per message and tool, for an engine given
+// no tokenizer.
+func estimateTokens(req Request) int {
+	n := 3
+	for _, m := range req.Messages {
+		n += 4 + (len(m.Content)+3)/4
+		for _, tc := range m.ToolCalls {
+			n += 3 + (len(tc.Name)+len(tc.Arguments)+3)/4
+		}
+	}
+	for _, t := range req.Tools {
+		n += 8 + (len(t.Name)+len(t.Description)+len(t.Parameters)+3)/4
+	}
+	if req.Format != nil {
+		n += (len(req.Format.Schema) + 3) / 4
+	}
+	return n
 }
 
 // maxRepairs is how many unusable replies in a row a step may have.
 const maxRepairs = 2
+
+// minAnswerTokens is the shortest answer limit a call is made with when
+// the token budget is nearly spent.
+const minAnswerTokens = 256
 
 // writeTimeout bounds one step's writes, which a cancel does not cut
 // short; it is longer than a Todoist client's retries.
@@ -385,6 +416,14 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	} else {
 		req.Format = &ResponseFormat{Kind: FormatJSONSchema, Name: "react_step", Schema: EnvelopeSchema(), Strict: strict}
 	}
+	// The budget is checked before the call: the prompt as counted plus
+	// the longest answer allowed must fit in what is left. The answer may
+	// be shortened to fit, but not below a useful length.
+	left := cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
+	if left < min(req.MaxTokens, minAnswerTokens) {
+		return r.end(ctx, StatusStopped, r.partial(fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget)), nil), true
+	}
+	req.MaxTokens = min(req.MaxTokens, left)
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})
 	var resp Response
 	err := r.slow(ctx, "The model is slow to answer; still waiting…", func() error {

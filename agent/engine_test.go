@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -363,4 +364,50 @@ func TestEngineParallelReadsDoNotRace(t *testing.T) {
 			t.Errorf("get_sections observation: %q", got)
 		}
 	}
+}
+
+// The token budget is checked before each call with the request's counted
+// tokens, so one call cannot overshoot it (issue 8 item 7).
+func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
+	count := func(req Request) int {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content) / 4
+		}
+		return n
+	}
+	t.Run("an oversized first request is never sent", func(t *testing.T) {
+		s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+		out := New(s, newTalkTasks(), Config{TokenBudget: 5000, CountTokens: count}).
+			Start(t.Context(), Input{Instruction: strings.Repeat("tidy ", 8000)}, Hooks{})
+		if out.Status != StatusStopped || !strings.Contains(out.Answer, "budget of 5000 tokens") {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		if len(s.reqs) != 0 {
+			t.Errorf("model calls = %d, want 0", len(s.reqs))
+		}
+	})
+	t.Run("a call that would cross the budget is not made", func(t *testing.T) {
+		// Each message counts 250 tokens: the first request (system and
+		// instruction, 500, plus 100 of answer) fits, the second (four
+		// messages, after 110 used) would not.
+		n := 0
+		s := &script{fn: func(Request) Response {
+			n++
+			return tool(ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":"t%d","project_name":"P%d"}]}`, n, n))
+		}}
+		out := New(s, newTalkTasks(), Config{TokenBudget: 1000, MaxTokens: 100, CountTokens: func(req Request) int { return 250 * len(req.Messages) }}).
+			Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		if out.Status != StatusStopped || !strings.Contains(out.Answer, "budget") {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		if used := out.Transcript.Usage.Total(); used > 1000 {
+			t.Errorf("usage %d, over the budget", used)
+		}
+		for i, req := range s.reqs {
+			if got := 250*len(req.Messages) + req.MaxTokens; got > 1000 {
+				t.Errorf("request %d may cost %d tokens alone", i, got)
+			}
+		}
+	})
 }

@@ -233,6 +233,7 @@ func (m *Main) engineConfig(cfg Config) agent.Config {
 		MaxSteps:    cfg.MaxSteps,
 		MaxTokens:   cfg.MaxTokens,
 		TokenBudget: cfg.TokenBudget,
+		CountTokens: openai.EstimatePromptTokens,
 		Temperature: cfg.Temperature,
 		Timeout:     cfg.RunTimeout,
 		Confirm:     agent.ConfirmPolicy(cfg.Confirm),
