@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,11 @@ type Config struct {
 	// CountTokens counts the prompt tokens of a request (default: a
 	// local estimate of four bytes a token).
 	CountTokens func(Request) int
-	Temperature float32
+	// HistoryTokens bounds the earlier messages given to the model
+	// (default 6,000 tokens): the newest that fit are kept, the one that
+	// crosses the bound is clipped.
+	HistoryTokens int
+	Temperature   float32
 	// Timeout is the working time of one run (default 5m).
 	Timeout time.Duration
 	Confirm ConfirmPolicy
@@ -82,6 +87,9 @@ func (c *Config) defaults() {
 	}
 	if c.CountTokens == nil {
 		c.CountTokens = estimateTokens
+	}
+	if c.HistoryTokens <= 0 {
+		c.HistoryTokens = 6000
 	}
 }
 
@@ -192,14 +200,48 @@ type Outcome struct {
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol, e.now(ctx))})
-	for _, m := range in.History {
-		if m.Role == RoleUser || m.Role == RoleAssistant {
-			tr.Messages = append(tr.Messages, Message{Role: m.Role, Content: m.Text})
-		}
-	}
+	tr.Messages = append(tr.Messages, e.history(in.History)...)
 	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction})
 	r := &runner{e: e, tr: tr, h: h}
 	return r.run(ctx)
+}
+
+// minHistoryClip is the fewest tokens worth keeping of a clipped message.
+const minHistoryClip = 100
+
+// history turns earlier messages into model messages, keeping the newest
+// that fit in cfg.HistoryTokens and clipping the one that crosses it.
+func (e *Engine) history(hist []HistoryMessage) []Message {
+	var out []Message
+	left := e.cfg.HistoryTokens
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		if h.Role != RoleUser && h.Role != RoleAssistant {
+			continue
+		}
+		m := Message{Role: h.Role, Content: h.Text}
+		n := e.cfg.CountTokens(Request{Messages: []Message{m}})
+		if n <= left {
+			left -= n
+			out = append(out, m)
+			continue
+		}
+		if left >= minHistoryClip {
+			// Clip in proportion, then shrink until it fits.
+			size := len(m.Content) * left / n
+			for {
+				m.Content = clip(h.Text, size)
+				if e.cfg.CountTokens(Request{Messages: []Message{m}}) <= left || size == 0 {
+					break
+				}
+				size = size * 9 / 10
+			}
+			out = append(out, m)
+		}
+		break
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // Resume continues a run from its transcript. answer is the user's reply

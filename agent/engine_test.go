@@ -411,3 +411,37 @@ func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
 		}
 	})
 }
+
+// The history given to the model is bounded by tokens as well as by count
+// (issue 8 item 5): a 900 KB message of earlier in the conversation is
+// not re-sent whole with every later message.
+func TestEngineHistoryBoundedByTokens(t *testing.T) {
+	s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+	history := []HistoryMessage{
+		{Role: RoleUser, Text: "oldest: " + strings.Repeat("a", 4000)},
+		{Role: RoleUser, Text: "huge: " + strings.Repeat("b ", 450_000)},
+		{Role: RoleAssistant, Text: "I filed it."},
+		{Role: RoleUser, Text: "thanks"},
+	}
+	out := New(s, newTalkTasks(), Config{HistoryTokens: 2000}).
+		Start(t.Context(), Input{Instruction: "what's due?", History: history}, Hooks{})
+	if out.Status != StatusDone {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	msgs := s.reqs[0].Messages
+	var got []string
+	total := 0
+	for _, m := range msgs[1 : len(msgs)-1] { // between the system prompt and the instruction
+		got = append(got, clip(m.Content, 12))
+		total += estimateTokens(Request{Messages: []Message{m}})
+	}
+	if total > 2000 {
+		t.Errorf("history holds %d tokens, want at most 2000", total)
+	}
+	if j := strings.Join(got, " | "); !strings.HasPrefix(j, "huge: b b b ") || !strings.HasSuffix(j, "I filed it. | thanks") || strings.Contains(j, "oldest") {
+		t.Errorf("history = %s; want the newest messages, the huge one clipped, the oldest dropped", j)
+	}
+	if last := msgs[len(msgs)-1]; last.Content != "what's due?" {
+		t.Errorf("instruction = %q", last.Content)
+	}
+}
