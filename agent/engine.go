@@ -504,6 +504,7 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 				re := asReplyError(err, tc.Arguments)
 				problems = append(problems, re)
 				bad = append(bad, tc)
+				msg.ToolCalls[i] = keptCall(tc)
 				continue
 			}
 			calls = append(calls, c)
@@ -521,6 +522,7 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 		if err != nil {
 			re := asReplyError(err, resp.Content)
 			problems = append(problems, re)
+			r.tr.Messages[len(r.tr.Messages)-1].Content = clip(resp.Content, maxKept)
 			r.tr.Messages = append(r.tr.Messages, Message{Role: RoleUser, Content: repairText(re, r.tr.Protocol)})
 		} else {
 			c.ID = fmt.Sprintf("step_%d", r.tr.Steps)
@@ -546,6 +548,25 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	return Outcome{}, false
 }
 
+// maxKept is the most of an unusable reply the conversation keeps: the
+// model sees what it sent without every later call re-sending it whole.
+const maxKept = 2000
+
+// keptCall is an unusable tool call as the conversation keeps it: when
+// long, its name is clipped and its arguments are replaced by a JSON
+// object quoting their start (some servers parse the arguments of earlier
+// calls).
+func keptCall(tc ToolCall) ToolCall {
+	if len(tc.Name) > maxQuoted {
+		tc.Name = clip(tc.Name, maxQuoted)
+	}
+	if len(tc.Arguments) > maxKept {
+		b, _ := json.Marshal(map[string]string{"clipped": clip(tc.Arguments, maxKept)})
+		tc.Arguments = string(b)
+	}
+	return tc
+}
+
 func asReplyError(err error, value string) *replyError {
 	var re *replyError
 	if errors.As(err, &re) {
@@ -558,7 +579,7 @@ func asReplyError(err error, value string) *replyError {
 // the offending value and the valid action names.
 func repairText(re *replyError, p Protocol) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Error: your reply could not be used: %s.\nYou sent: %s\nValid actions: %s.\n", re.Problem, clip(re.Value, 300), strings.Join(ActionNames(), ", "))
+	fmt.Fprintf(&b, "Error: your reply could not be used: %s.\nYou sent: %s\nValid actions: %s.\n", clip(re.Problem, 3*maxQuoted), clip(re.Value, maxQuoted), strings.Join(ActionNames(), ", "))
 	if p == ProtocolJSON {
 		b.WriteString(`Reply again with exactly one JSON object: {"thought": "...", "action": {"type": "<valid action>", ...arguments}}.`)
 	} else {

@@ -445,3 +445,50 @@ func TestEngineHistoryBoundedByTokens(t *testing.T) {
 		t.Errorf("instruction = %q", last.Content)
 	}
 }
+
+// An unusable reply of 1 MB is quoted back clipped, and the conversation
+// does not carry it whole either (issue 8 item 6).
+func TestEngineRepairQuotesAClippedValue(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name  string
+		proto Protocol
+		reply Response
+	}{
+		{"not json", ProtocolTools, tool(ActMoveTasks, `{"moves": "`+huge)},
+		{"huge property name", ProtocolTools, tool(ActCompleteTasks, `{"task_ids":["t1"],"`+huge+`":1}`)},
+		{"huge value", ProtocolTools, tool(ActCreateProject, `{"name":"`+huge+`"}`)},
+		{"huge action name", ProtocolTools, tool(huge, `{}`)},
+		{"json protocol prose", ProtocolJSON, text(huge)},
+		{"json protocol action name", ProtocolJSON, text(`{"thought":"x","action":{"type":"` + huge + `"}}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{replies: []Response{tt.reply, tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+			if tt.proto == ProtocolJSON {
+				s.replies[1] = text(`{"thought":"x","action":{"type":"final_answer","answer":"ok"}}`)
+			}
+			out := New(s, newTalkTasks(), Config{Protocol: tt.proto}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+			if out.Status != StatusDone {
+				t.Fatalf("outcome %s %q", out.Status, out.Answer)
+			}
+			size := 0
+			var repair string
+			for _, m := range s.reqs[1].Messages[1:] {
+				size += len(m.Content)
+				for _, c := range m.ToolCalls {
+					size += len(c.Name) + len(c.Arguments)
+				}
+				if strings.Contains(m.Content, "could not be used") {
+					repair = m.Content
+				}
+			}
+			if size > 8000 {
+				t.Errorf("the repair request carries %d bytes of conversation, want a clipped quote", size)
+			}
+			if !strings.Contains(repair, "You sent: ") || !strings.Contains(repair, "xxx…") {
+				t.Errorf("repair prompt = %q", clip(repair, 2000))
+			}
+		})
+	}
+}

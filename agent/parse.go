@@ -242,15 +242,17 @@ func parseToolCall(tc ToolCall) (call, error) {
 func checkArgs(name string, args map[string]any) (json.RawMessage, error) {
 	spec, ok := specByName(name)
 	if !ok {
-		problem := fmt.Sprintf("there is no action %q", name)
-		if near := closest(name, ActionNames()); near != "" {
-			problem += fmt.Sprintf(" (did you mean %q?)", near)
+		problem := fmt.Sprintf("there is no action %q", clip(name, maxQuoted))
+		if len(name) <= maxQuoted {
+			if near := closest(name, ActionNames()); near != "" {
+				problem += fmt.Sprintf(" (did you mean %q?)", near)
+			}
 		}
 		return nil, &replyError{Problem: problem, Value: compact(args)}
 	}
 	fixKeys(args, getSchemas().parsed[name])
 	if err := validateArgs(name, any(args)); err != nil {
-		return nil, &replyError{Problem: fmt.Sprintf("invalid arguments for %s: %v", name, err), Value: compact(args)}
+		return nil, &replyError{Problem: clip(fmt.Sprintf("invalid arguments for %s: %v", name, err), 3*maxQuoted), Value: compact(args)}
 	}
 	out, err := json.Marshal(args)
 	if err != nil {
@@ -326,13 +328,16 @@ func normKey(k string) string {
 	}, k)
 }
 
+// maxQuoted is the most of a model's unusable value quoted back to it.
+const maxQuoted = 300
+
 // compact renders v as short JSON for quoting back to the model.
 func compact(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return clip(fmt.Sprint(v), maxQuoted)
 	}
-	return clip(string(b), 300)
+	return clip(string(b), maxQuoted)
 }
 
 // clip shortens s to at most n bytes on a rune boundary.
