@@ -251,12 +251,12 @@ func (e *Engine) history(hist []HistoryMessage) []Message {
 func (e *Engine) Resume(ctx context.Context, tr *Transcript, answer string, h Hooks) Outcome {
 	r := &runner{e: e, tr: tr, h: h}
 	if tr.Status.Final() {
-		return r.outcome()
+		return *r.outcome()
 	}
 	if tr.Wait != nil {
 		answer = strings.TrimSpace(answer)
 		if answer == "" {
-			return r.outcome()
+			return *r.outcome()
 		}
 		r.answer(answer)
 	}
@@ -352,16 +352,16 @@ func (r *runner) result(callID, obs string) {
 }
 
 // outcome describes the run as it stands.
-func (r *runner) outcome() Outcome {
-	o := Outcome{Status: r.tr.Status, Answer: r.tr.Answer, Transcript: r.tr}
+func (r *runner) outcome() *Outcome {
+	o := &Outcome{Status: r.tr.Status, Answer: r.tr.Answer, Transcript: r.tr}
 	if w := r.tr.Wait; w != nil {
 		o.Question, o.Options, o.Label = w.Question, w.Options, w.Label
 	}
 	return o
 }
 
-// end finishes the run with a status and answer.
-func (r *runner) end(ctx context.Context, st Status, answer string, cause error) Outcome {
+// end finishes the run, or suspends it, with a status and answer.
+func (r *runner) end(ctx context.Context, st Status, answer string, cause error) *Outcome {
 	r.tr.Status, r.tr.Answer = st, answer
 	r.e.cfg.Redact.Transcript(r.tr)
 	o := r.outcome()
@@ -372,9 +372,30 @@ func (r *runner) end(ctx context.Context, st Status, answer string, cause error)
 	return o
 }
 
-// partial is an honest answer for a run a limit ended.
-func (r *runner) partial(reason string) string {
-	return "I stopped before finishing: " + reason + ".\n" + r.doneList()
+// stop ends the run at a limit with an honest partial answer.
+func (r *runner) stop(ctx context.Context, reason string) *Outcome {
+	return r.end(ctx, StatusStopped, "I stopped before finishing: "+reason+".\n"+r.doneList(), nil)
+}
+
+// fail ends the run because of err. It is the one place that turns an
+// error into the user's words (see userMessage); err itself is for logs.
+func (r *runner) fail(ctx context.Context, err error) *Outcome {
+	return r.end(ctx, StatusFailed, "I couldn't finish: "+userMessage(err)+".\n"+r.doneList(), err)
+}
+
+// userMessage is what a person may read of err: the message of its
+// *Error, written to be shown; anything else stays in the log.
+func userMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return "something went wrong on my side"
+}
+
+// errSaving is the failure to save the transcript.
+func errSaving(err error) error {
+	return &Error{Code: ErrServer, Message: "I could not save my progress", Err: err}
 }
 
 func (r *runner) doneList() string {
@@ -395,9 +416,9 @@ func (r *runner) doneList() string {
 
 // interrupted ends this segment of the run because ctx ended: a timeout
 // ends the run; a cancel or shutdown leaves it resumable.
-func (r *runner) interrupted(ctx context.Context) Outcome {
+func (r *runner) interrupted(ctx context.Context) *Outcome {
 	if errors.Is(context.Cause(ctx), errRunTimeout) {
-		return r.end(ctx, StatusStopped, r.partial("the run took longer than "+r.e.cfg.Timeout.String()), nil)
+		return r.stop(ctx, "the run took longer than "+r.e.cfg.Timeout.String())
 	}
 	r.tr.Status = StatusInterrupted
 	o := r.outcome()
@@ -412,41 +433,44 @@ func (r *runner) run(parent context.Context) Outcome {
 	defer func() { r.tr.Elapsed += cfg.Now().Sub(started) }()
 	left := cfg.Timeout - r.tr.Elapsed
 	if left <= 0 {
-		return r.end(parent, StatusStopped, r.partial("the run took longer than "+cfg.Timeout.String()), nil)
+		return *r.stop(parent, "the run took longer than "+cfg.Timeout.String())
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, left, errRunTimeout)
 	defer cancel()
 	r.tr.Status = StatusInterrupted // until it ends or waits
+	return *r.loop(ctx)
+}
 
+// loop alternates draining the last reply's actions and asking the model
+// for more, until an outcome.
+func (r *runner) loop(ctx context.Context) *Outcome {
+	cfg := &r.e.cfg
 	if r.tr.Pending != nil {
-		if o, stop := r.send(ctx); stop {
+		if o := r.send(ctx); o != nil {
 			return o
 		}
 	}
 	for {
-		if o, stop := r.drain(ctx); stop {
+		if o := r.drain(ctx); o != nil {
 			return o
 		}
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
 		}
 		if r.tr.Steps >= cfg.MaxSteps {
-			return r.end(ctx, StatusStopped, r.partial(fmt.Sprintf("I reached the limit of %d steps", cfg.MaxSteps)), nil)
+			return r.stop(ctx, fmt.Sprintf("I reached the limit of %d steps", cfg.MaxSteps))
 		}
-		if r.tr.Usage.Total() >= cfg.TokenBudget {
-			return r.end(ctx, StatusStopped, r.partial(fmt.Sprintf("I used up this run's budget of %d tokens", cfg.TokenBudget)), nil)
-		}
-		if o, stop := r.step(ctx); stop {
+		if o := r.step(ctx); o != nil {
 			return o
 		}
 		if err := r.save(ctx); err != nil {
-			return r.end(ctx, StatusFailed, "I could not save my progress, so I stopped. "+r.doneList(), err)
+			return r.fail(ctx, errSaving(err))
 		}
 	}
 }
 
-// step makes one model call and queues the actions it asks for.
-func (r *runner) step(ctx context.Context) (Outcome, bool) {
+// request is the next model call.
+func (r *runner) request() Request {
 	cfg := &r.e.cfg
 	cfg.Redact.Transcript(r.tr) // the instruction and history too
 	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
@@ -458,12 +482,20 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	} else {
 		req.Format = &ResponseFormat{Kind: FormatJSONSchema, Name: "react_step", Schema: EnvelopeSchema(), Strict: strict}
 	}
+	return req
+}
+
+// step makes one model call and queues the actions it asks for. It
+// returns nil to go on.
+func (r *runner) step(ctx context.Context) *Outcome {
+	cfg := &r.e.cfg
+	req := r.request()
 	// The budget is checked before the call: the prompt as counted plus
 	// the longest answer allowed must fit in what is left. The answer may
 	// be shortened to fit, but not below a useful length.
 	left := cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
 	if left < min(req.MaxTokens, minAnswerTokens) {
-		return r.end(ctx, StatusStopped, r.partial(fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget)), nil), true
+		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget))
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})
@@ -475,20 +507,45 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return r.interrupted(ctx), true
+			return r.interrupted(ctx)
 		}
-		msg := "the model service is not answering"
-		if ErrorCodeOf(err) != "" {
-			msg = "the model service said: " + ErrorMessageOf(err)
-		}
-		return r.end(ctx, StatusFailed, "I couldn't finish: "+msg+".\n"+r.doneList(), fmt.Errorf("model call: %w", err)), true
+		return r.fail(ctx, modelError(err))
 	}
 	r.tr.Steps++
 	u := resp.Usage
 	u.Calls = 1
 	r.tr.Usage.Add(u)
-	r.tr.Failures = 0
 
+	problems := r.queue(resp)
+	// A call that could not be used counts as failed, so a final answer
+	// in the same reply is not accepted: it would claim what was not done.
+	r.tr.Failures = len(problems)
+	if len(problems) > 0 && len(r.tr.Calls) == 0 {
+		r.tr.Repairs++
+		if r.tr.Repairs > maxRepairs {
+			return r.fail(ctx, &Error{Code: ErrInvalid,
+				Message: "the model kept replying in a form I could not use (" + clip(problems[0].Problem, 200) + ")",
+				Err:     fmt.Errorf("unusable model reply: %s", problems[0].Problem)})
+		}
+		return nil
+	}
+	r.tr.Repairs = 0
+	return nil
+}
+
+// modelError words a failed model call for the user.
+func modelError(err error) error {
+	msg := "the model service is not answering"
+	if ErrorCodeOf(err) != "" {
+		msg = "the model service said: " + ErrorMessageOf(err)
+	}
+	return &Error{Code: ErrorCodeOf(err), Message: msg, Err: fmt.Errorf("model call: %w", err)}
+}
+
+// queue records the model's reply in the conversation and queues the
+// calls it makes; an unusable call is answered with a repair prompt. It
+// returns the problems found.
+func (r *runner) queue(resp Response) []*replyError {
 	var problems []*replyError
 	if r.tr.Protocol == ProtocolTools && len(resp.ToolCalls) > 0 {
 		msg := Message{Role: RoleAssistant, Content: resp.Content}
@@ -498,54 +555,42 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 			if tc.ID == "" {
 				tc.ID = fmt.Sprintf("call_%d_%d", r.tr.Steps, i)
 			}
-			msg.ToolCalls = append(msg.ToolCalls, tc)
 			c, err := parseToolCall(tc)
 			if err != nil {
-				re := asReplyError(err, tc.Arguments)
-				problems = append(problems, re)
+				problems = append(problems, asReplyError(err, tc.Arguments))
 				bad = append(bad, tc)
-				msg.ToolCalls[i] = keptCall(tc)
-				continue
+				tc = keptCall(tc)
+			} else {
+				calls = append(calls, c)
 			}
-			calls = append(calls, c)
+			msg.ToolCalls = append(msg.ToolCalls, tc)
 		}
 		r.tr.Messages = append(r.tr.Messages, msg)
 		for i, tc := range bad {
 			r.result(tc.ID, repairText(problems[i], r.tr.Protocol))
 		}
 		r.tr.Calls = calls
-	} else {
-		// The json protocol, or a tools reply that came as text: the
-		// envelope is parsed locally first.
-		r.tr.Messages = append(r.tr.Messages, Message{Role: RoleAssistant, Content: resp.Content})
-		_, c, err := parseEnvelope(resp.Content)
-		if err != nil {
-			re := asReplyError(err, resp.Content)
-			problems = append(problems, re)
-			r.tr.Messages[len(r.tr.Messages)-1].Content = clip(resp.Content, maxKept)
-			r.tr.Messages = append(r.tr.Messages, Message{Role: RoleUser, Content: repairText(re, r.tr.Protocol)})
-		} else {
-			c.ID = fmt.Sprintf("step_%d", r.tr.Steps)
-			if r.tr.Protocol == ProtocolTools {
-				// Answer it as a tool call so the conversation stays valid.
-				r.tr.Messages[len(r.tr.Messages)-1].ToolCalls = []ToolCall{{ID: c.ID, Name: c.Name, Arguments: string(c.Args)}}
-			}
-			r.tr.Calls = []call{c}
-		}
+		return problems
 	}
-	// A call that could not be used counts as failed, so a final answer
-	// in the same reply is not accepted: it would claim what was not done.
-	r.tr.Failures = len(problems)
-	if len(problems) > 0 && len(r.tr.Calls) == 0 {
-		r.tr.Repairs++
-		if r.tr.Repairs > maxRepairs {
-			return r.end(ctx, StatusFailed, "I couldn't finish: the model kept replying in a form I could not use ("+clip(problems[0].Problem, 200)+").\n"+r.doneList(),
-				fmt.Errorf("unusable model reply: %s", problems[0].Problem)), true
-		}
-		return Outcome{}, false
+	// The json protocol, or a tools reply that came as text: the envelope
+	// is parsed locally first.
+	msg := Message{Role: RoleAssistant, Content: resp.Content}
+	_, c, err := parseEnvelope(resp.Content)
+	if err != nil {
+		re := asReplyError(err, resp.Content)
+		msg.Content = clip(resp.Content, maxKept)
+		r.tr.Messages = append(r.tr.Messages, msg, Message{Role: RoleUser, Content: repairText(re, r.tr.Protocol)})
+		r.tr.Calls = nil
+		return []*replyError{re}
 	}
-	r.tr.Repairs = 0
-	return Outcome{}, false
+	c.ID = fmt.Sprintf("step_%d", r.tr.Steps)
+	if r.tr.Protocol == ProtocolTools {
+		// Answer it as a tool call so the conversation stays valid.
+		msg.ToolCalls = []ToolCall{{ID: c.ID, Name: c.Name, Arguments: string(c.Args)}}
+	}
+	r.tr.Messages = append(r.tr.Messages, msg)
+	r.tr.Calls = []call{c}
+	return nil
 }
 
 // maxKept is the most of an unusable reply the conversation keeps: the
@@ -627,16 +672,17 @@ func (r *runner) gated(c call) bool {
 }
 
 // drain runs the queued actions of the last reply, in order; consecutive
-// reads run concurrently. It stops when the run ends or waits.
-func (r *runner) drain(ctx context.Context) (Outcome, bool) {
+// reads run concurrently. It returns nil once they are done, or the
+// outcome when the run ends or waits.
+func (r *runner) drain(ctx context.Context) *Outcome {
 	for len(r.tr.Calls) > 0 {
 		if ctx.Err() != nil {
-			return r.interrupted(ctx), true
+			return r.interrupted(ctx)
 		}
 		c := r.tr.Calls[0]
 		spec, _ := specByName(c.Name)
 		if spec.Kind != kindControl && !c.Confirmed && r.loops(c) {
-			return r.end(ctx, StatusStopped, r.partial("I was repeating the same action ("+c.Name+") without progress"), nil), true
+			return r.stop(ctx, "I was repeating the same action ("+c.Name+") without progress")
 		}
 		switch spec.Kind {
 		case kindRead:
@@ -646,7 +692,7 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 					break
 				}
 				if r.loops(r.tr.Calls[n]) {
-					return r.end(ctx, StatusStopped, r.partial("I was repeating the same action ("+r.tr.Calls[n].Name+") without progress"), nil), true
+					return r.stop(ctx, "I was repeating the same action ("+r.tr.Calls[n].Name+") without progress")
 				}
 				n++
 			}
@@ -665,11 +711,11 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 			}
 			wg.Wait()
 			if ctx.Err() != nil {
-				return r.interrupted(ctx), true
+				return r.interrupted(ctx)
 			}
 			for i, bc := range batch {
 				if res := results[i]; res.Fatal != nil {
-					return r.end(ctx, StatusFailed, "I couldn't finish: "+ErrorMessageOf(res.Fatal)+".\n"+r.doneList(), res.Fatal), true
+					return r.fail(ctx, res.Fatal)
 				}
 				if strings.HasPrefix(results[i].Obs, "Error:") {
 					r.tr.Failures++
@@ -692,7 +738,7 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 					_ = json.Unmarshal(c.Args, &a)
 					r.result(c.ID, "Done.")
 					r.popCall(c.ID)
-					return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil), true
+					return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
 				}
 				var a FailTaskArgs
 				_ = json.Unmarshal(c.Args, &a)
@@ -702,27 +748,27 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 				if len(r.tr.Journal) > 0 {
 					answer += "\n" + r.doneList()
 				}
-				return r.end(ctx, StatusFailed, answer, nil), true
+				return r.end(ctx, StatusFailed, answer, nil)
 			case ActAskUser:
 				var a AskUserArgs
 				_ = json.Unmarshal(c.Args, &a)
 				r.tr.Wait = &wait{Kind: "ask", CallID: c.ID, Question: strings.TrimSpace(a.Question), Options: a.Options}
-				return r.end(ctx, StatusAsking, "", nil), true
+				return r.end(ctx, StatusAsking, "", nil)
 			}
 
 		case kindWrite:
 			if r.gated(c) && !c.Confirmed {
 				label, q := r.gate(ctx, c)
 				r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
-				return r.end(ctx, StatusConfirming, "", nil), true
+				return r.end(ctx, StatusConfirming, "", nil)
 			}
 			p, ws, err := r.planWrite(ctx, c)
 			if err != nil {
 				if ctx.Err() != nil {
-					return r.interrupted(ctx), true
+					return r.interrupted(ctx)
 				}
 				if fatalCode(err) {
-					return r.end(ctx, StatusFailed, "I couldn't finish: "+ErrorMessageOf(err)+".\n"+r.doneList(), err), true
+					return r.fail(ctx, err)
 				}
 				r.tr.Failures++
 				r.result(c.ID, "Error: "+ErrorMessageOf(err)+". Nothing was changed.")
@@ -742,22 +788,22 @@ func (r *runner) drain(ctx context.Context) (Outcome, bool) {
 			}
 			r.tr.Pending = &pendingWrite{Call: c, Writes: ws, Plan: p}
 			if err := r.save(ctx); err != nil {
-				return r.end(ctx, StatusFailed, "I could not save my progress, so I made no change. "+r.doneList(), err), true
+				return r.fail(ctx, errSaving(err))
 			}
-			if o, stop := r.send(ctx); stop {
-				return o, true
+			if o := r.send(ctx); o != nil {
+				return o
 			}
 		}
 		if err := r.save(ctx); err != nil {
-			return r.end(ctx, StatusFailed, "I could not save my progress, so I stopped. "+r.doneList(), err), true
+			return r.fail(ctx, errSaving(err))
 		}
 	}
-	return Outcome{}, false
+	return nil
 }
 
 // send applies the pending writes (with their saved uuids) and records
-// the results.
-func (r *runner) send(ctx context.Context) (Outcome, bool) {
+// the results. It returns nil to go on.
+func (r *runner) send(ctx context.Context) *Outcome {
 	p := r.tr.Pending
 	// A cancel or shutdown takes effect between steps, never inside a
 	// write: cut off mid-request, Todoist may apply what the run never
@@ -773,10 +819,10 @@ func (r *runner) send(ctx context.Context) (Outcome, bool) {
 	if err != nil {
 		if ctx.Err() != nil {
 			// The writes stay pending: a resumed run re-sends them.
-			return r.interrupted(ctx), true
+			return r.interrupted(ctx)
 		}
 		if fatalCode(err) {
-			return r.end(ctx, StatusFailed, "I couldn't finish: "+ErrorMessageOf(err)+".\n"+r.doneList(), err), true
+			return r.fail(ctx, err)
 		}
 		r.tr.Pending = nil
 		r.tr.Failures++
@@ -786,7 +832,7 @@ func (r *runner) send(ctx context.Context) (Outcome, bool) {
 		}
 		r.result(p.Call.ID, obs)
 		r.popCall(p.Call.ID)
-		return Outcome{}, false
+		return nil
 	}
 	before := len(r.tr.Journal)
 	obs, summary := r.applyResults(p.Plan, p.Writes, results)
@@ -801,5 +847,5 @@ func (r *runner) send(ctx context.Context) (Outcome, bool) {
 	r.result(p.Call.ID, obs)
 	r.popCall(p.Call.ID)
 	r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: p.Call.Name, Summary: summary})
-	return Outcome{}, false
+	return nil
 }

@@ -492,3 +492,46 @@ func TestEngineRepairQuotesAClippedValue(t *testing.T) {
 		})
 	}
 }
+
+// Every failure reaches the user through one wording; internal detail
+// stays in Outcome.Err.
+func TestEngineFailureWords(t *testing.T) {
+	tests := []struct {
+		name  string
+		model Model
+		tasks func(*memTasks)
+		save  func(context.Context, *Transcript) error
+		want  string
+	}{
+		{"model without a code", modelFunc(func(context.Context, Request) (Response, error) {
+			return Response{}, fmt.Errorf("dial tcp 10.0.0.1:443: connection refused")
+		}), nil, nil, "I couldn't finish: the model service is not answering.\nNothing was changed."},
+		{"model with a code", modelFunc(func(context.Context, Request) (Response, error) {
+			return Response{}, &Error{Code: ErrInvalid, Message: "the model does not exist"}
+		}), nil, nil, "I couldn't finish: the model service said: the model does not exist.\nNothing was changed."},
+		{"save", &script{replies: []Response{tool(ActGetLabels, `{}`)}}, nil,
+			func(context.Context, *Transcript) error { return fmt.Errorf("disk full") },
+			"I couldn't finish: I could not save my progress.\nNothing was changed."},
+		{"fatal read", &script{replies: []Response{tool(ActGetProjects, `{}`)}},
+			func(m *memTasks) {
+				m.projectsFn = func() ([]Project, error) {
+					return nil, &Error{Code: ErrUnauthorized, Message: "Todoist refused the token"}
+				}
+			}, nil, "I couldn't finish: Todoist refused the token.\nNothing was changed."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTalkTasks()
+			if tt.tasks != nil {
+				tt.tasks(m)
+			}
+			out := New(tt.model, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{Save: tt.save})
+			if out.Status != StatusFailed || out.Answer != tt.want {
+				t.Errorf("outcome %s %q, want %q", out.Status, out.Answer, tt.want)
+			}
+			if out.Err == nil {
+				t.Error("no cause for the log")
+			}
+		})
+	}
+}

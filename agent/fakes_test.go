@@ -260,3 +260,8 @@ func lastObs(req Request, callID string) string {
 	}
 	return ""
 }
+
+// modelFunc is a Model from a function.
+type modelFunc func(context.Context, Request) (Response, error)
+
+func (f modelFunc) Complete(ctx context.Context, req Request) (Response, error) { return f(ctx, req) }
