@@ -1,5 +1,10 @@
 package agent
 
+import (
+	"context"
+	"encoding/json"
+)
+
 // The agent's actions: one Go struct per action of DESIGN §4. Their JSON
 // Schemas are generated from these structs (see schema.go); names and
 // argument names are a contract relied on from outside.
@@ -130,61 +135,113 @@ type FailTaskArgs struct {
 	Reason string `json:"reason" jsonschema:"minLength=1" jsonschema_description:"Why the request cannot be done, for the user."`
 }
 
-// actionKind says what an action does, which decides how it runs.
-type actionKind int
+// action is one action of the tool contract: a pointer to its argument
+// struct. The struct generates the action's schema (see schema.go) and its
+// methods say how it runs, so adding an action is one new type and one
+// line in actionList. Every action is exactly one of reader, writer and
+// controller (a test checks it).
+type action = any
 
-const (
-	kindRead actionKind = iota
-	kindWrite
-	kindControl
-)
+// reader is an action that only reads. The reads of one reply run
+// concurrently (see dispatch.go).
+type reader interface {
+	read(ctx context.Context, r *runner) readResult
+}
 
-// actionSpec describes one action: its name, what it is for, and the Go
-// type its arguments decode into.
-type actionSpec struct {
+// writer is an action that changes Todoist (see writes.go).
+type writer interface {
+	// plan turns the action into writes, each with its observation, its
+	// summary for the journal and its inverse for undo. An id the run
+	// knows to be wrong is rejected here, without an API call.
+	plan(ctx context.Context, pl *planner) error
+	// gate describes the action for its confirmation: the confirming
+	// button's label and the question, naming the tasks.
+	gate(ctx context.Context, pl *planner) (label, question string)
+	// progress is the action's part of the progress line, from what was
+	// applied ("" when nothing was).
+	progress(t tally) string
+}
+
+// destructive marks a writer that waits for the user's yes under the
+// "destructive" confirmation policy.
+type destructive interface {
+	writer
+	destructive()
+}
+
+// controller is an action that ends the run or waits for the user (see
+// engine.go).
+type controller interface {
+	control(ctx context.Context, r *runner, callID string) *Outcome
+}
+
+func (*DeleteTasksArgs) destructive() {}
+
+// actionDef names an action, says what it is for, and makes its
+// arguments.
+type actionDef struct {
 	Name        string
 	Description string
-	Kind        actionKind
-	// Destructive writes are gated under the "destructive" policy.
-	Destructive bool
-	New         func() any
+	New         func() action
 }
 
-// actionSpecs lists every action, in the order shown to the model.
-var actionSpecs = []actionSpec{
-	{ActGetOverview, "Every project with its sections and open-task count, plus the inbox's tasks. Start here.", kindRead, false, func() any { return new(GetOverviewArgs) }},
-	{ActGetProjects, "List every project with its id.", kindRead, false, func() any { return new(GetProjectsArgs) }},
-	{ActGetInboxTasks, "List the tasks in the Inbox.", kindRead, false, func() any { return new(GetInboxTasksArgs) }},
-	{ActGetTasks, "List open tasks of a project, of a label, or matching a Todoist filter query.", kindRead, false, func() any { return new(GetTasksArgs) }},
-	{ActGetSections, "List the sections of a project.", kindRead, false, func() any { return new(GetSectionsArgs) }},
-	{ActGetLabels, "List the labels.", kindRead, false, func() any { return new(GetLabelsArgs) }},
-	{ActCreateProject, "Create a project, or return the existing one with that name.", kindWrite, false, func() any { return new(CreateProjectArgs) }},
-	{ActMoveTasks, "Move tasks to projects or sections. project_name finds or creates the project in the same call.", kindWrite, false, func() any { return new(MoveTasksArgs) }},
-	{ActAddTasks, "Add new tasks.", kindWrite, false, func() any { return new(AddTasksArgs) }},
-	{ActUpdateTasks, "Change tasks' content, description, due date, priority or labels.", kindWrite, false, func() any { return new(UpdateTasksArgs) }},
-	{ActCompleteTasks, "Mark tasks done (a recurring task moves to its next date).", kindWrite, false, func() any { return new(CompleteTasksArgs) }},
-	{ActDeleteTasks, "Delete tasks for good. Cannot be undone; prefer complete_tasks.", kindWrite, true, func() any { return new(DeleteTasksArgs) }},
-	{ActCreateSection, "Create a section in a project.", kindWrite, false, func() any { return new(CreateSectionArgs) }},
-	{ActAskUser, "Ask the user a question when you cannot proceed without their answer. The run pauses until they reply.", kindControl, false, func() any { return new(AskUserArgs) }},
-	{ActFinalAnswer, "Finish with the reply to the user.", kindControl, false, func() any { return new(FinalAnswerArgs) }},
-	{ActFailTask, "Give up with a reason when the request cannot be done.", kindControl, false, func() any { return new(FailTaskArgs) }},
+// newArgs returns a constructor of an action's argument struct.
+func newArgs[T any]() func() action {
+	return func() action { return new(T) }
 }
 
-// specByName finds an action's spec.
-func specByName(name string) (actionSpec, bool) {
-	for _, s := range actionSpecs {
-		if s.Name == name {
-			return s, true
+// actionList lists every action, in the order shown to the model.
+var actionList = []actionDef{
+	{ActGetOverview, "Every project with its sections and open-task count, plus the inbox's tasks. Start here.", newArgs[GetOverviewArgs]()},
+	{ActGetProjects, "List every project with its id.", newArgs[GetProjectsArgs]()},
+	{ActGetInboxTasks, "List the tasks in the Inbox.", newArgs[GetInboxTasksArgs]()},
+	{ActGetTasks, "List open tasks of a project, of a label, or matching a Todoist filter query.", newArgs[GetTasksArgs]()},
+	{ActGetSections, "List the sections of a project.", newArgs[GetSectionsArgs]()},
+	{ActGetLabels, "List the labels.", newArgs[GetLabelsArgs]()},
+	{ActCreateProject, "Create a project, or return the existing one with that name.", newArgs[CreateProjectArgs]()},
+	{ActMoveTasks, "Move tasks to projects or sections. project_name finds or creates the project in the same call.", newArgs[MoveTasksArgs]()},
+	{ActAddTasks, "Add new tasks.", newArgs[AddTasksArgs]()},
+	{ActUpdateTasks, "Change tasks' content, description, due date, priority or labels.", newArgs[UpdateTasksArgs]()},
+	{ActCompleteTasks, "Mark tasks done (a recurring task moves to its next date).", newArgs[CompleteTasksArgs]()},
+	{ActDeleteTasks, "Delete tasks for good. Cannot be undone; prefer complete_tasks.", newArgs[DeleteTasksArgs]()},
+	{ActCreateSection, "Create a section in a project.", newArgs[CreateSectionArgs]()},
+	{ActAskUser, "Ask the user a question when you cannot proceed without their answer. The run pauses until they reply.", newArgs[AskUserArgs]()},
+	{ActFinalAnswer, "Finish with the reply to the user.", newArgs[FinalAnswerArgs]()},
+	{ActFailTask, "Give up with a reason when the request cannot be done.", newArgs[FailTaskArgs]()},
+}
+
+// actionByName finds an action's definition.
+func actionByName(name string) (actionDef, bool) {
+	for _, d := range actionList {
+		if d.Name == name {
+			return d, true
 		}
 	}
-	return actionSpec{}, false
+	return actionDef{}, false
+}
+
+// decode returns a call's action with its arguments, which were checked
+// against the schema when the call was parsed. It reports false for a
+// name that is not an action (a transcript from another version).
+func decode(c call) (action, bool) {
+	d, ok := actionByName(c.Name)
+	if !ok {
+		return nil, false
+	}
+	a := d.New()
+	if len(c.Args) > 0 {
+		if err := json.Unmarshal(c.Args, a); err != nil {
+			return nil, false
+		}
+	}
+	return a, true
 }
 
 // ActionNames returns every action name, in order.
 func ActionNames() []string {
-	names := make([]string, len(actionSpecs))
-	for i, s := range actionSpecs {
-		names[i] = s.Name
+	names := make([]string, len(actionList))
+	for i, d := range actionList {
+		names[i] = d.Name
 	}
 	return names
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,117 +36,116 @@ func (r *runner) readError(what string, err error) readResult {
 	}
 }
 
-// read runs one read action. It is safe to run reads concurrently.
-func (r *runner) read(ctx context.Context, c call) readResult {
-	switch c.Name {
-	case ActGetOverview:
-		snap, err := r.e.tasks.Snapshot(ctx)
-		if err != nil {
-			return r.readError("reading the overview", err)
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		k := &r.tr.Known
-		k.setProjects(snap.Projects)
-		k.setSections(snap.Sections, "")
-		k.setTasks(snap.Tasks, true)
-		counts := map[string]int{}
-		for _, t := range snap.Tasks {
-			counts[t.ProjectID]++
-		}
-		bySection := map[string][]Section{}
-		for _, s := range snap.Sections {
-			bySection[s.ProjectID] = append(bySection[s.ProjectID], s)
-		}
-		var inbox []Task
-		for _, t := range snap.Tasks {
-			if t.ProjectID == k.InboxID {
-				inbox = append(inbox, t)
-			}
-		}
-		obs := k.projectList(snap.Projects, counts, bySection) + "\n" + k.taskList("Inbox tasks", inbox, false)
-		if len(snap.Labels) > 0 {
-			obs += "\n" + labelList(snap.Labels)
-		}
-		return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task"))}
+// The reads below are safe to run concurrently: what the run knows is
+// touched only under r.mu.
 
-	case ActGetProjects:
-		ps, err := r.e.tasks.Projects(ctx)
-		if err != nil {
-			return r.readError("listing projects", err)
+func (*GetOverviewArgs) read(ctx context.Context, r *runner) readResult {
+	snap, err := r.e.tasks.Snapshot(ctx)
+	if err != nil {
+		return r.readError("reading the overview", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := &r.tr.Known
+	k.setProjects(snap.Projects)
+	k.setSections(snap.Sections, "")
+	k.setTasks(snap.Tasks, true)
+	counts := map[string]int{}
+	for _, t := range snap.Tasks {
+		counts[t.ProjectID]++
+	}
+	bySection := map[string][]Section{}
+	for _, s := range snap.Sections {
+		bySection[s.ProjectID] = append(bySection[s.ProjectID], s)
+	}
+	var inbox []Task
+	for _, t := range snap.Tasks {
+		if t.ProjectID == k.InboxID {
+			inbox = append(inbox, t)
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.tr.Known.setProjects(ps)
-		return readResult{Obs: r.tr.Known.projectList(ps, nil, nil), Summary: "🔎 Read " + plural(len(ps), "project")}
+	}
+	obs := k.projectList(snap.Projects, counts, bySection) + "\n" + k.taskList("Inbox tasks", inbox, false)
+	if len(snap.Labels) > 0 {
+		obs += "\n" + labelList(snap.Labels)
+	}
+	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task"))}
+}
 
-	case ActGetInboxTasks:
-		inbox, err := r.inboxID(ctx)
-		if err != nil {
-			return r.readError("finding the inbox", err)
-		}
-		ts, err := r.e.tasks.Tasks(ctx, TaskQuery{ProjectID: inbox})
-		if err != nil {
-			return r.readError("listing inbox tasks", err)
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.tr.Known.setTasks(ts, false)
-		return readResult{Obs: r.tr.Known.taskList("Inbox tasks", ts, false), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
+	ps, err := r.e.tasks.Projects(ctx)
+	if err != nil {
+		return r.readError("listing projects", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tr.Known.setProjects(ps)
+	return readResult{Obs: r.tr.Known.projectList(ps, nil, nil), Summary: "🔎 Read " + plural(len(ps), "project")}
+}
 
-	case ActGetTasks:
-		var a GetTasksArgs
-		_ = json.Unmarshal(c.Args, &a)
-		q := TaskQuery{ProjectID: deref(a.ProjectID), Label: deref(a.Label), Filter: deref(a.Filter)}
-		if q.ProjectID != "" {
-			id, msg := r.checkProject(q.ProjectID)
-			if msg != "" {
-				return readResult{Obs: "Error: " + msg + ".", Summary: "⚠️ Unknown project"}
-			}
-			q.ProjectID = id
-		}
-		ts, err := r.e.tasks.Tasks(ctx, q)
-		if err != nil {
-			return r.readError("listing tasks", err)
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.tr.Known.setTasks(ts, false)
-		return readResult{Obs: r.tr.Known.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
+	inbox, err := r.inboxID(ctx)
+	if err != nil {
+		return r.readError("finding the inbox", err)
+	}
+	ts, err := r.e.tasks.Tasks(ctx, TaskQuery{ProjectID: inbox})
+	if err != nil {
+		return r.readError("listing inbox tasks", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tr.Known.setTasks(ts, false)
+	return readResult{Obs: r.tr.Known.taskList("Inbox tasks", ts, false), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+}
 
-	case ActGetSections:
-		var a GetSectionsArgs
-		_ = json.Unmarshal(c.Args, &a)
-		id, msg := r.checkProject(a.ProjectID)
+func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
+	q := TaskQuery{ProjectID: deref(a.ProjectID), Label: deref(a.Label), Filter: deref(a.Filter)}
+	if q.ProjectID != "" {
+		id, msg := r.checkProject(q.ProjectID)
 		if msg != "" {
 			return readResult{Obs: "Error: " + msg + ".", Summary: "⚠️ Unknown project"}
 		}
-		ss, err := r.e.tasks.Sections(ctx, id)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		k := &r.tr.Known
-		if err != nil {
-			if ErrorCodeOf(err) == ErrNotFound {
-				return readResult{Obs: fmt.Sprintf("Error: no project with id %s; %s.", id, k.projectHint(id)), Summary: "⚠️ Unknown project"}
-			}
-			return r.readError("listing sections", err)
-		}
-		k.setSections(ss, id)
-		var b strings.Builder
-		fmt.Fprintf(&b, "Sections of %s (%d):", k.projectName(id), len(ss))
-		for _, s := range ss {
-			fmt.Fprintf(&b, "\n- %s %q", s.ID, s.Name)
-		}
-		return readResult{Obs: b.String(), Summary: fmt.Sprintf("🔎 Read %s of %s", plural(len(ss), "section"), k.projectName(id))}
-
-	case ActGetLabels:
-		ls, err := r.e.tasks.Labels(ctx)
-		if err != nil {
-			return r.readError("listing labels", err)
-		}
-		return readResult{Obs: labelList(ls), Summary: "🔎 Read " + plural(len(ls), "label")}
+		q.ProjectID = id
 	}
-	return readResult{Obs: fmt.Sprintf("Error: %s is not a read action.", c.Name)}
+	ts, err := r.e.tasks.Tasks(ctx, q)
+	if err != nil {
+		return r.readError("listing tasks", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tr.Known.setTasks(ts, false)
+	return readResult{Obs: r.tr.Known.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+}
+
+func (a *GetSectionsArgs) read(ctx context.Context, r *runner) readResult {
+	id, msg := r.checkProject(a.ProjectID)
+	if msg != "" {
+		return readResult{Obs: "Error: " + msg + ".", Summary: "⚠️ Unknown project"}
+	}
+	ss, err := r.e.tasks.Sections(ctx, id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := &r.tr.Known
+	if err != nil {
+		if ErrorCodeOf(err) == ErrNotFound {
+			return readResult{Obs: fmt.Sprintf("Error: no project with id %s; %s.", id, k.projectHint(id)), Summary: "⚠️ Unknown project"}
+		}
+		return r.readError("listing sections", err)
+	}
+	k.setSections(ss, id)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sections of %s (%d):", k.projectName(id), len(ss))
+	for _, s := range ss {
+		fmt.Fprintf(&b, "\n- %s %q", s.ID, s.Name)
+	}
+	return readResult{Obs: b.String(), Summary: fmt.Sprintf("🔎 Read %s of %s", plural(len(ss), "section"), k.projectName(id))}
+}
+
+func (*GetLabelsArgs) read(ctx context.Context, r *runner) readResult {
+	ls, err := r.e.tasks.Labels(ctx)
+	if err != nil {
+		return r.readError("listing labels", err)
+	}
+	return readResult{Obs: labelList(ls), Summary: "🔎 Read " + plural(len(ls), "label")}
 }
 
 func labelList(ls []Label) string {

@@ -660,15 +660,16 @@ func (r *runner) loops(c call) bool {
 	return r.tr.Seen[fp] >= 3
 }
 
-func (r *runner) gated(c call) bool {
-	spec, _ := specByName(c.Name)
+// gated reports whether a write waits for the user's yes.
+func (r *runner) gated(w writer) bool {
 	switch r.e.cfg.Confirm {
 	case ConfirmWrites:
-		return spec.Kind == kindWrite
+		return true
 	case ConfirmNever:
 		return false
 	}
-	return spec.Destructive
+	_, ok := w.(destructive)
+	return ok
 }
 
 // drain runs the queued actions of the last reply, in order; consecutive
@@ -680,125 +681,157 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 			return r.interrupted(ctx)
 		}
 		c := r.tr.Calls[0]
-		spec, _ := specByName(c.Name)
-		if spec.Kind != kindControl && !c.Confirmed && r.loops(c) {
+		a, ok := decode(c)
+		if !ok {
+			r.tr.Failures++
+			r.result(c.ID, fmt.Sprintf("Error: %s cannot be run. Valid actions: %s.", c.Name, strings.Join(ActionNames(), ", ")))
+			r.popCall(c.ID)
+			continue
+		}
+		if _, ctl := a.(controller); !ctl && !c.Confirmed && r.loops(c) {
 			return r.stop(ctx, "I was repeating the same action ("+c.Name+") without progress")
 		}
-		switch spec.Kind {
-		case kindRead:
-			n := 1
-			for n < len(r.tr.Calls) {
-				if next, _ := specByName(r.tr.Calls[n].Name); next.Kind != kindRead {
-					break
-				}
-				if r.loops(r.tr.Calls[n]) {
-					return r.stop(ctx, "I was repeating the same action ("+r.tr.Calls[n].Name+") without progress")
-				}
-				n++
-			}
-			batch := r.tr.Calls[:n]
-			results := make([]readResult, n)
-			var wg sync.WaitGroup
-			for i, bc := range batch {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_ = r.slow(ctx, "Todoist is slow to answer; still trying…", func() error {
-						results[i] = r.read(ctx, bc)
-						return nil
-					})
-				}()
-			}
-			wg.Wait()
-			if ctx.Err() != nil {
-				return r.interrupted(ctx)
-			}
-			for i, bc := range batch {
-				if res := results[i]; res.Fatal != nil {
-					return r.fail(ctx, res.Fatal)
-				}
-				if strings.HasPrefix(results[i].Obs, "Error:") {
-					r.tr.Failures++
-				}
-				r.result(bc.ID, results[i].Obs)
-				r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: bc.Name, Summary: results[i].Summary})
-			}
-			r.tr.Calls = r.tr.Calls[n:]
-
-		case kindControl:
-			switch c.Name {
-			case ActFinalAnswer, ActFailTask:
-				if r.tr.Failures > 0 {
-					r.result(c.ID, "Not accepted: an earlier action in this reply failed. Read its observation, fix it, then answer.")
-					r.popCall(c.ID)
-					continue
-				}
-				if c.Name == ActFinalAnswer {
-					var a FinalAnswerArgs
-					_ = json.Unmarshal(c.Args, &a)
-					r.result(c.ID, "Done.")
-					r.popCall(c.ID)
-					return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
-				}
-				var a FailTaskArgs
-				_ = json.Unmarshal(c.Args, &a)
-				r.result(c.ID, "Stopped.")
-				r.popCall(c.ID)
-				answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
-				if len(r.tr.Journal) > 0 {
-					answer += "\n" + r.doneList()
-				}
-				return r.end(ctx, StatusFailed, answer, nil)
-			case ActAskUser:
-				var a AskUserArgs
-				_ = json.Unmarshal(c.Args, &a)
-				r.tr.Wait = &wait{Kind: "ask", CallID: c.ID, Question: strings.TrimSpace(a.Question), Options: a.Options}
-				return r.end(ctx, StatusAsking, "", nil)
-			}
-
-		case kindWrite:
-			if r.gated(c) && !c.Confirmed {
-				label, q := r.gate(ctx, c)
-				r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
-				return r.end(ctx, StatusConfirming, "", nil)
-			}
-			p, ws, err := r.planWrite(ctx, c)
-			if err != nil {
-				if ctx.Err() != nil {
-					return r.interrupted(ctx)
-				}
-				if fatalCode(err) {
-					return r.fail(ctx, err)
-				}
-				r.tr.Failures++
-				r.result(c.ID, "Error: "+ErrorMessageOf(err)+". Nothing was changed.")
-				r.popCall(c.ID)
-				continue
-			}
-			if len(ws) == 0 {
-				obs := strings.Join(p.Notes, "\n")
-				if p.Rejected > 0 {
-					r.tr.Failures++
-					obs += "\nNothing was changed."
-				}
-				r.result(c.ID, obs)
-				r.popCall(c.ID)
-				r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: progressSummary(c.Name, nil, 0, nil, p.Rejected)})
-				continue
-			}
-			r.tr.Pending = &pendingWrite{Call: c, Writes: ws, Plan: p}
-			if err := r.save(ctx); err != nil {
-				return r.fail(ctx, errSaving(err))
-			}
-			if o := r.send(ctx); o != nil {
-				return o
-			}
+		var o *Outcome
+		switch a := a.(type) {
+		case reader:
+			o = r.readAll(ctx)
+		case writer:
+			o = r.write(ctx, c, a)
+		case controller:
+			o = a.control(ctx, r, c.ID)
+		}
+		if o != nil {
+			return o
 		}
 		if err := r.save(ctx); err != nil {
 			return r.fail(ctx, errSaving(err))
 		}
 	}
 	return nil
+}
+
+// readAll runs the reads at the head of the queue concurrently.
+func (r *runner) readAll(ctx context.Context) *Outcome {
+	var batch []call
+	var reads []reader
+	for i, c := range r.tr.Calls {
+		a, _ := decode(c)
+		rd, ok := a.(reader)
+		if !ok {
+			break
+		}
+		if i > 0 && r.loops(c) { // the first was counted by drain
+			return r.stop(ctx, "I was repeating the same action ("+c.Name+") without progress")
+		}
+		batch, reads = append(batch, c), append(reads, rd)
+	}
+	results := make([]readResult, len(batch))
+	var wg sync.WaitGroup
+	for i, rd := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = r.slow(ctx, "Todoist is slow to answer; still trying…", func() error {
+				results[i] = rd.read(ctx, r)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return r.interrupted(ctx)
+	}
+	for i, c := range batch {
+		res := results[i]
+		if res.Fatal != nil {
+			return r.fail(ctx, res.Fatal)
+		}
+		if strings.HasPrefix(res.Obs, "Error:") {
+			r.tr.Failures++
+		}
+		r.result(c.ID, res.Obs)
+		r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: res.Summary})
+	}
+	r.tr.Calls = r.tr.Calls[len(batch):]
+	return nil
+}
+
+// write runs a write action: it waits for the user's yes when gated, is
+// planned, saved as pending with its uuids, then sent.
+func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
+	if r.gated(w) && !c.Confirmed {
+		label, q := r.gate(ctx, c.Name, w)
+		r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
+		return r.end(ctx, StatusConfirming, "", nil)
+	}
+	p, ws, err := r.planWrite(ctx, c.Name, w)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.interrupted(ctx)
+		}
+		if fatalCode(err) {
+			return r.fail(ctx, err)
+		}
+		r.tr.Failures++
+		r.result(c.ID, "Error: "+ErrorMessageOf(err)+". Nothing was changed.")
+		r.popCall(c.ID)
+		return nil
+	}
+	if len(ws) == 0 {
+		obs := strings.Join(p.Notes, "\n")
+		if p.Rejected > 0 {
+			r.tr.Failures++
+			obs += "\nNothing was changed."
+		}
+		r.result(c.ID, obs)
+		r.popCall(c.ID)
+		r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: progressLine(c.Name, tally{failed: p.Rejected})})
+		return nil
+	}
+	r.tr.Pending = &pendingWrite{Call: c, Writes: ws, Plan: p}
+	if err := r.save(ctx); err != nil {
+		return r.fail(ctx, errSaving(err))
+	}
+	return r.send(ctx)
+}
+
+// finishing reports whether the reply's final_answer or fail_task may end
+// the run: only when every other call of the reply succeeded. If not, the
+// call is answered and dropped, and the model goes on.
+func (r *runner) finishing(callID string) bool {
+	if r.tr.Failures > 0 {
+		r.result(callID, "Not accepted: an earlier action in this reply failed. Read its observation, fix it, then answer.")
+		r.popCall(callID)
+		return false
+	}
+	return true
+}
+
+func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
+	if !r.finishing(callID) {
+		return nil
+	}
+	r.result(callID, "Done.")
+	r.popCall(callID)
+	return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
+}
+
+func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
+	if !r.finishing(callID) {
+		return nil
+	}
+	r.result(callID, "Stopped.")
+	r.popCall(callID)
+	answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
+	if len(r.tr.Journal) > 0 {
+		answer += "\n" + r.doneList()
+	}
+	return r.end(ctx, StatusFailed, answer, nil)
+}
+
+func (a *AskUserArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
+	r.tr.Wait = &wait{Kind: "ask", CallID: callID, Question: strings.TrimSpace(a.Question), Options: a.Options}
+	return r.end(ctx, StatusAsking, "", nil)
 }
 
 // send applies the pending writes (with their saved uuids) and records

@@ -535,3 +535,29 @@ func TestEngineFailureWords(t *testing.T) {
 		})
 	}
 }
+
+// Under the "writes" policy every write waits for a yes, with a label and
+// a question its action words.
+func TestEngineGateWordsEachWrite(t *testing.T) {
+	tests := []struct {
+		name, args      string
+		label, question string
+	}{
+		{ActCreateProject, `{"name":"Trip"}`, "Create project", `Create the project "Trip"?`},
+		{ActMoveTasks, `{"moves":[{"task_id":"t1","project_name":"X"},{"task_id":"t2","project_name":"X"}]}`, "Move 2 tasks", "Move 2 tasks?"},
+		{ActAddTasks, `{"tasks":[{"content":"Call mum"}]}`, "Add 1 task", "Add 1 task?"},
+		{ActUpdateTasks, `{"updates":[{"task_id":"t1","priority":"p1"}]}`, "Update 1 task", "Change 1 task?"},
+		{ActCompleteTasks, `{"task_ids":["t2","t3"]}`, "Complete 2 tasks", `Mark "Buy birthday cake", "Fix links on personal website" done?`},
+		{ActDeleteTasks, `{"task_ids":["t2"]}`, "Delete 1 task", `Delete "Buy birthday cake"? This cannot be undone.`},
+		{ActCreateSection, `{"project_id":"inbox1","name":"Next"}`, "Create section", `Create the section "Next"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{replies: []Response{tool(tt.name, tt.args)}}
+			out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+			if out.Status != StatusConfirming || out.Label != tt.label || out.Question != tt.question {
+				t.Errorf("outcome %s %q %q, want %q %q", out.Status, out.Label, out.Question, tt.label, tt.question)
+			}
+		})
+	}
+}

@@ -214,7 +214,7 @@ func actionType(act map[string]any) string {
 	if v := pick(func(k, _ string) bool { return k == "type" }); v != "" {
 		return v
 	}
-	if v := pick(func(_, v string) bool { _, known := specByName(v); return known }); v != "" {
+	if v := pick(func(_, v string) bool { _, known := actionByName(v); return known }); v != "" {
 		return v
 	}
 	return pick(func(k, _ string) bool { return k != "name" })
@@ -240,7 +240,7 @@ func parseToolCall(tc ToolCall) (call, error) {
 // checkArgs validates arguments for an action, after mapping argument
 // names that differ from ours only in case or separators.
 func checkArgs(name string, args map[string]any) (json.RawMessage, error) {
-	spec, ok := specByName(name)
+	def, ok := actionByName(name)
 	if !ok {
 		problem := fmt.Sprintf("there is no action %q", clip(name, maxQuoted))
 		if len(name) <= maxQuoted {
@@ -259,7 +259,7 @@ func checkArgs(name string, args map[string]any) (json.RawMessage, error) {
 		return nil, &replyError{Problem: err.Error(), Value: compact(args)}
 	}
 	// Decoding into the struct cannot fail for valid arguments, but check.
-	if err := json.Unmarshal(out, spec.New()); err != nil {
+	if err := json.Unmarshal(out, def.New()); err != nil {
 		return nil, &replyError{Problem: fmt.Sprintf("invalid arguments for %s: %v", name, err), Value: string(out)}
 	}
 	return out, nil

@@ -91,7 +91,7 @@ func FuzzParseReply(f *testing.F) {
 			}
 			return
 		}
-		if _, ok := specByName(c.Name); !ok {
+		if _, ok := actionByName(c.Name); !ok {
 			t.Fatalf("accepted unknown action %q", c.Name)
 		}
 		if err := validateArgs(c.Name, mustDecode(t, c.Args)); err != nil {
@@ -205,6 +205,32 @@ func walkObjects(v any, fn func(map[string]any)) {
 	case []any:
 		for _, c := range x {
 			walkObjects(c, fn)
+		}
+	}
+}
+
+// Every action is exactly one of reader, writer and controller, so the
+// engine knows how to run it; only delete_tasks is destructive.
+func TestEveryActionHasOneKind(t *testing.T) {
+	for _, d := range actionList {
+		a := d.New()
+		_, isRead := a.(reader)
+		_, isWrite := a.(writer)
+		_, isControl := a.(controller)
+		kinds := 0
+		for _, k := range []bool{isRead, isWrite, isControl} {
+			if k {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			t.Errorf("%s is reader %v, writer %v, controller %v; want exactly one", d.Name, isRead, isWrite, isControl)
+		}
+		if _, ok := a.(destructive); ok != (d.Name == ActDeleteTasks) {
+			t.Errorf("%s destructive = %v", d.Name, ok)
+		}
+		if got, ok := decode(call{Name: d.Name}); !ok || got == nil {
+			t.Errorf("decode(%s) failed", d.Name)
 		}
 	}
 }

@@ -74,7 +74,7 @@ Reply with exactly one JSON object and nothing else:
 {"thought": "<one or two sentences>", "action": {"type": "<action>", <arguments>}}
 Actions (? marks an optional argument):
 `)
-		for _, spec := range actionSpecs {
+		for _, spec := range actionList {
 			fmt.Fprintf(&b, "- %s %s: %s\n", spec.Name, signature(spec.Name), spec.Description)
 		}
 	}

@@ -21,10 +21,10 @@ import (
 //     follows OpenAI's rules: additionalProperties false and every property
 //     listed in required on every object, optional ones made nullable.
 
-// reflect returns the schema of an action's argument struct.
-func reflectArgs(spec actionSpec, strict bool) *jsonschema.Schema {
+// reflectArgs returns the schema of an action's argument struct.
+func reflectArgs(d actionDef, strict bool) *jsonschema.Schema {
 	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
-	s := r.Reflect(spec.New())
+	s := r.Reflect(d.New())
 	s.Version = ""
 	s.ID = ""
 	prepare(s, strict)
@@ -111,7 +111,7 @@ func buildSchemas() (*schemaSet, error) {
 	}
 	c := validator.NewCompiler()
 	var branches []*jsonschema.Schema
-	for _, spec := range actionSpecs {
+	for _, spec := range actionList {
 		loose, err := json.Marshal(reflectArgs(spec, false))
 		if err != nil {
 			return nil, fmt.Errorf("marshal %s: %w", spec.Name, err)
@@ -192,8 +192,8 @@ func EnvelopeSchema() json.RawMessage { return getSchemas().envelope }
 
 // tools returns every action as a tool.
 func tools(strict bool) []Tool {
-	out := make([]Tool, len(actionSpecs))
-	for i, spec := range actionSpecs {
+	out := make([]Tool, len(actionList))
+	for i, spec := range actionList {
 		schema, _ := ActionSchema(spec.Name, strict)
 		out[i] = Tool{Name: spec.Name, Description: spec.Description, Parameters: schema, Strict: strict}
 	}

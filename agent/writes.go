@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,16 +44,79 @@ func NewUUID() string {
 
 func strp(s string) *string { return &s }
 
-// add appends a write to the plan with a fresh uuid.
-func (p *plan) add(ws *[]Write, w Write, item planItem) {
-	w.UUID = NewUUID()
-	*ws = append(*ws, w)
-	p.Items = append(p.Items, item)
+// planner is what a write action plans with: what the run knows (read
+// more with ensureProjects and ensureTasks) and the plan being built. The
+// runner's lock is held while a planner is in use.
+type planner struct {
+	r  *runner
+	k  *known
+	p  *plan
+	ws []Write
 }
 
-func (p *plan) reject(ref, why string) {
-	p.Notes = append(p.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
-	p.Rejected++
+// add appends a write to the plan with a fresh uuid; item says what
+// becomes of it once applied, its inverse included.
+func (pl *planner) add(w Write, item planItem) {
+	w.UUID = NewUUID()
+	pl.ws = append(pl.ws, w)
+	pl.p.Items = append(pl.p.Items, item)
+}
+
+// reject reports an item that was not sent, and why.
+func (pl *planner) reject(ref, why string) {
+	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
+	pl.p.Rejected++
+}
+
+// note adds a line to the observation for an item that needs no write.
+func (pl *planner) note(format string, args ...any) {
+	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf(format, args...))
+}
+
+// project resolves a project reference ("inbox" or an id) and reports
+// whether it may be used: an id is refused only when the run holds a
+// fresh project list without it.
+func (pl *planner) project(ref string) (string, bool) {
+	if strings.EqualFold(ref, "inbox") && pl.k.InboxID != "" {
+		return pl.k.InboxID, true
+	}
+	_, ok := pl.k.Projects[ref]
+	return ref, ok || !pl.k.ProjectsFresh
+}
+
+// noProject is why a project reference was rejected.
+func (pl *planner) noProject(id string) string {
+	return "no project with id " + id + "; " + pl.k.projectHint(id)
+}
+
+// noTask is why a task id was rejected.
+func (pl *planner) noTask(id string) string {
+	return "no task with id " + id + "; " + pl.k.taskHint(id)
+}
+
+func (pl *planner) ensureProjects(ctx context.Context) error { return pl.r.ensureProjects(ctx) }
+
+func (pl *planner) ensureTasks(ctx context.Context, ids []string) (map[string]bool, error) {
+	return pl.r.ensureTasks(ctx, ids)
+}
+
+// taskNames names tasks for a question, reading the unknown ones first (a
+// failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
+func (pl *planner) taskNames(ctx context.Context, ids []string) string {
+	_, _ = pl.ensureTasks(ctx, ids)
+	var out []string
+	for i, id := range ids {
+		if i == 5 {
+			out = append(out, fmt.Sprintf("and %d more", len(ids)-5))
+			break
+		}
+		if t, ok := pl.k.Tasks[id]; ok {
+			out = append(out, fmt.Sprintf("%q", t.Content))
+		} else {
+			out = append(out, id)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // ensureProjects reads the project list if the run does not hold one.
@@ -106,173 +168,268 @@ func (r *runner) ensureTasks(ctx context.Context, ids []string) (missing map[str
 
 // planWrite turns a write action into writes. Ids the run knows to be
 // wrong are rejected here, without an API call.
-func (r *runner) planWrite(ctx context.Context, c call) (*plan, []Write, error) {
+func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, []Write, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := &r.tr.Known
-	p := &plan{Action: c.Name}
-	var ws []Write
-	var err error
-	switch c.Name {
-	case ActCreateProject:
-		var a CreateProjectArgs
-		_ = json.Unmarshal(c.Args, &a)
-		if err = r.ensureProjects(ctx); err != nil {
-			break
-		}
-		name := strings.TrimSpace(a.Name)
-		if ex, ok := k.projectByName(name); ok {
-			p.Notes = append(p.Notes, fmt.Sprintf("Project %q already exists: id %s. Nothing was created; use that id.", ex.Name, ex.ID))
-			break
-		}
-		w := Write{Kind: AddProject, TempID: "tmp-" + NewUUID(), Name: name}
-		if parent := deref(a.ParentID); parent != "" {
-			if _, ok := k.Projects[parent]; !ok {
-				p.reject(parent, "no project with id "+parent+"; "+k.projectHint(parent))
-				break
-			}
-			w.ParentID = parent
-		}
-		p.add(&ws, w, planItem{Ref: name, Obs: fmt.Sprintf("Created project %q: id %s", name, w.TempID), Summary: fmt.Sprintf("created project %q", name),
-			Inverse: []Write{{Kind: DeleteProject, ID: w.TempID}}, Dest: name})
-
-	case ActCreateSection:
-		var a CreateSectionArgs
-		_ = json.Unmarshal(c.Args, &a)
-		proj := a.ProjectID
-		if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
-			proj = k.InboxID
-		}
-		if _, ok := k.Projects[proj]; !ok && k.ProjectsFresh {
-			p.reject(proj, "no project with id "+proj+"; "+k.projectHint(proj))
-			break
-		}
-		for _, s := range k.Sections {
-			if s.ProjectID == proj && strings.EqualFold(s.Name, strings.TrimSpace(a.Name)) {
-				p.Notes = append(p.Notes, fmt.Sprintf("Section %q already exists in %s: id %s. Nothing was created.", s.Name, k.projectName(proj), s.ID))
-				return p, nil, nil
-			}
-		}
-		w := Write{Kind: AddSection, TempID: "tmp-" + NewUUID(), Name: strings.TrimSpace(a.Name), ProjectID: proj}
-		p.add(&ws, w, planItem{Ref: a.Name, Obs: fmt.Sprintf("Created section %q in %s: id %s", w.Name, k.projectName(proj), w.TempID),
-			Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj))})
-
-	case ActMoveTasks:
-		var a MoveTasksArgs
-		_ = json.Unmarshal(c.Args, &a)
-		err = r.planMoves(ctx, p, &ws, a.Moves)
-
-	case ActAddTasks:
-		var a AddTasksArgs
-		_ = json.Unmarshal(c.Args, &a)
-		for _, t := range a.Tasks {
-			w := Write{Kind: AddTask, TempID: "tmp-" + NewUUID(), Content: strp(t.Content), Description: t.Description, DueString: t.DueString, Labels: labelsPtr(t.Labels)}
-			if t.Priority != nil {
-				w.Priority = Priority(*t.Priority)
-			}
-			if sec := deref(t.SectionID); sec != "" {
-				w.SectionID = sec
-			}
-			dest := "the Inbox"
-			if proj := deref(t.ProjectID); proj != "" {
-				if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
-					proj = k.InboxID
-				}
-				if _, ok := k.Projects[proj]; !ok && k.ProjectsFresh {
-					p.reject(fmt.Sprintf("%q", t.Content), "no project with id "+proj+"; "+k.projectHint(proj))
-					continue
-				}
-				w.ProjectID = proj
-				dest = k.projectName(proj)
-			}
-			p.add(&ws, w, planItem{Ref: t.Content, Obs: fmt.Sprintf("Added %q to %s: id %s", t.Content, dest, w.TempID),
-				Summary: fmt.Sprintf("added %q to %s", t.Content, dest), Inverse: []Write{{Kind: DeleteTask, ID: w.TempID}}, Dest: dest})
-		}
-
-	case ActUpdateTasks:
-		var a UpdateTasksArgs
-		_ = json.Unmarshal(c.Args, &a)
-		ids := make([]string, len(a.Updates))
-		for i, u := range a.Updates {
-			ids[i] = u.TaskID
-		}
-		var missing map[string]bool
-		if missing, err = r.ensureTasks(ctx, ids); err != nil {
-			break
-		}
-		for _, u := range a.Updates {
-			if missing[u.TaskID] {
-				p.reject(u.TaskID, "no task with id "+u.TaskID+"; "+k.taskHint(u.TaskID))
-				continue
-			}
-			old := k.Tasks[u.TaskID]
-			w := Write{Kind: UpdateTask, ID: u.TaskID, Content: u.Content, Description: u.Description, DueString: u.DueString, Labels: labelsPtr(u.Labels)}
-			inv := Write{Kind: UpdateTask, ID: u.TaskID}
-			var changed []string
-			if u.Content != nil {
-				inv.Content = strp(old.Content)
-				changed = append(changed, "title")
-			}
-			if u.Description != nil {
-				inv.Description = strp(old.Description)
-				changed = append(changed, "description")
-			}
-			if u.DueString != nil {
-				restoreDue(&inv, old)
-				changed = append(changed, "due date")
-			}
-			if u.Priority != nil {
-				w.Priority = Priority(*u.Priority)
-				inv.Priority = old.Priority
-				if inv.Priority == "" {
-					inv.Priority = P4
-				}
-				changed = append(changed, "priority")
-			}
-			if u.Labels != nil {
-				inv.Labels = labelsPtr(append([]string{}, old.Labels...))
-				changed = append(changed, "labels")
-			}
-			if len(changed) == 0 {
-				p.Notes = append(p.Notes, fmt.Sprintf("%s %q: nothing to change.", u.TaskID, old.Content))
-				continue
-			}
-			p.add(&ws, w, planItem{Ref: u.TaskID, Obs: fmt.Sprintf("Updated %s %q: %s", u.TaskID, old.Content, strings.Join(changed, ", ")),
-				Summary: fmt.Sprintf("changed the %s of %q", strings.Join(changed, ", "), old.Content), Inverse: []Write{inv}})
-		}
-
-	case ActCompleteTasks, ActDeleteTasks:
-		var a CompleteTasksArgs // both take task_ids
-		_ = json.Unmarshal(c.Args, &a)
-		var missing map[string]bool
-		if missing, err = r.ensureTasks(ctx, a.TaskIDs); err != nil {
-			break
-		}
-		for _, id := range a.TaskIDs {
-			if missing[id] {
-				p.reject(id, "no task with id "+id+"; "+k.taskHint(id))
-				continue
-			}
-			t := k.Tasks[id]
-			if c.Name == ActDeleteTasks {
-				p.add(&ws, Write{Kind: DeleteTask, ID: id}, planItem{Ref: id, Obs: fmt.Sprintf("Deleted %s %q", id, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
-				continue
-			}
-			inv := completeInverse(t)
-			obs := fmt.Sprintf("Completed %s %q", id, t.Content)
-			if t.IsRecurring {
-				// Closing a recurring task moves it to its next date.
-				obs += " (recurring: moved to its next date)"
-			}
-			p.add(&ws, Write{Kind: CloseTask, ID: id}, planItem{Ref: id, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: inv})
-		}
-	default:
-		return nil, nil, fmt.Errorf("%s is not a write action", c.Name)
-	}
-	if err != nil {
+	pl := &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}}
+	if err := w.plan(ctx, pl); err != nil {
 		return nil, nil, err
 	}
-	return p, ws, nil
+	return pl.p, pl.ws, nil
+}
+
+// gate describes a gated write for its confirmation.
+func (r *runner) gate(ctx context.Context, name string, w writer) (label, question string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+}
+
+func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
+	if err := pl.ensureProjects(ctx); err != nil {
+		return err
+	}
+	name := strings.TrimSpace(a.Name)
+	if ex, ok := pl.k.projectByName(name); ok {
+		pl.note("Project %q already exists: id %s. Nothing was created; use that id.", ex.Name, ex.ID)
+		return nil
+	}
+	w := Write{Kind: AddProject, TempID: "tmp-" + NewUUID(), Name: name}
+	if parent := deref(a.ParentID); parent != "" {
+		if _, ok := pl.k.Projects[parent]; !ok {
+			pl.reject(parent, pl.noProject(parent))
+			return nil
+		}
+		w.ParentID = parent
+	}
+	pl.add(w, planItem{Ref: name, Obs: fmt.Sprintf("Created project %q: id %s", name, w.TempID), Summary: fmt.Sprintf("created project %q", name),
+		Inverse: []Write{{Kind: DeleteProject, ID: w.TempID}}, Dest: name})
+	return nil
+}
+
+func (a *CreateProjectArgs) gate(context.Context, *planner) (label, question string) {
+	return "Create project", fmt.Sprintf("Create the project %q?", a.Name)
+}
+
+func (*CreateProjectArgs) progress(t tally) string {
+	if len(t.created) > 0 {
+		return "📁 Created " + strings.Join(t.created, ", ")
+	}
+	if t.failed == 0 {
+		return "📁 Found the existing project"
+	}
+	return ""
+}
+
+func (a *CreateSectionArgs) plan(_ context.Context, pl *planner) error {
+	proj, ok := pl.project(a.ProjectID)
+	if !ok {
+		pl.reject(proj, pl.noProject(proj))
+		return nil
+	}
+	k := pl.k
+	for _, s := range k.Sections {
+		if s.ProjectID == proj && strings.EqualFold(s.Name, strings.TrimSpace(a.Name)) {
+			pl.note("Section %q already exists in %s: id %s. Nothing was created.", s.Name, k.projectName(proj), s.ID)
+			return nil
+		}
+	}
+	w := Write{Kind: AddSection, TempID: "tmp-" + NewUUID(), Name: strings.TrimSpace(a.Name), ProjectID: proj}
+	pl.add(w, planItem{Ref: a.Name, Obs: fmt.Sprintf("Created section %q in %s: id %s", w.Name, k.projectName(proj), w.TempID),
+		Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj))})
+	return nil
+}
+
+func (a *CreateSectionArgs) gate(context.Context, *planner) (label, question string) {
+	return "Create section", fmt.Sprintf("Create the section %q?", a.Name)
+}
+
+func (*CreateSectionArgs) progress(t tally) string {
+	if t.counts[AddSection] > 0 {
+		return "📂 Created a section"
+	}
+	return ""
+}
+
+func (a *MoveTasksArgs) gate(context.Context, *planner) (label, question string) {
+	return "Move " + plural(len(a.Moves), "task"), "Move " + plural(len(a.Moves), "task") + "?"
+}
+
+func (*MoveTasksArgs) progress(t tally) string {
+	var parts []string
+	if len(t.created) > 0 {
+		parts = append(parts, "📁 Created "+strings.Join(t.created, ", "))
+	}
+	if n := t.counts[MoveTask]; n > 0 {
+		s := "➡️ Moved " + plural(n, "task")
+		if t.dests > 1 {
+			s += " into " + plural(t.dests, "project")
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (a *AddTasksArgs) plan(_ context.Context, pl *planner) error {
+	k := pl.k
+	for _, t := range a.Tasks {
+		w := Write{Kind: AddTask, TempID: "tmp-" + NewUUID(), Content: strp(t.Content), Description: t.Description, DueString: t.DueString, Labels: labelsPtr(t.Labels)}
+		if t.Priority != nil {
+			w.Priority = Priority(*t.Priority)
+		}
+		if sec := deref(t.SectionID); sec != "" {
+			w.SectionID = sec
+		}
+		dest := "the Inbox"
+		if ref := deref(t.ProjectID); ref != "" {
+			proj, ok := pl.project(ref)
+			if !ok {
+				pl.reject(fmt.Sprintf("%q", t.Content), pl.noProject(proj))
+				continue
+			}
+			w.ProjectID = proj
+			dest = k.projectName(proj)
+		}
+		pl.add(w, planItem{Ref: t.Content, Obs: fmt.Sprintf("Added %q to %s: id %s", t.Content, dest, w.TempID),
+			Summary: fmt.Sprintf("added %q to %s", t.Content, dest), Inverse: []Write{{Kind: DeleteTask, ID: w.TempID}}, Dest: dest})
+	}
+	return nil
+}
+
+func (a *AddTasksArgs) gate(context.Context, *planner) (label, question string) {
+	return "Add " + plural(len(a.Tasks), "task"), "Add " + plural(len(a.Tasks), "task") + "?"
+}
+
+func (*AddTasksArgs) progress(t tally) string {
+	if n := t.counts[AddTask]; n > 0 {
+		return "➕ Added " + plural(n, "task")
+	}
+	return ""
+}
+
+func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
+	ids := make([]string, len(a.Updates))
+	for i, u := range a.Updates {
+		ids[i] = u.TaskID
+	}
+	missing, err := pl.ensureTasks(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, u := range a.Updates {
+		if missing[u.TaskID] {
+			pl.reject(u.TaskID, pl.noTask(u.TaskID))
+			continue
+		}
+		old := pl.k.Tasks[u.TaskID]
+		w := Write{Kind: UpdateTask, ID: u.TaskID, Content: u.Content, Description: u.Description, DueString: u.DueString, Labels: labelsPtr(u.Labels)}
+		// The inverse restores every field the update changes.
+		inv := Write{Kind: UpdateTask, ID: u.TaskID}
+		var changed []string
+		if u.Content != nil {
+			inv.Content = strp(old.Content)
+			changed = append(changed, "title")
+		}
+		if u.Description != nil {
+			inv.Description = strp(old.Description)
+			changed = append(changed, "description")
+		}
+		if u.DueString != nil {
+			restoreDue(&inv, old)
+			changed = append(changed, "due date")
+		}
+		if u.Priority != nil {
+			w.Priority = Priority(*u.Priority)
+			inv.Priority = old.Priority
+			if inv.Priority == "" {
+				inv.Priority = P4
+			}
+			changed = append(changed, "priority")
+		}
+		if u.Labels != nil {
+			inv.Labels = labelsPtr(append([]string{}, old.Labels...))
+			changed = append(changed, "labels")
+		}
+		if len(changed) == 0 {
+			pl.note("%s %q: nothing to change.", u.TaskID, old.Content)
+			continue
+		}
+		pl.add(w, planItem{Ref: u.TaskID, Obs: fmt.Sprintf("Updated %s %q: %s", u.TaskID, old.Content, strings.Join(changed, ", ")),
+			Summary: fmt.Sprintf("changed the %s of %q", strings.Join(changed, ", "), old.Content), Inverse: []Write{inv}})
+	}
+	return nil
+}
+
+func (a *UpdateTasksArgs) gate(context.Context, *planner) (label, question string) {
+	return "Update " + plural(len(a.Updates), "task"), "Change " + plural(len(a.Updates), "task") + "?"
+}
+
+func (*UpdateTasksArgs) progress(t tally) string {
+	if n := t.counts[UpdateTask]; n > 0 {
+		return "✏️ Updated " + plural(n, "task")
+	}
+	return ""
+}
+
+func (a *CompleteTasksArgs) plan(ctx context.Context, pl *planner) error {
+	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
+	if err != nil {
+		return err
+	}
+	for _, id := range a.TaskIDs {
+		if missing[id] {
+			pl.reject(id, pl.noTask(id))
+			continue
+		}
+		t := pl.k.Tasks[id]
+		inv := completeInverse(t)
+		obs := fmt.Sprintf("Completed %s %q", id, t.Content)
+		if t.IsRecurring {
+			// Closing a recurring task moves it to its next date.
+			obs += " (recurring: moved to its next date)"
+		}
+		pl.add(Write{Kind: CloseTask, ID: id}, planItem{Ref: id, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: inv})
+	}
+	return nil
+}
+
+func (a *CompleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
+	return "Complete " + plural(len(a.TaskIDs), "task"), "Mark " + pl.taskNames(ctx, a.TaskIDs) + " done?"
+}
+
+func (*CompleteTasksArgs) progress(t tally) string {
+	if n := t.counts[CloseTask]; n > 0 {
+		return "✅ Completed " + plural(n, "task")
+	}
+	return ""
+}
+
+func (a *DeleteTasksArgs) plan(ctx context.Context, pl *planner) error {
+	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
+	if err != nil {
+		return err
+	}
+	for _, id := range a.TaskIDs {
+		if missing[id] {
+			pl.reject(id, pl.noTask(id))
+			continue
+		}
+		// No inverse: a deleted task cannot come back.
+		t := pl.k.Tasks[id]
+		pl.add(Write{Kind: DeleteTask, ID: id}, planItem{Ref: id, Obs: fmt.Sprintf("Deleted %s %q", id, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
+	}
+	return nil
+}
+
+func (a *DeleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
+	return "Delete " + plural(len(a.TaskIDs), "task"), "Delete " + pl.taskNames(ctx, a.TaskIDs) + "? This cannot be undone."
+}
+
+func (*DeleteTasksArgs) progress(t tally) string {
+	if n := t.counts[DeleteTask]; n > 0 {
+		return "🗑️ Deleted " + plural(n, "task")
+	}
+	return ""
 }
 
 func labelsPtr(ls []string) *[]string {
@@ -282,10 +439,10 @@ func labelsPtr(ls []string) *[]string {
 	return &ls
 }
 
-// planMoves plans move_tasks: project names are found case-insensitively
-// or created in the same request, through temp ids.
-func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Move) error {
-	k := &r.tr.Known
+// plan plans move_tasks: project names are found case-insensitively or
+// created in the same request, through temp ids.
+func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
+	k, moves := pl.k, a.Moves
 	needProjects := false
 	ids := make([]string, len(moves))
 	for i, m := range moves {
@@ -295,11 +452,11 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 		}
 	}
 	if needProjects {
-		if err := r.ensureProjects(ctx); err != nil {
+		if err := pl.ensureProjects(ctx); err != nil {
 			return err
 		}
 	}
-	missing, err := r.ensureTasks(ctx, ids)
+	missing, err := pl.ensureTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -307,7 +464,7 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 	createdNames := map[string]string{} // lower name → the name used
 	for _, m := range moves {
 		if missing[m.TaskID] {
-			p.reject(m.TaskID, "no task with id "+m.TaskID+"; "+k.taskHint(m.TaskID))
+			pl.reject(m.TaskID, pl.noTask(m.TaskID))
 			continue
 		}
 		t := k.Tasks[m.TaskID]
@@ -317,11 +474,11 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 		case sec != "":
 			s, ok := k.Sections[sec]
 			if !ok && k.TasksFresh && len(k.Sections) > 0 {
-				p.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
+				pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
 				continue
 			}
 			if sec == t.SectionID {
-				p.Notes = append(p.Notes, fmt.Sprintf("%s %q is already in that section.", t.ID, t.Content))
+				pl.note("%s %q is already in that section.", t.ID, t.Content)
 				continue
 			}
 			w.SectionID = sec
@@ -337,12 +494,12 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 				if byName, ok := k.projectByName(proj); ok {
 					proj = byName.ID
 				} else {
-					p.reject(m.TaskID, "no project with id "+proj+"; "+k.projectHint(proj))
+					pl.reject(m.TaskID, pl.noProject(proj))
 					continue
 				}
 			}
 			if proj == t.ProjectID && t.SectionID == "" {
-				p.Notes = append(p.Notes, fmt.Sprintf("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj)))
+				pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
 				continue
 			}
 			w.ProjectID = proj
@@ -353,7 +510,7 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 			}
 			if ex, ok := k.projectByName(name); ok {
 				if ex.ID == t.ProjectID && t.SectionID == "" {
-					p.Notes = append(p.Notes, fmt.Sprintf("%s %q is already in %s.", t.ID, t.Content, ex.Name))
+					pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
 					continue
 				}
 				w.ProjectID = ex.ID
@@ -365,21 +522,21 @@ func (r *runner) planMoves(ctx context.Context, p *plan, ws *[]Write, moves []Mo
 				tmp = "tmp-" + NewUUID()
 				created[strings.ToLower(name)] = tmp
 				createdNames[strings.ToLower(name)] = name
-				p.add(ws, Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
+				pl.add(Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
 					Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
 					Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})
 			}
 			w.ProjectID = tmp
 			dest = name
 		default:
-			p.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
+			pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
 			continue
 		}
 		back := Write{Kind: MoveTask, ID: t.ID, ProjectID: t.ProjectID}
 		if t.SectionID != "" {
 			back = Write{Kind: MoveTask, ID: t.ID, SectionID: t.SectionID}
 		}
-		p.add(ws, w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
+		pl.add(w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
 			Summary: fmt.Sprintf("moved %q to %s", t.Content, dest), Inverse: []Write{back}, Dest: dest})
 	}
 	return nil
@@ -465,7 +622,7 @@ func (r *runner) applyResults(p *plan, ws []Write, results []WriteResult) (obs, 
 	if failed+p.Rejected > 0 {
 		obs += fmt.Sprintf("\n%d of %d failed; fix those and retry only them.", failed+p.Rejected, len(ws)+p.Rejected)
 	}
-	return obs, progressSummary(p.Action, counts, len(dests), createdNames, failed+p.Rejected)
+	return obs, progressLine(p.Action, tally{counts: counts, dests: len(dests), created: createdNames, failed: failed + p.Rejected})
 }
 
 // update records an applied write in what the run knows.
@@ -539,106 +696,33 @@ func (k *known) update(w Write, newID string) {
 	}
 }
 
-// progressSummary is the one line the chat shows for a write step.
-func progressSummary(action string, counts map[WriteKind]int, dests int, created []string, failed int) string {
+// tally is what became of a write action's plan, for its progress line.
+type tally struct {
+	counts map[WriteKind]int
+	// dests counts the distinct destinations of what was applied.
+	dests int
+	// created names the projects created, sorted.
+	created []string
+	failed  int
+}
+
+// progressLine is the one line the chat shows for a write step: the
+// action's own part, then what failed.
+func progressLine(name string, t tally) string {
+	sort.Strings(t.created)
 	var parts []string
-	if len(created) > 0 && action != ActCreateProject {
-		sort.Strings(created)
-		parts = append(parts, "📁 Created "+strings.Join(created, ", "))
-	}
-	switch action {
-	case ActCreateProject:
-		if len(created) > 0 {
-			parts = append(parts, "📁 Created "+strings.Join(created, ", "))
-		} else if failed == 0 {
-			parts = append(parts, "📁 Found the existing project")
-		}
-	case ActCreateSection:
-		if counts[AddSection] > 0 {
-			parts = append(parts, "📂 Created a section")
-		}
-	case ActMoveTasks:
-		if n := counts[MoveTask]; n > 0 {
-			s := "➡️ Moved " + plural(n, "task")
-			if dests > 1 {
-				s += " into " + plural(dests, "project")
+	if a, ok := decode(call{Name: name}); ok {
+		if w, ok := a.(writer); ok {
+			if s := w.progress(t); s != "" {
+				parts = append(parts, s)
 			}
-			parts = append(parts, s)
-		}
-	case ActAddTasks:
-		if n := counts[AddTask]; n > 0 {
-			parts = append(parts, "➕ Added "+plural(n, "task"))
-		}
-	case ActUpdateTasks:
-		if n := counts[UpdateTask]; n > 0 {
-			parts = append(parts, "✏️ Updated "+plural(n, "task"))
-		}
-	case ActCompleteTasks:
-		if n := counts[CloseTask]; n > 0 {
-			parts = append(parts, "✅ Completed "+plural(n, "task"))
-		}
-	case ActDeleteTasks:
-		if n := counts[DeleteTask]; n > 0 {
-			parts = append(parts, "🗑️ Deleted "+plural(n, "task"))
 		}
 	}
-	if failed > 0 {
-		parts = append(parts, fmt.Sprintf("⚠️ %d failed", failed))
+	if t.failed > 0 {
+		parts = append(parts, fmt.Sprintf("⚠️ %d failed", t.failed))
 	}
 	if len(parts) == 0 {
 		return "✔️ Nothing to change"
 	}
 	return strings.Join(parts, " · ")
-}
-
-// gate describes a gated write for its confirmation: the button's label
-// and the question, naming the tasks.
-func (r *runner) gate(ctx context.Context, c call) (label, question string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := &r.tr.Known
-	var a struct {
-		TaskIDs []string          `json:"task_ids"`
-		Moves   []json.RawMessage `json:"moves"`
-		Tasks   []json.RawMessage `json:"tasks"`
-		Updates []json.RawMessage `json:"updates"`
-		Name    string            `json:"name"`
-	}
-	_ = json.Unmarshal(c.Args, &a)
-	if len(a.TaskIDs) > 0 {
-		// Name the tasks in the question; a failed read leaves ids.
-		_, _ = r.ensureTasks(ctx, a.TaskIDs)
-	}
-	names := func(ids []string) string {
-		var out []string
-		for i, id := range ids {
-			if i == 5 {
-				out = append(out, fmt.Sprintf("and %d more", len(ids)-5))
-				break
-			}
-			if t, ok := k.Tasks[id]; ok {
-				out = append(out, fmt.Sprintf("%q", t.Content))
-			} else {
-				out = append(out, id)
-			}
-		}
-		return strings.Join(out, ", ")
-	}
-	switch c.Name {
-	case ActDeleteTasks:
-		return "Delete " + plural(len(a.TaskIDs), "task"), "Delete " + names(a.TaskIDs) + "? This cannot be undone."
-	case ActCompleteTasks:
-		return "Complete " + plural(len(a.TaskIDs), "task"), "Mark " + names(a.TaskIDs) + " done?"
-	case ActMoveTasks:
-		return "Move " + plural(len(a.Moves), "task"), "Move " + plural(len(a.Moves), "task") + "?"
-	case ActAddTasks:
-		return "Add " + plural(len(a.Tasks), "task"), "Add " + plural(len(a.Tasks), "task") + "?"
-	case ActUpdateTasks:
-		return "Update " + plural(len(a.Updates), "task"), "Change " + plural(len(a.Updates), "task") + "?"
-	case ActCreateProject:
-		return "Create project", fmt.Sprintf("Create the project %q?", a.Name)
-	case ActCreateSection:
-		return "Create section", fmt.Sprintf("Create the section %q?", a.Name)
-	}
-	return "Yes", "Go ahead with " + c.Name + "?"
 }
