@@ -177,6 +177,16 @@ type controller interface {
 
 func (*DeleteTasksArgs) destructive() {}
 
+// ender marks a controller that ends the run. It runs after the other
+// calls of its reply, and only if they all succeeded.
+type ender interface {
+	controller
+	ends()
+}
+
+func (*FinalAnswerArgs) ends() {}
+func (*FailTaskArgs) ends()    {}
+
 // actionDef names an action, says what it is for, and makes its
 // arguments.
 type actionDef struct {

@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -569,6 +570,8 @@ func (r *runner) queue(resp Response) []*replyError {
 		for i, tc := range bad {
 			r.result(tc.ID, repairText(problems[i], r.tr.Protocol))
 		}
+		// A final answer is judged once the reply's other calls have run.
+		slices.SortStableFunc(calls, func(a, b call) int { return cmp.Compare(ends(a), ends(b)) })
 		r.tr.Calls = calls
 		return problems
 	}
@@ -591,6 +594,16 @@ func (r *runner) queue(resp Response) []*replyError {
 	r.tr.Messages = append(r.tr.Messages, msg)
 	r.tr.Calls = []call{c}
 	return nil
+}
+
+// ends is 1 for a call that ends the run, else 0.
+func ends(c call) int {
+	if a, ok := decode(c); ok {
+		if _, ok := a.(ender); ok {
+			return 1
+		}
+	}
+	return 0
 }
 
 // maxKept is the most of an unusable reply the conversation keeps: the
@@ -800,7 +813,7 @@ func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
 // call is answered and dropped, and the model goes on.
 func (r *runner) finishing(callID string) bool {
 	if r.tr.Failures > 0 {
-		r.result(callID, "Not accepted: an earlier action in this reply failed. Read its observation, fix it, then answer.")
+		r.result(callID, "Not accepted: another action in this reply failed. Read its observation, fix it, then answer.")
 		r.popCall(callID)
 		return false
 	}

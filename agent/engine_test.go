@@ -561,3 +561,35 @@ func TestEngineGateWordsEachWrite(t *testing.T) {
 		})
 	}
 }
+
+// final_answer sent before the other calls of its reply is judged after
+// them: the calls run first, and a failure among them refuses the answer
+// (issue 7 item 3).
+func TestEngineFinalAnswerWaitsForTheOtherCalls(t *testing.T) {
+	t.Run("they succeed", func(t *testing.T) {
+		m := newTalkTasks()
+		s := &script{replies: []Response{
+			tools2(ToolCall{ID: "fa", Name: ActFinalAnswer, Arguments: `{"answer":"Moved the cake."}`},
+				ToolCall{Name: ActMoveTasks, Arguments: `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`}),
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file the cake"}, Hooks{})
+		if out.Status != StatusDone || out.Answer != "Moved the cake." {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		if got := m.where(); !strings.Contains(got, "Buy birthday cake@Birthday") {
+			t.Errorf("state: %s; the answer claims a move that was not made", got)
+		}
+	})
+	t.Run("one fails", func(t *testing.T) {
+		m := newTalkTasks()
+		s := &script{replies: []Response{
+			tools2(ToolCall{ID: "fa", Name: ActFinalAnswer, Arguments: `{"answer":"Moved the cake."}`},
+				ToolCall{Name: ActMoveTasks, Arguments: `{"moves":[{"task_id":"t9","project_name":"Birthday"}]}`}),
+			tool(ActFinalAnswer, `{"answer":"There is no such task."}`),
+		}}
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file the cake"}, Hooks{})
+		if out.Status != StatusDone || out.Answer != "There is no such task." {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+	})
+}

@@ -226,6 +226,9 @@ func TestEveryActionHasOneKind(t *testing.T) {
 		if kinds != 1 {
 			t.Errorf("%s is reader %v, writer %v, controller %v; want exactly one", d.Name, isRead, isWrite, isControl)
 		}
+		if _, ok := a.(ender); ok != (d.Name == ActFinalAnswer || d.Name == ActFailTask) {
+			t.Errorf("%s ender = %v", d.Name, ok)
+		}
 		if _, ok := a.(destructive); ok != (d.Name == ActDeleteTasks) {
 			t.Errorf("%s destructive = %v", d.Name, ok)
 		}
