@@ -648,7 +648,10 @@ func repairText(re *replyError, p Protocol) string {
 
 // slow runs fn, telling the user once if it takes long.
 func (r *runner) slow(ctx context.Context, note string, fn func() error) error {
-	t := time.AfterFunc(r.e.cfg.SlowAfter, func() { r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Summary: "⏳ " + note}) })
+	// The note may fire after fn returned and the run went on: it reads
+	// nothing of the transcript.
+	ev := Event{Kind: EventNote, Step: r.tr.Steps, Summary: "⏳ " + note}
+	t := time.AfterFunc(r.e.cfg.SlowAfter, func() { r.observe(ev) })
 	defer t.Stop()
 	return fn()
 }
