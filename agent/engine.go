@@ -29,7 +29,8 @@ type Config struct {
 	Protocol Protocol
 	// MaxSteps is the number of model calls per run (default 20).
 	MaxSteps int
-	// MaxTokens is the response limit of one model call (default 1024).
+	// MaxTokens is the response limit of one model call (default
+	// DefaultMaxTokens).
 	MaxTokens int
 	// TokenBudget is the prompt plus completion tokens of one run
 	// (default 200,000).
@@ -59,7 +60,7 @@ func (c *Config) defaults() {
 		c.MaxSteps = 20
 	}
 	if c.MaxTokens <= 0 {
-		c.MaxTokens = 1024
+		c.MaxTokens = DefaultMaxTokens
 	}
 	if c.TokenBudget <= 0 {
 		c.TokenBudget = 200_000
@@ -406,7 +407,7 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 
 	var problems []*replyError
 	if r.tr.Protocol == ProtocolTools && len(resp.ToolCalls) > 0 {
-		msg := Message{Role: RoleAssistant, Content: resp.Content}
+		msg := Message{Role: RoleAssistant, Content: resp.Content, State: resp.State}
 		var calls []call
 		var bad []ToolCall
 		for i, tc := range resp.ToolCalls {
@@ -431,7 +432,7 @@ func (r *runner) step(ctx context.Context) (Outcome, bool) {
 	} else {
 		// The json protocol, or a tools reply that came as text: the
 		// envelope is parsed locally first.
-		r.tr.Messages = append(r.tr.Messages, Message{Role: RoleAssistant, Content: resp.Content})
+		r.tr.Messages = append(r.tr.Messages, Message{Role: RoleAssistant, Content: resp.Content, State: resp.State})
 		_, c, err := parseEnvelope(resp.Content)
 		if err != nil {
 			re := asReplyError(err, resp.Content)

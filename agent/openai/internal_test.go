@@ -87,18 +87,25 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestZeroTemperature(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"model":"m","messages":[]}`, `{"temperature":0,"model":"m","messages":[]}`},
-		{`{}`, `{"temperature":0}`},
-		{` { }`, ` {"temperature":0 }`},
+func TestEditBody(t *testing.T) {
+	zero := bodyEdit{zeroTemperature: true}
+	tests := []struct {
+		in   string
+		edit bodyEdit
+		want string
+	}{
+		{`{"model":"m","messages":[]}`, zero, `{"messages":[],"model":"m","temperature":0}`},
+		{`{}`, zero, `{"temperature":0}`},
+		{` { }`, zero, `{"temperature":0}`},
+		{`{"temperature":0.5}`, zero, `{"temperature":0.5}`},
+		{`{"model":"o3","parallel_tool_calls":true,"tools":[]}`, bodyEdit{drop: map[string]bool{"parallel_tool_calls": true}}, `{"model":"o3","tools":[]}`},
 	}
 	for _, tt := range tests {
 		req, err := http.NewRequest(http.MethodPost, "http://example.test/v1/chat/completions", strings.NewReader(tt.in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := zeroTemperature(req)
+		r, err := editBody(req, tt.edit)
 		if err != nil {
 			t.Fatal(err)
 		}
