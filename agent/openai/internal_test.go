@@ -151,3 +151,31 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("truncate = %q", got)
 	}
 }
+
+func TestRateLimitReset(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{"none", h(), 0, false},
+		{"tokens exhausted", h("x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-requests", "5",
+			"x-ratelimit-reset-tokens", "6m0s", "x-ratelimit-remaining-tokens", "0"), 6 * time.Minute, true},
+		{"neither says 0: the later", h("x-ratelimit-reset-requests", "20ms", "x-ratelimit-reset-tokens", "1.5s"), 1500 * time.Millisecond, true},
+		{"Retry-After first", h("Retry-After", "2", "x-ratelimit-reset-requests", "9s"), 2 * time.Second, true},
+		{"unreadable", h("x-ratelimit-reset-requests", "soon"), 0, false},
+	} {
+		got, ok := retryAfter(tt.h, time.Now())
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: %s %v, want %s %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
