@@ -406,6 +406,9 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	}
 	text := fmt.Sprintf("This conversation used %s (%d prompt, %d completion) in %s over %s.",
 		plural(u.Total(), "token"), u.PromptTokens, u.CompletionTokens, plural(u.Calls, "model call"), plural(len(runs), "run"))
+	if u.ReasoningTokens > 0 || u.CachedTokens > 0 {
+		text += fmt.Sprintf(" Of these, %d completion tokens were the model's reasoning and %d prompt tokens came from the server's cache.", u.ReasoningTokens, u.CachedTokens)
+	}
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
 	}

@@ -72,6 +72,15 @@ func (s *Server) ModelLookups() int {
 	return s.lookups
 }
 
+// Misses returns how many requests came to a path the server does not
+// serve (answered 404 "Invalid URL"), such as /responses under
+// WithoutResponses.
+func (s *Server) Misses() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.misses
+}
+
 // serveModel answers GET /models/{id} with OpenAI's model object, which
 // carries an optional shutdown_date ("YYYY-MM-DD" or null: OpenAI's
 // deprecations page, https://developers.openai.com/api/docs/deprecations,

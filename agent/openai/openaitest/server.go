@@ -123,6 +123,8 @@ type Server struct {
 	// prompt-cache hits.
 	prefixes map[[32]byte]bool
 	lookups  int
+	// misses counts requests to paths the server does not serve.
+	misses int
 }
 
 // The endpoints a request can come to (Request.API).
@@ -297,6 +299,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveCompletion(w, r, APIResponses)
 		return
 	}
+	s.mu.Lock()
+	s.misses++
+	s.mu.Unlock()
 	writeError(w, http.StatusNotFound, &APIError{
 		Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
 		Type:    "invalid_request_error",
