@@ -227,3 +227,33 @@ func TestRateLimitResetHeaders(t *testing.T) {
 		t.Errorf("waited %s, want 1.5s (the reset of the exhausted request limit)", got)
 	}
 }
+
+// A server that calls the response format itself an unsupported
+// parameter gets a weaker format, not a call without one.
+func TestUnsupportedResponseFormat(t *testing.T) {
+	e := openaitest.BadRequest("Unsupported parameter: 'response_format' is not supported with this model.", "response_format", "unsupported_parameter")
+	srv, c, _ := start(t, openaitest.Replies(e, openaitest.Text(`{"thought":"t"}`)), openai.Config{Model: "my-model"})
+	f := &agent.ResponseFormat{Kind: agent.FormatJSONSchema, Name: "react_step", Schema: agent.EnvelopeSchema(), Strict: true}
+	got, err := c.Complete(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "answer in json"}}, Format: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := srv.LastRequest()
+	if got.Format != agent.FormatJSONObject || last.ResponseFormat == nil || last.ResponseFormat.Type != "json_object" {
+		t.Errorf("format %s, sent %+v: want json_object", got.Format, last.ResponseFormat)
+	}
+}
+
+// The tokens of a reply that was cut off and asked again are counted.
+func TestCutOffTokensCounted(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	_, c, _ := start(t, openaitest.Replies(openaitest.Text(long), openaitest.Text(long)), openai.Config{Model: "gpt-6-luna", API: openai.APIResponses})
+	got, err := c.Complete(t.Context(), agent.Request{Messages: greeting(), MaxTokens: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 120 cut off (64 reasoning), then 164 (64 reasoning + 100 text).
+	if got.Usage.CompletionTokens != 120+164 || got.Usage.ReasoningTokens != 128 {
+		t.Errorf("usage %+v, want both attempts' completion and reasoning tokens", got.Usage)
+	}
+}

@@ -293,6 +293,7 @@ func (c *Client) plan(req agent.Request) plan {
 // Complete implements agent.Model.
 func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
 	grown := false
+	var spent agent.Usage // tokens of replies cut off and asked again
 	for {
 		p := c.plan(req)
 		var (
@@ -314,6 +315,8 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 			return agent.Response{}, fmt.Errorf("openai: chat completion: %w", err)
 		}
 		if out.FinishReason != "length" {
+			spent.Calls = 0
+			out.Usage.Add(spent)
 			return out, nil
 		}
 		if grown || req.MaxTokens <= 0 {
@@ -323,6 +326,7 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 		c.log.InfoContext(ctx, "openai: the reply was cut off at the token limit; asking again with twice the limit",
 			slog.String("model", c.model), slog.Int("max_tokens", req.MaxTokens))
 		grown = true
+		spent.Add(out.Usage)
 		req.MaxTokens *= 2
 	}
 }
@@ -343,19 +347,12 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 		c.log.Warn("openai: the server has no Responses API (404 for /responses); using Chat Completions from now on",
 			slog.String("host", c.host), slog.String("model", c.model))
 		return true
-	case unsupportedParam(e) != "":
+	case unsupportedParam(e) == "max_tokens" && !c.maxCompletion:
+		c.maxCompletion = true
+		c.log.Warn("openai: the server wants max_completion_tokens for this model; sending it from now on", slog.String("model", c.model))
+		return true
+	case unsupportedParam(e) != "" && unsupportedParam(e) != "max_tokens" && !essential[unsupportedParam(e)] && !c.dropped[unsupportedParam(e)]:
 		field := unsupportedParam(e)
-		if field == "max_tokens" {
-			if c.maxCompletion {
-				return false
-			}
-			c.maxCompletion = true
-			c.log.Warn("openai: the server wants max_completion_tokens for this model; sending it from now on", slog.String("model", c.model))
-			return true
-		}
-		if essential[field] || c.dropped[field] {
-			return false
-		}
 		c.dropped[field] = true
 		c.log.Warn("openai: the server does not support a request field; leaving it out from now on",
 			slog.String("model", c.model), slog.String("field", field))

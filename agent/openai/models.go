@@ -44,7 +44,8 @@ var replacements = map[string]string{
 // /models/{model}). A model the server says does not exist (404
 // model_not_found, or 404 from a server whose error names the model) is
 // an error wrapping ErrUnknownModel; a rejected key is an error too. A
-// server that cannot answer (no such endpoint, 5xx, unreachable) gives a
+// server that cannot answer (no such endpoint, 5xx, unreachable) or an
+// Azure resource (whose /models has no deployment names) gives a
 // ModelInfo with Known false and no error, so start-up goes on.
 //
 // go-openai's GetModel decodes into a Model without shutdown_date, so
@@ -54,6 +55,11 @@ var replacements = map[string]string{
 // programmatically").
 func (c *Client) LookUp(ctx context.Context) (ModelInfo, error) {
 	info := ModelInfo{ID: c.model}
+	if strings.HasSuffix(c.host, ".azure.com") {
+		// Azure's /models lists base models, not the deployment names
+		// OPENAI_MODEL holds there: a 404 would prove nothing.
+		return info, nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.BaseURL+"/models/"+url.PathEscape(c.model), nil)
 	if err != nil {
 		return info, fmt.Errorf("openai: look up model %s: %w", c.model, err)

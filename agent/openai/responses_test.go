@@ -237,6 +237,15 @@ func TestLookUp(t *testing.T) {
 	if !errors.Is(err, openai.ErrUnknownModel) || !strings.Contains(err.Error(), "OPENAI_MODEL=gpt-7-nova") {
 		t.Errorf("unknown model: err = %v", err)
 	}
+	// Azure's /models has no deployment names: nothing is asked.
+	noNet := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		t.Errorf("request to %s", r.URL)
+		return nil, errors.New("no network")
+	})}
+	info, err = openai.New(openai.Config{BaseURL: "https://acme.openai.azure.com/openai/v1", Model: "prod-deployment"}, noNet).LookUp(t.Context())
+	if err != nil || info.Known {
+		t.Errorf("Azure: %+v, %v", info, err)
+	}
 	// A server with no GET /models/{id} (vLLM has only GET /models) says
 	// nothing either way.
 	bare := httptest.NewServer(http.NotFoundHandler())
@@ -246,3 +255,7 @@ func TestLookUp(t *testing.T) {
 		t.Errorf("server without the endpoint: %+v, %v", info, err)
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
