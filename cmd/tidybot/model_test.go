@@ -159,3 +159,18 @@ func TestModelRefusedAtStartup(t *testing.T) {
 		})
 	}
 }
+
+// TestCutOffReplyToldPlainly: a reply that does not fit
+// TIDYBOT_MAX_TOKENS even at twice the limit ends the run with a plain
+// message naming the setting.
+func TestCutOffReplyToldPlainly(t *testing.T) {
+	e := newEnv(t)
+	e.withModel(t, "gpt-6-luna")
+	e.cfg.MaxTokens = 20 // less than the reasoning alone
+	e.todo.SeedTalkInbox()
+	out := e.chat(t, "/tidy-inbox\n", nil)
+	mustContain(t, out, "the model's reply was cut off at its limit of 40 tokens (TIDYBOT_MAX_TOKENS): raise the limit, or ask for fewer tasks at a time")
+	if n := e.model.Calls(); n != 2 {
+		t.Errorf("%d model calls, want 2 (the retry with twice the limit)", n)
+	}
+}
