@@ -447,8 +447,10 @@ func toolsNeedNoReasoning(model string) bool {
 }
 
 // noParallelToolCalls reports whether model answers 400
-// unsupported_parameter to parallel_tool_calls (o1, o3, o3-mini, o4-mini;
-// issue 9 of this project, from OpenAI's reasoning guide).
+// unsupported_parameter to parallel_tool_calls: o1, o3, o3-mini and
+// o4-mini (the 400 is quoted in evalstate/fast-agent#279 for o4-mini and
+// langchain-ai/langchain#29704 for o3-mini; langgraph-supervisor-py#125
+// lists o3 too).
 func noParallelToolCalls(model string) bool {
 	for _, p := range []string{"o1", "o3", "o4-mini"} {
 		if strings.HasPrefix(model, p) {

@@ -209,7 +209,8 @@ func (s *Server) decodeInput(req *Request, raw json.RawMessage) *statusError {
 //   - its encrypted_content must be one this server issued (API
 //     reference, include: "reasoning.encrypted_content … enables
 //     reasoning items to be used in multi-turn conversations when using
-//     the Responses API statelessly");
+//     the Responses API statelessly"); another's is a 400
+//     invalid_encrypted_content (openai/codex#8145);
 //   - it must be followed by the item it led to: "Item 'rs_…' of type
 //     'reasoning' was provided without its required following item."
 //     (community.openai.com, "How to use reasoning.encrypted_content with
@@ -223,8 +224,13 @@ func (s *Server) checkReasoning(req *Request, items []wireItem, i int) *statusEr
 		return &statusError{http.StatusNotFound, APIError{Type: "invalid_request_error", Param: "input",
 			Message: fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)}}
 	}
-	if !s.verify(it.ID, *it.EncryptedContent) {
-		return invalid("input", "invalid_encrypted_content", fmt.Sprintf("The encrypted content for item %s could not be verified.", it.ID))
+	if c := *it.EncryptedContent; !s.verify(it.ID, c) {
+		// The body quoted in openai/codex#8145: the content abridged,
+		// param null.
+		if len(c) > 8 {
+			c = c[:4] + "..." + c[len(c)-4:]
+		}
+		return invalid("", "invalid_encrypted_content", fmt.Sprintf("The encrypted content %s could not be verified.", c))
 	}
 	if i+1 >= len(items) || items[i+1].Type == "reasoning" || (items[i+1].Type != "function_call" && items[i+1].Role != "assistant") {
 		return invalid("input", "", fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID))

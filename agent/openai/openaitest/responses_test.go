@@ -40,7 +40,7 @@ func TestResponsesRulesLikeTheRealAPI(t *testing.T) {
 		{"reasoning item not kept", "/v1/responses", `{` + luna + `,"store":false,"input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"rs_1","summary":[]},{"role":"assistant","content":"x"},{"role":"user","content":"again"}]}`,
 			404, "input", "", "Items are not persisted when `store` is set to false"},
 		{"reasoning item forged", "/v1/responses", `{` + luna + `,"store":false,"input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAAforged"},{"role":"assistant","content":"x"}]}`,
-			400, "input", "invalid_encrypted_content", "could not be verified"},
+			400, "", "invalid_encrypted_content", "The encrypted content gAAA...rged could not be verified."},
 		{"max_output_tokens below 16", "/v1/responses", `{` + luna + `,"input":"hi","max_output_tokens":8}`, 400, "max_output_tokens", "integer_below_min_value", ""},
 		{"json_object without the word", "/v1/responses", `{` + luna + `,"input":"hi","text":{"format":{"type":"json_object"}}}`, 400, "text.format", "", "must contain the word 'json'"},
 		{"tools on chat without reasoning", "/v1/chat/completions", `{` + luna + `,"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none","temperature":0,` +
@@ -58,7 +58,7 @@ func TestResponsesRulesLikeTheRealAPI(t *testing.T) {
 			}
 			e := errorOf(t, out)
 			msg, _ := e["message"].(string)
-			if e["param"] != tt.param || (tt.code != "" && e["code"] != tt.code) || !strings.Contains(msg, tt.in) {
+			if param, _ := e["param"].(string); param != tt.param || (tt.code != "" && e["code"] != tt.code) || !strings.Contains(msg, tt.in) {
 				t.Errorf("error = %v, want param %q, code %q, message with %q", e, tt.param, tt.code, tt.in)
 			}
 		})

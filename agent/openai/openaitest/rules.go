@@ -207,7 +207,8 @@ func (s *Server) modelRules(req Request) *statusError {
 		// Completions supports function calling only with reasoning effort
 		// set to none" (https://docs.oxen.ai/inference-api/reference/models/gpt-6-luna,
 		// after OpenAI's model page; go-openai refuses the same with
-		// ErrReasoningToolsRequireResponses).
+		// ErrReasoningToolsRequireResponses). The sources give the rule,
+		// not the wording of the 400, which is ours.
 		if req.API == APIChat && effort != "none" && len(req.Tools) > 0 {
 			return invalid("tools", "", fmt.Sprintf("Function tools with reasoning_effort are not supported for %s in /v1/chat/completions. Please use /v1/responses instead.", req.Model))
 		}
@@ -225,8 +226,10 @@ func (s *Server) modelRules(req Request) *statusError {
 	if req.MaxTokensField == "max_tokens" {
 		return unsupported("max_tokens", " Use 'max_completion_tokens' instead.")
 	}
-	// o1, o3, o3-mini and o4-mini reject parallel_tool_calls (issue 9 of
-	// this project, from users' reports of the 400).
+	// o1, o3, o3-mini and o4-mini reject parallel_tool_calls, even false
+	// (the 400 quoted in evalstate/fast-agent#279 for o4-mini,
+	// langchain-ai/langchain#29704 and bosun-ai/kwaak#391 for o3-mini;
+	// langchain-ai/langgraph-supervisor-py#125 lists o3).
 	for _, p := range []string{"o1", "o3", "o4-mini"} {
 		if strings.HasPrefix(req.Model, p) && req.ParallelToolCalls != nil {
 			return unsupported("parallel_tool_calls", "")
