@@ -49,9 +49,30 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	b.log.Info("run started", slog.String("run_id", r.ID), slog.String("thread_key", key))
+	if b.notice(key) {
+		b.send(ctx, in.Platform, reply(in, b.cfg.Notice))
+	}
 	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		return b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history}, h)
 	})
+}
+
+// notice reports whether Config.Notice is yet to be said in thread key,
+// and marks it said.
+func (b *Bot) notice(key string) bool {
+	if b.cfg.Notice == "" {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.noticed == nil {
+		b.noticed = map[string]bool{}
+	}
+	if b.noticed[key] {
+		return false
+	}
+	b.noticed[key] = true
+	return true
 }
 
 // resumeRun continues a run: with the user's answer (from job jobID), or

@@ -197,17 +197,18 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 	return log
 }
 
-// build wires the store, the clients, the agent and the bot. notice is
-// what the person at the chat should hear once (a retiring model).
-func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (b *bot.Bot, notice string, err error) {
+// build wires the store, the clients, the agent and the bot, once the
+// model has passed its start-up check.
+func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	hc := m.httpClient()
 	model := openai.New(modelConfig(cfg, log), hc)
-	if notice, err = checkModel(ctx, model, cfg, log); err != nil {
-		return nil, "", err
+	notice, err := checkModel(ctx, model, cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.Open(cfg.DB)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	m.closers = append(m.closers, st.Close)
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc)
@@ -215,7 +216,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (b *bot.
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention}), notice, nil
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice}), nil
 }
 
 // httpClient reaches the model and Todoist.
@@ -255,14 +256,9 @@ func (m *Main) engineConfig(cfg Config) agent.Config {
 // chat runs the bot in the terminal.
 func (m *Main) chat(ctx context.Context, cfg Config) error {
 	log := m.logger(cfg, true)
-	b, notice, err := m.build(ctx, cfg, log)
+	b, err := m.build(ctx, cfg, log)
 	if err != nil {
 		return err
-	}
-	if notice != "" {
-		if _, err := fmt.Fprintln(m.Stdout, notice); err != nil {
-			return err
-		}
 	}
 	con := console.New(m.Stdout)
 	b.AddPlatform(con)
@@ -283,7 +279,7 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 // serve runs the platforms and the HTTP server until ctx ends.
 func (m *Main) serve(ctx context.Context, cfg Config) error {
 	log := m.logger(cfg, false)
-	b, _, err := m.build(ctx, cfg, log)
+	b, err := m.build(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -433,7 +429,7 @@ func (m *Main) health(ctx context.Context, cfg Config) error {
 // checkModel stops start-up, with one line naming the setting, when the
 // model cannot work: go-openai would refuse every call, or the server
 // says the model does not exist. A model with a shutdown date is logged
-// and returned as a notice for the chat.
+// and returned as a notice for each conversation.
 func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog.Logger) (string, error) {
 	if err := model.Check(cfg.Protocol == "tools"); err != nil {
 		return "", err

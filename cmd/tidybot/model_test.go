@@ -174,3 +174,25 @@ func TestCutOffReplyToldPlainly(t *testing.T) {
 		t.Errorf("%d model calls, want 2 (the retry with twice the limit)", n)
 	}
 }
+
+// TestRetiredModelToldOnceOnTelegram: under serve, each conversation
+// hears of the retiring model once, before its first run.
+func TestRetiredModelToldOnceOnTelegram(t *testing.T) {
+	e := newEnv(t)
+	e.withModel(t, "gpt-4.1-mini", openaitest.WithModels(openaitest.Model{ID: "gpt-4.1-mini", ShutdownDate: "2027-01-14"}))
+	e.todo.SeedTalkInbox()
+	tg := serveTelegram(t, e)
+	tg.PushText(42, 42, "/tidy-inbox")
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	tg.PushText(42, 42, "hello")
+	waitFor(t, "the second answer", func() bool { return lastText(tg, 42) == "You said: hello" })
+	var told int
+	for _, m := range tg.Messages(42) {
+		if strings.Contains(m.Text, "The model gpt-4.1-mini shuts down on 14 January 2027; OpenAI recommends gpt-6-luna") {
+			told++
+		}
+	}
+	if first := tg.Messages(42)[0].Text; told != 1 || !strings.HasPrefix(first, "⚠️ The model gpt-4.1-mini") {
+		t.Errorf("told %d times, first message %q: want once, first", told, first)
+	}
+}
