@@ -257,3 +257,25 @@ func TestCutOffTokensCounted(t *testing.T) {
 		t.Errorf("usage %+v, want both attempts' completion and reasoning tokens", got.Usage)
 	}
 }
+
+// Calls under way when another learns a lesson still make use of it: no
+// call fails because a concurrent one changed the client first.
+func TestConcurrentLessons(t *testing.T) {
+	srv, c, _ := start(t, nil, openai.Config{Model: "gpt-6-luna"}, openaitest.WithoutResponses(), openaitest.WithStrictCoreOnly())
+	req := agent.Request{Messages: greeting(), Tools: agentTools(t), ToolChoice: "required", MaxTokens: 1024}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := c.Complete(t.Context(), req)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if c.API() != openai.APIChat || srv.Misses() == 0 || srv.Misses() > 8 {
+		t.Errorf("API %s after %d 404s", c.API(), srv.Misses())
+	}
+}

@@ -332,8 +332,10 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 }
 
 // adapt learns from err what the server does not support, when it says
-// so, and reports whether the call is worth making again. Each lesson
-// is learnt once, so the calls that follow are finite.
+// so, and reports whether the call is worth making again. What it learns
+// is measured against p, the knowledge the failed attempt had (another
+// call may have learnt it meanwhile), and each attempt of a call knows
+// strictly more than the one before, so a call makes few attempts.
 func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 	var e *apiError
 	if !errors.As(err, &e) {
@@ -341,30 +343,38 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	field := unsupportedParam(e)
 	switch {
-	case p.transport == APIResponses && c.transport == APIResponses && c.cfg.API == APIAuto && routeMissing(e):
-		c.transport = APIChat
-		c.log.Warn("openai: the server has no Responses API (404 for /responses); using Chat Completions from now on",
-			slog.String("host", c.host), slog.String("model", c.model))
-		return true
-	case unsupportedParam(e) == "max_tokens" && !c.maxCompletion:
-		c.maxCompletion = true
-		c.log.Warn("openai: the server wants max_completion_tokens for this model; sending it from now on", slog.String("model", c.model))
-		return true
-	case unsupportedParam(e) != "" && unsupportedParam(e) != "max_tokens" && !essential[unsupportedParam(e)] && !c.dropped[unsupportedParam(e)]:
-		field := unsupportedParam(e)
-		c.dropped[field] = true
-		c.log.Warn("openai: the server does not support a request field; leaving it out from now on",
-			slog.String("model", c.model), slog.String("field", field))
-		return true
-	case schemaRejected(e) && c.schema == p.schema && c.schema < schemaLoose && hasStrict(req):
-		c.schema++
-		level := "strict, core keywords only"
-		if c.schema == schemaLoose {
-			level = "not strict (replies are still validated locally)"
+	case p.transport == APIResponses && c.cfg.API == APIAuto && routeMissing(e):
+		if c.transport == APIResponses {
+			c.transport = APIChat
+			c.log.Warn("openai: the server has no Responses API (404 for /responses); using Chat Completions from now on",
+				slog.String("host", c.host), slog.String("model", c.model))
 		}
-		c.log.Warn("openai: the server rejected the action schemas; sending them "+level+" from now on",
-			slog.String("model", c.model), slog.String("error", e.Error()))
+		return true
+	case field == "max_tokens" && !p.maxCompletion:
+		if !c.maxCompletion {
+			c.maxCompletion = true
+			c.log.Warn("openai: the server wants max_completion_tokens for this model; sending it from now on", slog.String("model", c.model))
+		}
+		return true
+	case field != "" && field != "max_tokens" && !essential[field] && !p.dropped[field]:
+		if !c.dropped[field] {
+			c.dropped[field] = true
+			c.log.Warn("openai: the server does not support a request field; leaving it out from now on",
+				slog.String("model", c.model), slog.String("field", field))
+		}
+		return true
+	case schemaRejected(e) && p.schema < schemaLoose && hasStrict(req):
+		if c.schema <= p.schema {
+			c.schema = p.schema + 1
+			level := "strict, core keywords only"
+			if c.schema == schemaLoose {
+				level = "not strict (replies are still validated locally)"
+			}
+			c.log.Warn("openai: the server rejected the action schemas; sending them "+level+" from now on",
+				slog.String("model", c.model), slog.String("error", e.Error()))
+		}
 		return true
 	case p.format != "" && formatUnsupported(err, p.format):
 		next := agent.FormatText
@@ -373,9 +383,9 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 		}
 		if rank(next) < rank(c.best) {
 			c.best = next
+			c.log.Warn("openai: the server does not support this response format; using a weaker one from now on",
+				slog.String("host", c.host), slog.String("format", string(p.format)), slog.String("now", string(next)))
 		}
-		c.log.Warn("openai: the server does not support this response format; using a weaker one from now on",
-			slog.String("host", c.host), slog.String("format", string(p.format)), slog.String("now", string(next)))
 		return true
 	}
 	return false
