@@ -444,6 +444,10 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 		return "", err
 	}
 	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
+	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {
+		log.Warn("TIDYBOT_TEMPERATURE is not sent while the model reasons: set TIDYBOT_REASONING_EFFORT=none to use it",
+			slog.String("model", cfg.OpenAIModel), slog.String("reasoning_effort", e))
+	}
 	if info.ShutdownDate.IsZero() {
 		return "", nil
 	}

@@ -196,3 +196,18 @@ func TestRetiredModelToldOnceOnTelegram(t *testing.T) {
 		t.Errorf("told %d times, first message %q: want once, first", told, first)
 	}
 }
+
+func TestTemperatureWhileReasoningWarned(t *testing.T) {
+	e := newEnv(t)
+	e.withModel(t, "gpt-6-luna")
+	e.cfg.Temperature = 0.7
+	_, logs, err := e.run(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, logs, "TIDYBOT_TEMPERATURE is not sent while the model reasons: set TIDYBOT_REASONING_EFFORT=none to use it")
+	e.cfg.Effort = "none"
+	if _, logs, _ = e.run(t, ""); strings.Contains(logs, "TIDYBOT_TEMPERATURE") {
+		t.Errorf("warned with effort none:\n%s", logs)
+	}
+}
