@@ -279,3 +279,31 @@ func TestConcurrentLessons(t *testing.T) {
 		t.Errorf("API %s after %d 404s", c.API(), srv.Misses())
 	}
 }
+
+// A local server whose context cannot hold the prompt plus the default
+// limit (vLLM with a short --max-model-len) gets a limit that fits, and
+// the client remembers its context for the calls after.
+func TestShortContext(t *testing.T) {
+	srv, c, _ := start(t, nil, openai.Config{Model: "Qwen/Qwen2.5-14B-Instruct"}, openaitest.WithContextLength(8192))
+	req := agent.Request{Messages: conversation(), MaxTokens: agent.DefaultMaxTokens}
+	if _, err := c.Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].MaxTokens >= 8192 || reqs[1].MaxTokens < 8000 {
+		t.Fatalf("%d requests, the second for %d tokens: want one refusal, then what the context leaves", len(reqs), reqs[len(reqs)-1].MaxTokens)
+	}
+	if _, err := c.Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Calls(); n != 3 {
+		t.Errorf("%d calls after a second Complete, want 3: the context is remembered", n)
+	}
+
+	// A prompt the context cannot hold at all is told as such.
+	long := []agent.Message{{Role: agent.RoleUser, Content: strings.Repeat("tidy ", 8000)}}
+	_, err := c.Complete(t.Context(), agent.Request{Messages: long, MaxTokens: 1024})
+	if msg := agent.ErrorMessageOf(err); !strings.Contains(msg, "do not fit the model's context (maximum context length is 8192 tokens)") || !strings.Contains(msg, "/reset") {
+		t.Errorf("err = %v", err)
+	}
+}

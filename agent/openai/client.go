@@ -179,6 +179,9 @@ type Client struct {
 	maxCompletion bool
 	// schema is the schema level in use.
 	schema int
+	// context is the server's context length in tokens, once a 400 told
+	// it (0: unknown); replies are asked to fit in it.
+	context int
 }
 
 var _ agent.Model = (*Client)(nil)
@@ -294,6 +297,7 @@ func (c *Client) plan(req agent.Request) plan {
 func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
 	grown := false
 	var spent agent.Usage // tokens of replies cut off and asked again
+	req.MaxTokens = c.fit(req)
 	for {
 		p := c.plan(req)
 		var (
@@ -307,6 +311,10 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 		}
 		if err != nil {
 			if ctx.Err() == nil && c.adapt(err, req, p) {
+				continue
+			}
+			if room := c.shrink(err, req); room > 0 {
+				req.MaxTokens = room
 				continue
 			}
 			if p.transport == APIResponses {
@@ -389,6 +397,50 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 		return true
 	}
 	return false
+}
+
+// minReply is the smallest token limit worth asking a server for.
+const minReply = 256
+
+// shrink returns a smaller token limit for req when err says the
+// server's context cannot hold the prompt plus req.MaxTokens (a local
+// server with a short context and the default TIDYBOT_MAX_TOKENS), and
+// remembers the context length; 0 when there is none worth trying.
+func (c *Client) shrink(err error, req agent.Request) int {
+	var e *apiError
+	if !errors.As(err, &e) {
+		return 0
+	}
+	length, room, ok := contextRoom(e)
+	if !ok || room < minReply || (req.MaxTokens > 0 && room >= req.MaxTokens) {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.context != length {
+		c.context = length
+		c.log.Warn("openai: the server's context is shorter than the prompt plus TIDYBOT_MAX_TOKENS; asking for shorter replies from now on",
+			slog.String("model", c.model), slog.Int("context", length))
+	}
+	return room
+}
+
+// fit returns req's token limit, lowered to what a context learnt from
+// the server leaves after the prompt (estimated generously, so that the
+// server need not refuse again).
+func (c *Client) fit(req agent.Request) int {
+	c.mu.Lock()
+	length := c.context
+	c.mu.Unlock()
+	if length == 0 {
+		return req.MaxTokens
+	}
+	est := EstimatePromptTokens(req)
+	room := length - est - est/4 - 64
+	if room < minReply || (req.MaxTokens > 0 && room >= req.MaxTokens) {
+		return req.MaxTokens
+	}
+	return room
 }
 
 // essential are request fields a call cannot do without.

@@ -113,6 +113,9 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return wait, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API is having trouble (HTTP %d); try again later", s), Err: e}
 	case e.Code == "context_length_exceeded":
 		return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the conversation is too long for the model (context_length_exceeded): try /reset", Err: e}
+	case contextOverflow.MatchString(e.Message):
+		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: "the conversation and the reply do not fit the model's context (" + contextOverflow.FindString(e.Message) + "): lower TIDYBOT_MAX_TOKENS, or try /reset"}
 	}
 	msg := fmt.Sprintf("the model API refused the request (HTTP %d)", e.Status)
 	if e.Message != "" {

@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/tidybot/tidybot/agent"
@@ -165,4 +167,33 @@ func unsupportedParam(e *apiError) string {
 		}
 	}
 	return ""
+}
+
+// contextOverflow and contextRequest read the 400 of a server whose
+// context cannot hold the prompt plus the asked-for reply: vLLM's "This
+// model's maximum context length is 8192 tokens. However, you requested
+// 25000 tokens (424 in the messages, 24576 in the completion). Please
+// reduce the length of the messages or completion." (as quoted in
+// vllm-project/vllm#20409 and llamastack/llama-stack#981).
+var (
+	contextOverflow = regexp.MustCompile(`maximum context length is (\d+) tokens`)
+	contextRequest  = regexp.MustCompile(`\((\d+) in the messages`)
+)
+
+// contextRoom returns the context length a server reported in e and how
+// many tokens it leaves for the reply after the prompt.
+func contextRoom(e *apiError) (length, room int, ok bool) {
+	if e.Status != http.StatusBadRequest {
+		return 0, 0, false
+	}
+	m, r := contextOverflow.FindStringSubmatch(e.Message), contextRequest.FindStringSubmatch(e.Message)
+	if m == nil || r == nil {
+		return 0, 0, false
+	}
+	length, err1 := strconv.Atoi(m[1])
+	prompt, err2 := strconv.Atoi(r[1])
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return length, length - prompt, true
 }

@@ -211,3 +211,15 @@ func TestTemperatureWhileReasoningWarned(t *testing.T) {
 		t.Errorf("warned with effort none:\n%s", logs)
 	}
 }
+
+// TestLocalServerShortContext: a local server with an 8k context still
+// tidies with the default TIDYBOT_MAX_TOKENS, which it cannot hold.
+func TestLocalServerShortContext(t *testing.T) {
+	e := newEnv(t)
+	e.withModel(t, "qwen2.5:14b", openaitest.WithContextLength(8192))
+	e.todo.SeedTalkInbox()
+	e.tidied(t, e.chat(t, "/tidy-inbox\n", nil))
+	if n, want := e.model.Calls(), e.model.Responses()+1; n != want {
+		t.Errorf("%d calls for %d answers: want one refusal, then replies that fit", n, e.model.Responses())
+	}
+}

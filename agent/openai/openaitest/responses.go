@@ -221,7 +221,7 @@ func (s *Server) checkReasoning(req *Request, items []wireItem, i int) *statusEr
 		if req.Store == nil || *req.Store {
 			return invalid("input", "", fmt.Sprintf("Item with id '%s' not found.", it.ID))
 		}
-		return &statusError{http.StatusNotFound, APIError{Type: "invalid_request_error", Param: "input",
+		return &statusError{status: http.StatusNotFound, APIError: APIError{Type: "invalid_request_error", Param: "input",
 			Message: fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)}}
 	}
 	if c := *it.EncryptedContent; !s.verify(it.ID, c) {

@@ -348,3 +348,30 @@ func (s *Server) cache(req Request) int {
 	}
 	return tokens / 128 * 128
 }
+
+// WithContextLength makes the server refuse a request whose prompt plus
+// token limit exceeds n tokens (measured like EstimateUsage), as vLLM
+// does when max_tokens does not fit its --max-model-len, with vLLM's body
+// {"object": "error", "message": "This model's maximum context length is
+// 8192 tokens. However, you requested 25000 tokens (424 in the messages,
+// 24576 in the completion). Please reduce the length of the messages or
+// completion.", "type": "BadRequestError", "param": null, "code": 400}
+// (quoted in llamastack/llama-stack#981 and vllm-project/vllm#20409).
+func WithContextLength(n int) Option { return func(s *Server) { s.context = n } }
+
+func (s *Server) contextRule(req Request) *statusError {
+	s.mu.Lock()
+	n := s.context
+	s.mu.Unlock()
+	if n == 0 || req.MaxTokens == 0 {
+		return nil
+	}
+	prompt := EstimateUsage(req, Reply{}).PromptTokens
+	if prompt+req.MaxTokens <= n {
+		return nil
+	}
+	msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+		n, prompt+req.MaxTokens, prompt, req.MaxTokens)
+	b, _ := json.Marshal(map[string]any{"object": "error", "message": msg, "type": "BadRequestError", "param": nil, "code": 400})
+	return &statusError{status: http.StatusBadRequest, APIError: APIError{Message: msg, Type: "BadRequestError"}, raw: string(b)}
+}

@@ -119,6 +119,8 @@ type Server struct {
 	reasoning map[string]bool
 	// strict limits strict schemas: strictAll, strictCore or strictNone.
 	strict int
+	// context, when not 0, is the context length of WithContextLength.
+	context int
 	// prefixes are hashes of every conversation prefix sent so far, for
 	// prompt-cache hits.
 	prefixes map[[32]byte]bool
@@ -340,6 +342,12 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, api str
 		if !sleep(r.Context(), latency) {
 			return
 		}
+		if aerr.raw != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(aerr.status)
+			_, _ = io.WriteString(w, aerr.raw)
+			return
+		}
 		writeError(w, aerr.status, &aerr.APIError)
 		return
 	}
@@ -369,13 +377,13 @@ func (s *Server) check(r *http.Request, req Request, perr *statusError, key stri
 	if key != "" {
 		got := r.Header.Get("Authorization")
 		if got == "" {
-			return &statusError{http.StatusUnauthorized, APIError{
+			return &statusError{status: http.StatusUnauthorized, APIError: APIError{
 				Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
 				Type:    "invalid_request_error",
 			}}
 		}
 		if got != "Bearer "+key {
-			return &statusError{http.StatusUnauthorized, APIError{
+			return &statusError{status: http.StatusUnauthorized, APIError: APIError{
 				Message: "Incorrect API key provided: " + got + ". You can find your API key at https://platform.openai.com/account/api-keys.",
 				Type:    "invalid_request_error",
 				Code:    "invalid_api_key",
@@ -391,9 +399,12 @@ func (s *Server) check(r *http.Request, req Request, perr *statusError, key stri
 	if err := s.strictRules(req); err != nil {
 		return err
 	}
+	if err := s.contextRule(req); err != nil {
+		return err
+	}
 	if formatOff {
 		t := formatType(req.ResponseFormat)
-		return &statusError{http.StatusBadRequest, APIError{
+		return &statusError{status: http.StatusBadRequest, APIError: APIError{
 			Message: "response_format " + t + " is not supported",
 			Type:    "invalid_request_error",
 			Param:   "response_format",
@@ -632,10 +643,12 @@ func EstimateUsage(req Request, reply Reply) Usage {
 type statusError struct {
 	status int
 	APIError
+	// raw, when set, is the body instead of OpenAI's error shape.
+	raw string
 }
 
 func invalid(param, code, msg string) *statusError {
-	return &statusError{http.StatusBadRequest, APIError{Message: msg, Type: "invalid_request_error", Param: param, Code: code}}
+	return &statusError{status: http.StatusBadRequest, APIError: APIError{Message: msg, Type: "invalid_request_error", Param: param, Code: code}}
 }
 
 func writeError(w http.ResponseWriter, status int, e *APIError) {
