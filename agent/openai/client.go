@@ -40,6 +40,9 @@
 //     incomplete response for max_output_tokens) is asked again once with
 //     twice the limit; cut off again, the call fails with a message that
 //     says so.
+//   - A server whose context cannot hold the prompt plus the token limit
+//     (vLLM's 400 "maximum context length is N tokens … (M in the
+//     messages …") is asked for what fits, and its context remembered.
 //   - A 400 that rejects a strict tool or response schema steps down by
 //     itself: strict with only the core keywords, then not strict (the
 //     engine validates every reply locally anyway); the level is

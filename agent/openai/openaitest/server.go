@@ -49,8 +49,8 @@
 //     does not reason, temperature or top_p while a model reasons, tools
 //     on Chat Completions for GPT-6 unless reasoning effort is "none",
 //     max_tokens for reasoning models, parallel_tool_calls for o1, o3 and
-//     o4-mini, and the keyword limits of WithStrictCoreOnly and
-//     WithoutStrict;
+//     o4-mini, the keyword limits of WithStrictCoreOnly and
+//     WithoutStrict, and the context of WithContextLength;
 //   - on the Responses API (responses.go): reasoning items without the
 //     encrypted content this server issued, function calls and outputs
 //     that do not pair up, previous_response_id (nothing is stored),
