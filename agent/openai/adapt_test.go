@@ -307,3 +307,32 @@ func TestShortContext(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A deployment the server serves tools for only on the Responses API,
+// under a name of its own, gets the Responses API (auto); a server
+// without /responses is not asked again.
+func TestServerWantsResponses(t *testing.T) {
+	script := func(req openaitest.Request) openaitest.Reply {
+		if req.API == openaitest.APIChat && len(req.Tools) > 0 {
+			return openaitest.BadRequest("Function tools with reasoning_effort are not supported for prod-gpt6 in /v1/chat/completions. Please use /v1/responses instead.", "tools", "")
+		}
+		return openaitest.Call("get_overview", `{}`)
+	}
+	req := agent.Request{Messages: greeting(), MaxTokens: 1024, ToolChoice: "required",
+		Tools: []agent.Tool{{Name: "get_overview", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}}
+	srv, c, _ := start(t, script, openai.Config{Model: "prod-gpt6", ReasoningModel: true}, openaitest.WithReasoningModels("prod-gpt6"))
+	for range 2 {
+		if _, err := c.Complete(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reqs := srv.Requests(); len(reqs) != 3 || reqs[0].API != openaitest.APIChat || reqs[1].API != openaitest.APIResponses || c.API() != openai.APIResponses {
+		t.Errorf("%d requests; API %s: want one refused chat completion, then responses", len(reqs), c.API())
+	}
+
+	// Without /responses: the refusal stands, and no loop.
+	srv, c, _ = start(t, script, openai.Config{Model: "prod-gpt6", ReasoningModel: true}, openaitest.WithReasoningModels("prod-gpt6"), openaitest.WithoutResponses())
+	if _, err := c.Complete(t.Context(), req); err == nil || srv.Calls() != 2 || srv.Misses() != 1 {
+		t.Errorf("err %v after %d calls and %d 404s", err, srv.Calls(), srv.Misses())
+	}
+}

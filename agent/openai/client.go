@@ -19,7 +19,8 @@
 //     continues with nothing held on OpenAI's side. API "auto" uses
 //     Responses on api.openai.com and for the GPT-6 models that need it,
 //     Chat Completions elsewhere; a server that answers 404 for
-//     /responses gets Chat Completions from then on.
+//     /responses gets Chat Completions from then on, and one whose 400 on
+//     Chat Completions asks for /v1/responses gets the Responses API.
 //   - Reasoning effort (TIDYBOT_REASONING_EFFORT) is sent to reasoning
 //     models (by name, or any model with Config.ReasoningModel), default
 //     "low". Temperature is sent only when the model does not reason
@@ -185,6 +186,8 @@ type Client struct {
 	// context is the server's context length in tokens, once a 400 told
 	// it (0: unknown); replies are asked to fit in it.
 	context int
+	// noResponses is set once the server answered 404 for /responses.
+	noResponses bool
 }
 
 var _ agent.Model = (*Client)(nil)
@@ -357,9 +360,17 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 	field := unsupportedParam(e)
 	switch {
 	case p.transport == APIResponses && c.cfg.API == APIAuto && routeMissing(e):
+		c.noResponses = true
 		if c.transport == APIResponses {
 			c.transport = APIChat
 			c.log.Warn("openai: the server has no Responses API (404 for /responses); using Chat Completions from now on",
+				slog.String("host", c.host), slog.String("model", c.model))
+		}
+		return true
+	case p.transport == APIChat && c.cfg.API == APIAuto && !c.noResponses && wantsResponses(e):
+		if c.transport == APIChat {
+			c.transport = APIResponses
+			c.log.Warn("openai: the server wants the Responses API for this model; using it from now on",
 				slog.String("host", c.host), slog.String("model", c.model))
 		}
 		return true

@@ -144,6 +144,16 @@ func routeMissing(e *apiError) bool {
 	return !strings.Contains(m, "model") && !strings.Contains(m, "item")
 }
 
+// wantsResponses reports whether e is a server's refusal of a Chat
+// Completions request that names the Responses API as the way ("Function
+// tools with reasoning_effort are not supported for … in
+// /v1/chat/completions. Please use /v1/responses instead."), as for a
+// GPT-6 deployment under a name go-openai does not know.
+func wantsResponses(e *apiError) bool {
+	m := strings.ToLower(e.Message)
+	return e.Status == http.StatusBadRequest && (strings.Contains(m, "use /v1/responses") || strings.Contains(m, "use the responses api"))
+}
+
 // unsupportedParam returns the top-level request field that e says the
 // server does not support ("Unsupported parameter: 'parallel_tool_calls'
 // is not supported with this model.", code unsupported_parameter), or "".
