@@ -31,7 +31,8 @@ type Config struct {
 	Protocol Protocol
 	// MaxSteps is the number of model calls per run (default 20).
 	MaxSteps int
-	// MaxTokens is the response limit of one model call (default 1024).
+	// MaxTokens is the response limit of one model call (default
+	// DefaultMaxTokens).
 	MaxTokens int
 	// TokenBudget is the prompt plus completion tokens of one run
 	// (default 200,000). It is checked before each call with the
@@ -69,7 +70,7 @@ func (c *Config) defaults() {
 		c.MaxSteps = 20
 	}
 	if c.MaxTokens <= 0 {
-		c.MaxTokens = 1024
+		c.MaxTokens = DefaultMaxTokens
 	}
 	if c.TokenBudget <= 0 {
 		c.TokenBudget = 200_000
@@ -549,7 +550,7 @@ func modelError(err error) error {
 func (r *runner) queue(resp Response) []*replyError {
 	var problems []*replyError
 	if r.tr.Protocol == ProtocolTools && len(resp.ToolCalls) > 0 {
-		msg := Message{Role: RoleAssistant, Content: resp.Content}
+		msg := Message{Role: RoleAssistant, Content: resp.Content, State: resp.State}
 		var calls []call
 		var bad []ToolCall
 		for i, tc := range resp.ToolCalls {
@@ -577,7 +578,7 @@ func (r *runner) queue(resp Response) []*replyError {
 	}
 	// The json protocol, or a tools reply that came as text: the envelope
 	// is parsed locally first.
-	msg := Message{Role: RoleAssistant, Content: resp.Content}
+	msg := Message{Role: RoleAssistant, Content: resp.Content, State: resp.State}
 	_, c, err := parseEnvelope(resp.Content)
 	if err != nil {
 		re := asReplyError(err, resp.Content)

@@ -24,6 +24,11 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// State is what the model API asked to be given back with this
+	// assistant message on later calls (the Responses API's encrypted
+	// reasoning items), opaque to the engine, which keeps it in the
+	// transcript so that nothing need be held on the server's side.
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // ToolCall is one function call in a model reply. Arguments is the raw JSON
@@ -73,10 +78,23 @@ type Request struct {
 	Temperature float32
 }
 
+// DefaultMaxTokens is the default response limit of one model call: room
+// for the largest batch the action schemas allow (add_tasks with 100
+// tasks, every bounded field at its longest: about 17,400 tokens,
+// measured in agent/openai's TestDefaultMaxTokensHoldsTheLargestBatch),
+// a thought, and the reasoning a model does before it answers, which
+// counts against the same limit.
+const DefaultMaxTokens = 24576
+
 // Usage counts the tokens of one or more model calls.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// ReasoningTokens are the part of CompletionTokens the model spent
+	// reasoning; CachedTokens the part of PromptTokens served from the
+	// server's prompt cache (both 0 when the server does not say).
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	CachedTokens    int `json:"cached_tokens,omitempty"`
 	// Calls is the number of model calls counted.
 	Calls int `json:"calls"`
 	// Estimated is set when a server reported no usage and the counts were
@@ -91,6 +109,8 @@ func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 func (u *Usage) Add(v Usage) {
 	u.PromptTokens += v.PromptTokens
 	u.CompletionTokens += v.CompletionTokens
+	u.ReasoningTokens += v.ReasoningTokens
+	u.CachedTokens += v.CachedTokens
 	u.Calls += v.Calls
 	u.Estimated = u.Estimated || v.Estimated
 }
@@ -107,6 +127,9 @@ type Response struct {
 	// Format is the response format actually used, which may be weaker
 	// than the one asked for when the server does not support it.
 	Format FormatKind
+	// State, when set, is to be kept as the State of the assistant
+	// message that records this reply.
+	State json.RawMessage
 }
 
 // Model is a chat-completion model. agent/openai implements it.

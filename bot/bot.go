@@ -48,6 +48,10 @@ type Config struct {
 	// it stores (nil: nothing is hidden).
 	Redact *agent.Redactor
 	Now    func() time.Time
+	// Notice, when set, is said once in each conversation (per process),
+	// before its first run: something every user should know, such as a
+	// model about to shut down.
+	Notice string
 }
 
 func (c *Config) defaults() {
@@ -95,6 +99,7 @@ type Bot struct {
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
 	started   bool
+	noticed   map[string]bool // threads told Config.Notice
 	stopped   bool
 
 	quit chan struct{} // closed by Stop: intake and workers stop

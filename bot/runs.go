@@ -49,9 +49,30 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	b.log.Info("run started", slog.String("run_id", r.ID), slog.String("thread_key", key))
+	if b.notice(key) {
+		b.send(ctx, in.Platform, reply(in, b.cfg.Notice))
+	}
 	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		return b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history}, h)
 	})
+}
+
+// notice reports whether Config.Notice is yet to be said in thread key,
+// and marks it said.
+func (b *Bot) notice(key string) bool {
+	if b.cfg.Notice == "" {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.noticed == nil {
+		b.noticed = map[string]bool{}
+	}
+	if b.noticed[key] {
+		return false
+	}
+	b.noticed[key] = true
+	return true
 }
 
 // resumeRun continues a run: with the user's answer (from job jobID), or
@@ -409,6 +430,9 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	}
 	text := fmt.Sprintf("This conversation used %s (%d prompt, %d completion) in %s over %s.",
 		plural(u.Total(), "token"), u.PromptTokens, u.CompletionTokens, plural(u.Calls, "model call"), plural(len(runs), "run"))
+	if u.ReasoningTokens > 0 || u.CachedTokens > 0 {
+		text += fmt.Sprintf(" Of these, %d completion tokens were the model's reasoning and %d prompt tokens came from the server's cache.", u.ReasoningTokens, u.CachedTokens)
+	}
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
 	}

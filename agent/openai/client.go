@@ -1,29 +1,64 @@
 // Package openai implements agent.Model on github.com/sashabaranov/go-openai
-// against the chat-completions API of OpenAI or of any OpenAI-compatible
-// server (Azure OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, llama.cpp),
-// chosen by the base URL (OPENAI_BASE_URL).
+// against OpenAI's Responses API or the Chat Completions API of OpenAI or
+// of any OpenAI-compatible server (Azure OpenAI's v1 endpoint, Ollama,
+// vLLM, LM Studio, llama.cpp), chosen by the base URL (OPENAI_BASE_URL)
+// and OPENAI_API. The engine does not know which transport is in use.
 //
 // What it does beyond mapping types:
 //
+//   - Two transports. The Responses API (POST /responses) is what OpenAI
+//     designs its reasoning models for, and the only one on which GPT-6
+//     models call tools while reasoning (go-openai's
+//     reasoning_validator.go refuses tools on Chat Completions for them
+//     unless reasoning_effort is "none"). It is used statelessly: store
+//     is false, the whole conversation is sent each call, and the
+//     encrypted reasoning items of each reply (include
+//     reasoning.encrypted_content) come back in Response.State, which the
+//     engine keeps in its transcript and which is sent again with the
+//     assistant message it belongs to; so a run resumed after a restart
+//     continues with nothing held on OpenAI's side. API "auto" uses
+//     Responses on api.openai.com and for the GPT-6 models that need it,
+//     Chat Completions elsewhere; a server that answers 404 for
+//     /responses gets Chat Completions from then on, and one whose 400 on
+//     Chat Completions asks for /v1/responses gets the Responses API.
+//   - Reasoning effort (TIDYBOT_REASONING_EFFORT) is sent to reasoning
+//     models (by name, or any model with Config.ReasoningModel), default
+//     "low". Temperature is sent only when the model does not reason
+//     (effort unset or "none"); the API rejects it otherwise.
 //   - Temperature 0 is sent as 0. go-openai's ChatCompletionRequest has
-//     `temperature,omitempty`, so a 0 is dropped from the JSON and the
-//     server's default applies instead (1 on OpenAI); the client puts an
-//     explicit "temperature":0 back into the body (see zeroTemperature).
-//     Reasoning models (o1, o3, o4, gpt-5…), which accept only their
-//     default, get no temperature at all.
-//   - The token limit goes out as max_tokens, the name every compatible
-//     server understands; reasoning models get max_completion_tokens,
-//     which they require (and go-openai refuses max_tokens for them before
-//     sending). Config.MaxCompletionTokens forces the newer name.
+//     `temperature,omitempty`, so a 0 would be dropped from the JSON and
+//     the server's default applies instead (1 on OpenAI); the client puts
+//     an explicit "temperature":0 back into the body (see editBody).
+//   - The token limit goes out as max_tokens on Chat Completions, the
+//     name every compatible server understands; reasoning models get
+//     max_completion_tokens, which they require, as does any model with
+//     Config.MaxCompletionTokens or Config.ReasoningModel, or after a
+//     server said max_tokens is unsupported.
+//   - A 400 unsupported_parameter naming a field (parallel_tool_calls on
+//     o1, o3, o4-mini; reasoning on a server without it) drops that field,
+//     retries once, and remembers it for the client's later calls.
+//   - A reply cut off at the token limit (finish_reason "length", or an
+//     incomplete response for max_output_tokens) is asked again once with
+//     twice the limit; cut off again, the call fails with a message that
+//     says so.
+//   - A server whose context cannot hold the prompt plus the token limit
+//     (vLLM's 400 "maximum context length is N tokens … (M in the
+//     messages …") is asked for what fits, and its context remembered.
+//   - A 400 that rejects a strict tool or response schema steps down by
+//     itself: strict with only the core keywords, then not strict (the
+//     engine validates every reply locally anyway); the level is
+//     remembered and logged once.
 //   - 429s, 5xx answers and network errors are retried, honouring
-//     Retry-After (and OpenAI's retry-after-ms), else with exponential
-//     backoff and jitter, within a cap on the total wait; a 429 for an
-//     exhausted quota is not retried. Other 4xx answers are final.
-//   - A server that rejects response_format json_schema with a 400 gets
-//     json_object instead, then plain text; the downgrade is remembered for
-//     the client's later calls and reported in Response.Format.
-//   - Usage comes from the answer's usage; a server that reports none gets
-//     a local estimate with tiktoken (Usage.Estimated).
+//     Retry-After (and OpenAI's retry-after-ms, else its
+//     x-ratelimit-reset-requests/-tokens), else with exponential backoff
+//     and jitter, within a cap on the total wait; a 429 for an exhausted
+//     quota is not retried. Other 4xx answers are final.
+//   - A server that rejects the json_schema response format with a 400
+//     gets json_object instead, then plain text; the downgrade is
+//     remembered and reported in Response.Format.
+//   - Usage comes from the answer's usage (reasoning and cached tokens
+//     included); a server that reports none gets a local estimate with
+//     tiktoken (Usage.Estimated).
 //
 // Every error Complete returns, other than the context's, wraps an
 // *agent.Error whose message is safe to show a user. The API key never
@@ -34,8 +69,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -49,11 +86,24 @@ import (
 // Defaults of Config.
 const (
 	DefaultBaseURL      = "https://api.openai.com/v1"
-	DefaultModel        = "gpt-4.1-mini"
+	DefaultModel        = "gpt-6-luna"
+	DefaultEffort       = "low"
 	DefaultMaxRetryWait = 60 * time.Second
 	DefaultBackoffBase  = 500 * time.Millisecond
 	DefaultBackoffMax   = 20 * time.Second
 )
+
+// APIs, the values of Config.API (OPENAI_API).
+const (
+	APIAuto      = "auto"
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
+// Efforts lists the reasoning efforts Config.ReasoningEffort may name
+// (go-openai's reasoning_validator.go constants); which ones a model
+// accepts is the model's business.
+var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
 
 // Config configures a Client. Zero values take the defaults.
 type Config struct {
@@ -69,6 +119,17 @@ type Config struct {
 	// Model is the model name (OPENAI_MODEL); on Azure, the deployment
 	// name. Default DefaultModel.
 	Model string
+	// API is APIAuto (default), APIChat or APIResponses (OPENAI_API).
+	API string
+	// ReasoningEffort is sent to reasoning models (TIDYBOT_REASONING_EFFORT,
+	// one of Efforts); empty means DefaultEffort for reasoning models and
+	// nothing for others.
+	ReasoningEffort string
+	// ReasoningModel treats the model as a reasoning model whatever its
+	// name (OPENAI_REASONING_MODEL): max_completion_tokens, a reasoning
+	// effort and no temperature, as an Azure deployment of o3 or GPT-6
+	// under a name of its own needs.
+	ReasoningModel bool
 	// MaxCompletionTokens sends the token limit as max_completion_tokens
 	// for every model, not only for reasoning models.
 	MaxCompletionTokens bool
@@ -86,24 +147,47 @@ type Config struct {
 	// Sleep waits between attempts; it must return ctx.Err() if ctx ends
 	// first. Tests replace it to record waits instead of sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Logger receives retries (debug) and format downgrades (warn).
-	// Default: discard.
+	// Logger receives retries (debug) and what the client learnt about the
+	// server (warn). Default: discard.
 	Logger *slog.Logger
 }
 
-// Client is an agent.Model on an OpenAI-compatible chat-completions API.
-// It is safe for concurrent use.
-type Client struct {
-	api   *goopenai.Client
-	model string
-	key   string
-	host  string
-	cfg   Config
-	log   *slog.Logger
+// Schema levels, the strictest first: what the client does with strict
+// schemas after servers rejected them.
+const (
+	schemaStrict     = iota // as the engine made them
+	schemaStrictCore        // strict, with only the core keywords
+	schemaLoose             // not strict
+)
 
-	mu sync.Mutex // protects best
+// Client is an agent.Model on an OpenAI-compatible API. It is safe for
+// concurrent use.
+type Client struct {
+	api    *goopenai.Client
+	hc     *http.Client
+	model  string
+	key    string
+	host   string
+	cfg    Config
+	log    *slog.Logger
+	effort string // effective reasoning effort; "" sends none
+
+	mu sync.Mutex // protects the fields below: what the server taught us
 	// best is the strongest response format the server has not refused.
 	best agent.FormatKind
+	// transport is APIChat or APIResponses.
+	transport string
+	// dropped are request fields the server said it does not support.
+	dropped map[string]bool
+	// maxCompletion sends max_completion_tokens instead of max_tokens.
+	maxCompletion bool
+	// schema is the schema level in use.
+	schema int
+	// context is the server's context length in tokens, once a 400 told
+	// it (0: unknown); replies are asked to fit in it.
+	context int
+	// noResponses is set once the server answered 404 for /responses.
+	noResponses bool
 }
 
 var _ agent.Model = (*Client)(nil)
@@ -118,6 +202,9 @@ func New(cfg Config, hc *http.Client) *Client {
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel
+	}
+	if cfg.API == "" {
+		cfg.API = APIAuto
 	}
 	if cfg.MaxRetryWait == 0 {
 		cfg.MaxRetryWait = DefaultMaxRetryWait
@@ -142,40 +229,236 @@ func New(cfg Config, hc *http.Client) *Client {
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = doer{hc}
-	return &Client{
-		api:   goopenai.NewClientWithConfig(oc),
-		model: cfg.Model,
-		key:   cfg.APIKey,
-		host:  hostOf(cfg.BaseURL),
-		cfg:   cfg,
-		log:   log,
-		best:  agent.FormatJSONSchema,
+	c := &Client{
+		api:           goopenai.NewClientWithConfig(oc),
+		hc:            hc,
+		model:         cfg.Model,
+		key:           cfg.APIKey,
+		host:          hostOf(cfg.BaseURL),
+		cfg:           cfg,
+		log:           log,
+		best:          agent.FormatJSONSchema,
+		dropped:       map[string]bool{},
+		maxCompletion: cfg.MaxCompletionTokens || cfg.ReasoningModel,
 	}
-}
-
-// Complete implements agent.Model.
-func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
-	format := c.format(req.Format)
-	for {
-		creq := c.chatRequest(req, format)
-		resp, err := c.send(ctx, creq, c.sendsZeroTemperature(req))
-		if err != nil {
-			if weaker, ok := c.downgrade(err, format); ok {
-				format = weaker
-				continue
-			}
-			return agent.Response{}, fmt.Errorf("openai: chat completion: %w", err)
-		}
-		out, err := c.response(req, format, resp)
-		if err != nil {
-			return agent.Response{}, fmt.Errorf("openai: chat completion: %w", err)
-		}
-		return out, nil
+	c.effort = cfg.ReasoningEffort
+	if c.effort == "" && c.reasoning() {
+		c.effort = DefaultEffort
 	}
+	c.transport = cfg.API
+	if c.transport == APIAuto {
+		c.transport = APIChat
+		if hostOf(cfg.BaseURL) == hostOf(DefaultBaseURL) || needsResponses(cfg.Model) {
+			c.transport = APIResponses
+		}
+	}
+	return c
 }
 
 // Model returns the model name the client sends.
 func (c *Client) Model() string { return c.model }
+
+// API returns the transport in use now: APIChat or APIResponses.
+func (c *Client) API() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.transport
+}
+
+// Effort returns the reasoning effort sent ("" for none).
+func (c *Client) Effort() string { return c.effort }
+
+// plan is what one attempt sends: the client's knowledge at its start.
+type plan struct {
+	transport     string
+	format        agent.FormatKind // "" for no response format
+	schema        int
+	dropped       map[string]bool
+	maxCompletion bool
+	effort        string // "" sends none
+}
+
+// sampling reports whether temperature may be sent: the API rejects it
+// while a model reasons (go-openai's reasoning_validator.go,
+// ErrReasoningSamplingUnsupported).
+func (p plan) sampling() bool { return p.effort == "" || p.effort == "none" }
+
+func (c *Client) plan(req agent.Request) plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := plan{transport: c.transport, schema: c.schema, dropped: maps.Clone(c.dropped), maxCompletion: c.maxCompletion, effort: c.effort}
+	p.format = formatFor(req.Format, c.best)
+	if p.dropped["reasoning"] || p.dropped["reasoning_effort"] {
+		p.effort = ""
+	}
+	if p.transport == APIChat && len(req.Tools) > 0 && toolsNeedNoReasoning(c.model) && c.cfg.ReasoningEffort == "" {
+		// Chat Completions takes tools from these models only without
+		// reasoning; the effort was not chosen, so this is no surprise.
+		p.effort = "none"
+	}
+	return p
+}
+
+// Complete implements agent.Model.
+func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	grown := false
+	var spent agent.Usage // tokens of replies cut off and asked again
+	req.MaxTokens = c.fit(req)
+	for {
+		p := c.plan(req)
+		var (
+			out agent.Response
+			err error
+		)
+		if p.transport == APIResponses {
+			out, err = c.completeResponses(ctx, req, p)
+		} else {
+			out, err = c.completeChat(ctx, req, p)
+		}
+		if err != nil {
+			if ctx.Err() == nil && c.adapt(err, req, p) {
+				continue
+			}
+			if room := c.shrink(err, req); room > 0 {
+				req.MaxTokens = room
+				continue
+			}
+			if p.transport == APIResponses {
+				return agent.Response{}, fmt.Errorf("openai: response: %w", err)
+			}
+			return agent.Response{}, fmt.Errorf("openai: chat completion: %w", err)
+		}
+		if out.FinishReason != "length" {
+			spent.Calls = 0
+			out.Usage.Add(spent)
+			return out, nil
+		}
+		if grown || req.MaxTokens <= 0 {
+			return agent.Response{}, fmt.Errorf("openai: %s: %w", p.transport, &agent.Error{Code: agent.ErrInvalid,
+				Message: fmt.Sprintf("the model's reply was cut off at its limit of %d tokens (TIDYBOT_MAX_TOKENS): raise the limit, or ask for fewer tasks at a time", req.MaxTokens)})
+		}
+		c.log.InfoContext(ctx, "openai: the reply was cut off at the token limit; asking again with twice the limit",
+			slog.String("model", c.model), slog.Int("max_tokens", req.MaxTokens))
+		grown = true
+		spent.Add(out.Usage)
+		req.MaxTokens *= 2
+	}
+}
+
+// adapt learns from err what the server does not support, when it says
+// so, and reports whether the call is worth making again. What it learns
+// is measured against p, the knowledge the failed attempt had (another
+// call may have learnt it meanwhile), and each attempt of a call knows
+// strictly more than the one before, so a call makes few attempts.
+func (c *Client) adapt(err error, req agent.Request, p plan) bool {
+	var e *apiError
+	if !errors.As(err, &e) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	field := unsupportedParam(e)
+	switch {
+	case p.transport == APIResponses && c.cfg.API == APIAuto && routeMissing(e):
+		c.noResponses = true
+		if c.transport == APIResponses {
+			c.transport = APIChat
+			c.log.Warn("openai: the server has no Responses API (404 for /responses); using Chat Completions from now on",
+				slog.String("host", c.host), slog.String("model", c.model))
+		}
+		return true
+	case p.transport == APIChat && c.cfg.API == APIAuto && !c.noResponses && wantsResponses(e):
+		if c.transport == APIChat {
+			c.transport = APIResponses
+			c.log.Warn("openai: the server wants the Responses API for this model; using it from now on",
+				slog.String("host", c.host), slog.String("model", c.model))
+		}
+		return true
+	case field == "max_tokens" && !p.maxCompletion:
+		if !c.maxCompletion {
+			c.maxCompletion = true
+			c.log.Warn("openai: the server wants max_completion_tokens for this model; sending it from now on", slog.String("model", c.model))
+		}
+		return true
+	case field != "" && field != "max_tokens" && !essential[field] && !p.dropped[field]:
+		if !c.dropped[field] {
+			c.dropped[field] = true
+			c.log.Warn("openai: the server does not support a request field; leaving it out from now on",
+				slog.String("model", c.model), slog.String("field", field))
+		}
+		return true
+	case schemaRejected(e) && p.schema < schemaLoose && hasStrict(req):
+		if c.schema <= p.schema {
+			c.schema = p.schema + 1
+			level := "strict, core keywords only"
+			if c.schema == schemaLoose {
+				level = "not strict (replies are still validated locally)"
+			}
+			c.log.Warn("openai: the server rejected the action schemas; sending them "+level+" from now on",
+				slog.String("model", c.model), slog.String("error", e.Error()))
+		}
+		return true
+	case p.format != "" && formatUnsupported(err, p.format):
+		next := agent.FormatText
+		if p.format == agent.FormatJSONSchema {
+			next = agent.FormatJSONObject
+		}
+		if rank(next) < rank(c.best) {
+			c.best = next
+			c.log.Warn("openai: the server does not support this response format; using a weaker one from now on",
+				slog.String("host", c.host), slog.String("format", string(p.format)), slog.String("now", string(next)))
+		}
+		return true
+	}
+	return false
+}
+
+// minReply is the smallest token limit worth asking a server for.
+const minReply = 256
+
+// shrink returns a smaller token limit for req when err says the
+// server's context cannot hold the prompt plus req.MaxTokens (a local
+// server with a short context and the default TIDYBOT_MAX_TOKENS), and
+// remembers the context length; 0 when there is none worth trying.
+func (c *Client) shrink(err error, req agent.Request) int {
+	var e *apiError
+	if !errors.As(err, &e) {
+		return 0
+	}
+	length, room, ok := contextRoom(e)
+	if !ok || room < minReply || (req.MaxTokens > 0 && room >= req.MaxTokens) {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.context != length {
+		c.context = length
+		c.log.Warn("openai: the server's context is shorter than the prompt plus TIDYBOT_MAX_TOKENS; asking for shorter replies from now on",
+			slog.String("model", c.model), slog.Int("context", length))
+	}
+	return room
+}
+
+// fit returns req's token limit, lowered to what a context learnt from
+// the server leaves after the prompt (estimated generously, so that the
+// server need not refuse again).
+func (c *Client) fit(req agent.Request) int {
+	c.mu.Lock()
+	length := c.context
+	c.mu.Unlock()
+	if length == 0 {
+		return req.MaxTokens
+	}
+	est := EstimatePromptTokens(req)
+	room := length - est - est/4 - 64
+	if room < minReply || (req.MaxTokens > 0 && room >= req.MaxTokens) {
+		return req.MaxTokens
+	}
+	return room
+}
+
+// essential are request fields a call cannot do without.
+var essential = map[string]bool{"model": true, "messages": true, "input": true, "tools": true, "text": true, "response_format": true, "tool_choice": true}
 
 // rank orders response formats, strongest last.
 func rank(k agent.FormatKind) int {
@@ -188,9 +471,9 @@ func rank(k agent.FormatKind) int {
 	return 0
 }
 
-// format returns the format to send for f: f's kind, or a weaker one
-// the server is known to support. "" means no response_format.
-func (c *Client) format(f *agent.ResponseFormat) agent.FormatKind {
+// formatFor returns the format to send for f: f's kind, or best if the
+// server is known to support nothing stronger. "" means no format.
+func formatFor(f *agent.ResponseFormat, best agent.FormatKind) agent.FormatKind {
 	if f == nil || f.Kind == "" || f.Kind == agent.FormatText {
 		return ""
 	}
@@ -198,10 +481,8 @@ func (c *Client) format(f *agent.ResponseFormat) agent.FormatKind {
 	if k == agent.FormatJSONSchema && len(f.Schema) == 0 {
 		k = agent.FormatJSONObject
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if rank(c.best) < rank(k) {
-		k = c.best
+	if rank(best) < rank(k) {
+		k = best
 	}
 	if k == agent.FormatText {
 		return ""
@@ -209,32 +490,9 @@ func (c *Client) format(f *agent.ResponseFormat) agent.FormatKind {
 	return k
 }
 
-// downgrade reports the next weaker format to try after err, when err
-// says the server does not support format, and remembers it.
-func (c *Client) downgrade(err error, format agent.FormatKind) (agent.FormatKind, bool) {
-	if format == "" || !formatUnsupported(err, format) {
-		return "", false
-	}
-	next := agent.FormatText
-	if format == agent.FormatJSONSchema {
-		next = agent.FormatJSONObject
-	}
-	c.mu.Lock()
-	if rank(next) < rank(c.best) {
-		c.best = next
-	}
-	c.mu.Unlock()
-	c.log.Warn("openai: the server does not support this response format; using a weaker one from now on",
-		slog.String("host", c.host), slog.String("format", string(format)), slog.String("now", string(next)))
-	if next == agent.FormatText {
-		return "", true
-	}
-	return next, true
-}
-
 // reasoningModel reports whether model is one of OpenAI's reasoning
-// models, which take max_completion_tokens and no temperature (go-openai
-// checks the same prefixes).
+// models, which take max_completion_tokens and a reasoning effort, and
+// no temperature while they reason (go-openai checks the same prefixes).
 func reasoningModel(model string) bool {
 	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
 		if strings.HasPrefix(model, p) {
@@ -244,15 +502,73 @@ func reasoningModel(model string) bool {
 	return false
 }
 
-// sendsZeroTemperature reports whether req asks for temperature 0, which
-// go-openai would drop from the body.
-func (c *Client) sendsZeroTemperature(req agent.Request) bool {
-	return req.Temperature == 0 && !reasoningModel(c.model)
+func (c *Client) reasoning() bool { return c.cfg.ReasoningModel || reasoningModel(c.model) }
+
+// needsResponses reports whether go-openai refuses tools on Chat
+// Completions for model at any effort but "none" (reasoning_validator.go:
+// the published GPT-6 ids).
+func needsResponses(model string) bool {
+	switch model {
+	case goopenai.GPT6Luna, goopenai.GPT6Sol, goopenai.GPT6Astra, goopenai.GPT6Dot1Sol:
+		return true
+	}
+	return false
 }
 
-// chatRequest maps req onto go-openai's request, with the response
-// format kind (which may be weaker than req's).
-func (c *Client) chatRequest(req agent.Request, format agent.FormatKind) goopenai.ChatCompletionRequest {
+// toolsNeedNoReasoning reports whether model takes tools on Chat
+// Completions with reasoning effort "none" only (reasoning_validator.go:
+// validateGPT6ChatParams with supportsNone).
+func toolsNeedNoReasoning(model string) bool {
+	return model == goopenai.GPT6Luna || model == goopenai.GPT6Sol
+}
+
+// noParallelToolCalls reports whether model answers 400
+// unsupported_parameter to parallel_tool_calls: o1, o3, o3-mini and
+// o4-mini (the 400 is quoted in evalstate/fast-agent#279 for o4-mini and
+// langchain-ai/langchain#29704 for o3-mini; langgraph-supervisor-py#125
+// lists o3 too).
+func noParallelToolCalls(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4-mini"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Check reports, before any call, a configuration that go-openai would
+// refuse on every call: tools on Chat Completions for a model that takes
+// them only through the Responses API at the chosen effort. The message
+// names the model and the setting to change.
+func (c *Client) Check(tools bool) error {
+	p := c.plan(agent.Request{})
+	if p.transport != APIChat {
+		return nil
+	}
+	req := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, MaxTokens: 1}
+	if tools {
+		req.Tools = []agent.Tool{{Name: "final_answer", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}
+		req.ToolChoice = "required"
+		p = c.plan(req)
+	}
+	err := goopenai.NewReasoningValidator().Validate(c.chatRequest(req, p))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, goopenai.ErrReasoningToolsRequireResponses):
+		fix := "set OPENAI_API=responses (or auto)"
+		if toolsNeedNoReasoning(c.model) {
+			fix += ", or TIDYBOT_REASONING_EFFORT=none"
+		}
+		return fmt.Errorf("OPENAI_MODEL=%s calls tools only through the Responses API at reasoning effort %q, and OPENAI_API=%s chose Chat Completions: %s", c.model, p.effort, c.cfg.API, fix)
+	case errors.Is(err, goopenai.ErrReasoningEffortUnsupported):
+		return fmt.Errorf("TIDYBOT_REASONING_EFFORT=%s is not supported by OPENAI_MODEL=%s on Chat Completions: choose another effort, or OPENAI_API=responses", p.effort, c.model)
+	}
+	return fmt.Errorf("OPENAI_MODEL=%s: go-openai refuses the request this configuration makes: %s", c.model, c.redact(err.Error()))
+}
+
+// chatRequest maps req onto go-openai's Chat Completions request.
+func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionRequest {
 	out := goopenai.ChatCompletionRequest{Model: c.model}
 	for _, m := range req.Messages {
 		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
@@ -266,16 +582,13 @@ func (c *Client) chatRequest(req agent.Request, format agent.FormatKind) goopena
 		out.Messages = append(out.Messages, om)
 	}
 	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
+		params, strict := toolSchema(t, p.schema)
 		out.Tools = append(out.Tools, goopenai.Tool{
 			Type: goopenai.ToolTypeFunction,
 			Function: &goopenai.FunctionDefinition{
 				Name:        t.Name,
 				Description: t.Description,
-				Strict:      t.Strict,
+				Strict:      strict,
 				Parameters:  params,
 			},
 		})
@@ -289,28 +602,26 @@ func (c *Client) chatRequest(req agent.Request, format agent.FormatKind) goopena
 		default:
 			out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: req.ToolChoice}}
 		}
-		out.ParallelToolCalls = req.ParallelToolCalls
-	}
-	switch format {
-	case agent.FormatJSONSchema:
-		name := req.Format.Name
-		if name == "" {
-			name = "response"
+		if !noParallelToolCalls(c.model) {
+			out.ParallelToolCalls = req.ParallelToolCalls
 		}
+	}
+	switch p.format {
+	case agent.FormatJSONSchema:
+		schema, strict := formatSchema(req.Format, p.schema)
 		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
 			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
-				Name:   name,
-				Schema: req.Format.Schema,
-				Strict: req.Format.Strict,
+				Name:   formatName(req.Format),
+				Schema: schema,
+				Strict: strict,
 			},
 		}
 	case agent.FormatJSONObject:
 		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
 	}
-	reasoning := reasoningModel(c.model)
 	if req.MaxTokens > 0 {
-		if reasoning || c.cfg.MaxCompletionTokens {
+		if c.reasoning() || p.maxCompletion {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
 			// Every OpenAI-compatible server (Ollama, vLLM, LM Studio,
@@ -319,15 +630,32 @@ func (c *Client) chatRequest(req agent.Request, format agent.FormatKind) goopena
 			out.MaxTokens = req.MaxTokens
 		}
 	}
-	if !reasoning {
-		// 0 is dropped by omitempty; sendsZeroTemperature puts it back.
+	out.ReasoningEffort = p.effort
+	if p.sampling() {
+		// 0 is dropped by omitempty; editBody puts it back.
 		out.Temperature = req.Temperature
 	}
 	return out
 }
 
-// response maps go-openai's response onto the agent's.
-func (c *Client) response(req agent.Request, format agent.FormatKind, resp goopenai.ChatCompletionResponse) (agent.Response, error) {
+// completeChat makes one call on Chat Completions.
+func (c *Client) completeChat(ctx context.Context, req agent.Request, p plan) (agent.Response, error) {
+	creq := c.chatRequest(req, p)
+	edit := bodyEdit{drop: p.dropped, zeroTemperature: p.sampling() && req.Temperature == 0 && !p.dropped["temperature"]}
+	var resp goopenai.ChatCompletionResponse
+	err := c.send(ctx, edit, func(ctx context.Context) (http.Header, error) {
+		var err error
+		resp, err = c.api.CreateChatCompletion(ctx, creq)
+		return resp.Header(), err
+	})
+	if err != nil {
+		return agent.Response{}, err
+	}
+	return c.chatResponse(req, p.format, resp)
+}
+
+// chatResponse maps go-openai's chat response onto the agent's.
+func (c *Client) chatResponse(req agent.Request, format agent.FormatKind, resp goopenai.ChatCompletionResponse) (agent.Response, error) {
 	if len(resp.Choices) == 0 {
 		return agent.Response{}, &agent.Error{Code: agent.ErrServer, Message: "the model API sent an answer without choices"}
 	}
@@ -348,7 +676,14 @@ func (c *Client) response(req agent.Request, format agent.FormatKind, resp goope
 	for _, tc := range ch.Message.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, agent.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	out.Usage = agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, Calls: 1}
+	u := resp.Usage
+	out.Usage = agent.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Calls: 1}
+	if d := u.PromptTokensDetails; d != nil {
+		out.Usage.CachedTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.Usage.ReasoningTokens = d.ReasoningTokens
+	}
 	if out.Usage.PromptTokens == 0 && out.Usage.CompletionTokens == 0 {
 		out.Usage = EstimateUsage(req, out)
 	}
@@ -358,14 +693,13 @@ func (c *Client) response(req agent.Request, format agent.FormatKind, resp goope
 // doer is the HTTP client go-openai sends through.
 type doer struct{ hc *http.Client }
 
-// zeroTemperatureKey marks, in a request's context, a chat-completion
-// request that must carry "temperature":0.
-type zeroTemperatureKey struct{}
+// editKey marks, in a request's context, the bodyEdit its body needs.
+type editKey struct{}
 
 // Do implements go-openai's HTTPDoer.
 func (d doer) Do(req *http.Request) (*http.Response, error) {
-	if req.Context().Value(zeroTemperatureKey{}) != nil && req.Body != nil {
-		r, err := zeroTemperature(req)
+	if e, ok := req.Context().Value(editKey{}).(bodyEdit); ok && e.needed() && req.Body != nil {
+		r, err := editBody(req, e)
 		if err != nil {
 			return nil, err
 		}

@@ -108,3 +108,43 @@ func TestEngineSurvivesA429(t *testing.T) {
 		t.Errorf("waits %v, calls %d, responses %d", sl.waits, srv.Calls(), srv.Responses())
 	}
 }
+
+// TestEngineEndToEndOnResponses: the same with gpt-6-luna on the
+// Responses API, where the fake also checks the reasoning items the
+// engine's transcript carries back and the function_call /
+// function_call_output pairing, and where a batch larger than
+// TIDYBOT_MAX_TOKENS is cut off and asked again.
+func TestEngineEndToEndOnResponses(t *testing.T) {
+	for _, proto := range []agent.Protocol{agent.ProtocolTools, agent.ProtocolJSON} {
+		t.Run(string(proto), func(t *testing.T) {
+			todo := todoisttest.New(t)
+			todo.SeedTalkInbox()
+			tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+			tidier := &sim.Tidier{Groups: sim.TalkGroups}
+			srv, model, _ := start(t, openaitest.FromAgent(tidier.Reply), openai.Config{Model: "gpt-6-luna"})
+			// 200 tokens hold every step but the 9-task move (with 64 of
+			// reasoning): that one is cut off once.
+			out := agent.New(model, tasks, agent.Config{Protocol: proto, MaxTokens: 200}).
+				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+			if out.Status != agent.StatusDone || inboxLeft(todo) != 0 {
+				t.Fatalf("outcome %s %q (%v), %d left in the inbox", out.Status, out.Answer, out.Err, inboxLeft(todo))
+			}
+			cut, carried := 0, 0
+			for _, r := range srv.Requests() {
+				if r.API != openaitest.APIResponses {
+					t.Errorf("call %d on %s", r.Call, r.API)
+				}
+				if r.MaxTokens == 400 {
+					cut++
+				}
+				carried = max(carried, r.ReasoningItems)
+			}
+			if cut != 1 || carried == 0 {
+				t.Errorf("%d calls asked again with twice the limit, at most %d reasoning items carried: want 1 and some", cut, carried)
+			}
+			if u := out.Transcript.Usage; u.ReasoningTokens == 0 || u.Estimated {
+				t.Errorf("usage %+v", u)
+			}
+		})
+	}
+}

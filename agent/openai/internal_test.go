@@ -87,18 +87,25 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestZeroTemperature(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"model":"m","messages":[]}`, `{"temperature":0,"model":"m","messages":[]}`},
-		{`{}`, `{"temperature":0}`},
-		{` { }`, ` {"temperature":0 }`},
+func TestEditBody(t *testing.T) {
+	zero := bodyEdit{zeroTemperature: true}
+	tests := []struct {
+		in   string
+		edit bodyEdit
+		want string
+	}{
+		{`{"model":"m","messages":[]}`, zero, `{"messages":[],"model":"m","temperature":0}`},
+		{`{}`, zero, `{"temperature":0}`},
+		{` { }`, zero, `{"temperature":0}`},
+		{`{"temperature":0.5}`, zero, `{"temperature":0.5}`},
+		{`{"model":"o3","parallel_tool_calls":true,"tools":[]}`, bodyEdit{drop: map[string]bool{"parallel_tool_calls": true}}, `{"model":"o3","tools":[]}`},
 	}
 	for _, tt := range tests {
 		req, err := http.NewRequest(http.MethodPost, "http://example.test/v1/chat/completions", strings.NewReader(tt.in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := zeroTemperature(req)
+		r, err := editBody(req, tt.edit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,5 +149,33 @@ func TestTruncate(t *testing.T) {
 	}
 	if got := truncate("abc", 5); got != "abc" {
 		t.Errorf("truncate = %q", got)
+	}
+}
+
+func TestRateLimitReset(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{"none", h(), 0, false},
+		{"tokens exhausted", h("x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-requests", "5",
+			"x-ratelimit-reset-tokens", "6m0s", "x-ratelimit-remaining-tokens", "0"), 6 * time.Minute, true},
+		{"neither says 0: the later", h("x-ratelimit-reset-requests", "20ms", "x-ratelimit-reset-tokens", "1.5s"), 1500 * time.Millisecond, true},
+		{"Retry-After first", h("Retry-After", "2", "x-ratelimit-reset-requests", "9s"), 2 * time.Second, true},
+		{"unreadable", h("x-ratelimit-reset-requests", "soon"), 0, false},
+	} {
+		got, ok := retryAfter(tt.h, time.Now())
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: %s %v, want %s %v", tt.name, got, ok, tt.want, tt.ok)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,35 +22,35 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-// send makes one chat completion, retrying 429s, 5xx answers and network
-// errors within the retry budget. Every error it returns is the context's
-// or wraps an *agent.Error with a sanitized cause.
-func (c *Client) send(ctx context.Context, creq goopenai.ChatCompletionRequest, zeroTemp bool) (goopenai.ChatCompletionResponse, error) {
-	if zeroTemp {
-		ctx = context.WithValue(ctx, zeroTemperatureKey{}, true)
-	}
+// send makes one call, retrying 429s, 5xx answers and network errors
+// within the retry budget; call returns the answer's headers with its
+// error. edit says how the JSON body must be changed on its way out.
+// Every error send returns is the context's or wraps an *agent.Error with
+// a sanitized cause.
+func (c *Client) send(ctx context.Context, edit bodyEdit, call func(ctx context.Context) (http.Header, error)) error {
+	ctx = context.WithValue(ctx, editKey{}, edit)
 	var waited time.Duration
 	for attempt := 0; ; attempt++ {
-		resp, err := c.api.CreateChatCompletion(ctx, creq)
+		header, err := call(ctx)
 		if err == nil {
-			return resp, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return resp, ctx.Err()
+			return ctx.Err()
 		}
 		// go-openai sets the answer's headers on the response before it
 		// looks at the status, so Retry-After is readable here.
-		wait, err := c.classify(err, resp.Header(), attempt)
+		wait, err := c.classify(err, header, attempt)
 		if wait < 0 || c.cfg.MaxRetryWait < 0 {
-			return resp, err
+			return err
 		}
 		if waited+wait > c.cfg.MaxRetryWait {
-			return resp, giveUp(err, attempt+1, waited)
+			return giveUp(err, attempt+1, waited)
 		}
 		c.log.DebugContext(ctx, "openai: retrying", slog.String("host", c.host), slog.Int("attempt", attempt+1),
 			slog.Duration("wait", wait), slog.String("error", err.Error()))
 		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return resp, err
+			return err
 		}
 		waited += wait
 	}
@@ -87,6 +88,11 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return -1, &agent.Error{Code: agent.ErrUnauthorized, Message: "the model API rejected the key: check OPENAI_API_KEY", Err: e}
 	case s == http.StatusForbidden:
 		return -1, &agent.Error{Code: agent.ErrForbidden, Message: "the model API refused access (HTTP 403): check OPENAI_API_KEY and OPENAI_MODEL", Err: e}
+	case s == http.StatusNotFound && routeMissing(e):
+		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: fmt.Sprintf("the model API at %s has no such endpoint (HTTP 404): check OPENAI_BASE_URL and OPENAI_API", c.host)}
+	case s == http.StatusNotFound && e.Code != "model_not_found" && e.Param != "":
+		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e, Message: "the model API refused the request (HTTP 404): " + truncate(e.Message, 300)}
 	case s == http.StatusNotFound:
 		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
 			Message: fmt.Sprintf("the model API at %s does not know model %q (HTTP 404): check OPENAI_MODEL and OPENAI_BASE_URL", c.host, c.model)}
@@ -107,6 +113,9 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return wait, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API is having trouble (HTTP %d); try again later", s), Err: e}
 	case e.Code == "context_length_exceeded":
 		return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the conversation is too long for the model (context_length_exceeded): try /reset", Err: e}
+	case contextOverflow.MatchString(e.Message):
+		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: "the conversation and the reply do not fit the model's context (" + contextOverflow.FindString(e.Message) + "): lower TIDYBOT_MAX_TOKENS, or try /reset"}
 	}
 	msg := fmt.Sprintf("the model API refused the request (HTTP %d)", e.Status)
 	if e.Message != "" {
@@ -147,8 +156,41 @@ func (c *Client) backoff(n int) time.Duration {
 }
 
 // retryAfter reads how long the server asks to wait: OpenAI's
-// retry-after-ms header, else Retry-After (seconds or an HTTP date).
+// retry-after-ms header, else Retry-After (seconds or an HTTP date), else
+// OpenAI's x-ratelimit-reset-requests / -tokens ("1s", "6m0s": when the
+// exhausted limit resets; see OpenAI's rate-limits guide, "Rate limits in
+// headers").
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if d, ok := retryAfterHeader(h, now); ok {
+		return d, true
+	}
+	return rateLimitReset(h)
+}
+
+// rateLimitReset reads x-ratelimit-reset-requests and -tokens: the reset
+// of a limit whose remaining count is 0, else the later of the two.
+func rateLimitReset(h http.Header) (time.Duration, bool) {
+	var all, exhausted []time.Duration
+	for _, kind := range []string{"requests", "tokens"} {
+		d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + kind)))
+		if err != nil || d < 0 {
+			continue
+		}
+		all = append(all, d)
+		if strings.TrimSpace(h.Get("X-Ratelimit-Remaining-"+kind)) == "0" {
+			exhausted = append(exhausted, d)
+		}
+	}
+	if len(exhausted) > 0 {
+		all = exhausted
+	}
+	if len(all) == 0 {
+		return 0, false
+	}
+	return slices.Max(all), true
+}
+
+func retryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
 			return time.Duration(ms * float64(time.Millisecond)), true
@@ -209,8 +251,15 @@ func (e *apiError) fill(ae *goopenai.APIError) {
 	if ae.Param != nil {
 		e.Param = *ae.Param
 	}
-	if ae.Code != nil {
-		e.Code = fmt.Sprint(ae.Code)
+	switch code := ae.Code.(type) {
+	case nil:
+	case int:
+		// go-openai decodes a null code as the number 0.
+		if code != 0 {
+			e.Code = fmt.Sprint(code)
+		}
+	default:
+		e.Code = fmt.Sprint(code)
 	}
 }
 
@@ -283,25 +332,38 @@ func formatUnsupported(err error, kind agent.FormatKind) bool {
 	return false
 }
 
-// zeroTemperature returns req with "temperature":0 added to its JSON body.
-// go-openai's `temperature,omitempty` drops a 0, and the server would then
-// use its own default (1 on OpenAI); the caller only asks for this when
-// the request's temperature is 0, so the body has no temperature yet.
-func zeroTemperature(req *http.Request) (*http.Request, error) {
+// bodyEdit is what the client changes in a JSON body go-openai made.
+type bodyEdit struct {
+	// drop are top-level fields the server does not support.
+	drop map[string]bool
+	// zeroTemperature adds "temperature":0, which go-openai's
+	// `temperature,omitempty` drops; the server would then use its own
+	// default (1 on OpenAI).
+	zeroTemperature bool
+}
+
+func (e bodyEdit) needed() bool { return e.zeroTemperature || len(e.drop) > 0 }
+
+// editBody returns req with its JSON body changed as e says.
+func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
 	body, err := io.ReadAll(req.Body)
 	_ = req.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	if i := bytes.IndexByte(body, '{'); i >= 0 {
-		field := `"temperature":0,`
-		if rest := bytes.TrimLeft(body[i+1:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
-			field = `"temperature":0`
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err == nil {
+		for k := range e.drop {
+			delete(fields, k)
 		}
-		nb := make([]byte, 0, len(body)+len(field))
-		nb = append(nb, body[:i+1]...)
-		nb = append(nb, field...)
-		body = append(nb, body[i+1:]...)
+		if e.zeroTemperature {
+			if _, ok := fields["temperature"]; !ok {
+				fields["temperature"] = json.RawMessage("0")
+			}
+		}
+		if b, err := json.Marshal(fields); err == nil {
+			body = b
+		}
 	}
 	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))

@@ -3,7 +3,12 @@
 // both tidy an inbox of N tasks in 5 groups in the fake Todoist, driven by
 // scripted (simulated, deterministic) models through the fake model
 // server, and it prints model calls, Todoist requests, tokens and wall
-// time side by side.
+// time side by side. A second table runs tidybot alone with
+// OPENAI_MODEL=gpt-6-luna on both transports, Chat Completions (reasoning
+// effort none, as Chat requires for tools) and the Responses API (effort
+// low, encrypted reasoning carried between calls), with the fake server's
+// reported usage: prompt tokens with the cached part, completion tokens
+// with the reasoning part.
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/bot"
@@ -36,6 +42,11 @@ type result struct {
 	CompletionTokens int           `json:"completion_tokens"`
 	Wall             time.Duration `json:"wall_ns"`
 	InboxLeft        int           `json:"inbox_left"`
+	// API, ReasoningTokens and CachedTokens are set in the transports
+	// table.
+	API             string `json:"api,omitempty"`
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	CachedTokens    int    `json:"cached_tokens,omitempty"`
 }
 
 type settings struct {
@@ -53,6 +64,7 @@ func main() {
 	fast := flag.Bool("fast", false, "no simulated latency")
 	asJSON := flag.Bool("json", false, "print JSON")
 	protocol := flag.String("protocol", "tools", "tidybot's protocol: tools or json")
+	transports := flag.Bool("transports", true, "also compare tidybot on Chat Completions and on the Responses API")
 	flag.Parse()
 	st := settings{groups: *groups, modelLatency: *modelLat, todoLatency: *todoLat, protocol: agent.Protocol(*protocol)}
 	if *fast {
@@ -74,13 +86,67 @@ func main() {
 			results = append(results, r)
 		}
 	}
+	var byAPI []result
+	if *transports {
+		for _, s := range strings.Split(*sizes, ",") {
+			n, _ := strconv.Atoi(strings.TrimSpace(s))
+			for _, api := range []string{openai.APIChat, openai.APIResponses} {
+				r, err := measureAPI(context.Background(), api, n, st)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "tidybench:", err)
+					os.Exit(1)
+				}
+				byAPI = append(byAPI, r)
+			}
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(results)
+		_ = enc.Encode(append(results, byAPI...))
 		return
 	}
 	printTable(results, st)
+	if len(byAPI) > 0 {
+		printAPITable(byAPI, st)
+	}
+}
+
+// measureAPI runs tidybot with gpt-6-luna on one transport, on a fresh
+// fake account, with the usage the fake server reports.
+func measureAPI(ctx context.Context, api string, n int, st settings) (result, error) {
+	todo := todoisttest.New(nil, todoisttest.WithLatency(st.todoLatency))
+	defer todo.Close()
+	todo.SeedInbox(n, st.groups)
+	mdl := openaitest.New(openaitest.FromAgent((&sim.Tidier{Groups: sim.TalkGroups}).Reply), openaitest.WithLatency(st.modelLatency))
+	defer mdl.Close()
+	hc := &http.Client{Timeout: 2 * time.Minute}
+	model := openai.New(openai.Config{APIKey: "sk-bench", BaseURL: mdl.URL, Model: "gpt-6-luna", API: api}, hc)
+	tasks := todoist.New(todo.Token, todo.URL, hc)
+	todo.ResetCounters()
+	r := result{System: "tidybot", N: n, API: api}
+	start := time.Now()
+	out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		return r, fmt.Errorf("tidybot on %s at N=%d: %s: %s (%v)", api, n, out.Status, out.Answer, out.Err)
+	}
+	u := out.Transcript.Usage
+	r.Wall = time.Since(start)
+	r.ModelCalls = mdl.Calls()
+	r.TodoistRequests = todo.TotalRequests()
+	r.PromptTokens, r.CompletionTokens, r.ReasoningTokens, r.CachedTokens = u.PromptTokens, u.CompletionTokens, u.ReasoningTokens, u.CachedTokens
+	r.InboxLeft = len(todo.TasksIn(todo.InboxID()))
+	return r, nil
+}
+
+func printAPITable(rs []result, st settings) {
+	fmt.Printf("\ntidybot with gpt-6-luna on each transport (the fake server's usage: cached ⊂ prompt, reasoning ⊂ completion; Chat Completions at effort none, Responses at low)\n\n")
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "N\tAPI\tmodel calls\tprompt tokens\tcached\tcompletion tokens\treasoning\twall time\tinbox left\t")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n", r.N, r.API, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens, r.ReasoningTokens, r.Wall.Round(time.Millisecond), r.InboxLeft)
+	}
+	_ = w.Flush()
 }
 
 // measure runs one system on a fresh fake account.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
 )
 
 // TestFastRun runs both systems without latency on a small inbox: the
@@ -23,5 +24,24 @@ func TestFastRun(t *testing.T) {
 	}
 	if calls[0] >= calls[1] {
 		t.Errorf("model calls: tidybot %d, baseline %d", calls[0], calls[1])
+	}
+}
+
+// TestBothTransports runs tidybot with gpt-6-luna on Chat Completions and
+// on the Responses API: both tidy the inbox, and only the Responses run
+// reasons (at low effort) and reports it.
+func TestBothTransports(t *testing.T) {
+	st := settings{groups: 5, protocol: agent.ProtocolTools}
+	for _, api := range []string{openai.APIChat, openai.APIResponses} {
+		r, err := measureAPI(t.Context(), api, 20, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.InboxLeft != 0 || r.ModelCalls == 0 || r.PromptTokens == 0 {
+			t.Errorf("%s: %+v", api, r)
+		}
+		if reasons := r.ReasoningTokens > 0; reasons != (api == openai.APIResponses) {
+			t.Errorf("%s: %d reasoning tokens", api, r.ReasoningTokens)
+		}
 	}
 }

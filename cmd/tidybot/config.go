@@ -9,12 +9,15 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/tidybot/tidybot/agent/openai"
 )
 
 // Config is every setting, read from the environment. `tidybot -h` lists
@@ -25,7 +28,10 @@ import (
 type Config struct {
 	OpenAIKey     string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
 	OpenAIBaseURL string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
-	OpenAIModel   string        `envconfig:"OPENAI_MODEL" default:"gpt-4.1-mini" desc:"model name"`
+	OpenAIModel   string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
+	OpenAIAPI     string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
+	Effort        string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
+	ReasoningOn   bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
 	TodoistToken  string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
 	TodoistURL    string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
 	TelegramToken string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
@@ -42,7 +48,7 @@ type Config struct {
 	AllowedUsers  []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
 	Protocol      string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
 	MaxSteps      int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
-	MaxTokens     int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"1024" desc:"max response tokens per model call"`
+	MaxTokens     int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
 	TokenBudget   int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
 	History       int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
 	Temperature   float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
@@ -158,6 +164,14 @@ func (c Config) Validate(serve bool) error {
 		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad("%s must be an http(s) URL, not %q", u.name, u.v)
 		}
+	}
+	switch c.OpenAIAPI {
+	case "", "auto", "chat", "responses":
+	default:
+		bad("OPENAI_API must be auto, chat or responses, not %q", c.OpenAIAPI)
+	}
+	if c.Effort != "" && !slices.Contains(openai.Efforts, c.Effort) {
+		bad("TIDYBOT_REASONING_EFFORT must be one of %s, not %q", strings.Join(openai.Efforts, ", "), c.Effort)
 	}
 	if c.Protocol != "tools" && c.Protocol != "json" {
 		bad("TIDYBOT_PROTOCOL must be tools or json, not %q", c.Protocol)

@@ -197,20 +197,26 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 	return log
 }
 
-// build wires the store, the clients, the agent and the bot.
-func (m *Main) build(cfg Config, log *slog.Logger) (*bot.Bot, error) {
+// build wires the store, the clients, the agent and the bot, once the
+// model has passed its start-up check.
+func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
+	hc := m.httpClient()
+	model := openai.New(modelConfig(cfg, log), hc)
+	notice, err := checkModel(ctx, model, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(cfg.DB)
 	if err != nil {
 		return nil, err
 	}
 	m.closers = append(m.closers, st.Close)
-	hc := m.httpClient()
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc)
-	eng := agent.New(newModel(cfg, hc), tasks, m.engineConfig(cfg))
+	eng := agent.New(model, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention}), nil
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice}), nil
 }
 
 // httpClient reaches the model and Todoist.
@@ -221,9 +227,16 @@ func (m *Main) httpClient() *http.Client {
 	return &http.Client{Timeout: 90 * time.Second}
 }
 
-// newModel is the model chat, serve and eval use.
+// modelConfig is the model client's configuration; log hears what the
+// client learns about the server.
+func modelConfig(cfg Config, log *slog.Logger) openai.Config {
+	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
+		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningOn, Logger: log}
+}
+
+// newModel is the model eval uses (chat and serve check theirs first).
 func newModel(cfg Config, hc *http.Client) agent.Model {
-	return openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel}, hc)
+	return openai.New(modelConfig(cfg, nil), hc)
 }
 
 // engineConfig is the agent's configuration chat, serve and eval use.
@@ -244,7 +257,7 @@ func (m *Main) engineConfig(cfg Config) agent.Config {
 // chat runs the bot in the terminal.
 func (m *Main) chat(ctx context.Context, cfg Config) error {
 	log := m.logger(cfg, true)
-	b, err := m.build(cfg, log)
+	b, err := m.build(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -267,7 +280,7 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 // serve runs the platforms and the HTTP server until ctx ends.
 func (m *Main) serve(ctx context.Context, cfg Config) error {
 	log := m.logger(cfg, false)
-	b, err := m.build(cfg, log)
+	b, err := m.build(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -412,4 +425,39 @@ func (m *Main) health(ctx context.Context, cfg Config) error {
 	}
 	_, err = fmt.Fprintln(m.Stdout, "ok")
 	return err
+}
+
+// checkModel stops start-up, with one line naming the setting, when the
+// model cannot work: go-openai would refuse every call, or the server
+// says the model does not exist. A model with a shutdown date is logged
+// and returned as a notice for each conversation.
+func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog.Logger) (string, error) {
+	if err := model.Check(cfg.Protocol == "tools"); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	info, err := model.LookUp(ctx)
+	if err != nil {
+		if errors.Is(err, openai.ErrUnknownModel) {
+			return "", fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
+		}
+		return "", err
+	}
+	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
+	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {
+		log.Warn("TIDYBOT_TEMPERATURE is not sent while the model reasons: set TIDYBOT_REASONING_EFFORT=none to use it",
+			slog.String("model", cfg.OpenAIModel), slog.String("reasoning_effort", e))
+	}
+	if info.ShutdownDate.IsZero() {
+		return "", nil
+	}
+	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
+	if info.Replacement != "" {
+		notice += "; OpenAI recommends " + info.Replacement + " instead"
+	}
+	notice += ": set OPENAI_MODEL to a model that will still be served."
+	log.Warn("the model has a shutdown date", slog.String("model", cfg.OpenAIModel), slog.String("shutdown_date", info.ShutdownDate.Format(time.DateOnly)),
+		slog.String("replacement", info.Replacement))
+	return notice, nil
 }

@@ -7,14 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -296,7 +293,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "TODOIST_TOKEN", "TODOIST_API_URL", "TELEGRAM_BOT_TOKEN", "TELEGRAM_API_URL",
 		"TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "TIDYBOT_DB",
 		"TIDYBOT_HTTP_ADDR", "TIDYBOT_ALLOWED_USERS", "TIDYBOT_PROTOCOL", "TIDYBOT_MAX_STEPS", "TIDYBOT_MAX_TOKENS", "TIDYBOT_HISTORY",
-		"TIDYBOT_TEMPERATURE", "TIDYBOT_RUN_TIMEOUT", "TIDYBOT_WORKERS", "TIDYBOT_CONFIRM", "TIDYBOT_RETENTION", "gpt-4.1-mini", "destructive"} {
+		"TIDYBOT_TEMPERATURE", "TIDYBOT_RUN_TIMEOUT", "TIDYBOT_WORKERS", "TIDYBOT_CONFIRM", "TIDYBOT_RETENTION", "OPENAI_API", "TIDYBOT_REASONING_EFFORT", "OPENAI_REASONING_MODEL", "gpt-6-luna", "destructive"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("-h lacks %s", v)
 		}
@@ -319,79 +316,7 @@ func TestCrashMidRunResumesWithoutDuplicates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	e := newEnv(t)
-	e.todo.SeedTalkInbox()
-	// The model stalls (for an hour, or until the client is gone) on the
-	// first request made after the write.
-	stalled := make(chan struct{})
-	var once sync.Once
-	e.model.Close()
-	e.model = openaitest.New(func(req openaitest.Request) openaitest.Reply {
-		stall := false
-		if wrote(openaitest.AgentRequest(req)) {
-			once.Do(func() { stall = true; close(stalled) })
-		}
-		if stall {
-			return openaitest.Text("…").After(time.Hour)
-		}
-		return openaitest.FromAgent(e.scen.reply)(req)
-	})
-	t.Cleanup(e.model.Close)
-	bin := filepath.Join(t.TempDir(), "tidybot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	environ := append(os.Environ(),
-		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL, "OPENAI_MODEL=scripted",
-		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB)
-
-	first := exec.Command(bin, "chat")
-	first.Env = environ
-	first.Stdin = strings.NewReader("/tidy-inbox\n")
-	var out1 bytes.Buffer
-	first.Stdout, first.Stderr = &out1, &out1
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-stalled:
-	case <-time.After(20 * time.Second):
-		_ = first.Process.Kill()
-		_ = first.Wait()
-		t.Fatalf("the model never stalled after the write; output:\n%s", out1.String())
-	}
-	_ = first.Process.Signal(syscall.SIGKILL)
-	_ = first.Wait()
-	if n := len(e.todo.TasksIn(e.todo.InboxID())); n != 0 {
-		t.Fatalf("inbox has %d tasks at the kill: the write was not applied", n)
-	}
-	applied := e.todo.AppliedCommands()
-
-	second := exec.Command(bin, "chat")
-	second.Env = environ
-	second.Stdin = strings.NewReader("")
-	out2, err := second.CombinedOutput()
-	if err != nil {
-		t.Fatalf("restart: %v\n%s", err, out2)
-	}
-	if !strings.Contains(string(out2), "Tidied your inbox") {
-		t.Errorf("the resumed run did not finish:\n%s", out2)
-	}
-	if got := e.todo.AppliedCommands(); got != applied {
-		t.Errorf("applied commands %d after restart, %d before: a write was applied twice", got, applied)
-	}
-	names := map[string]int{}
-	for _, p := range e.todo.Projects() {
-		names[p.Name]++
-	}
-	for n, c := range names {
-		if c > 1 {
-			t.Errorf("project %q exists %d times", n, c)
-		}
-	}
-	if len(names) != 4 {
-		t.Errorf("projects: %v", names)
-	}
+	crashAndResume(t, newEnv(t), "OPENAI_MODEL=scripted")
 }
 
 func TestServeHealth(t *testing.T) {

@@ -8,10 +8,16 @@ import (
 	"strings"
 )
 
-// Request is a chat-completion request as the server decoded it.
+// Request is a chat-completion or Responses request as the server
+// decoded it. A Responses request's input items are mapped onto the same
+// messages: function_call items are the tool calls of an assistant
+// message, function_call_output items are tool messages, and reasoning
+// items are counted in ReasoningItems.
 type Request struct {
 	// Call is the request's number, from 1, in order of arrival.
-	Call     int
+	Call int
+	// API is APIChat or APIResponses: the endpoint the request came to.
+	API      string
 	Model    string
 	Messages []Message
 	Tools    []Tool
@@ -23,12 +29,25 @@ type Request struct {
 	// ResponseFormat is nil when not sent.
 	ResponseFormat *ResponseFormat
 	// MaxTokens is max_tokens, or max_completion_tokens when that was
-	// sent instead; MaxTokensField says which ("" when neither).
+	// sent instead, or a response's max_output_tokens; MaxTokensField
+	// says which ("" when none).
 	MaxTokens      int
 	MaxTokensField string
 	// Temperature is nil when not sent (the server's default applies:
 	// 1 on OpenAI).
 	Temperature *float64
+	TopP        *float64
+	// ReasoningEffort is reasoning_effort (Chat Completions) or
+	// reasoning.effort (Responses); "" when not sent.
+	ReasoningEffort string
+	// Store, Include and PreviousResponseID are those of a Responses
+	// request (Store is nil when not sent).
+	Store              *bool
+	Include            []string
+	PreviousResponseID string
+	// ReasoningItems is how many reasoning items the input carried back,
+	// each with encrypted content this server issued.
+	ReasoningItems int
 	// Header holds the HTTP headers, Authorization included.
 	Header http.Header
 	// Body is the request body as sent.
@@ -103,6 +122,8 @@ type (
 		MaxTokens           *int            `json:"max_tokens"`
 		MaxCompletionTokens *int            `json:"max_completion_tokens"`
 		Temperature         *float64        `json:"temperature"`
+		TopP                *float64        `json:"top_p"`
+		ReasoningEffort     string          `json:"reasoning_effort"`
 		Stream              bool            `json:"stream"`
 	}
 	wireMessage struct {
@@ -147,7 +168,7 @@ func decodeRequest(body []byte) (Request, *statusError) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return Request{}, invalid("", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.) "+err.Error())
 	}
-	req := Request{Model: w.Model, ParallelToolCalls: w.ParallelToolCalls, Temperature: w.Temperature}
+	req := Request{API: APIChat, Model: w.Model, ParallelToolCalls: w.ParallelToolCalls, Temperature: w.Temperature, TopP: w.TopP, ReasoningEffort: w.ReasoningEffort}
 	var bad *statusError
 	fail := func(e *statusError) {
 		if bad == nil {

@@ -38,15 +38,22 @@ type Reply struct {
 	// RetryAfter is sent as the Retry-After header of an error ("2", or
 	// an HTTP date).
 	RetryAfter string
+	// Header are more headers of an error answer, such as OpenAI's
+	// x-ratelimit-reset-requests.
+	Header map[string]string
 
 	// Delay is added to the server's latency before this reply.
 	Delay time.Duration
 }
 
-// Usage is the token usage of a completion.
+// Usage is the token usage of a completion. ReasoningTokens are part of
+// CompletionTokens and CachedTokens part of PromptTokens, as OpenAI
+// reports them.
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	ReasoningTokens  int
+	CachedTokens     int
 }
 
 // APIError is the body of an OpenAI error answer:

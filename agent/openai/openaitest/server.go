@@ -1,13 +1,16 @@
-// Package openaitest is a fake OpenAI chat-completions API on
-// net/http/httptest with a scripted model, for tests, demos and benchmarks
-// that run the real client (agent/openai, on go-openai) end to end without
-// a network, an account or a model.
+// Package openaitest is a fake OpenAI API on net/http/httptest with a
+// scripted model, for tests, demos and benchmarks that run the real client
+// (agent/openai, on go-openai) end to end without a network, an account or
+// a model.
 //
-// A Server answers POST {URL}/chat/completions, where URL ends in /v1 (the
-// value to pass as OPENAI_BASE_URL), and also POST /chat/completions for a
-// base URL without /v1. Every request is decoded, checked the way the real
-// API checks it, recorded (Requests, Calls) and, if it passes, answered
-// with the script's Reply for it:
+// A Server answers POST {URL}/chat/completions and POST {URL}/responses
+// (the Responses API, unless WithoutResponses), where URL ends in /v1 (the
+// value to pass as OPENAI_BASE_URL), and the same paths without /v1; and
+// GET {URL}/models/{id} (WithModels). Every completion request is decoded
+// (a Responses request's input items onto the same Request: see Request),
+// checked the way the real API checks it, recorded (Requests, Calls) and,
+// if it passes, answered with the script's Reply for it, on the Responses
+// API with reasoning, message and function_call output items:
 //
 //	srv := openaitest.New(openaitest.Replies(
 //		openaitest.Call("get_overview", `{}`),
@@ -41,7 +44,24 @@
 //   - the Authorization header is not "Bearer <key>" (WithAPIKey only; the
 //     401's message then echoes the header verbatim, so that a test can
 //     check the client never repeats it);
-//   - the response format is one WithoutResponseFormats turned off.
+//   - the response format is one WithoutResponseFormats turned off;
+//   - the model's own rules (rules.go): reasoning settings on a model that
+//     does not reason, temperature or top_p while a model reasons, tools
+//     on Chat Completions for GPT-6 unless reasoning effort is "none",
+//     max_tokens for reasoning models, parallel_tool_calls for o1, o3 and
+//     o4-mini, the keyword limits of WithStrictCoreOnly and
+//     WithoutStrict, and the context of WithContextLength;
+//   - on the Responses API (responses.go): reasoning items without the
+//     encrypted content this server issued, function calls and outputs
+//     that do not pair up, previous_response_id (nothing is stored),
+//     max_output_tokens below 16, and strict function tools (strict by
+//     default there) with a schema that breaks the strict rules.
+//
+// A reply longer than the request's token limit (reasoning included) is
+// cut off there, with finish_reason "length" or an "incomplete" response
+// (incomplete_details.reason "max_output_tokens"). Reasoning models spend
+// reasoning tokens by effort (low: 64), and a conversation prefix sent
+// before is reported as cached tokens, as OpenAI's prompt cache does.
 //
 // When a Reply sets no usage, the fake reports a deterministic estimate
 // (EstimateUsage: a quarter of the characters sent and received) unless
@@ -54,6 +74,7 @@ package openaitest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,6 +98,9 @@ type Server struct {
 	// scriptMu serializes calls of script.
 	scriptMu sync.Mutex
 
+	// secret signs the encrypted content of reasoning items.
+	secret []byte
+
 	mu sync.Mutex // protects the fields below
 	// key, if not empty, is the API key the server requires.
 	key       string
@@ -86,7 +110,30 @@ type Server struct {
 	requests  []Request
 	usage     Usage
 	responses int
+	// noResponses answers 404 for /responses, like servers without it.
+	noResponses bool
+	// models, when not nil, are the only models GET /models/{id} knows.
+	models map[string]Model
+	// reasoning are model names to treat as reasoning models besides
+	// OpenAI's (an Azure deployment of o3 under a name of its own).
+	reasoning map[string]bool
+	// strict limits strict schemas: strictAll, strictCore or strictNone.
+	strict int
+	// context, when not 0, is the context length of WithContextLength.
+	context int
+	// prefixes are hashes of every conversation prefix sent so far, for
+	// prompt-cache hits.
+	prefixes map[[32]byte]bool
+	lookups  int
+	// misses counts requests to paths the server does not serve.
+	misses int
 }
+
+// The endpoints a request can come to (Request.API).
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
 
 // Option configures a Server.
 type Option func(*Server)
@@ -122,7 +169,8 @@ func New(script Script, opts ...Option) *Server {
 	if script == nil {
 		script = func(Request) Reply { return Text("OK") }
 	}
-	s := &Server{script: script, formats: map[string]bool{}}
+	s := &Server{script: script, formats: map[string]bool{}, reasoning: map[string]bool{}, prefixes: map[[32]byte]bool{}, secret: make([]byte, 32)}
+	_, _ = rand.Read(s.secret)
 	for _, o := range opts {
 		o(s)
 	}
@@ -230,6 +278,7 @@ func (s *Server) ResetCounters() {
 	s.requests = nil
 	s.responses = 0
 	s.usage = Usage{}
+	s.lookups = 0
 }
 
 // maxBody caps the size of a request body.
@@ -237,20 +286,48 @@ const maxBody = 32 << 20
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" || r.Method != http.MethodPost {
-		writeError(w, http.StatusNotFound, &APIError{
-			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
-			Type:    "invalid_request_error",
-		})
+	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	s.mu.Lock()
+	noResponses := s.noResponses
+	s.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/models/"):
+		s.serveModel(w, r, strings.TrimPrefix(path, "/models/"))
+		return
+	case r.Method == http.MethodPost && path == "/chat/completions":
+		s.serveCompletion(w, r, APIChat)
+		return
+	case r.Method == http.MethodPost && path == "/responses" && !noResponses:
+		s.serveCompletion(w, r, APIResponses)
 		return
 	}
+	s.mu.Lock()
+	s.misses++
+	s.mu.Unlock()
+	writeError(w, http.StatusNotFound, &APIError{
+		Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
+		Type:    "invalid_request_error",
+	})
+}
+
+// serveCompletion answers a chat completion or a response.
+func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, api string) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, &invalid("", "", "could not read the request body: "+err.Error()).APIError)
 		return
 	}
 
-	req, perr := decodeRequest(body)
+	var (
+		req  Request
+		perr *statusError
+	)
+	if api == APIResponses {
+		req, perr = s.decodeResponses(body)
+	} else {
+		req, perr = decodeRequest(body)
+	}
+	req.API = api
 	req.Header = r.Header.Clone()
 	req.Body = body
 
@@ -263,6 +340,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if aerr := s.check(r, req, perr, key, off); aerr != nil {
 		if !sleep(r.Context(), latency) {
+			return
+		}
+		if aerr.raw != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(aerr.status)
+			_, _ = io.WriteString(w, aerr.raw)
 			return
 		}
 		writeError(w, aerr.status, &aerr.APIError)
@@ -280,7 +363,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeReplyError(w, reply)
 		return
 	}
-	s.writeCompletion(w, req, reply, noUsage)
+	reply, u, cut, sendUsage := s.outcome(req, reply, noUsage)
+	if api == APIResponses {
+		s.writeResponse(w, req, reply, u, cut, sendUsage)
+		return
+	}
+	s.writeCompletion(w, req, reply, u, cut, sendUsage)
 }
 
 // check applies the real API's checks that a script should not have to
@@ -289,13 +377,13 @@ func (s *Server) check(r *http.Request, req Request, perr *statusError, key stri
 	if key != "" {
 		got := r.Header.Get("Authorization")
 		if got == "" {
-			return &statusError{http.StatusUnauthorized, APIError{
+			return &statusError{status: http.StatusUnauthorized, APIError: APIError{
 				Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
 				Type:    "invalid_request_error",
 			}}
 		}
 		if got != "Bearer "+key {
-			return &statusError{http.StatusUnauthorized, APIError{
+			return &statusError{status: http.StatusUnauthorized, APIError: APIError{
 				Message: "Incorrect API key provided: " + got + ". You can find your API key at https://platform.openai.com/account/api-keys.",
 				Type:    "invalid_request_error",
 				Code:    "invalid_api_key",
@@ -305,9 +393,18 @@ func (s *Server) check(r *http.Request, req Request, perr *statusError, key stri
 	if perr != nil {
 		return perr
 	}
+	if err := s.modelRules(req); err != nil {
+		return err
+	}
+	if err := s.strictRules(req); err != nil {
+		return err
+	}
+	if err := s.contextRule(req); err != nil {
+		return err
+	}
 	if formatOff {
 		t := formatType(req.ResponseFormat)
-		return &statusError{http.StatusBadRequest, APIError{
+		return &statusError{status: http.StatusBadRequest, APIError: APIError{
 			Message: "response_format " + t + " is not supported",
 			Type:    "invalid_request_error",
 			Param:   "response_format",
@@ -339,6 +436,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func (s *Server) writeReplyError(w http.ResponseWriter, reply Reply) {
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
 	if reply.RetryAfter != "" {
 		w.Header().Set("Retry-After", reply.RetryAfter)
 	}
@@ -394,12 +494,18 @@ type responseMessage struct {
 }
 
 type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
-func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply, noUsage bool) {
+func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply, u Usage, cut, sendUsage bool) {
 	msg := responseMessage{Role: "assistant"}
 	if reply.Content != "" || len(reply.ToolCalls) == 0 {
 		msg.Content = &reply.Content
@@ -421,6 +527,9 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 			finish = "tool_calls"
 		}
 	}
+	if cut {
+		finish = "length"
+	}
 	out := completion{
 		ID:      fmt.Sprintf("chatcmpl-openaitest-%d", req.Call),
 		Object:  "chat.completion",
@@ -428,16 +537,17 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 		Model:   req.Model,
 		Choices: []choice{{Message: msg, FinishReason: finish}},
 	}
-	var u Usage
-	switch {
-	case reply.Usage != nil:
-		u = *reply.Usage
-	case !reply.NoUsage && !noUsage:
-		u = EstimateUsage(req, reply)
+	if sendUsage {
+		wu := &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+		wu.PromptTokensDetails.CachedTokens = u.CachedTokens
+		wu.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
+		out.Usage = wu
 	}
-	if reply.Usage != nil || (!reply.NoUsage && !noUsage) {
-		out.Usage = &usageJSON{u.PromptTokens, u.CompletionTokens, u.PromptTokens + u.CompletionTokens}
-	}
+	s.writeJSON(w, out, u)
+}
+
+// writeJSON sends a successful answer and counts it with its usage.
+func (s *Server) writeJSON(w http.ResponseWriter, out any, u Usage) {
 	b, err := json.Marshal(out)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, &APIError{Message: "openaitest: " + err.Error(), Type: "server_error"})
@@ -447,9 +557,61 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 	s.responses++
 	s.usage.PromptTokens += u.PromptTokens
 	s.usage.CompletionTokens += u.CompletionTokens
+	s.usage.ReasoningTokens += u.ReasoningTokens
+	s.usage.CachedTokens += u.CachedTokens
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// outcome settles what a reply reports: its usage (the script's, or
+// EstimateUsage plus the reasoning the request's effort costs and the
+// prompt-cache hits), and whether it is cut off at the request's token
+// limit, as the real API cuts a reply that reaches max_tokens /
+// max_output_tokens (reasoning counts against the limit) and says so with
+// finish_reason "length" or status "incomplete".
+func (s *Server) outcome(req Request, reply Reply, noUsage bool) (Reply, Usage, bool, bool) {
+	sendUsage := reply.Usage != nil || (!reply.NoUsage && !noUsage)
+	cached := s.cache(req)
+	cut := reply.FinishReason == "length"
+	if reply.Usage != nil {
+		return reply, *reply.Usage, cut, true
+	}
+	u := EstimateUsage(req, reply)
+	u.ReasoningTokens = s.reasoningTokens(req)
+	u.CompletionTokens += u.ReasoningTokens
+	u.CachedTokens = cached
+	if limit := req.MaxTokens; limit > 0 && u.CompletionTokens > limit {
+		reply = cutReply(reply, max(limit-u.ReasoningTokens, 0)*4)
+		u.ReasoningTokens = min(u.ReasoningTokens, limit)
+		u.CompletionTokens = limit
+		cut = true
+	}
+	if !sendUsage {
+		u = Usage{}
+	}
+	return reply, u, cut, sendUsage
+}
+
+// cutReply keeps the first n characters of the reply's content and tool
+// call arguments, as a model cut off mid-answer leaves them.
+func cutReply(r Reply, n int) Reply {
+	take := func(s string) string {
+		k := min(len(s), max(n, 0))
+		n -= k
+		return s[:k]
+	}
+	r.Content = take(r.Content)
+	calls := r.ToolCalls
+	r.ToolCalls = nil
+	for _, c := range calls {
+		if n <= 0 {
+			break
+		}
+		c.Arguments = take(c.Arguments)
+		r.ToolCalls = append(r.ToolCalls, c)
+	}
+	return r
 }
 
 // EstimateUsage is the fake's deterministic usage: a quarter of the
@@ -481,10 +643,12 @@ func EstimateUsage(req Request, reply Reply) Usage {
 type statusError struct {
 	status int
 	APIError
+	// raw, when set, is the body instead of OpenAI's error shape.
+	raw string
 }
 
 func invalid(param, code, msg string) *statusError {
-	return &statusError{http.StatusBadRequest, APIError{Message: msg, Type: "invalid_request_error", Param: param, Code: code}}
+	return &statusError{status: http.StatusBadRequest, APIError: APIError{Message: msg, Type: "invalid_request_error", Param: param, Code: code}}
 }
 
 func writeError(w http.ResponseWriter, status int, e *APIError) {

@@ -1,0 +1,112 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// ModelInfo is what the server says about the configured model.
+type ModelInfo struct {
+	ID string
+	// Known is false when the server could not be asked (it has no
+	// GET /models/{id}, or did not answer): nothing is known then.
+	Known bool
+	// ShutdownDate is the day the model stops being served, zero when
+	// none is announced.
+	ShutdownDate time.Time
+	// Replacement is OpenAI's recommended replacement, when it names one.
+	Replacement string
+}
+
+// ErrUnknownModel is wrapped by LookUp's error for a model the server
+// says does not exist.
+var ErrUnknownModel = errors.New("unknown model")
+
+// replacements are the replacements OpenAI's deprecations page
+// (https://developers.openai.com/api/docs/deprecations) recommends for
+// models with a shutdown date; the models endpoint gives only the date.
+var replacements = map[string]string{
+	"gpt-4o": "gpt-6-luna", "gpt-4o-mini": "gpt-6-luna", "gpt-4.1": "gpt-6-luna", "gpt-4.1-mini": "gpt-6-luna",
+	"gpt-5": "gpt-6.1-sol", "gpt-5-mini": "gpt-6.1-terra", "o3": "gpt-6.1-sol",
+}
+
+// LookUp asks the server about the configured model (GET
+// /models/{model}). A model the server says does not exist (404
+// model_not_found, or 404 from a server whose error names the model) is
+// an error wrapping ErrUnknownModel; a rejected key is an error too. A
+// server that cannot answer (no such endpoint, 5xx, unreachable) or an
+// Azure resource (whose /models has no deployment names) gives a
+// ModelInfo with Known false and no error, so start-up goes on.
+//
+// go-openai's GetModel decodes into a Model without shutdown_date, so
+// this one call is made on net/http: OpenAI documents shutdown_date as
+// an optional "YYYY-MM-DD" string (or null) on the List and Retrieve
+// model endpoints (deprecations page, "monitor model shutdowns
+// programmatically").
+func (c *Client) LookUp(ctx context.Context) (ModelInfo, error) {
+	info := ModelInfo{ID: c.model}
+	if strings.HasSuffix(c.host, ".azure.com") {
+		// Azure's /models lists base models, not the deployment names
+		// OPENAI_MODEL holds there: a 404 would prove nothing.
+		return info, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.BaseURL+"/models/"+url.PathEscape(c.model), nil)
+	if err != nil {
+		return info, fmt.Errorf("openai: look up model %s: %w", c.model, err)
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.log.WarnContext(ctx, "openai: could not look the model up", slog.String("error", c.redact(err.Error())))
+		return info, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+			Code    any    `json:"code"`
+			Param   any    `json:"param"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusUnauthorized:
+		return info, fmt.Errorf("openai: look up model %s: %w", c.model,
+			&agent.Error{Code: agent.ErrUnauthorized, Message: "the model API at " + c.host + " rejected the key: check OPENAI_API_KEY"})
+	case resp.StatusCode == http.StatusNotFound && e.Error != nil &&
+		(fmt.Sprint(e.Error.Code) == "model_not_found" || strings.Contains(e.Error.Message, c.model)):
+		return info, fmt.Errorf("openai: OPENAI_MODEL=%s: the model API at %s has no such model: %w", c.model, c.host, ErrUnknownModel)
+	default:
+		c.log.DebugContext(ctx, "openai: the server cannot say whether the model exists", slog.String("status", resp.Status))
+		return info, nil
+	}
+	var m struct {
+		ID           string  `json:"id"`
+		ShutdownDate *string `json:"shutdown_date"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return info, nil
+	}
+	info.Known = true
+	if m.ShutdownDate != nil && *m.ShutdownDate != "" {
+		if d, err := time.Parse(time.DateOnly, *m.ShutdownDate); err == nil {
+			info.ShutdownDate = d
+			info.Replacement = replacements[c.model]
+		}
+	}
+	return info, nil
+}

@@ -1,0 +1,434 @@
+package openaitest
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// The wire shapes of a Responses API request (POST /v1/responses), from
+// OpenAI's API reference, "Create a model response":
+// https://platform.openai.com/docs/api-reference/responses/create
+type (
+	wireResponsesRequest struct {
+		Model              string          `json:"model"`
+		Input              json.RawMessage `json:"input"`
+		Instructions       string          `json:"instructions"`
+		Tools              []wireFlatTool  `json:"tools"`
+		ToolChoice         json.RawMessage `json:"tool_choice"`
+		ParallelToolCalls  *bool           `json:"parallel_tool_calls"`
+		Text               *wireTextConfig `json:"text"`
+		MaxOutputTokens    *int            `json:"max_output_tokens"`
+		Temperature        *float64        `json:"temperature"`
+		TopP               *float64        `json:"top_p"`
+		Reasoning          *wireReasoning  `json:"reasoning"`
+		Store              *bool           `json:"store"`
+		Include            []string        `json:"include"`
+		PreviousResponseID string          `json:"previous_response_id"`
+		Stream             bool            `json:"stream"`
+	}
+	// wireFlatTool is a Responses function tool: name, parameters and
+	// strict sit next to type, not under "function".
+	wireFlatTool struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	}
+	wireTextConfig struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"format"`
+	}
+	wireReasoning struct {
+		Effort string `json:"effort"`
+	}
+	// wireItem is any input item: a message (type "message" or absent,
+	// with role), function_call, function_call_output or reasoning.
+	wireItem struct {
+		Type             string          `json:"type"`
+		ID               string          `json:"id"`
+		Role             string          `json:"role"`
+		Content          json.RawMessage `json:"content"`
+		CallID           string          `json:"call_id"`
+		Name             string          `json:"name"`
+		Arguments        string          `json:"arguments"`
+		Output           json.RawMessage `json:"output"`
+		EncryptedContent *string         `json:"encrypted_content"`
+	}
+)
+
+// decodeResponses decodes and checks a Responses request into the same
+// Request a chat completion gives, so that one Script answers both.
+func (s *Server) decodeResponses(body []byte) (Request, *statusError) {
+	var w wireResponsesRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return Request{}, invalid("", "", "We could not parse the JSON body of your request. "+err.Error())
+	}
+	req := Request{API: APIResponses, Model: w.Model, ParallelToolCalls: w.ParallelToolCalls, Temperature: w.Temperature, TopP: w.TopP,
+		Store: w.Store, Include: w.Include, PreviousResponseID: w.PreviousResponseID}
+	if w.Reasoning != nil {
+		req.ReasoningEffort = w.Reasoning.Effort
+	}
+	if w.MaxOutputTokens != nil {
+		req.MaxTokens, req.MaxTokensField = *w.MaxOutputTokens, "max_output_tokens"
+	}
+	for i, t := range w.Tools {
+		if t.Type != "function" {
+			return req, invalid(fmt.Sprintf("tools[%d].type", i), "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function', 'file_search', 'web_search', 'computer_use_preview', 'mcp', 'code_interpreter', 'image_generation', 'local_shell', 'shell' and 'custom'.", t.Type))
+		}
+		// strict defaults to true on the Responses API (API reference,
+		// function tool: "strict … Defaults to true").
+		strict := t.Strict == nil || *t.Strict
+		req.Tools = append(req.Tools, Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: strict})
+	}
+	if len(w.ToolChoice) > 0 && string(w.ToolChoice) != "null" {
+		var str string
+		if json.Unmarshal(w.ToolChoice, &str) == nil {
+			req.ToolChoice = str
+		} else {
+			var f struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			}
+			if err := json.Unmarshal(w.ToolChoice, &f); err != nil || f.Type != "function" || f.Name == "" {
+				return req, invalid("tool_choice", "", "Invalid value for 'tool_choice'.")
+			}
+			req.ToolChoice = f.Name
+		}
+	}
+	if w.Text != nil && w.Text.Format != nil {
+		f := w.Text.Format
+		req.ResponseFormat = &ResponseFormat{Type: f.Type, Name: f.Name, Schema: f.Schema, Strict: f.Strict}
+	}
+	if w.Instructions != "" {
+		req.Messages = append(req.Messages, Message{Role: "system", Content: w.Instructions})
+	}
+	if err := s.decodeInput(&req, w.Input); err != nil {
+		return req, err
+	}
+	if w.Stream {
+		return req, invalid("stream", "", "openaitest: streaming is not supported")
+	}
+	return req, s.validateResponses(req)
+}
+
+// decodeInput reads the input items into req's messages: function calls
+// join the assistant message before them, function_call_output items
+// become tool messages, and reasoning items are checked and counted.
+func (s *Server) decodeInput(req *Request, raw json.RawMessage) *statusError {
+	if len(raw) == 0 || string(raw) == "null" {
+		return invalid("input", "", "Missing required parameter: 'input'.")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		req.Messages = append(req.Messages, Message{Role: "user", Content: text})
+		return nil
+	}
+	var items []wireItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return invalid("input", "", "Invalid type for 'input': expected a string or an array of input items.")
+	}
+	calls := map[string]bool{}    // call ids of function_call items so far
+	answered := map[string]bool{} // call ids with an output
+	var callOrder []string
+	for i, it := range items {
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			switch it.Role {
+			case "system", "developer", "user", "assistant":
+			default:
+				return invalid(fmt.Sprintf("input[%d].role", i), "invalid_value",
+					fmt.Sprintf("Invalid value: '%s'. Supported values are: 'assistant', 'system', 'developer', and 'user'.", it.Role))
+			}
+			content, err := contentText(it.Content)
+			if err != nil {
+				return invalid(fmt.Sprintf("input[%d].content", i), "", fmt.Sprintf("Invalid type for 'input[%d].content': %v", i, err))
+			}
+			req.Messages = append(req.Messages, Message{Role: it.Role, Content: content})
+		case "function_call":
+			if it.CallID == "" {
+				return invalid(fmt.Sprintf("input[%d].call_id", i), "", fmt.Sprintf("Missing required parameter: 'input[%d].call_id'.", i))
+			}
+			// A call joins the assistant message right before it (the
+			// text of the same turn, or the calls made with it).
+			if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != "assistant" {
+				req.Messages = append(req.Messages, Message{Role: "assistant"})
+			}
+			last := &req.Messages[len(req.Messages)-1]
+			last.ToolCalls = append(last.ToolCalls, ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			calls[it.CallID] = true
+			callOrder = append(callOrder, it.CallID)
+		case "function_call_output":
+			// "No tool call found for function call output with call_id
+			// …" is the API's answer to an output without its call.
+			if !calls[it.CallID] {
+				return invalid("input", "", fmt.Sprintf("No tool call found for function call output with call_id %s.", it.CallID))
+			}
+			answered[it.CallID] = true
+			out, err := contentText(it.Output)
+			if err != nil {
+				return invalid(fmt.Sprintf("input[%d].output", i), "", fmt.Sprintf("Invalid type for 'input[%d].output': %v", i, err))
+			}
+			req.Messages = append(req.Messages, Message{Role: "tool", ToolCallID: it.CallID, Content: out})
+		case "reasoning":
+			if err := s.checkReasoning(req, items, i); err != nil {
+				return err
+			}
+			req.ReasoningItems++
+		default:
+			return invalid(fmt.Sprintf("input[%d].type", i), "invalid_value", fmt.Sprintf("Invalid value: '%s'.", it.Type))
+		}
+	}
+	for _, id := range callOrder {
+		if !answered[id] {
+			return invalid("input", "", fmt.Sprintf("No tool output found for function call %s.", id))
+		}
+	}
+	return nil
+}
+
+// checkReasoning applies the API's rules to the reasoning item
+// items[i] of a request that keeps nothing on the server:
+//   - without its encrypted_content, the item refers to stored state,
+//     which store:false never kept: 404 "Item with id 'rs_…' not found.
+//     Items are not persisted when `store` is set to false." (the error
+//     quoted in anomalyco/opencode#2480 and github/copilot-sdk#615);
+//   - its encrypted_content must be one this server issued (API
+//     reference, include: "reasoning.encrypted_content … enables
+//     reasoning items to be used in multi-turn conversations when using
+//     the Responses API statelessly"); another's is a 400
+//     invalid_encrypted_content (openai/codex#8145);
+//   - it must be followed by the item it led to: "Item 'rs_…' of type
+//     'reasoning' was provided without its required following item."
+//     (community.openai.com, "How to use reasoning.encrypted_content with
+//     store=False").
+func (s *Server) checkReasoning(req *Request, items []wireItem, i int) *statusError {
+	it := items[i]
+	if it.EncryptedContent == nil || *it.EncryptedContent == "" {
+		if req.Store == nil || *req.Store {
+			return invalid("input", "", fmt.Sprintf("Item with id '%s' not found.", it.ID))
+		}
+		return &statusError{status: http.StatusNotFound, APIError: APIError{Type: "invalid_request_error", Param: "input",
+			Message: fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)}}
+	}
+	if c := *it.EncryptedContent; !s.verify(it.ID, c) {
+		// The body quoted in openai/codex#8145: the content abridged,
+		// param null.
+		if len(c) > 8 {
+			c = c[:4] + "..." + c[len(c)-4:]
+		}
+		return invalid("", "invalid_encrypted_content", fmt.Sprintf("The encrypted content %s could not be verified.", c))
+	}
+	if i+1 >= len(items) || items[i+1].Type == "reasoning" || (items[i+1].Type != "function_call" && items[i+1].Role != "assistant") {
+		return invalid("input", "", fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID))
+	}
+	return nil
+}
+
+// mint returns the encrypted content of reasoning item id: an HMAC under
+// the server's secret, so that only this server's items verify.
+func (s *Server) mint(id string) string {
+	m := hmac.New(sha256.New, s.secret)
+	m.Write([]byte(id))
+	return "gAAAAA" + base64.RawURLEncoding.EncodeToString(append([]byte(id+"."), m.Sum(nil)...))
+}
+
+func (s *Server) verify(id, content string) bool {
+	return hmac.Equal([]byte(s.mint(id)), []byte(content))
+}
+
+// validateResponses applies the Responses API's own checks.
+func (s *Server) validateResponses(req Request) *statusError {
+	if req.Model == "" {
+		return invalid("model", "", "Missing required parameter: 'model'.")
+	}
+	if req.PreviousResponseID != "" {
+		// The fake stores no response, as with store:false.
+		return invalid("previous_response_id", "previous_response_not_found", fmt.Sprintf("Previous response with id '%s' not found.", req.PreviousResponseID))
+	}
+	for _, inc := range req.Include {
+		switch inc {
+		case "reasoning.encrypted_content", "message.output_text.logprobs", "file_search_call.results", "web_search_call.results",
+			"message.input_image.image_url", "computer_call_output.output.image_url", "code_interpreter_call.outputs":
+		default:
+			return invalid("include", "invalid_value", fmt.Sprintf("Invalid value: '%s'.", inc))
+		}
+	}
+	tools := map[string]bool{}
+	for i, t := range req.Tools {
+		if !namePattern.MatchString(t.Name) {
+			return invalid(fmt.Sprintf("tools[%d].name", i), "invalid_value",
+				fmt.Sprintf("Invalid 'tools[%d].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", i))
+		}
+		tools[t.Name] = true
+		if t.Strict {
+			if msg := checkStrict(t.Parameters); msg != "" {
+				return invalid(fmt.Sprintf("tools[%d].parameters", i), "invalid_function_parameters", fmt.Sprintf("Invalid schema for function '%s': %s", t.Name, msg))
+			}
+		}
+	}
+	if req.ToolChoice != "" {
+		switch req.ToolChoice {
+		case "auto", "required", "none":
+		default:
+			if !tools[req.ToolChoice] {
+				return invalid("tool_choice", "", fmt.Sprintf("Tool choice 'function' not found in 'tools' parameter: %s", req.ToolChoice))
+			}
+		}
+	}
+	if f := req.ResponseFormat; f != nil {
+		switch f.Type {
+		case "text":
+		case "json_object":
+			if !lowerContains(req.Messages, "json") {
+				return invalid("text.format", "", "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.")
+			}
+		case "json_schema":
+			if !namePattern.MatchString(f.Name) {
+				return invalid("text.format.name", "invalid_value", "Invalid 'text.format.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.")
+			}
+			if len(f.Schema) == 0 || string(f.Schema) == "null" {
+				return invalid("text.format.schema", "", "Missing required parameter: 'text.format.schema'.")
+			}
+			if f.Strict {
+				if msg := checkStrict(f.Schema); msg != "" {
+					return invalid("text.format.schema", "invalid_json_schema", fmt.Sprintf("Invalid schema for response_format '%s': %s", f.Name, msg))
+				}
+			}
+		default:
+			return invalid("text.format.type", "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'text', 'json_object', and 'json_schema'.", f.Type))
+		}
+	}
+	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return invalid("temperature", "decimal_above_max_value", fmt.Sprintf("Invalid 'temperature': decimal out of range. Expected a value between 0 and 2, but got %g instead.", *t))
+	}
+	// max_output_tokens has a minimum of 16 (API reference).
+	if req.MaxTokensField != "" && req.MaxTokens < 16 {
+		return invalid("max_output_tokens", "integer_below_min_value",
+			fmt.Sprintf("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got %d instead.", req.MaxTokens))
+	}
+	return nil
+}
+
+// The wire shapes of a response.
+type (
+	wireResponse struct {
+		ID                string             `json:"id"`
+		Object            string             `json:"object"`
+		CreatedAt         int64              `json:"created_at"`
+		Status            string             `json:"status"`
+		Error             any                `json:"error"`
+		IncompleteDetails *wireIncomplete    `json:"incomplete_details"`
+		Model             string             `json:"model"`
+		Output            []any              `json:"output"`
+		ParallelToolCalls bool               `json:"parallel_tool_calls"`
+		Store             bool               `json:"store"`
+		Usage             *wireResponseUsage `json:"usage,omitempty"`
+	}
+	wireIncomplete struct {
+		Reason string `json:"reason"`
+	}
+	wireResponseUsage struct {
+		InputTokens        int `json:"input_tokens"`
+		InputTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        int `json:"output_tokens"`
+		OutputTokensDetails struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+		TotalTokens int `json:"total_tokens"`
+	}
+	wireReasoningItem struct {
+		ID               string `json:"id"`
+		Type             string `json:"type"`
+		Summary          []any  `json:"summary"`
+		EncryptedContent string `json:"encrypted_content,omitempty"`
+	}
+	wireOutputMessage struct {
+		ID      string           `json:"id"`
+		Type    string           `json:"type"`
+		Status  string           `json:"status"`
+		Role    string           `json:"role"`
+		Content []wireOutputText `json:"content"`
+	}
+	wireOutputText struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Annotations []any  `json:"annotations"`
+	}
+	wireFunctionCall struct {
+		ID        string `json:"id"`
+		Type      string `json:"type"`
+		Status    string `json:"status"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+)
+
+// writeResponse answers a Responses request with reply: a reasoning item
+// first when the model reasons (its encrypted content only when the
+// request includes it), then the message, then the function calls;
+// "incomplete" with reason max_output_tokens when the reply is cut off.
+func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, u Usage, cut bool, sendUsage bool) {
+	out := wireResponse{
+		ID:        fmt.Sprintf("resp_openaitest_%d", req.Call),
+		Object:    "response",
+		CreatedAt: time.Now().Unix(),
+		Status:    "completed",
+		Model:     req.Model,
+		Output:    []any{},
+		Store:     req.Store == nil || *req.Store,
+	}
+	if req.ParallelToolCalls != nil {
+		out.ParallelToolCalls = *req.ParallelToolCalls
+	}
+	if u.ReasoningTokens > 0 {
+		id := fmt.Sprintf("rs_openaitest_%d", req.Call)
+		item := wireReasoningItem{ID: id, Type: "reasoning", Summary: []any{}}
+		for _, inc := range req.Include {
+			if inc == "reasoning.encrypted_content" {
+				item.EncryptedContent = s.mint(id)
+			}
+		}
+		out.Output = append(out.Output, item)
+	}
+	status := "completed"
+	if cut {
+		out.Status, status = "incomplete", "incomplete"
+		out.IncompleteDetails = &wireIncomplete{Reason: "max_output_tokens"}
+	}
+	if reply.Content != "" || len(reply.ToolCalls) == 0 && !cut {
+		out.Output = append(out.Output, wireOutputMessage{ID: fmt.Sprintf("msg_openaitest_%d", req.Call), Type: "message", Status: status, Role: "assistant",
+			Content: []wireOutputText{{Type: "output_text", Text: reply.Content, Annotations: []any{}}}})
+	}
+	for i, c := range reply.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", req.Call, i)
+		}
+		out.Output = append(out.Output, wireFunctionCall{ID: fmt.Sprintf("fc_openaitest_%d_%d", req.Call, i), Type: "function_call", Status: status,
+			CallID: id, Name: c.Name, Arguments: c.Arguments})
+	}
+	if sendUsage {
+		wu := &wireResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+		wu.InputTokensDetails.CachedTokens = u.CachedTokens
+		wu.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
+		out.Usage = wu
+	}
+	s.writeJSON(w, out, u)
+}

@@ -1,0 +1,219 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// The Responses API's input items, as OpenAI's API reference ("Create a
+// model response", input) describes them. go-openai types the input as
+// any, so these are ours.
+type (
+	inputMessage struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	functionCall struct {
+		Type      string `json:"type"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	functionCallOutput struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}
+	// outputItem is one item of a response's output; go-openai's
+	// ResponseOutputItem lacks encrypted_content.
+	outputItem struct {
+		Type      string `json:"type"`
+		Status    string `json:"status"`
+		Role      string `json:"role"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		Content   []struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Refusal string `json:"refusal"`
+		} `json:"content"`
+	}
+)
+
+// input turns the conversation into Responses input items. An assistant
+// message's State (the reasoning items of the reply it records) goes
+// first, as it came, then its text and its function calls; tool results
+// are function_call_output items.
+func input(msgs []agent.Message) []any {
+	var items []any
+	for _, m := range msgs {
+		switch m.Role {
+		case agent.RoleAssistant:
+			var state []json.RawMessage
+			if len(m.State) > 0 && json.Unmarshal(m.State, &state) == nil {
+				for _, it := range state {
+					items = append(items, it)
+				}
+			}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				items = append(items, inputMessage{Type: "message", Role: "assistant", Content: m.Content})
+			}
+			for _, tc := range m.ToolCalls {
+				items = append(items, functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
+		case agent.RoleTool:
+			items = append(items, functionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Content})
+		default:
+			items = append(items, inputMessage{Type: "message", Role: string(m.Role), Content: m.Content})
+		}
+	}
+	return items
+}
+
+// responsesRequest maps req onto go-openai's Responses request.
+func (c *Client) responsesRequest(req agent.Request, p plan) goopenai.CreateResponseRequest {
+	store := false
+	out := goopenai.CreateResponseRequest{Model: c.model, Input: input(req.Messages), Store: &store, MaxOutputTokens: req.MaxTokens}
+	if p.effort != "" {
+		out.Reasoning = &goopenai.ResponseReasoning{Effort: p.effort}
+		if p.effort != "none" {
+			// Stateless use: the reasoning comes back encrypted, to be
+			// sent again with the next call (API reference, include:
+			// "reasoning.encrypted_content … when using the Responses API
+			// statelessly (like when the store parameter is set to
+			// false)").
+			out.Include = []goopenai.ResponseInclude{goopenai.ResponseIncludeReasoningEncryptedContent}
+		}
+	}
+	if p.sampling() {
+		t := req.Temperature
+		out.Temperature = &t
+	}
+	for _, t := range req.Tools {
+		params, strict := toolSchema(t, p.schema)
+		// strict is always sent: on the Responses API it defaults to true
+		// (API reference, function tool), and go-openai's
+		// NewResponseFunctionTool leaves a false out.
+		tool := goopenai.NewResponseFunctionTool(goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params})
+		tool.Parameters["strict"] = strict
+		out.Tools = append(out.Tools, tool)
+	}
+	if len(out.Tools) > 0 {
+		switch req.ToolChoice {
+		case "":
+		case "auto", "required", "none":
+			out.ToolChoice = req.ToolChoice
+		default:
+			out.ToolChoice = map[string]string{"type": "function", "name": req.ToolChoice}
+		}
+		if !noParallelToolCalls(c.model) {
+			parallel := req.ParallelToolCalls
+			out.ParallelToolCalls = &parallel
+		}
+	}
+	switch p.format {
+	case agent.FormatJSONSchema:
+		schema, strict := formatSchema(req.Format, p.schema)
+		out.Text = &goopenai.ResponseTextConfig{Format: &goopenai.ResponseTextFormat{
+			Type: "json_schema", Name: formatName(req.Format), Schema: schema, Strict: strict,
+		}}
+	case agent.FormatJSONObject:
+		out.Text = &goopenai.ResponseTextConfig{Format: &goopenai.ResponseTextFormat{Type: "json_object"}}
+	}
+	return out
+}
+
+// completeResponses makes one call on the Responses API.
+func (c *Client) completeResponses(ctx context.Context, req agent.Request, p plan) (agent.Response, error) {
+	rreq := c.responsesRequest(req, p)
+	var resp goopenai.CreateResponseResponse
+	err := c.send(ctx, bodyEdit{drop: p.dropped}, func(ctx context.Context) (http.Header, error) {
+		var err error
+		resp, err = c.api.CreateResponse(ctx, rreq)
+		return resp.Header(), err
+	})
+	if err != nil {
+		return agent.Response{}, err
+	}
+	return c.responsesResponse(req, p.format, resp)
+}
+
+// responsesResponse maps a response onto the agent's.
+func (c *Client) responsesResponse(req agent.Request, format agent.FormatKind, resp goopenai.CreateResponseResponse) (agent.Response, error) {
+	if resp.Status == goopenai.ResponseStatusFailed {
+		msg := "the model API could not produce a reply"
+		if resp.Error != nil && resp.Error.Message != "" {
+			msg += ": " + truncate(c.redact(resp.Error.Message), 300)
+		}
+		return agent.Response{}, &agent.Error{Code: agent.ErrServer, Message: msg}
+	}
+	out := agent.Response{Format: format, FinishReason: "stop"}
+	if out.Format == "" {
+		out.Format = agent.FormatText
+	}
+	var text, refusal strings.Builder
+	var state []json.RawMessage
+	for _, raw := range resp.Output {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			continue
+		}
+		var it outputItem
+		if json.Unmarshal(b, &it) != nil {
+			continue
+		}
+		switch it.Type {
+		case "reasoning":
+			state = append(state, b)
+		case "message":
+			for _, part := range it.Content {
+				switch part.Type {
+				case "output_text":
+					text.WriteString(part.Text)
+				case "refusal":
+					refusal.WriteString(part.Refusal)
+				}
+			}
+		case "function_call":
+			out.ToolCalls = append(out.ToolCalls, agent.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+		}
+	}
+	out.Content = text.String()
+	if out.Content == "" {
+		// A structured-outputs refusal: the agent treats it as a reply
+		// that does not parse, and says so.
+		out.Content = refusal.String()
+	}
+	if len(state) > 0 {
+		out.State, _ = json.Marshal(state)
+	}
+	switch {
+	case resp.Status == goopenai.ResponseStatusIncomplete && resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason == "max_output_tokens":
+		out.FinishReason = "length"
+	case resp.Status == goopenai.ResponseStatusIncomplete && resp.IncompleteDetails != nil:
+		out.FinishReason = resp.IncompleteDetails.Reason
+	case len(out.ToolCalls) > 0:
+		out.FinishReason = "tool_calls"
+	}
+	if u := resp.Usage; u != nil {
+		out.Usage = agent.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, Calls: 1}
+		if u.InputTokensDetails != nil {
+			out.Usage.CachedTokens = u.InputTokensDetails.CachedTokens
+		}
+		if u.OutputTokensDetails != nil {
+			out.Usage.ReasoningTokens = u.OutputTokensDetails.ReasoningTokens
+		}
+	}
+	if out.Usage.PromptTokens == 0 && out.Usage.CompletionTokens == 0 {
+		out.Usage = EstimateUsage(req, out)
+	}
+	return out, nil
+}
