@@ -326,7 +326,7 @@ func isYes(s string) bool {
 	case "yes", "y", "ok", "okay", "sure", "go", "go ahead", "do it", "confirm", "yes please", "1":
 		return true
 	}
-	return strings.HasPrefix(strings.ToLower(s), "yes")
+	return false // "yesterday's list is fine" is not a yes
 }
 
 func isNo(s string) bool {
@@ -334,7 +334,7 @@ func isNo(s string) bool {
 	case "no", "n", "cancel", "stop", "don't", "dont", "nope", "2":
 		return true
 	}
-	return strings.HasPrefix(strings.ToLower(s), "no")
+	return false
 }
 
 func (r *runner) popCall(id string) {

@@ -255,6 +255,10 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		b.cfg.Metrics.Event(in.Platform, "button")
 		return b.press(ctx, in)
 	}
+	in, err := b.prepare(ctx, in)
+	if err != nil {
+		return fmt.Errorf("bot: read event: %w", err)
+	}
 	switch in.Command {
 	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
 		if in.Command == "" && strings.TrimSpace(in.Text) == "" {
@@ -563,6 +567,7 @@ func (b *Bot) process(ctx context.Context, j Job) {
 // message handles a text message: the answer to a waiting run of this
 // thread, or a new run.
 func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
+	b.clipNote(ctx, in)
 	if r, err := b.waitingRun(ctx, in.ThreadKey()); err != nil {
 		return err
 	} else if r != nil {
@@ -575,6 +580,9 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 			if answer = buttonAnswer(r.Waiting, in.Button); answer == "" {
 				return nil // a press for an earlier question
 			}
+		}
+		if in.Button == "" && r.Waiting.Kind == "confirm" {
+			answer = confirmAnswer(in.Text) // a yes only when it is one
 		}
 		b.clearButtons(ctx, r, answer)
 		return b.resumeRun(ctx, r.ID, answer, jobID)
@@ -637,4 +645,5 @@ Commands:
 /cancel: stop the current run
 /reset: forget this conversation
 /usage: tokens used here
-/help: this message`
+/help: this message
+In Slack: /tidy undo, /tidy cancel, /tidy reset, /tidy usage, /tidy help. In a direct chat the word alone works too ("undo").`

@@ -12,6 +12,11 @@ import (
 type Button struct {
 	Label string
 	Data  string
+	// Command is set on a button that stands for a command the user can
+	// also type ("undo" for the Undo button), empty on one that answers a
+	// question. A platform without real buttons may leave such a button
+	// out.
+	Command string
 }
 
 // Outgoing is a message to post.
@@ -43,6 +48,28 @@ type Editor interface {
 // (Telegram's answerCallbackQuery).
 type ButtonAnswerer interface {
 	AnswerButton(ctx context.Context, ref, text string) error
+}
+
+// TextLimiter is a Platform that caps how long one answer or question
+// may be. The bot cuts a longer text and ends it with "…", so that a
+// runaway answer is a few messages, not hundreds.
+type TextLimiter interface {
+	// MaxText is the most characters (Unicode code points, before the
+	// platform escapes or splits the text) of one answer or question; 0
+	// or less means no limit.
+	MaxText() int
+}
+
+// DefaultMaxText is the cap of a platform that declares none: three
+// Telegram messages' worth.
+const DefaultMaxText = 12_000
+
+// maxText is p's cap on one answer or question; 0 means none.
+func maxText(p Platform) int {
+	if l, ok := p.(TextLimiter); ok {
+		return max(l.MaxText(), 0)
+	}
+	return DefaultMaxText
 }
 
 // Metrics hears what the pipeline does; cmd/tidybot implements it on

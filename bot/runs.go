@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -39,6 +40,16 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	}
 	if len(history) > b.cfg.History {
 		history = history[len(history)-b.cfg.History:]
+	}
+	if !in.DM && in.ThreadID != "" {
+		// The person's latest thread here (for a slash command without
+		// one), and a thread the bot is part of (KnowsThread).
+		if err := b.store.SetSetting(ctx, latestThreadSetting(in), in.ThreadID); err != nil {
+			return fmt.Errorf("bot: remember latest thread of %s: %w", key, err)
+		}
+		if err := b.store.SetSetting(ctx, knownThreadSetting(in), in.At.UTC().Format(time.RFC3339)); err != nil {
+			return fmt.Errorf("bot: remember thread %s: %w", key, err)
+		}
 	}
 	now := b.cfg.Now()
 	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
@@ -186,6 +197,8 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 			return err
 		}
 	}
+	// A runaway answer or question is cut to what the platform shows.
+	out.Answer, out.Question = b.fit(r.Platform, out.Answer), b.fit(r.Platform, out.Question)
 	r.Updated = b.cfg.Now()
 	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
 	switch out.Status {
@@ -201,7 +214,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		// The run ends, its answer joins the history and waits in the
 		// outbox in one transaction: a crash before the post leaves it
 		// for the next start to post.
-		ob := b.outbound(r.Platform, reply(in, r.Answer))
+		ob := b.outbound(r.Platform, withUndo(reply(in, r.Answer), r, out.Transcript))
 		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
@@ -245,10 +258,10 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 			return nil
 		}
 		r.Status, r.Reply = RunCancelled, ""
-		r.Answer = "Stopped, as you asked. " + doneList(out.Transcript)
+		r.Answer = b.fit(r.Platform, "Stopped, as you asked. "+doneList(out.Transcript))
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
-		ob := b.outbound(r.Platform, reply(in, r.Answer))
+		ob := b.outbound(r.Platform, withUndo(reply(in, r.Answer), r, out.Transcript))
 		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
@@ -293,6 +306,9 @@ func (b *Bot) journal(ctx context.Context, r *Run, applied []agent.Applied) erro
 // press handles a button press: only the asked user may answer; every
 // press is answered; the answer then goes through the thread's queue.
 func (b *Bot) press(ctx context.Context, in Incoming) error {
+	if runID, ok := undoButton(in.Button); ok {
+		return b.pressUndo(ctx, in, runID)
+	}
 	key, _, ok := parseButton(in.Button)
 	if !ok {
 		b.answerButtonLater(ctx, in, "I don't know that button.")
@@ -312,12 +328,12 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 	case r == nil:
 		b.answerButtonLater(ctx, in, "This question is no longer open.")
 		return nil
-	case r.Waiting.UserID != "" && r.Waiting.UserID != in.UserID:
+	case askedUser(r) != in.UserID:
 		b.answerButtonLater(ctx, in, "Only the person who asked can answer this.")
 		return nil
 	}
 	b.answerButtonLater(ctx, in, "")
-	in.ChatID, in.ThreadID = r.ChatID, r.ThreadID
+	in = into(in, r)
 	in.Text = buttonAnswer(r.Waiting, in.Button)
 	return b.enqueue(ctx, in)
 }
@@ -462,55 +478,57 @@ func (b *Bot) reset(ctx context.Context, in Incoming) error {
 	return nil
 }
 
-// undo reverts the last run in the thread that changed something.
+// undo reverts the last run of the conversation that changed something.
+// Pressed as the Undo button of an earlier run's answer, it reverts
+// nothing when a later run changed things since: undo goes latest first.
 func (b *Bot) undo(ctx context.Context, in Incoming) error {
-	runs, err := b.store.ThreadRuns(ctx, in.ThreadKey())
+	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
 	if err != nil {
-		return fmt.Errorf("bot: list runs: %w", err)
+		return err
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		r := runs[i]
-		if r.Undone || !r.Status.Final() {
-			continue
+	if pressed, ok := undoButton(in.Button); ok && (r == nil || r.ID != pressed) {
+		text := "Those changes are already undone."
+		if r != nil && r.Created.After(b.runCreated(ctx, pressed)) {
+			text = "A later run changed things since; /undo reverts the latest run first."
 		}
-		entries, err := b.store.RunAudit(ctx, r.ID)
-		if err != nil {
-			return fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
-		}
-		if len(entries) == 0 {
-			continue
-		}
-		journal := make([]agent.Applied, len(entries))
-		for i, e := range entries {
-			journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
-		}
-		rep, err := b.agent.Undo(ctx, journal)
-		if err != nil {
-			return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
-		}
-		r.Undone, r.Updated = true, b.cfg.Now()
-		if err := b.store.SaveRun(ctx, r); err != nil {
-			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-		}
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
-		for i, s := range rep.Undone {
-			if i == 15 {
-				fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
-				break
-			}
-			sb.WriteString("\n• " + s)
-		}
-		if len(rep.NotUndone) > 0 {
-			sb.WriteString("\nCould not undo:")
-			for _, s := range rep.NotUndone {
-				sb.WriteString("\n• " + s)
-			}
-		}
-		b.send(ctx, in.Platform, reply(in, sb.String()))
+		b.send(ctx, in.Platform, reply(in, text))
 		return nil
 	}
-	b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
+	if r == nil {
+		b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
+		return nil
+	}
+	journal := make([]agent.Applied, len(entries))
+	for i, e := range entries {
+		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
+	}
+	rep, err := b.agent.Undo(ctx, journal)
+	if err != nil {
+		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
+	}
+	r.Undone, r.Updated = true, b.cfg.Now()
+	if err := b.store.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
+	for i, s := range rep.Undone {
+		if i == 15 {
+			fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
+			break
+		}
+		sb.WriteString("\n• " + s)
+	}
+	if len(rep.NotUndone) > 0 {
+		sb.WriteString("\nCould not undo:")
+		for _, s := range rep.NotUndone {
+			sb.WriteString("\n• " + s)
+		}
+	}
+	if in.Button != "" {
+		b.dropUndoButton(ctx, in, r)
+	}
+	b.send(ctx, in.Platform, reply(in, b.fit(in.Platform, sb.String())))
 	return nil
 }
 

@@ -235,7 +235,8 @@ func redacted(r *agent.Redactor, m Outgoing) Outgoing {
 	if len(m.Buttons) > 0 {
 		bs := make([]Button, len(m.Buttons))
 		for i, bt := range m.Buttons {
-			bs[i] = Button{Label: r.String(bt.Label), Data: bt.Data}
+			bs[i] = bt
+			bs[i].Label = r.String(bt.Label)
 		}
 		m.Buttons = bs
 	}

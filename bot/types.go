@@ -33,16 +33,33 @@ type Incoming struct {
 	// ButtonRef identifies the pressed button's message for the platform
 	// (Telegram callback query id), so the press can be answered.
 	ButtonRef string `json:"button_ref,omitempty"`
+	// Clipped is the length in characters a message had before the bot
+	// cut it to MaxMessage; 0 when it was not cut.
+	Clipped int `json:"clipped,omitempty"`
 	// EventID is the platform's id of this event, used to drop duplicates.
 	EventID string `json:"event_id,omitempty"`
-	// DM is set for a direct conversation with the bot.
+	// DM is set for a direct conversation with the bot (a Telegram
+	// private chat, a Slack IM, the console); unset in a shared chat,
+	// where each person has their own conversation (see ThreadKey).
 	DM bool      `json:"dm,omitempty"`
 	At time.Time `json:"at"`
 }
 
-// ThreadKey names the conversation the event belongs to.
+// ThreadKey names the conversation the event belongs to: its history,
+// its pending question, /undo, /reset and /usage. A direct conversation
+// (DM) is one conversation; in a shared chat (a Telegram group, a Slack
+// channel or channel thread) each person has their own, so another
+// member's message never answers, cancels or inherits someone else's
+// question:
+//
+//	DM:     platform:chat:thread
+//	shared: platform:chat:thread:user
 func (in Incoming) ThreadKey() string {
-	return in.Platform + ":" + in.ChatID + ":" + in.ThreadID
+	key := in.Platform + ":" + in.ChatID + ":" + in.ThreadID
+	if !in.DM {
+		key += ":" + in.UserID
+	}
+	return key
 }
 
 // Role of a stored chat message.

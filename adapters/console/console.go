@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,11 +49,14 @@ func New(out io.Writer) *Adapter { return &Adapter{out: out} }
 func (a *Adapter) Name() string { return Platform }
 
 // Send implements bot.Platform: it prints the text verbatim, then the
-// buttons as numbered options.
+// buttons that answer a question as numbered options. A button that
+// stands for a command (the Undo button) is left out: the command is
+// typed here ("/undo", or "undo").
 func (a *Adapter) Send(_ context.Context, m bot.Outgoing) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seq++
+	m.Buttons = slices.DeleteFunc(slices.Clone(m.Buttons), func(b bot.Button) bool { return b.Command != "" })
 	var b strings.Builder
 	b.WriteString(m.Text)
 	b.WriteString("\n")
@@ -70,6 +74,12 @@ func (a *Adapter) Send(_ context.Context, m bot.Outgoing) (string, error) {
 	}
 	return "c" + strconv.Itoa(a.seq), nil
 }
+
+// MaxText implements bot.TextLimiter: a terminal shows a long answer
+// whole, up to a generous cap against a runaway one.
+func (a *Adapter) MaxText() int { return 100_000 }
+
+var _ bot.TextLimiter = (*Adapter)(nil)
 
 func isConfirm(bs []bot.Button) bool {
 	return len(bs) == 2 && strings.HasSuffix(bs[0].Data, ":y") && strings.HasSuffix(bs[1].Data, ":n")

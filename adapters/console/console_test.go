@@ -103,3 +103,15 @@ func TestRunEndsOnCancelWhileReadBlocks(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestSendLeavesOutCommandButtons(t *testing.T) {
+	var out bytes.Buffer
+	a := New(&out)
+	_, _ = a.Send(t.Context(), bot.Outgoing{Text: "Moved 2 tasks.", Buttons: []bot.Button{{Label: "↩️ Undo", Data: "u:r1", Command: "undo"}}})
+	if out.String() != "Moved 2 tasks.\n" {
+		t.Errorf("printed %q, want the answer alone (undo is typed here)", out.String())
+	}
+	if got := a.incoming("1"); got.Button != "" || got.Text != "1" {
+		t.Errorf("1 after an answer → %+v, want plain text", got)
+	}
+}

@@ -106,7 +106,13 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 		if strings.Contains(lastTool, "said no") {
 			return final("OK, I kept the cake task.")
 		}
+		if strings.Contains(lastTool, "did not confirm") {
+			return final("I kept the cake task. " + lastTool)
+		}
 		return final("Deleted the cake task.")
+	}
+	if instr == "say a lot" {
+		return final(strings.Repeat("blah ", 200_000)) // a runaway 1 MB answer
 	}
 	return final("You said: " + instr)
 }

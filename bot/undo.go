@@ -1,0 +1,109 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// lastWrites finds the conversation's latest run that changed something
+// and is not undone, with its journal; nil when there is none.
+func (b *Bot) lastWrites(ctx context.Context, key string) (*Run, []AuditEntry, error) {
+	runs, err := b.store.ThreadRuns(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bot: list runs of %s: %w", key, err)
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if r.Undone || !r.Status.Final() {
+			continue
+		}
+		entries, err := b.store.RunAudit(ctx, r.ID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		}
+		if len(entries) > 0 {
+			return r, entries, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// runCreated is when a run started; zero when it is gone.
+func (b *Bot) runCreated(ctx context.Context, id string) time.Time {
+	r, err := b.store.Run(ctx, id)
+	if err != nil {
+		return time.Time{}
+	}
+	return r.Created
+}
+
+// undoButtonPrefix starts the data of an Undo button: "u:<run id>".
+const undoButtonPrefix = "u:"
+
+// withUndo adds the Undo button to a run's last message when the run
+// changed something that can be undone (a deleted task cannot).
+func withUndo(m Outgoing, r *Run, tr *agent.Transcript) Outgoing {
+	if tr == nil {
+		return m
+	}
+	for _, a := range tr.Journal {
+		if len(a.Inverse) > 0 {
+			m.Buttons = append(m.Buttons, Button{Label: "↩️ Undo", Data: undoButtonPrefix + r.ID, Command: "undo"})
+			return m
+		}
+	}
+	return m
+}
+
+// undoButton reads an Undo button's run id.
+func undoButton(data string) (runID string, ok bool) {
+	runID, ok = strings.CutPrefix(data, undoButtonPrefix)
+	return runID, ok && runID != ""
+}
+
+// pressUndo handles the Undo button: only the person who asked the run
+// may press it; the press is answered, and the undo goes through the
+// conversation's queue like /undo.
+func (b *Bot) pressUndo(ctx context.Context, in Incoming, runID string) error {
+	r, err := b.store.Run(ctx, runID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b.answerButtonLater(ctx, in, "That run is no longer kept.")
+		return nil
+	case err != nil:
+		return fmt.Errorf("bot: read run %s: %w", runID, err)
+	case r.UserID != in.UserID:
+		b.answerButtonLater(ctx, in, "Only the person who asked can undo this.")
+		return nil
+	case r.Undone:
+		b.answerButtonLater(ctx, in, "Already undone.")
+		return nil
+	}
+	b.answerButtonLater(ctx, in, "Undoing…")
+	in = into(in, r)
+	in.Command = "undo"
+	return b.enqueue(ctx, in)
+}
+
+// dropUndoButton takes the Undo button off the pressed message, so it
+// gives way to what it did.
+func (b *Bot) dropUndoButton(ctx context.Context, in Incoming, r *Run) {
+	if in.MessageID == "" {
+		return
+	}
+	p, err := b.platform(r.Platform)
+	if err != nil {
+		return
+	}
+	if ed, ok := p.(Editor); ok {
+		if err := ed.Edit(ctx, in.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: r.Answer + "\n→ ↩️ Undone"}); err != nil {
+			b.log.Warn("drop undo button", slog.Any("err", err))
+		}
+	}
+}
