@@ -64,10 +64,18 @@ func TestTelegramUndoButton(t *testing.T) {
 // Telegram messages, ending in "…", not sent as 258.
 func TestTelegramRunawayAnswerIsCapped(t *testing.T) {
 	e := newEnv(t)
+	// Room for the runaway answer at the model API (the fake cuts a reply
+	// at max_tokens as the real one does).
+	e.cfg.MaxTokens, e.cfg.TokenBudget = 400_000, 2_000_000
 	tg := serveTelegram(t, e)
 	tg.PushText(42, 42, "say a lot")
 	// The answer's parts go out in one Send, so once the last (cut) part
 	// is there, all are.
+	defer func() {
+		for _, m := range tg.Messages(42) {
+			t.Logf("sent %.300q", m.Text)
+		}
+	}()
 	waitFor(t, "the cut answer", func() bool {
 		last := lastText(tg, 42)
 		return strings.HasPrefix(last, "blah") && strings.HasSuffix(last, "…")
