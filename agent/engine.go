@@ -137,7 +137,7 @@ type Engine struct {
 // New returns an engine acting on tasks through model.
 func New(model Model, tasks Tasks, cfg Config) *Engine {
 	cfg.defaults()
-	return &Engine{model: model, tasks: tasks, cfg: cfg}
+	return &Engine{model: timedModel{model}, tasks: newTimedTasks(tasks), cfg: cfg}
 }
 
 // EventKind says what an Event reports.
@@ -205,7 +205,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr.Messages = append(tr.Messages, e.history(in.History)...)
 	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction})
 	r := &runner{e: e, tr: tr, h: h}
-	return r.run(ctx)
+	return r.run(withSpans(ctx, tr, e.cfg.Now))
 }
 
 // minHistoryClip is the fewest tokens worth keeping of a clipped message.
@@ -260,8 +260,10 @@ func (e *Engine) Resume(ctx context.Context, tr *Transcript, answer string, h Ho
 		if answer == "" {
 			return *r.outcome()
 		}
+		waited(tr, e.cfg.Now())
 		r.answer(answer)
 	}
+	ctx = withSpans(ctx, tr, e.cfg.Now)
 	r.redate(ctx)
 	// Time has passed (a wait for the user, a restart): what the run read
 	// may be out of date, so unknown ids are looked up again.

@@ -107,6 +107,9 @@ type Transcript struct {
 	// Answer is the final answer or the reason the run ended.
 	Answer string `json:"answer,omitempty"`
 	Known  known  `json:"known"`
+	// Spans time every model call, Todoist request and wait for the
+	// user, in order (the run inspector's timeline).
+	Spans []Span `json:"spans,omitempty"`
 }
 
 // known is what the run has read, used to check ids without an API call,
