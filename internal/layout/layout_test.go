@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"internal/eval":                  {"agent", "agent/todoist", "agent/todoist/todoisttest", "bot"},
 	"agent/todoist/todoisttest":      {"agent"},
 	"agent/openai/openaitest":        {"agent"},
+	"inspector":                      {"bot", "agent"},
 }
 
 // TestImportDirection checks that no package imports one of ours it
