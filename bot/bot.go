@@ -52,6 +52,9 @@ type Config struct {
 	// before its first run: something every user should know, such as a
 	// model about to shut down.
 	Notice string
+	// RunLink returns the address of a run's Details page, or "" for
+	// none (nil: no links). The final message carries it for the asker.
+	RunLink func(r *Run) string
 }
 
 func (c *Config) defaults() {

@@ -25,6 +25,8 @@ type Outgoing struct {
 	ThreadID string
 	Text     string
 	Buttons  []Button
+	// Link, when set, is shown to Link.UserID only (see Link).
+	Link *Link
 }
 
 // Platform posts messages to one chat platform. Adapters implement it.

@@ -214,7 +214,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		// The run ends, its answer joins the history and waits in the
 		// outbox in one transaction: a crash before the post leaves it
 		// for the next start to post.
-		ob := b.outbound(r.Platform, withUndo(reply(in, r.Answer), r, out.Transcript))
+		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
 		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
@@ -261,7 +261,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		r.Answer = b.fit(r.Platform, "Stopped, as you asked. "+doneList(out.Transcript))
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
-		ob := b.outbound(r.Platform, withUndo(reply(in, r.Answer), r, out.Transcript))
+		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
 		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
