@@ -170,6 +170,12 @@ func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
 	if withButtons {
 		bs = blocks(text, m.Buttons)
 	}
+	if withButtons && m.Link != nil && dm(m.ChatID) {
+		if bs == nil {
+			bs = sections(text)
+		}
+		bs = append(bs, linkBlock(m.Link))
+	}
 	if bs == nil && len([]rune(text)) > maxText {
 		bs = sections(text)
 	}
@@ -199,6 +205,9 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, a.redact(err))
 		}
 		ts = t
+	}
+	if m.Link != nil && !dm(m.ChatID) {
+		a.sendLink(ctx, m)
 	}
 	return ts, nil
 }
@@ -566,6 +575,9 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 		return bot.Incoming{}, false
 	}
 	act := cb.ActionCallback.BlockActions[0]
+	if act.ActionID == linkActionID {
+		return bot.Incoming{}, false // the browser opened the link; nothing to do
+	}
 	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
 		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, At: time.Now()}
 	if in.ChatID == "" {

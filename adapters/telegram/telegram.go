@@ -160,7 +160,11 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	for i, c := range chunks {
 		msg := tgbotapi.NewMessage(chat, c)
 		if i == len(chunks)-1 {
-			if kb := keyboard(m.Buttons); kb != nil {
+			kb := keyboard(m.Buttons)
+			if m.Link != nil && m.ChatID == m.Link.UserID {
+				kb = withLink(kb, m.Link)
+			}
+			if kb != nil {
 				msg.ReplyMarkup = kb
 			}
 		}
@@ -171,6 +175,9 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 		}); err != nil {
 			return "", err
 		}
+	}
+	if m.Link != nil && m.ChatID != m.Link.UserID {
+		a.sendLink(ctx, m)
 	}
 	return strconv.Itoa(last.MessageID), nil
 }

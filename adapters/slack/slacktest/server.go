@@ -44,7 +44,12 @@ type Posted struct {
 	// Buttons are the values of the buttons in the blocks; Labels their text.
 	Buttons []string
 	Labels  []string
+	// URLs are the addresses of link buttons ("" for other buttons).
+	URLs    []string
 	Updates int
+	// User is the only one who sees an ephemeral message
+	// (chat.postEphemeral).
+	User string
 	// ResponseURL is set for a message posted through a slash command's
 	// or a button's response_url; Ephemeral when only its user sees it.
 	ResponseURL bool
@@ -191,6 +196,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.post(w, r, tok)
 	case "chat.update":
 		s.update(w, r, tok)
+	case "chat.postEphemeral":
+		s.postEphemeral(w, r, tok)
 	default:
 		s.fail(w, "unknown_method", tok)
 	}
@@ -205,6 +212,7 @@ type block struct {
 	Elements []struct {
 		Type  string `json:"type"`
 		Value string `json:"value"`
+		URL   string `json:"url"`
 		Text  struct {
 			Text string `json:"text"`
 		} `json:"text"`
@@ -217,28 +225,40 @@ type block struct {
 // in a section's text (docs.slack.dev/reference/block-kit/blocks/section-block);
 // beyond them Slack answers invalid_blocks.
 func readBlocks(raw string) (sections, values, labels []string, ok bool) {
+	sections, values, labels, _, ok = readLinks(raw)
+	return sections, values, labels, ok
+}
+
+// readLinks is readBlocks with the buttons' urls. A button's url is at
+// most 3,000 characters
+// (docs.slack.dev/reference/block-kit/block-elements/button-element).
+func readLinks(raw string) (sections, values, labels, urls []string, ok bool) {
 	if raw == "" {
-		return nil, nil, nil, true
+		return nil, nil, nil, nil, true
 	}
 	var bs []block
 	if err := json.Unmarshal([]byte(raw), &bs); err != nil || len(bs) > 50 {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	for _, b := range bs {
 		if b.Type == "section" && b.Text != nil {
 			if len([]rune(b.Text.Text)) > 3000 {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil, false
 			}
 			sections = append(sections, b.Text.Text)
 		}
 		for _, e := range b.Elements {
 			if e.Type == "button" {
+				if len(e.URL) > 3000 {
+					return nil, nil, nil, nil, false
+				}
 				values = append(values, e.Value)
 				labels = append(labels, e.Text.Text)
+				urls = append(urls, e.URL)
 			}
 		}
 	}
-	return sections, values, labels, true
+	return sections, values, labels, urls, true
 }
 
 func (s *Server) member(channel string) bool {
@@ -265,7 +285,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 		s.fail(w, "msg_too_long", tok)
 		return
 	}
-	sections, values, labels, ok := readBlocks(f.Get("blocks"))
+	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
 	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return
@@ -273,10 +293,43 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 	s.mu.Lock()
 	s.seq++
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels}
+		Sections: sections, Buttons: values, Labels: labels, URLs: urls}
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
 	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
+}
+
+// postEphemeral shows a message to one user of a channel
+// (docs.slack.dev/reference/methods/chat.postEphemeral): channel and user
+// are required, and text or blocks; the answer has message_ts.
+func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request, tok string) {
+	f := r.Form
+	switch {
+	case f.Get("channel") == "":
+		s.fail(w, "channel_not_found", tok)
+		return
+	case f.Get("user") == "":
+		s.fail(w, "user_not_found", tok)
+		return
+	case !s.member(f.Get("channel")):
+		s.fail(w, "not_in_channel", tok)
+		return
+	case f.Get("text") == "" && f.Get("blocks") == "":
+		s.fail(w, "no_text", tok)
+		return
+	}
+	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
+	if !ok {
+		s.fail(w, "invalid_blocks", tok)
+		return
+	}
+	s.mu.Lock()
+	s.seq++
+	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
+		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Ephemeral: true, User: f.Get("user")}
+	s.posts = append(s.posts, p)
+	s.mu.Unlock()
+	answer(w, map[string]any{"ok": true, "message_ts": p.TS})
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {

@@ -33,7 +33,9 @@ type Sent struct {
 	// Buttons are the inline keyboard's callback data, row by row flattened.
 	Buttons []string
 	Labels  []string
-	Edits   int
+	// URLs are the addresses of URL buttons ("" for callback buttons).
+	URLs  []string
+	Edits int
 }
 
 // Server is a fake Telegram Bot API.
@@ -211,20 +213,38 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 }
 
 func buttons(markup string) (data, labels []string) {
+	data, labels, _ = urlButtons(markup)
+	return data, labels
+}
+
+// urlButtons is buttons with the URL buttons' addresses. A button uses
+// exactly one of callback_data and url
+// (core.telegram.org/bots/api#inlinekeyboardbutton); a URL button's data
+// is reported as "-" so that it passes the callback data checks.
+func urlButtons(markup string) (data, labels, urls []string) {
 	var kb struct {
 		InlineKeyboard [][]struct {
 			Text         string `json:"text"`
 			CallbackData string `json:"callback_data"`
+			URL          string `json:"url"`
 		} `json:"inline_keyboard"`
 	}
 	_ = json.Unmarshal([]byte(markup), &kb)
 	for _, row := range kb.InlineKeyboard {
 		for _, b := range row {
-			data = append(data, b.CallbackData)
+			d := b.CallbackData
+			if b.URL != "" {
+				d = "-"
+				if b.CallbackData != "" {
+					d = "" // both set: refused below as BUTTON_DATA_INVALID
+				}
+			}
+			data = append(data, d)
 			labels = append(labels, b.Text)
+			urls = append(urls, b.URL)
 		}
 	}
-	return data, labels
+	return data, labels, urls
 }
 
 func textLen(s string) int {
@@ -255,7 +275,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 		return
 	}
 	chat, _ := strconv.ParseInt(get("chat_id"), 10, 64)
-	data, labels := buttons(get("reply_markup"))
+	data, labels, urls := urlButtons(get("reply_markup"))
 	for _, d := range data {
 		if len(d) > 64 || d == "" {
 			fail(w, http.StatusBadRequest, "Bad Request: BUTTON_DATA_INVALID", 0)
@@ -264,7 +284,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 	}
 	s.mu.Lock()
 	s.nextMsg++
-	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels}
+	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels, URLs: urls}
 	s.messages[m.MessageID] = m
 	s.order = append(s.order, m.MessageID)
 	s.mu.Unlock()
