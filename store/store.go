@@ -67,6 +67,15 @@ type Option func(*options)
 // holds (default 1s).
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.bolt.Timeout = d } }
 
+// ReadOnly opens the file for reading only (tidybot runs): it is neither
+// created nor migrated, and opening fails with ErrInUse while another
+// process holds it for writing (bbolt allows one writer and no reader
+// beside it).
+func ReadOnly() Option { return func(o *options) { o.bolt.ReadOnly = true } }
+
+// ErrInUse is returned by Open for a file another process holds.
+var ErrInUse = errors.New("database in use by another process")
+
 // WithBatchDelay sets how long a write waits for others to share its
 // transaction and fsync (default 2ms; bbolt's own default, 10ms, would
 // add 10ms to every write of a lone writer).
@@ -81,7 +90,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &o.bolt)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("database %s is in use by another process (is another tidybot running? set TIDYBOT_DB to use another file)", path)
+		return nil, fmt.Errorf("database %s is in use by another process (is another tidybot running? set TIDYBOT_DB to use another file): %w", path, ErrInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s (TIDYBOT_DB): %w", path, err)
@@ -94,6 +103,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	db.MaxBatchDelay = o.batchDelay
 	s := &Store{db: db, path: path}
+	if o.bolt.ReadOnly {
+		if err := s.check(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return s, nil
+	}
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -144,6 +160,22 @@ func (s *Store) init() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
+}
+
+// check refuses, for a read-only Open, a file that init has not set up
+// at this schema version.
+func (s *Store) check() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if tx.Bucket(b) == nil {
+				return fmt.Errorf("store: %s is not a tidybot database (or older than this tidybot): start tidybot serve or chat on it once", s.path)
+			}
+		}
+		if raw := tx.Bucket(bucketMeta).Get(keySchema); raw == nil || int(binary.BigEndian.Uint64(raw)) != SchemaVersion {
+			return fmt.Errorf("store: %s has another schema version than this tidybot (%d): start tidybot serve or chat on it once", s.path, SchemaVersion)
+		}
+		return nil
+	})
 }
 
 // Close closes the database.

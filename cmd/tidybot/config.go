@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,9 @@ type Config struct {
 	LogLevel      string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
 	LogFormat     string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
 	Retention     time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
+	PublicURL     string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people reach serve at; final messages then carry a Details link to the run's page"`
+	SecretKey     string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links; generated and kept in the database when unset"`
+	RunLinkTTL    time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
 }
 
 // LoadConfig reads the environment.
@@ -236,6 +240,19 @@ func (c Config) Validate(serve bool) error {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
 	}
+	if c.PublicURL != "" {
+		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
+			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
+		}
+	}
+	if c.SecretKey != "" {
+		if _, err := secretKey(c.SecretKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RunLinkTTL < 0 {
+		bad("TIDYBOT_RUN_LINK_TTL must be positive, not %s", c.RunLinkTTL)
+	}
 	if serve {
 		if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
 			bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
@@ -292,6 +309,21 @@ func checkTelegramURL(raw, token string) error {
 		return errors.New("TELEGRAM_API_URL must end before /bot<token>: set the server only (e.g. https://api.telegram.org or http://bot-api.internal:8081)")
 	}
 	return nil
+}
+
+// secretKey decodes TIDYBOT_SECRET_KEY: 32 bytes in standard or URL-safe
+// base64. The error never shows the value.
+func secretKey(v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(v); err == nil {
+			if len(k) != 32 {
+				return nil, fmt.Errorf("TIDYBOT_SECRET_KEY must be 32 bytes in base64 (openssl rand -base64 32), not %d bytes", len(k))
+			}
+			return k, nil
+		}
+	}
+	return nil, errors.New("TIDYBOT_SECRET_KEY is not base64: make one with openssl rand -base64 32")
 }
 
 // checkAddr checks a listen address: host:port or :port, port a number.

@@ -74,6 +74,9 @@ type Main struct {
 	closers  []func() error
 	registry *prometheus.Registry
 	redact   *agent.Redactor
+	store    *store.Store
+	// link makes a run's Details address (nil: no links); see inspect.
+	link func(*bot.Run) string
 }
 
 // httpTimeouts bound what one client may hold of an HTTP server: a client
@@ -117,6 +120,7 @@ Usage:
   tidybot serve     run every platform whose token is set, plus the HTTP server
   tidybot eval      measure the configured model on a suite of tasks against a fake Todoist
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
+  tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot version   print the version
 
@@ -138,7 +142,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 		return Usage(m.Stdout)
-	case "chat", "serve", "health", "eval":
+	case "chat", "serve", "health", "eval", "runs":
 	default:
 		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
@@ -157,6 +161,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if cmd == "eval" {
 		return m.eval(ctx, *cfg, m.Args[1:])
+	}
+	if cmd == "runs" {
+		return m.runs(ctx, *cfg, m.Args[1:])
 	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
@@ -211,12 +218,13 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		return nil, err
 	}
 	m.closers = append(m.closers, st.Close)
+	m.store = st
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc)
 	eng := agent.New(model, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice}), nil
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink}), nil
 }
 
 // httpClient reaches the model and Todoist.
@@ -285,7 +293,10 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	errc := make(chan error, 4) // one per goroutine below: none blocks
+	errc := make(chan error, 5) // one per goroutine below: none blocks
+	if err := m.inspect(ctx, cfg, log, mux); err != nil {
+		return err
+	}
 	var tg *telegram.Adapter
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
@@ -351,6 +362,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	log.Info("serving webhooks and /healthz", slog.String("addr", ln.Addr().String()))
 	go func() { errc <- srv.Serve(ln) }()
 	servers := []*http.Server{srv}
+	if ssrv := m.serveSocket(cfg, log, errc); ssrv != nil {
+		servers = append(servers, ssrv)
+	}
 	if cfg.MetricsAddr != "" {
 		mmux := http.NewServeMux()
 		mmux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
