@@ -83,3 +83,60 @@ var longObservation = "Remaining tasks:\n" + func() string {
 	}
 	return s + "END-OF-OBSERVATION"
 }()
+
+// demoRun is a /tidy-inbox run as a person would see it: a read, a batch
+// of moves with a long observation, a question, the last move and the
+// answer. It is the README's screenshot.
+func demoRun(t *testing.T) *bot.Run {
+	t.Helper()
+	moved := "Moved 5 tasks:\n" +
+		"✓ 6Jf8 “Send slides to Anna” → Work\n" +
+		"✓ 6Jf9 “Book flights for the offsite” → Work\n" +
+		"✓ 6JfA “Review Q3 budget” → Work\n" +
+		"✓ 6JfB “Buy birthday cake” → Home\n" +
+		"✓ 6JfC “Renew car insurance” → Home\n" +
+		"Inbox now holds 1 task: 6JfD “Call the plumber”.\n" +
+		"Projects now: Work 12 open tasks, Home 9 open tasks."
+	msgs := []agent.Message{
+		{Role: agent.RoleSystem, Content: "system prompt"},
+		{Role: agent.RoleUser, Content: "Tidy my inbox"},
+		{Role: agent.RoleAssistant, Content: "I'll read the inbox and the projects first.", ToolCalls: []agent.ToolCall{{ID: "c1", Name: agent.ActGetOverview, Arguments: `{}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c1", Content: "Projects: 2Fx1 Inbox (6 tasks), 2Fx2 Work, 2Fx3 Home\nInbox:\n6Jf8 Send slides to Anna\n6Jf9 Book flights for the offsite\n6JfA Review Q3 budget\n6JfB Buy birthday cake\n6JfC Renew car insurance\n6JfD Call the plumber"},
+		{Role: agent.RoleAssistant, Content: "Five tasks clearly belong to Work or Home.", ToolCalls: []agent.ToolCall{{ID: "c2", Name: agent.ActMoveTasks,
+			Arguments: `{"moves":[{"task_id":"6Jf8","project_id":"2Fx2"},{"task_id":"6Jf9","project_id":"2Fx2"},{"task_id":"6JfA","project_id":"2Fx2"},{"task_id":"6JfB","project_id":"2Fx3"},{"task_id":"6JfC","project_id":"2Fx3"}]}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c2", Content: moved},
+		{Role: agent.RoleAssistant, Content: "The plumber could be Work (the office) or Home.", ToolCalls: []agent.ToolCall{{ID: "c3", Name: agent.ActAskUser, Arguments: `{"question":"Which project for “Call the plumber”?","options":["Home","Work"]}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c3", Content: "The user answered: Home"},
+		{Role: agent.RoleAssistant, Content: "Home it is; then I'm done.", ToolCalls: []agent.ToolCall{
+			{ID: "c4", Name: agent.ActMoveTasks, Arguments: `{"moves":[{"task_id":"6JfD","project_id":"2Fx3"}]}`},
+			{ID: "c5", Name: agent.ActFinalAnswer, Arguments: `{"answer":"Filed 5 tasks into Work and Home, and “Call the plumber” into Home, as you said. Your inbox is empty."}`}}},
+		{Role: agent.RoleTool, ToolCallID: "c4", Content: "✓ 6JfD “Call the plumber” → Home"},
+		{Role: agent.RoleTool, ToolCallID: "c5", Content: "Done."},
+	}
+	u := func(p, c int) *agent.Usage { return &agent.Usage{PromptTokens: p, CompletionTokens: c, Calls: 1} }
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	spans := []agent.Span{
+		{Step: 1, Kind: agent.SpanModel, Op: "complete", Start: at(0), Dur: 1400 * time.Millisecond, Usage: u(1850, 64)},
+		{Step: 1, Kind: agent.SpanTasks, Op: "snapshot", Start: at(1400 * time.Millisecond), Dur: 420 * time.Millisecond},
+		{Step: 2, Kind: agent.SpanModel, Op: "complete", Start: at(2 * time.Second), Dur: 2300 * time.Millisecond, Usage: u(2210, 180)},
+		{Step: 2, Kind: agent.SpanTasks, Op: "apply", Start: at(4300 * time.Millisecond), Dur: 610 * time.Millisecond},
+		{Step: 3, Kind: agent.SpanModel, Op: "complete", Start: at(5 * time.Second), Dur: 1100 * time.Millisecond, Usage: u(2480, 52)},
+		{Step: 3, Kind: agent.SpanWait, Op: "answer", Start: at(6 * time.Second), Dur: 3*time.Minute + 12*time.Second},
+		{Step: 4, Kind: agent.SpanModel, Op: "complete", Start: at(3 * time.Minute), Dur: 1600 * time.Millisecond, Usage: u(2560, 95)},
+		{Step: 4, Kind: agent.SpanTasks, Op: "apply", Start: at(3 * time.Minute), Dur: 380 * time.Millisecond},
+	}
+	answer := "Filed 5 tasks into Work and Home, and “Call the plumber” into Home, as you said. Your inbox is empty."
+	var journal []agent.Applied
+	for _, s := range []string{"moved “Send slides to Anna” to Work", "moved “Book flights for the offsite” to Work", "moved “Review Q3 budget” to Work",
+		"moved “Buy birthday cake” to Home", "moved “Renew car insurance” to Home", "moved “Call the plumber” to Home"} {
+		journal = append(journal, agent.Applied{Write: agent.Write{Kind: agent.MoveTask}, Summary: s})
+	}
+	tr := &agent.Transcript{V: agent.TranscriptVersion, Protocol: agent.ProtocolTools, Instruction: "Tidy my inbox", Status: agent.StatusDone,
+		Messages: msgs, Steps: 4, Usage: agent.Usage{PromptTokens: 9100, CompletionTokens: 391, Calls: 4}, Spans: spans, Answer: answer, Journal: journal}
+	raw, err := agent.MarshalTranscript(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bot.Run{ID: "01JD3QX7", ThreadKey: "telegram:42:", Platform: "telegram", ChatID: "42", UserID: "42", Status: bot.RunDone,
+		Instruction: "Tidy my inbox", Transcript: raw, Usage: tr.Usage, Answer: answer, Created: t0, Updated: t0}
+}
