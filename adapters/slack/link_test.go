@@ -1,7 +1,11 @@
 package slack_test
 
 import (
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -32,5 +36,24 @@ func TestDetailsLinkOnlyForTheAsker(t *testing.T) {
 	}
 	if e := ps[1]; !e.Ephemeral || e.User != "U1" || e.ThreadTS != "1.1" || len(e.URLs) != 1 || e.URLs[0] != link.URL {
 		t.Errorf("ephemeral link: %+v", e)
+	}
+}
+
+func TestDetailsClickIsAcknowledgedAndIgnored(t *testing.T) {
+	a, _ := newAdapter(t)
+	rec := &recorder{}
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": "t3", "user": map[string]any{"id": "U1"}, "channel": map[string]any{"id": "D1"},
+		"container": map[string]any{"type": "message", "message_ts": "5.5", "channel_id": "D1"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "details", "block_id": "link", "url": "https://bot.example.com/runs/r1?sig=s"}},
+	})
+	body := url.Values{"payload": {string(payload)}}.Encode()
+	w := httptest.NewRecorder()
+	a.InteractivityHandler(rec).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte(body), secret, time.Now()))
+	if w.Code != 200 {
+		t.Fatalf("HTTP %d", w.Code)
+	}
+	if got := rec.got(); len(got) != 0 {
+		t.Errorf("opening the Details link reached the bot as %+v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/store"
 )
 
 // detailsURL is the Details button's address on m, or "".
@@ -137,5 +138,57 @@ func TestRunsReadsTheDatabaseWithoutServe(t *testing.T) {
 	_ = m.Close()
 	if err == nil || !strings.Contains(err.Error(), "no run with id nope") {
 		t.Errorf("runs show nope: %v", err)
+	}
+}
+
+func TestLinkKeyKeptInTheDatabaseOrDerivedFromTheSecret(t *testing.T) {
+	e := newEnv(t)
+	st, err := store.Open(e.cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := linkKey(t.Context(), e.cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := linkKey(t.Context(), e.cfg, st)
+	if err != nil || !bytes.Equal(first, again) {
+		t.Fatalf("the generated key changed between starts (%v): links would break at every restart", err)
+	}
+	cfg := e.cfg
+	cfg.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
+	fromSecret, err := linkKey(t.Context(), cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(fromSecret, first) || bytes.Contains(fromSecret, []byte("0123456789abcdef")) {
+		t.Error("TIDYBOT_SECRET_KEY is not used, or used as is")
+	}
+}
+
+func TestSecretKeyAndPublicURLChecked(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"short key", func(c *Config) { c.SecretKey = "c2hvcnQ=" }, "TIDYBOT_SECRET_KEY must be 32 bytes"},
+		{"not base64", func(c *Config) { c.SecretKey = "not base64 at all!" }, "TIDYBOT_SECRET_KEY is not base64"},
+		{"public URL without scheme", func(c *Config) { c.PublicURL = "bot.example.com" }, "TIDYBOT_PUBLIC_URL"},
+		{"negative TTL", func(c *Config) { c.RunLinkTTL = -time.Hour }, "TIDYBOT_RUN_LINK_TTL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := e.cfg
+			tt.edit(&cfg)
+			err := cfg.Validate(true)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.want)
+			}
+			if cfg.SecretKey != "" && strings.Contains(err.Error(), cfg.SecretKey) {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+		})
 	}
 }
