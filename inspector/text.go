@@ -112,6 +112,12 @@ func WriteRun(w io.Writer, v *View) error {
 			if a.Write {
 				kind = " [write]"
 			}
+			if a.Confirmed {
+				kind += " [you confirmed it]"
+			}
+			if a.Declined {
+				kind += " [you said no]"
+			}
 			if a.Question != "" {
 				fmt.Fprintf(&b, "  %s%s: %s\n", a.Name, kind, indent(a.Question))
 				if a.Answer != "" {

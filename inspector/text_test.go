@@ -30,7 +30,7 @@ func TestWriteRunText(t *testing.T) {
 		"W~",
 		"Step 2 · model 900ms, 1,700 + 30 tokens · waited 2h0m0s for you",
 		"ask_user: Delete which task?\n    answer: T1",
-		"delete_tasks [write]",
+		"delete_tasks [write] [you confirmed it]",
 		"Todoist apply 420ms",
 		"• deleted “Buy cake” (undone)",
 	} {

@@ -85,6 +85,9 @@ type ActionView struct {
 	Answer      string
 	Observation Clip
 	HasResult   bool
+	// Confirmed is set on a gated write the user said yes to; Declined
+	// on one they refused.
+	Confirmed, Declined bool
 }
 
 // Clip is a text shown clipped, with the rest behind <details>.
@@ -181,6 +184,9 @@ func Build(r *bot.Run, red *agent.Redactor) (*View, error) {
 		}
 	}
 	sort.SliceStable(v.Steps, func(a, b int) bool { return v.Steps[a].N < v.Steps[b].N })
+	for i := range v.Steps {
+		gates(&v.Steps[i])
+	}
 	v.Totals.ModelCalls, v.Totals.PromptTokens, v.Totals.CompletionTokens = tr.Usage.Calls, tr.Usage.PromptTokens, tr.Usage.CompletionTokens
 	v.Timeline = timeline(v.Steps)
 	return v, nil
@@ -250,6 +256,30 @@ func steps(tr *agent.Transcript, red *agent.Redactor) []Step {
 		out = append(out, st)
 	}
 	return out
+}
+
+// gates marks the writes of a step that waited for the user without
+// asking a question: the wait was a confirmation.
+func gates(st *Step) {
+	if st.Wait == 0 {
+		return
+	}
+	for _, a := range st.Actions {
+		if a.Name == agent.ActAskUser {
+			return
+		}
+	}
+	for i := range st.Actions {
+		a := &st.Actions[i]
+		if !a.Write || !a.HasResult {
+			continue
+		}
+		if strings.HasPrefix(a.Observation.Full, "The user said no") || strings.HasPrefix(a.Observation.Full, "The user did not confirm") {
+			a.Declined = true
+		} else {
+			a.Confirmed = true
+		}
+	}
 }
 
 // action describes one call.

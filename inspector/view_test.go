@@ -42,3 +42,25 @@ func TestBuildJSONProtocolSteps(t *testing.T) {
 		t.Errorf("question %q", v.Question)
 	}
 }
+
+func TestGatesMarkConfirmedAndDeclinedWrites(t *testing.T) {
+	st := Step{Wait: 1, Actions: []ActionView{
+		{Name: agent.ActDeleteTasks, Write: true, HasResult: true, Observation: clip("The user said no; nothing was done. Do not retry it.")},
+		{Name: agent.ActMoveTasks, Write: true, HasResult: true, Observation: clip("✓ moved")},
+		{Name: agent.ActGetProjects, HasResult: true, Observation: clip("Projects")},
+	}}
+	gates(&st)
+	if a := st.Actions; !a[0].Declined || a[0].Confirmed || !a[1].Confirmed || a[2].Confirmed {
+		t.Errorf("actions %+v", a)
+	}
+	asked := Step{Wait: 1, Actions: []ActionView{{Name: agent.ActAskUser, HasResult: true}, {Name: agent.ActMoveTasks, Write: true, HasResult: true}}}
+	gates(&asked)
+	if asked.Actions[1].Confirmed {
+		t.Error("a write after a question was marked confirmed")
+	}
+	still := Step{Actions: []ActionView{{Name: agent.ActMoveTasks, Write: true, HasResult: true}}}
+	gates(&still)
+	if still.Actions[0].Confirmed {
+		t.Error("a write without a wait was marked confirmed")
+	}
+}
