@@ -89,9 +89,11 @@ func timeline(steps []Step) Timeline {
 	return t
 }
 
-// Dur prints a duration for people: 850ms, 2.4s, 3m10s, 2h5m.
+// Dur prints a duration for people: 0.4ms, 850ms, 2.4s, 3m10s, 2h5m.
 func Dur(d time.Duration) string {
 	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < time.Minute:

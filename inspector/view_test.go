@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
@@ -62,5 +63,19 @@ func TestGatesMarkConfirmedAndDeclinedWrites(t *testing.T) {
 	gates(&still)
 	if still.Actions[0].Confirmed {
 		t.Error("a write without a wait was marked confirmed")
+	}
+}
+
+func TestDur(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{400 * time.Microsecond, "0.4ms"}, {850 * time.Millisecond, "850ms"}, {2400 * time.Millisecond, "2.4s"},
+		{190 * time.Second, "3m10s"}, {2*time.Hour + 5*time.Minute + 10*time.Second, "2h5m0s"},
+	} {
+		if got := Dur(tt.d); got != tt.want {
+			t.Errorf("Dur(%s) = %q, want %q", tt.d, got, tt.want)
+		}
 	}
 }
