@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/store"
@@ -190,5 +191,50 @@ func TestSecretKeyAndPublicURLChecked(t *testing.T) {
 				t.Errorf("the error shows the secret: %v", err)
 			}
 		})
+	}
+}
+
+func TestServeSlackDetailsLinkOnlyForTheAsker(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.PublicURL = "https://bot.example.com"
+	sl, base := serveSlack(t, e)
+	// In a channel: the answer everyone sees has no link; the asker gets
+	// it as an ephemeral message in the run's thread.
+	for _, ev := range sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " what's due today?", TS: "1.1"}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	var eph slacktest.Posted
+	waitFor(t, "the ephemeral link", func() bool {
+		for _, p := range sl.Posts("C1") {
+			if p.Ephemeral {
+				eph = p
+				return true
+			}
+		}
+		return false
+	})
+	if eph.User != "U1" || eph.ThreadTS != "1.1" || len(eph.URLs) != 1 || !strings.HasPrefix(eph.URLs[0], "https://bot.example.com/runs/") {
+		t.Errorf("ephemeral link %+v", eph)
+	}
+	for _, p := range sl.Posts("C1") {
+		if !p.Ephemeral && len(p.URLs) > 0 && p.URLs[0] != "" {
+			t.Errorf("a post everyone sees carries a link: %+v", p)
+		}
+	}
+	u, _ := url.Parse(eph.URLs[0])
+	if code, page := get(t, base+u.Path+"?"+u.RawQuery); code != 200 || !strings.Contains(page, "You said: what&#39;s due today?") {
+		t.Errorf("the linked page: HTTP %d\n%s", code, page)
+	}
+	// In a DM: the button is on the answer.
+	for _, ev := range sl.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "and tomorrow?", TS: "2.2"}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the DM answer", func() bool { return lastPost(sl, "D1").Shown() == "You said: and tomorrow?" })
+	if p := lastPost(sl, "D1"); len(p.URLs) != 1 || !strings.HasPrefix(p.URLs[0], "https://bot.example.com/runs/") || p.Ephemeral {
+		t.Errorf("DM answer %+v", p)
 	}
 }
