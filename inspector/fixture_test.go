@@ -35,7 +35,7 @@ var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 // questionRun is a tools-protocol run that read the projects, asked which
 // project, deleted a task after the user confirmed (a gated write), and
 // was then undone. content is the task's name (hostile in some tests).
-func questionRun(t *testing.T, id, content string) *bot.Run {
+func questionRun(t testing.TB, id, content string) *bot.Run {
 	t.Helper()
 	str := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	msgs := []agent.Message{
@@ -87,7 +87,7 @@ var longObservation = "Remaining tasks:\n" + func() string {
 // demoRun is a /tidy-inbox run as a person would see it: a read, a batch
 // of moves with a long observation, a question, the last move and the
 // answer. It is the README's screenshot.
-func demoRun(t *testing.T) *bot.Run {
+func demoRun(t testing.TB) *bot.Run {
 	t.Helper()
 	moved := "Moved 5 tasks:\n" +
 		"✓ 6Jf8 “Send slides to Anna” → Work\n" +
