@@ -155,6 +155,9 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	default:
 		return fmt.Errorf("runs: unexpected %q\n%s", args, runsUsage)
 	}
+	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
+	}
 	st, err := store.Open(cfg.DB, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
 	if errors.Is(err, store.ErrInUse) {
 		return m.runsFromServe(ctx, cfg, path)

@@ -128,13 +128,18 @@ func TestServeWithoutPublicURLHasNoLinkButRunsWork(t *testing.T) {
 
 func TestRunsReadsTheDatabaseWithoutServe(t *testing.T) {
 	e := newEnv(t)
+	m := &Main{Args: []string{"runs"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	if err := m.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "no database at") {
+		t.Errorf("runs before any run: %v", err)
+	}
+	_ = m.Close()
 	e.chat(t, "what's due today?\n", nil)
 	list := runsCmd(t, e)
 	mustContain(t, list, "console:", "done")
 	id := strings.Fields(strings.Split(list, "\n")[1])[0]
 	mustContain(t, runsCmd(t, e, "show", id), "Asked:  what's due today?", "Answer: You said: what's due today?", "Step 1 · model")
 	var out bytes.Buffer
-	m := &Main{Args: []string{"runs", "show", "nope"}, Config: &e.cfg, Stdout: &out, Stderr: &out}
+	m = &Main{Args: []string{"runs", "show", "nope"}, Config: &e.cfg, Stdout: &out, Stderr: &out}
 	err := m.Run(t.Context())
 	_ = m.Close()
 	if err == nil || !strings.Contains(err.Error(), "no run with id nope") {
