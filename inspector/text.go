@@ -151,11 +151,12 @@ func WriteRun(w io.Writer, v *View) error {
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }
 
 // TextHandler serves the terminal's views for `tidybot runs` while serve
-// holds the database: GET /runs (the list; ?n= caps it) and GET /runs/{id}
-// (one run's timeline), as plain text. It checks no signature: serve
-// offers it only on a unix socket beside the database, which only those
-// who may read the database can reach.
-func TextHandler(src Source, red *agent.Redactor, now func() time.Time) http.Handler {
+// holds the database: GET /runs (the list; ?n= caps it), GET /runs/{id}
+// (one run's timeline) and GET /runs/{id}/link (a signed address of its
+// page, made by link; nil: none), as plain text. It checks no signature:
+// serve offers it only on a unix socket beside the database, which only
+// those who may read the database can reach.
+func TextHandler(src Source, red *agent.Redactor, now func() time.Time, link func(runID string) string) http.Handler {
 	if now == nil {
 		now = time.Now
 	}
@@ -188,6 +189,22 @@ func TextHandler(src Source, red *agent.Redactor, now func() time.Time) http.Han
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_ = WriteRun(w, v)
+	})
+	mux.HandleFunc("GET /runs/{id}/link", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, err := src.Run(r.Context(), id); errors.Is(err, bot.ErrNotFound) {
+			http.Error(w, "no run with id "+id, http.StatusNotFound)
+			return
+		} else if err != nil {
+			http.Error(w, "read run: "+red.String(err.Error()), http.StatusInternalServerError)
+			return
+		}
+		if link == nil {
+			http.Error(w, "no link: the signing key is not known here", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintln(w, link(id))
 	})
 	return mux
 }

@@ -45,7 +45,7 @@ func TestTextHandlerListsAndShows(t *testing.T) {
 	young := questionRun(t, "young", "Call mum")
 	young.Created = t0.Add(50 * time.Minute)
 	young.Status = bot.RunWaiting
-	h := TextHandler(memSource{"old": old, "young": young}, nil, func() time.Time { return t0.Add(time.Hour) })
+	h := TextHandler(memSource{"old": old, "young": young}, nil, func() time.Time { return t0.Add(time.Hour) }, func(id string) string { return "https://x/runs/" + id + "?sig=s" })
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -75,5 +75,11 @@ func TestTextHandlerListsAndShows(t *testing.T) {
 	}
 	if code, _ := get("/runs/nope"); code != http.StatusNotFound {
 		t.Errorf("unknown run: HTTP %d", code)
+	}
+	if code, body := get("/runs/old/link"); code != http.StatusOK || body != "https://x/runs/old?sig=s\n" {
+		t.Errorf("link: HTTP %d %q", code, body)
+	}
+	if code, _ := get("/runs/nope/link"); code != http.StatusNotFound {
+		t.Errorf("link of an unknown run: HTTP %d", code)
 	}
 }

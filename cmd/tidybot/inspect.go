@@ -34,6 +34,12 @@ const settingLinkKey = "run_link_key"
 // purposes without the link key revealing it), else from a random key
 // generated at first start and kept in the database.
 func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
+	return deriveLinkKey(ctx, cfg, st, true)
+}
+
+// deriveLinkKey is linkKey; without create, a key not yet generated is
+// an error (a read-only database).
+func deriveLinkKey(ctx context.Context, cfg Config, st linkKeyStore, create bool) ([]byte, error) {
 	var base []byte
 	if cfg.SecretKey != "" {
 		k, err := secretKey(cfg.SecretKey)
@@ -48,6 +54,8 @@ func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
 			if base, err = base64.StdEncoding.DecodeString(v); err != nil || len(base) != 32 {
 				return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
 			}
+		case errors.Is(err, bot.ErrNotFound) && !create:
+			return nil, errors.New("no run link key yet: start tidybot serve once, or set TIDYBOT_SECRET_KEY")
 		case errors.Is(err, bot.ErrNotFound):
 			base = make([]byte, 32)
 			if _, err := rand.Read(base); err != nil {
@@ -65,6 +73,35 @@ func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
 	return m.Sum(nil), nil
 }
 
+// linkKeyStore is where a generated link key is kept.
+type linkKeyStore interface {
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
+
+// pageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
+// serve's own address on this machine (for a tunnel or a local browser).
+func pageBase(cfg Config, addr string) string {
+	if cfg.PublicURL != "" {
+		return cfg.PublicURL
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+func linkTTL(cfg Config) time.Duration {
+	if cfg.RunLinkTTL == 0 {
+		return inspector.DefaultTTL
+	}
+	return cfg.RunLinkTTL
+}
+
 // inspect sets up the run inspector of serve: the signed page on mux and
 // the Details links of final messages when TIDYBOT_PUBLIC_URL is set.
 func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger, mux *http.ServeMux) error {
@@ -77,14 +114,12 @@ func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger, mux *h
 		return err
 	}
 	mux.Handle("GET /runs/{id}", inspector.NewHandler(m.store, signer, m.redact, log))
+	m.signer = signer
 	if cfg.PublicURL == "" {
 		log.Info("run pages: no TIDYBOT_PUBLIC_URL, so final messages carry no Details link (tidybot runs shows runs in the terminal)")
 		return nil
 	}
-	base, ttl := cfg.PublicURL, cfg.RunLinkTTL
-	if ttl == 0 {
-		ttl = inspector.DefaultTTL
-	}
+	base, ttl := cfg.PublicURL, linkTTL(cfg)
 	m.link = func(r *bot.Run) string { return signer.Link(base, r.ID, ttl) }
 	return nil
 }
@@ -104,7 +139,7 @@ func socketPath(db string) string { return db + ".sock" }
 // serveSocket answers `tidybot runs` on the socket beside the database.
 // It returns the server, or nil when the socket cannot be made (logged:
 // runs then says so).
-func (m *Main) serveSocket(cfg Config, log *slog.Logger, errc chan<- error) *http.Server {
+func (m *Main) serveSocket(cfg Config, addr string, log *slog.Logger, errc chan<- error) *http.Server {
 	path := socketPath(cfg.DB)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
 		_ = os.Remove(path) // left by a serve that was killed; we hold the database now
@@ -119,7 +154,9 @@ func (m *Main) serveSocket(cfg Config, log *slog.Logger, errc chan<- error) *htt
 		log.Warn("tidybot runs will not work while serve runs: socket permissions", slog.String("path", path), slog.Any("err", err))
 		return nil
 	}
-	srv := m.newServer(inspector.TextHandler(m.store, m.redact, nil), log)
+	base, ttl, signer := pageBase(cfg, addr), linkTTL(cfg), m.signer
+	link := func(id string) string { return signer.Link(base, id, ttl) }
+	srv := m.newServer(inspector.TextHandler(m.store, m.redact, nil, link), log)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
@@ -131,6 +168,7 @@ func (m *Main) serveSocket(cfg Config, log *slog.Logger, errc chan<- error) *htt
 const runsUsage = `Usage:
   tidybot runs [-n N]     the N latest runs (default 20): id, conversation, status, steps, tokens, age
   tidybot runs show ID    one run: what was asked and answered, a timeline of model, Todoist and waiting time, each step
+  tidybot runs link ID    a signed address of the run's page (TIDYBOT_PUBLIC_URL, else serve's TIDYBOT_HTTP_ADDR)
 `
 
 // runs prints recent runs or one run's timeline. It reads the database
@@ -149,6 +187,8 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	case len(args) == 2 && args[0] == "show":
 		show = args[1]
 		path = "/runs/" + url.PathEscape(show)
+	case len(args) == 2 && args[0] == "link":
+		path = "/runs/" + url.PathEscape(args[1]) + "/link"
 	case len(args) == 1 && (args[0] == "-h" || args[0] == "help"):
 		_, err := io.WriteString(m.Stdout, runsUsage)
 		return err
@@ -172,7 +212,18 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	inspector.TextHandler(st, m.redact, nil).ServeHTTP(rec, req)
+	var link func(string) string
+	if key, err := deriveLinkKey(ctx, cfg, st, false); err == nil {
+		signer, err := inspector.NewSigner(key, nil)
+		if err != nil {
+			return err
+		}
+		base, ttl := pageBase(cfg, cfg.HTTPAddr), linkTTL(cfg)
+		link = func(id string) string { return signer.Link(base, id, ttl) }
+	} else if len(args) > 0 && args[0] == "link" {
+		return fmt.Errorf("runs: %w", err)
+	}
+	inspector.TextHandler(st, m.redact, nil, link).ServeHTTP(rec, req)
 	if rec.code != 0 && rec.code != http.StatusOK {
 		return fmt.Errorf("runs: %s", rec.body)
 	}

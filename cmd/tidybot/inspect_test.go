@@ -123,7 +123,17 @@ func TestServeWithoutPublicURLHasNoLinkButRunsWork(t *testing.T) {
 			t.Errorf("a link without TIDYBOT_PUBLIC_URL: %+v", m)
 		}
 	}
-	mustContain(t, runsCmd(t, e), "telegram:42:", "done")
+	list := runsCmd(t, e)
+	mustContain(t, list, "telegram:42:", "done")
+	// The page is still served; runs link makes an address on serve's own.
+	id := strings.Fields(strings.Split(list, "\n")[1])[0]
+	link := strings.TrimSpace(runsCmd(t, e, "link", id))
+	if !strings.HasPrefix(link, "http://"+e.cfg.HTTPAddr+"/runs/"+id+"?sig=") {
+		t.Fatalf("runs link = %q", link)
+	}
+	if code, page := get(t, link); code != 200 || !strings.Contains(page, "You said: what&#39;s due today?") {
+		t.Errorf("the page at the printed link: HTTP %d\n%s", code, page)
+	}
 }
 
 func TestRunsReadsTheDatabaseWithoutServe(t *testing.T) {
@@ -144,6 +154,12 @@ func TestRunsReadsTheDatabaseWithoutServe(t *testing.T) {
 	_ = m.Close()
 	if err == nil || !strings.Contains(err.Error(), "no run with id nope") {
 		t.Errorf("runs show nope: %v", err)
+	}
+	m = &Main{Args: []string{"runs", "link", id}, Config: &e.cfg, Stdout: &out, Stderr: &out}
+	err = m.Run(t.Context())
+	_ = m.Close()
+	if err == nil || !strings.Contains(err.Error(), "start tidybot serve once") {
+		t.Errorf("runs link before serve ever ran: %v", err)
 	}
 }
 

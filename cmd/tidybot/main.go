@@ -27,6 +27,7 @@ import (
 	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/store"
 )
 
@@ -76,7 +77,8 @@ type Main struct {
 	redact   *agent.Redactor
 	store    *store.Store
 	// link makes a run's Details address (nil: no links); see inspect.
-	link func(*bot.Run) string
+	link   func(*bot.Run) string
+	signer *inspector.Signer
 }
 
 // httpTimeouts bound what one client may hold of an HTTP server: a client
@@ -362,7 +364,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	log.Info("serving webhooks and /healthz", slog.String("addr", ln.Addr().String()))
 	go func() { errc <- srv.Serve(ln) }()
 	servers := []*http.Server{srv}
-	if ssrv := m.serveSocket(cfg, log, errc); ssrv != nil {
+	if ssrv := m.serveSocket(cfg, ln.Addr().String(), log, errc); ssrv != nil {
 		servers = append(servers, ssrv)
 	}
 	if cfg.MetricsAddr != "" {
