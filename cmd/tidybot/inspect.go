@@ -116,7 +116,7 @@ func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger, mux *h
 	mux.Handle("GET /runs/{id}", inspector.NewHandler(m.store, signer, m.redact, log))
 	m.signer = signer
 	if cfg.PublicURL == "" {
-		log.Info("run pages: no TIDYBOT_PUBLIC_URL, so final messages carry no Details link (tidybot runs shows runs in the terminal)")
+		log.Info("run pages: no TIDYBOT_PUBLIC_URL, so final messages carry no Details link (tidybot runs shows runs in the terminal; tidybot runs link ID prints a page address here)")
 		return nil
 	}
 	base, ttl := cfg.PublicURL, linkTTL(cfg)
