@@ -237,6 +237,9 @@ const (
 	ErrPlanLimit    ErrorCode = "plan_limit"
 	ErrServer       ErrorCode = "server"
 	ErrRetired      ErrorCode = "retired"
+	// ErrUnsupported: the server does not offer what was asked (a model
+	// server without /audio/transcriptions, a model without image input).
+	ErrUnsupported ErrorCode = "unsupported"
 )
 
 // Error is an error with a code and a message written so that a model (or

@@ -27,41 +27,46 @@ import (
 // and every log line, chat message, observation and stored transcript is
 // redacted of it (see Secrets).
 type Config struct {
-	OpenAIKey     string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
-	OpenAIBaseURL string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
-	OpenAIModel   string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
-	OpenAIAPI     string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
-	Effort        string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
-	ReasoningOn   bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
-	TodoistToken  string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
-	TodoistURL    string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
-	TelegramToken string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
-	TelegramURL   string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL (or a self-hosted Bot API server), no /bot<token> and no trailing slash"`
-	TelegramHook  string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set (the https address of /telegram/webhook); long polling otherwise"`
-	TelegramHookS string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" secret:"true" desc:"secret checked on every webhook request (secret; 1-256 of A-Z a-z 0-9 _ -)"`
-	SlackBotToken string        `envconfig:"SLACK_BOT_TOKEN" secret:"true" desc:"enables the Slack adapter (secret; xoxb-…)"`
-	SlackAppToken string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
-	SlackSigning  string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
-	SlackURL      string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
-	DB            string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
-	HTTPAddr      string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks and /healthz (serve only)"`
-	MetricsAddr   string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
-	AllowedUsers  []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
-	Protocol      string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
-	MaxSteps      int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
-	MaxTokens     int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
-	TokenBudget   int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
-	History       int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
-	Temperature   float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
-	RunTimeout    time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"wall-clock limit of one run"`
-	Workers       int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
-	Confirm       string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
-	LogLevel      string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
-	LogFormat     string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
-	Retention     time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
-	PublicURL     string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people reach serve at; final messages then carry a Details link to the run's page"`
-	SecretKey     string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links; generated and kept in the database when unset"`
-	RunLinkTTL    time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
+	OpenAIKey       string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
+	OpenAIBaseURL   string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
+	OpenAIModel     string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
+	OpenAIAPI       string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
+	Effort          string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
+	ReasoningOn     bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
+	TodoistToken    string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
+	TodoistURL      string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
+	TelegramToken   string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
+	TelegramURL     string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL (or a self-hosted Bot API server), no /bot<token> and no trailing slash"`
+	TelegramHook    string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set (the https address of /telegram/webhook); long polling otherwise"`
+	TelegramHookS   string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" secret:"true" desc:"secret checked on every webhook request (secret; 1-256 of A-Z a-z 0-9 _ -)"`
+	SlackBotToken   string        `envconfig:"SLACK_BOT_TOKEN" secret:"true" desc:"enables the Slack adapter (secret; xoxb-…)"`
+	SlackAppToken   string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
+	SlackSigning    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
+	SlackURL        string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
+	DB              string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
+	HTTPAddr        string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks and /healthz (serve only)"`
+	MetricsAddr     string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
+	AllowedUsers    []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
+	Protocol        string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
+	MaxSteps        int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
+	MaxTokens       int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
+	TokenBudget     int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
+	History         int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
+	Temperature     float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
+	RunTimeout      time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"wall-clock limit of one run"`
+	Workers         int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
+	Confirm         string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
+	LogLevel        string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
+	LogFormat       string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
+	Retention       time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
+	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people reach serve at; final messages then carry a Details link to the run's page"`
+	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links; generated and kept in the database when unset"`
+	RunLinkTTL      time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
+	TranscribeModel string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
+	TranscribeURL   string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`
+	TranscribeKey   string        `envconfig:"TIDYBOT_TRANSCRIBE_API_KEY" secret:"true" desc:"key of the speech server (secret; default: OPENAI_API_KEY when TIDYBOT_TRANSCRIBE_URL is unset)"`
+	VoiceMax        time.Duration `envconfig:"TIDYBOT_VOICE_MAX" default:"5m" desc:"longest voice note accepted; a longer one is refused before it is downloaded"`
+	Vision          string        `envconfig:"TIDYBOT_VISION" default:"auto" desc:"auto, on or off: photos go to the model as images (auto: until the model rejects them)"`
 }
 
 // LoadConfig reads the environment.
@@ -164,7 +169,11 @@ func (c Config) Validate(serve bool) error {
 	if c.TodoistToken == "" {
 		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer"))
 	}
-	for _, u := range []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}} {
+	urls := []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}}
+	if c.TranscribeURL != "" {
+		urls = append(urls, struct{ name, v string }{"TIDYBOT_TRANSCRIBE_URL", c.TranscribeURL})
+	}
+	for _, u := range urls {
 		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad("%s must be an http(s) URL, not %q", u.name, u.v)
 		}
@@ -192,6 +201,14 @@ func (c Config) Validate(serve bool) error {
 		if n.v <= 0 {
 			bad("%s must be positive, not %d", n.name, n.v)
 		}
+	}
+	if c.VoiceMax < 0 {
+		bad("TIDYBOT_VOICE_MAX must be positive (e.g. 5m), not %s", c.VoiceMax)
+	}
+	switch c.Vision {
+	case "", "auto", "on", "off":
+	default:
+		bad("TIDYBOT_VISION must be auto, on or off, not %q", c.Vision)
 	}
 	if c.RunTimeout <= 0 {
 		bad("TIDYBOT_RUN_TIMEOUT must be positive, not %s", c.RunTimeout)

@@ -6,7 +6,8 @@
 // A Server answers POST {URL}/chat/completions and POST {URL}/responses
 // (the Responses API, unless WithoutResponses), where URL ends in /v1 (the
 // value to pass as OPENAI_BASE_URL), and the same paths without /v1; and
-// GET {URL}/models/{id} (WithModels). Every completion request is decoded
+// GET {URL}/models/{id} (WithModels), and POST {URL}/audio/transcriptions
+// (WithTranscripts: see audio.go). Every completion request is decoded
 // (a Responses request's input items onto the same Request: see Request),
 // checked the way the real API checks it, recorded (Requests, Calls) and,
 // if it passes, answered with the script's Reply for it, on the Responses
@@ -127,6 +128,9 @@ type Server struct {
 	lookups  int
 	// misses counts requests to paths the server does not serve.
 	misses int
+	// transcribe answers /audio/transcriptions (nil: 404).
+	transcribe     func(Transcription) string
+	transcriptions []Transcription
 }
 
 // The endpoints a request can come to (Request.API).
@@ -299,6 +303,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Method == http.MethodPost && path == "/responses" && !noResponses:
 		s.serveCompletion(w, r, APIResponses)
+		return
+	case r.Method == http.MethodPost && path == "/audio/transcriptions":
+		s.serveTranscription(w, r)
 		return
 	}
 	s.mu.Lock()

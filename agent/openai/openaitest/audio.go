@@ -1,0 +1,137 @@
+package openaitest
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+)
+
+// VoiceNote is a real voice note: about two seconds of speech saying
+// VoiceNoteText, made once with Debian's espeak-ng and opus-tools
+// (espeak-ng -w x.wav "…" && opusenc --bitrate 16 x.wav voice.ogg), in
+// the Ogg/Opus format of Telegram voice notes.
+//
+//go:embed testdata/voice.ogg
+var VoiceNote []byte
+
+// VoiceNoteText is what VoiceNote says.
+const VoiceNoteText = "move the milk task to groceries"
+
+// Transcription is one request to POST /audio/transcriptions.
+type Transcription struct {
+	Model    string
+	Filename string
+	Audio    []byte
+}
+
+// WithTranscripts makes the server answer POST /audio/transcriptions with
+// the text f returns for each upload that passes the checks. Without it
+// the server answers 404 there, like a chat-only server (Ollama, most
+// vLLM deployments) does.
+func WithTranscripts(f func(Transcription) string) Option {
+	return func(s *Server) { s.transcribe = f }
+}
+
+// Transcriptions returns the transcription requests that passed the
+// checks, in order of arrival.
+func (s *Server) Transcriptions() []Transcription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.transcriptions)
+}
+
+// acceptedAudio are the formats OpenAI's transcription endpoint accepts,
+// told by the file name's extension: "The audio file object (not file
+// name) to transcribe, in one of these formats: flac, mp3, mp4, mpeg,
+// mpga, m4a, ogg, wav, or webm."
+// (https://platform.openai.com/docs/api-reference/audio/createTranscription).
+var acceptedAudio = []string{"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "wav", "webm"}
+
+// serveTranscription answers POST /audio/transcriptions: a multipart form
+// with the audio in "file" and the model in "model" (required), and an
+// optional "response_format" (json, the default, or text).
+func (s *Server) serveTranscription(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f, key := s.transcribe, s.key
+	s.mu.Unlock()
+	if f == nil {
+		s.mu.Lock()
+		s.misses++
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, &APIError{Message: "Invalid URL (POST " + r.URL.Path + ")", Type: "invalid_request_error"})
+		return
+	}
+	if e := s.check(r, Request{}, nil, key, false); e != nil && e.status == http.StatusUnauthorized {
+		writeError(w, e.status, &e.APIError)
+		return
+	}
+	t, e := readTranscription(r)
+	if e != nil {
+		writeError(w, e.status, &e.APIError)
+		return
+	}
+	s.mu.Lock()
+	s.transcriptions = append(s.transcriptions, t)
+	s.mu.Unlock()
+	text := f(t)
+	if r.FormValue("response_format") == "text" {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, text+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": text, "usage": map[string]any{"type": "duration", "seconds": 3}})
+}
+
+func readTranscription(r *http.Request) (Transcription, *statusError) {
+	if err := r.ParseMultipartForm(maxBody); err != nil {
+		return Transcription{}, invalid("", "", "Could not parse multipart form: "+err.Error())
+	}
+	model := r.FormValue("model")
+	if model == "" {
+		return Transcription{}, invalid("model", "", "you must provide a model parameter")
+	}
+	file, hdr, err := r.FormFile("file")
+	if err != nil {
+		return Transcription{}, invalid("file", "", "you must provide a file parameter")
+	}
+	defer file.Close()
+	audio, err := io.ReadAll(file)
+	if err != nil {
+		return Transcription{}, invalid("file", "", "could not read the file: "+err.Error())
+	}
+	ext := strings.TrimPrefix(strings.ToLower(path.Ext(hdr.Filename)), ".")
+	if !slices.Contains(acceptedAudio, ext) {
+		return Transcription{}, invalid("file", "invalid_value",
+			"Invalid file format. Supported formats: ['"+strings.Join(acceptedAudio, "', '")+"']")
+	}
+	if ext == "ogg" && !validOgg(audio) {
+		return Transcription{}, invalid("file", "invalid_value", "Audio file might be corrupted or unsupported")
+	}
+	if len(audio) == 0 {
+		return Transcription{}, invalid("file", "invalid_value", "Audio file is empty")
+	}
+	return Transcription{Model: model, Filename: hdr.Filename, Audio: audio}, nil
+}
+
+// validOgg reports whether b starts like an Ogg stream of Opus or Vorbis
+// audio: the first page has the capture pattern "OggS", stream structure
+// version 0 and the beginning-of-stream flag (RFC 3533 §6), and its first
+// packet is an Opus identification header "OpusHead" (RFC 7845 §5.1) or
+// a Vorbis one ("\x01vorbis").
+func validOgg(b []byte) bool {
+	if len(b) < 27 || string(b[:4]) != "OggS" || b[4] != 0 || b[5]&0x02 == 0 {
+		return false
+	}
+	nseg := int(b[26])
+	if len(b) < 27+nseg {
+		return false
+	}
+	body := b[27+nseg:]
+	return bytes.HasPrefix(body, []byte("OpusHead")) || bytes.HasPrefix(body, []byte("\x01vorbis"))
+}

@@ -1,0 +1,103 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// DefaultTranscribeModel is the speech-to-text model used when none is
+// configured (TIDYBOT_TRANSCRIBE_MODEL).
+const DefaultTranscribeModel = goopenai.GPTTranscribe
+
+// Transcriber turns speech into text through an OpenAI-compatible
+// POST /audio/transcriptions (OpenAI, or a local server such as speaches).
+// It is safe for concurrent use.
+type Transcriber struct {
+	c *Client
+}
+
+// NewTranscriber returns a Transcriber for cfg's BaseURL, APIKey and
+// Model (default DefaultTranscribeModel); other fields are ignored except
+// Logger. hc should have a timeout (nil: 2 minutes).
+func NewTranscriber(cfg Config, hc *http.Client) *Transcriber {
+	if cfg.Model == "" {
+		cfg.Model = DefaultTranscribeModel
+	}
+	return &Transcriber{c: New(Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Model: cfg.Model, API: APIChat, Logger: cfg.Logger}, hc)}
+}
+
+// Model returns the transcription model's name.
+func (t *Transcriber) Model() string { return t.c.model }
+
+// acceptedAudio are the file extensions OpenAI accepts for transcription:
+// "The audio file object (not file name) to transcribe, in one of these
+// formats: flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav, or webm."
+// (https://platform.openai.com/docs/api-reference/audio/createTranscription).
+// The server goes by the file name's extension, so a Telegram voice note
+// (file path "voice/file_1.oga") must be sent as .ogg.
+var acceptedAudio = map[string]bool{".flac": true, ".mp3": true, ".mp4": true, ".mpeg": true, ".mpga": true,
+	".m4a": true, ".ogg": true, ".wav": true, ".webm": true}
+
+// uploadName returns a file name the API accepts for audio called name.
+func uploadName(name string, audio []byte) string {
+	base := strings.TrimSuffix(path.Base(name), path.Ext(name))
+	if base == "" || base == "." || base == "/" {
+		base = "voice"
+	}
+	ext := strings.ToLower(path.Ext(name))
+	switch {
+	case acceptedAudio[ext]:
+	case bytes.HasPrefix(audio, []byte("OggS")), ext == ".oga", ext == ".opus":
+		ext = ".ogg"
+	case ext == ".aac", ext == ".mp4a":
+		ext = ".m4a"
+	default:
+		ext = ".ogg" // Telegram and Slack voice clips are Ogg/Opus
+	}
+	return base + ext
+}
+
+// Transcribe returns the text spoken in audio, a file called name (its
+// extension tells the format). Errors wrap an *agent.Error whose message
+// is safe to show a user; a server without the endpoint (HTTP 404) gives
+// code agent.ErrUnsupported.
+func (t *Transcriber) Transcribe(ctx context.Context, name string, audio []byte) (string, error) {
+	resp, err := t.c.api.CreateTranscription(ctx, goopenai.AudioRequest{
+		Model:    t.c.model,
+		FilePath: uploadName(name, audio),
+		Reader:   bytes.NewReader(audio),
+		Format:   goopenai.AudioResponseFormatJSON,
+	})
+	if err == nil {
+		return strings.TrimSpace(resp.Text), nil
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	_, err = t.c.classify(err, nil, 0)
+	var ae *agent.Error
+	if errors.As(err, &ae) {
+		var e *apiError
+		switch {
+		case errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code != "model_not_found":
+			ae = &agent.Error{Code: agent.ErrUnsupported, Err: ae.Err,
+				Message: fmt.Sprintf("the speech server at %s does not transcribe audio (HTTP 404 for /audio/transcriptions): set TIDYBOT_TRANSCRIBE_URL to a server that does", t.c.host)}
+		case errors.As(err, &e) && e.Status == http.StatusNotFound:
+			ae = &agent.Error{Code: agent.ErrInvalid, Err: ae.Err,
+				Message: fmt.Sprintf("the speech server at %s does not know model %q: check TIDYBOT_TRANSCRIBE_MODEL", t.c.host, t.c.model)}
+		default:
+			ae = &agent.Error{Code: ae.Code, Err: ae.Err, Message: strings.NewReplacer("model API", "speech server", "OPENAI_API_KEY", "TIDYBOT_TRANSCRIBE_API_KEY", "OPENAI_MODEL", "TIDYBOT_TRANSCRIBE_MODEL").Replace(ae.Message)}
+		}
+		err = ae
+	}
+	return "", fmt.Errorf("openai: transcribe %s: %w", uploadName(name, audio), err)
+}

@@ -1,0 +1,71 @@
+package openai_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
+)
+
+func TestTranscribeVoiceNote(t *testing.T) {
+	srv := openaitest.New(nil, openaitest.WithAPIKey("sk-speech"), openaitest.WithTranscripts(func(tr openaitest.Transcription) string {
+		return " " + openaitest.VoiceNoteText + " "
+	}))
+	defer srv.Close()
+	tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, APIKey: "sk-speech"}, srv.Client())
+	// Telegram names voice notes "voice/file_7.oga": the API accepts .ogg only.
+	got, err := tc.Transcribe(t.Context(), "voice/file_7.oga", openaitest.VoiceNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != openaitest.VoiceNoteText {
+		t.Errorf("transcript = %q, want %q", got, openaitest.VoiceNoteText)
+	}
+	trs := srv.Transcriptions()
+	if len(trs) != 1 {
+		t.Fatalf("%d transcriptions, want 1", len(trs))
+	}
+	if tr := trs[0]; tr.Model != "gpt-transcribe" || tr.Filename != "file_7.ogg" || !bytes.Equal(tr.Audio, openaitest.VoiceNote) {
+		t.Errorf("server got model %q file %q (%d bytes), want gpt-transcribe, file_7.ogg and the voice note", tr.Model, tr.Filename, len(tr.Audio))
+	}
+}
+
+func TestTranscribeFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []openaitest.Option
+		key      string
+		file     string
+		audio    []byte
+		code     agent.ErrorCode
+		wantText string
+	}{
+		{name: "no audio endpoint", file: "a.ogg", audio: openaitest.VoiceNote, code: agent.ErrUnsupported, wantText: "does not transcribe audio"},
+		{name: "not ogg", file: "a.ogg", audio: []byte("this is not audio"), code: agent.ErrInvalid, wantText: "corrupted",
+			opts: []openaitest.Option{openaitest.WithTranscripts(func(openaitest.Transcription) string { return "x" })}},
+		{name: "wrong key", key: "sk-wrong", file: "a.ogg", audio: openaitest.VoiceNote, code: agent.ErrUnauthorized, wantText: "TIDYBOT_TRANSCRIBE_API_KEY",
+			opts: []openaitest.Option{openaitest.WithAPIKey("sk-right"), openaitest.WithTranscripts(func(openaitest.Transcription) string { return "x" })}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := openaitest.New(nil, tt.opts...)
+			defer srv.Close()
+			tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, APIKey: tt.key}, srv.Client())
+			_, err := tc.Transcribe(t.Context(), tt.file, tt.audio)
+			var ae *agent.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v, want an *agent.Error", err)
+			}
+			if ae.Code != tt.code || !strings.Contains(ae.Message, tt.wantText) {
+				t.Errorf("err = %s %q, want %s mentioning %q", ae.Code, ae.Message, tt.code, tt.wantText)
+			}
+			if tt.key != "" && strings.Contains(err.Error(), tt.key) {
+				t.Errorf("error %q repeats the key", err)
+			}
+		})
+	}
+}
