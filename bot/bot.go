@@ -55,6 +55,14 @@ type Config struct {
 	// RunLink returns the address of a run's Details page, or "" for
 	// none (nil: no links). The final message carries it for the asker.
 	RunLink func(r *Run) string
+	// Transcriber turns voice notes into text (nil: voice notes are
+	// answered with a note that none is configured).
+	Transcriber Transcriber
+	// VoiceMax is the longest voice note accepted (default 5m).
+	VoiceMax time.Duration
+	// Vision is VisionAuto (default), VisionOn or VisionOff: whether
+	// photos go to the model as images.
+	Vision string
 }
 
 func (c *Config) defaults() {
@@ -81,6 +89,12 @@ func (c *Config) defaults() {
 	}
 	if c.Metrics == nil {
 		c.Metrics = noMetrics{}
+	}
+	if c.VoiceMax <= 0 {
+		c.VoiceMax = 5 * time.Minute
+	}
+	if c.Vision == "" {
+		c.Vision = VisionAuto
 	}
 }
 
@@ -262,9 +276,17 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	if err != nil {
 		return fmt.Errorf("bot: read event: %w", err)
 	}
+	if in.Attachment != nil && in.Command == "" {
+		if done, err := b.screenMedia(ctx, in); done || err != nil {
+			return err
+		}
+		if in.Attachment.Kind == AttachImage && b.cfg.Vision == VisionOff {
+			in.Attachment = nil // the caption alone
+		}
+	}
 	switch in.Command {
 	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
-		if in.Command == "" && strings.TrimSpace(in.Text) == "" {
+		if in.Command == "" && strings.TrimSpace(in.Text) == "" && in.Attachment == nil {
 			return nil
 		}
 		return b.enqueue(ctx, in)
@@ -317,7 +339,9 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	key := in.ThreadKey()
 	var m *Message
-	if in.Command == "" && in.Text != "" {
+	if a := in.Attachment; a != nil && a.Kind == AttachVoice && !in.Transcribed {
+		in.Text = "" // the transcript is stored as the message once heard
+	} else if in.Command == "" && in.Text != "" {
 		m = &Message{ThreadKey: key, Role: RoleUser, Text: in.Text, At: in.At}
 	}
 	j := Job{ID: newID(), ThreadKey: key, Kind: JobIncoming, Incoming: in, Enqueued: b.cfg.Now()}
@@ -557,6 +581,16 @@ func (b *Bot) process(ctx context.Context, j Job) {
 			err = b.undo(ctx, in)
 		case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":
 			err = b.startRun(ctx, j.ID, in, TidyInboxInstruction)
+		case in.Attachment != nil && in.Attachment.Kind == AttachVoice && !in.Transcribed:
+			var next *Job
+			if next, err = b.transcribe(ctx, j); next != nil {
+				defer func() {
+					if err := b.store.DeleteJob(context.WithoutCancel(ctx), next.ID); err != nil {
+						log.Error("delete job", slog.Any("err", err))
+					}
+				}()
+				err = b.message(ctx, next.ID, next.Incoming)
+			}
 		default:
 			err = b.message(ctx, j.ID, in)
 		}

@@ -241,6 +241,20 @@ type fakePlatform struct {
 	// onSend, when set, runs before a message is recorded; an error
 	// fails the send (nothing recorded).
 	onSend func(Outgoing) error
+	// download, when set, serves Download; downloads counts the calls.
+	download  func(Attachment, int64) ([]byte, error)
+	downloads int
+}
+
+func (p *fakePlatform) Download(_ context.Context, a Attachment, max int64) ([]byte, error) {
+	p.mu.Lock()
+	p.downloads++
+	f := p.download
+	p.mu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("fake: no file %s", a.Ref)
+	}
+	return f(a, max)
 }
 
 func (p *fakePlatform) Name() string { return p.name }

@@ -43,6 +43,11 @@ type Incoming struct {
 	// where each person has their own conversation (see ThreadKey).
 	DM bool      `json:"dm,omitempty"`
 	At time.Time `json:"at"`
+	// Attachment is a voice note, audio file or image sent with the
+	// message (Text is then its caption, if any).
+	Attachment *Attachment `json:"attachment,omitempty"`
+	// Transcribed is set once Text holds the voice note's transcript.
+	Transcribed bool `json:"transcribed,omitempty"`
 }
 
 // ThreadKey names the conversation the event belongs to: its history,
