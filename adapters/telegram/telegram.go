@@ -361,7 +361,8 @@ func (a *Adapter) WebhookHandler(h Handler) http.Handler {
 }
 
 // Incoming turns an update into a bot event; ok is false for updates the
-// bot ignores: its own messages, non-text messages, and, in groups,
+// bot ignores: its own messages, messages with neither text nor a voice
+// note, audio file or image, and, in groups,
 // messages not addressed to it. In a group the bot handles a message that
 // mentions it (@username, or a text_mention of it), replies to one of its
 // messages, or is a command for it: /cmd@ourbot, or a command of ours
@@ -389,16 +390,27 @@ func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
 		return in, true
 	}
 	m := u.Message
-	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot || strings.TrimSpace(m.Text) == "" {
+	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot {
+		return bot.Incoming{}, false
+	}
+	att := attachment(m)
+	if att != nil {
+		// A caption is the media's text, with its own entities
+		// (core.telegram.org/bots/api#message): read it as the text.
+		c := *m
+		c.Text, c.Entities = m.Caption, m.CaptionEntities
+		m = &c
+	}
+	if strings.TrimSpace(m.Text) == "" && att == nil {
 		return bot.Incoming{}, false
 	}
 	dm := m.Chat.IsPrivate()
 	in := bot.Incoming{
 		Platform: Platform, ChatID: strconv.FormatInt(m.Chat.ID, 10), UserID: strconv.FormatInt(m.From.ID, 10),
 		UserName: m.From.UserName, MessageID: strconv.Itoa(m.MessageID), EventID: event, DM: dm,
-		At: time.Unix(int64(m.Date), 0), Text: m.Text,
+		At: time.Unix(int64(m.Date), 0), Text: m.Text, Attachment: att,
 	}
-	if strings.HasPrefix(m.Text, "/") {
+	if strings.HasPrefix(m.Text, "/") && att == nil {
 		cmd, args, addressed, ok := a.command(m.Text)
 		if !ok || (!dm && !addressed && !known(cmd)) {
 			return bot.Incoming{}, false // a command for another bot
@@ -414,7 +426,7 @@ func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
 	if !mentioned && !replied {
 		return bot.Incoming{}, false
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && att == nil {
 		return bot.Incoming{}, false
 	}
 	in.Text = text

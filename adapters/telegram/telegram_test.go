@@ -120,7 +120,7 @@ func TestPollParsesAndConfirms(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Poll(ctx, rec) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(rec.got()) < 4 && time.Now().Before(deadline) {
+	for len(rec.got()) < 5 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for srv.Pending() > 0 && time.Now().Before(deadline) {
@@ -131,8 +131,11 @@ func TestPollParsesAndConfirms(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rec.got()
-	if len(got) != 4 {
+	if len(got) != 5 {
 		t.Fatalf("handled %d updates: %+v", len(got), got)
+	}
+	if a := got[4].Attachment; a == nil || a.Kind != bot.AttachVoice || a.Ref != "x" {
+		t.Errorf("voice note: %+v", got[4])
 	}
 	if got[0].Command != "tidy-inbox" || got[1].Command != "tidy-inbox" || got[2].Text == "" || got[2].Command != "" {
 		t.Errorf("commands: %+v", got[:3])

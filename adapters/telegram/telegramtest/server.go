@@ -61,12 +61,13 @@ type Server struct {
 	commands string
 	arrived  chan struct{}
 	echo     bool // error descriptions repeat the request's token
+	files    map[string]*file // by file_id
 }
 
 // New starts a fake; close it with Close.
 func New() *Server {
 	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{}),
-		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}}
+		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}, files: map[string]*file{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -96,6 +97,10 @@ func fail(w http.ResponseWriter, code int, desc string, retryAfter int) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -141,6 +146,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.webhook = map[string]string{"url": f.Get("url"), "secret_token": f.Get("secret_token"), "allowed_updates": f.Get("allowed_updates")}
 		s.mu.Unlock()
 		reply(w, true)
+	case "getFile":
+		s.getFile(w, f.Get("file_id"))
 	case "getUpdates":
 		s.getUpdates(w, r)
 	case "sendMessage":
