@@ -60,7 +60,7 @@ type Server struct {
 	webhook  map[string]string
 	commands string
 	arrived  chan struct{}
-	echo     bool // error descriptions repeat the request's token
+	echo     bool             // error descriptions repeat the request's token
 	files    map[string]*file // by file_id
 }
 
