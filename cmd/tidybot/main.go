@@ -225,8 +225,27 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	eng := agent.New(model, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return bot.New(st, eng, bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink}), nil
+	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision}
+	if tc := transcribeConfig(cfg, log); tc.Model != "" {
+		bc.Transcriber = openai.NewTranscriber(tc, hc)
+	}
+	return bot.New(st, eng, bc), nil
+}
+
+// transcribeConfig is the speech server's configuration: the model API's
+// address and key unless TIDYBOT_TRANSCRIBE_URL names another server (then
+// only TIDYBOT_TRANSCRIBE_API_KEY is sent to it, never OPENAI_API_KEY).
+// An empty Model turns voice notes off.
+func transcribeConfig(cfg Config, log *slog.Logger) openai.Config {
+	tc := openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, Model: strings.TrimSpace(cfg.TranscribeModel), Logger: log}
+	if cfg.TranscribeURL != "" {
+		tc.BaseURL, tc.APIKey = cfg.TranscribeURL, ""
+	}
+	if cfg.TranscribeKey != "" {
+		tc.APIKey = cfg.TranscribeKey
+	}
+	return tc
 }
 
 // httpClient reaches the model and Todoist.

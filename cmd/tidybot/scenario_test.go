@@ -18,6 +18,8 @@ import (
 //   - the /tidy-inbox instruction: the competent tidier (internal/sim);
 //   - "file the dentist task": ask which project, then move it there;
 //   - "delete the cake task": find it and delete it (a gated write);
+//   - "tidy my inbox" (a voice note): as /tidy-inbox;
+//   - "move the milk task to groceries": find it and move it there;
 //   - anything else: a final answer echoing it.
 type scenario struct{}
 
@@ -78,7 +80,7 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 		return ""
 	}
 	switch {
-	case instr == bot.TidyInboxInstruction:
+	case instr == bot.TidyInboxInstruction || strings.EqualFold(instr, "tidy my inbox"):
 		return (&sim.Tidier{Groups: sim.TalkGroups}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
 	case strings.Contains(instr, "dentist"):
 		switch assistant {
@@ -96,6 +98,14 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 			return call(agent.ActMoveTasks, map[string]any{"moves": []map[string]string{{"task_id": findTask("dentist"), "project_name": answer}}})
 		}
 		return final("Filed the dentist task.")
+	case strings.Contains(instr, "move the milk task"):
+		switch assistant {
+		case 0:
+			return call(agent.ActGetInboxTasks, map[string]any{})
+		case 1:
+			return call(agent.ActMoveTasks, map[string]any{"moves": []map[string]string{{"task_id": findTask("milk"), "project_name": "Groceries"}}})
+		}
+		return final("Moved the milk task to Groceries.")
 	case strings.Contains(instr, "delete the cake"):
 		switch assistant {
 		case 0:

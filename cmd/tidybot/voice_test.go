@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
+)
+
+// withSpeech replaces e's model server by one that also transcribes: the
+// real voice note (openaitest.VoiceNote) reads as said; anything else
+// fails the test.
+func withSpeech(t *testing.T, e *env, said string) {
+	t.Helper()
+	e.model.Close()
+	e.model = openaitest.New(openaitest.FromAgent(e.scen.reply), openaitest.WithTranscripts(func(tr openaitest.Transcription) string {
+		if !bytes.Equal(tr.Audio, openaitest.VoiceNote) {
+			t.Errorf("transcribed %d bytes that are not the voice note", len(tr.Audio))
+		}
+		return said
+	}))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	e.cfg.TranscribeModel = "gpt-transcribe"
+}
+
+func TestTelegramVoiceNoteTidiesTheInbox(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	withSpeech(t, e, "Tidy my inbox")
+	tg := serveTelegram(t, e)
+	id := tg.AddFile("voice", ".oga", openaitest.VoiceNote)
+	tg.PushVoice(42, 42, id, 3)
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	if msgs := tg.Messages(42); msgs[0].Text != "🎙 “Tidy my inbox”" {
+		t.Errorf("first message %q, want what was heard", msgs[0].Text)
+	}
+	if len(e.layout()["Inbox"]) != 0 {
+		t.Errorf("layout: %v", e.layout())
+	}
+	trs := e.model.Transcriptions()
+	if len(trs) != 1 || trs[0].Model != "gpt-transcribe" || !strings.HasSuffix(trs[0].Filename, ".ogg") {
+		t.Errorf("transcriptions: %+v", trs)
+	}
+}
+
+func TestTelegramVoiceNoteFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(e *env)
+		file  func(tg fileAdder) string
+		secs  int
+		want  string
+	}{
+		{name: "no transcription model", setup: func(e *env) { e.cfg.TranscribeModel = "" }, want: "no transcription model is configured"},
+		{name: "server without audio", setup: func(e *env) { e.cfg.TranscribeModel = "gpt-transcribe" }, want: "does not transcribe audio"},
+		{name: "too long", setup: func(e *env) { withSpeech(t, e, "x"); e.cfg.VoiceMax = time.Minute }, secs: 90, want: "1m30s long; I take notes of up to 1m0s"},
+		{name: "download fails", setup: func(e *env) { withSpeech(t, e, "x") }, file: func(fileAdder) string { return "AgADgone" }, want: "couldn't download"},
+		{name: "over 20 MB", setup: func(e *env) { withSpeech(t, e, "x") }, file: func(tg fileAdder) string { return tg.AddBigFile("voice", ".oga", 25<<20) }, want: "too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			tt.setup(e)
+			tg := serveTelegram(t, e)
+			id := ""
+			if tt.file != nil {
+				id = tt.file(tg)
+			} else {
+				id = tg.AddFile("voice", ".oga", openaitest.VoiceNote)
+			}
+			secs := max(tt.secs, 3)
+			tg.PushVoice(42, 42, id, secs)
+			waitFor(t, "the answer", func() bool { return lastText(tg, 42) != "" })
+			if got := lastText(tg, 42); !strings.Contains(got, tt.want) {
+				t.Errorf("answer %q, want %q", got, tt.want)
+			}
+			if tt.secs > 0 && tg.Downloads(id) != 0 {
+				t.Errorf("a note that is too long was downloaded")
+			}
+			// Nothing was stored half-way: the next message runs alone.
+			tg.PushText(42, 42, "hello")
+			waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
+			if n := len(tg.Messages(42)); n > 4 {
+				t.Errorf("%d messages, want the failure, then one run", n)
+			}
+		})
+	}
+}
+
+type fileAdder interface {
+	AddBigFile(kind, ext string, size int) string
+}
