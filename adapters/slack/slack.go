@@ -343,19 +343,27 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, error) {
 	var user, text, channel, ts, threadTS string
 	var dm bool
+	var att *bot.Attachment
 	switch e := inner.(type) {
 	case *slackevents.MessageEvent:
-		if e.BotID != "" || e.SubType != "" || e.User == "" || e.User == a.botID {
+		// A message with files has subtype file_share
+		// (docs.slack.dev/reference/events/message/file_share); every
+		// other subtype (edits, joins, bot messages) is not for the bot.
+		if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share") || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
 		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
 		dm = e.ChannelType == "im"
+		if e.Message != nil {
+			att = attachment(e.Message.Files)
+		}
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
 		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
 		dm = slackutilsx.DetectChannelType(channel) == slackutilsx.CTypeDM
+		att = attachment(e.Files)
 	default:
 		return bot.Incoming{}, false, nil
 	}
@@ -372,7 +380,7 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 			return bot.Incoming{}, false, nil
 		}
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && att == nil {
 		return bot.Incoming{}, false, nil
 	}
 	thread := threadTS
@@ -380,8 +388,8 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		thread = ts // in a channel, a run's posts go in the thread of its message
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text,
-		EventID: "msg:" + channel + ":" + ts, DM: dm, At: time.Now()}
-	if cmd, args, ok := command(text); ok {
+		EventID: "msg:" + channel + ":" + ts, DM: dm, At: time.Now(), Attachment: att}
+	if cmd, args, ok := command(text); ok && att == nil {
 		in.Command, in.Text = cmd, args
 	}
 	return in, true, nil

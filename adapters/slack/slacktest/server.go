@@ -94,6 +94,7 @@ type Server struct {
 	hooks      map[string]*hook
 	hookSeq    int
 	echoTokens bool
+	files      map[string]*shared // by file id
 }
 
 // New starts a fake; close it with Close.
@@ -152,6 +153,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if id, ok := strings.CutPrefix(r.URL.Path, "/hooks/"); ok {
 		s.respond(w, r, id)
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/files-pri/"); ok {
+		s.serveFile(w, r, rest)
+		return
+	}
+	if r.URL.Path == "/signin" {
+		serveSignIn(w)
 		return
 	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
@@ -502,6 +511,8 @@ type Message struct {
 	// TS is the message's ts; ThreadTS its thread's, for a reply.
 	TS       string
 	ThreadTS string
+	// Files are shared with the message (see AddFile).
+	Files []File
 }
 
 // Mention is how a message mentions the bot: "<@UBOT>".
@@ -523,11 +534,23 @@ func (s *Server) Events(m Message) [][]byte {
 	if m.ThreadTS != "" {
 		inner["thread_ts"] = m.ThreadTS
 	}
+	var files []map[string]any
+	for _, f := range m.Files {
+		files = append(files, f.event())
+	}
+	if len(files) > 0 {
+		// A message with files: subtype file_share and a files list
+		// (docs.slack.dev/reference/events/message/file_share).
+		inner["subtype"], inner["files"], inner["upload"] = "file_share", files, true
+	}
 	out := [][]byte{s.callback(inner)}
 	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) {
 		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
 		if m.ThreadTS != "" {
 			mention["thread_ts"] = m.ThreadTS
+		}
+		if len(files) > 0 {
+			mention["files"] = files
 		}
 		out = append(out, s.callback(mention))
 	}
