@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // withSpeech replaces e's model server by one that also transcribes: the
@@ -92,4 +94,30 @@ func TestTelegramVoiceNoteFailures(t *testing.T) {
 
 type fileAdder interface {
 	AddBigFile(kind, ext string, size int) string
+}
+
+func TestSlackAudioClipMovesTheMilkTask(t *testing.T) {
+	e := newEnv(t)
+	e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
+	withSpeech(t, e, openaitest.VoiceNoteText)
+	sl, base := serveSlack(t, e)
+	clip := sl.AddFile(slacktest.File{Name: "audio_message.ogg", Mimetype: "audio/ogg", Filetype: "ogg", Data: openaitest.VoiceNote, DurationMs: 2100})
+	for _, ev := range sl.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", TS: "5.5", Files: []slacktest.File{clip}}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the answer", func() bool { return lastPost(sl, "D1").Text == "Moved the milk task to Groceries." })
+	if ps := sl.Posts("D1"); ps[0].Text != "🎙 “"+openaitest.VoiceNoteText+"”" {
+		t.Errorf("first post %q, want what was heard", ps[0].Text)
+	}
+	if got := e.layout()["Groceries"]; len(got) != 1 || got[0] != "Buy milk" {
+		t.Errorf("layout: %v", e.layout())
+	}
+	if sl.Downloads(clip) != 1 {
+		t.Errorf("%d downloads with the bot token, want 1", sl.Downloads(clip))
+	}
+	if !strings.Contains(readRepoFile(t, "deploy/slack-manifest.yaml"), "- files:read") {
+		t.Error("the Slack manifest lacks the files:read scope that downloads need")
+	}
 }
