@@ -180,6 +180,8 @@ type HistoryMessage struct {
 type Input struct {
 	Instruction string
 	History     []HistoryMessage
+	// Images go to the model with the instruction (a photo the user sent).
+	Images []Image
 }
 
 // Outcome is how Start or Resume left the run.
@@ -203,7 +205,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol, e.now(ctx))})
 	tr.Messages = append(tr.Messages, e.history(in.History)...)
-	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction})
+	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction, Images: in.Images})
 	r := &runner{e: e, tr: tr, h: h}
 	return r.run(withSpans(ctx, tr, e.cfg.Now))
 }

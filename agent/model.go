@@ -29,6 +29,15 @@ type Message struct {
 	// reasoning items), opaque to the engine, which keeps it in the
 	// transcript so that nothing need be held on the server's side.
 	State json.RawMessage `json:"state,omitempty"`
+	// Images go with a user message as image inputs (a photo of a list).
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an image input: its bytes and media type (image/jpeg,
+// image/png, image/webp or image/gif).
+type Image struct {
+	MIME string `json:"mime"`
+	Data []byte `json:"data"`
 }
 
 // ToolCall is one function call in a model reply. Arguments is the raw JSON

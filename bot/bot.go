@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
@@ -109,6 +110,8 @@ type Bot struct {
 	log     *slog.Logger
 	allowed map[string]bool
 	sched   *scheduler
+	// noVision is set once the model rejected an image (TIDYBOT_VISION=auto).
+	noVision atomic.Bool
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -280,8 +283,11 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		if done, err := b.screenMedia(ctx, in); done || err != nil {
 			return err
 		}
-		if in.Attachment.Kind == AttachImage && b.cfg.Vision == VisionOff {
+		if in.Attachment.Kind == AttachImage && b.visionOff() {
 			in.Attachment = nil // the caption alone
+		}
+		if in.Attachment != nil && in.Attachment.Kind == AttachImage && strings.TrimSpace(in.Text) == "" {
+			in.Text = photoless
 		}
 	}
 	switch in.Command {

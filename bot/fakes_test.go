@@ -322,14 +322,23 @@ type fakeAgent struct {
 	onResume func()
 	// applied is the journal of a run that block's cancel interrupts.
 	applied []agent.Applied
+	// images are the images of each started run; fail, when set, ends
+	// a run that has images with this error.
+	images    [][]agent.Image
+	imagesErr error
 }
 
 func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
 	a.mu.Lock()
 	a.started = append(a.started, in.Instruction)
-	block, ask, events, script := a.block, a.ask, a.events, a.script
+	a.images = append(a.images, in.Images)
+	block, ask, events, script, imagesErr := a.block, a.ask, a.events, a.script, a.imagesErr
 	a.mu.Unlock()
 	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction}
+	if imagesErr != nil && len(in.Images) > 0 {
+		tr.Status = agent.StatusFailed
+		return agent.Outcome{Status: agent.StatusFailed, Answer: "I couldn't finish: " + imagesErr.Error(), Transcript: tr, Err: imagesErr}
+	}
 	for _, ev := range events {
 		h.Observe(ev)
 	}

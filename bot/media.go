@@ -87,6 +87,8 @@ func (b *Bot) screenMedia(ctx context.Context, in Incoming) (bool, error) {
 			a.Duration.Round(time.Second), b.cfg.VoiceMax)
 	case a.Kind == AttachImage && b.cfg.Vision == VisionOff && strings.TrimSpace(in.Text) == "":
 		why = "I don't look at photos here (TIDYBOT_VISION=off). Please type what you'd like me to do."
+	case a.Kind == AttachImage && b.visionOff() && strings.TrimSpace(in.Text) == "":
+		why = noVisionText
 	default:
 		return false, nil
 	}

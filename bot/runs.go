@@ -20,6 +20,14 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		return fmt.Errorf("bot: read run %s: %w", runID, err)
 	}
 	key := in.ThreadKey()
+	var images []agent.Image
+	if a := in.Attachment; a != nil && a.Kind == AttachImage {
+		im, err := b.photo(ctx, in)
+		if im == nil {
+			return err // the user was told why
+		}
+		images = append(images, *im)
+	}
 	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
 		return err
 	}
@@ -64,7 +72,15 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		b.send(ctx, in.Platform, reply(in, b.cfg.Notice))
 	}
 	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
-		return b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history}, h)
+		out := b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images}, h)
+		if len(images) > 0 && agent.ErrorCodeOf(out.Err) == agent.ErrUnsupported {
+			// The model takes no images: say so plainly, and on auto
+			// stop sending them.
+			b.noVision.Store(true)
+			b.log.Warn("the model rejected an image", slog.String("run_id", r.ID), slog.Any("err", out.Err))
+			out.Answer = noVisionText
+		}
+		return out
 	})
 }
 

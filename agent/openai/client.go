@@ -68,6 +68,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -572,6 +573,16 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 	out := goopenai.ChatCompletionRequest{Model: c.model}
 	for _, m := range req.Messages {
 		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			// Images are image_url content parts with a base64 data
+			// URL (platform.openai.com/docs/guides/images-vision).
+			om.Content = ""
+			om.MultiContent = []goopenai.ChatMessagePart{{Type: goopenai.ChatMessagePartTypeText, Text: m.Content}}
+			for _, im := range m.Images {
+				om.MultiContent = append(om.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeImageURL,
+					ImageURL: &goopenai.ChatMessageImageURL{URL: dataURL(im), Detail: goopenai.ImageURLDetailAuto}})
+			}
+		}
 		for _, tc := range m.ToolCalls {
 			om.ToolCalls = append(om.ToolCalls, goopenai.ToolCall{
 				ID:       tc.ID,
@@ -706,4 +717,9 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		req = r
 	}
 	return d.hc.Do(req)
+}
+
+// dataURL is an image as a base64 data URL.
+func dataURL(im agent.Image) string {
+	return "data:" + im.MIME + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }

@@ -20,6 +20,18 @@ type (
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	}
+	// inputParts is a message whose content is a list of parts.
+	inputParts struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content []any  `json:"content"`
+	}
+	inputPart struct {
+		Type     string `json:"type"`
+		Text     string `json:"text,omitempty"`
+		ImageURL string `json:"image_url,omitempty"`
+		Detail   string `json:"detail,omitempty"`
+	}
 	functionCall struct {
 		Type      string `json:"type"`
 		CallID    string `json:"call_id"`
@@ -71,6 +83,18 @@ func input(msgs []agent.Message) []any {
 			}
 		case agent.RoleTool:
 			items = append(items, functionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Content})
+		case agent.RoleUser:
+			if len(m.Images) == 0 {
+				items = append(items, inputMessage{Type: "message", Role: "user", Content: m.Content})
+				continue
+			}
+			// Images are input_image parts with a base64 data URL
+			// (platform.openai.com/docs/guides/images-vision).
+			parts := []any{inputPart{Type: "input_text", Text: m.Content}}
+			for _, im := range m.Images {
+				parts = append(parts, inputPart{Type: "input_image", ImageURL: dataURL(im), Detail: "auto"})
+			}
+			items = append(items, inputParts{Type: "message", Role: "user", Content: parts})
 		default:
 			items = append(items, inputMessage{Type: "message", Role: string(m.Role), Content: m.Content})
 		}

@@ -117,6 +117,12 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return -1, &agent.Error{Code: agent.ErrInvalid, Err: e,
 			Message: "the conversation and the reply do not fit the model's context (" + contextOverflow.FindString(e.Message) + "): lower TIDYBOT_MAX_TOKENS, or try /reset"}
 	}
+	if s := e.Status; s == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message+" "+e.Param), "image") {
+		// A model without image input ("image_url is only supported by
+		// certain models"; local servers in their own words).
+		return -1, &agent.Error{Code: agent.ErrUnsupported, Err: e,
+			Message: fmt.Sprintf("the model %s does not take images (HTTP 400): pick a vision model in OPENAI_MODEL, or set TIDYBOT_VISION=off", c.model)}
+	}
 	msg := fmt.Sprintf("the model API refused the request (HTTP %d)", e.Status)
 	if e.Message != "" {
 		msg += ": " + truncate(e.Message, 300)

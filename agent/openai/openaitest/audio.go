@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path"
@@ -134,4 +135,26 @@ func validOgg(b []byte) bool {
 	}
 	body := b[27+nseg:]
 	return bytes.HasPrefix(body, []byte("OpusHead")) || bytes.HasPrefix(body, []byte("\x01vorbis"))
+}
+
+// WithoutVision makes the model one that takes no image input: a request
+// with an image part gets the 400 OpenAI gives such models ("Invalid
+// content type. image_url is only supported by certain models.", as
+// reported for gpt-3.5-turbo on community.openai.com), and a local server
+// with a text-only model gives in its own words.
+func WithoutVision() Option { return func(s *Server) { s.noVision = true } }
+
+func (s *Server) visionRule(req Request) *statusError {
+	s.mu.Lock()
+	off := s.noVision
+	s.mu.Unlock()
+	if !off {
+		return nil
+	}
+	for i, m := range req.Messages {
+		if len(m.Images) > 0 {
+			return invalid(fmt.Sprintf("messages.[%d].content.[1].type", i), "", "Invalid content type. image_url is only supported by certain models.")
+		}
+	}
+	return nil
 }

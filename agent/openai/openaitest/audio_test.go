@@ -50,3 +50,32 @@ func TestTranscriptionChecks(t *testing.T) {
 		t.Errorf("testdata/voice.ogg: %d bytes, valid Ogg/Opus %v; want a small valid note", len(VoiceNote), validOgg(VoiceNote))
 	}
 }
+
+func TestImageChecks(t *testing.T) {
+	tests := []struct {
+		name, body string
+		opts       []Option
+		status     int
+	}{
+		{"user image", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]}]}`, nil, 200},
+		{"image in a system message", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]}]}`, nil, 400},
+		{"not a data URL of an image", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/plain;base64,aGk="}}]}]}`, nil, 400},
+		{"model without vision", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]}]}`, []Option{WithoutVision()}, 400},
+		{"responses input_image", `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/"}]}]}`, nil, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(nil, tt.opts...)
+			defer s.Close()
+			path := "/v1/chat/completions"
+			if strings.Contains(tt.body, `"input"`) {
+				path = "/v1/responses"
+			}
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(tt.body)))
+			if rec.Code != tt.status {
+				t.Errorf("status = %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+		})
+	}
+}

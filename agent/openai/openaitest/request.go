@@ -1,6 +1,7 @@
 package openaitest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -63,6 +64,10 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string
+	// Images are the message's image parts, as the data URLs (or URLs)
+	// sent: image_url parts on Chat Completions, input_image on the
+	// Responses API.
+	Images []string
 }
 
 // ToolCall is a function call, in an assistant message of a request or in
@@ -183,11 +188,14 @@ func decodeRequest(body []byte) (Request, *statusError) {
 	}
 	for i, m := range w.Messages {
 		msg := Message{Role: m.Role, ToolCallID: m.ToolCallID}
-		text, err := contentText(m.Content)
+		text, images, err := contentParts(m.Content)
 		if err != nil {
 			fail(invalid(fmt.Sprintf("messages[%d].content", i), "", fmt.Sprintf("Invalid type for 'messages[%d].content': %v", i, err)))
 		}
-		msg.Content = text
+		if e := checkImages(fmt.Sprintf("messages[%d]", i), m.Role, images); e != nil {
+			fail(e)
+		}
+		msg.Content, msg.Images = text, images
 		for _, c := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
@@ -237,27 +245,76 @@ func decodeRequest(body []byte) (Request, *statusError) {
 // contentText reads a message's content: null, a string, or an array of
 // parts whose text parts are joined.
 func contentText(raw json.RawMessage) (string, error) {
+	text, _, err := contentParts(raw)
+	return text, err
+}
+
+// contentParts reads a message's content: a string, or an array of parts
+// whose text parts ("text"; "input_text" on the Responses API) are joined
+// and whose image parts ("image_url": {"url"} on Chat Completions,
+// "input_image" with "image_url" on the Responses API) are returned.
+func contentParts(raw json.RawMessage) (string, []string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("expected a string or an array of content parts")
+		return "", nil, fmt.Errorf("expected a string or an array of content parts")
 	}
 	var b strings.Builder
+	var images []string
 	for _, p := range parts {
-		if p.Type == "text" {
+		switch p.Type {
+		case "text", "input_text", "output_text":
 			b.WriteString(p.Text)
+		case "image_url":
+			var u struct {
+				URL string `json:"url"`
+			}
+			_ = json.Unmarshal(p.ImageURL, &u)
+			images = append(images, u.URL)
+		case "input_image":
+			var u string
+			_ = json.Unmarshal(p.ImageURL, &u)
+			images = append(images, u)
 		}
 	}
-	return b.String(), nil
+	return b.String(), images, nil
+}
+
+// imageURL is a base64 data URL of an image in a format the API reads:
+// "PNG (.png), JPEG (.jpeg and .jpg), WEBP (.webp), non-animated GIF
+// (.gif)", given "as a fully qualified URL … or as a Base64-encoded data
+// URL" (platform.openai.com/docs/guides/images-vision).
+var imageURL = regexp.MustCompile(`^data:image/(png|jpeg|webp|gif);base64,([A-Za-z0-9+/]+=*)$`)
+
+// checkImages rejects images in a message that is not the user's, and
+// data URLs that are not a base64 image in a supported format.
+func checkImages(where, role string, images []string) *statusError {
+	for _, u := range images {
+		if role != "user" {
+			return invalid(where, "", fmt.Sprintf("Invalid '%s': Image URLs are only allowed for messages with role 'user', but this message with role '%s' contains an image URL.", where, role))
+		}
+		if strings.HasPrefix(u, "https://") {
+			continue
+		}
+		m := imageURL.FindStringSubmatch(u)
+		if m == nil {
+			return invalid(where, "invalid_image_format", "Invalid image URL: expected a base64-encoded data URL of a PNG, JPEG, WEBP or GIF image.")
+		}
+		if _, err := base64.StdEncoding.DecodeString(m[2]); err != nil {
+			return invalid(where, "invalid_image", "Invalid image data: "+err.Error())
+		}
+	}
+	return nil
 }
 
 // validate applies the real API's checks to a decoded request.

@@ -153,11 +153,14 @@ func (s *Server) decodeInput(req *Request, raw json.RawMessage) *statusError {
 				return invalid(fmt.Sprintf("input[%d].role", i), "invalid_value",
 					fmt.Sprintf("Invalid value: '%s'. Supported values are: 'assistant', 'system', 'developer', and 'user'.", it.Role))
 			}
-			content, err := contentText(it.Content)
+			content, images, err := contentParts(it.Content)
 			if err != nil {
 				return invalid(fmt.Sprintf("input[%d].content", i), "", fmt.Sprintf("Invalid type for 'input[%d].content': %v", i, err))
 			}
-			req.Messages = append(req.Messages, Message{Role: it.Role, Content: content})
+			if e := checkImages(fmt.Sprintf("input[%d]", i), it.Role, images); e != nil {
+				return e
+			}
+			req.Messages = append(req.Messages, Message{Role: it.Role, Content: content, Images: images})
 		case "function_call":
 			if it.CallID == "" {
 				return invalid(fmt.Sprintf("input[%d].call_id", i), "", fmt.Sprintf("Missing required parameter: 'input[%d].call_id'.", i))

@@ -128,6 +128,8 @@ type Server struct {
 	lookups  int
 	// misses counts requests to paths the server does not serve.
 	misses int
+	// noVision rejects image input (WithoutVision).
+	noVision bool
 	// transcribe answers /audio/transcriptions (nil: 404).
 	transcribe     func(Transcription) string
 	transcriptions []Transcription
@@ -399,6 +401,9 @@ func (s *Server) check(r *http.Request, req Request, perr *statusError, key stri
 	}
 	if perr != nil {
 		return perr
+	}
+	if err := s.visionRule(req); err != nil {
+		return err
 	}
 	if err := s.modelRules(req); err != nil {
 		return err

@@ -1,0 +1,119 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	im := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		im.Set(x, h/2, color.Black)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, im); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func newPhotoHarness(t *testing.T, ag *fakeAgent, vision string, file []byte) *harness {
+	t.Helper()
+	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
+	h.plat.download = func(Attachment, int64) ([]byte, error) { return file, nil }
+	h.bot = New(h.store, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Vision: vision})
+	h.bot.AddPlatform(h.plat)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := h.bot.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.bot.Stop(); cancel() })
+	return h
+}
+
+func photo(caption, event string) Incoming {
+	in := msg(caption, event)
+	in.Attachment = &Attachment{Kind: AttachImage, Ref: "p1", Name: "photo.jpg", MIME: "image/jpeg"}
+	return in
+}
+
+func TestPhotoGoesToTheModel(t *testing.T) {
+	small := pngOf(t, 800, 600)
+	ag := &fakeAgent{}
+	h := newPhotoHarness(t, ag, "", small)
+	h.handle(t, photo("Add these to Groceries", "p1"))
+	h.handle(t, photo("", "p2"))
+	h.idle(t)
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if joined(ag.started) != "Add these to Groceries | "+photoless {
+		t.Errorf("runs: %q", ag.started)
+	}
+	if len(ag.images) != 2 || len(ag.images[0]) != 1 || !bytes.Equal(ag.images[0][0].Data, small) || ag.images[0][0].MIME != "image/png" {
+		t.Errorf("images: %d runs, want the photo as it came", len(ag.images))
+	}
+}
+
+func TestLargePhotoIsScaledDown(t *testing.T) {
+	ag := &fakeAgent{}
+	h := newPhotoHarness(t, ag, "", pngOf(t, 3000, 1500))
+	h.handle(t, photo("Add these to Groceries", "p1"))
+	h.idle(t)
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if len(ag.images) != 1 || len(ag.images[0]) != 1 {
+		t.Fatalf("images: %v", ag.images)
+	}
+	im := ag.images[0][0]
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(im.Data))
+	if err != nil || im.MIME != "image/jpeg" || cfg.Width != 1280 || cfg.Height != 640 {
+		t.Errorf("sent %s %dx%d (%v), want a 1280x640 JPEG", im.MIME, cfg.Width, cfg.Height, err)
+	}
+}
+
+func TestModelWithoutVision(t *testing.T) {
+	rejected := &agent.Error{Code: agent.ErrUnsupported, Message: "the model x does not take images (HTTP 400)"}
+	ag := &fakeAgent{imagesErr: rejected}
+	h := newPhotoHarness(t, ag, VisionAuto, pngOf(t, 10, 10))
+	h.handle(t, photo("Add these to Groceries", "p1"))
+	h.idle(t)
+	if got := h.plat.last().Text; !strings.Contains(got, "Pick a vision model") {
+		t.Errorf("answer %q, want a plain hint to pick a vision model", got)
+	}
+	// On auto, the next photo is answered at once, without a download.
+	n := h.plat.downloads
+	h.handle(t, photo("", "p2"))
+	h.idle(t)
+	if got := h.plat.last().Text; !strings.Contains(got, "Pick a vision model") || h.plat.downloads != n {
+		t.Errorf("second photo: %q, %d downloads", got, h.plat.downloads-n)
+	}
+	if len(ag.startedList()) != 1 {
+		t.Errorf("runs: %q", ag.startedList())
+	}
+}
+
+func TestVisionOff(t *testing.T) {
+	ag := &fakeAgent{}
+	h := newPhotoHarness(t, ag, VisionOff, pngOf(t, 10, 10))
+	h.handle(t, photo("", "p1"))
+	h.handle(t, photo("what's due today?", "p2"))
+	h.idle(t)
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if joined(ag.started) != "what's due today?" || len(ag.images[0]) != 0 || h.plat.downloads != 0 {
+		t.Errorf("runs %q with %d images, %d downloads; want the caption alone", ag.started, len(ag.images[0]), h.plat.downloads)
+	}
+	if texts := h.plat.texts(); !strings.Contains(texts[0], "TIDYBOT_VISION=off") {
+		t.Errorf("sent %q, want the photo refused", texts)
+	}
+}
