@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +24,8 @@ import (
 //   - "delete the cake task": find it and delete it (a gated write);
 //   - "tidy my inbox" (a voice note): as /tidy-inbox;
 //   - "move the milk task to groceries": find it and move it there;
+//   - "Add these to Groceries" with listPhoto: add listItems there, in one
+//     add_tasks call (the scripted model "reads" only that photo);
 //   - anything else: a final answer echoing it.
 type scenario struct{}
 
@@ -79,7 +85,26 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 		}
 		return ""
 	}
+	var images []agent.Image
+	if req.Messages[start].Role == agent.RoleUser {
+		images = req.Messages[start].Images
+	}
 	switch {
+	case len(images) > 0 && strings.Contains(strings.ToLower(instr), "add these to groceries"):
+		if !bytes.Equal(images[0].Data, listPhoto()) {
+			return final("I can't read that photo.")
+		}
+		switch assistant {
+		case 0:
+			return call(agent.ActGetProjects, map[string]any{})
+		case 1:
+			var tasks []map[string]string
+			for _, it := range listItems {
+				tasks = append(tasks, map[string]string{"content": it, "project_id": findTask("groceries")})
+			}
+			return call(agent.ActAddTasks, map[string]any{"tasks": tasks})
+		}
+		return final(fmt.Sprintf("Added %d items to Groceries.", len(listItems)))
 	case instr == bot.TidyInboxInstruction || strings.EqualFold(instr, "tidy my inbox"):
 		return (&sim.Tidier{Groups: sim.TalkGroups}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
 	case strings.Contains(instr, "dentist"):
@@ -125,4 +150,21 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 		return final(strings.Repeat("blah ", 200_000)) // a runaway 1 MB answer
 	}
 	return final("You said: " + instr)
+}
+
+// listItems are what listPhoto shows.
+var listItems = []string{"Milk", "Eggs", "Bread"}
+
+// listPhoto is "a photo of a shopping list": a small PNG (the fake model
+// cannot read, so the scenario knows this one).
+func listPhoto() []byte {
+	im := image.NewRGBA(image.Rect(0, 0, 640, 480))
+	for x := 100; x < 540; x++ {
+		for _, y := range []int{100, 200, 300} {
+			im.Set(x, y, color.Black)
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, im)
+	return b.Bytes()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -120,4 +121,68 @@ func TestSlackAudioClipMovesTheMilkTask(t *testing.T) {
 	if !strings.Contains(readRepoFile(t, "deploy/slack-manifest.yaml"), "- files:read") {
 		t.Error("the Slack manifest lacks the files:read scope that downloads need")
 	}
+}
+
+func TestTelegramPhotoOfAListAddsTheItems(t *testing.T) {
+	e := newEnv(t)
+	e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	tg := serveTelegram(t, e)
+	small := tg.AddFile("photos", ".jpg", []byte("thumbnail"))
+	right := tg.AddFile("photos", ".jpg", listPhoto())
+	huge := tg.AddFile("photos", ".jpg", []byte("too big"))
+	tg.PushPhoto(42, 42, "Add these to Groceries",
+		telegramtest.PhotoSize{FileID: small, Width: 90, Height: 68},
+		telegramtest.PhotoSize{FileID: right, Width: 1280, Height: 960},
+		telegramtest.PhotoSize{FileID: huge, Width: 2560, Height: 1920})
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == "Added 3 items to Groceries." })
+	if got := e.layout()["Groceries"]; strings.Join(got, ",") != "Bread,Eggs,Milk" {
+		t.Errorf("Groceries: %v", got)
+	}
+	if tg.Downloads(right) != 1 || tg.Downloads(small)+tg.Downloads(huge) != 0 {
+		t.Errorf("downloads: %d of the 1280 px size, %d others", tg.Downloads(right), tg.Downloads(small)+tg.Downloads(huge))
+	}
+	// The last request holds the whole run: one add_tasks call, a batch.
+	reqs := e.model.Requests()
+	adds := 0
+	for _, m := range reqs[len(reqs)-1].Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name == "add_tasks" {
+				adds++
+			}
+		}
+	}
+	if adds != 1 {
+		t.Errorf("%d add_tasks calls, want the items in one batch", adds)
+	}
+}
+
+func TestSlackImageAddsTheItems(t *testing.T) {
+	e := newEnv(t)
+	e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	sl, base := serveSlack(t, e)
+	img := sl.AddFile(slacktest.File{Name: "IMG_0042.png", Mimetype: "image/png", Filetype: "png", Data: listPhoto(), Width: 640, Height: 480})
+	for _, ev := range sl.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "Add these to Groceries", TS: "6.6", Files: []slacktest.File{img}}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the answer", func() bool { return lastPost(sl, "D1").Text == "Added 3 items to Groceries." })
+	if got := e.layout()["Groceries"]; strings.Join(got, ",") != "Bread,Eggs,Milk" {
+		t.Errorf("Groceries: %v", got)
+	}
+}
+
+func TestPhotoToAModelWithoutVision(t *testing.T) {
+	e := newEnv(t)
+	e.model.Close()
+	e.model = openaitest.New(openaitest.FromAgent(e.scen.reply), openaitest.WithoutVision())
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	tg := serveTelegram(t, e)
+	id := tg.AddFile("photos", ".jpg", listPhoto())
+	tg.PushPhoto(42, 42, "Add these to Groceries", telegramtest.PhotoSize{FileID: id, Width: 640, Height: 480})
+	waitFor(t, "the answer", func() bool { return strings.Contains(lastText(tg, 42), "Pick a vision model") })
+	// A typed message still works.
+	tg.PushText(42, 42, "hello")
+	waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
 }

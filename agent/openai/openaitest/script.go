@@ -1,6 +1,7 @@
 package openaitest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -179,6 +180,12 @@ func AgentRequest(req Request) agent.Request {
 	out := agent.Request{ToolChoice: req.ToolChoice, MaxTokens: req.MaxTokens}
 	for _, m := range req.Messages {
 		am := agent.Message{Role: agent.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, u := range m.Images {
+			if m := imageURL.FindStringSubmatch(u); m != nil {
+				data, _ := base64.StdEncoding.DecodeString(m[2])
+				am.Images = append(am.Images, agent.Image{MIME: "image/" + m[1], Data: data})
+			}
+		}
 		for _, c := range m.ToolCalls {
 			am.ToolCalls = append(am.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
