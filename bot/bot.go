@@ -618,6 +618,11 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 			// Someone else spoke in the thread: that is a new request.
 			return b.startRun(ctx, jobID, in, in.Text)
 		}
+		if a := in.Attachment; a != nil && a.Kind == AttachImage {
+			// A photo is a new request: an answer is words (typed or
+			// spoken), and the run asking could not see the image.
+			return b.startRun(ctx, jobID, in, in.Text)
+		}
 		answer := in.Text
 		if in.Button != "" {
 			if answer = buttonAnswer(r.Waiting, in.Button); answer == "" {

@@ -117,3 +117,19 @@ func TestVisionOff(t *testing.T) {
 		t.Errorf("sent %q, want the photo refused", texts)
 	}
 }
+
+// TestPhotoWhileAQuestionWaits: a photo starts a new request; it is not
+// taken as the answer to the pending question.
+func TestPhotoWhileAQuestionWaits(t *testing.T) {
+	ag := &fakeAgent{ask: []string{"Home", "Work"}}
+	h := newPhotoHarness(t, ag, "", pngOf(t, 10, 10))
+	h.handle(t, msg("file the dentist task", "m1"))
+	h.idle(t)
+	h.handle(t, photo("", "p1"))
+	h.idle(t)
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if len(ag.resumed) != 0 || len(ag.started) != 2 || len(ag.images[1]) != 1 {
+		t.Errorf("resumed %q, started %q; want the photo to start a run of its own", ag.resumed, ag.started)
+	}
+}
