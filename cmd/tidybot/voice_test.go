@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +189,38 @@ func TestPhotoToAModelWithoutVision(t *testing.T) {
 	// A typed message still works.
 	tg.PushText(42, 42, "hello")
 	waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
+}
+
+// TestSlackLargeImageIsScaledDown: an image over 1280 px reaches the model
+// scaled down to 1280 px.
+func TestSlackLargeImageIsScaledDown(t *testing.T) {
+	e := newEnv(t)
+	sl, base := serveSlack(t, e)
+	big := image.NewRGBA(image.Rect(0, 0, 2000, 1500))
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, big); err != nil {
+		t.Fatal(err)
+	}
+	img := sl.AddFile(slacktest.File{Name: "IMG_0043.png", Mimetype: "image/png", Filetype: "png", Data: buf.Bytes(), Width: 2000, Height: 1500})
+	for _, ev := range sl.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", Text: "what is this?", TS: "7.7", Files: []slacktest.File{img}}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the answer", func() bool { return lastPost(sl, "D1").Text == "You said: what is this?" })
+	reqs := e.model.Requests()
+	var sent string
+	for _, m := range reqs[0].Messages {
+		if len(m.Images) > 0 {
+			sent = m.Images[0]
+		}
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sent, "data:image/jpeg;base64,"))
+	if err != nil {
+		t.Fatalf("image sent: %.40q: %v", sent, err)
+	}
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(data))
+	if err != nil || cfg.Width != 1280 || cfg.Height != 960 {
+		t.Errorf("image sent %dx%d (%v), want 1280x960", cfg.Width, cfg.Height, err)
+	}
 }
