@@ -224,3 +224,17 @@ func TestSlackLargeImageIsScaledDown(t *testing.T) {
 		t.Errorf("image sent %dx%d (%v), want 1280x960", cfg.Width, cfg.Height, err)
 	}
 }
+
+func TestTelegramVoiceNoteAnswersAQuestion(t *testing.T) {
+	e := newEnv(t)
+	e.todo.AddTask(todoisttest.Task{Content: "Call the dentist"})
+	withSpeech(t, e, "Health")
+	tg := serveTelegram(t, e)
+	tg.PushText(42, 42, "file the dentist task")
+	waitFor(t, "the question", func() bool { return strings.Contains(lastText(tg, 42), "Which project") })
+	tg.PushVoice(42, 42, tg.AddFile("voice", ".oga", openaitest.VoiceNote), 2)
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == "Filed the dentist task." })
+	if got := e.layout()["Health"]; len(got) != 1 {
+		t.Errorf("layout: %v", e.layout())
+	}
+}
