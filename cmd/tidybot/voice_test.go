@@ -238,3 +238,19 @@ func TestTelegramVoiceNoteAnswersAQuestion(t *testing.T) {
 		t.Errorf("layout: %v", e.layout())
 	}
 }
+
+func TestSlackAudioClipThatCannotBeDownloaded(t *testing.T) {
+	e := newEnv(t)
+	withSpeech(t, e, "x")
+	sl, base := serveSlack(t, e)
+	clip := sl.AddFile(slacktest.File{Name: "audio_message.webm", Mimetype: "audio/webm", Filetype: "webm", Data: openaitest.VoiceNote, DurationMs: 2100})
+	ev := sl.Events(slacktest.Message{Channel: "D1", ChannelType: "im", User: "U1", TS: "8.8", Files: []slacktest.File{clip}})[0]
+	ev = bytes.ReplaceAll(ev, []byte(clip.URL()), []byte(strings.Replace(clip.URL(), "F0000", "F9999", 1)))
+	if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+		t.Fatalf("event: %d", code)
+	}
+	waitFor(t, "the answer", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "couldn't download") })
+	if n := len(e.model.Transcriptions()); n != 0 {
+		t.Errorf("%d transcriptions", n)
+	}
+}
