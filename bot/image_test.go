@@ -133,3 +133,32 @@ func TestPhotoWhileAQuestionWaits(t *testing.T) {
 		t.Errorf("resumed %q, started %q; want the photo to start a run of its own", ag.resumed, ag.started)
 	}
 }
+
+// TestPhotoRunResumedBeforeItsFirstStep: a restart before the first step
+// was saved fetches the photo again, so the model still sees it.
+func TestPhotoRunResumedBeforeItsFirstStep(t *testing.T) {
+	st := newMemStore()
+	a := &Attachment{Kind: AttachImage, Ref: "p1", Name: "photo.jpg"}
+	st.threads["telegram:c1:"] = Thread{Key: "telegram:c1:", Platform: "telegram", ChatID: "c1"}
+	st.runs["r1"] = &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking,
+		Instruction: "Add these to Groceries", Photo: a}
+	ag := &fakeAgent{}
+	file := pngOf(t, 20, 20)
+	p := &fakePlatform{name: "telegram", download: func(Attachment, int64) ([]byte, error) { return file, nil }}
+	b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if joined(ag.started) != "Add these to Groceries" || len(ag.images[0]) != 1 || !bytes.Equal(ag.images[0][0].Data, file) {
+		t.Errorf("resumed run: %q with %d images, want the photo again", ag.started, len(ag.images))
+	}
+}

@@ -62,6 +62,9 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	now := b.cfg.Now()
 	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
 		Status: RunWorking, Instruction: instruction, Created: now, Updated: now}
+	if len(images) > 0 {
+		r.Photo = in.Attachment
+	}
 	// The job is retired with the run's creation: after a crash the run
 	// resumes from its own record.
 	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: runID}); err != nil {
@@ -123,8 +126,20 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	}
 	if len(r.Transcript) == 0 {
 		// Stopped before its first step was saved: start it again.
+		var images []agent.Image
+		if r.Photo != nil {
+			im, err := b.photo(ctx, Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, Attachment: r.Photo})
+			if err != nil {
+				return err
+			}
+			if im == nil { // the user was told why
+				r.Status, r.Answer, r.Updated = RunFailed, "I couldn't fetch the photo again after a restart.", b.cfg.Now()
+				return b.store.SaveRun(ctx, r)
+			}
+			images = append(images, *im)
+		}
 		return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-			return b.agent.Start(ctx, agent.Input{Instruction: r.Instruction}, h)
+			return b.agent.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
 		})
 	}
 	tr, err := agent.UnmarshalTranscript(r.Transcript)

@@ -153,6 +153,10 @@ type Run struct {
 	// run when it resumes (in the transaction that retires the answer's
 	// job) and given to the agent again if a restart interrupts it.
 	Reply string `json:"reply,omitempty"`
+	// Photo is the image the run was asked about, fetched again if a
+	// restart interrupts the run before its first step is saved (the
+	// saved transcript holds the image from then on).
+	Photo *Attachment `json:"photo,omitempty"`
 }
 
 // Job is a durable unit of work: an incoming event waiting to be handled.
