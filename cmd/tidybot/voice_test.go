@@ -254,3 +254,30 @@ func TestSlackAudioClipThatCannotBeDownloaded(t *testing.T) {
 		t.Errorf("%d transcriptions", n)
 	}
 }
+
+// TestTranscribeConfig: the model API's address and key by default; a
+// speech server of its own never gets OPENAI_API_KEY.
+func TestTranscribeConfig(t *testing.T) {
+	base := Config{OpenAIKey: "sk-model", OpenAIBaseURL: "https://api.openai.com/v1", TranscribeModel: "gpt-transcribe"}
+	tests := []struct {
+		name      string
+		url, key  string
+		wantURL   string
+		wantKey   string
+		wantModel string
+	}{
+		{"default", "", "", "https://api.openai.com/v1", "sk-model", "gpt-transcribe"},
+		{"own server", "http://localhost:8000/v1", "", "http://localhost:8000/v1", "", "gpt-transcribe"},
+		{"own server and key", "http://localhost:8000/v1", "sk-speech", "http://localhost:8000/v1", "sk-speech", "gpt-transcribe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			c.TranscribeURL, c.TranscribeKey = tt.url, tt.key
+			got := transcribeConfig(c, nil)
+			if got.BaseURL != tt.wantURL || got.APIKey != tt.wantKey || got.Model != tt.wantModel {
+				t.Errorf("got %s key %q model %s, want %s key %q model %s", got.BaseURL, got.APIKey, got.Model, tt.wantURL, tt.wantKey, tt.wantModel)
+			}
+		})
+	}
+}
