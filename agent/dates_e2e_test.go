@@ -42,7 +42,13 @@ func newDatedE2E(t *testing.T, clk *clock, zone string, script func(agent.Reques
 func (r *recorder) system(call int) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.reqs[call].Messages[0].Content
+	var b strings.Builder
+	for _, m := range r.reqs[call].Messages {
+		if m.Role == agent.RoleSystem {
+			b.WriteString(m.Content)
+		}
+	}
+	return b.String()
 }
 
 // The server runs in UTC; the user lives in UTC+14, where it is already

@@ -95,14 +95,33 @@ func replies(rs ...agent.Response) func(agent.Request) agent.Response {
 }
 
 func TestTidyTheTalksInbox(t *testing.T) {
-	for _, proto := range []agent.Protocol{agent.ProtocolTools, agent.ProtocolJSON} {
-		t.Run(string(proto), func(t *testing.T) {
+	for _, tc := range []struct {
+		proto              agent.Protocol
+		overview           bool
+		wantCalls, wantReq int
+	}{
+		// One GET /user for the user's time zone, the overview, the
+		// moves; the final answer comes with the moves.
+		{agent.ProtocolTools, false, 2, 3},
+		// One action a reply: the answer needs a call of its own.
+		{agent.ProtocolJSON, false, 3, 3},
+		// Prefetched: the overview's /sync tells the time zone too, and
+		// the first reply moves and answers.
+		{agent.ProtocolTools, true, 1, 2},
+		{agent.ProtocolJSON, true, 2, 2},
+	} {
+		proto := tc.proto
+		name := string(proto)
+		if tc.overview {
+			name += "/prefetched"
+		}
+		t.Run(name, func(t *testing.T) {
 			tidier := &sim.Tidier{Groups: sim.TalkGroups}
 			e := newE2E(t, tidier.Reply)
 			e.todo.SeedTalkInbox()
 			var events []string
 			out := agent.New(e.model, e.tasks, agent.Config{Protocol: proto}).Start(t.Context(),
-				agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{Observe: func(ev agent.Event) {
+				agent.Input{Instruction: "Tidy my inbox", Overview: tc.overview}, agent.Hooks{Observe: func(ev agent.Event) {
 					if ev.Kind == agent.EventAction {
 						events = append(events, ev.Summary)
 					}
@@ -114,11 +133,7 @@ func TestTidyTheTalksInbox(t *testing.T) {
 			if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
 				t.Errorf("state after tidy: %v", got)
 			}
-			// One GET /user for the user's time zone, then the reads and writes.
-			wantCalls, wantReqs := 3, 4
-			if proto == agent.ProtocolJSON {
-				wantCalls, wantReqs = 4, 4
-			}
+			wantCalls, wantReqs := tc.wantCalls, tc.wantReq
 			if e.model.calls != wantCalls || e.todo.TotalRequests() != wantReqs {
 				t.Errorf("model calls %d, Todoist requests %d; want %d and %d", e.model.calls, e.todo.TotalRequests(), wantCalls, wantReqs)
 			}
@@ -290,8 +305,8 @@ func TestModel429IsWaitedOut(t *testing.T) {
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}
-	if srv.Calls() != 4 || out.Transcript.Usage.Calls != 3 {
-		t.Errorf("server calls %d (want 4: one 429), run's model calls %d (want 3)", srv.Calls(), out.Transcript.Usage.Calls)
+	if srv.Calls() != 3 || out.Transcript.Usage.Calls != 2 {
+		t.Errorf("server calls %d (want 3: one 429), run's model calls %d (want 2)", srv.Calls(), out.Transcript.Usage.Calls)
 	}
 }
 

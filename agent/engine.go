@@ -182,6 +182,11 @@ type Input struct {
 	History     []HistoryMessage
 	// Images go to the model with the instruction (a photo the user sent).
 	Images []Image
+	// Overview says the request certainly needs the projects and the
+	// inbox (/tidy-inbox): they are read before the first model call and
+	// put in the first prompt as get_overview's observation, instead of
+	// spending a model call to ask for them.
+	Overview bool
 }
 
 // Outcome is how Start or Resume left the run.
@@ -203,11 +208,61 @@ type Outcome struct {
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
-	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol, e.now(ctx))})
+	r := &runner{e: e, tr: tr, h: h}
+	ctx = withSpans(ctx, tr, e.cfg.Now)
+	var pre readResult
+	if in.Overview {
+		// Read first: the read may also tell the user's time zone, which
+		// dates the prompt without a request of its own.
+		pre = r.prefetch(ctx)
+	}
+	// The system prompt and the tool list are the stable prefix of every
+	// request; what changes (the date, the history) comes after.
+	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
+	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(e.now(ctx))})
 	tr.Messages = append(tr.Messages, e.history(in.History)...)
 	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction, Images: in.Images})
-	r := &runner{e: e, tr: tr, h: h}
-	return r.run(withSpans(ctx, tr, e.cfg.Now))
+	if in.Overview {
+		if pre.Fatal != nil {
+			return *r.fail(ctx, pre.Fatal)
+		}
+		if !strings.HasPrefix(pre.Obs, "Error:") {
+			r.seed(ActGetOverview, "I read the projects and the inbox first.", pre)
+		}
+	}
+	return r.run(ctx)
+}
+
+// prefetchID is the call id of a read made before the first model call.
+const prefetchID = "prefetch_0"
+
+// prefetch reads the overview for the first prompt, within the run's
+// timeout.
+func (r *runner) prefetch(ctx context.Context) readResult {
+	ctx, cancel := context.WithTimeout(ctx, r.e.cfg.Timeout)
+	defer cancel()
+	var res readResult
+	_ = r.slow(ctx, "Todoist is slow to answer; still trying…", func() error {
+		res = (&GetOverviewArgs{}).read(ctx, r)
+		return nil
+	})
+	return res
+}
+
+// seed puts a read made before the first model call into the
+// conversation as if the model had asked for it: an assistant message
+// calling it, then its observation.
+func (r *runner) seed(name, thought string, res readResult) {
+	msg := Message{Role: RoleAssistant}
+	if r.tr.Protocol == ProtocolTools {
+		msg.ToolCalls = []ToolCall{{ID: prefetchID, Name: name, Arguments: "{}"}}
+	} else {
+		b, _ := json.Marshal(map[string]any{"thought": thought, "action": map[string]string{"type": name}})
+		msg.Content = string(b)
+	}
+	r.tr.Messages = append(r.tr.Messages, msg)
+	r.result(prefetchID, res.Obs)
+	r.observe(Event{Kind: EventAction, Action: name, Summary: res.Summary})
 }
 
 // minHistoryClip is the fewest tokens worth keeping of a clipped message.

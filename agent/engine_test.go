@@ -431,7 +431,7 @@ func TestEngineHistoryBoundedByTokens(t *testing.T) {
 	msgs := s.reqs[0].Messages
 	var got []string
 	total := 0
-	for _, m := range msgs[1 : len(msgs)-1] { // between the system prompt and the instruction
+	for _, m := range msgs[2 : len(msgs)-1] { // between the system prompt and date, and the instruction
 		got = append(got, clip(m.Content, 12))
 		total += estimateTokens(Request{Messages: []Message{m}})
 	}

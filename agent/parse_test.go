@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -155,9 +154,8 @@ func TestSchemasGolden(t *testing.T) {
 }
 
 func TestSystemPromptGolden(t *testing.T) {
-	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	golden(t, "prompt_tools.golden.txt", []byte(SystemPrompt(ProtocolTools, now)))
-	golden(t, "prompt_json.golden.txt", []byte(SystemPrompt(ProtocolJSON, now)))
+	golden(t, "prompt_tools.golden.txt", []byte(SystemPrompt(ProtocolTools)))
+	golden(t, "prompt_json.golden.txt", []byte(SystemPrompt(ProtocolJSON)))
 }
 
 // TestStrictSchemas checks OpenAI's strict rules on every generated

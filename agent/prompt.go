@@ -30,20 +30,34 @@ func (e *Engine) now(ctx context.Context) time.Time {
 	return t
 }
 
-// redate brings the date in a resumed run's system prompt up to today
+// redate brings the date in a resumed run's conversation up to today
 // (the user's): a run that waited overnight must not plan with
-// yesterday's date.
+// yesterday's date. The date is in the system message that follows the
+// stable system prompt (or, in transcripts from before the split, in the
+// system prompt itself).
 func (r *runner) redate(ctx context.Context) {
-	if len(r.tr.Messages) == 0 || r.tr.Messages[0].Role != RoleSystem {
-		return
+	var now time.Time
+	for i := range r.tr.Messages {
+		m := &r.tr.Messages[i]
+		if m.Role != RoleSystem {
+			return
+		}
+		if !strings.Contains(m.Content, todayLead) {
+			continue
+		}
+		if now.IsZero() {
+			now = r.e.now(ctx)
+		}
+		m.Content = withToday(m.Content, now)
 	}
-	r.tr.Messages[0].Content = withToday(r.tr.Messages[0].Content, r.e.now(ctx))
 }
 
-// withToday replaces the "Today is …." sentence of a system prompt.
+// todayLead starts the sentence that dates a conversation.
+const todayLead = "Today is "
+
+// withToday replaces the "Today is …." sentence of a system message.
 func withToday(prompt string, now time.Time) string {
-	const lead = "Today is "
-	i := strings.Index(prompt, lead)
+	i := strings.Index(prompt, todayLead)
 	if i < 0 {
 		return prompt
 	}
@@ -51,23 +65,34 @@ func withToday(prompt string, now time.Time) string {
 	if j < 0 {
 		return prompt
 	}
-	return prompt[:i] + lead + now.Format(todayLayout) + prompt[i+j:]
+	return prompt[:i] + todayLead + now.Format(todayLayout) + prompt[i+j:]
 }
 
-// SystemPrompt returns the system prompt for a protocol, dated now.
-func SystemPrompt(p Protocol, now time.Time) string {
+// TodayMessage is the system message that dates a conversation. It
+// follows the system prompt, so that the prompt and the tool list stay a
+// byte-identical prefix across calls, runs and days, which providers'
+// prompt caches reuse.
+func TodayMessage(now time.Time) string {
+	return todayLead + now.Format(todayLayout) + ".\n"
+}
+
+// SystemPrompt returns the system prompt for a protocol. It holds
+// nothing that changes between calls, runs or days (the date is in
+// TodayMessage): it is byte-identical for every request of a protocol.
+func SystemPrompt(p Protocol) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `You are tidybot, an assistant that manages the user's Todoist. Today is %s.
+	b.WriteString(`You are tidybot, an assistant that manages the user's Todoist.
 Work in steps: think, act, read the observation, repeat; finish with final_answer.
-- Start with get_overview when you need the projects or the inbox.
+- Start with get_overview when you need the projects or the inbox, unless the conversation already shows its observation.
 - Use ids exactly as observations show them; never invent one.
 - Batch: move_tasks, add_tasks, update_tasks, complete_tasks and delete_tasks take lists. Put every item in one call.
 - To file tasks into a project that may not exist yet, use move_tasks with project_name: it finds or creates the project in the same call.
 - Priorities: p1 urgent, p2 high, p3 medium, p4 none.
 - When an observation reports an error, fix the call; never repeat a failing call unchanged.
 - Use ask_user only when you cannot go on without the user's answer.
+- When your writes complete the request, call final_answer in the same reply: it is accepted once every other call of the reply succeeded, and refused (so you can fix it) if one failed.
 - final_answer is read on a phone: short plain text saying what you did.
-`, now.Format(todayLayout))
+`)
 	if p == ProtocolJSON {
 		b.WriteString(`
 Reply with exactly one JSON object and nothing else:

@@ -75,7 +75,9 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		b.send(ctx, in.Platform, reply(in, b.cfg.Notice))
 	}
 	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
-		out := b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images}, h)
+		// /tidy-inbox certainly reads the inbox and the projects: they are
+		// read before the first model call.
+		out := b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction}, h)
 		if len(images) > 0 && agent.ErrorCodeOf(out.Err) == agent.ErrUnsupported {
 			// The model takes no images: say so plainly, and on auto
 			// stop sending them.

@@ -65,6 +65,12 @@ type Client struct {
 	// zone is the user's time zone as last read, trusted until zoneUntil.
 	zone      *time.Location
 	zoneUntil time.Time
+
+	snapStore SnapshotStore
+	snapMu    sync.Mutex // protects the fields below; held across a snapshot read
+	// snap is the account's last snapshot (nil before the first read).
+	snap       *snapState
+	snapLoaded bool // snap was looked up in snapStore
 }
 
 var _ agent.TimeZoner = (*Client)(nil)

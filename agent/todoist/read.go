@@ -2,7 +2,6 @@ package todoist
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -148,18 +147,23 @@ func (c *Client) TimeZone(ctx context.Context) (*time.Location, error) {
 	if err != nil {
 		return nil, fmt.Errorf("todoist: read the user's time zone: %w", err)
 	}
+	return c.setZone(ctx, u.Timezone), nil
+}
+
+// setZone keeps the user's time zone for zoneTTL and returns it.
+func (c *Client) setZone(ctx context.Context, name string) *time.Location {
 	loc := time.UTC
-	if u.Timezone != "" {
-		if l, err := time.LoadLocation(u.Timezone); err == nil {
+	if name != "" {
+		if l, err := time.LoadLocation(name); err == nil {
 			loc = l
 		} else {
-			c.log.WarnContext(ctx, "todoist: unknown time zone; using UTC", slog.String("timezone", u.Timezone))
+			c.log.WarnContext(ctx, "todoist: unknown time zone; using UTC", slog.String("timezone", name))
 		}
 	}
 	c.zoneMu.Lock()
-	c.zone, c.zoneUntil = loc, now.Add(zoneTTL)
+	c.zone, c.zoneUntil = loc, c.now().Add(zoneTTL)
 	c.zoneMu.Unlock()
-	return loc, nil
+	return loc
 }
 
 // Tasks implements agent.Tasks. A Filter goes to GET /tasks/filter?query=
@@ -265,45 +269,4 @@ func (c *Client) Labels(ctx context.Context) ([]agent.Label, error) {
 		out[i] = agent.Label{ID: l.ID, Name: l.Name}
 	}
 	return out, nil
-}
-
-// snapshotTypes are the resources Snapshot reads.
-var snapshotTypes = []string{"projects", "sections", "labels", "items"}
-
-// snapshotRequest is the body of the full sync Snapshot makes.
-var snapshotRequest = []byte(`{"sync_token":"*","resource_types":["projects","sections","labels","items"]}`)
-
-// maxFullSyncLag is how old a full sync's data (full_sync_date_utc) may be
-// before Snapshot follows it with an incremental sync. Todoist says the
-// date "should be the same or very close to the current UTC date"; a
-// bigger gap means newer objects and updates may be missing
-// (developer.todoist.com/api/v1 #tag/Sync/Overview, "Full sync data
-// delay"). A read right after a write must see it, so the bound is tight.
-const maxFullSyncLag = 2 * time.Second
-
-// Snapshot implements agent.Tasks with one full /sync (sync_token "*"),
-// which Todoist counts against a budget of 100 per 15 minutes. When the
-// answer's data is older than it should be (full_sync_date_utc), an
-// incremental sync with the answer's sync_token brings it up to date, as
-// Todoist advises.
-func (c *Client) Snapshot(ctx context.Context) (agent.Snapshot, error) {
-	var r syncResponse
-	if err := c.do(ctx, call{method: http.MethodPost, path: "/sync", body: snapshotRequest}, &r); err != nil {
-		return agent.Snapshot{}, fmt.Errorf("todoist: read everything: %w", err)
-	}
-	if at, err := time.Parse(time.RFC3339Nano, r.FullSyncDateUTC); err == nil && r.SyncToken != "" && c.now().Sub(at) > maxFullSyncLag {
-		body, err := json.Marshal(struct {
-			SyncToken     string   `json:"sync_token"`
-			ResourceTypes []string `json:"resource_types"`
-		}{r.SyncToken, snapshotTypes})
-		if err != nil {
-			return agent.Snapshot{}, fmt.Errorf("todoist: read everything: %w", err)
-		}
-		var inc syncResponse
-		if err := c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &inc); err != nil {
-			return agent.Snapshot{}, fmt.Errorf("todoist: read the changes since the delayed full sync of %s: %w", r.FullSyncDateUTC, err)
-		}
-		r.merge(&inc)
-	}
-	return snapshotOf(&r), nil
 }

@@ -1,7 +1,13 @@
 package todoist_test
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,5 +92,167 @@ func TestSnapshotCatchesUpOnADelayedFullSync(t *testing.T) {
 	srv.ResetCounters()
 	if _, err := c.Snapshot(t.Context()); err != nil || srv.SyncRequests() != 1 {
 		t.Errorf("fresh snapshot: %v, %d /sync requests, want 1", err, srv.SyncRequests())
+	}
+}
+
+// memSnapshots is a SnapshotStore in memory, standing for the bbolt store
+// across a restart.
+type memSnapshots struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func (m *memSnapshots) LoadSnapshot(_ context.Context, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data[key], nil
+}
+
+func (m *memSnapshots) SaveSnapshot(_ context.Context, key string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		m.data = map[string][]byte{}
+	}
+	m.data[key] = data
+	return nil
+}
+
+// countingTransport counts the response bytes a client reads.
+type countingTransport struct {
+	mu    sync.Mutex
+	bytes int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	c.mu.Lock()
+	c.bytes += int64(len(b))
+	c.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, err
+}
+
+func (c *countingTransport) take() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.bytes
+	c.bytes = 0
+	return n
+}
+
+// After the first read, Snapshot reads only what changed (/sync with the
+// last sync_token) and merges it: a read seconds after another is one
+// small request, and it still sees every change, made by this client or
+// elsewhere (issue 15 item 3). The kept snapshot survives a restart (a new
+// client on the same store), keyed by a hash of the token.
+func TestSnapshotIsIncremental(t *testing.T) {
+	srv := todoisttest.New(t, todoisttest.WithTimezone("Europe/Berlin"))
+	srv.SeedInbox(300, 5)
+	store := &memSnapshots{}
+	ct := &countingTransport{}
+	hc := &http.Client{Transport: ct, Timeout: 10 * time.Second}
+	c := todoist.New(srv.Token, srv.URL, hc, todoist.WithSnapshotStore(store))
+
+	first, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := ct.take()
+	if srv.FullSyncs() != 1 || srv.TotalRequests() != 1 {
+		t.Fatalf("first read: %d full syncs, %d requests; want 1 and 1", srv.FullSyncs(), srv.TotalRequests())
+	}
+	// The snapshot's /sync told the time zone: no GET /user.
+	if loc, err := c.TimeZone(t.Context()); err != nil || loc.String() != "Europe/Berlin" || srv.TotalRequests() != 1 {
+		t.Errorf("time zone %v %v after %d requests, want Europe/Berlin after 1", loc, err, srv.TotalRequests())
+	}
+
+	// Nothing changed: one small request.
+	srv.ResetCounters()
+	again, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.TotalRequests() != 1 || srv.FullSyncs() != 0 {
+		t.Errorf("second read: %d requests, %d full syncs; want 1 incremental", srv.TotalRequests(), srv.FullSyncs())
+	}
+	if small := ct.take(); small*20 > full {
+		t.Errorf("an incremental read with no change took %d bytes, the full one %d", small, full)
+	}
+	if !reflect.DeepEqual(again, first) {
+		t.Error("the merged snapshot differs from the full one")
+	}
+
+	// Changes made here and elsewhere are merged in.
+	tasks := first.Tasks
+	res, err := c.Apply(t.Context(), []agent.Write{
+		w(agent.Write{Kind: agent.AddProject, TempID: "tmp-p", Name: "Talks"}),
+		w(agent.Write{Kind: agent.MoveTask, ID: tasks[0].ID, ProjectID: "tmp-p"}),
+		w(agent.Write{Kind: agent.DeleteTask, ID: tasks[1].ID}),
+		w(agent.Write{Kind: agent.CloseTask, ID: tasks[2].ID}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := srv.AddTask(todoisttest.Task{Content: "Added in the app"})
+	srv.ResetCounters()
+	snap, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.TotalRequests() != 1 || srv.FullSyncs() != 0 {
+		t.Errorf("read after changes: %d requests, %d full syncs; want 1 incremental", srv.TotalRequests(), srv.FullSyncs())
+	}
+	byID := map[string]agent.Task{}
+	for _, task := range snap.Tasks {
+		byID[task.ID] = task
+	}
+	if byID[tasks[0].ID].ProjectID != res[0].NewID {
+		t.Error("the move is missing")
+	}
+	if _, ok := byID[tasks[1].ID]; ok {
+		t.Error("the deleted task is still listed")
+	}
+	if _, ok := byID[tasks[2].ID]; ok {
+		t.Error("the completed task is still listed")
+	}
+	if _, ok := byID[added.ID]; !ok {
+		t.Error("the task added elsewhere is missing")
+	}
+	if len(snap.Tasks) != len(srv.Tasks()) {
+		t.Errorf("%d tasks in the snapshot, %d open in Todoist", len(snap.Tasks), len(srv.Tasks()))
+	}
+
+	// A restart: a new client on the same store reads incrementally.
+	for key := range store.data {
+		if strings.Contains(key, srv.Token) {
+			t.Errorf("the store's key %q holds the token", key)
+		}
+	}
+	srv.ResetCounters()
+	restarted := todoist.New(srv.Token, srv.URL, srv.Client(), todoist.WithSnapshotStore(store))
+	after, err := restarted.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.FullSyncs() != 0 || !reflect.DeepEqual(after, snap) {
+		t.Errorf("after a restart: %d full syncs (want 0), same snapshot %v", srv.FullSyncs(), reflect.DeepEqual(after, snap))
+	}
+
+	// Another account on the same store has a snapshot of its own.
+	other := todoisttest.New(t)
+	other.SeedTalkInbox()
+	oc := todoist.New(other.Token, other.URL, other.Client(), todoist.WithSnapshotStore(store))
+	osnap, err := oc.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.FullSyncs() != 1 || len(osnap.Tasks) != len(other.Tasks()) {
+		t.Errorf("other account: %d full syncs, %d tasks; want 1 and %d", other.FullSyncs(), len(osnap.Tasks), len(other.Tasks()))
 	}
 }

@@ -143,6 +143,7 @@ type syncResponse struct {
 	Items           []syncItem                 `json:"items"`
 	SyncStatus      map[string]json.RawMessage `json:"sync_status"`
 	TempIDMapping   map[string]string          `json:"temp_id_mapping"`
+	User            *restUser                  `json:"user"`
 }
 
 // Priority: the API counts 1 (normal) … 4 (urgent); people and the agent

@@ -126,7 +126,7 @@ func measureAPI(ctx context.Context, api string, n int, st settings) (result, er
 	todo.ResetCounters()
 	r := result{System: "tidybot", N: n, API: api}
 	start := time.Now()
-	out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction}, agent.Hooks{})
+	out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction, Overview: true}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		return r, fmt.Errorf("tidybot on %s at N=%d: %s: %s (%v)", api, n, out.Status, out.Answer, out.Err)
 	}
@@ -176,7 +176,7 @@ func measure(ctx context.Context, system string, n int, st settings) (result, er
 	start := time.Now()
 	var usage agent.Usage
 	if system == "tidybot" {
-		out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction}, agent.Hooks{})
+		out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction, Overview: true}, agent.Hooks{})
 		if out.Status != agent.StatusDone {
 			return r, fmt.Errorf("tidybot at N=%d: %s: %s (%v)", n, out.Status, out.Answer, out.Err)
 		}

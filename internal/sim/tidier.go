@@ -31,13 +31,20 @@ var TalkGroups = []Group{
 	{"car", "Car"},
 }
 
-// Tidier tidies an inbox: it reads the overview, files every inbox task
-// into a project by keyword with move_tasks and project_name (100 per
-// call), checks that the inbox is empty, and answers. Its reply depends
-// only on the request, so any number of runs can share one.
+// Tidier tidies an inbox: it reads the overview unless the conversation
+// already shows it (a prefetched read), files every inbox task into a
+// project by keyword with move_tasks and project_name (100 per call), and
+// answers in the same reply as the last moves: the engine accepts the
+// answer only when the moves succeeded. When they did not (the answer is
+// refused, or, in the json protocol, a move's observation reports a
+// failure), it reads the inbox again and files what is left. Its reply
+// depends only on the request, so any number of runs can share one.
 type Tidier struct {
 	Groups []Group
 }
+
+// batch is how many moves one move_tasks call carries.
+const batch = 100
 
 // Reply answers one request.
 func (t *Tidier) Reply(req agent.Request) agent.Response {
@@ -51,39 +58,46 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		calls = []action{{Name: agent.ActGetOverview, Args: map[string]any{}}}
 	case len(st.pending) > 0:
 		thought = "I group the inbox tasks by topic and file each group into its project."
-		batch := st.pending
-		if len(batch) > 100 {
-			batch = batch[:100]
+		moves := st.pending
+		if len(moves) > batch {
+			moves = moves[:batch]
 		}
-		var moves []any
-		for _, task := range batch {
-			moves = append(moves, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
+		var args []any
+		for _, task := range moves {
+			args = append(args, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
 		}
-		calls = []action{{Name: agent.ActMoveTasks, Args: map[string]any{"moves": moves}}}
-		if tools && len(st.pending) <= 100 {
-			calls = append(calls, action{Name: agent.ActGetInboxTasks, Args: map[string]any{}})
+		calls = []action{{Name: agent.ActMoveTasks, Args: map[string]any{"moves": args}}}
+		if tools && len(st.pending) <= batch {
+			for _, task := range moves {
+				st.moved[task.id] = task.content
+			}
+			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}})
 		}
-	case !st.verified:
-		thought = "Now I check that the inbox is empty."
+	case !st.verified && (st.failed || st.refused):
+		thought = "A move failed; I read the inbox again."
 		calls = []action{{Name: agent.ActGetInboxTasks, Args: map[string]any{}}}
 	default:
 		thought = "Everything is filed."
-		projects := map[string]bool{}
-		for _, task := range st.inbox {
-			projects[t.Project(task.content)] = true
-		}
-		var names []string
-		for p := range projects {
-			names = append(names, p)
-		}
-		sort.Strings(names)
-		answer := fmt.Sprintf("Tidied your inbox: moved %d tasks into %d projects (%s). The inbox is empty.", len(st.inbox), len(names), strings.Join(names, ", "))
-		if len(st.inbox) == 0 {
-			answer = "Your inbox is already empty."
-		}
-		calls = []action{{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": answer}}}
+		calls = []action{{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}}}
 	}
 	return render(thought, calls, tools, len(req.Messages))
+}
+
+// answer says what the moves did.
+func (t *Tidier) answer(moved map[string]string) string {
+	if len(moved) == 0 {
+		return "Your inbox is already empty."
+	}
+	projects := map[string]bool{}
+	for _, content := range moved {
+		projects[t.Project(content)] = true
+	}
+	names := make([]string, 0, len(projects))
+	for p := range projects {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("Tidied your inbox: moved %d tasks into %d projects (%s).", len(moved), len(names), strings.Join(names, ", "))
 }
 
 // Project is the project a task with this content goes to.
@@ -124,49 +138,77 @@ type task struct{ id, content string }
 
 type state struct {
 	overview bool
-	inbox    []task // the inbox as the overview showed it
-	pending  []task // inbox tasks not moved yet
-	verified bool
+	inbox    []task // the inbox as the last read showed it
+	pending  []task // inbox tasks not moved since that read
+	// moved maps each task moved successfully so far to its content.
+	moved    map[string]string
+	failed   bool // a move since the last read reported a failure
+	refused  bool // a final answer was refused
+	verified bool // the last read showed an empty inbox
 }
 
 var taskLine = regexp.MustCompile(`(?m)^- (\S+) ("(?:[^"\\]|\\.)*")`)
 
+// tasksIn reads the task lines of an observation from its heading on.
+func tasksIn(obs, heading string) []task {
+	i := strings.Index(obs, heading)
+	if i < 0 {
+		return nil
+	}
+	var out []task
+	for _, mt := range taskLine.FindAllStringSubmatch(obs[i:], -1) {
+		if content, err := strconv.Unquote(mt[2]); err == nil {
+			out = append(out, task{mt[1], content})
+		}
+	}
+	return out
+}
+
 // state reads where the run is from the conversation.
 func (t *Tidier) state(msgs []agent.Message, tools bool) state {
-	var st state
-	moved := map[string]bool{}
+	st := state{moved: map[string]string{}}
+	var since map[string]bool // moved since the last read
+	content := map[string]string{}
 	for i, m := range msgs {
 		if m.Role != agent.RoleAssistant {
 			continue
 		}
+		obs := observationAfter(msgs, i)
 		for _, c := range calledActions(m, tools) {
 			switch c.Name {
-			case agent.ActGetOverview:
-				if obs := observationAfter(msgs, i); strings.Contains(obs, "Inbox tasks (") {
-					st.overview = true
-					inbox := obs[strings.Index(obs, "Inbox tasks ("):]
-					st.inbox = nil
-					for _, mt := range taskLine.FindAllStringSubmatch(inbox, -1) {
-						content, err := strconv.Unquote(mt[2])
-						if err == nil {
-							st.inbox = append(st.inbox, task{mt[1], content})
-						}
-					}
+			case agent.ActGetOverview, agent.ActGetInboxTasks:
+				if !strings.Contains(obs, "Inbox tasks (") {
+					continue
 				}
+				st.overview = true
+				st.inbox = tasksIn(obs, "Inbox tasks (")
+				for _, task := range st.inbox {
+					content[task.id] = task.content
+				}
+				since, st.failed, st.refused = map[string]bool{}, false, false
+				st.verified = strings.Contains(obs, "Inbox tasks (0)")
 			case agent.ActMoveTasks:
 				var a agent.MoveTasksArgs
 				b, _ := json.Marshal(c.Args)
 				_ = json.Unmarshal(b, &a)
+				failed := strings.Contains(obs, "✗") || strings.Contains(obs, "Error")
+				st.failed = st.failed || failed
 				for _, mv := range a.Moves {
-					moved[mv.TaskID] = true
+					if since != nil {
+						since[mv.TaskID] = true
+					}
+					if !failed {
+						st.moved[mv.TaskID] = content[mv.TaskID]
+					}
 				}
-			case agent.ActGetInboxTasks:
-				st.verified = strings.Contains(observationAfter(msgs, i), "Inbox tasks (0)")
+				st.verified = false
+			case agent.ActFinalAnswer:
+				st.refused = true // still asked: it was refused
 			}
 		}
 	}
 	for _, task := range st.inbox {
-		if !moved[task.id] {
+		if !since[task.id] {
 			st.pending = append(st.pending, task)
 		}
 	}

@@ -98,6 +98,9 @@ type Server struct {
 	latency   map[string]time.Duration
 	limits    Limits
 	syncCount int
+	// fullSyncs counts the /sync reads answered in full (no usable
+	// sync_token).
+	fullSyncs int
 	// tz is the user's time zone (tz_info.timezone): "today" in due
 	// strings and filters is the user's day, as in Todoist.
 	tz *time.Location
@@ -339,6 +342,14 @@ func (s *Server) SyncRequests() int {
 	return s.syncCount
 }
 
+// FullSyncs returns how many /sync reads were answered in full: those
+// without a sync_token the fake remembers.
+func (s *Server) FullSyncs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fullSyncs
+}
+
 // ResetCounters zeroes the request counters (not the record of applied
 // uuids, which dedupe needs).
 func (s *Server) ResetCounters() {
@@ -347,6 +358,7 @@ func (s *Server) ResetCounters() {
 	clear(s.requests)
 	s.total = 0
 	s.syncCount = 0
+	s.fullSyncs = 0
 }
 
 const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

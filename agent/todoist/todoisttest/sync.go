@@ -129,10 +129,12 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 			s.addResources(resp, types, now, &since)
 			s.remember(token, now)
 		case s.stale != nil:
+			s.fullSyncs++
 			resp["full_sync_date_utc"] = s.stale.at.UTC().Format(time.RFC3339)
 			s.addResources(resp, types, s.stale.st, nil)
 			s.remember(token, s.stale.st)
 		default:
+			s.fullSyncs++
 			resp["full_sync_date_utc"] = s.now().UTC().Format(time.RFC3339)
 			s.addResources(resp, types, now, nil)
 			s.remember(token, now)
