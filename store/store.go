@@ -41,9 +41,17 @@ var (
 	bucketAudit    = []byte("audit")  // nested: one bucket per run
 	bucketOutbox   = []byte("outbox") // key: big-endian sequence
 	bucketOutIDs   = []byte("outbox_ids")
-	allBuckets     = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs}
-	keySchema      = []byte("schema_version")
-	keyRunIndex    = []byte("runs_indexed")
+	// bucketThreadOpen is nested per thread: run id → status, for the
+	// thread's runs not ended, so that a message finds its thread's
+	// waiting run without reading the thread's other runs.
+	bucketThreadOpen = []byte("thread_open_runs")
+	// bucketSnapshots holds each Todoist account's last snapshot, keyed
+	// by a hash of its token (todoist.AccountKey), as the client wrote it.
+	bucketSnapshots = []byte("todoist_snapshots")
+	allBuckets      = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots}
+	keySchema       = []byte("schema_version")
+	keyRunIndex     = []byte("runs_indexed")
+	keyThreadOpen   = []byte("thread_open_runs_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -135,7 +143,7 @@ func (s *Store) init() error {
 		if v > SchemaVersion {
 			return fmt.Errorf("%s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.path, v, SchemaVersion)
 		}
-		if meta.Get(keyRunIndex) == nil {
+		if meta.Get(keyRunIndex) == nil || meta.Get(keyThreadOpen) == nil {
 			if err := tx.Bucket(bucketRuns).ForEach(func(_, raw []byte) error {
 				var r bot.Run
 				if err := decode(raw, &r); err != nil {
@@ -146,6 +154,9 @@ func (s *Store) init() error {
 				return fmt.Errorf("index runs: %w", err)
 			}
 			if err := meta.Put(keyRunIndex, []byte("1")); err != nil {
+				return err
+			}
+			if err := meta.Put(keyThreadOpen, []byte("1")); err != nil {
 				return err
 			}
 		}
@@ -366,10 +377,90 @@ func indexRun(tx *bolt.Tx, r *bot.Run) error {
 		return err
 	}
 	open := tx.Bucket(bucketOpenRuns)
+	to, err := tx.Bucket(bucketThreadOpen).CreateBucketIfNotExists([]byte(r.ThreadKey))
+	if err != nil {
+		return err
+	}
 	if r.Status.Final() {
+		if err := to.Delete([]byte(r.ID)); err != nil {
+			return err
+		}
 		return open.Delete([]byte(r.ID))
 	}
+	if err := to.Put([]byte(r.ID), []byte(r.Status)); err != nil {
+		return err
+	}
 	return open.Put([]byte(r.ID), []byte(r.Status))
+}
+
+// WaitingRun returns the thread's newest run that waits for the user, or
+// nil. It reads only the thread's runs not ended (an index), so its cost
+// does not grow with the thread's history: a person's DM thread is one
+// thread for months.
+func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var best *bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		to := tx.Bucket(bucketThreadOpen).Bucket([]byte(threadKey))
+		if to == nil {
+			return nil
+		}
+		runs := tx.Bucket(bucketRuns)
+		return to.ForEach(func(id, status []byte) error {
+			if bot.RunStatus(status) != bot.RunWaiting {
+				return nil
+			}
+			raw := runs.Get(id)
+			if raw == nil {
+				return nil
+			}
+			var r bot.Run
+			if err := decode(raw, &r); err != nil {
+				return err
+			}
+			if r.Status != bot.RunWaiting || r.Waiting == nil {
+				return nil
+			}
+			if best == nil || r.Created.After(best.Created) || r.Created.Equal(best.Created) && r.ID > best.ID {
+				best = &r
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: waiting run of %s: %w", threadKey, err)
+	}
+	return best, nil
+}
+
+// LoadSnapshot implements todoist.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		out = bytes.Clone(tx.Bucket(bucketSnapshots).Get([]byte(key)))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: load snapshot: %w", err)
+	}
+	return out, nil
+}
+
+// SaveSnapshot implements todoist.SnapshotStore.
+func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucketSnapshots).Put([]byte(key), data) })
+	if err != nil {
+		return fmt.Errorf("store: save snapshot: %w", err)
+	}
+	return nil
 }
 
 // Run implements bot.Store.
@@ -850,6 +941,11 @@ func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
 	}
 	if err := tx.Bucket(bucketOpenRuns).Delete([]byte(r.ID)); err != nil {
 		return 0, err
+	}
+	if to := tx.Bucket(bucketThreadOpen).Bucket([]byte(r.ThreadKey)); to != nil {
+		if err := to.Delete([]byte(r.ID)); err != nil {
+			return 0, err
+		}
 	}
 	ab := tx.Bucket(bucketAudit)
 	if b := ab.Bucket([]byte(r.ID)); b != nil {

@@ -221,7 +221,9 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	}
 	m.closers = append(m.closers, st.Close)
 	m.store = st
-	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc)
+	// Each account's last snapshot is kept in the store, so reads are
+	// incremental, across restarts too.
+	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st))
 	eng := agent.New(model, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
