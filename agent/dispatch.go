@@ -83,6 +83,25 @@ func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
 }
 
 func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
+	if inc, ok := r.e.tasks.(IncrementalSnapshots); ok && inc.IncrementalSnapshots() {
+		// One small request, however big the inbox, instead of the
+		// inbox's pages.
+		snap, err := r.e.tasks.Snapshot(ctx)
+		if err != nil {
+			return r.readError("listing inbox tasks", err)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.tr.Known.setProjects(snap.Projects)
+		var ts []Task
+		for _, t := range snap.Tasks {
+			if t.ProjectID == r.tr.Known.InboxID {
+				ts = append(ts, t)
+			}
+		}
+		r.tr.Known.setTasks(ts, false)
+		return readResult{Obs: r.tr.Known.taskList("Inbox tasks", ts, false), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+	}
 	inbox, err := r.inboxID(ctx)
 	if err != nil {
 		return r.readError("finding the inbox", err)

@@ -379,3 +379,25 @@ func TestResumedWriteIsAppliedOnce(t *testing.T) {
 		}
 	}
 }
+
+// Reading a big inbox again costs one small request: an incremental
+// /sync, not the inbox's pages (issue 15 item 3).
+func TestInboxRereadIsIncremental(t *testing.T) {
+	e := newE2E(t, replies(
+		toolReply(tc(agent.ActGetInboxTasks, `{}`)),
+		toolReply(tc(agent.ActGetInboxTasks, `{}`)),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"ok"}`)),
+	))
+	e.todo.SeedInbox(1000, 5)
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	// The prefetched overview (a full sync) and two incremental ones.
+	if n, full := e.todo.TotalRequests(), e.todo.FullSyncs(); n != 3 || full != 1 {
+		t.Errorf("%d Todoist requests, %d full syncs; want 3 and 1", n, full)
+	}
+	if obs := e.model.lastMessage(2); !strings.Contains(obs, "Inbox tasks (1000)") {
+		t.Errorf("the second read says %.80q", obs)
+	}
+}

@@ -216,6 +216,15 @@ type Tasks interface {
 	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
 }
 
+// IncrementalSnapshots is implemented by a Tasks whose Snapshot, after the
+// first, reads only what changed since the last (one small request): the
+// engine then reads the inbox through Snapshot rather than page by page.
+type IncrementalSnapshots interface {
+	// IncrementalSnapshots reports whether later Snapshots are
+	// incremental.
+	IncrementalSnapshots() bool
+}
+
 // TimeZoner is implemented by a Tasks that knows its user's time zone
 // (Todoist: the user's tz_info). The engine dates its prompt in that zone,
 // so "today" is the user's day, not the server's.

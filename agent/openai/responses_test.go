@@ -259,3 +259,21 @@ func TestLookUp(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The tool list is part of the cached prefix: two requests with the same
+// long tool list and different messages share it.
+func TestCachedTokensIncludeTools(t *testing.T) {
+	_, c, _ := start(t, nil, openai.Config{Model: "gpt-6-luna", API: openai.APIResponses})
+	tools := []agent.Tool{{Name: "get_overview", Description: strings.Repeat("Every project and the inbox. ", 200), Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`)}}
+	var cached []int
+	for _, text := range []string{"tidy", "what's due?"} {
+		resp, err := c.Complete(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleSystem, Content: "You tidy Todoist."}, {Role: agent.RoleUser, Content: text}}, Tools: tools, MaxTokens: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, resp.Usage.CachedTokens)
+	}
+	if cached[0] != 0 || cached[1] < 1024 {
+		t.Errorf("cached tokens %v, want 0 then the tools and system prompt (≥ 1024)", cached)
+	}
+}

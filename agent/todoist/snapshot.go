@@ -29,6 +29,12 @@ func WithSnapshotStore(s SnapshotStore) Option {
 	return func(c *Client) { c.snapStore = s }
 }
 
+var _ agent.IncrementalSnapshots = (*Client)(nil)
+
+// IncrementalSnapshots implements agent.IncrementalSnapshots: every
+// Snapshot after the first reads only what changed.
+func (*Client) IncrementalSnapshots() bool { return true }
+
 // AccountKey is the key of a token's account in a SnapshotStore: a hash
 // of the token, never the token.
 func AccountKey(token string) string {

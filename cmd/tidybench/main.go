@@ -45,6 +45,7 @@ type result struct {
 	// API, ReasoningTokens and CachedTokens are set in the transports
 	// table.
 	API             string `json:"api,omitempty"`
+	Run             int    `json:"run,omitempty"`
 	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
 	CachedTokens    int    `json:"cached_tokens,omitempty"`
 }
@@ -57,7 +58,7 @@ type settings struct {
 }
 
 func main() {
-	sizes := flag.String("n", "10,50,200", "inbox sizes")
+	sizes := flag.String("n", "10,50,200,1000", "inbox sizes")
 	groups := flag.Int("groups", 5, "keyword groups in the inbox")
 	modelLat := flag.Duration("model-latency", time.Second, "simulated latency of one model call")
 	todoLat := flag.Duration("todoist-latency", 150*time.Millisecond, "simulated latency of one Todoist request")
@@ -91,12 +92,12 @@ func main() {
 		for _, s := range strings.Split(*sizes, ",") {
 			n, _ := strconv.Atoi(strings.TrimSpace(s))
 			for _, api := range []string{openai.APIChat, openai.APIResponses} {
-				r, err := measureAPI(context.Background(), api, n, st)
+				rs, err := measureAPI(context.Background(), api, n, st)
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "tidybench:", err)
 					os.Exit(1)
 				}
-				byAPI = append(byAPI, r)
+				byAPI = append(byAPI, rs...)
 			}
 		}
 	}
@@ -113,38 +114,46 @@ func main() {
 }
 
 // measureAPI runs tidybot with gpt-6-luna on one transport, on a fresh
-// fake account, with the usage the fake server reports.
-func measureAPI(ctx context.Context, api string, n int, st settings) (result, error) {
+// fake account, with the usage the fake server reports; then runs it again
+// on the same account and model server with a new inbox of n tasks, as a
+// person's next /tidy-inbox would: the stable prompt prefix is then read
+// from the server's prompt cache, and Todoist is read incrementally.
+func measureAPI(ctx context.Context, api string, n int, st settings) ([]result, error) {
 	todo := todoisttest.New(nil, todoisttest.WithLatency(st.todoLatency))
 	defer todo.Close()
-	todo.SeedInbox(n, st.groups)
 	mdl := openaitest.New(openaitest.FromAgent((&sim.Tidier{Groups: sim.TalkGroups}).Reply), openaitest.WithLatency(st.modelLatency))
 	defer mdl.Close()
 	hc := &http.Client{Timeout: 2 * time.Minute}
 	model := openai.New(openai.Config{APIKey: "sk-bench", BaseURL: mdl.URL, Model: "gpt-6-luna", API: api}, hc)
 	tasks := todoist.New(todo.Token, todo.URL, hc)
-	todo.ResetCounters()
-	r := result{System: "tidybot", N: n, API: api}
-	start := time.Now()
-	out := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction, Overview: true}, agent.Hooks{})
-	if out.Status != agent.StatusDone {
-		return r, fmt.Errorf("tidybot on %s at N=%d: %s: %s (%v)", api, n, out.Status, out.Answer, out.Err)
+	var out []result
+	for run := 1; run <= 2; run++ {
+		todo.SeedInbox(n, st.groups)
+		todo.ResetCounters()
+		calls := mdl.Calls()
+		r := result{System: "tidybot", N: n, API: api, Run: run}
+		start := time.Now()
+		o := agent.New(model, tasks, agent.Config{Protocol: st.protocol, MaxSteps: 50}).Start(ctx, agent.Input{Instruction: bot.TidyInboxInstruction, Overview: true}, agent.Hooks{})
+		if o.Status != agent.StatusDone {
+			return nil, fmt.Errorf("tidybot on %s at N=%d, run %d: %s: %s (%v)", api, n, run, o.Status, o.Answer, o.Err)
+		}
+		u := o.Transcript.Usage
+		r.Wall = time.Since(start)
+		r.ModelCalls = mdl.Calls() - calls
+		r.TodoistRequests = todo.TotalRequests()
+		r.PromptTokens, r.CompletionTokens, r.ReasoningTokens, r.CachedTokens = u.PromptTokens, u.CompletionTokens, u.ReasoningTokens, u.CachedTokens
+		r.InboxLeft = len(todo.TasksIn(todo.InboxID()))
+		out = append(out, r)
 	}
-	u := out.Transcript.Usage
-	r.Wall = time.Since(start)
-	r.ModelCalls = mdl.Calls()
-	r.TodoistRequests = todo.TotalRequests()
-	r.PromptTokens, r.CompletionTokens, r.ReasoningTokens, r.CachedTokens = u.PromptTokens, u.CompletionTokens, u.ReasoningTokens, u.CachedTokens
-	r.InboxLeft = len(todo.TasksIn(todo.InboxID()))
-	return r, nil
+	return out, nil
 }
 
 func printAPITable(rs []result, st settings) {
-	fmt.Printf("\ntidybot with gpt-6-luna on each transport (the fake server's usage: cached ⊂ prompt, reasoning ⊂ completion; Chat Completions at effort none, Responses at low)\n\n")
+	fmt.Printf("\ntidybot with gpt-6-luna on each transport (the fake server's usage: cached ⊂ prompt, reasoning ⊂ completion; Chat Completions at effort none, Responses at low); run 2 tidies a new inbox on the same account and server\n\n")
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "N\tAPI\tmodel calls\tprompt tokens\tcached\tcompletion tokens\treasoning\twall time\tinbox left\t")
+	fmt.Fprintln(w, "N\tAPI\trun\tmodel calls\tTodoist requests\tprompt tokens\tcached\tcompletion tokens\treasoning\twall time\tinbox left\t")
 	for _, r := range rs {
-		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n", r.N, r.API, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens, r.ReasoningTokens, r.Wall.Round(time.Millisecond), r.InboxLeft)
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n", r.N, r.API, r.Run, r.ModelCalls, r.TodoistRequests, r.PromptTokens, r.CachedTokens, r.CompletionTokens, r.ReasoningTokens, r.Wall.Round(time.Millisecond), r.InboxLeft)
 	}
 	_ = w.Flush()
 }

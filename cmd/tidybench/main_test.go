@@ -33,15 +33,23 @@ func TestFastRun(t *testing.T) {
 func TestBothTransports(t *testing.T) {
 	st := settings{groups: 5, protocol: agent.ProtocolTools}
 	for _, api := range []string{openai.APIChat, openai.APIResponses} {
-		r, err := measureAPI(t.Context(), api, 20, st)
+		rs, err := measureAPI(t.Context(), api, 20, st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.InboxLeft != 0 || r.ModelCalls == 0 || r.PromptTokens == 0 {
-			t.Errorf("%s: %+v", api, r)
+		for _, r := range rs {
+			if r.InboxLeft != 0 || r.ModelCalls == 0 || r.PromptTokens == 0 {
+				t.Errorf("%s: %+v", api, r)
+			}
+			if reasons := r.ReasoningTokens > 0; reasons != (api == openai.APIResponses) {
+				t.Errorf("%s: %d reasoning tokens", api, r.ReasoningTokens)
+			}
 		}
-		if reasons := r.ReasoningTokens > 0; reasons != (api == openai.APIResponses) {
-			t.Errorf("%s: %d reasoning tokens", api, r.ReasoningTokens)
+		// The second run reads the stable prefix (system prompt and
+		// tools) from the server's prompt cache, and Todoist
+		// incrementally: one /sync read and one write.
+		if second := rs[1]; second.CachedTokens < 1024 || second.TodoistRequests != 2 {
+			t.Errorf("%s, second run: %d cached tokens (want ≥ 1024), %d Todoist requests (want 2)", api, second.CachedTokens, second.TodoistRequests)
 		}
 	}
 }

@@ -33,9 +33,11 @@ var TalkGroups = []Group{
 
 // Tidier tidies an inbox: it reads the overview unless the conversation
 // already shows it (a prefetched read), files every inbox task into a
-// project by keyword with move_tasks and project_name (100 per call), and
-// answers in the same reply as the last moves: the engine accepts the
-// answer only when the moves succeeded. When they did not (the answer is
+// project by keyword with move_tasks and project_name (100 per call, every
+// listed task in one reply), and answers in the same reply as the last
+// moves: the engine accepts the answer only when the moves succeeded. An
+// inbox listed only in part (more than the observation shows) is read
+// again after its listed tasks are filed. When they did not (the answer is
 // refused, or, in the json protocol, a move's observation reports a
 // failure), it reads the inbox again and files what is left. Its reply
 // depends only on the request, so any number of runs can share one.
@@ -58,23 +60,31 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		calls = []action{{Name: agent.ActGetOverview, Args: map[string]any{}}}
 	case len(st.pending) > 0:
 		thought = "I group the inbox tasks by topic and file each group into its project."
-		moves := st.pending
-		if len(moves) > batch {
-			moves = moves[:batch]
+		// Every task listed, 100 moves a call; the json protocol sends
+		// one call a reply.
+		for i := 0; i < len(st.pending); i += batch {
+			var args []any
+			for _, task := range st.pending[i:min(i+batch, len(st.pending))] {
+				args = append(args, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
+			}
+			calls = append(calls, action{Name: agent.ActMoveTasks, Args: map[string]any{"moves": args}})
+			if !tools {
+				break
+			}
 		}
-		var args []any
-		for _, task := range moves {
-			args = append(args, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
-		}
-		calls = []action{{Name: agent.ActMoveTasks, Args: map[string]any{"moves": args}}}
-		if tools && len(st.pending) <= batch {
-			for _, task := range moves {
+		switch {
+		case !tools:
+		case st.more:
+			// The listing was cut short: read what is left.
+			calls = append(calls, action{Name: agent.ActGetInboxTasks, Args: map[string]any{}})
+		default:
+			for _, task := range st.pending {
 				st.moved[task.id] = task.content
 			}
 			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}})
 		}
-	case !st.verified && (st.failed || st.refused):
-		thought = "A move failed; I read the inbox again."
+	case !st.verified && (st.more || st.failed || st.refused):
+		thought = "I read what is left in the inbox."
 		calls = []action{{Name: agent.ActGetInboxTasks, Args: map[string]any{}}}
 	default:
 		thought = "Everything is filed."
@@ -142,6 +152,7 @@ type state struct {
 	pending  []task // inbox tasks not moved since that read
 	// moved maps each task moved successfully so far to its content.
 	moved    map[string]string
+	more     bool // the last read listed only part of the inbox
 	failed   bool // a move since the last read reported a failure
 	refused  bool // a final answer was refused
 	verified bool // the last read showed an empty inbox
@@ -187,6 +198,7 @@ func (t *Tidier) state(msgs []agent.Message, tools bool) state {
 				}
 				since, st.failed, st.refused = map[string]bool{}, false, false
 				st.verified = strings.Contains(obs, "Inbox tasks (0)")
+				st.more = strings.Contains(obs[strings.Index(obs, "Inbox tasks ("):], "… and ")
 			case agent.ActMoveTasks:
 				var a agent.MoveTasksArgs
 				b, _ := json.Marshal(c.Args)

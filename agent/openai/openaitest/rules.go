@@ -313,12 +313,18 @@ func (s *Server) reasoningTokens(req Request) int {
 // prompt of 1024 tokens or more is cached, and hits count in increments
 // of 128 tokens (https://platform.openai.com/docs/guides/prompt-caching);
 // here a hit is the longest run of leading messages some earlier request
-// also began with, measured like EstimateUsage.
+// also began with, measured like EstimateUsage. The tool list comes
+// before the messages: the guide names "the list of available tools"
+// among what is cached, as part of the prefix.
 func (s *Server) cache(req Request) int {
 	h := sha256.New()
 	h.Write([]byte(req.Model))
 	chars, hit := 0, 0
 	var sums [][32]byte
+	for _, t := range req.Tools {
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", t.Name, t.Description, t.Parameters)
+		chars += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
 	for _, m := range req.Messages {
 		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", m.Role, m.Content, m.ToolCallID)
 		n := len(m.Role) + len(m.Content) + len(m.ToolCallID)
