@@ -83,7 +83,7 @@ func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
 }
 
 func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
-	if inc, ok := r.e.tasks.(IncrementalSnapshots); ok && inc.IncrementalSnapshots() {
+	if r.e.incremental {
 		// One small request, however big the inbox, instead of the
 		// inbox's pages.
 		snap, err := r.e.tasks.Snapshot(ctx)

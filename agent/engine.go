@@ -132,12 +132,16 @@ type Engine struct {
 	model Model
 	tasks Tasks
 	cfg   Config
+	// incremental says tasks' Snapshots after the first are incremental
+	// (IncrementalSnapshots).
+	incremental bool
 }
 
 // New returns an engine acting on tasks through model.
 func New(model Model, tasks Tasks, cfg Config) *Engine {
 	cfg.defaults()
-	return &Engine{model: timedModel{model}, tasks: newTimedTasks(tasks), cfg: cfg}
+	inc, ok := tasks.(IncrementalSnapshots)
+	return &Engine{model: timedModel{model}, tasks: newTimedTasks(tasks), cfg: cfg, incremental: ok && inc.IncrementalSnapshots()}
 }
 
 // EventKind says what an Event reports.
