@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -270,4 +271,43 @@ func TestProgressThrottle(t *testing.T) {
 			t.Errorf("sent %q: want the status message first and the answer as its own last message", texts)
 		}
 	})
+}
+
+// A run that answers in one step (no progress line) does not leave its
+// status message saying "Working on it…" next to the answer: the message
+// is edited to say the run is done (issue 15 item 8). A run with progress
+// lines keeps them.
+func TestStatusMessageSettles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []agent.Event
+		want   []string
+	}{
+		{"one step", nil, []string{"m1: ✅ Done"}},
+		{"with progress", []agent.Event{{Kind: agent.EventAction, Summary: "🔎 Read the inbox: 3 tasks"}}, []string{"m1: 🔎 Read the inbox: 3 tasks"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ag := &fakeAgent{events: tc.events}
+			plat := &fakePlatform{name: "telegram"}
+			b := New(newMemStore(), ag, Config{AllowedUsers: []string{"telegram:42"}})
+			b.AddPlatform(plat)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if err := b.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Handle(ctx, msg("hi", "e1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b.Stop()
+			plat.mu.Lock()
+			defer plat.mu.Unlock()
+			if !slices.Equal(plat.edits, tc.want) {
+				t.Errorf("edits %q, want %q", plat.edits, tc.want)
+			}
+		})
+	}
 }

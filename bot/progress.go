@@ -134,3 +134,31 @@ func (pr *progress) stop(context.Context) {
 	close(pr.quit)
 	<-pr.done
 }
+
+// settle closes a status message that never got a progress line (a run
+// that answered in one step), so it does not say "Working on it…" next
+// to the answer: it is edited to say how the run ended. A message with
+// lines already says what was done; a platform that cannot edit posted
+// nothing more.
+func (pr *progress) settle(ctx context.Context, st agent.Status) {
+	pr.mu.Lock()
+	id, empty := pr.msgID, len(pr.lines) == 0
+	pr.mu.Unlock()
+	if pr.ed == nil || id == "" || !empty {
+		return
+	}
+	var text string
+	switch st {
+	case agent.StatusDone:
+		text = "✅ Done"
+	case agent.StatusAsking, agent.StatusConfirming:
+		text = "❓ Waiting for your answer"
+	case agent.StatusFailed, agent.StatusStopped:
+		text = "⚠️ Stopped"
+	default:
+		return // interrupted: it goes on
+	}
+	if err := pr.ed.Edit(ctx, id, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}); err != nil {
+		pr.log.Warn("settle status message", slog.Any("err", err))
+	}
+}

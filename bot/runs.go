@@ -200,6 +200,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	before := r.Usage
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
+	prog.settle(context.WithoutCancel(ctx), out.Status)
 	r.Notes = prog.notes()
 	b.mu.Lock()
 	cancelled := ar.cancelled
