@@ -27,7 +27,11 @@ import (
 //   - "Add these to Groceries" with listPhoto: add listItems there, in one
 //     add_tasks call (the scripted model "reads" only that photo);
 //   - anything else: a final answer echoing it.
-type scenario struct{}
+type scenario struct {
+	// check makes the tidier read the inbox after its moves, a step
+	// after the write (see sim.Tidier.Check).
+	check bool
+}
 
 // wrote reports whether the run in req has already applied a move.
 func wrote(req agent.Request) bool {
@@ -106,7 +110,7 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 		}
 		return final(fmt.Sprintf("Added %d items to Groceries.", len(listItems)))
 	case instr == bot.TidyInboxInstruction || strings.EqualFold(instr, "tidy my inbox"):
-		return (&sim.Tidier{Groups: sim.TalkGroups}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
+		return (&sim.Tidier{Groups: sim.TalkGroups, Check: s.check}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
 	case strings.Contains(instr, "dentist"):
 		switch assistant {
 		case 0:
