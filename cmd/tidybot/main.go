@@ -382,22 +382,27 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		b.Stop()
 		return fmt.Errorf("listen on TIDYBOT_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
+	// Both listeners exist before either serves, so whoever sees /healthz
+	// answer can reach /metrics too.
+	var mln net.Listener
+	if cfg.MetricsAddr != "" {
+		mln, err = net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			b.Stop()
+			return fmt.Errorf("listen on TIDYBOT_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+		}
+	}
 	log.Info("serving webhooks and /healthz", slog.String("addr", ln.Addr().String()))
 	go func() { errc <- srv.Serve(ln) }()
 	servers := []*http.Server{srv}
 	if ssrv := m.serveSocket(cfg, ln.Addr().String(), log, errc); ssrv != nil {
 		servers = append(servers, ssrv)
 	}
-	if cfg.MetricsAddr != "" {
+	if mln != nil {
 		mmux := http.NewServeMux()
 		mmux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 		msrv := m.newServer(mmux, log)
-		mln, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			_ = srv.Close()
-			b.Stop()
-			return fmt.Errorf("listen on TIDYBOT_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
-		}
 		log.Info("serving /metrics", slog.String("addr", mln.Addr().String()))
 		go func() { errc <- msrv.Serve(mln) }()
 		servers = append(servers, msrv)
