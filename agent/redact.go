@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Redacted replaces a secret wherever a Redactor finds one.
@@ -23,12 +25,47 @@ const minSecret = 6
 // error bodies, so every such text goes through one Redactor built from
 // every secret. A nil *Redactor hides nothing.
 type Redactor struct {
-	r *strings.Replacer
+	mu      sync.RWMutex // protects the fields below
+	secrets []string
+	r       *strings.Replacer
 }
 
 // NewRedactor returns a Redactor hiding each non-empty secret, in its
 // plain, URL-escaped and (for OpenAI-style keys) unprefixed forms.
 func NewRedactor(secrets ...string) *Redactor {
+	r := replacer(secrets)
+	if r == nil {
+		return nil
+	}
+	return &Redactor{secrets: secrets, r: r}
+}
+
+// Add hides more secrets from now on: a secret learnt while running,
+// such as a person's Todoist token once it is loaded. It is safe to call
+// while the Redactor is in use; on a nil Redactor it does nothing.
+func (r *Redactor) Add(secrets ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := append([]string(nil), r.secrets...)
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(all, s) {
+			all = append(all, s)
+		}
+	}
+	if len(all) == len(r.secrets) {
+		return // nothing new: the replacer stays
+	}
+	if nr := replacer(all); nr != nil {
+		r.secrets, r.r = all, nr
+	}
+}
+
+// replacer returns the strings.Replacer hiding every form of secrets, or
+// nil when there is nothing to hide.
+func replacer(secrets []string) *strings.Replacer {
 	seen := map[string]bool{}
 	var forms []string
 	add := func(s string, least int) {
@@ -59,7 +96,13 @@ func NewRedactor(secrets ...string) *Redactor {
 	for _, f := range forms {
 		pairs = append(pairs, f, Redacted)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	return strings.NewReplacer(pairs...)
+}
+
+func (r *Redactor) replace(s string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.r.Replace(s)
 }
 
 // String returns s with every secret replaced by Redacted.
@@ -67,7 +110,7 @@ func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	return r.r.Replace(s)
+	return r.replace(s)
 }
 
 // Error returns err with its message redacted, or err itself when its
@@ -77,7 +120,7 @@ func (r *Redactor) Error(err error) error {
 		return err
 	}
 	msg := err.Error()
-	if red := r.r.Replace(msg); red != msg {
+	if red := r.replace(msg); red != msg {
 		return redactedError{msg: red, err: err}
 	}
 	return err

@@ -144,3 +144,22 @@ func TestEngineRedactsObservationsAndTranscript(t *testing.T) {
 		t.Error("the outcome's transcript holds the token")
 	}
 }
+
+func TestRedactorAddHidesLaterSecrets(t *testing.T) {
+	r := NewRedactor("configured-secret")
+	const tok = "person-token-0123456789"
+	if got := r.String("token " + tok); got != "token "+tok {
+		t.Fatalf("before Add: %q", got)
+	}
+	r.Add(tok)
+	if got, want := r.String("a configured-secret and "+tok), "a "+Redacted+" and "+Redacted; got != want {
+		t.Errorf("after Add: got %q, want %q", got, want)
+	}
+	before := r.r
+	r.Add(tok, " "+tok)
+	if r.r != before || len(r.secrets) != 2 {
+		t.Errorf("adding a known secret again rebuilt the redactor (%d secrets)", len(r.secrets))
+	}
+	var nilR *Redactor
+	nilR.Add(tok) // no panic
+}

@@ -64,6 +64,13 @@ type Config struct {
 	// Vision is VisionAuto (default), VisionOn or VisionOff: whether
 	// photos go to the model as images.
 	Vision string
+	// Accounts, when set, is team mode: each person's runs use their own
+	// Todoist, connected with /connect (nil: every run uses the agent
+	// given to New).
+	Accounts Accounts
+	// UserDailyTokens caps the model tokens of one person per UTC day (0:
+	// no cap).
+	UserDailyTokens int
 }
 
 func (c *Config) defaults() {
@@ -121,6 +128,9 @@ type Bot struct {
 	started   bool
 	noticed   map[string]bool // threads told Config.Notice
 	stopped   bool
+
+	// usageMu serializes the updates of people's daily token counts.
+	usageMu sync.Mutex
 
 	quit chan struct{} // closed by Stop: intake and workers stop
 	// sendQuit is closed by Stop once the workers are done (or the grace
@@ -265,11 +275,14 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	if in.At.IsZero() {
 		in.At = b.cfg.Now()
 	}
-	if !b.Allowed(in.Platform, in.UserID) {
+	if !b.allowedIn(in) {
 		if dup, err := b.seen(ctx, in); err != nil || dup {
 			return err
 		}
 		return b.refuse(ctx, in)
+	}
+	if handled, err := b.connectGate(ctx, in); handled || err != nil {
+		return err
 	}
 	if in.Button != "" {
 		b.cfg.Metrics.Event(in.Platform, "button")
@@ -291,6 +304,11 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		}
 	}
 	switch in.Command {
+	case "disconnect":
+		if b.cfg.Accounts == nil {
+			break
+		}
+		return b.enqueue(ctx, in)
 	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
 		if in.Command == "" && strings.TrimSpace(in.Text) == "" && in.Attachment == nil {
 			return nil
@@ -303,7 +321,11 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	b.cfg.Metrics.Event(in.Platform, "command")
 	switch in.Command {
 	case "help", "start":
-		b.replyLater(ctx, in.Platform, reply(in, helpText))
+		text := helpText
+		if b.cfg.Accounts != nil {
+			text += "\n/connect: connect your own Todoist\n/disconnect: revoke my access to your Todoist"
+		}
+		b.replyLater(ctx, in.Platform, reply(in, text))
 	case "cancel":
 		b.cancel(ctx, in)
 	case "usage":
@@ -425,7 +447,7 @@ func (b *Bot) Start(ctx context.Context) error {
 		r := runs[i]
 		b.log.Info("resuming run", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey))
 		b.sched.add(Job{ID: "resume-" + r.ID, Kind: JobResume, RunID: r.ID, ThreadKey: r.ThreadKey,
-			Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID}, Enqueued: b.cfg.Now()}, true)
+			Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, DM: r.DM}, Enqueued: b.cfg.Now()}, true)
 	}
 	if err := b.startWorkers(ctx); err != nil {
 		return err
@@ -585,6 +607,8 @@ func (b *Bot) process(ctx context.Context, j Job) {
 			err = b.reset(ctx, in)
 		case in.Command == "undo":
 			err = b.undo(ctx, in)
+		case in.Command == "disconnect":
+			err = b.disconnect(ctx, in)
 		case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":
 			err = b.startRun(ctx, j.ID, in, TidyInboxInstruction)
 		case in.Attachment != nil && in.Attachment.Kind == AttachVoice && !in.Transcribed:

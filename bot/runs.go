@@ -59,9 +59,23 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 			return fmt.Errorf("bot: remember thread %s: %w", key, err)
 		}
 	}
+	if b.overCap(ctx, in.Platform, in.UserID, 0) {
+		b.send(ctx, in.Platform, reply(in, b.capMessage()))
+		return nil
+	}
+	ag, err := b.agentFor(ctx, in.Platform, in.UserID)
+	if errors.Is(err, ErrNotConnected) {
+		// Disconnected since the message came in.
+		b.keepPending(ctx, in)
+		b.promptConnect(ctx, in, "")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bot: the Todoist of %s:%s: %w", in.Platform, in.UserID, err)
+	}
 	now := b.cfg.Now()
 	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,
-		Status: RunWorking, Instruction: instruction, Created: now, Updated: now}
+		Status: RunWorking, Instruction: instruction, Created: now, Updated: now, DM: in.DM}
 	if len(images) > 0 {
 		r.Photo = in.Attachment
 	}
@@ -77,7 +91,7 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
-		out := b.agent.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction}, h)
+		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction}, h)
 		if len(images) > 0 && agent.ErrorCodeOf(out.Err) == agent.ErrUnsupported {
 			// The model takes no images: say so plainly, and on auto
 			// stop sending them.
@@ -122,6 +136,20 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		// again (the agent ignores it once its transcript holds it).
 		answer = r.Reply
 	}
+	// The run acts on the account of the person who asked, whoever
+	// answers or whatever restarted it.
+	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
+	if errors.Is(err, ErrNotConnected) {
+		r.Status, r.Waiting, r.Updated = RunCancelled, nil, b.cfg.Now()
+		if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		b.rejected(ctx, r)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bot: the Todoist of %s:%s: %w", r.Platform, r.UserID, err)
+	}
 	first := "🔁 Picking up where I left off…"
 	if answer != "" {
 		first = "🤔 Working on it…"
@@ -141,7 +169,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 			images = append(images, *im)
 		}
 		return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-			return b.agent.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
+			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
 		})
 	}
 	tr, err := agent.UnmarshalTranscript(r.Transcript)
@@ -156,7 +184,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-		return b.agent.Resume(ctx, tr, answer, h)
+		return ag.Resume(ctx, tr, answer, h)
 	})
 }
 
@@ -183,6 +211,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	if err != nil {
 		return err
 	}
+	before := r.Usage
 	prog := newProgress(p, r, b.log)
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
@@ -193,11 +222,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 			}
 			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
 			r.Notes = prog.notes()
+			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
+				cancel(errDailyCap)
+			}
 			return b.store.SaveRun(ctx, r)
 		},
 		Observe: prog.add,
 	}
-	before := r.Usage
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
 	prog.settle(context.WithoutCancel(ctx), out.Status)
@@ -205,7 +236,21 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()
-	err = b.finish(ctx, r, out, cancelled)
+	stopped := ""
+	if cancelled {
+		stopped = "Stopped, as you asked."
+	} else if errors.Is(context.Cause(runCtx), errDailyCap) {
+		stopped = b.capMessage()
+	}
+	reconnect := b.cfg.Accounts != nil && rejectedToken(out)
+	if reconnect {
+		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + doneList(out.Transcript)
+	}
+	err = b.finish(ctx, r, out, stopped)
+	b.addUsage(ctx, r, r.Usage.Total()-before.Total())
+	if reconnect {
+		b.rejected(ctx, r)
+	}
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
@@ -215,7 +260,9 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 }
 
 // finish journals the run's writes and tells the user how it ended.
-func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled bool) error {
+// stopped, when set, says why the bot stopped the run (/cancel, the daily
+// cap).
+func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped string) error {
 	ctx = context.WithoutCancel(ctx)
 	log := b.log.With(slog.String("run_id", r.ID))
 	if out.Err != nil && out.Status != agent.StatusInterrupted {
@@ -283,7 +330,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 		b.deliver(ctx, ob)
 
 	case agent.StatusInterrupted:
-		if !cancelled {
+		if stopped == "" {
 			// Shutdown: the run stays working and resumes at next start.
 			if err := b.store.SaveRun(ctx, r); err != nil {
 				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
@@ -292,7 +339,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, cancelled b
 			return nil
 		}
 		r.Status, r.Reply = RunCancelled, ""
-		r.Answer = b.fit(r.Platform, "Stopped, as you asked. "+doneList(out.Transcript))
+		r.Answer = b.fit(r.Platform, stopped+" "+doneList(out.Transcript))
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
@@ -486,6 +533,9 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
 	}
+	if b.cfg.Accounts != nil || b.cfg.UserDailyTokens > 0 {
+		text += "\n" + b.personUsageText(ctx, in)
+	}
 	b.replyLater(ctx, in.Platform, reply(in, text))
 }
 
@@ -536,7 +586,11 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 	for i, e := range entries {
 		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
 	}
-	rep, err := b.agent.Undo(ctx, journal)
+	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
+	if err != nil {
+		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
+	}
+	rep, err := ag.Undo(ctx, journal)
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}

@@ -48,6 +48,10 @@ type Incoming struct {
 	Attachment *Attachment `json:"attachment,omitempty"`
 	// Transcribed is set once Text holds the voice note's transcript.
 	Transcribed bool `json:"transcribed,omitempty"`
+
+	// TeamID is the user's Slack workspace (event team_id), for
+	// slack:team:T… entries of the allowlist.
+	TeamID string `json:"team_id,omitempty"`
 }
 
 // ThreadKey names the conversation the event belongs to: its history,
@@ -157,6 +161,9 @@ type Run struct {
 	// restart interrupts the run before its first step is saved (the
 	// saved transcript holds the image from then on).
 	Photo *Attachment `json:"photo,omitempty"`
+
+	// DM is set for a run in a direct conversation.
+	DM bool `json:"dm,omitempty"`
 }
 
 // Job is a durable unit of work: an incoming event waiting to be handled.

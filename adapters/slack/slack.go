@@ -315,6 +315,7 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 			}
 		case slackevents.CallbackEvent:
 			in, ok, err := a.incoming(r.Context(), ev.InnerEvent.Data)
+			in.TeamID = ev.TeamID // the workspace, for slack:team:T… allowlist entries
 			if err == nil && ok {
 				err = h.Handle(r.Context(), in)
 			}
@@ -465,6 +466,7 @@ func (l libLog) Output(_ int, s string) error {
 var commands = map[string]string{
 	"tidy-inbox": "tidy-inbox", "tidy_inbox": "tidy-inbox", "inbox": "tidy-inbox",
 	"help": "help", "reset": "reset", "undo": "undo", "cancel": "cancel", "usage": "usage",
+	"connect": "connect", "disconnect": "disconnect", // team mode
 }
 
 // command reads a command typed as a message: "/undo" (a typed slash
@@ -564,7 +566,7 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 func slashIncoming(sc slack.SlashCommand) bot.Incoming {
 	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
 	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Text: strings.TrimSpace(sc.Text),
-		EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), At: time.Now()}
+		EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), TeamID: sc.TeamID, At: time.Now()}
 	switch {
 	case name == "tidy":
 		in.Command, in.Text = subcommand(sc.Text)
@@ -587,7 +589,7 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 		return bot.Incoming{}, false // the browser opened the link; nothing to do
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
-		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, At: time.Now()}
+		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: cb.Team.ID, At: time.Now()}
 	if in.ChatID == "" {
 		in.ChatID = cb.Container.ChannelID
 	}

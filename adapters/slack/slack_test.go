@@ -442,6 +442,8 @@ func TestTidySubcommands(t *testing.T) {
 		{"/tidy reset", "reset", ""},
 		{"/tidy usage", "usage", ""},
 		{"/tidy help", "help", ""},
+		{"/tidy connect", "connect", ""},
+		{"/tidy disconnect", "disconnect", ""},
 		{"/tidy", "help", ""},
 		{"/tidy Undo", "undo", ""},
 		{"/tidy inbox", "tidy-inbox", ""},

@@ -59,15 +59,23 @@ type Config struct {
 	LogLevel        string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
 	LogFormat       string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
 	Retention       time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
-	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people reach serve at; final messages then carry a Details link to the run's page"`
-	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links; generated and kept in the database when unset"`
+	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people and Todoist reach serve at: final messages carry a Details link to the run's page; team mode's OAuth callback is <this>/oauth/todoist/callback"`
+	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
 	RunLinkTTL      time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
 	TranscribeModel string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
 	TranscribeURL   string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`
 	TranscribeKey   string        `envconfig:"TIDYBOT_TRANSCRIBE_API_KEY" secret:"true" desc:"key of the speech server (secret; default: OPENAI_API_KEY when TIDYBOT_TRANSCRIBE_URL is unset)"`
 	VoiceMax        time.Duration `envconfig:"TIDYBOT_VOICE_MAX" default:"5m" desc:"longest voice note accepted; a longer one is refused before it is downloaded"`
 	Vision          string        `envconfig:"TIDYBOT_VISION" default:"auto" desc:"auto, on or off: photos go to the model as images (auto: until the model rejects them)"`
+	ClientID        string        `envconfig:"TODOIST_CLIENT_ID" desc:"team mode: the Client ID of your app in Todoist's App Management Console; each person connects their own Todoist"`
+	ClientSecret    string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
+	TodoistAuth     string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
+	DailyTokens     int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
 }
+
+// TeamMode reports whether each person connects their own Todoist
+// (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
+func (c Config) TeamMode() bool { return c.ClientID != "" && c.ClientSecret != "" }
 
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
@@ -153,6 +161,9 @@ var (
 	// slackUser is a Slack member id: U… or, on Enterprise Grid, W…
 	// (api.slack.com/changelog/2016-08-11-user-id-format-changes).
 	slackUser = regexp.MustCompile(`^[UW][A-Z0-9]+$`)
+	// slackTeam is a Slack workspace id: T… (the team_id of every event,
+	// docs.slack.dev/apis/events-api/#callback-field).
+	slackTeam = regexp.MustCompile(`^T[A-Z0-9]+$`)
 )
 
 // Validate checks every setting; each problem is one clear line naming
@@ -166,9 +177,10 @@ func (c Config) Validate(serve bool) error {
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")
 	}
-	if c.TodoistToken == "" {
-		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer"))
+	if c.TodoistToken == "" && !c.TeamMode() {
+		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer (or set TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET for team mode)"))
 	}
+	errs = append(errs, c.validateTeam(serve)...)
 	urls := []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}}
 	if c.TranscribeURL != "" {
 		urls = append(urls, struct{ name, v string }{"TIDYBOT_TRANSCRIBE_URL", c.TranscribeURL})
@@ -229,7 +241,7 @@ func (c Config) Validate(serve bool) error {
 		bad("TIDYBOT_DB is empty: name the database file")
 	}
 	for _, u := range c.AllowedUsers {
-		if err := checkAllowedUser(strings.TrimSpace(u)); err != nil {
+		if err := checkAllowedUser(strings.TrimSpace(u), c.TeamMode()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -263,7 +275,7 @@ func (c Config) Validate(serve bool) error {
 		}
 	}
 	if c.SecretKey != "" {
-		if _, err := secretKey(c.SecretKey); err != nil {
+		if _, err := secretKeys(c.SecretKey); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -293,9 +305,21 @@ func (c Config) Validate(serve bool) error {
 
 // checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry: an entry that
 // can never match a real id is refused, with the form it should take.
-func checkAllowedUser(u string) error {
+func checkAllowedUser(u string, team bool) error {
 	p, id, ok := strings.Cut(u, ":")
 	switch {
+	case u == "telegram:*" && team:
+		return nil
+	case u == "telegram:*":
+		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET), where each person uses their own Todoist", u)
+	case p == "slack" && strings.HasPrefix(id, "team:"):
+		if !slackTeam.MatchString(strings.TrimPrefix(id, "team:")) {
+			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack workspace ids look like T0ABC123 (slack:team:T0ABC123)", u)
+		}
+		if !team {
+			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET): in personal mode the whole workspace would use your one Todoist; list member ids instead", u)
+		}
+		return nil
 	case !ok || id == "" || (p != "telegram" && p != "slack"):
 		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not telegram:<user id> or slack:<user id>", u)
 	case p == "telegram" && !telegramUser.MatchString(id):
@@ -353,4 +377,71 @@ func checkAddr(addr string) error {
 		return fmt.Errorf("bad port %q", port)
 	}
 	return nil
+}
+
+// validateTeam checks the team-mode settings: both OAuth credentials or
+// neither; with them, a public address and a secret key.
+func (c Config) validateTeam(serve bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if (c.ClientID == "") != (c.ClientSecret == "") {
+		bad("team mode needs both TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET (from Todoist's App Management Console); one is set")
+	}
+	if c.TodoistAuth != "" {
+		if p, err := url.Parse(c.TodoistAuth); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("TODOIST_AUTH_URL must be an http(s) URL, not %q", c.TodoistAuth)
+		}
+	}
+	if c.DailyTokens < 0 {
+		bad("TIDYBOT_USER_DAILY_TOKENS must be 0 (no cap) or positive, not %d", c.DailyTokens)
+	}
+	if !c.TeamMode() {
+		return errs
+	}
+	if c.SecretKey == "" {
+		bad("team mode needs TIDYBOT_SECRET_KEY (32 bytes, base64: openssl rand -base64 32) to encrypt the Todoist tokens it stores")
+	}
+	if c.PublicURL == "" {
+		bad("team mode needs TIDYBOT_PUBLIC_URL: the https address Todoist redirects people back to (<it>/oauth/todoist/callback)")
+	} else if err := checkPublicURL(c.PublicURL); err != nil {
+		errs = append(errs, err)
+	}
+	if !serve {
+		bad("team mode works with tidybot serve only (people connect through its /oauth/todoist/callback); unset TODOIST_CLIENT_ID for chat")
+	}
+	return errs
+}
+
+// checkPublicURL: https, or http on a loopback host (a test, a tunnel's
+// local end); no query.
+func checkPublicURL(raw string) error {
+	p, err := url.Parse(raw)
+	ok := err == nil && p.Host != "" && p.RawQuery == "" && (p.Scheme == "https" || (p.Scheme == "http" && isLoopback(p.Hostname())))
+	if !ok {
+		return fmt.Errorf("TIDYBOT_PUBLIC_URL must be the https address of serve, e.g. https://tidybot.example.com, not %q", raw)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// secretKeys decodes TIDYBOT_SECRET_KEY: one key, or during a rotation
+// the new key, a comma, and the old one(s). The first encrypts and signs;
+// every one decrypts and verifies.
+func secretKeys(v string) ([][]byte, error) {
+	var keys [][]byte
+	for _, part := range strings.Split(v, ",") {
+		k, err := secretKey(part)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }

@@ -159,6 +159,7 @@ func TestSecretsAreMarked(t *testing.T) {
 	c.TelegramToken, c.SlackBotToken, c.SlackAppToken, c.SlackSigning, c.TelegramHookS = "1:tgsecretvalue", "xoxb-botsecret", "xapp-appsecret", "signingsecretvalue", "hooksecretvalue"
 	c.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	c.TranscribeKey = "sk-speechsecretvalue"
+	c.ClientSecret = "clientsecretvalue"
 	secrets := c.Secrets()
 	if len(secrets) < 7 {
 		t.Errorf("Secrets() = %d values, want every secret setting", len(secrets))

@@ -42,11 +42,11 @@ func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
 func deriveLinkKey(ctx context.Context, cfg Config, st linkKeyStore, create bool) ([]byte, error) {
 	var base []byte
 	if cfg.SecretKey != "" {
-		k, err := secretKey(cfg.SecretKey)
+		ks, err := secretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
 		if err != nil {
 			return nil, err
 		}
-		base = k
+		base = ks[0]
 	} else {
 		v, err := st.Setting(ctx, settingLinkKey)
 		switch {

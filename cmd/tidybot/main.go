@@ -79,6 +79,10 @@ type Main struct {
 	// link makes a run's Details address (nil: no links); see inspect.
 	link   func(*bot.Run) string
 	signer *inspector.Signer
+	// team is team mode's accounts (nil in personal mode).
+	team *team
+	// teamClock, when set, is team mode's clock (tests: an expired state).
+	teamClock func() time.Time
 }
 
 // httpTimeouts bound what one client may hold of an HTTP server: a client
@@ -228,11 +232,37 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
-		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision}
+		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
+		UserDailyTokens: cfg.DailyTokens}
 	if tc := transcribeConfig(cfg, log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
-	return bot.New(st, eng, bc), nil
+	if cfg.TeamMode() {
+		// Team mode: every person's runs use an engine on their own
+		// token; the engine above (no token) is never used.
+		keys, err := secretKeys(cfg.SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		o := &todoist.OAuth{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthURL: cfg.TodoistAuth, APIURL: cfg.TodoistURL, HTTP: hc}
+		ecfg := m.engineConfig(cfg)
+		m.team, err = newTeam(keys, st, o, func(token string) bot.Agent {
+			// Snapshots are kept per account (keyed by a hash of the token).
+			return agent.New(model, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
+		}, m.redact, log)
+		if err != nil {
+			return nil, err
+		}
+		if m.teamClock != nil {
+			m.team.now = m.teamClock
+		}
+		bc.Accounts = m.team
+	}
+	b := bot.New(st, eng, bc)
+	if m.team != nil {
+		m.team.connected = b.Connected
+	}
+	return b, nil
 }
 
 // transcribeConfig is the speech server's configuration: the model API's
@@ -374,6 +404,10 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 				errc <- err
 			}
 		}()
+	}
+	if m.team != nil {
+		mux.HandleFunc("GET "+callbackPath, m.team.callback)
+		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := m.newServer(mux, log)

@@ -1,0 +1,129 @@
+package todoist
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultAuthURL is where Todoist's OAuth endpoints live.
+const DefaultAuthURL = "https://todoist.com"
+
+// Scopes are what tidybot's actions need: read and write every task and
+// project, and delete tasks (delete_tasks).
+var Scopes = []string{"data:read_write", "data:delete"}
+
+// OAuth is a Todoist app's side of the OAuth 2 authorization-code flow,
+// as the official SDKs do it (Doist/todoist-api-python
+// todoist_api_python/authentication.py; Doist/todoist-api-typescript
+// src/authentication.ts).
+type OAuth struct {
+	ClientID, ClientSecret string
+	// AuthURL is the OAuth base (DefaultAuthURL); APIURL the API v1 base,
+	// where tokens are revoked.
+	AuthURL, APIURL string
+	HTTP            *http.Client
+}
+
+// ErrBadCode is returned by Exchange when Todoist refuses the code
+// (expired, used, or not issued to this app).
+var ErrBadCode = errors.New("todoist: the authorization code was refused")
+
+// AuthorizeURL is the page that asks the person to let the app at their
+// account: client_id, the scopes joined by commas, and state
+// (get_authentication_url in the Python SDK).
+func (o *OAuth) AuthorizeURL(scopes []string, state string) string {
+	q := url.Values{"client_id": {o.ClientID}, "scope": {strings.Join(scopes, ",")}, "state": {state}}
+	return strings.TrimRight(o.base(), "/") + "/oauth/authorize?" + q.Encode()
+}
+
+func (o *OAuth) base() string {
+	if o.AuthURL == "" {
+		return DefaultAuthURL
+	}
+	return o.AuthURL
+}
+
+func (o *OAuth) client() *http.Client {
+	if o.HTTP == nil {
+		return &http.Client{Timeout: 30 * time.Second}
+	}
+	return o.HTTP
+}
+
+// Exchange trades an authorization code for an access token: a form POST
+// of client_id, client_secret and code to /oauth/access_token, answered
+// with access_token and token_type (get_auth_token in the Python SDK).
+// The error never holds the secret, the code or the token.
+func (o *OAuth) Exchange(ctx context.Context, code string) (string, error) {
+	form := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "code": {code}}
+	u := strings.TrimRight(o.base(), "/") + "/oauth/access_token"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("todoist: exchange code: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := o.client().Do(req)
+	if err != nil {
+		return "", fmt.Errorf("todoist: exchange code: %w", scrub(err))
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var out struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		Error       string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &out)
+	switch {
+	case resp.StatusCode == http.StatusOK && out.AccessToken != "":
+		return out.AccessToken, nil
+	case out.Error == "bad_authorization_code":
+		return "", ErrBadCode
+	case out.Error != "":
+		return "", fmt.Errorf("todoist: exchange code: HTTP %d %s", resp.StatusCode, out.Error)
+	}
+	return "", fmt.Errorf("todoist: exchange code: HTTP %d without a token", resp.StatusCode)
+}
+
+// Revoke makes token invalid at Todoist: DELETE /access_tokens under the
+// API with client_id, client_secret and access_token (revokeAuthToken in
+// the TypeScript SDK; todoist.com/api/v1/docs#tag/Authorization). A token
+// Todoist no longer knows is revoked already.
+func (o *OAuth) Revoke(ctx context.Context, token string) error {
+	q := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "access_token": {token}}
+	api := o.APIURL
+	if api == "" {
+		api = DefaultBaseURL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, strings.TrimRight(api, "/")+"/access_tokens?"+q.Encode(), nil)
+	if err != nil {
+		return errors.New("todoist: revoke token: bad request")
+	}
+	resp, err := o.client().Do(req)
+	if err != nil {
+		return fmt.Errorf("todoist: revoke token: %w", scrub(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("todoist: revoke token: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// scrub drops the URL (which may hold the secret and the token in its
+// query) from a transport error.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

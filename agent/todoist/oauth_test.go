@@ -1,0 +1,105 @@
+package todoist_test
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tidybot/tidybot/agent/todoist"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+)
+
+// authorize runs the browser part of the flow for acct and returns the
+// redirect the fake sends back.
+func authorize(t *testing.T, o *todoist.OAuth, acct *todoisttest.Account, scopes []string, state string) url.Values {
+	t.Helper()
+	b := acct.Browser()
+	b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := b.Get(o.AuthorizeURL(scopes, state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("authorize: HTTP %d, want 302", resp.StatusCode)
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || !strings.HasPrefix(loc.String(), "https://bot.example.com/oauth/todoist/callback?") {
+		t.Fatalf("redirect to %q, want the app's redirect URL", resp.Header.Get("Location"))
+	}
+	return loc.Query()
+}
+
+func TestOAuthConnectEachAccountSeesOnlyItsOwn(t *testing.T) {
+	svc := todoisttest.NewService(t)
+	svc.RegisterApp(todoisttest.App{ClientID: "cid", ClientSecret: "csecret", RedirectURL: "https://bot.example.com/oauth/todoist/callback"})
+	alice, bob := svc.NewAccount(), svc.NewAccount()
+	alice.SeedInbox(3, 1)
+	o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: svc.AuthURL, APIURL: svc.URL}
+
+	got := authorize(t, o, alice, todoist.Scopes, "st-a")
+	if got.Get("state") != "st-a" || got.Get("code") == "" {
+		t.Fatalf("redirect query %v, want code and state st-a", got)
+	}
+	tokA, err := o.Exchange(t.Context(), got.Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Exchange(t.Context(), got.Get("code")); !errors.Is(err, todoist.ErrBadCode) {
+		t.Errorf("second exchange of one code: %v, want ErrBadCode", err)
+	}
+	tokB, err := o.Exchange(t.Context(), authorize(t, o, bob, todoist.Scopes, "st-b").Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, tok string
+		want      int
+	}{{"alice", tokA, 3}, {"bob", tokB, 0}} {
+		snap, err := todoist.New(c.tok, svc.URL, nil).Snapshot(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(snap.Tasks) != c.want {
+			t.Errorf("%s sees %d tasks, want %d", c.name, len(snap.Tasks), c.want)
+		}
+	}
+
+	if err := o.Revoke(t.Context(), tokA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := todoist.New(tokA, svc.URL, nil).Snapshot(t.Context()); err == nil || !strings.Contains(err.Error(), "rejected the token") {
+		t.Errorf("a revoked token: %v, want Todoist's refusal", err)
+	}
+	if _, err := todoist.New(tokB, svc.URL, nil).Snapshot(t.Context()); err != nil {
+		t.Errorf("bob's token after alice revoked hers: %v", err)
+	}
+}
+
+func TestOAuthErrors(t *testing.T) {
+	svc := todoisttest.NewService(t)
+	svc.RegisterApp(todoisttest.App{ClientID: "cid", ClientSecret: "csecret", RedirectURL: "https://bot.example.com/oauth/todoist/callback"})
+	acct := svc.NewAccount()
+	o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: svc.AuthURL, APIURL: svc.URL}
+	if got := authorize(t, o, acct, []string{"data:everything"}, "s"); got.Get("error") != "invalid_scope" || got.Get("code") != "" {
+		t.Errorf("unknown scope: %v, want error=invalid_scope", got)
+	}
+	acct.Deny()
+	if got := authorize(t, o, acct, todoist.Scopes, "s"); got.Get("error") != "access_denied" || got.Get("state") != "s" {
+		t.Errorf("denied: %v, want error=access_denied with the state", got)
+	}
+	if _, err := o.Exchange(t.Context(), "made-up"); !errors.Is(err, todoist.ErrBadCode) {
+		t.Errorf("made-up code: %v, want ErrBadCode", err)
+	}
+	code := authorize(t, o, acct, todoist.Scopes, "s").Get("code")
+	wrong := *o
+	wrong.ClientSecret = "nope"
+	if _, err := wrong.Exchange(t.Context(), code); err == nil || strings.Contains(err.Error(), "nope") || !strings.Contains(err.Error(), "incorrect_application_credentials") {
+		t.Errorf("wrong secret: %v, want incorrect_application_credentials without the secret", err)
+	}
+	if err := wrong.Revoke(t.Context(), "x"); err == nil || strings.Contains(err.Error(), "nope") {
+		t.Errorf("revoke with a wrong secret: %v, want an error without the secret", err)
+	}
+}

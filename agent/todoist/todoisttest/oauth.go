@@ -1,0 +1,286 @@
+package todoisttest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Service is a fake Todoist with many accounts and OAuth: an app
+// registered in the App Management Console, people who authorize it, and
+// one API v1 where each access token sees only its own account.
+//
+// The OAuth rules follow the official SDKs' authentication modules
+// (Doist/todoist-api-python todoist_api_python/authentication.py,
+// Doist/todoist-api-typescript src/authentication.ts) and Todoist's
+// authorization guide (developer.todoist.com/guides/#authorization,
+// todoist.com/api/v1/docs#tag/Authorization):
+//   - GET /oauth/authorize?client_id=…&scope=…&state=… (scopes joined by
+//     commas, at least one) redirects the signed-in person to the app's
+//     registered OAuth redirect URL with code and state, or with
+//     error=invalid_scope / access_denied and state;
+//   - POST /oauth/access_token with the form fields client_id,
+//     client_secret and code answers {"access_token": …, "token_type":
+//     "Bearer"}; a wrong code is 400 {"error": "bad_authorization_code"},
+//     wrong app credentials 400 {"error": "incorrect_application_credentials"};
+//     a code works once;
+//   - DELETE /api/v1/access_tokens with client_id, client_secret and
+//     access_token revokes the token (operation
+//     revoke_access_token_api_api_v1_access_tokens_delete); the older
+//     SDKs POST the same fields to access_tokens/revoke, also accepted.
+type Service struct {
+	// URL is the API base URL (TODOIST_API_URL); AuthURL the OAuth base
+	// (TODOIST_AUTH_URL).
+	URL, AuthURL string
+
+	srv *httptest.Server
+	tb  testing.TB
+
+	mu       sync.Mutex // protects the fields below
+	apps     map[string]App
+	accounts map[string]*Account // by session
+	codes    map[string]grant    // authorization codes not yet exchanged
+	tokens   map[string]*Account // access tokens in force
+	denied   map[string]bool     // sessions that press "Cancel"
+}
+
+// App is an OAuth app registered in the App Management Console.
+type App struct {
+	ClientID, ClientSecret string
+	// RedirectURL is the "OAuth redirect URL" of the app's settings.
+	RedirectURL string
+}
+
+// Account is one person's Todoist: its own fake server (projects, tasks).
+type Account struct {
+	*Server
+	// Session is the browser session of the person signed in to it.
+	Session string
+	svc     *Service
+}
+
+type grant struct {
+	clientID string
+	acct     *Account
+	scope    string
+}
+
+// ValidScopes are the OAuth scopes Todoist knows (the TypeScript SDK's
+// Permission type).
+var ValidScopes = []string{"task:add", "data:read", "data:read_write", "data:delete", "project:delete", "backups:read"}
+
+// NewService starts a fake Todoist with no account; the server closes
+// when the test ends.
+func NewService(tb testing.TB) *Service {
+	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, denied: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /oauth/authorize", s.authorize)
+	mux.HandleFunc("POST /oauth/access_token", s.accessToken)
+	mux.HandleFunc("DELETE /api/v1/access_tokens", s.revoke)
+	mux.HandleFunc("POST /api/v1/access_tokens/revoke", s.revoke)
+	mux.HandleFunc("/api/v1/", s.api)
+	s.srv = httptest.NewServer(mux)
+	s.URL, s.AuthURL = s.srv.URL+apiPrefix, s.srv.URL
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// RegisterApp registers an OAuth app.
+func (s *Service) RegisterApp(a App) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apps[a.ClientID] = a
+}
+
+// NewAccount creates a person's account (just the Inbox, opts as for New).
+func (s *Service) NewAccount(opts ...Option) *Account {
+	a := &Account{Server: New(s.tb, append([]Option{WithToken("internal-" + randHex(16))}, opts...)...), Session: randHex(16), svc: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.accounts[a.Session] = a
+	return a
+}
+
+// Browser returns an HTTP client signed in to a's account at Todoist (its
+// session cookie) that follows redirects, as a person's browser does.
+func (a *Account) Browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse(a.svc.AuthURL)
+	jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: a.Session, Path: "/"}})
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
+}
+
+// Deny makes a's next authorization a press of "Cancel".
+func (a *Account) Deny() {
+	a.svc.mu.Lock()
+	defer a.svc.mu.Unlock()
+	a.svc.denied[a.Session] = true
+}
+
+// Tokens returns the access tokens in force for a.
+func (a *Account) Tokens() []string {
+	a.svc.mu.Lock()
+	defer a.svc.mu.Unlock()
+	var out []string
+	for t, acct := range a.svc.tokens {
+		if acct == a {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// RevokeAll revokes every token of a, as removing the app under
+// Settings → Integrations does.
+func (a *Account) RevokeAll() {
+	a.svc.mu.Lock()
+	defer a.svc.mu.Unlock()
+	for t, acct := range a.svc.tokens {
+		if acct == a {
+			delete(a.svc.tokens, t)
+		}
+	}
+}
+
+const sessionCookie = "todoisttest_session"
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.mu.Lock()
+	app, ok := s.apps[q.Get("client_id")]
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "Invalid client_id", http.StatusBadRequest)
+		return
+	}
+	back, err := url.Parse(app.RedirectURL)
+	if err != nil {
+		http.Error(w, "Invalid redirect URL", http.StatusBadRequest)
+		return
+	}
+	v := url.Values{}
+	if st := q.Get("state"); st != "" {
+		v.Set("state", st)
+	}
+	scope := q.Get("scope")
+	for _, sc := range strings.Split(scope, ",") {
+		if !contains(ValidScopes, sc) {
+			v.Set("error", "invalid_scope")
+			back.RawQuery = v.Encode()
+			http.Redirect(w, r, back.String(), http.StatusFound)
+			return
+		}
+	}
+	c, err := r.Cookie(sessionCookie)
+	s.mu.Lock()
+	var acct *Account
+	if err == nil {
+		acct = s.accounts[c.Value]
+	}
+	denied := acct != nil && s.denied[acct.Session]
+	if denied {
+		delete(s.denied, acct.Session)
+	}
+	s.mu.Unlock()
+	if acct == nil {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<h1>Log in to Todoist</h1>"))
+		return
+	}
+	if denied {
+		v.Set("error", "access_denied")
+	} else {
+		code := randHex(20)
+		s.mu.Lock()
+		s.codes[code] = grant{clientID: app.ClientID, acct: acct, scope: scope}
+		s.mu.Unlock()
+		v.Set("code", code)
+	}
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+type oauthError struct {
+	Error string `json:"error"`
+}
+
+func (s *Service) accessToken(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+		return
+	}
+	id, secret, code := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), r.PostForm.Get("code")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	app, ok := s.apps[id]
+	if !ok || app.ClientSecret != secret {
+		writeJSON(w, http.StatusBadRequest, oauthError{"incorrect_application_credentials"})
+		return
+	}
+	g, ok := s.codes[code]
+	if !ok || g.clientID != id {
+		writeJSON(w, http.StatusBadRequest, oauthError{"bad_authorization_code"})
+		return
+	}
+	delete(s.codes, code)
+	tok := randHex(20)
+	s.tokens[tok] = g.acct
+	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "token_type": "Bearer"})
+}
+
+func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil { // query and, for POST, the form
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+		return
+	}
+	id, secret, tok := r.Form.Get("client_id"), r.Form.Get("client_secret"), r.Form.Get("access_token")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if app, ok := s.apps[id]; !ok || app.ClientSecret != secret {
+		writeJSON(w, http.StatusUnauthorized, oauthError{"incorrect_application_credentials"})
+		return
+	}
+	if tok == "" {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+		return
+	}
+	delete(s.tokens, tok)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// api serves the API v1 of the account the bearer token belongs to.
+func (s *Service) api(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	acct := s.tokens[tok]
+	s.mu.Unlock()
+	if acct == nil || tok == "" {
+		writeJSON(w, http.StatusUnauthorized, &apiError{Error: "Invalid token", ErrorCode: 401, ErrorTag: "AUTH_INVALID_TOKEN", HTTPCode: 401, ErrorExtra: map[string]any{}})
+		return
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+acct.Token)
+	acct.ServeHTTP(w, r)
+}

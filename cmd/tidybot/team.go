@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/todoist"
+	"github.com/tidybot/tidybot/bot"
+)
+
+// stateTTL is how long a Connect link works.
+const stateTTL = 10 * time.Minute
+
+// callbackPath is where Todoist sends people back (the app's OAuth
+// redirect URL is TIDYBOT_PUBLIC_URL + callbackPath).
+const callbackPath = "/oauth/todoist/callback"
+
+// settingsStore is what team mode keeps in the store.
+type settingsStore interface {
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+	MarkEvent(ctx context.Context, key string, at time.Time) (bool, error)
+}
+
+// team is team mode: each person's Todoist token, connected through
+// OAuth, kept encrypted in the store, and the agent acting on it.
+type team struct {
+	st     settingsStore
+	oauth  *todoist.OAuth
+	newAg  func(token string) bot.Agent
+	redact *agent.Redactor
+	log    *slog.Logger
+	now    func() time.Time
+	// aeads and signKeys come from each TIDYBOT_SECRET_KEY key: the
+	// first seals and signs, every one opens and verifies (rotation).
+	aeads    []cipher.AEAD
+	signKeys [][]byte
+	// connected hears a new connection (the bot's Connected).
+	connected func(ctx context.Context, in bot.Incoming) error
+
+	mu     sync.Mutex // protects agents
+	agents map[string]cachedAgent
+}
+
+type cachedAgent struct {
+	token string
+	ag    bot.Agent
+}
+
+var _ bot.Accounts = (*team)(nil)
+
+// newTeam derives two keys from each TIDYBOT_SECRET_KEY key (the first
+// is the current one): one encrypts tokens (AES-256-GCM), one signs OAuth
+// state (HMAC-SHA256).
+func newTeam(secrets [][]byte, st settingsStore, o *todoist.OAuth, newAg func(string) bot.Agent, redact *agent.Redactor, log *slog.Logger) (*team, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &team{st: st, oauth: o, newAg: newAg, redact: redact, log: log, now: time.Now, agents: map[string]cachedAgent{}}
+	for _, secret := range secrets {
+		block, err := aes.NewCipher(derive(secret, "tidybot token encryption v1"))
+		if err != nil {
+			return nil, fmt.Errorf("team mode: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("team mode: %w", err)
+		}
+		t.aeads = append(t.aeads, aead)
+		t.signKeys = append(t.signKeys, derive(secret, "tidybot oauth state v1"))
+	}
+	if len(t.aeads) == 0 {
+		return nil, errors.New("team mode: TIDYBOT_SECRET_KEY is not set")
+	}
+	return t, nil
+}
+
+func derive(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+func tokenKey(platform, userID string) string { return "todoist_token:" + platform + ":" + userID }
+
+// seal encrypts a token for one person: the person is the additional
+// data, so a record copied to another person does not open.
+func (t *team) seal(platform, userID, token string) string {
+	a := t.aeads[0]
+	nonce := make([]byte, a.NonceSize())
+	_, _ = rand.Read(nonce)
+	ct := a.Seal(nonce, nonce, []byte(token), []byte(platform+":"+userID))
+	return "v1:" + base64.RawStdEncoding.EncodeToString(ct)
+}
+
+// errUnreadable is a stored token that no key opens.
+var errUnreadable = errors.New("team mode: a stored token does not open with TIDYBOT_SECRET_KEY (was the key changed without keeping the old one? see README \"Team mode\")")
+
+// open decrypts a stored token; current reports whether the current key
+// sealed it.
+func (t *team) open(platform, userID, rec string) (tok string, current bool, err error) {
+	raw, err := base64.RawStdEncoding.DecodeString(strings.TrimPrefix(rec, "v1:"))
+	if err != nil || !strings.HasPrefix(rec, "v1:") {
+		return "", false, errUnreadable
+	}
+	for i, a := range t.aeads {
+		if len(raw) < a.NonceSize() {
+			break
+		}
+		if pt, err := a.Open(nil, raw[:a.NonceSize()], raw[a.NonceSize():], []byte(platform+":"+userID)); err == nil {
+			return string(pt), i == 0, nil
+		}
+	}
+	return "", false, errUnreadable
+}
+
+// token returns the person's token, or bot.ErrNotConnected.
+func (t *team) token(ctx context.Context, platform, userID string) (string, error) {
+	rec, err := t.st.Setting(ctx, tokenKey(platform, userID))
+	if errors.Is(err, bot.ErrNotFound) || (err == nil && rec == "") {
+		return "", bot.ErrNotConnected
+	}
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	tok, current, err := t.open(platform, userID, rec)
+	if err != nil {
+		// The person is asked to connect again; the unreadable record
+		// is replaced then.
+		t.log.Warn("a stored Todoist token does not open: the person must connect again", slog.String("platform", platform), slog.String("user_id", userID), slog.Any("err", err))
+		return "", bot.ErrNotConnected
+	}
+	t.redact.Add(tok)
+	if !current {
+		// Sealed with an old key (a rotation): seal it with the new one.
+		if err := t.st.SetSetting(ctx, tokenKey(platform, userID), t.seal(platform, userID, tok)); err != nil {
+			return "", fmt.Errorf("re-encrypt token: %w", err)
+		}
+	}
+	return tok, nil
+}
+
+// Agent implements bot.Accounts.
+func (t *team) Agent(ctx context.Context, platform, userID string) (bot.Agent, error) {
+	tok, err := t.token(ctx, platform, userID)
+	if err != nil {
+		return nil, err
+	}
+	k := platform + ":" + userID
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.agents[k]; ok && c.token == tok {
+		return c.ag, nil
+	}
+	ag := t.newAg(tok)
+	t.agents[k] = cachedAgent{token: tok, ag: ag}
+	return ag, nil
+}
+
+// forget deletes the person's token here.
+func (t *team) forget(ctx context.Context, platform, userID string) error {
+	t.mu.Lock()
+	delete(t.agents, platform+":"+userID)
+	t.mu.Unlock()
+	if err := t.st.SetSetting(ctx, tokenKey(platform, userID), ""); err != nil {
+		return fmt.Errorf("delete token: %w", err)
+	}
+	return nil
+}
+
+// Forget implements bot.Accounts.
+func (t *team) Forget(ctx context.Context, platform, userID string) error {
+	return t.forget(ctx, platform, userID)
+}
+
+// Disconnect implements bot.Accounts: the token is revoked at Todoist,
+// then deleted here.
+func (t *team) Disconnect(ctx context.Context, platform, userID string) error {
+	tok, err := t.token(ctx, platform, userID)
+	if err != nil {
+		return err
+	}
+	if err := t.oauth.Revoke(ctx, tok); err != nil {
+		return err
+	}
+	return t.forget(ctx, platform, userID)
+}
+
+// state is what a Connect link's OAuth state carries: who asked, where,
+// until when, and a nonce that makes it single-use.
+type state struct {
+	Platform string `json:"p"`
+	UserID   string `json:"u"`
+	ChatID   string `json:"c"`
+	ThreadID string `json:"t,omitempty"`
+	DM       bool   `json:"d,omitempty"`
+	Expires  int64  `json:"e"`
+	Nonce    string `json:"n"`
+}
+
+// ConnectURL implements bot.Accounts: Todoist's authorize page with a
+// state signed with TIDYBOT_SECRET_KEY, bound to the person, expiring in
+// stateTTL.
+func (t *team) ConnectURL(_ context.Context, in bot.Incoming) (string, error) {
+	n := make([]byte, 16)
+	_, _ = rand.Read(n)
+	s := state{Platform: in.Platform, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID, DM: in.DM,
+		Expires: t.now().Add(stateTTL).Unix(), Nonce: hex.EncodeToString(n)}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("connect link: %w", err)
+	}
+	p := base64.RawURLEncoding.EncodeToString(raw)
+	return t.oauth.AuthorizeURL(todoist.Scopes, p+"."+t.sign(p)), nil
+}
+
+func (t *team) sign(payload string) string { return signWith(t.signKeys[0], payload) }
+
+func signWith(key []byte, payload string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// signed reports whether sig is payload's signature under any key.
+func (t *team) signed(payload, sig string) bool {
+	for _, k := range t.signKeys {
+		if hmac.Equal([]byte(sig), []byte(signWith(k, payload))) {
+			return true
+		}
+	}
+	return false
+}
+
+// errState is a state that is forged, expired or used.
+var errState = errors.New("this Connect link is not valid: it was changed, has expired or was used already; ask the bot for a new one with /connect")
+
+// checkState verifies the signature and the expiry, then uses the nonce
+// up (the store remembers it), so a state works once.
+func (t *team) checkState(ctx context.Context, raw string) (state, error) {
+	var s state
+	p, sig, ok := strings.Cut(raw, ".")
+	if !ok || !t.signed(p, sig) {
+		return s, errState
+	}
+	b, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil || json.Unmarshal(b, &s) != nil || s.Nonce == "" || s.UserID == "" {
+		return s, errState
+	}
+	if t.now().Unix() > s.Expires {
+		return s, errState
+	}
+	fresh, err := t.st.MarkEvent(ctx, "oauth-state:"+s.Nonce, t.now())
+	if err != nil {
+		return s, fmt.Errorf("use state: %w", err)
+	}
+	if !fresh {
+		return s, errState
+	}
+	return s, nil
+}
+
+// callback serves GET /oauth/todoist/callback: it checks the state,
+// exchanges the code, stores the token encrypted and tells the person's
+// chat. A refused request stores nothing and gets a 400 page.
+func (t *team) callback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		page(w, http.StatusBadRequest, "Todoist was not connected", "Todoist answered: "+e+". Ask the bot for a new link with /connect.")
+		return
+	}
+	s, err := t.checkState(r.Context(), q.Get("state"))
+	if err != nil {
+		if !errors.Is(err, errState) {
+			t.log.Error("oauth callback", slog.Any("err", err))
+		} else {
+			t.log.Warn("oauth callback refused: bad state")
+		}
+		page(w, http.StatusBadRequest, "Todoist was not connected", errState.Error())
+		return
+	}
+	tok, err := t.oauth.Exchange(r.Context(), q.Get("code"))
+	if err != nil {
+		t.log.Warn("oauth code exchange failed", slog.String("platform", s.Platform), slog.String("user_id", s.UserID), slog.Any("err", t.redact.Error(err)))
+		page(w, http.StatusBadRequest, "Todoist was not connected", "Todoist did not accept the authorization. Ask the bot for a new link with /connect.")
+		return
+	}
+	t.redact.Add(tok)
+	if err := t.st.SetSetting(r.Context(), tokenKey(s.Platform, s.UserID), t.seal(s.Platform, s.UserID, tok)); err != nil {
+		t.log.Error("store token", slog.Any("err", err))
+		page(w, http.StatusInternalServerError, "Todoist was not connected", "Something went wrong on our side; try /connect again.")
+		return
+	}
+	t.mu.Lock()
+	delete(t.agents, s.Platform+":"+s.UserID)
+	t.mu.Unlock()
+	t.log.Info("todoist connected", slog.String("platform", s.Platform), slog.String("user_id", s.UserID))
+	if t.connected != nil {
+		in := bot.Incoming{Platform: s.Platform, ChatID: s.ChatID, ThreadID: s.ThreadID, UserID: s.UserID, DM: s.DM}
+		if err := t.connected(context.WithoutCancel(r.Context()), in); err != nil {
+			t.log.Error("after connecting", slog.Any("err", err))
+		}
+	}
+	back := map[string]string{"slack": "Slack", "telegram": "Telegram"}[s.Platform]
+	if back == "" {
+		back = "the chat"
+	}
+	page(w, http.StatusOK, "Connected", "Connected — back to "+back+". You can close this page.")
+}
+
+// page writes a small HTML page.
+func page(w http.ResponseWriter, status int, title, text string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><meta name=viewport content=\"width=device-width\"><title>%s</title><h1>%s</h1><p>%s</p>\n",
+		html.EscapeString(title), html.EscapeString(title), html.EscapeString(text))
+}
