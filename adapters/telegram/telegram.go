@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ type Config struct {
 	// PollTimeout is the long-polling timeout (default 25s).
 	PollTimeout time.Duration
 	Logger      *slog.Logger
+	// Team registers TeamCommands too (team mode: each person connects
+	// their own Todoist).
+	Team bool
 }
 
 // Adapter is the Telegram platform.
@@ -231,11 +235,21 @@ var Commands = []tgbotapi.BotCommand{
 	{Command: "help", Description: "What I can do"},
 }
 
+// TeamCommands are registered as well in team mode.
+var TeamCommands = []tgbotapi.BotCommand{
+	{Command: "connect", Description: "Connect your Todoist"},
+	{Command: "disconnect", Description: "Disconnect your Todoist"},
+}
+
 // Setup registers the commands and either sets the webhook (webhook mode)
 // or deletes it (long polling).
 func (a *Adapter) Setup(ctx context.Context) error {
 	if err := a.call(ctx, "set commands", func() error {
-		_, err := a.api.Request(tgbotapi.NewSetMyCommands(Commands...))
+		cmds := Commands
+		if a.cfg.Team {
+			cmds = append(slices.Clone(Commands), TeamCommands...)
+		}
+		_, err := a.api.Request(tgbotapi.NewSetMyCommands(cmds...))
 		return err
 	}); err != nil {
 		return err

@@ -199,6 +199,26 @@ func TestSetupRegistersCommandsAndWebhook(t *testing.T) {
 	if wh := srv.Webhook(); wh["secret_token"] != "s3cret" || wh["url"] != "https://bot.example.com/telegram/webhook" {
 		t.Errorf("webhook: %v", wh)
 	}
+	if strings.Contains(srv.Commands(), `"connect"`) {
+		t.Errorf("personal mode registers /connect: %s", srv.Commands())
+	}
+}
+
+func TestSetupRegistersTeamCommandsInTeamMode(t *testing.T) {
+	srv := telegramtest.New()
+	defer srv.Close()
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, Team: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{`"tidy_inbox"`, `"connect"`, `"disconnect"`} {
+		if !strings.Contains(srv.Commands(), c) {
+			t.Errorf("team mode commands lack %s: %s", c, srv.Commands())
+		}
+	}
 }
 
 func FuzzSplit(f *testing.F) {

@@ -354,7 +354,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramHookS, Logger: log})
+			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode()})
 		if err != nil {
 			return err
 		}
