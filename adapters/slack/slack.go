@@ -67,7 +67,8 @@ type Threads interface {
 
 // Adapter is the Slack platform.
 type Adapter struct {
-	api   *slack.Client
+	api   *slack.Client // waits out 429s itself: for calls outside the bot's send queue
+	once  *slack.Client // no retries: for the calls the bot's send queue makes
 	cfg   Config
 	log   *slog.Logger
 	botID string // the bot's user id, to ignore its own messages
@@ -97,6 +98,7 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
 	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
 		slack.OptionLog(libLog{a}))
+	a.once = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionLog(libLog{a}))
 	auth, err := a.api.AuthTestContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", a.redact(err))
@@ -195,14 +197,18 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	chunks := split(m.Text, maxMessage)
 	var ts string
 	for i, c := range chunks {
-		_, t, err := a.api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
+		api := a.once
+		if i > 0 {
+			api = a.api // a retry of the whole Send would post the first chunks twice
+		}
+		_, t, err := api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
 		if err != nil {
 			if i == 0 && notMember(err) {
 				if id, ok, herr := a.respond(ctx, m, false); ok {
 					return id, herr
 				}
 			}
-			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, a.redact(err))
+			return "", fmt.Errorf("slack: post to %s: %w", m.ChatID, a.queueError(err))
 		}
 		ts = t
 	}
@@ -231,8 +237,8 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		bs = sections(text)
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, true), slack.MsgOptionBlocks(bs...)}
-	if _, _, _, err := a.api.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
-		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, a.redact(err))
+	if _, _, _, err := a.once.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
+		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, a.queueError(err))
 	}
 	return nil
 }
@@ -440,6 +446,40 @@ func (a *Adapter) redact(err error) error {
 	}
 	return err
 }
+
+// Who waits out a 429 (Retry-After, https://api.slack.com/apis/rate-limits):
+// the calls the bot makes through its per-platform send queue (Send's
+// first chunk, Edit) go through a.once, which does not retry; their error
+// implements bot.RateLimited and the queue pauses every call to Slack for
+// that long, then retries. Other calls (auth.test, file downloads, later
+// chunks of a long message) go through a.api, whose client waits them out
+// (slack.OptionRetry). One place per call, so a 429 is never waited out
+// twice.
+
+// queueError redacts err and keeps a 429's Retry-After readable as
+// bot.RateLimited.
+func (a *Adapter) queueError(err error) error {
+	clean := a.redact(err)
+	if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
+		return &rateLimitedError{err: clean, after: rl.RetryAfter}
+	}
+	return clean
+}
+
+// rateLimitedError is an HTTP 429 with Retry-After
+// (https://api.slack.com/apis/rate-limits; slack-go's RateLimitedError).
+type rateLimitedError struct {
+	err   error
+	after time.Duration
+}
+
+var _ bot.RateLimited = (*rateLimitedError)(nil)
+
+func (e *rateLimitedError) Error() string { return e.err.Error() }
+func (e *rateLimitedError) Unwrap() error { return e.err }
+
+// RetryAfter implements bot.RateLimited: how long Slack asks to wait.
+func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
 
 func (a *Adapter) redactText(s string) string {
 	for _, sec := range []struct{ value, name string }{

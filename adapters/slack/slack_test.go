@@ -190,9 +190,28 @@ func TestPostInThreadWithButtonsAndEdit(t *testing.T) {
 	if len(ps) != 1 || ps[0].ThreadTS != "2.2" || ps[0].Updates != 1 || len(ps[0].Buttons) != 0 || !strings.Contains(ps[0].Text, "→ yes") {
 		t.Errorf("posts: %+v", ps)
 	}
+}
+
+// A 429 on a call the bot's send queue makes is not waited out here: the
+// error carries Retry-After (bot.RateLimited) so the queue pauses.
+func TestRateLimitGoesToTheQueue(t *testing.T) {
+	a, srv := newAdapter(t)
 	srv.RateLimit("chat.postMessage", 1)
-	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", Text: "after a 429"}); err != nil {
-		t.Errorf("a 429 was not waited out: %v", err)
+	_, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", Text: "after a 429"})
+	var rl bot.RateLimited
+	if !errors.As(err, &rl) || rl.RetryAfter() != time.Second {
+		t.Fatalf("err = %v, want a bot.RateLimited with retry after 1s", err)
+	}
+	if n := srv.Calls("chat.postMessage"); n != 1 {
+		t.Errorf("chat.postMessage called %d times: the adapter retried by itself", n)
+	}
+	ts, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", Text: "now"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.RateLimit("chat.update", 1)
+	if err := a.Edit(t.Context(), ts, bot.Outgoing{ChatID: "C1", Text: "edited"}); !errors.As(err, &rl) {
+		t.Errorf("edit: err = %v, want a bot.RateLimited", err)
 	}
 }
 

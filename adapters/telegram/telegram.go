@@ -105,8 +105,17 @@ func (a *Adapter) Name() string { return Platform }
 // EditInterval implements bot.Editor: about one edit per 2 s per message.
 func (a *Adapter) EditInterval() time.Duration { return 2 * time.Second }
 
-// call runs one API call, waiting out 429s (retry_after) up to three
-// times, and redacts the token from errors.
+// Who waits out a 429 (retry_after, see
+// https://core.telegram.org/bots/api#responseparameters): calls the bot
+// makes through its per-platform send queue (Send's first chunk, Edit,
+// AnswerButton) do not wait here; their error implements bot.RateLimited
+// and the queue pauses every call to Telegram for that long, then
+// retries. Calls outside that queue (Setup, a later chunk of a long
+// message, which a retry of the whole Send would post twice) wait here.
+// One place per call, so a 429 is never waited out twice.
+
+// call runs one API call outside the bot's send queue, waiting out 429s
+// (retry_after) up to three times, and redacts the token from errors.
 func (a *Adapter) call(ctx context.Context, what string, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := fn()
@@ -120,12 +129,44 @@ func (a *Adapter) call(ctx context.Context, what string, fn func() error) error 
 			}
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("telegram: %s: %w", what, redact(err, a.cfg.Token))
-		}
-		return nil
+		return a.wrap(what, err)
 	}
 }
+
+// queuedCall runs one API call the bot's send queue makes: a 429 is
+// returned at once as an error that implements bot.RateLimited.
+func (a *Adapter) queuedCall(what string, fn func() error) error {
+	return a.wrap(what, fn())
+}
+
+// wrap adds context to err, redacts the token and keeps a 429's
+// retry_after readable as bot.RateLimited.
+func (a *Adapter) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	clean := redact(err, a.cfg.Token)
+	var te *tgbotapi.Error
+	if errors.As(err, &te) && te.RetryAfter > 0 {
+		clean = &rateLimitedError{err: clean, after: time.Duration(te.RetryAfter) * time.Second}
+	}
+	return fmt.Errorf("telegram: %s: %w", what, clean)
+}
+
+// rateLimitedError is a 429 answer (Too Many Requests) with
+// parameters.retry_after (https://core.telegram.org/bots/api#responseparameters).
+type rateLimitedError struct {
+	err   error
+	after time.Duration
+}
+
+var _ bot.RateLimited = (*rateLimitedError)(nil)
+
+func (e *rateLimitedError) Error() string { return e.err.Error() }
+func (e *rateLimitedError) Unwrap() error { return e.err }
+
+// RetryAfter implements bot.RateLimited: how long Telegram asks to wait.
+func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
 
 func chatID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
@@ -172,11 +213,17 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 				msg.ReplyMarkup = kb
 			}
 		}
-		if err := a.call(ctx, "send message", func() error {
+		send := func() error {
 			var err error
 			last, err = a.api.Send(msg)
 			return err
-		}); err != nil {
+		}
+		if i == 0 {
+			err = a.queuedCall("send message", send)
+		} else {
+			err = a.call(ctx, "send message", send)
+		}
+		if err != nil {
 			return "", err
 		}
 	}
@@ -206,7 +253,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 	if kb := keyboard(m.Buttons); kb != nil {
 		edit.ReplyMarkup = kb
 	}
-	err = a.call(ctx, "edit message", func() error {
+	err = a.queuedCall("edit message", func() error {
 		_, err := a.api.Request(edit)
 		return err
 	})
@@ -219,7 +266,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 // AnswerButton implements bot.ButtonAnswerer (answerCallbackQuery, which
 // stops the spinner on the user's button; text ≤ 200 characters).
 func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
-	return a.call(ctx, "answer button", func() error {
+	return a.queuedCall("answer button", func() error {
 		_, err := a.api.Request(tgbotapi.NewCallback(ref, clipUnits(text, 200)))
 		return err
 	})

@@ -65,14 +65,27 @@ func TestEditInPlace(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsWaitedOut(t *testing.T) {
+// A 429 on a call the bot's send queue makes is not waited out here: the
+// error carries retry_after (bot.RateLimited) so the queue pauses.
+func TestRateLimitGoesToTheQueue(t *testing.T) {
 	a, srv := newAdapter(t, "")
 	srv.RateLimit("sendMessage", 1)
-	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "42", Text: "hi"}); err != nil {
-		t.Fatal(err)
+	_, err := a.Send(t.Context(), bot.Outgoing{ChatID: "42", Text: "hi"})
+	var rl bot.RateLimited
+	if !errors.As(err, &rl) || rl.RetryAfter() != time.Second {
+		t.Fatalf("err = %v, want a bot.RateLimited with retry after 1s", err)
 	}
-	if srv.Calls("sendMessage") != 2 || len(srv.Messages(42)) != 1 {
-		t.Errorf("calls %d, messages %d", srv.Calls("sendMessage"), len(srv.Messages(42)))
+	if srv.Calls("sendMessage") != 1 || len(srv.Messages(42)) != 0 {
+		t.Errorf("calls %d, messages %d: the adapter retried by itself", srv.Calls("sendMessage"), len(srv.Messages(42)))
+	}
+	srv.RateLimit("editMessageText", 1)
+	if err := a.Edit(t.Context(), "1", bot.Outgoing{ChatID: "42", Text: "x"}); !errors.As(err, &rl) {
+		t.Errorf("edit: err = %v, want a bot.RateLimited", err)
+	}
+	// Setup is not queued: it waits the 429 out itself.
+	srv.RateLimit("setMyCommands", 1)
+	if err := a.Setup(t.Context()); err != nil {
+		t.Errorf("setup: %v", err)
 	}
 }
 

@@ -178,6 +178,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	// A 429 carries Retry-After in seconds
+	// (https://api.slack.com/apis/rate-limits).
 	if n := s.limited[method]; n > 0 {
 		s.limited[method] = n - 1
 		s.mu.Unlock()

@@ -123,6 +123,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	// A 429 carries parameters.retry_after
+	// (https://core.telegram.org/bots/api#responseparameters).
 	if n := s.limited[method]; n > 0 {
 		s.limited[method] = n - 1
 		s.mu.Unlock()
