@@ -321,9 +321,9 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	b.cfg.Metrics.Event(in.Platform, "command")
 	switch in.Command {
 	case "help", "start":
-		text := helpText
+		text := b.helpText(in.Platform)
 		if b.cfg.Accounts != nil {
-			text += "\n/connect: connect your own Todoist\n/disconnect: revoke my access to your Todoist"
+			text += "\n" + b.commandName(in.Platform, "connect") + ": connect your own Todoist\n" + b.commandName(in.Platform, "disconnect") + ": revoke my access to your Todoist"
 		}
 		b.replyLater(ctx, in.Platform, reply(in, text))
 	case "cancel":
@@ -331,7 +331,7 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	case "usage":
 		b.usage(ctx, in)
 	default:
-		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, helpText)))
+		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform))))
 	}
 	return nil
 }
@@ -727,12 +727,27 @@ func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 	return id
 }
 
-const helpText = `I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
+// helpText is the help, with each command as it is typed on platform.
+func (b *Bot) helpText(platform string) string {
+	c := func(name string) string { return b.commandName(platform, name) }
+	return fmt.Sprintf(`I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
 Commands:
-/tidy-inbox: sort the inbox into projects
-/undo: revert the last run's changes
-/cancel: stop the current run
-/reset: forget this conversation
-/usage: tokens used here
-/help: this message
-In Slack: /tidy undo, /tidy cancel, /tidy reset, /tidy usage, /tidy help. In a direct chat the word alone works too ("undo").`
+%s: sort the inbox into projects
+%s: revert the last run's changes
+%s: stop the current run
+%s: forget this conversation
+%s: tokens used here
+%s: this message
+In a direct chat the word alone works too ("undo").`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"))
+}
+
+// commandName is what a user types on platform for the bot's command
+// name: the platform's own spelling (CommandNamer), else "/name".
+func (b *Bot) commandName(platform, name string) string {
+	if q := b.queue(platform); q != nil {
+		if n, ok := q.p.(CommandNamer); ok {
+			return n.CommandName(name)
+		}
+	}
+	return "/" + name
+}

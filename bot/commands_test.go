@@ -31,6 +31,34 @@ func TestNormalizeCommand(t *testing.T) {
 	}
 }
 
+// TestHelpPerPlatform: /help names the commands as they are typed on the
+// platform it answers on.
+func TestHelpPerPlatform(t *testing.T) {
+	h := newEngineHarness(t)
+	h.say(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", DM: true, Command: "help"})
+	tg := h.tg.last().Text
+	h.say(t, Incoming{Platform: "slack", ChatID: "D1", UserID: "U1", DM: true, Command: "help"})
+	sl := h.slack.last().Text
+	for _, c := range []struct {
+		platform, got string
+		want, notWant []string
+	}{
+		{"telegram", tg, []string{"\n/undo:", "\n/cancel:", "\n/help:"}, []string{"/tidy undo"}},
+		{"slack", sl, []string{"\n/tidy-inbox:", "\n/tidy undo:", "\n/tidy cancel:", "\n/tidy reset:", "\n/tidy help:"}, []string{"\n/undo", "\n/cancel"}},
+	} {
+		for _, w := range c.want {
+			if !strings.Contains(c.got, w) {
+				t.Errorf("%s help lacks %q:\n%s", c.platform, w, c.got)
+			}
+		}
+		for _, w := range c.notWant {
+			if strings.Contains(c.got, w) {
+				t.Errorf("%s help says %q:\n%s", c.platform, w, c.got)
+			}
+		}
+	}
+}
+
 // TestTidySubcommands sends Slack's one /tidy command with each
 // subcommand, as the adapter maps it (Command "tidy", Text the rest).
 func TestTidySubcommands(t *testing.T) {
@@ -39,8 +67,8 @@ func TestTidySubcommands(t *testing.T) {
 		h.say(t, Incoming{Platform: "slack", ChatID: "D1", UserID: "U1", DM: true, Command: "tidy", Text: text})
 		return h.slack.last().Text
 	}
-	if got := slack("help"); !strings.Contains(got, "/tidy undo") {
-		t.Errorf("/tidy help = %q", got)
+	if got := slack("help"); !strings.Contains(got, "/tidy undo:") || strings.Contains(got, "\n/undo") {
+		t.Errorf("/tidy help = %q, want the commands as Slack types them", got)
 	}
 	if got := slack(""); !strings.Contains(got, "Commands:") {
 		t.Errorf("/tidy = %q, want the help", got)

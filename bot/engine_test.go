@@ -249,7 +249,7 @@ func newEngineHarness(t *testing.T) *engineHarness {
 		tasks: newMemTasks("Old shopping list", "Old packing list"),
 		model: &scriptModel{fn: deleter},
 		tg:    &fakePlatform{name: "telegram", interval: time.Millisecond},
-		slack: &fakePlatform{name: "slack", interval: time.Millisecond},
+		slack: &fakePlatform{name: "slack", interval: time.Millisecond, commandName: slackCommand},
 	}
 	eng := agent.New(h.model, h.tasks, agent.Config{Confirm: agent.ConfirmDestructive})
 	h.bot = New(h.store, eng, Config{Workers: 2, AllowedUsers: []string{"telegram:42", "telegram:43", "slack:U1", "slack:U2"}})
@@ -283,4 +283,12 @@ func (s *memStore) allMessages() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.messages...)
+}
+
+// slackCommand spells commands as the Slack adapter does.
+func slackCommand(name string) string {
+	if name == "tidy-inbox" {
+		return "/tidy-inbox"
+	}
+	return "/tidy " + name
 }

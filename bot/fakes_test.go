@@ -244,6 +244,15 @@ type fakePlatform struct {
 	// download, when set, serves Download; downloads counts the calls.
 	download  func(Attachment, int64) ([]byte, error)
 	downloads int
+	// commandName, when set, serves CommandName ("/"+name when nil).
+	commandName func(string) string
+}
+
+func (p *fakePlatform) CommandName(name string) string {
+	if p.commandName == nil {
+		return "/" + name
+	}
+	return p.commandName(name)
 }
 
 func (p *fakePlatform) Download(_ context.Context, a Attachment, max int64) ([]byte, error) {

@@ -34,7 +34,8 @@ type Platform interface {
 	// Name is the platform's name as in Incoming.Platform ("telegram").
 	Name() string
 	// Send posts a message and returns its platform id. Long text is
-	// split and escaped by the platform; rate limits are waited out.
+	// split and escaped by the platform. A rate limit is an error that
+	// implements RateLimited: the bot's send queue waits it out.
 	Send(ctx context.Context, m Outgoing) (id string, err error)
 }
 
@@ -44,6 +45,15 @@ type Editor interface {
 	Edit(ctx context.Context, id string, m Outgoing) error
 	// EditInterval is the least time between two edits of one message.
 	EditInterval() time.Duration
+}
+
+// CommandNamer is a Platform whose users type the bot's commands other
+// than as "/name" (Slack's one /tidy command: "/tidy undo"; Telegram,
+// which allows no hyphen: "/tidy_inbox").
+type CommandNamer interface {
+	// CommandName returns what a user types on this platform for the
+	// bot's command name ("undo", "tidy-inbox"), slash included.
+	CommandName(name string) string
 }
 
 // ButtonAnswerer is a Platform whose button presses must be answered

@@ -573,7 +573,7 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 	if pressed, ok := undoButton(in.Button); ok && (r == nil || r.ID != pressed) {
 		text := "Those changes are already undone."
 		if r != nil && r.Created.After(b.runCreated(ctx, pressed)) {
-			text = "A later run changed things since; /undo reverts the latest run first."
+			text = "A later run changed things since; " + b.commandName(in.Platform, "undo") + " reverts the latest run first."
 		}
 		b.send(ctx, in.Platform, reply(in, text))
 		return nil

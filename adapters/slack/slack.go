@@ -79,8 +79,9 @@ type Adapter struct {
 }
 
 var (
-	_ bot.Platform = (*Adapter)(nil)
-	_ bot.Editor   = (*Adapter)(nil)
+	_ bot.Platform     = (*Adapter)(nil)
+	_ bot.Editor       = (*Adapter)(nil)
+	_ bot.CommandNamer = (*Adapter)(nil)
 )
 
 // New connects to Slack (auth.test) and returns the adapter.
@@ -499,6 +500,16 @@ type libLog struct{ a *Adapter }
 func (l libLog) Output(_ int, s string) error {
 	l.a.log.Debug("slack-go", slog.String("msg", l.a.redactText(strings.TrimSpace(s))))
 	return nil
+}
+
+// CommandName implements bot.CommandNamer: the app registers /tidy-inbox
+// and /tidy (deploy/slack-manifest.yaml); every other command is a word
+// after /tidy, since Slack rejects an unregistered slash command.
+func (a *Adapter) CommandName(name string) string {
+	if name == "tidy-inbox" {
+		return "/tidy-inbox"
+	}
+	return "/tidy " + name
 }
 
 // commands maps the words the bot knows as commands, typed after a slash

@@ -625,3 +625,27 @@ func TestLongQuestionIsOneMessageItsEditKeeps(t *testing.T) {
 		t.Errorf("got %d posts; the question's message shows %d characters: want the whole question, then the choice, once", len(ps), len([]rune(ps[len(ps)-1].Shown())))
 	}
 }
+
+// TestCommandNamesRoundTrip: each command as the help spells it is a
+// slash command the app registers, read back as that command.
+func TestCommandNamesRoundTrip(t *testing.T) {
+	a, _ := newAdapter(t)
+	manifest, err := os.ReadFile("../../deploy/slack-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"tidy-inbox", "undo", "cancel", "reset", "usage", "help"} {
+		typed := a.CommandName(name)
+		cmd, text, _ := strings.Cut(typed, " ")
+		if !strings.Contains(string(manifest), "command: "+cmd+"\n") {
+			t.Errorf("%s is spelled %q; the manifest registers no %s", name, typed, cmd)
+		}
+		rec := &recorder{}
+		form := url.Values{"command": {cmd}, "text": {text}, "user_id": {"U1"}, "channel_id": {"D1"}, "trigger_id": {"t" + strconv.Itoa(i)}, "team_id": {"T1"}}
+		w := httptest.NewRecorder()
+		a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
+		if got := rec.got(); w.Code != 200 || len(got) != 1 || got[0].Command != name {
+			t.Errorf("%q is read as %+v (status %d), want command %s", typed, got, w.Code, name)
+		}
+	}
+}

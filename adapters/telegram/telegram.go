@@ -66,6 +66,7 @@ var (
 	_ bot.Platform       = (*Adapter)(nil)
 	_ bot.Editor         = (*Adapter)(nil)
 	_ bot.ButtonAnswerer = (*Adapter)(nil)
+	_ bot.CommandNamer   = (*Adapter)(nil)
 )
 
 // New connects to Telegram (getMe) and returns the adapter.
@@ -270,6 +271,13 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		_, err := a.api.Request(tgbotapi.NewCallback(ref, clipUnits(text, 200)))
 		return err
 	})
+}
+
+// CommandName implements bot.CommandNamer: Telegram's command names
+// allow no hyphen (https://core.telegram.org/bots/api#botcommand), so
+// tidy-inbox is registered as /tidy_inbox.
+func (a *Adapter) CommandName(name string) string {
+	return "/" + strings.ReplaceAll(name, "-", "_")
 }
 
 // Commands are the commands registered with Telegram (no hyphens there).

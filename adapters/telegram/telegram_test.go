@@ -431,3 +431,25 @@ func FuzzGroupMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestCommandNamesRoundTrip: each command as the help spells it is read
+// back as that command, and is one Telegram has registered.
+func TestCommandNamesRoundTrip(t *testing.T) {
+	a, _ := newAdapter(t, "")
+	registered := map[string]bool{}
+	for _, c := range telegram.Commands {
+		registered["/"+c.Command] = true
+	}
+	for _, name := range []string{"tidy-inbox", "undo", "cancel", "reset", "usage", "help"} {
+		typed := a.CommandName(name)
+		if !registered[typed] {
+			t.Errorf("%s is spelled %q, which is not registered", name, typed)
+		}
+		u := tgbotapi.Update{UpdateID: 1, Message: &tgbotapi.Message{MessageID: 1, Text: typed,
+			From: &tgbotapi.User{ID: 42}, Chat: &tgbotapi.Chat{ID: 42, Type: "private"},
+			Entities: []tgbotapi.MessageEntity{{Type: "bot_command", Offset: 0, Length: len(typed)}}}}
+		if in, ok := a.Incoming(u); !ok || in.Command != name {
+			t.Errorf("%q is read as %+v (ok %v), want command %s", typed, in, ok, name)
+		}
+	}
+}
