@@ -604,9 +604,9 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		}()
 		switch {
 		case in.Command == "reset":
-			err = b.reset(ctx, in)
+			err = b.reset(ctx, j.ID, in)
 		case in.Command == "undo":
-			err = b.undo(ctx, in)
+			err = b.undo(ctx, j.ID, in)
 		case in.Command == "disconnect":
 			err = b.disconnect(ctx, in)
 		case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":

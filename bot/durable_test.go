@@ -516,3 +516,64 @@ func TestRunEndingDuringShutdownPostsItsAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestCrashBeforeUndoReportPostedPostsItAtRestart: the /undo report is
+// stored in the outbox with the run marked undone, so a crash before the
+// post loses neither.
+func TestCrashBeforeUndoReportPostedPostsItAtRestart(t *testing.T) {
+	h := newEngineHarness(t)
+	var crashed *memStore
+	h.tg.onSend = func(m Outgoing) error {
+		if strings.HasPrefix(m.Text, "↩️ Undid") && crashed == nil {
+			crashed = h.store.snapshot()
+			return errors.New("killed")
+		}
+		return nil
+	}
+	h.say(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", DM: true, Text: "move the lists home"})
+	h.say(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", DM: true, Command: "undo"})
+	if crashed == nil {
+		t.Fatal("the undo report was never posted")
+	}
+	left, _ := crashed.Outbox(t.Context())
+	if len(left) != 1 || !strings.HasPrefix(left[0].Msg.Text, "↩️ Undid 2 of 2 changes") {
+		t.Fatalf("outbox at the crash: %+v, want the undo report", left)
+	}
+	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "↩️ Undid") {
+		t.Errorf("after the restart sent %q, want the lost undo report", got)
+	}
+	if left, _ := crashed.Outbox(t.Context()); len(left) != 0 {
+		t.Errorf("outbox after delivery: %+v", left)
+	}
+}
+
+// TestCrashBeforeResetConfirmationPostedPostsItAtRestart: the /reset
+// confirmation goes through the outbox too.
+func TestCrashBeforeResetConfirmationPostedPostsItAtRestart(t *testing.T) {
+	h := newHarness(t, &fakeAgent{})
+	var crashed *memStore
+	h.plat.onSend = func(m Outgoing) error {
+		if strings.HasPrefix(m.Text, "I forgot our conversation") && crashed == nil {
+			crashed = h.store.snapshot()
+			return errors.New("killed")
+		}
+		return nil
+	}
+	reset := msg("", "e1")
+	reset.Command = "reset"
+	h.handle(t, reset)
+	h.idle(t)
+	if crashed == nil {
+		t.Fatal("the confirmation was never posted")
+	}
+	left, _ := crashed.Outbox(t.Context())
+	if len(left) != 1 || !strings.HasPrefix(left[0].Msg.Text, "I forgot our conversation") {
+		t.Fatalf("outbox at the crash: %+v, want the confirmation", left)
+	}
+	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "I forgot our conversation") {
+		t.Errorf("after the restart sent %q, want the lost confirmation", got)
+	}
+	if got := h.plat.texts(); len(got) != 0 {
+		t.Errorf("posted before the crash: %q", got)
+	}
+}

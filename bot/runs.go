@@ -540,7 +540,8 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 }
 
 // reset forgets the thread: its stored messages and runs are deleted.
-func (b *Bot) reset(ctx context.Context, in Incoming) error {
+// Its job (jobID) is handled once the confirmation is in the outbox.
+func (b *Bot) reset(ctx context.Context, jobID string, in Incoming) error {
 	key := in.ThreadKey()
 	th, err := b.store.Thread(ctx, key)
 	if err != nil {
@@ -558,14 +559,20 @@ func (b *Bot) reset(ctx context.Context, in Incoming) error {
 	if err := b.store.DeleteConversation(ctx, key); err != nil {
 		return fmt.Errorf("bot: delete conversation %s: %w", key, err)
 	}
-	b.send(ctx, in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
+	// Through the outbox, as an answer: a crash before the post keeps it.
+	ob := b.outbound(in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
+	if err := b.store.Commit(ctx, Change{Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+		return fmt.Errorf("bot: queue reset confirmation for %s: %w", key, err)
+	}
+	b.deliver(ctx, ob)
 	return nil
 }
 
 // undo reverts the last run of the conversation that changed something.
 // Pressed as the Undo button of an earlier run's answer, it reverts
 // nothing when a later run changed things since: undo goes latest first.
-func (b *Bot) undo(ctx context.Context, in Incoming) error {
+// Its job (jobID) is handled once the report is in the outbox.
+func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
 	if err != nil {
 		return err
@@ -595,9 +602,6 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}
 	r.Undone, r.Updated = true, b.cfg.Now()
-	if err := b.store.SaveRun(ctx, r); err != nil {
-		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
 	for i, s := range rep.Undone {
@@ -613,10 +617,17 @@ func (b *Bot) undo(ctx context.Context, in Incoming) error {
 			sb.WriteString("\n• " + s)
 		}
 	}
+	// The report goes into the outbox in the transaction that marks the
+	// run undone, as finish does with an answer: a crash before the post
+	// keeps it for the next start.
+	ob := b.outbound(in.Platform, reply(in, b.fit(in.Platform, sb.String())))
+	if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+	}
 	if in.Button != "" {
 		b.dropUndoButton(ctx, in, r)
 	}
-	b.send(ctx, in.Platform, reply(in, b.fit(in.Platform, sb.String())))
+	b.deliver(ctx, ob)
 	return nil
 }
 
