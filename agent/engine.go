@@ -463,21 +463,7 @@ func errSaving(err error) error {
 	return &Error{Code: ErrServer, Message: "I could not save my progress", Err: err}
 }
 
-func (r *runner) doneList() string {
-	if len(r.tr.Journal) == 0 {
-		return "Nothing was changed."
-	}
-	var b strings.Builder
-	b.WriteString("Done so far:")
-	for i, a := range r.tr.Journal {
-		if i == 15 {
-			fmt.Fprintf(&b, "\n• … and %d more changes", len(r.tr.Journal)-15)
-			break
-		}
-		b.WriteString("\n• " + a.Summary)
-	}
-	return b.String()
-}
+func (r *runner) doneList() string { return r.tr.DoneList() }
 
 // interrupted ends this segment of the run because ctx ended: a timeout
 // ends the run; a cancel or shutdown leaves it resumable.

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -147,4 +148,23 @@ func UnmarshalTranscript(b []byte) (*Transcript, error) {
 		return nil, fmt.Errorf("agent: transcript version %d, want %d", t.V, TranscriptVersion)
 	}
 	return &t, nil
+}
+
+// DoneList says what the run has changed so far, for an answer that ends
+// it early: "Done so far:" with the first 15 writes' summaries, or
+// "Nothing was changed." (also for a nil transcript).
+func (t *Transcript) DoneList() string {
+	if t == nil || len(t.Journal) == 0 {
+		return "Nothing was changed."
+	}
+	var b strings.Builder
+	b.WriteString("Done so far:")
+	for i, a := range t.Journal {
+		if i == 15 {
+			fmt.Fprintf(&b, "\n• … and %d more changes", len(t.Journal)-15)
+			break
+		}
+		b.WriteString("\n• " + a.Summary)
+	}
+	return b.String()
 }

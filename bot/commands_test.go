@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 func TestNormalizeCommand(t *testing.T) {
@@ -260,5 +262,23 @@ func TestAnswerIsCappedPerPlatform(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoneListSaysHowToUndoOnThePlatform: a cancelled run's list of
+// changes is the agent's, with the undo command as typed there.
+func TestDoneListSaysHowToUndoOnThePlatform(t *testing.T) {
+	h := newEngineHarness(t)
+	tr := &agent.Transcript{Journal: []agent.Applied{{Summary: `moved "Buy cake" to Birthday`}}}
+	for platform, want := range map[string]string{
+		"slack":    "Done so far:\n• moved \"Buy cake\" to Birthday\n/tidy undo reverts it.",
+		"telegram": "Done so far:\n• moved \"Buy cake\" to Birthday\n/undo reverts it.",
+	} {
+		if got := h.bot.doneList(platform, tr); got != want {
+			t.Errorf("%s: got %q, want %q", platform, got, want)
+		}
+	}
+	if got := h.bot.doneList("slack", &agent.Transcript{}); got != "Nothing was changed." {
+		t.Errorf("no writes: got %q", got)
 	}
 }

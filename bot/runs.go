@@ -244,7 +244,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	}
 	reconnect := b.cfg.Accounts != nil && rejectedToken(out)
 	if reconnect {
-		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + doneList(out.Transcript)
+		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}
 	err = b.finish(ctx, r, out, stopped)
 	b.addUsage(ctx, r, r.Usage.Total()-before.Total())
@@ -339,7 +339,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 			return nil
 		}
 		r.Status, r.Reply = RunCancelled, ""
-		r.Answer = b.fit(r.Platform, stopped+" "+doneList(out.Transcript))
+		r.Answer = b.fit(r.Platform, stopped+" "+b.doneList(r.Platform, out.Transcript))
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
@@ -352,17 +352,14 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 	return nil
 }
 
-func doneList(tr *agent.Transcript) string {
-	if tr == nil || len(tr.Journal) == 0 {
-		return "Nothing was changed."
+// doneList is the agent's list of what a run changed, with how to undo
+// it as typed on platform.
+func (b *Bot) doneList(platform string, tr *agent.Transcript) string {
+	text := tr.DoneList()
+	if tr != nil && len(tr.Journal) > 0 {
+		text += "\n" + b.commandName(platform, "undo") + " reverts it."
 	}
-	var sb strings.Builder
-	sb.WriteString("Done so far:")
-	for _, a := range tr.Journal {
-		sb.WriteString("\n• " + a.Summary)
-	}
-	sb.WriteString("\n/undo reverts it.")
-	return sb.String()
+	return text
 }
 
 // journal appends the writes not yet journaled to the audit log.

@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestDoneList(t *testing.T) {
+	var many Transcript
+	for i := range 17 {
+		many.Journal = append(many.Journal, Applied{Summary: fmt.Sprintf("moved %d", i)})
+	}
+	for _, c := range []struct {
+		name string
+		tr   *Transcript
+		want string
+	}{
+		{"nil", nil, "Nothing was changed."},
+		{"empty", &Transcript{}, "Nothing was changed."},
+		{"one", &Transcript{Journal: []Applied{{Summary: `moved "Buy cake" to Birthday`}}}, "Done so far:\n• moved \"Buy cake\" to Birthday"},
+		{"capped", &many, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.tr.DoneList()
+			if c.name == "capped" {
+				if !strings.HasSuffix(got, "\n• moved 14\n• … and 2 more changes") || strings.Contains(got, "moved 15") {
+					t.Errorf("got %q, want 15 writes and a count of the rest", got)
+				}
+				return
+			}
+			if got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
