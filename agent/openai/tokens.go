@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"hash/maphash"
 	"sync"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
@@ -31,17 +32,61 @@ var encoder = sync.OnceValues(func() (*tiktoken.Tiktoken, error) {
 })
 
 // CountTokens returns the number of tokens of text in cl100k_base (or a
-// quarter of its length, should the tokenizer fail to load).
+// quarter of its length, should the tokenizer fail to load). Counts of
+// longer texts are remembered (see counted): every step of every run
+// counts the same system prompt, tool list and schema again.
 func CountTokens(text string) int {
 	if text == "" {
 		return 0
 	}
+	if len(text) < minCounted {
+		return encode(text)
+	}
+	h := maphash.String(countSeed, text)
+	countMu.Lock()
+	n, ok := counted[countKey{h, len(text)}]
+	countMu.Unlock()
+	if ok {
+		return n
+	}
+	n = encode(text)
+	countMu.Lock()
+	if len(counted) >= maxCounted {
+		clear(counted)
+	}
+	counted[countKey{h, len(text)}] = n
+	countMu.Unlock()
+	return n
+}
+
+func encode(text string) int {
 	enc, err := encoder()
 	if err != nil {
 		return (len(text) + 3) / 4
 	}
 	return len(enc.EncodeOrdinary(text))
 }
+
+// counted remembers the token counts of texts of at least minCounted
+// bytes, by a 64-bit hash and length of the text rather than the text, so
+// that it holds no conversation and stays small (at most maxCounted
+// entries, about 100 KB; it starts over when full). Counts are estimates
+// anyway: a hash collision, about one in 2^64, costs a wrong estimate.
+var (
+	countMu   sync.Mutex
+	counted   = map[countKey]int{}
+	countSeed = maphash.MakeSeed()
+)
+
+type countKey struct {
+	hash uint64
+	size int
+}
+
+const (
+	minCounted = 64
+	maxCounted = 4096
+)
 
 // EstimateUsage estimates the usage of one call from what was sent and
 // received, for servers that report none: message and tool tokens with

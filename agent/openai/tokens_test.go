@@ -2,6 +2,8 @@ package openai_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
@@ -39,5 +41,33 @@ func TestEstimateUsage(t *testing.T) {
 	u := openai.EstimateUsage(base, resp)
 	if !u.Estimated || u.Calls != 1 || u.PromptTokens != 9 || u.CompletionTokens <= 2 {
 		t.Errorf("EstimateUsage = %+v", u)
+	}
+}
+
+// TestCountTokensRemembers: every step of every run counts the same
+// system prompt and tool list; a text counted before is not tokenized
+// again (tokenizing allocates), and the count is the same.
+func TestCountTokensRemembers(t *testing.T) {
+	long := strings.Repeat("Move each inbox task to the project it belongs to. ", 40)
+	want := openai.CountTokens(long)
+	if want < 100 {
+		t.Fatalf("CountTokens(long) = %d", want)
+	}
+	var got int
+	if allocs := testing.AllocsPerRun(20, func() { got = openai.CountTokens(long) }); allocs > 0 {
+		t.Errorf("counting a text again allocates %v times: it is tokenized again", allocs)
+	}
+	if got != want {
+		t.Errorf("second count = %d, first %d", got, want)
+	}
+	// Past the cap, counts stay right.
+	for i := range 5000 {
+		text := fmt.Sprintf("%s %d", long[:200], i)
+		if n := openai.CountTokens(text); n < 40 {
+			t.Fatalf("CountTokens(text %d) = %d", i, n)
+		}
+	}
+	if n := openai.CountTokens(long); n != want {
+		t.Errorf("after many texts, CountTokens(long) = %d, want %d", n, want)
 	}
 }
