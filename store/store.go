@@ -622,7 +622,22 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return deleteJob(tx, id) })
+	// A job is most often retired already, with the run it started (see
+	// bot.Change.DeleteJob): a read finds it gone, and no write
+	// transaction (and fsync) is spent on nothing. Job ids are never
+	// reused, so a job found gone stays gone.
+	var stored bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		stored = tx.Bucket(bucketJobIDs).Get([]byte(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: find job %s: %w", id, err)
+	}
+	if !stored {
+		return nil
+	}
+	err = s.db.Batch(func(tx *bolt.Tx) error { return deleteJob(tx, id) })
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
 	}

@@ -458,3 +458,32 @@ func TestRunIndexes(t *testing.T) {
 		t.Errorf("after reindexing: thread runs %d, waiting %+v", len(rs), waiting)
 	}
 }
+
+// TestDeleteJobGoneWritesNothing: a job retired with its run (the usual
+// case) is deleted again by the worker; that costs a read, not a write
+// transaction and its fsync.
+func TestDeleteJobGoneWritesNothing(t *testing.T) {
+	s, _ := open(t)
+	ctx := t.Context()
+	if err := s.Commit(ctx, bot.Change{Job: &bot.Job{ID: "j1", ThreadKey: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, bot.Change{Run: &bot.Run{ID: "j1", ThreadKey: "k", Status: bot.RunWorking}, DeleteJob: "j1"}); err != nil {
+		t.Fatal(err)
+	}
+	txid := func() int {
+		var id int
+		_ = s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+		return id
+	}
+	before := txid()
+	if err := s.DeleteJob(ctx, "j1"); err != nil {
+		t.Fatal(err)
+	}
+	if after := txid(); after != before {
+		t.Errorf("deleting a job already gone committed %d write transactions", after-before)
+	}
+	if js, _ := s.Jobs(ctx); len(js) != 0 {
+		t.Errorf("jobs = %+v", js)
+	}
+}
