@@ -311,3 +311,36 @@ func TestStatusMessageSettles(t *testing.T) {
 		})
 	}
 }
+
+// TestSettledTranscriptSavedOnceWithTheRun: the agent saves its
+// transcript at every step and once more as it ends; that last save is
+// the same record finish commits with the answer, so it is not a
+// transaction of its own. Saves during the run still go through.
+func TestSettledTranscriptSavedOnceWithTheRun(t *testing.T) {
+	ag := &fakeAgent{script: func(ctx context.Context, h agent.Hooks) {
+		tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: "tidy", Steps: 1}
+		if err := h.Save(ctx, tr); err != nil {
+			t.Error(err)
+		}
+		tr.Status, tr.Answer = agent.StatusDone, "Done."
+		if err := h.Save(ctx, tr); err != nil {
+			t.Error(err)
+		}
+	}}
+	h := newHarness(t, ag)
+	h.handle(t, msg("tidy", "e1"))
+	h.idle(t)
+	h.store.mu.Lock()
+	saves := h.store.saves
+	var final *Run
+	for _, r := range h.store.runs {
+		final = r
+	}
+	h.store.mu.Unlock()
+	if saves != 1 {
+		t.Errorf("SaveRun called %d times, want 1 (the step; the settled transcript goes with finish's commit)", saves)
+	}
+	if final == nil || final.Status != RunDone || len(final.Transcript) == 0 {
+		t.Fatalf("run = %+v, want done with its transcript", final)
+	}
+}

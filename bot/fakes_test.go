@@ -23,6 +23,8 @@ type memStore struct {
 	settings map[string]string
 
 	outbox []Outbound
+	// saves counts SaveRun calls.
+	saves int
 	// failJobs fails that many job writes (Enqueue, Commit with a job).
 	failJobs int
 	// onCommit, when set, sees every Commit before it is applied.
@@ -107,6 +109,7 @@ func clone(r *Run) *Run { return cloneRun(r) }
 func (s *memStore) SaveRun(_ context.Context, r *Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saves++
 	s.runs[r.ID] = clone(r)
 	return nil
 }

@@ -216,6 +216,15 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
 		Save: func(ctx context.Context, tr *agent.Transcript) error {
+			if settled(tr.Status) {
+				// The run has ended or waits: finish saves this very
+				// transcript with the run's state, its answer or
+				// question and the outbox in one transaction, so a save
+				// now would be a second transaction (and fsync) for the
+				// same record. Every write was saved pending before it
+				// was sent, so a crash in between loses none.
+				return nil
+			}
 			raw, err := agent.MarshalTranscript(tr)
 			if err != nil {
 				return err
@@ -257,6 +266,16 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 		Calls:            r.Usage.Calls - before.Calls,
 	})
 	return err
+}
+
+// settled reports whether a transcript's status is one that finish saves
+// with the run's final state (interrupted is saved as it is).
+func settled(st agent.Status) bool {
+	switch st {
+	case agent.StatusDone, agent.StatusFailed, agent.StatusStopped, agent.StatusAsking, agent.StatusConfirming:
+		return true
+	}
+	return false
 }
 
 // finish journals the run's writes and tells the user how it ended.
