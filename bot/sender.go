@@ -18,6 +18,21 @@ type RateLimited interface {
 	RetryAfter() time.Duration
 }
 
+// RetryLater wraps err, a platform's rate-limit answer, as RateLimited:
+// the send queue waits after before retrying the call.
+func RetryLater(err error, after time.Duration) error {
+	return &rateLimitedError{err: err, after: after}
+}
+
+type rateLimitedError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *rateLimitedError) Error() string             { return e.err.Error() }
+func (e *rateLimitedError) Unwrap() error             { return e.err }
+func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
+
 // sendQueueSize bounds the calls waiting for one platform; a reply that
 // finds the queue full is dropped (logged), so a flood of events cannot
 // pile up calls.

@@ -462,25 +462,11 @@ func (a *Adapter) redact(err error) error {
 func (a *Adapter) queueError(err error) error {
 	clean := a.redact(err)
 	if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
-		return &rateLimitedError{err: clean, after: rl.RetryAfter}
+		// An HTTP 429 with Retry-After (https://api.slack.com/apis/rate-limits).
+		return bot.RetryLater(clean, rl.RetryAfter)
 	}
 	return clean
 }
-
-// rateLimitedError is an HTTP 429 with Retry-After
-// (https://api.slack.com/apis/rate-limits; slack-go's RateLimitedError).
-type rateLimitedError struct {
-	err   error
-	after time.Duration
-}
-
-var _ bot.RateLimited = (*rateLimitedError)(nil)
-
-func (e *rateLimitedError) Error() string { return e.err.Error() }
-func (e *rateLimitedError) Unwrap() error { return e.err }
-
-// RetryAfter implements bot.RateLimited: how long Slack asks to wait.
-func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
 
 func (a *Adapter) redactText(s string) string {
 	for _, sec := range []struct{ value, name string }{

@@ -149,25 +149,12 @@ func (a *Adapter) wrap(what string, err error) error {
 	clean := redact(err, a.cfg.Token)
 	var te *tgbotapi.Error
 	if errors.As(err, &te) && te.RetryAfter > 0 {
-		clean = &rateLimitedError{err: clean, after: time.Duration(te.RetryAfter) * time.Second}
+		// A 429 with parameters.retry_after
+		// (https://core.telegram.org/bots/api#responseparameters).
+		clean = bot.RetryLater(clean, time.Duration(te.RetryAfter)*time.Second)
 	}
 	return fmt.Errorf("telegram: %s: %w", what, clean)
 }
-
-// rateLimitedError is a 429 answer (Too Many Requests) with
-// parameters.retry_after (https://core.telegram.org/bots/api#responseparameters).
-type rateLimitedError struct {
-	err   error
-	after time.Duration
-}
-
-var _ bot.RateLimited = (*rateLimitedError)(nil)
-
-func (e *rateLimitedError) Error() string { return e.err.Error() }
-func (e *rateLimitedError) Unwrap() error { return e.err }
-
-// RetryAfter implements bot.RateLimited: how long Telegram asks to wait.
-func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
 
 func chatID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
