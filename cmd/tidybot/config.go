@@ -44,7 +44,7 @@ type Config struct {
 	SlackSigning    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
 	SlackURL        string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
 	DB              string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
-	HTTPAddr        string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks and /healthz (serve only)"`
+	HTTPAddr        string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, the OAuth callback and run pages (serve only)"`
 	MetricsAddr     string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
 	AllowedUsers    []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
 	Protocol        string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
