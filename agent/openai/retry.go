@@ -100,17 +100,9 @@ func (c *Client) classify(err error, header http.Header, n int) (time.Duration, 
 		return -1, &agent.Error{Code: agent.ErrRateLimited, Err: e,
 			Message: "the model API account has no quota left: check the plan and billing of the OPENAI_API_KEY account"}
 	case s == http.StatusTooManyRequests:
-		wait, ok := retryAfter(header, time.Now())
-		if !ok {
-			wait = c.backoff(n)
-		}
-		return wait, &agent.Error{Code: agent.ErrRateLimited, Message: "the model API's rate limit is reached; try again in a minute", Err: e}
+		return c.wait(header, n), &agent.Error{Code: agent.ErrRateLimited, Message: "the model API's rate limit is reached; try again in a minute", Err: e}
 	case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusConflict:
-		wait, ok := retryAfter(header, time.Now())
-		if !ok {
-			wait = c.backoff(n)
-		}
-		return wait, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API is having trouble (HTTP %d); try again later", s), Err: e}
+		return c.wait(header, n), &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API is having trouble (HTTP %d); try again later", s), Err: e}
 	case e.Code == "context_length_exceeded":
 		return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the conversation is too long for the model (context_length_exceeded): try /reset", Err: e}
 	case contextOverflow.MatchString(e.Message):
@@ -147,6 +139,15 @@ func (c *Client) transportError(err error, n int) (time.Duration, error) {
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "the model API at " + c.host + " sent an unreadable answer", Err: cause}
 	}
 	return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the model request is not valid for " + c.model + ": " + c.redact(err.Error()), Err: cause}
+}
+
+// wait returns the wait before retry n: what the server asked for, else
+// the backoff.
+func (c *Client) wait(header http.Header, n int) time.Duration {
+	if d, ok := retryAfter(header, time.Now()); ok {
+		return d
+	}
+	return c.backoff(n)
 }
 
 // backoff returns the wait before retry n (0-based) when the server did
