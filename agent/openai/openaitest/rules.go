@@ -180,7 +180,12 @@ func (s *Server) modelRules(req Request) *statusError {
 	if req.API == APIResponses {
 		effortParam = "reasoning.effort"
 	}
-	// Reasoning settings on a model that does not reason.
+	// Reasoning settings on a model that does not reason: 400
+	// unsupported_parameter "Unsupported parameter: 'reasoning.effort' is
+	// not supported with this model." (quoted for gpt-4.1 in
+	// BoundaryML/baml#2708 and for gpt-4o in
+	// RageAgainstThePixel/OpenAI-DotNet#500). The include rule below has
+	// no public source found; its wording is ours.
 	if !reasoning && req.ReasoningEffort != "" {
 		return unsupported(effortParam, "")
 	}
@@ -222,7 +227,9 @@ func (s *Server) modelRules(req Request) *statusError {
 	if effort != "none" && req.TopP != nil {
 		return unsupported("top_p", "")
 	}
-	// Reasoning models take max_completion_tokens on Chat Completions.
+	// Reasoning models take max_completion_tokens on Chat Completions
+	// (go-openai's reasoning_validator.go,
+	// ErrReasoningModelMaxTokensDeprecated).
 	if req.MaxTokensField == "max_tokens" {
 		return unsupported("max_tokens", " Use 'max_completion_tokens' instead.")
 	}
