@@ -568,6 +568,28 @@ func (c *Client) Check(tools bool) error {
 	return fmt.Errorf("OPENAI_MODEL=%s: go-openai refuses the request this configuration makes: %s", c.model, c.redact(err.Error()))
 }
 
+// toolOptions returns the tool_choice and parallel_tool_calls to send
+// with req's tools, alike on both transports: a mode as it is, a tool's
+// name as named(name) (each API has its own shape for it), and
+// parallel_tool_calls unless the model rejects it. Nil sends nothing: the
+// API refuses both without tools.
+func (c *Client) toolOptions(req agent.Request, named func(string) any) (choice any, parallel *bool) {
+	if len(req.Tools) == 0 {
+		return nil, nil
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "required", "none":
+		choice = req.ToolChoice
+	default:
+		choice = named(req.ToolChoice)
+	}
+	if !noParallelToolCalls(c.model) {
+		parallel = &req.ParallelToolCalls
+	}
+	return choice, parallel
+}
+
 // chatRequest maps req onto go-openai's Chat Completions request.
 func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionRequest {
 	out := goopenai.ChatCompletionRequest{Model: c.model}
@@ -604,18 +626,12 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 			},
 		})
 	}
-	if len(out.Tools) > 0 {
-		// The API refuses tool_choice and parallel_tool_calls without tools.
-		switch req.ToolChoice {
-		case "":
-		case "auto", "required", "none":
-			out.ToolChoice = req.ToolChoice
-		default:
-			out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: req.ToolChoice}}
-		}
-		if !noParallelToolCalls(c.model) {
-			out.ParallelToolCalls = req.ParallelToolCalls
-		}
+	choice, parallel := c.toolOptions(req, func(name string) any {
+		return goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: name}}
+	})
+	out.ToolChoice = choice
+	if parallel != nil {
+		out.ParallelToolCalls = *parallel
 	}
 	switch p.format {
 	case agent.FormatJSONSchema:

@@ -130,19 +130,9 @@ func (c *Client) responsesRequest(req agent.Request, p plan) goopenai.CreateResp
 		tool.Parameters["strict"] = strict
 		out.Tools = append(out.Tools, tool)
 	}
-	if len(out.Tools) > 0 {
-		switch req.ToolChoice {
-		case "":
-		case "auto", "required", "none":
-			out.ToolChoice = req.ToolChoice
-		default:
-			out.ToolChoice = map[string]string{"type": "function", "name": req.ToolChoice}
-		}
-		if !noParallelToolCalls(c.model) {
-			parallel := req.ParallelToolCalls
-			out.ParallelToolCalls = &parallel
-		}
-	}
+	out.ToolChoice, out.ParallelToolCalls = c.toolOptions(req, func(name string) any {
+		return map[string]string{"type": "function", "name": name}
+	})
 	switch p.format {
 	case agent.FormatJSONSchema:
 		schema, strict := formatSchema(req.Format, p.schema)
