@@ -34,9 +34,10 @@
 //     max_completion_tokens, which they require, as does any model with
 //     Config.MaxCompletionTokens or Config.ReasoningModel, or after a
 //     server said max_tokens is unsupported.
-//   - A 400 unsupported_parameter naming a field (parallel_tool_calls on
-//     o1, o3, o4-mini; reasoning on a server without it) drops that field,
-//     retries once, and remembers it for the client's later calls.
+//   - A 400 unsupported_parameter naming a field (reasoning on a server
+//     without it) drops that field, retries once, and remembers it for the
+//     client's later calls. parallel_tool_calls, which o1, o3 and o4-mini
+//     reject, is never sent to them (noParallelToolCalls).
 //   - A reply cut off at the token limit (finish_reason "length", or an
 //     incomplete response for max_output_tokens) is asked again once with
 //     twice the limit; cut off again, the call fails with a message that
