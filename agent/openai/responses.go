@@ -47,8 +47,6 @@ type (
 	// ResponseOutputItem lacks encrypted_content.
 	outputItem struct {
 		Type      string `json:"type"`
-		Status    string `json:"status"`
-		Role      string `json:"role"`
 		CallID    string `json:"call_id"`
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
