@@ -176,7 +176,9 @@ func (s *Server) decodeInput(req *Request, raw json.RawMessage) *statusError {
 			callOrder = append(callOrder, it.CallID)
 		case "function_call_output":
 			// "No tool call found for function call output with call_id
-			// …" is the API's answer to an output without its call.
+			// …" is the API's answer to an output without its call
+			// (400, param "input": quoted in continuedev/continue#10092
+			// and vercel/ai#8216).
 			if !calls[it.CallID] {
 				return invalid("input", "", fmt.Sprintf("No tool call found for function call output with call_id %s.", it.CallID))
 			}
@@ -195,6 +197,9 @@ func (s *Server) decodeInput(req *Request, raw json.RawMessage) *statusError {
 			return invalid(fmt.Sprintf("input[%d].type", i), "invalid_value", fmt.Sprintf("Invalid value: '%s'.", it.Type))
 		}
 	}
+	// A call without its output: 400 "No tool output found for function
+	// call …", param "input" (quoted in router-for-me/CLIProxyAPI#2368
+	// and openai/codex#620).
 	for _, id := range callOrder {
 		if !answered[id] {
 			return invalid("input", "", fmt.Sprintf("No tool output found for function call %s.", id))
