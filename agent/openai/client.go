@@ -250,7 +250,7 @@ func New(cfg Config, hc *http.Client) *Client {
 	c.transport = cfg.API
 	if c.transport == APIAuto {
 		c.transport = APIChat
-		if hostOf(cfg.BaseURL) == hostOf(DefaultBaseURL) || needsResponses(cfg.Model) {
+		if c.host == hostOf(DefaultBaseURL) || needsResponses(cfg.Model) {
 			c.transport = APIResponses
 		}
 	}
