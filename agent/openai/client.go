@@ -181,7 +181,9 @@ type Client struct {
 	transport string
 	// dropped are request fields the server said it does not support.
 	dropped map[string]bool
-	// maxCompletion sends max_completion_tokens instead of max_tokens.
+	// maxCompletion sends max_completion_tokens instead of max_tokens:
+	// for reasoning models, with Config.MaxCompletionTokens, or once the
+	// server asked for it.
 	maxCompletion bool
 	// schema is the schema level in use.
 	schema int
@@ -232,17 +234,17 @@ func New(cfg Config, hc *http.Client) *Client {
 	oc.BaseURL = cfg.BaseURL
 	oc.HTTPClient = doer{hc}
 	c := &Client{
-		api:           goopenai.NewClientWithConfig(oc),
-		hc:            hc,
-		model:         cfg.Model,
-		key:           cfg.APIKey,
-		host:          hostOf(cfg.BaseURL),
-		cfg:           cfg,
-		log:           log,
-		best:          agent.FormatJSONSchema,
-		dropped:       map[string]bool{},
-		maxCompletion: cfg.MaxCompletionTokens || cfg.ReasoningModel,
+		api:     goopenai.NewClientWithConfig(oc),
+		hc:      hc,
+		model:   cfg.Model,
+		key:     cfg.APIKey,
+		host:    hostOf(cfg.BaseURL),
+		cfg:     cfg,
+		log:     log,
+		best:    agent.FormatJSONSchema,
+		dropped: map[string]bool{},
 	}
+	c.maxCompletion = cfg.MaxCompletionTokens || c.reasoning()
 	c.effort = cfg.ReasoningEffort
 	if c.effort == "" && c.reasoning() {
 		c.effort = DefaultEffort
@@ -649,7 +651,7 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
 	}
 	if req.MaxTokens > 0 {
-		if c.reasoning() || p.maxCompletion {
+		if p.maxCompletion {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
 			// Every OpenAI-compatible server (Ollama, vLLM, LM Studio,
