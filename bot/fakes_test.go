@@ -25,7 +25,7 @@ type memStore struct {
 	outbox []Outbound
 	// saves counts SaveRun calls.
 	saves int
-	// failJobs fails that many job writes (Enqueue, Commit with a job).
+	// failJobs fails that many job writes (Commit with a job).
 	failJobs int
 	// onCommit, when set, sees every Commit before it is applied.
 	onCommit func(Change)
@@ -160,23 +160,6 @@ func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sorted(func(r *Run) bool { return r.ThreadKey == key }), nil
-}
-
-func (s *memStore) Enqueue(_ context.Context, t Thread, m *Message, j Job) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failJobs > 0 {
-		s.failJobs--
-		return errJobWrite
-	}
-	if _, ok := s.threads[t.Key]; !ok {
-		s.threads[t.Key] = t
-	}
-	if m != nil {
-		s.messages = append(s.messages, *m)
-	}
-	s.jobs = append(s.jobs, j)
-	return nil
 }
 
 func (s *memStore) DeleteJob(_ context.Context, id string) error {

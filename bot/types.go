@@ -221,10 +221,6 @@ type Store interface {
 	// ThreadRuns returns a thread's runs, oldest first.
 	ThreadRuns(ctx context.Context, threadKey string) ([]*Run, error)
 
-	// Enqueue stores an incoming message and its job in one transaction,
-	// so that a crash keeps both or neither: it creates t if there is no
-	// thread with its key, appends m unless it is nil, and stores j.
-	Enqueue(ctx context.Context, t Thread, m *Message, j Job) error
 	// DeleteJob removes a job once handled.
 	DeleteJob(ctx context.Context, id string) error
 	// Jobs returns every stored job, oldest first.

@@ -45,7 +45,7 @@ func TestCommitRetiresTheAnswerWithTheRun(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	th := bot.Thread{Key: "telegram:1:"}
-	if err := s.Enqueue(ctx, th, nil, bot.Job{ID: "answer", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &th, Job: &bot.Job{ID: "answer", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	r := &bot.Run{ID: "r1", ThreadKey: th.Key, Status: bot.RunWorking, Reply: "Home"}

@@ -592,31 +592,6 @@ func appendMessage(tx *bolt.Tx, m bot.Message) error {
 	return put(b, u64(seq), m)
 }
 
-// Enqueue implements bot.Store, in one transaction.
-func (s *Store) Enqueue(ctx context.Context, t bot.Thread, m *bot.Message, j bot.Job) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		threads := tx.Bucket(bucketThreads)
-		if threads.Get([]byte(t.Key)) == nil {
-			if err := put(threads, []byte(t.Key), t); err != nil {
-				return err
-			}
-		}
-		if m != nil {
-			if err := appendMessage(tx, *m); err != nil {
-				return err
-			}
-		}
-		return putJob(tx, j)
-	})
-	if err != nil {
-		return fmt.Errorf("store: enqueue job %s for %s: %w", j.ID, t.Key, err)
-	}
-	return nil
-}
-
 // DeleteJob implements bot.Store.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {

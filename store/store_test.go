@@ -168,7 +168,7 @@ func TestJobs(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	for _, id := range []string{"j3", "j1", "j2", "j1"} {
-		if err := s.Enqueue(ctx, bot.Thread{Key: "k"}, nil, bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}); err != nil {
+		if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: "k"}, Job: &bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -373,18 +373,18 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 	}
 }
 
-func TestEnqueueIsOneTransaction(t *testing.T) {
+func TestCommitKeepsAnExistingThread(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	th := bot.Thread{Key: "telegram:1:", Platform: "telegram", ChatID: "1"}
 	m := &bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: "hi", At: t0}
-	if err := s.Enqueue(ctx, th, m, bot.Job{ID: "j1", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &th, Message: m, Job: &bot.Job{ID: "j1", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	// An existing thread keeps its reset time.
 	th.ResetAt = t0
 	_ = s.SaveThread(ctx, th)
-	if err := s.Enqueue(ctx, bot.Thread{Key: th.Key}, nil, bot.Job{ID: "j2", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: th.Key}, Job: &bot.Job{ID: "j2", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Thread(ctx, th.Key)
