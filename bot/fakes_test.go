@@ -162,6 +162,16 @@ func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
 	return s.sorted(func(r *Run) bool { return r.ThreadKey == key }), nil
 }
 
+func (s *memStore) WaitingRun(_ context.Context, key string) (*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	runs := s.sorted(func(r *Run) bool { return r.ThreadKey == key && r.Status == RunWaiting && r.Waiting != nil })
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	return runs[len(runs)-1], nil
+}
+
 func (s *memStore) DeleteJob(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

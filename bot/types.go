@@ -220,6 +220,11 @@ type Store interface {
 	Runs(ctx context.Context, statuses ...RunStatus) ([]*Run, error)
 	// ThreadRuns returns a thread's runs, oldest first.
 	ThreadRuns(ctx context.Context, threadKey string) ([]*Run, error)
+	// WaitingRun returns the thread's newest run that waits for the user
+	// (RunWaiting with Waiting set), or nil. Every message asks, so it
+	// should not read the thread's ended runs: a person's DM thread is
+	// one thread for months.
+	WaitingRun(ctx context.Context, threadKey string) (*Run, error)
 
 	// DeleteJob removes a job once handled.
 	DeleteJob(ctx context.Context, id string) error

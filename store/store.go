@@ -393,10 +393,8 @@ func indexRun(tx *bolt.Tx, r *bot.Run) error {
 	return open.Put([]byte(r.ID), []byte(r.Status))
 }
 
-// WaitingRun returns the thread's newest run that waits for the user, or
-// nil. It reads only the thread's runs not ended (an index), so its cost
-// does not grow with the thread's history: a person's DM thread is one
-// thread for months.
+// WaitingRun implements bot.Store. It reads only the thread's runs not
+// ended (an index), so its cost does not grow with the thread's history.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
