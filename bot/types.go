@@ -205,8 +205,6 @@ type Store interface {
 	Thread(ctx context.Context, key string) (Thread, error)
 	// SaveThread creates or replaces a thread.
 	SaveThread(ctx context.Context, t Thread) error
-	// AppendMessage adds a message to its thread.
-	AppendMessage(ctx context.Context, m Message) error
 	// RecentMessages returns up to n of the thread's latest messages at or
 	// after since, oldest first.
 	RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]Message, error)

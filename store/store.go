@@ -309,18 +309,6 @@ func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
 	return nil
 }
 
-// AppendMessage implements bot.Store.
-func (s *Store) AppendMessage(ctx context.Context, m bot.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return appendMessage(tx, m) })
-	if err != nil {
-		return fmt.Errorf("store: append message to %s: %w", m.ThreadKey, err)
-	}
-	return nil
-}
-
 // RecentMessages implements bot.Store: it walks the thread backwards and
 // stops after n messages or at the first one before since.
 func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {

@@ -99,11 +99,11 @@ func TestThreadsAndMessages(t *testing.T) {
 	}
 	for i := range 5 {
 		m := bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: fmt.Sprint("m", i), At: t0.Add(time.Duration(i-2) * time.Minute)}
-		if err := s.AppendMessage(ctx, m); err != nil {
+		if err := s.Commit(ctx, bot.Change{Message: &m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "other", Text: "elsewhere", At: t0})
+	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "other", Text: "elsewhere", At: t0}})
 	for _, tt := range []struct {
 		since time.Time
 		n     int
@@ -304,7 +304,7 @@ func writeForever(path string) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				_ = s.SaveRun(ctx, &bot.Run{ID: fmt.Sprintf("r%d-%d", w, i%500), ThreadKey: "k", Status: bot.RunWorking, Instruction: big, Created: time.Now()})
-				_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: big, At: time.Now()})
+				_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: big, At: time.Now()}})
 			}
 		}()
 	}
@@ -316,7 +316,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 	ctx := context.Background()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: "move everything about the birthday into one project", At: t0})
+			_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: "move everything about the birthday into one project", At: t0}})
 		}
 	})
 }
@@ -349,7 +349,7 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 					key := fmt.Sprintf("telegram:%d:", i)
 					_ = s.SaveThread(ctx, bot.Thread{Key: key, Platform: "telegram", ChatID: fmt.Sprint(i)})
 					for j := range 4 {
-						_ = s.AppendMessage(ctx, bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: answer, At: t0.Add(time.Duration(j) * time.Second)})
+						_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: answer, At: t0.Add(time.Duration(j) * time.Second)}})
 					}
 					_ = s.SaveRun(ctx, &bot.Run{ID: fmt.Sprint("run", i), ThreadKey: key, Status: bot.RunDone, Answer: answer, Created: t0})
 				}
