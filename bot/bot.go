@@ -665,34 +665,12 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	return b.startRun(ctx, jobID, in, in.Text)
 }
 
-// waitingFinder is a Store that finds a thread's waiting run through an
-// index, without reading (and decoding the transcripts of) the thread's
-// other runs: a person's DM thread is one thread for months, and every
-// message asks.
-type waitingFinder interface {
-	// WaitingRun returns the thread's newest run that waits for the
-	// user (RunWaiting with Waiting set), or nil.
-	WaitingRun(ctx context.Context, threadKey string) (*Run, error)
-}
-
 func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {
-	if wf, ok := b.store.(waitingFinder); ok {
-		r, err := wf.WaitingRun(ctx, threadKey)
-		if err != nil {
-			return nil, fmt.Errorf("bot: find the waiting run of %s: %w", threadKey, err)
-		}
-		return r, nil
-	}
-	runs, err := b.store.ThreadRuns(ctx, threadKey)
+	r, err := b.store.WaitingRun(ctx, threadKey)
 	if err != nil {
-		return nil, fmt.Errorf("bot: list runs of %s: %w", threadKey, err)
+		return nil, fmt.Errorf("bot: find the waiting run of %s: %w", threadKey, err)
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		if runs[i].Status == RunWaiting && runs[i].Waiting != nil {
-			return runs[i], nil
-		}
-	}
-	return nil, nil
+	return r, nil
 }
 
 func reply(in Incoming, text string) Outgoing {

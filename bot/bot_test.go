@@ -21,8 +21,17 @@ type harness struct {
 
 func newHarness(t *testing.T, ag *fakeAgent) *harness {
 	t.Helper()
-	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
-	h.bot = New(h.store, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	return startHarness(t, ag, newTelegram(), Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+}
+
+func newTelegram() *fakePlatform { return &fakePlatform{name: "telegram", interval: 2 * time.Second} }
+
+// startHarness starts a bot with cfg on a memStore and plat, stopped at
+// the test's end.
+func startHarness(t *testing.T, ag *fakeAgent, plat *fakePlatform, cfg Config) *harness {
+	t.Helper()
+	h := &harness{store: newMemStore(), agent: ag, plat: plat}
+	h.bot = New(h.store, ag, cfg)
 	h.bot.AddPlatform(h.plat)
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := h.bot.Start(ctx); err != nil {

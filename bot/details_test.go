@@ -3,22 +3,15 @@ package bot
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestFinalMessageCarriesDetailsLinkForTheAsker(t *testing.T) {
 	ag := &fakeAgent{ask: []string{"Work", "Home"}}
-	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
 	var linked []string
-	h.bot = New(h.store, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, RunLink: func(r *Run) string {
+	h := startHarness(t, ag, newTelegram(), Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, RunLink: func(r *Run) string {
 		linked = append(linked, r.ID)
 		return "https://bot.example.com/runs/" + r.ID + "?sig=s"
 	}})
-	h.bot.AddPlatform(h.plat)
-	if err := h.bot.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.bot.Stop)
 	h.handle(t, msg("file the dentist task", "e1"))
 	h.idle(t)
 	if q := h.plat.last(); q.Link != nil {

@@ -25,7 +25,7 @@ type memStore struct {
 	outbox []Outbound
 	// saves counts SaveRun calls.
 	saves int
-	// failJobs fails that many job writes (Enqueue, Commit with a job).
+	// failJobs fails that many job writes (Commit with a job).
 	failJobs int
 	// onCommit, when set, sees every Commit before it is applied.
 	onCommit func(Change)
@@ -162,21 +162,14 @@ func (s *memStore) ThreadRuns(_ context.Context, key string) ([]*Run, error) {
 	return s.sorted(func(r *Run) bool { return r.ThreadKey == key }), nil
 }
 
-func (s *memStore) Enqueue(_ context.Context, t Thread, m *Message, j Job) error {
+func (s *memStore) WaitingRun(_ context.Context, key string) (*Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failJobs > 0 {
-		s.failJobs--
-		return errJobWrite
+	runs := s.sorted(func(r *Run) bool { return r.ThreadKey == key && r.Status == RunWaiting && r.Waiting != nil })
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	if _, ok := s.threads[t.Key]; !ok {
-		s.threads[t.Key] = t
-	}
-	if m != nil {
-		s.messages = append(s.messages, *m)
-	}
-	s.jobs = append(s.jobs, j)
-	return nil
+	return runs[len(runs)-1], nil
 }
 
 func (s *memStore) DeleteJob(_ context.Context, id string) error {

@@ -29,16 +29,9 @@ func pngOf(t *testing.T, w, h int) []byte {
 
 func newPhotoHarness(t *testing.T, ag *fakeAgent, vision string, file []byte) *harness {
 	t.Helper()
-	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
-	h.plat.download = func(Attachment, int64) ([]byte, error) { return file, nil }
-	h.bot = New(h.store, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Vision: vision})
-	h.bot.AddPlatform(h.plat)
-	ctx, cancel := context.WithCancel(t.Context())
-	if err := h.bot.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.bot.Stop(); cancel() })
-	return h
+	plat := newTelegram()
+	plat.download = func(Attachment, int64) ([]byte, error) { return file, nil }
+	return startHarness(t, ag, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Vision: vision})
 }
 
 func photo(caption, event string) Incoming {

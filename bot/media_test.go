@@ -34,21 +34,14 @@ func (f *fakeTranscriber) count() int {
 
 func newVoiceHarness(t *testing.T, ag *fakeAgent, tr Transcriber) *harness {
 	t.Helper()
-	h := &harness{store: newMemStore(), agent: ag, plat: &fakePlatform{name: "telegram", interval: 2 * time.Second}}
-	h.plat.download = func(a Attachment, _ int64) ([]byte, error) {
+	plat := newTelegram()
+	plat.download = func(a Attachment, _ int64) ([]byte, error) {
 		if a.Ref != "file-1" {
 			return nil, errors.New("no such file")
 		}
 		return []byte("OggS voice"), nil
 	}
-	h.bot = New(h.store, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Transcriber: tr, VoiceMax: time.Minute})
-	h.bot.AddPlatform(h.plat)
-	ctx, cancel := context.WithCancel(t.Context())
-	if err := h.bot.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.bot.Stop(); cancel() })
-	return h
+	return startHarness(t, ag, plat, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Transcriber: tr, VoiceMax: time.Minute})
 }
 
 func voice(event string, d time.Duration) Incoming {

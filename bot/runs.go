@@ -492,6 +492,11 @@ func (b *Bot) dropWaiting(ctx context.Context, key, why string) error {
 	if err != nil || r == nil {
 		return err
 	}
+	return b.drop(ctx, r, why)
+}
+
+// drop cancels r, a run that waits for the user.
+func (b *Bot) drop(ctx context.Context, r *Run, why string) error {
 	b.clearButtons(ctx, r, "(dropped: "+why+")")
 	r.Status, r.Waiting, r.Updated = RunCancelled, nil, b.cfg.Now()
 	if err := b.store.SaveRun(ctx, r); err != nil {
@@ -523,7 +528,7 @@ func (b *Bot) cancel(ctx context.Context, in Incoming) {
 		b.replyLater(ctx, in.Platform, reply(in, "Nothing is running here."))
 		return
 	}
-	if err := b.dropWaiting(ctx, key, "cancelled"); err != nil {
+	if err := b.drop(ctx, r, "cancelled"); err != nil {
 		b.log.Error("cancel", slog.Any("err", err))
 	}
 	b.replyLater(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))

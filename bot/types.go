@@ -205,8 +205,6 @@ type Store interface {
 	Thread(ctx context.Context, key string) (Thread, error)
 	// SaveThread creates or replaces a thread.
 	SaveThread(ctx context.Context, t Thread) error
-	// AppendMessage adds a message to its thread.
-	AppendMessage(ctx context.Context, m Message) error
 	// RecentMessages returns up to n of the thread's latest messages at or
 	// after since, oldest first.
 	RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]Message, error)
@@ -220,11 +218,12 @@ type Store interface {
 	Runs(ctx context.Context, statuses ...RunStatus) ([]*Run, error)
 	// ThreadRuns returns a thread's runs, oldest first.
 	ThreadRuns(ctx context.Context, threadKey string) ([]*Run, error)
+	// WaitingRun returns the thread's newest run that waits for the user
+	// (RunWaiting with Waiting set), or nil. Every message asks, so it
+	// should not read the thread's ended runs: a person's DM thread is
+	// one thread for months.
+	WaitingRun(ctx context.Context, threadKey string) (*Run, error)
 
-	// Enqueue stores an incoming message and its job in one transaction,
-	// so that a crash keeps both or neither: it creates t if there is no
-	// thread with its key, appends m unless it is nil, and stores j.
-	Enqueue(ctx context.Context, t Thread, m *Message, j Job) error
 	// DeleteJob removes a job once handled.
 	DeleteJob(ctx context.Context, id string) error
 	// Jobs returns every stored job, oldest first.

@@ -45,7 +45,7 @@ func TestCommitRetiresTheAnswerWithTheRun(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	th := bot.Thread{Key: "telegram:1:"}
-	if err := s.Enqueue(ctx, th, nil, bot.Job{ID: "answer", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &th, Job: &bot.Job{ID: "answer", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	r := &bot.Run{ID: "r1", ThreadKey: th.Key, Status: bot.RunWorking, Reply: "Home"}
@@ -116,7 +116,7 @@ func seedConversation(t *testing.T, s *Store, key string, at time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	_ = s.SaveThread(ctx, bot.Thread{Key: key})
-	_ = s.AppendMessage(ctx, bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: "old", At: at})
+	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: "old", At: at}})
 	_ = s.SaveRun(ctx, &bot.Run{ID: key + "/done", ThreadKey: key, Status: bot.RunDone, Transcript: []byte(`{"secret":"x"}`), Created: at, Updated: at})
 	_ = s.SaveRun(ctx, &bot.Run{ID: key + "/working", ThreadKey: key, Status: bot.RunWorking, Created: at, Updated: at})
 	_ = s.AppendAudit(ctx, []bot.AuditEntry{{RunID: key + "/done", ThreadKey: key, Write: agent.Write{}, At: at}})
@@ -126,7 +126,7 @@ func TestPruneDeletesWhatIsOlderThanRetention(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	seedConversation(t, s, "telegram:old:", t0)
-	_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "telegram:old:", Role: bot.RoleUser, Text: "new", At: t0.Add(48 * time.Hour)})
+	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "telegram:old:", Role: bot.RoleUser, Text: "new", At: t0.Add(48 * time.Hour)}})
 	seedConversation(t, s, "telegram:new:", t0.Add(48*time.Hour))
 	n, err := s.Prune(ctx, t0.Add(24*time.Hour))
 	if err != nil {

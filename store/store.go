@@ -309,18 +309,6 @@ func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
 	return nil
 }
 
-// AppendMessage implements bot.Store.
-func (s *Store) AppendMessage(ctx context.Context, m bot.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return appendMessage(tx, m) })
-	if err != nil {
-		return fmt.Errorf("store: append message to %s: %w", m.ThreadKey, err)
-	}
-	return nil
-}
-
 // RecentMessages implements bot.Store: it walks the thread backwards and
 // stops after n messages or at the first one before since.
 func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
@@ -393,10 +381,8 @@ func indexRun(tx *bolt.Tx, r *bot.Run) error {
 	return open.Put([]byte(r.ID), []byte(r.Status))
 }
 
-// WaitingRun returns the thread's newest run that waits for the user, or
-// nil. It reads only the thread's runs not ended (an index), so its cost
-// does not grow with the thread's history: a person's DM thread is one
-// thread for months.
+// WaitingRun implements bot.Store. It reads only the thread's runs not
+// ended (an index), so its cost does not grow with the thread's history.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -590,31 +576,6 @@ func appendMessage(tx *bolt.Tx, m bot.Message) error {
 		return err
 	}
 	return put(b, u64(seq), m)
-}
-
-// Enqueue implements bot.Store, in one transaction.
-func (s *Store) Enqueue(ctx context.Context, t bot.Thread, m *bot.Message, j bot.Job) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		threads := tx.Bucket(bucketThreads)
-		if threads.Get([]byte(t.Key)) == nil {
-			if err := put(threads, []byte(t.Key), t); err != nil {
-				return err
-			}
-		}
-		if m != nil {
-			if err := appendMessage(tx, *m); err != nil {
-				return err
-			}
-		}
-		return putJob(tx, j)
-	})
-	if err != nil {
-		return fmt.Errorf("store: enqueue job %s for %s: %w", j.ID, t.Key, err)
-	}
-	return nil
 }
 
 // DeleteJob implements bot.Store.

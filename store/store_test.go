@@ -99,11 +99,11 @@ func TestThreadsAndMessages(t *testing.T) {
 	}
 	for i := range 5 {
 		m := bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: fmt.Sprint("m", i), At: t0.Add(time.Duration(i-2) * time.Minute)}
-		if err := s.AppendMessage(ctx, m); err != nil {
+		if err := s.Commit(ctx, bot.Change{Message: &m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "other", Text: "elsewhere", At: t0})
+	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "other", Text: "elsewhere", At: t0}})
 	for _, tt := range []struct {
 		since time.Time
 		n     int
@@ -168,7 +168,7 @@ func TestJobs(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	for _, id := range []string{"j3", "j1", "j2", "j1"} {
-		if err := s.Enqueue(ctx, bot.Thread{Key: "k"}, nil, bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}); err != nil {
+		if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: "k"}, Job: &bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -304,7 +304,7 @@ func writeForever(path string) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				_ = s.SaveRun(ctx, &bot.Run{ID: fmt.Sprintf("r%d-%d", w, i%500), ThreadKey: "k", Status: bot.RunWorking, Instruction: big, Created: time.Now()})
-				_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: big, At: time.Now()})
+				_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: big, At: time.Now()}})
 			}
 		}()
 	}
@@ -316,7 +316,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 	ctx := context.Background()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = s.AppendMessage(ctx, bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: "move everything about the birthday into one project", At: t0})
+			_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "k", Role: bot.RoleUser, Text: "move everything about the birthday into one project", At: t0}})
 		}
 	})
 }
@@ -349,7 +349,7 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 					key := fmt.Sprintf("telegram:%d:", i)
 					_ = s.SaveThread(ctx, bot.Thread{Key: key, Platform: "telegram", ChatID: fmt.Sprint(i)})
 					for j := range 4 {
-						_ = s.AppendMessage(ctx, bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: answer, At: t0.Add(time.Duration(j) * time.Second)})
+						_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: answer, At: t0.Add(time.Duration(j) * time.Second)}})
 					}
 					_ = s.SaveRun(ctx, &bot.Run{ID: fmt.Sprint("run", i), ThreadKey: key, Status: bot.RunDone, Answer: answer, Created: t0})
 				}
@@ -373,18 +373,18 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 	}
 }
 
-func TestEnqueueIsOneTransaction(t *testing.T) {
+func TestCommitKeepsAnExistingThread(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
 	th := bot.Thread{Key: "telegram:1:", Platform: "telegram", ChatID: "1"}
 	m := &bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: "hi", At: t0}
-	if err := s.Enqueue(ctx, th, m, bot.Job{ID: "j1", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &th, Message: m, Job: &bot.Job{ID: "j1", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	// An existing thread keeps its reset time.
 	th.ResetAt = t0
 	_ = s.SaveThread(ctx, th)
-	if err := s.Enqueue(ctx, bot.Thread{Key: th.Key}, nil, bot.Job{ID: "j2", ThreadKey: th.Key}); err != nil {
+	if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: th.Key}, Job: &bot.Job{ID: "j2", ThreadKey: th.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Thread(ctx, th.Key)
@@ -395,9 +395,10 @@ func TestEnqueueIsOneTransaction(t *testing.T) {
 	}
 }
 
-// BenchmarkThreadRuns measures what every incoming message pays to find
-// its thread's waiting run, with 10,000 runs (each with a 4 KiB
-// transcript) in other threads.
+// BenchmarkThreadRuns measures reading a thread's runs (/undo, /usage)
+// and every waiting run (a button press), with 10,000 runs (each with a
+// 4 KiB transcript) in other threads. An incoming message finds its
+// thread's waiting run through WaitingRun (BenchmarkLongThread).
 func BenchmarkThreadRuns(b *testing.B) {
 	s, _ := open(b)
 	ctx := context.Background()
