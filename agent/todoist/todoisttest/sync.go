@@ -315,7 +315,7 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 			if f.left > 0 {
 				f.left--
 			}
-			status[c.UUID] = s.commandFault(f.f)
+			status[c.UUID] = s.faultError(f.f)
 			continue
 		}
 		a := &cmdArgs{s: s, m: c.Args, temp: temp}
@@ -333,19 +333,6 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 		}
 	}
 	return status, mapping
-}
-
-// commandFault is the sync_status of a command failed by FailCommands.
-// Callers hold s.mu.
-func (s *Server) commandFault(f Fault) *apiError {
-	var extra map[string]any
-	if f.ExtraRetryAfter > 0 {
-		extra = map[string]any{"retry_after": f.ExtraRetryAfter}
-	}
-	if f.Status == http.StatusTooManyRequests {
-		return s.newError(f.Status, 35, "LIMITS_REACHED", "Too many requests. Limits reached. Try again later", extra)
-	}
-	return s.newError(f.Status, 0, "INTERNAL_SERVER_ERROR", "Service unavailable", extra)
 }
 
 // cmdArgs reads a command's arguments.
