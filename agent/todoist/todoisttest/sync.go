@@ -121,6 +121,10 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(types) > 0 {
 		now := s.st.snapshot()
+		// What Todoist answers a sync_token it does not know (or no
+		// longer keeps) is undocumented; the fake answers a full sync,
+		// "full_sync": true, which the client must take as one. (The
+		// client also handles a 400 for it, which the fake never sends.)
 		since, incremental := s.tokens[syncToken]
 		switch {
 		case incremental && syncToken != "*":
