@@ -698,13 +698,8 @@ func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[str
 			return "label", w.ID
 		}
 	case "project":
-		switch {
-		case w.Kind == agent.DeleteProject:
-			return "project", w.ID
-		case w.Kind == agent.AddProject:
-			return "project", w.ParentID
-		case w.ProjectID != "":
-			return "project", w.ProjectID
+		if id, ok := projectOf(w); ok {
+			return "project", id
 		}
 	}
 	msg := strings.ToLower(ae.Message)
@@ -712,13 +707,8 @@ func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[str
 	case strings.Contains(msg, "section") && w.SectionID != "":
 		return "section", w.SectionID
 	case strings.Contains(msg, "project"):
-		switch {
-		case w.Kind == agent.DeleteProject:
-			return "project", w.ID
-		case w.Kind == agent.AddProject:
-			return "project", w.ParentID
-		case w.ProjectID != "":
-			return "project", w.ProjectID
+		if id, ok := projectOf(w); ok {
+			return "project", id
 		}
 	case strings.Contains(msg, "item") || strings.Contains(msg, "task"):
 		if w.ID != "" {
@@ -737,6 +727,21 @@ func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[str
 		return "task", w.ID
 	}
 	return idKind(w.Kind), w.ID
+}
+
+// projectOf is the project a not-found error about a project means for
+// w: the one it deletes, the parent of the one it adds, or the one it
+// names; ok is false when w names none.
+func projectOf(w agent.Write) (id string, ok bool) {
+	switch {
+	case w.Kind == agent.DeleteProject:
+		return w.ID, true
+	case w.Kind == agent.AddProject:
+		return w.ParentID, true
+	case w.ProjectID != "":
+		return w.ProjectID, true
+	}
+	return "", false
 }
 
 // looksLikeID reports whether s has the shape of a v1 id: alphanumeric

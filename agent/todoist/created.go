@@ -58,7 +58,7 @@ func (b *batch) findCreated(ctx context.Context, unmapped map[string]int) error 
 func (c *Client) findCreated(ctx context.Context, w agent.Write) (string, error) {
 	type found struct {
 		id string
-		at string // RFC 3339, compares as text
+		at string // RFC 3339, ordered by stamp
 	}
 	var cands []found
 	switch w.Kind {

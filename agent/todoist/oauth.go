@@ -77,7 +77,6 @@ func (o *OAuth) Exchange(ctx context.Context, code string) (string, error) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var out struct {
 		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
 		Error       string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &out)

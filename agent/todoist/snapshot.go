@@ -93,24 +93,28 @@ func (c *Client) Snapshot(ctx context.Context) (agent.Snapshot, error) {
 	if err != nil {
 		return agent.Snapshot{}, fmt.Errorf("todoist: read everything: %w", err)
 	}
-	changed := c.snap == nil || r.FullSync || token == "*" ||
-		len(r.Projects)+len(r.Sections)+len(r.Labels)+len(r.Items) > 0
-	if c.snap == nil || r.FullSync || token == "*" {
+	full := c.snap == nil || r.FullSync || token == "*"
+	changed := full || len(r.Projects)+len(r.Sections)+len(r.Labels)+len(r.Items) > 0
+	user := r.User
+	if full {
+		s := &snapState{}
+		s.apply(r)
 		if at, err := time.Parse(time.RFC3339Nano, r.FullSyncDateUTC); err == nil && r.SyncToken != "" && c.now().Sub(at) > maxFullSyncLag {
 			inc, err := c.syncRead(ctx, r.SyncToken)
 			if err != nil {
 				return agent.Snapshot{}, fmt.Errorf("todoist: read the changes since the delayed full sync of %s: %w", r.FullSyncDateUTC, err)
 			}
-			r.merge(inc)
+			s.apply(inc)
 			if inc.User != nil {
-				r.User = inc.User
+				user = inc.User
 			}
 		}
-		c.snap = &snapState{}
+		c.snap = s
+	} else {
+		c.snap.apply(r)
 	}
-	c.snap.apply(r)
-	if r.User != nil {
-		c.setZone(ctx, r.User.TZInfo.Timezone)
+	if user != nil {
+		c.setZone(ctx, user.TZInfo.Timezone)
 	}
 	if changed {
 		c.saveSnapshot(ctx)

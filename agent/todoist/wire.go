@@ -283,17 +283,8 @@ func snapshotOf(r *syncResponse) agent.Snapshot {
 	return s
 }
 
-// merge applies an incremental sync to a full one: a changed object
-// replaces its old self, a new one is added, and a deleted one
-// ({"id", "is_deleted": true}) stays deleted, for snapshotOf to drop.
-func (r *syncResponse) merge(inc *syncResponse) {
-	r.Projects = mergeByID(r.Projects, inc.Projects, func(p syncProject) string { return p.ID })
-	r.Sections = mergeByID(r.Sections, inc.Sections, func(x syncSection) string { return x.ID })
-	r.Labels = mergeByID(r.Labels, inc.Labels, func(l syncLabel) string { return l.ID })
-	r.Items = mergeByID(r.Items, inc.Items, func(t syncItem) string { return t.ID })
-	r.SyncToken = inc.SyncToken
-}
-
+// mergeByID applies changed to all: a changed object replaces its old
+// self and a new one is added.
 func mergeByID[T any](all, changed []T, id func(T) string) []T {
 	at := make(map[string]int, len(all))
 	for i, x := range all {

@@ -479,18 +479,26 @@ func (s *Server) writeFault(w http.ResponseWriter, f Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
+	s.mu.Lock()
+	e := s.faultError(f)
+	s.mu.Unlock()
+	writeJSON(w, f.Status, e)
+}
+
+// faultError is the error body of an injected failure, of a whole
+// request (FailNext) or of one command (FailCommands). Callers hold s.mu.
+func (s *Server) faultError(f Fault) *apiError {
 	var extra map[string]any
 	if f.ExtraRetryAfter > 0 {
 		extra = map[string]any{"retry_after": f.ExtraRetryAfter}
 	}
 	switch {
 	case f.Status == http.StatusTooManyRequests:
-		s.writeError(w, f.Status, 35, "LIMITS_REACHED", "Too many requests. Limits reached. Try again later", extra)
+		return s.newError(f.Status, 35, "LIMITS_REACHED", "Too many requests. Limits reached. Try again later", extra)
 	case f.Status >= 500:
-		s.writeError(w, f.Status, 0, "INTERNAL_SERVER_ERROR", "Service unavailable", extra)
-	default:
-		s.writeError(w, f.Status, 0, strings.ToUpper(strings.ReplaceAll(http.StatusText(f.Status), " ", "_")), http.StatusText(f.Status), extra)
+		return s.newError(f.Status, 0, "INTERNAL_SERVER_ERROR", "Service unavailable", extra)
 	}
+	return s.newError(f.Status, 0, strings.ToUpper(strings.ReplaceAll(http.StatusText(f.Status), " ", "_")), http.StatusText(f.Status), extra)
 }
 
 // apiError is v1's error body; it is also a failed command's sync_status.

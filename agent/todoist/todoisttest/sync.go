@@ -121,6 +121,10 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(types) > 0 {
 		now := s.st.snapshot()
+		// What Todoist answers a sync_token it does not know (or no
+		// longer keeps) is undocumented; the fake answers a full sync,
+		// "full_sync": true, which the client must take as one. (The
+		// client also handles a 400 for it, which the fake never sends.)
 		since, incremental := s.tokens[syncToken]
 		switch {
 		case incremental && syncToken != "*":
@@ -191,76 +195,23 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 	for r := range wanted(types) {
 		switch r {
 		case "projects":
-			old := map[string]Project{}
-			if since != nil {
-				for _, p := range since.Projects {
-					old[p.ID] = p
-				}
-			}
-			out := []any{}
-			for _, p := range st.Projects {
-				if since == nil && p.IsArchived {
-					continue
-				}
-				if o, ok := old[p.ID]; since != nil && ok && reflect.DeepEqual(o, p) {
-					delete(old, p.ID)
-					continue
-				}
-				delete(old, p.ID)
-				out = append(out, p.sync())
-			}
-			resp[r] = appendTombstones(out, old)
+			resp[r] = changes(st.Projects, since, func(was *State) []Project { return was.Projects },
+				func(p Project) string { return p.ID }, func(p Project) bool { return p.IsArchived },
+				func(p Project) any { return p.sync() })
 		case "sections":
-			old := map[string]Section{}
-			if since != nil {
-				for _, x := range since.Sections {
-					old[x.ID] = x
-				}
-			}
-			out := []any{}
-			for _, x := range st.Sections {
-				o, ok := old[x.ID]
-				delete(old, x.ID)
-				if since != nil && ok && o == x {
-					continue
-				}
-				out = append(out, s.sectionJSON(&x))
-			}
-			resp[r] = appendTombstones(out, old)
+			resp[r] = changes(st.Sections, since, func(was *State) []Section { return was.Sections },
+				func(x Section) string { return x.ID }, func(Section) bool { return false },
+				func(x Section) any { return s.sectionJSON(&x) })
 		case "labels":
-			old := map[string]Label{}
-			if since != nil {
-				for _, l := range since.Labels {
-					old[l.ID] = l
-				}
-			}
-			out := []any{}
-			for _, l := range st.Labels {
-				o, ok := old[l.ID]
-				delete(old, l.ID)
-				if since != nil && ok && o == l {
-					continue
-				}
-				out = append(out, syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite})
-			}
-			resp[r] = appendTombstones(out, old)
+			resp[r] = changes(st.Labels, since, func(was *State) []Label { return was.Labels },
+				func(l Label) string { return l.ID }, func(Label) bool { return false },
+				func(l Label) any {
+					return syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite}
+				})
 		case "items":
-			old := map[string]Task{}
-			if since != nil {
-				for _, t := range since.Tasks {
-					old[t.ID] = t
-				}
-			}
-			out := []any{}
-			for _, t := range st.Tasks {
-				o, ok := old[t.ID]
-				delete(old, t.ID)
-				if since == nil && t.Checked || since != nil && ok && reflect.DeepEqual(o, t) {
-					continue
-				}
-				out = append(out, s.syncItem(&t))
-			}
-			resp[r] = appendTombstones(out, old)
+			resp[r] = changes(st.Tasks, since, func(was *State) []Task { return was.Tasks },
+				func(t Task) string { return t.ID }, func(t Task) bool { return t.Checked },
+				func(t Task) any { return s.syncItem(&t) })
 		case "user":
 			resp[r] = s.userJSON()
 		case "user_plan_limits":
@@ -272,6 +223,29 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 			}
 		}
 	}
+}
+
+// changes is one resource of a sync answer: when since is nil (a full
+// sync), every object of cur but those inactive (archived projects,
+// completed tasks) reports; else those that differ from, or are not in,
+// the state since, and a tombstone for each object gone from it.
+func changes[T any](cur []T, since *State, of func(*State) []T, id func(T) string, inactive func(T) bool, toJSON func(T) any) []any {
+	old := map[string]T{}
+	if since != nil {
+		for _, x := range of(since) {
+			old[id(x)] = x
+		}
+	}
+	out := []any{}
+	for _, x := range cur {
+		o, ok := old[id(x)]
+		delete(old, id(x))
+		if since == nil && inactive(x) || since != nil && ok && reflect.DeepEqual(o, x) {
+			continue
+		}
+		out = append(out, toJSON(x))
+	}
+	return appendTombstones(out, old)
 }
 
 func appendTombstones[T any](out []any, gone map[string]T) []any {
@@ -345,7 +319,7 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 			if f.left > 0 {
 				f.left--
 			}
-			status[c.UUID] = s.commandFault(f.f)
+			status[c.UUID] = s.faultError(f.f)
 			continue
 		}
 		a := &cmdArgs{s: s, m: c.Args, temp: temp}
@@ -363,19 +337,6 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 		}
 	}
 	return status, mapping
-}
-
-// commandFault is the sync_status of a command failed by FailCommands.
-// Callers hold s.mu.
-func (s *Server) commandFault(f Fault) *apiError {
-	var extra map[string]any
-	if f.ExtraRetryAfter > 0 {
-		extra = map[string]any{"retry_after": f.ExtraRetryAfter}
-	}
-	if f.Status == http.StatusTooManyRequests {
-		return s.newError(f.Status, 35, "LIMITS_REACHED", "Too many requests. Limits reached. Try again later", extra)
-	}
-	return s.newError(f.Status, 0, "INTERNAL_SERVER_ERROR", "Service unavailable", extra)
 }
 
 // cmdArgs reads a command's arguments.
