@@ -100,6 +100,23 @@ func (pl *planner) ensureTasks(ctx context.Context, ids []string) (map[string]bo
 	return pl.r.ensureTasks(ctx, ids)
 }
 
+// eachTask reads the tasks ids name, rejects the ones that do not exist
+// and calls fn with the index and the task of each other.
+func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t Task)) error {
+	missing, err := pl.ensureTasks(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if missing[id] {
+			pl.reject(id, pl.noTask(id))
+			continue
+		}
+		fn(i, pl.k.Tasks[id])
+	}
+	return nil
+}
+
 // taskNames names tasks for a question, reading the unknown ones first (a
 // failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
 func (pl *planner) taskNames(ctx context.Context, ids []string) string {
@@ -312,16 +329,8 @@ func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
 	for i, u := range a.Updates {
 		ids[i] = u.TaskID
 	}
-	missing, err := pl.ensureTasks(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for _, u := range a.Updates {
-		if missing[u.TaskID] {
-			pl.reject(u.TaskID, pl.noTask(u.TaskID))
-			continue
-		}
-		old := pl.k.Tasks[u.TaskID]
+	return pl.eachTask(ctx, ids, func(i int, old Task) {
+		u := a.Updates[i]
 		w := Write{Kind: UpdateTask, ID: u.TaskID, Content: u.Content, Description: u.Description, DueString: u.DueString, Labels: labelsPtr(u.Labels)}
 		// The inverse restores every field the update changes.
 		inv := Write{Kind: UpdateTask, ID: u.TaskID}
@@ -352,12 +361,11 @@ func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 		if len(changed) == 0 {
 			pl.note("%s %q: nothing to change.", u.TaskID, old.Content)
-			continue
+			return
 		}
 		pl.add(w, planItem{Ref: u.TaskID, Obs: fmt.Sprintf("Updated %s %q: %s", u.TaskID, old.Content, strings.Join(changed, ", ")),
 			Summary: fmt.Sprintf("changed the %s of %q", strings.Join(changed, ", "), old.Content), Inverse: []Write{inv}})
-	}
-	return nil
+	})
 }
 
 func (a *UpdateTasksArgs) gate(context.Context, *planner) (label, question string) {
@@ -372,25 +380,14 @@ func (*UpdateTasksArgs) progress(t tally) string {
 }
 
 func (a *CompleteTasksArgs) plan(ctx context.Context, pl *planner) error {
-	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
-	if err != nil {
-		return err
-	}
-	for _, id := range a.TaskIDs {
-		if missing[id] {
-			pl.reject(id, pl.noTask(id))
-			continue
-		}
-		t := pl.k.Tasks[id]
-		inv := completeInverse(t)
-		obs := fmt.Sprintf("Completed %s %q", id, t.Content)
+	return pl.eachTask(ctx, a.TaskIDs, func(_ int, t Task) {
+		obs := fmt.Sprintf("Completed %s %q", t.ID, t.Content)
 		if t.IsRecurring {
 			// Closing a recurring task moves it to its next date.
 			obs += " (recurring: moved to its next date)"
 		}
-		pl.add(Write{Kind: CloseTask, ID: id}, planItem{Ref: id, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: inv})
-	}
-	return nil
+		pl.add(Write{Kind: CloseTask, ID: t.ID}, planItem{Ref: t.ID, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: completeInverse(t)})
+	})
 }
 
 func (a *CompleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
@@ -405,20 +402,10 @@ func (*CompleteTasksArgs) progress(t tally) string {
 }
 
 func (a *DeleteTasksArgs) plan(ctx context.Context, pl *planner) error {
-	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
-	if err != nil {
-		return err
-	}
-	for _, id := range a.TaskIDs {
-		if missing[id] {
-			pl.reject(id, pl.noTask(id))
-			continue
-		}
+	return pl.eachTask(ctx, a.TaskIDs, func(_ int, t Task) {
 		// No inverse: a deleted task cannot come back.
-		t := pl.k.Tasks[id]
-		pl.add(Write{Kind: DeleteTask, ID: id}, planItem{Ref: id, Obs: fmt.Sprintf("Deleted %s %q", id, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
-	}
-	return nil
+		pl.add(Write{Kind: DeleteTask, ID: t.ID}, planItem{Ref: t.ID, Obs: fmt.Sprintf("Deleted %s %q", t.ID, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
+	})
 }
 
 func (a *DeleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
