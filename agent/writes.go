@@ -443,18 +443,10 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			return err
 		}
 	}
-	missing, err := pl.ensureTasks(ctx, ids)
-	if err != nil {
-		return err
-	}
 	created := map[string]string{}      // lower name → temp id
 	createdNames := map[string]string{} // lower name → the name used
-	for _, m := range moves {
-		if missing[m.TaskID] {
-			pl.reject(m.TaskID, pl.noTask(m.TaskID))
-			continue
-		}
-		t := k.Tasks[m.TaskID]
+	return pl.eachTask(ctx, ids, func(i int, t Task) {
+		m := moves[i]
 		w := Write{Kind: MoveTask, ID: m.TaskID}
 		var dest string
 		switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
@@ -462,11 +454,11 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			s, ok := k.Sections[sec]
 			if !ok && k.TasksFresh && len(k.Sections) > 0 {
 				pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
-				continue
+				return
 			}
 			if sec == t.SectionID {
 				pl.note("%s %q is already in that section.", t.ID, t.Content)
-				continue
+				return
 			}
 			w.SectionID = sec
 			dest = "section " + sec
@@ -482,12 +474,12 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 					proj = byName.ID
 				} else {
 					pl.reject(m.TaskID, pl.noProject(proj))
-					continue
+					return
 				}
 			}
 			if proj == t.ProjectID && t.SectionID == "" {
 				pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
-				continue
+				return
 			}
 			w.ProjectID = proj
 			dest = k.projectName(proj)
@@ -498,7 +490,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			if ex, ok := k.projectByName(name); ok {
 				if ex.ID == t.ProjectID && t.SectionID == "" {
 					pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
-					continue
+					return
 				}
 				w.ProjectID = ex.ID
 				dest = ex.Name
@@ -517,7 +509,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			dest = name
 		default:
 			pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
-			continue
+			return
 		}
 		back := Write{Kind: MoveTask, ID: t.ID, ProjectID: t.ProjectID}
 		if t.SectionID != "" {
@@ -525,8 +517,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 		pl.add(w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
 			Summary: fmt.Sprintf("moved %q to %s", t.Content, dest), Inverse: []Write{back}, Dest: dest})
-	}
-	return nil
+	})
 }
 
 // applyResults records what became of a plan's writes: the observation,
