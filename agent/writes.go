@@ -45,7 +45,7 @@ func NewUUID() string {
 func strp(s string) *string { return &s }
 
 // planner is what a write action plans with: what the run knows (read
-// more with ensureProjects and ensureTasks) and the plan being built. The
+// more with r.ensureProjects and r.ensureTasks) and the plan being built. The
 // runner's lock is held while a planner is in use.
 type planner struct {
 	r  *runner
@@ -94,16 +94,10 @@ func (pl *planner) noTask(id string) string {
 	return "no task with id " + id + "; " + pl.k.taskHint(id)
 }
 
-func (pl *planner) ensureProjects(ctx context.Context) error { return pl.r.ensureProjects(ctx) }
-
-func (pl *planner) ensureTasks(ctx context.Context, ids []string) (map[string]bool, error) {
-	return pl.r.ensureTasks(ctx, ids)
-}
-
 // eachTask reads the tasks ids name, rejects the ones that do not exist
 // and calls fn with the index and the task of each other.
 func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t Task)) error {
-	missing, err := pl.ensureTasks(ctx, ids)
+	missing, err := pl.r.ensureTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -120,7 +114,7 @@ func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t 
 // taskNames names tasks for a question, reading the unknown ones first (a
 // failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
 func (pl *planner) taskNames(ctx context.Context, ids []string) string {
-	_, _ = pl.ensureTasks(ctx, ids)
+	_, _ = pl.r.ensureTasks(ctx, ids)
 	var out []string
 	for i, id := range ids {
 		if i == 5 {
@@ -203,7 +197,7 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
-	if err := pl.ensureProjects(ctx); err != nil {
+	if err := pl.r.ensureProjects(ctx); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(a.Name)
@@ -439,7 +433,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 	}
 	if needProjects {
-		if err := pl.ensureProjects(ctx); err != nil {
+		if err := pl.r.ensureProjects(ctx); err != nil {
 			return err
 		}
 	}
