@@ -428,10 +428,12 @@ func (r *runner) outcome() *Outcome {
 // end finishes the run, or suspends it, with a status and answer.
 func (r *runner) end(ctx context.Context, st Status, answer string, cause error) *Outcome {
 	r.tr.Status, r.tr.Answer = st, answer
-	r.e.cfg.Redact.Transcript(r.tr)
+	// save redacts the transcript, the answer and question included, so
+	// the outcome is built after it.
+	err := r.save(ctx)
 	o := r.outcome()
 	o.Err = cause
-	if err := r.save(ctx); err != nil && o.Err == nil {
+	if err != nil && o.Err == nil {
 		o.Err = err
 	}
 	return o
@@ -439,13 +441,13 @@ func (r *runner) end(ctx context.Context, st Status, answer string, cause error)
 
 // stop ends the run at a limit with an honest partial answer.
 func (r *runner) stop(ctx context.Context, reason string) *Outcome {
-	return r.end(ctx, StatusStopped, "I stopped before finishing: "+reason+".\n"+r.doneList(), nil)
+	return r.end(ctx, StatusStopped, "I stopped before finishing: "+reason+".\n"+r.tr.DoneList(), nil)
 }
 
 // fail ends the run because of err. It is the one place that turns an
 // error into the user's words (see userMessage); err itself is for logs.
 func (r *runner) fail(ctx context.Context, err error) *Outcome {
-	return r.end(ctx, StatusFailed, "I couldn't finish: "+userMessage(err)+".\n"+r.doneList(), err)
+	return r.end(ctx, StatusFailed, "I couldn't finish: "+userMessage(err)+".\n"+r.tr.DoneList(), err)
 }
 
 // userMessage is what a person may read of err: the message of its
@@ -462,8 +464,6 @@ func userMessage(err error) string {
 func errSaving(err error) error {
 	return &Error{Code: ErrServer, Message: "I could not save my progress", Err: err}
 }
-
-func (r *runner) doneList() string { return r.tr.DoneList() }
 
 // interrupted ends this segment of the run because ctx ended: a timeout
 // ends the run; a cancel or shutdown leaves it resumable.
@@ -890,7 +890,7 @@ func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *O
 	r.popCall(callID)
 	answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
 	if len(r.tr.Journal) > 0 {
-		answer += "\n" + r.doneList()
+		answer += "\n" + r.tr.DoneList()
 	}
 	return r.end(ctx, StatusFailed, answer, nil)
 }

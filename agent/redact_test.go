@@ -163,3 +163,25 @@ func TestRedactorAddHidesLaterSecrets(t *testing.T) {
 	var nilR *Redactor
 	nilR.Add(tok) // no panic
 }
+
+// unauthorizedEchoTasks fails every label read as unauthorized, echoing
+// its token in the message a user is shown.
+type unauthorizedEchoTasks struct{ *memTasks }
+
+func (unauthorizedEchoTasks) Labels(context.Context) ([]Label, error) {
+	return nil, &Error{Code: ErrUnauthorized, Message: "Todoist refused the token " + testToken}
+}
+
+// A run that fails on an error whose user message holds a secret answers
+// with the redacted message.
+func TestEngineRedactsTheFailureAnswer(t *testing.T) {
+	s := &script{replies: []Response{tool(ActGetLabels, `{}`)}}
+	e := New(s, unauthorizedEchoTasks{newTalkTasks()}, Config{Redact: NewRedactor(testToken)})
+	out := e.Start(t.Context(), Input{Instruction: "list labels"}, Hooks{})
+	if out.Status != StatusFailed {
+		t.Fatalf("status %s %q, want failed", out.Status, out.Answer)
+	}
+	if strings.Contains(out.Answer, testToken) || !strings.Contains(out.Answer, Redacted) {
+		t.Errorf("answer = %q, want the token redacted", out.Answer)
+	}
+}

@@ -45,7 +45,7 @@ func NewUUID() string {
 func strp(s string) *string { return &s }
 
 // planner is what a write action plans with: what the run knows (read
-// more with ensureProjects and ensureTasks) and the plan being built. The
+// more with r.ensureProjects and r.ensureTasks) and the plan being built. The
 // runner's lock is held while a planner is in use.
 type planner struct {
 	r  *runner
@@ -94,16 +94,27 @@ func (pl *planner) noTask(id string) string {
 	return "no task with id " + id + "; " + pl.k.taskHint(id)
 }
 
-func (pl *planner) ensureProjects(ctx context.Context) error { return pl.r.ensureProjects(ctx) }
-
-func (pl *planner) ensureTasks(ctx context.Context, ids []string) (map[string]bool, error) {
-	return pl.r.ensureTasks(ctx, ids)
+// eachTask reads the tasks ids name, rejects the ones that do not exist
+// and calls fn with the index and the task of each other.
+func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t Task)) error {
+	missing, err := pl.r.ensureTasks(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if missing[id] {
+			pl.reject(id, pl.noTask(id))
+			continue
+		}
+		fn(i, pl.k.Tasks[id])
+	}
+	return nil
 }
 
 // taskNames names tasks for a question, reading the unknown ones first (a
 // failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
 func (pl *planner) taskNames(ctx context.Context, ids []string) string {
-	_, _ = pl.ensureTasks(ctx, ids)
+	_, _ = pl.r.ensureTasks(ctx, ids)
 	var out []string
 	for i, id := range ids {
 		if i == 5 {
@@ -186,7 +197,7 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
-	if err := pl.ensureProjects(ctx); err != nil {
+	if err := pl.r.ensureProjects(ctx); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(a.Name)
@@ -312,16 +323,8 @@ func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
 	for i, u := range a.Updates {
 		ids[i] = u.TaskID
 	}
-	missing, err := pl.ensureTasks(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for _, u := range a.Updates {
-		if missing[u.TaskID] {
-			pl.reject(u.TaskID, pl.noTask(u.TaskID))
-			continue
-		}
-		old := pl.k.Tasks[u.TaskID]
+	return pl.eachTask(ctx, ids, func(i int, old Task) {
+		u := a.Updates[i]
 		w := Write{Kind: UpdateTask, ID: u.TaskID, Content: u.Content, Description: u.Description, DueString: u.DueString, Labels: labelsPtr(u.Labels)}
 		// The inverse restores every field the update changes.
 		inv := Write{Kind: UpdateTask, ID: u.TaskID}
@@ -352,12 +355,11 @@ func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 		if len(changed) == 0 {
 			pl.note("%s %q: nothing to change.", u.TaskID, old.Content)
-			continue
+			return
 		}
 		pl.add(w, planItem{Ref: u.TaskID, Obs: fmt.Sprintf("Updated %s %q: %s", u.TaskID, old.Content, strings.Join(changed, ", ")),
 			Summary: fmt.Sprintf("changed the %s of %q", strings.Join(changed, ", "), old.Content), Inverse: []Write{inv}})
-	}
-	return nil
+	})
 }
 
 func (a *UpdateTasksArgs) gate(context.Context, *planner) (label, question string) {
@@ -372,25 +374,14 @@ func (*UpdateTasksArgs) progress(t tally) string {
 }
 
 func (a *CompleteTasksArgs) plan(ctx context.Context, pl *planner) error {
-	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
-	if err != nil {
-		return err
-	}
-	for _, id := range a.TaskIDs {
-		if missing[id] {
-			pl.reject(id, pl.noTask(id))
-			continue
-		}
-		t := pl.k.Tasks[id]
-		inv := completeInverse(t)
-		obs := fmt.Sprintf("Completed %s %q", id, t.Content)
+	return pl.eachTask(ctx, a.TaskIDs, func(_ int, t Task) {
+		obs := fmt.Sprintf("Completed %s %q", t.ID, t.Content)
 		if t.IsRecurring {
 			// Closing a recurring task moves it to its next date.
 			obs += " (recurring: moved to its next date)"
 		}
-		pl.add(Write{Kind: CloseTask, ID: id}, planItem{Ref: id, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: inv})
-	}
-	return nil
+		pl.add(Write{Kind: CloseTask, ID: t.ID}, planItem{Ref: t.ID, Obs: obs, Summary: fmt.Sprintf("completed %q", t.Content), Inverse: completeInverse(t)})
+	})
 }
 
 func (a *CompleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
@@ -405,20 +396,10 @@ func (*CompleteTasksArgs) progress(t tally) string {
 }
 
 func (a *DeleteTasksArgs) plan(ctx context.Context, pl *planner) error {
-	missing, err := pl.ensureTasks(ctx, a.TaskIDs)
-	if err != nil {
-		return err
-	}
-	for _, id := range a.TaskIDs {
-		if missing[id] {
-			pl.reject(id, pl.noTask(id))
-			continue
-		}
+	return pl.eachTask(ctx, a.TaskIDs, func(_ int, t Task) {
 		// No inverse: a deleted task cannot come back.
-		t := pl.k.Tasks[id]
-		pl.add(Write{Kind: DeleteTask, ID: id}, planItem{Ref: id, Obs: fmt.Sprintf("Deleted %s %q", id, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
-	}
-	return nil
+		pl.add(Write{Kind: DeleteTask, ID: t.ID}, planItem{Ref: t.ID, Obs: fmt.Sprintf("Deleted %s %q", t.ID, t.Content), Summary: fmt.Sprintf("deleted %q (cannot be undone)", t.Content)})
+	})
 }
 
 func (a *DeleteTasksArgs) gate(ctx context.Context, pl *planner) (label, question string) {
@@ -452,22 +433,14 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 	}
 	if needProjects {
-		if err := pl.ensureProjects(ctx); err != nil {
+		if err := pl.r.ensureProjects(ctx); err != nil {
 			return err
 		}
 	}
-	missing, err := pl.ensureTasks(ctx, ids)
-	if err != nil {
-		return err
-	}
 	created := map[string]string{}      // lower name → temp id
 	createdNames := map[string]string{} // lower name → the name used
-	for _, m := range moves {
-		if missing[m.TaskID] {
-			pl.reject(m.TaskID, pl.noTask(m.TaskID))
-			continue
-		}
-		t := k.Tasks[m.TaskID]
+	return pl.eachTask(ctx, ids, func(i int, t Task) {
+		m := moves[i]
 		w := Write{Kind: MoveTask, ID: m.TaskID}
 		var dest string
 		switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
@@ -475,11 +448,11 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			s, ok := k.Sections[sec]
 			if !ok && k.TasksFresh && len(k.Sections) > 0 {
 				pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
-				continue
+				return
 			}
 			if sec == t.SectionID {
 				pl.note("%s %q is already in that section.", t.ID, t.Content)
-				continue
+				return
 			}
 			w.SectionID = sec
 			dest = "section " + sec
@@ -495,12 +468,12 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 					proj = byName.ID
 				} else {
 					pl.reject(m.TaskID, pl.noProject(proj))
-					continue
+					return
 				}
 			}
 			if proj == t.ProjectID && t.SectionID == "" {
 				pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
-				continue
+				return
 			}
 			w.ProjectID = proj
 			dest = k.projectName(proj)
@@ -511,7 +484,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			if ex, ok := k.projectByName(name); ok {
 				if ex.ID == t.ProjectID && t.SectionID == "" {
 					pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
-					continue
+					return
 				}
 				w.ProjectID = ex.ID
 				dest = ex.Name
@@ -530,7 +503,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			dest = name
 		default:
 			pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
-			continue
+			return
 		}
 		back := Write{Kind: MoveTask, ID: t.ID, ProjectID: t.ProjectID}
 		if t.SectionID != "" {
@@ -538,8 +511,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 		pl.add(w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
 			Summary: fmt.Sprintf("moved %q to %s", t.Content, dest), Inverse: []Write{back}, Dest: dest})
-	}
-	return nil
+	})
 }
 
 // applyResults records what became of a plan's writes: the observation,
