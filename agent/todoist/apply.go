@@ -234,6 +234,11 @@ func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) er
 				}
 				continue
 			}
+			// Once one command must wait, every later failed one is re-sent
+			// with it: Todoist applies a batch in order, so a later command
+			// may have failed only because an earlier one did not run (a
+			// temp id it created, a project it moved). A failure that is
+			// permanent fails again and is reported when the rounds end.
 			if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
 				again = append(again, i)
 				deferred[i] = ae
