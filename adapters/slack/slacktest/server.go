@@ -296,18 +296,31 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 		s.fail(w, "msg_too_long", tok)
 		return
 	}
+	p, ok := s.keep(w, f, tok, false)
+	if !ok {
+		return
+	}
+	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
+}
+
+// keep records a message chat.postMessage or chat.postEphemeral accepted,
+// or answers invalid_blocks for blocks the fake cannot read.
+func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral bool) (*Posted, bool) {
 	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
 	if !ok {
 		s.fail(w, "invalid_blocks", tok)
-		return
+		return nil, false
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.seq++
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
 		Sections: sections, Buttons: values, Labels: labels, URLs: urls}
+	if ephemeral {
+		p.Ephemeral, p.User = true, f.Get("user")
+	}
 	s.posts = append(s.posts, p)
-	s.mu.Unlock()
-	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
+	return p, true
 }
 
 // postEphemeral shows a message to one user of a channel
@@ -329,17 +342,10 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request, tok strin
 		s.fail(w, "no_text", tok)
 		return
 	}
-	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
+	p, ok := s.keep(w, f, tok, true)
 	if !ok {
-		s.fail(w, "invalid_blocks", tok)
 		return
 	}
-	s.mu.Lock()
-	s.seq++
-	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Ephemeral: true, User: f.Get("user")}
-	s.posts = append(s.posts, p)
-	s.mu.Unlock()
 	answer(w, map[string]any{"ok": true, "message_ts": p.TS})
 }
 
