@@ -278,6 +278,10 @@ func (s *Server) member(channel string) bool {
 	return !s.outside[channel]
 }
 
+// post is chat.postMessage (docs.slack.dev/reference/methods/chat.postMessage):
+// text or blocks is required (no_text), the bot must be in the channel
+// (not_in_channel), and text over 40,000 characters is msg_too_long (the
+// page's errors table and its text argument).
 func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
 	if f.Get("channel") == "" {
