@@ -391,12 +391,6 @@ func (s *Server) SlashCommand(channel, user, command, text string) url.Values {
 		"team_id": {"T1"}, "trigger_id": {"trig-" + id}, "response_url": {s.srv.URL + "/hooks/" + id}, "api_app_id": {"A1"}}
 }
 
-// ResponseURL returns a fresh response_url for channel, as a button
-// press carries.
-func (s *Server) ResponseURL(channel string) string {
-	return s.srv.URL + "/hooks/" + s.newHook(channel, false)
-}
-
 func (s *Server) newHook(channel string, command bool) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
