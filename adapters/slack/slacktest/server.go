@@ -65,12 +65,11 @@ func (p Posted) Shown() string {
 	return p.Text
 }
 
-// hook is a response_url handed out with a slash command or a button press.
+// hook is a response_url handed out with a slash command.
 type hook struct {
 	channel string
 	issued  time.Time
 	used    int
-	command bool
 }
 
 // Server is a fake Slack.
@@ -386,17 +385,17 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 // URL when user types command (and text) in channel, with a fresh
 // response_url served by this fake (api.slack.com/interactivity/slash-commands).
 func (s *Server) SlashCommand(channel, user, command, text string) url.Values {
-	id := s.newHook(channel, true)
+	id := s.newHook(channel)
 	return url.Values{"command": {command}, "text": {text}, "user_id": {user}, "user_name": {"user"}, "channel_id": {channel},
 		"team_id": {"T1"}, "trigger_id": {"trig-" + id}, "response_url": {s.srv.URL + "/hooks/" + id}, "api_app_id": {"A1"}}
 }
 
-func (s *Server) newHook(channel string, command bool) string {
+func (s *Server) newHook(channel string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hookSeq++
 	id := fmt.Sprintf("T1/%d/hooksecret%d", s.hookSeq, s.hookSeq)
-	s.hooks[id] = &hook{channel: channel, issued: time.Now(), command: command}
+	s.hooks[id] = &hook{channel: channel, issued: time.Now()}
 	return id
 }
 
@@ -406,7 +405,8 @@ func (s *Server) newHook(channel string, command bool) string {
 // bot is not a member; response_type "ephemeral" (the default) shows the
 // message only to the user, "in_channel" to everyone. replace_original on
 // a slash command's response_url replaces nothing (slackapi/bolt-js#2287,
-// slackapi/bolt-python#1268): only a button's response_url can.
+// slackapi/bolt-python#1268): only a button's response_url can, and this
+// fake hands out slash commands' only.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 	var body struct {
 		Text            string          `json:"text"`
@@ -449,7 +449,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 		http.Error(w, "no_text", http.StatusBadRequest)
 		return
 	}
-	if body.ReplaceOriginal && h.command {
+	if body.ReplaceOriginal {
 		_, _ = fmt.Fprint(w, "ok") // accepted, and nothing changes
 		return
 	}
