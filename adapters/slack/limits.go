@@ -6,4 +6,4 @@ var _ bot.TextLimiter = (*Adapter)(nil)
 
 // MaxText implements bot.TextLimiter: the bot cuts an answer or question
 // to what one Slack message shows.
-func (a *Adapter) MaxText() int { return maxText }
+func (a *Adapter) MaxText() int { return maxMessage }

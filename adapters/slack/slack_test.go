@@ -626,6 +626,23 @@ func TestLongQuestionIsOneMessageItsEditKeeps(t *testing.T) {
 	}
 }
 
+// TestLongestAnswerIsOneMessage: the bot cuts an answer or question to
+// MaxText; that much, with its buttons, is still one message shown whole.
+func TestLongestAnswerIsOneMessage(t *testing.T) {
+	a, srv := newAdapter(t)
+	text := strings.Repeat("x", a.MaxText()-len("Pick one.")) + "Pick one."
+	if a.MaxText() <= 3000 {
+		t.Errorf("MaxText = %d: the bot would cut an answer to one section's 3,000 characters though a message holds several", a.MaxText())
+	}
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "C1", Text: text, Buttons: []bot.Button{{Label: "Yes", Data: "w:k:0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := srv.Posts("C1")
+	if len(ps) != 1 || strings.ReplaceAll(ps[0].Shown(), "\n", "") != text || len(ps[0].Buttons) != 1 { // sections show as lines
+		t.Errorf("got %d posts; want one showing all %d characters with its button", len(ps), len(text))
+	}
+}
+
 // TestCommandNamesRoundTrip: each command as the help spells it is a
 // slash command the app registers, read back as that command.
 func TestCommandNamesRoundTrip(t *testing.T) {

@@ -185,6 +185,9 @@ func (c Config) Validate(serve bool) error {
 	if c.TranscribeURL != "" {
 		urls = append(urls, struct{ name, v string }{"TIDYBOT_TRANSCRIBE_URL", c.TranscribeURL})
 	}
+	if c.TodoistAuth != "" {
+		urls = append(urls, struct{ name, v string }{"TODOIST_AUTH_URL", c.TodoistAuth})
+	}
 	for _, u := range urls {
 		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad("%s must be an http(s) URL, not %q", u.name, u.v)
@@ -269,7 +272,7 @@ func (c Config) Validate(serve bool) error {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
 	}
-	if c.PublicURL != "" {
+	if c.PublicURL != "" && !c.TeamMode() { // team mode's stricter check is validateTeam's
 		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
 			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
 		}
@@ -386,11 +389,6 @@ func (c Config) validateTeam(serve bool) []error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if (c.ClientID == "") != (c.ClientSecret == "") {
 		bad("team mode needs both TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET (from Todoist's App Management Console); one is set")
-	}
-	if c.TodoistAuth != "" {
-		if p, err := url.Parse(c.TodoistAuth); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			bad("TODOIST_AUTH_URL must be an http(s) URL, not %q", c.TodoistAuth)
-		}
 	}
 	if c.DailyTokens < 0 {
 		bad("TIDYBOT_USER_DAILY_TOKENS must be 0 (no cap) or positive, not %d", c.DailyTokens)

@@ -34,7 +34,7 @@ func (s *syncBuffer) String() string {
 }
 
 // freeAddr returns a local address nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +53,7 @@ type running struct {
 
 // startServe runs `tidybot serve` with e's config (on a free port, logs
 // kept) until the test ends or stop is called.
-func startServe(t *testing.T, e *env, timeouts *httpTimeouts) *running {
+func startServe(t testing.TB, e *env, timeouts *httpTimeouts) *running {
 	t.Helper()
 	e.cfg.HTTPAddr = freeAddr(t)
 	logs := &syncBuffer{}

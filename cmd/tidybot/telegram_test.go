@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,32 +14,7 @@ import (
 // the test ends, and returns the base URL of its HTTP server.
 func serve(t *testing.T, e *env) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cfg.HTTPAddr = ln.Addr().String()
-	_ = ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		_ = m.Close()
-	})
-	base := "http://" + e.cfg.HTTPAddr
-	waitFor(t, "the HTTP server", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
-	return base
+	return startServe(t, e, nil).base
 }
 
 // serveTelegram runs `tidybot serve` with the fake Telegram (long
@@ -58,7 +29,7 @@ func serveTelegram(t *testing.T, e *env) *telegramtest.Server {
 }
 
 // waitFor polls until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {

@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -41,26 +39,8 @@ func BenchmarkSlackThroughput(b *testing.B) {
 		if w, err := strconv.Atoi(os.Getenv("TIDYBOT_BENCH_WORKERS")); err == nil {
 			e.cfg.Workers = w
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.cfg.HTTPAddr = ln.Addr().String()
-		_ = ln.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
-		go func() { done <- m.Run(ctx) }()
-		base := "http://" + e.cfg.HTTPAddr
-		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-			if resp, err := http.Get(base + "/healthz"); err == nil {
-				resp.Body.Close()
-				break
-			}
-			if time.Since(start) > 15*time.Second {
-				b.Fatal("serve did not start")
-			}
-		}
+		s := startServe(b, e, nil)
+		base := s.base
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
 		acks := make([]time.Duration, total)
 		var next atomic.Int64
@@ -119,11 +99,7 @@ func BenchmarkSlackThroughput(b *testing.B) {
 		if n := answered(); n != total {
 			b.Errorf("%d of %d answered", n, total)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-		_ = m.Close()
+		s.stop()
 		sl.Close()
 		slices.Sort(acks)
 		b.ReportMetric(total/elapsed.Seconds(), "msgs/s")

@@ -65,12 +65,11 @@ func (p Posted) Shown() string {
 	return p.Text
 }
 
-// hook is a response_url handed out with a slash command or a button press.
+// hook is a response_url handed out with a slash command.
 type hook struct {
 	channel string
 	issued  time.Time
 	used    int
-	command bool
 }
 
 // Server is a fake Slack.
@@ -278,6 +277,10 @@ func (s *Server) member(channel string) bool {
 	return !s.outside[channel]
 }
 
+// post is chat.postMessage (docs.slack.dev/reference/methods/chat.postMessage):
+// text or blocks is required (no_text), the bot must be in the channel
+// (not_in_channel), and text over 40,000 characters is msg_too_long (the
+// page's errors table and its text argument).
 func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
 	if f.Get("channel") == "" {
@@ -296,18 +299,31 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 		s.fail(w, "msg_too_long", tok)
 		return
 	}
+	p, ok := s.keep(w, f, tok, false)
+	if !ok {
+		return
+	}
+	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
+}
+
+// keep records a message chat.postMessage or chat.postEphemeral accepted,
+// or answers invalid_blocks for blocks the fake cannot read.
+func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral bool) (*Posted, bool) {
 	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
 	if !ok {
 		s.fail(w, "invalid_blocks", tok)
-		return
+		return nil, false
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.seq++
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
 		Sections: sections, Buttons: values, Labels: labels, URLs: urls}
+	if ephemeral {
+		p.Ephemeral, p.User = true, f.Get("user")
+	}
 	s.posts = append(s.posts, p)
-	s.mu.Unlock()
-	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
+	return p, true
 }
 
 // postEphemeral shows a message to one user of a channel
@@ -329,17 +345,10 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request, tok strin
 		s.fail(w, "no_text", tok)
 		return
 	}
-	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
+	p, ok := s.keep(w, f, tok, true)
 	if !ok {
-		s.fail(w, "invalid_blocks", tok)
 		return
 	}
-	s.mu.Lock()
-	s.seq++
-	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Ephemeral: true, User: f.Get("user")}
-	s.posts = append(s.posts, p)
-	s.mu.Unlock()
 	answer(w, map[string]any{"ok": true, "message_ts": p.TS})
 }
 
@@ -376,23 +385,17 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 // URL when user types command (and text) in channel, with a fresh
 // response_url served by this fake (api.slack.com/interactivity/slash-commands).
 func (s *Server) SlashCommand(channel, user, command, text string) url.Values {
-	id := s.newHook(channel, true)
+	id := s.newHook(channel)
 	return url.Values{"command": {command}, "text": {text}, "user_id": {user}, "user_name": {"user"}, "channel_id": {channel},
 		"team_id": {"T1"}, "trigger_id": {"trig-" + id}, "response_url": {s.srv.URL + "/hooks/" + id}, "api_app_id": {"A1"}}
 }
 
-// ResponseURL returns a fresh response_url for channel, as a button
-// press carries.
-func (s *Server) ResponseURL(channel string) string {
-	return s.srv.URL + "/hooks/" + s.newHook(channel, false)
-}
-
-func (s *Server) newHook(channel string, command bool) string {
+func (s *Server) newHook(channel string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hookSeq++
 	id := fmt.Sprintf("T1/%d/hooksecret%d", s.hookSeq, s.hookSeq)
-	s.hooks[id] = &hook{channel: channel, issued: time.Now(), command: command}
+	s.hooks[id] = &hook{channel: channel, issued: time.Now()}
 	return id
 }
 
@@ -402,7 +405,8 @@ func (s *Server) newHook(channel string, command bool) string {
 // bot is not a member; response_type "ephemeral" (the default) shows the
 // message only to the user, "in_channel" to everyone. replace_original on
 // a slash command's response_url replaces nothing (slackapi/bolt-js#2287,
-// slackapi/bolt-python#1268): only a button's response_url can.
+// slackapi/bolt-python#1268): only a button's response_url can, and this
+// fake hands out slash commands' only.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 	var body struct {
 		Text            string          `json:"text"`
@@ -445,7 +449,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 		http.Error(w, "no_text", http.StatusBadRequest)
 		return
 	}
-	if body.ReplaceOriginal && h.command {
+	if body.ReplaceOriginal {
 		_, _ = fmt.Fprint(w, "ok") // accepted, and nothing changes
 		return
 	}

@@ -129,12 +129,6 @@ func (s *Server) PushVoice(chatID, userID int64, fileID string, seconds int) int
 		"file_id": fileID, "file_unique_id": "u" + fileID, "duration": seconds, "mime_type": "audio/ogg", "file_size": size}})
 }
 
-// PushAudio queues an audio file (core.telegram.org/bots/api#audio).
-func (s *Server) PushAudio(chatID, userID int64, fileID, fileName, mime string, seconds int) int {
-	return s.pushMedia(chatID, userID, "", map[string]any{"audio": map[string]any{
-		"file_id": fileID, "file_unique_id": "u" + fileID, "duration": seconds, "file_name": fileName, "mime_type": mime}})
-}
-
 // PhotoSize is one size of a photo.
 type PhotoSize struct {
 	FileID        string

@@ -256,6 +256,8 @@ func urlButtons(markup string) (data, labels, urls []string) {
 	return data, labels, urls
 }
 
+// textLen is a text's length as the Bot API counts it, in UTF-16 code
+// units (core.telegram.org/bots/api#messageentity).
 func textLen(s string) int {
 	n := 0
 	for _, r := range s {
@@ -267,6 +269,11 @@ func textLen(s string) int {
 	return n
 }
 
+// sendMessage: text is "1-4096 characters after entities parsing"
+// (core.telegram.org/bots/api#sendmessage) and a button's callback_data
+// 1-64 bytes (core.telegram.org/bots/api#inlinekeyboardbutton). The error
+// descriptions are the live Bot API's as bots receive them; its docs do
+// not list them.
 func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 	get := func(k string) string {
 		if v := f[k]; len(v) > 0 {
@@ -300,6 +307,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 	reply(w, map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "chat": map[string]any{"id": chat, "type": "private"}, "text": text})
 }
 
+// editMessage is editMessageText (core.telegram.org/bots/api#editmessagetext),
+// with sendMessage's length limit; an edit that changes neither text nor
+// buttons is refused as "message is not modified", as the live Bot API
+// does (undocumented; see sendMessage).
 func (s *Server) editMessage(w http.ResponseWriter, f map[string][]string) {
 	get := func(k string) string {
 		if v := f[k]; len(v) > 0 {
