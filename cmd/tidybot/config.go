@@ -53,7 +53,7 @@ type Config struct {
 	TokenBudget     int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
 	History         int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
 	Temperature     float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
-	RunTimeout      time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"wall-clock limit of one run"`
+	RunTimeout      time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"working time of one run (time waiting for you does not count)"`
 	Workers         int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
 	Confirm         string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
 	LogLevel        string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
