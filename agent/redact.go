@@ -31,13 +31,11 @@ type Redactor struct {
 }
 
 // NewRedactor returns a Redactor hiding each non-empty secret, in its
-// plain, URL-escaped and (for OpenAI-style keys) unprefixed forms.
+// plain, URL-escaped and (for OpenAI-style keys) unprefixed forms. It is
+// never nil, even with nothing to hide yet, so secrets learnt later (Add)
+// are hidden too.
 func NewRedactor(secrets ...string) *Redactor {
-	r := replacer(secrets)
-	if r == nil {
-		return nil
-	}
-	return &Redactor{secrets: secrets, r: r}
+	return &Redactor{secrets: secrets, r: replacer(secrets)}
 }
 
 // Add hides more secrets from now on: a secret learnt while running,
@@ -102,6 +100,9 @@ func replacer(secrets []string) *strings.Replacer {
 func (r *Redactor) replace(s string) string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if r.r == nil {
+		return s // nothing to hide yet
+	}
 	return r.r.Replace(s)
 }
 

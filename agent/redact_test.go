@@ -41,8 +41,15 @@ func TestRedactorString(t *testing.T) {
 	if got := none.String(testToken); got != testToken {
 		t.Errorf("nil Redactor changed the text: %q", got)
 	}
-	if NewRedactor("", "  ") != nil {
-		t.Error("a Redactor without secrets is not nil")
+	empty := NewRedactor("", "  ")
+	if got := empty.String(testToken); got != testToken {
+		t.Errorf("a Redactor without secrets changed the text: %q", got)
+	}
+	// A secret learnt later is hidden even when none was configured
+	// (team mode learns each person's token as it is loaded).
+	empty.Add(testToken)
+	if got := empty.String("token " + testToken); strings.Contains(got, testToken) {
+		t.Errorf("a secret added to an empty Redactor leaked: %q", got)
 	}
 }
 
