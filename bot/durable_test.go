@@ -297,24 +297,31 @@ func TestOneRefusalPerUnknownUserPerDay(t *testing.T) {
 	}
 }
 
-// TestSendsAreQueuedPerPlatform: refusals to 300 different users while
-// the platform is slow make one call at a time, never one goroutine per
-// send, and the queue is bounded.
+// TestSendsAreQueuedPerPlatform: refusals to 300 different users, each
+// in their own chat, while the platform is slow make at most sendLanes
+// calls at a time (never one goroutine per send), and the queue is
+// bounded; one chat's calls are made one at a time, in order.
 func TestSendsAreQueuedPerPlatform(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		inFlight, most, calls := 0, 0, 0
+		perChat := map[string]int{}
 		plat := &fakePlatform{name: "telegram"}
-		plat.onSend = func(Outgoing) error {
+		plat.onSend = func(m Outgoing) error {
 			mu.Lock()
 			inFlight++
 			calls++
 			most = max(most, inFlight)
+			perChat[m.ChatID]++
+			if perChat[m.ChatID] > 1 {
+				t.Errorf("two calls at once for chat %s", m.ChatID)
+			}
 			mu.Unlock()
 			<-release
 			mu.Lock()
 			inFlight--
+			perChat[m.ChatID]--
 			mu.Unlock()
 			return nil
 		}
@@ -326,14 +333,15 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 		for i := range 300 {
 			in := msg("hi", fmt.Sprint("e", i))
 			in.UserID = fmt.Sprint(1000 + i)
+			in.ChatID = fmt.Sprint("c", i%20) // 15 refusals per chat
 			if err := b.Handle(t.Context(), in); err != nil {
 				t.Fatal(err)
 			}
 		}
 		synctest.Wait()
 		mu.Lock()
-		if most != 1 {
-			t.Errorf("%d sends in flight at once, want 1", most)
+		if most < 2 || most > sendLanes {
+			t.Errorf("%d sends in flight at once, want 2 to %d (one per lane)", most, sendLanes)
 		}
 		mu.Unlock()
 		close(release)
@@ -354,18 +362,19 @@ func (r rateLimited) Error() string             { return "429 Too Many Requests"
 func (r rateLimited) RetryAfter() time.Duration { return time.Duration(r) }
 
 // TestSendQueueHonoursRetryAfter: after a 429 the platform's queue pauses
-// for Retry-After (no call meanwhile, not even for another chat), then
-// retries the message.
+// for Retry-After (no call meanwhile, not even for another chat on
+// another lane), then retries the message.
 func TestSendQueueHonoursRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var at []time.Duration
+		var to []string
 		start := time.Now()
 		plat := &fakePlatform{name: "telegram"}
-		plat.onSend = func(Outgoing) error {
+		plat.onSend = func(m Outgoing) error {
 			mu.Lock()
 			defer mu.Unlock()
-			at = append(at, time.Since(start))
+			at, to = append(at, time.Since(start)), append(to, m.ChatID)
 			if len(at) == 1 {
 				return rateLimited(30 * time.Second)
 			}
@@ -378,21 +387,24 @@ func TestSendQueueHonoursRetryAfter(t *testing.T) {
 		}
 		for i, user := range []string{"666", "667"} {
 			in := msg("hi", fmt.Sprint("e", i))
-			in.UserID = user
+			in.UserID, in.ChatID = user, "chat"+user // two chats
+			if lane := b.queue("telegram").s.lane; i == 1 && lane("chat666") == lane("chat667") {
+				t.Fatal("both chats share a lane; pick chats on two")
+			}
 			if err := b.Handle(t.Context(), in); err != nil {
 				t.Fatal(err)
 			}
+			synctest.Wait() // the first call has had its 429
 		}
 		if err := b.WaitIdle(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		b.Stop()
-		texts := plat.texts()
-		if len(texts) != 2 || !strings.Contains(texts[0], "telegram:666") {
-			t.Fatalf("sent %q, want both refusals, the rate-limited one first", texts)
+		if texts := plat.texts(); len(texts) != 2 {
+			t.Fatalf("sent %q, want both refusals", texts)
 		}
-		if len(at) != 3 || at[1] < 30*time.Second {
-			t.Errorf("calls at %v: want the retry and the next call after the 30 s pause", at)
+		if len(at) != 3 || to[0] != "chat666" || at[1] < 30*time.Second || at[2] < 30*time.Second {
+			t.Errorf("calls at %v to %v: want the 429 for chat666, then its retry and the other chat's call after the 30 s pause", at, to)
 		}
 	})
 }

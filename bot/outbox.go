@@ -13,34 +13,31 @@ func (b *Bot) outbound(platform string, m Outgoing) Outbound {
 	return Outbound{ID: newID(), Platform: platform, Msg: m, Created: b.cfg.Now()}
 }
 
-// deliver posts a stored outbox entry through the platform's send queue
-// and waits; see delivered.
+// deliver queues a stored outbox entry on its platform's send queue,
+// behind what is queued for the same chat (the run's status message and
+// its edits), and returns without waiting for the post: the worker goes
+// on to the next run while the platform answers. The entry is already
+// durable; see delivered for what happens once the post is made.
 func (b *Bot) deliver(ctx context.Context, ob Outbound) {
 	ctx = context.WithoutCancel(ctx)
-	p, err := b.platform(ob.Platform)
-	if err != nil {
-		b.delivered(ctx, ob, "", err)
+	q := b.queue(ob.Platform)
+	if q == nil {
+		b.delivered(ctx, ob, "", fmt.Errorf("bot: no platform %q", ob.Platform))
 		return
 	}
-	id, err := p.Send(ctx, ob.Msg)
-	b.delivered(ctx, ob, id, err)
+	var id string
+	q.s.postThen(ob.Msg.ChatID, "send", func(ctx context.Context) error {
+		var err error
+		id, err = q.p.Send(ctx, ob.Msg) // redacted when it was stored
+		return err
+	}, func(err error) { b.delivered(ctx, ob, id, err) })
 }
 
 // redeliver queues what a previous process left in the outbox, in order,
 // without waiting for the posts (WaitIdle does).
 func (b *Bot) redeliver(ctx context.Context, outbox []Outbound) {
-	ctx = context.WithoutCancel(ctx)
 	for _, ob := range outbox {
-		q := b.queue(ob.Platform)
-		if q == nil {
-			b.delivered(ctx, ob, "", fmt.Errorf("bot: no platform %q", ob.Platform))
-			continue
-		}
-		q.s.postWait("send", func(ctx context.Context) error {
-			id, err := q.p.Send(ctx, ob.Msg)
-			b.delivered(ctx, ob, id, err)
-			return nil // logged by delivered
-		})
+		b.deliver(ctx, ob)
 	}
 }
 

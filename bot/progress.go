@@ -158,7 +158,14 @@ func (pr *progress) settle(ctx context.Context, st agent.Status) {
 	default:
 		return // interrupted: it goes on
 	}
-	if err := pr.ed.Edit(ctx, id, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}); err != nil {
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}
+	if l, ok := pr.ed.(interface{ editLater(string, Outgoing) }); ok {
+		// Queued behind the status message's other calls and before the
+		// answer, which the worker need not wait for.
+		l.editLater(id, m)
+		return
+	}
+	if err := pr.ed.Edit(ctx, id, m); err != nil {
 		pr.log.Warn("settle status message", slog.Any("err", err))
 	}
 }

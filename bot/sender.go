@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,6 +39,16 @@ func (e *rateLimitedError) RetryAfter() time.Duration { return e.after }
 // pile up calls.
 const sendQueueSize = 256
 
+// sendLanes is how many calls to one platform may be in flight at once.
+// Calls for one chat always take the same lane, so a chat sees its
+// messages in the order they were queued (the status message before the
+// answer); different chats do not wait for each other's round trips.
+// Slack and Telegram limit posting per chat (about one message a second)
+// and per workspace or bot (a 429 for the whole platform), not to one
+// call at a time: with a single lane every message of every chat waited
+// for every other chat's round trips.
+const sendLanes = 8
+
 // maxRateLimitRetries is how often one call is retried after a 429.
 const maxRateLimitRetries = 5
 
@@ -46,31 +57,42 @@ type sendOp struct {
 	what string
 	call func(ctx context.Context) error
 	done chan error // nil: nobody waits
+	then func(error) // called with the result, when set
 }
 
-// sender makes every call to one platform, one at a time from a bounded
-// queue, and pauses the queue when the platform asks (RateLimited). One
-// goroutine per platform, never one per send.
+// sender makes every call to one platform from a bounded queue, a few at
+// a time (one lane per chat, see sendLanes), and pauses every lane when
+// the platform asks (RateLimited). sendLanes goroutines per platform,
+// never one per send.
 type sender struct {
-	name string
-	log  *slog.Logger
-	q    chan sendOp
-	quit <-chan struct{}
-	// mu protects pending (ops queued or in progress) and idle (closed
-	// and replaced when pending drops to zero).
-	mu      sync.Mutex
-	pending int
-	idle    chan struct{}
+	name  string
+	log   *slog.Logger
+	lanes []chan sendOp
+	quit  <-chan struct{}
+	// mu protects pending (ops queued or in progress), idle (closed and
+	// replaced when pending drops to zero) and pausedUntil (no call
+	// starts before it: the platform's Retry-After).
+	mu          sync.Mutex
+	pending     int
+	idle        chan struct{}
+	pausedUntil time.Time
 }
 
 func newSender(name string, log *slog.Logger, quit <-chan struct{}) *sender {
-	return &sender{name: name, log: log, q: make(chan sendOp, sendQueueSize), quit: quit, idle: make(chan struct{})}
+	s := &sender{name: name, log: log, quit: quit, idle: make(chan struct{})}
+	s.lanes = make([]chan sendOp, sendLanes)
+	for i := range s.lanes {
+		s.lanes[i] = make(chan sendOp, sendQueueSize)
+	}
+	return s
 }
 
-func (s *sender) begin() {
-	s.mu.Lock()
-	s.pending++
-	s.mu.Unlock()
+// lane is the queue of key's calls (a chat id): the same key always
+// takes the same lane.
+func (s *sender) lane(key string) chan sendOp {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return s.lanes[h.Sum32()%uint32(len(s.lanes))]
 }
 
 func (s *sender) end() {
@@ -106,42 +128,59 @@ func (s *sender) queued() int {
 	return s.pending
 }
 
-// post queues a call nobody waits for; it is dropped when the queue is
-// full or the bot stops.
-func (s *sender) post(what string, call func(ctx context.Context) error) {
+// post queues a call for chat key that nobody waits for; it is dropped
+// when the platform's queue is full (sendQueueSize calls waiting besides
+// those in flight) or the bot stops.
+func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 	select {
 	case <-s.quit:
 		s.log.Warn("stopping; reply dropped", slog.String("platform", s.name), slog.String("call", what))
 		return
 	default:
 	}
-	s.begin()
+	s.mu.Lock()
+	full := s.pending >= sendQueueSize+1
+	if !full {
+		s.pending++
+	}
+	s.mu.Unlock()
+	if full {
+		s.log.Warn("send queue full; reply dropped", slog.String("platform", s.name), slog.String("call", what))
+		return
+	}
 	select {
-	case s.q <- sendOp{what: what, call: call}:
+	case s.lane(key) <- sendOp{what: what, call: call}:
 	default:
 		s.end()
 		s.log.Warn("send queue full; reply dropped", slog.String("platform", s.name), slog.String("call", what))
 	}
 }
 
-// postWait queues a call nobody waits for, waiting for room in the queue;
-// it is dropped when the bot stops first.
-func (s *sender) postWait(what string, call func(ctx context.Context) error) {
-	s.begin()
+// postThen queues a call for chat key that nobody waits for, waiting
+// for room in its lane, and calls then with the call's final result (after
+// any 429 retries), or with ErrStopped when the bot stops before the call
+// is queued.
+func (s *sender) postThen(key, what string, call func(ctx context.Context) error, then func(error)) {
+	s.mu.Lock()
+	s.pending++
+	s.mu.Unlock()
 	select {
-	case s.q <- sendOp{what: what, call: call}:
+	case s.lane(key) <- sendOp{what: what, call: call, then: then}:
 	case <-s.quit:
 		s.end()
+		then(ErrStopped)
 	}
 }
 
-// do queues a call and waits for its result. It returns ErrStopped when
-// the bot stops before the call is made.
-func (s *sender) do(ctx context.Context, what string, call func(ctx context.Context) error) error {
+// do queues a call for chat key and waits for its result. It returns
+// ErrStopped when the bot stops before the call is made.
+func (s *sender) do(ctx context.Context, key, what string, call func(ctx context.Context) error) error {
 	op := sendOp{what: what, call: call, done: make(chan error, 1)}
-	s.begin()
+	s.mu.Lock()
+	s.pending++
+	s.mu.Unlock()
 	select {
-	case s.q <- op:
+	case s.lane(key) <- op:
 	case <-s.quit:
 		s.end()
 		return ErrStopped
@@ -157,17 +196,29 @@ func (s *sender) do(ctx context.Context, what string, call func(ctx context.Cont
 	}
 }
 
-// run makes the queued calls until the bot stops; calls queued by then
-// are made before it returns (Stop bounds the wait).
+// run makes the queued calls of every lane until the bot stops; calls
+// queued by then are made before it returns (Stop bounds the wait).
 func (s *sender) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, q := range s.lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runLane(ctx, q)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *sender) runLane(ctx context.Context, q chan sendOp) {
 	for {
 		select {
-		case op := <-s.q:
+		case op := <-q:
 			s.make(ctx, op)
 		case <-s.quit:
 			for {
 				select {
-				case op := <-s.q:
+				case op := <-q:
 					s.make(ctx, op)
 				default:
 					return
@@ -177,10 +228,46 @@ func (s *sender) run(ctx context.Context) {
 	}
 }
 
+// pause holds every lane's next call for d.
+func (s *sender) pause(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until := time.Now().Add(d); until.After(s.pausedUntil) {
+		s.pausedUntil = until
+	}
+}
+
+// waitPause waits out a pause the platform asked for; it reports false
+// when the bot stops first.
+func (s *sender) waitPause() bool {
+	for {
+		s.mu.Lock()
+		wait := time.Until(s.pausedUntil)
+		s.mu.Unlock()
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+			return false
+		}
+	}
+}
+
 func (s *sender) make(ctx context.Context, op sendOp) {
 	defer s.end()
 	var err error
 	for attempt := 0; ; attempt++ {
+		// A 429 on any lane pauses them all. Stopping cuts the pause
+		// short: a call queued before the stop is still made once, but
+		// a retry is not worth the shutdown grace (the outbox keeps
+		// what must be delivered).
+		if !s.waitPause() && attempt > 0 {
+			break
+		}
 		err = op.call(ctx)
 		var rl RateLimited
 		if err == nil || !errors.As(err, &rl) || attempt == maxRateLimitRetries {
@@ -188,22 +275,14 @@ func (s *sender) make(ctx context.Context, op sendOp) {
 		}
 		wait := max(rl.RetryAfter(), time.Second)
 		s.log.Warn("platform rate limit; send queue paused", slog.String("platform", s.name), slog.String("call", op.what), slog.Duration("retry_after", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-s.quit:
-			// Stopping: one last try after the pause is not worth the
-			// shutdown grace; the outbox keeps what must be delivered.
-			t.Stop()
-			if op.done != nil {
-				op.done <- err
-			}
-			return
-		}
+		s.pause(wait)
 	}
-	if op.done != nil {
+	switch {
+	case op.done != nil:
 		op.done <- err
-	} else if err != nil {
+	case op.then != nil:
+		op.then(err)
+	case err != nil:
 		s.log.Error("send", slog.String("platform", s.name), slog.String("call", op.what), slog.Any("err", err))
 	}
 }
@@ -265,7 +344,7 @@ func (q *queuedPlatform) Name() string { return q.p.Name() }
 func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 	var id string
 	m = redacted(q.redact, m)
-	err := q.s.do(ctx, "send", func(ctx context.Context) error {
+	err := q.s.do(ctx, m.ChatID, "send", func(ctx context.Context) error {
 		var err error
 		id, err = q.p.Send(ctx, m)
 		return err
@@ -279,7 +358,7 @@ func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 // sendLater queues m without waiting.
 func (q *queuedPlatform) sendLater(m Outgoing) {
 	m = redacted(q.redact, m)
-	q.s.post("send", func(ctx context.Context) error {
+	q.s.post(m.ChatID, "send", func(ctx context.Context) error {
 		_, err := q.p.Send(ctx, m)
 		return err
 	})
@@ -288,7 +367,7 @@ func (q *queuedPlatform) sendLater(m Outgoing) {
 // answerLater queues a button answer without waiting.
 func (q *queuedPlatform) answerLater(ref, text string) {
 	if a, ok := q.p.(ButtonAnswerer); ok && ref != "" {
-		q.s.post("answer button", func(ctx context.Context) error { return a.AnswerButton(ctx, ref, text) })
+		q.s.post(ref, "answer button", func(ctx context.Context) error { return a.AnswerButton(ctx, ref, text) })
 	}
 }
 
@@ -300,7 +379,13 @@ type queuedEditor struct {
 // Edit implements Editor: it waits for its turn in the queue.
 func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
 	m = redacted(e.q.redact, m)
-	return e.q.s.do(ctx, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
+	return e.q.s.do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
+}
+
+// editLater queues an edit without waiting; a failure is logged.
+func (e queuedEditor) editLater(id string, m Outgoing) {
+	m = redacted(e.q.redact, m)
+	e.q.s.post(m.ChatID, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
 }
 
 // EditInterval implements Editor.
@@ -314,5 +399,5 @@ type queuedAnswerer struct {
 // AnswerButton implements ButtonAnswerer: it waits for its turn in the
 // queue.
 func (a queuedAnswerer) AnswerButton(ctx context.Context, ref, text string) error {
-	return a.q.s.do(ctx, "answer button", func(ctx context.Context) error { return a.ba.AnswerButton(ctx, ref, text) })
+	return a.q.s.do(ctx, ref, "answer button", func(ctx context.Context) error { return a.ba.AnswerButton(ctx, ref, text) })
 }
