@@ -129,9 +129,6 @@ type Bot struct {
 	noticed   map[string]bool // threads told Config.Notice
 	stopped   bool
 
-	// usageMu serializes the updates of people's daily token counts.
-	usageMu sync.Mutex
-
 	quit chan struct{} // closed by Stop: intake and workers stop
 	// sendQuit is closed by Stop once the workers are done (or the grace
 	// period is over), so that answers of runs ending meanwhile are

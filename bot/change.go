@@ -36,6 +36,14 @@ type Change struct {
 	Run *Run
 	// Send queues messages for delivery (see Outbound).
 	Send []Outbound
+	// Audit journals applied writes (see Store.AppendAudit), with the
+	// run that made them.
+	Audit []AuditEntry
+	// Count adds to numeric settings (a person's tokens of the day; an
+	// absent setting counts as 0). The sum is read and written in the
+	// transaction, so concurrent runs lose no addition and no lock is
+	// held across a write.
+	Count map[string]int
 }
 
 // Outbound is a message that must reach the user: a run's final answer or

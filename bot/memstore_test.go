@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strconv"
 	"time"
 )
 
@@ -45,6 +46,11 @@ func (s *memStore) Commit(_ context.Context, c Change) error {
 		s.runs[c.Run.ID] = cloneRun(c.Run)
 	}
 	s.outbox = append(s.outbox, c.Send...)
+	s.audit = append(s.audit, c.Audit...)
+	for k, n := range c.Count {
+		v, _ := strconv.Atoi(s.settings[k])
+		s.settings[k] = strconv.Itoa(v + n)
+	}
 	return nil
 }
 

@@ -255,8 +255,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	if reconnect {
 		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}
-	err = b.finish(ctx, r, out, stopped)
-	b.addUsage(ctx, r, r.Usage.Total()-before.Total())
+	err = b.finish(ctx, r, out, stopped, before)
 	if reconnect {
 		b.rejected(ctx, r)
 	}
@@ -278,24 +277,34 @@ func settled(st agent.Status) bool {
 	return false
 }
 
-// finish journals the run's writes and tells the user how it ended.
+// finish tells the user how a run ended. The run's state, its answer or
+// question (in the outbox), the journal of its writes and the tokens it
+// spent since before (to its person's day) are saved in one transaction.
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
-func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped string) error {
+func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped string, before agent.Usage) error {
 	ctx = context.WithoutCancel(ctx)
 	log := b.log.With(slog.String("run_id", r.ID))
 	if out.Err != nil && out.Status != agent.StatusInterrupted {
 		log.Error("run error", slog.Any("err", out.Err))
 	}
+	var base Change
 	if tr := out.Transcript; tr != nil {
 		raw, err := agent.MarshalTranscript(tr)
 		if err != nil {
 			return err
 		}
 		r.Transcript, r.Usage = raw, tr.Usage
-		if err := b.journal(ctx, r, tr.Journal); err != nil {
+		if base.Audit, err = b.unjournaled(ctx, r, tr.Journal); err != nil {
 			return err
 		}
+	}
+	if spent := r.Usage.Total() - before.Total(); spent > 0 {
+		base.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
+	}
+	commit := func(c Change) error {
+		c.Audit, c.Count = base.Audit, base.Count
+		return b.store.Commit(ctx, c)
 	}
 	// A runaway answer or question is cut to what the platform shows.
 	out.Answer, out.Question = b.fit(r.Platform, out.Answer), b.fit(r.Platform, out.Question)
@@ -315,7 +324,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 		// outbox in one transaction: a crash before the post leaves it
 		// for the next start to post.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+		if err := commit(Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
 		}
@@ -342,7 +351,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 		// a press at once finds it open; the post records its message id.
 		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
 		ob.RunID, ob.WaitKey = r.ID, w.Key
-		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+		if err := commit(Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
 		}
@@ -351,7 +360,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 	case agent.StatusInterrupted:
 		if stopped == "" {
 			// Shutdown: the run stays working and resumes at next start.
-			if err := b.store.SaveRun(ctx, r); err != nil {
+			if err := commit(Change{Run: r}); err != nil {
 				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 			}
 			log.Info("run interrupted; it resumes at next start")
@@ -362,7 +371,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob},
+		if err := commit(Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
@@ -381,23 +390,24 @@ func (b *Bot) doneList(platform string, tr *agent.Transcript) string {
 	return text
 }
 
-// journal appends the writes not yet journaled to the audit log.
-func (b *Bot) journal(ctx context.Context, r *Run, applied []agent.Applied) error {
+// unjournaled returns audit entries for the writes of applied not yet in
+// r's journal (a resumed run journaled its earlier ones when it paused).
+func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) ([]AuditEntry, error) {
+	if len(applied) == 0 {
+		return nil, nil
+	}
 	have, err := b.store.RunAudit(ctx, r.ID)
 	if err != nil {
-		return fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
 	}
 	if len(applied) <= len(have) {
-		return nil
+		return nil, nil
 	}
 	var entries []AuditEntry
 	for _, a := range applied[len(have):] {
 		entries = append(entries, AuditEntry{RunID: r.ID, ThreadKey: r.ThreadKey, Write: a.Write, Inverse: a.Inverse, Summary: a.Summary, At: b.cfg.Now()})
 	}
-	if err := b.store.AppendAudit(ctx, entries); err != nil {
-		return fmt.Errorf("bot: journal %d writes of %s: %w", len(entries), r.ID, err)
-	}
-	return nil
+	return entries, nil
 }
 
 // press handles a button press: only the asked user may answer; every

@@ -204,20 +204,6 @@ func (b *Bot) personUsage(ctx context.Context, platform, userID string, day time
 	return n
 }
 
-// addUsage counts tokens to a person's day.
-func (b *Bot) addUsage(ctx context.Context, r *Run, tokens int) {
-	if tokens <= 0 {
-		return
-	}
-	b.usageMu.Lock()
-	defer b.usageMu.Unlock()
-	now := b.cfg.Now()
-	n := b.personUsage(ctx, r.Platform, r.UserID, now) + tokens
-	if err := b.store.SetSetting(context.WithoutCancel(ctx), usageKey(r.Platform, r.UserID, now), strconv.Itoa(n)); err != nil {
-		b.log.Error("count usage", slog.String("run_id", r.ID), slog.Any("err", err))
-	}
-}
-
 // overCap reports whether a person has used their daily tokens, counting
 // extra tokens of a run not yet added.
 func (b *Bot) overCap(ctx context.Context, platform, userID string, extra int) bool {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sort"
 	"time"
 
@@ -632,24 +633,46 @@ func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		for _, e := range entries {
-			b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
-			if err != nil {
-				return err
-			}
-			seq, err := b.NextSequence()
-			if err != nil {
-				return err
-			}
-			if err := put(b, u64(seq), e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return appendAudit(tx, entries) })
 	if err != nil {
 		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
+	}
+	return nil
+}
+
+// appendAudit journals entries, each under its run.
+func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
+	for _, e := range entries {
+		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := put(b, u64(seq), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCounts adds to numeric settings (see bot.Change.Count); an absent
+// or unreadable one counts from 0.
+func addCounts(tx *bolt.Tx, counts map[string]int) error {
+	b := tx.Bucket(bucketSettings)
+	for k, n := range counts {
+		var v string
+		if raw := b.Get([]byte(k)); raw != nil {
+			if err := decode(raw, &v); err != nil {
+				return fmt.Errorf("setting %s: %w", k, err)
+			}
+		}
+		have, _ := strconv.Atoi(v)
+		if err := put(b, []byte(k), strconv.Itoa(have+n)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -834,7 +857,10 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				return err
 			}
 		}
-		return nil
+		if err := appendAudit(tx, c.Audit); err != nil {
+			return err
+		}
+		return addCounts(tx, c.Count)
 	})
 	if errors.Is(err, bot.ErrDuplicate) {
 		return err

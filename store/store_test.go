@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -486,5 +487,37 @@ func TestDeleteJobGoneWritesNothing(t *testing.T) {
 	}
 	if js, _ := s.Jobs(ctx); len(js) != 0 {
 		t.Errorf("jobs = %+v", js)
+	}
+}
+
+// TestCommitCountsAndJournals: a Change's counts are added in its
+// transaction, so runs ending at once lose no tokens of a person's day,
+// and its audit entries join the run's journal.
+func TestCommitCountsAndJournals(t *testing.T) {
+	s, _ := open(t)
+	ctx := t.Context()
+	const runs = 50
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := bot.Change{Count: map[string]int{"usage:slack:U1:2026-11-22": 10 + i}}
+			if i == 0 {
+				c.Audit = []bot.AuditEntry{{RunID: "r1", Summary: "moved a"}, {RunID: "r1", Summary: "moved b"}}
+			}
+			if err := s.Commit(ctx, c); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	v, err := s.Setting(ctx, "usage:slack:U1:2026-11-22")
+	if want := strconv.Itoa(runs*10 + runs*(runs-1)/2); err != nil || v != want {
+		t.Errorf("count = %q (%v), want %s", v, err, want)
+	}
+	got, err := s.RunAudit(ctx, "r1")
+	if err != nil || len(got) != 2 || got[0].Summary != "moved a" || got[1].Summary != "moved b" {
+		t.Errorf("journal = %+v (%v), want the two entries in order", got, err)
 	}
 }
