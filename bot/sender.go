@@ -56,7 +56,7 @@ const maxRateLimitRetries = 5
 type sendOp struct {
 	what string
 	call func(ctx context.Context) error
-	done chan error // nil: nobody waits
+	done chan error  // nil: nobody waits
 	then func(error) // called with the result, when set
 }
 

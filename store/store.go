@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sort"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
