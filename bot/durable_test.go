@@ -193,8 +193,8 @@ func TestRunStartingWhileStoppingIsCancelled(t *testing.T) {
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		b.AddPlatform(&fakePlatform{name: "telegram"})
 		stopped := make(chan time.Duration, 1)
-		st.onCommit = func(c Change) {
-			if c.Run == nil || c.Run.Status != RunWorking || len(stopped) > 0 {
+		st.onThread = func() {
+			if len(stopped) > 0 || b.isStopped() {
 				return
 			}
 			// Stop runs now, between the job being handed out and the

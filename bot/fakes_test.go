@@ -31,6 +31,9 @@ type memStore struct {
 	onCommit func(Change)
 	// onMarkEvent, when set, runs as MarkEvent begins.
 	onMarkEvent func()
+	// onThread, when set, runs as Thread begins (a run about to start
+	// reads its thread).
+	onThread func()
 }
 
 var _ Store = (*memStore)(nil)
@@ -66,6 +69,9 @@ func (s *memStore) PruneEvents(_ context.Context, before time.Time) (int, error)
 }
 
 func (s *memStore) Thread(_ context.Context, key string) (Thread, error) {
+	if s.onThread != nil {
+		s.onThread()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.threads[key]

@@ -79,16 +79,16 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if len(images) > 0 {
 		r.Photo = in.Attachment
 	}
-	// The job is retired with the run's creation: after a crash the run
-	// resumes from its own record.
-	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: runID}); err != nil {
-		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-	}
 	b.log.Info("run started", slog.String("run_id", r.ID), slog.String("thread_key", key))
 	if b.notice(key) {
 		b.send(ctx, in.Platform, reply(in, b.cfg.Notice))
 	}
-	return b.execute(ctx, r, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	// The run is stored at its first save (before its first write, or
+	// when it ends or waits), which retires its job in the same
+	// transaction: until then the job is the durable record, and a crash
+	// starts the run again from it, having written nothing to Todoist. A
+	// run that answers at once costs one transaction, not two.
+	return b.execute(ctx, r, runID, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
 		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction}, h)
@@ -168,7 +168,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 			}
 			images = append(images, *im)
 		}
-		return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+		return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
 		})
 	}
@@ -183,14 +183,15 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
-	return b.execute(ctx, r, first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		return ag.Resume(ctx, tr, answer, h)
 	})
 }
 
 // execute runs the agent for r with progress notes, then reports the
-// outcome.
-func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
+// outcome. jobID, when set, is the job of a run not stored yet: the run's
+// first save stores it and retires the job in one transaction.
+func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ar := &activeRun{runID: r.ID, cancel: cancel}
@@ -234,6 +235,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
 				cancel(errDailyCap)
 			}
+			if jobID != "" {
+				if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+					return err
+				}
+				jobID = ""
+				return nil
+			}
 			return b.store.SaveRun(ctx, r)
 		},
 		Observe: prog.add,
@@ -255,7 +263,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, first string, call func(conte
 	if reconnect {
 		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}
-	err = b.finish(ctx, r, out, stopped, before)
+	err = b.finish(ctx, r, jobID, out, stopped, before)
 	if reconnect {
 		b.rejected(ctx, r)
 	}
@@ -278,11 +286,12 @@ func settled(st agent.Status) bool {
 }
 
 // finish tells the user how a run ended. The run's state, its answer or
-// question (in the outbox), the journal of its writes and the tokens it
-// spent since before (to its person's day) are saved in one transaction.
+// question (in the outbox), the journal of its writes, the tokens it
+// spent since before (to its person's day) and the retirement of its job
+// jobID (if the run was not stored yet) are saved in one transaction.
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
-func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped string, before agent.Usage) error {
+func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage) error {
 	ctx = context.WithoutCancel(ctx)
 	log := b.log.With(slog.String("run_id", r.ID))
 	if out.Err != nil && out.Status != agent.StatusInterrupted {
@@ -303,7 +312,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, out agent.Outcome, stopped str
 		base.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 	}
 	commit := func(c Change) error {
-		c.Audit, c.Count = base.Audit, base.Count
+		c.Audit, c.Count, c.DeleteJob = base.Audit, base.Count, jobID
 		return b.store.Commit(ctx, c)
 	}
 	// A runaway answer or question is cut to what the platform shows.

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +23,13 @@ import (
 // BenchmarkSlackThroughput posts 2,000 signed Slack message events (2,000
 // DMs, so no channel's posting limit paces them) from 200 concurrent
 // senders to `tidybot serve`, with the fake Slack, model and Todoist
-// answering at once, and waits for every answer. It reports messages per
-// second from the first POST to the last answer, the p50 and p99 time to
-// acknowledge a POST, and the process's peak resident memory (VmHWM: the
-// bot, the fakes and the benchmark together, so an upper bound of the
-// bot's own). TIDYBOT_BENCH_WORKERS sets the bot's workers (default 4,
+// answering at once, and waits for every answer. The bot is the built
+// binary in its own process, as in production, so that its memory and CPU
+// are its own: the fakes and the senders run in the benchmark's process.
+// It reports messages per second from the first POST to the last answer,
+// the p50 and p99 time to acknowledge a POST, the bot's peak resident
+// memory (VmHWM) and its CPU time per message (user + system).
+// TIDYBOT_BENCH_WORKERS sets the bot's workers (default 4,
 // TIDYBOT_WORKERS' default).
 //
 //	go test ./cmd/tidybot -run '^$' -bench SlackThroughput -benchtime 1x
@@ -33,13 +38,12 @@ func BenchmarkSlackThroughput(b *testing.B) {
 	for round := range b.N {
 		e := newEnv(b)
 		sl := slacktest.New()
-		e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
-		e.cfg.AllowedUsers = []string{"slack:U1"}
-		e.cfg.LogLevel = "error"
-		if w, err := strconv.Atoi(os.Getenv("TIDYBOT_BENCH_WORKERS")); err == nil {
-			e.cfg.Workers = w
+		workers := "4"
+		if w := os.Getenv("TIDYBOT_BENCH_WORKERS"); w != "" {
+			workers = w
 		}
-		s := startServe(b, e, nil)
+		s := startServeProcess(b, e, "SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
+			"TIDYBOT_ALLOWED_USERS=slack:U1", "TIDYBOT_WORKERS="+workers)
 		base := s.base
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
 		acks := make([]time.Duration, total)
@@ -99,20 +103,129 @@ func BenchmarkSlackThroughput(b *testing.B) {
 		if n := answered(); n != total {
 			b.Errorf("%d of %d answered", n, total)
 		}
+		rss, cpu := peakRSS(s.pid), cpuTime(s.pid)
 		s.stop()
 		sl.Close()
 		slices.Sort(acks)
 		b.ReportMetric(total/elapsed.Seconds(), "msgs/s")
 		b.ReportMetric(float64(acks[total/2].Microseconds())/1000, "ack-p50-ms")
 		b.ReportMetric(float64(acks[total*99/100].Microseconds())/1000, "ack-p99-ms")
-		b.ReportMetric(peakRSS(), "peak-RSS-MiB")
+		b.ReportMetric(rss, "bot-RSS-MiB")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/total, "bot-CPU-ms/msg")
 	}
 }
 
-// peakRSS is the process's peak resident memory in MiB (VmHWM), or 0
+// process is a `tidybot serve` started by startServeProcess.
+type process struct {
+	base string
+	pid  int
+	stop func()
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// tidybotBinary builds the tidybot binary once per test process.
+func tidybotBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tidybot-bench")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "tidybot")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// startServeProcess starts the built binary's `tidybot serve` against
+// e's fakes, with only the settings given here and in extra (the
+// environment of the test is not passed on), and waits for /healthz.
+func startServeProcess(t testing.TB, e *env, extra ...string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(tidybotBinary(t), "serve")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"OPENAI_API_KEY=" + e.cfg.OpenAIKey, "OPENAI_BASE_URL=" + e.cfg.OpenAIBaseURL, "OPENAI_MODEL=" + e.cfg.OpenAIModel,
+		"TODOIST_TOKEN=" + e.cfg.TodoistToken, "TODOIST_API_URL=" + e.cfg.TodoistURL,
+		"TIDYBOT_DB=" + e.cfg.DB, "TIDYBOT_HTTP_ADDR=" + addr, "TIDYBOT_METRICS_ADDR=",
+		"TIDYBOT_MAX_TOKENS=" + strconv.Itoa(e.cfg.MaxTokens), "TIDYBOT_LOG_LEVEL=error",
+	}, extra...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("serve: %v\n%s", err, logs.String())
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Errorf("serve did not stop within 30 s of SIGTERM\n%s", logs.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	p := &process{base: "http://" + addr, pid: cmd.Process.Pid, stop: stop}
+	waitFor(t, "the HTTP server", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("serve ended: %v\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(p.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return p
+}
+
+// cpuTime is a process's user plus system CPU time so far, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s on
+// Linux), or 0 where /proc does not tell.
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(raw[i+1:])) // f[0] is field 3
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// peakRSS is a process's peak resident memory in MiB (VmHWM), or 0
 // where /proc does not tell.
-func peakRSS() float64 {
-	f, err := os.Open("/proc/self/status")
+func peakRSS(pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
