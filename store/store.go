@@ -244,14 +244,16 @@ func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return markEvent(tx, key, at) })
-	if errors.Is(err, bot.ErrDuplicate) {
-		return false, nil
-	}
+	var fresh bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		var err error
+		fresh, err = markEvent(tx, key, at)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("store: mark event %s: %w", key, err)
 	}
-	return true, nil
+	return fresh, nil
 }
 
 // PruneEvents implements bot.Store.
@@ -745,14 +747,15 @@ func (s *Store) Check() error {
 	})
 }
 
-// markEvent records an event key; it returns bot.ErrDuplicate when the
-// key was recorded before.
-func markEvent(tx *bolt.Tx, key string, at time.Time) error {
+// markEvent records an event key and reports whether it is new. A key
+// recorded before is a result, not an error: an error would roll back
+// the writes that share the transaction (Slack's retries come in floods).
+func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	b := tx.Bucket(bucketEvents)
 	if b.Get([]byte(key)) != nil {
-		return bot.ErrDuplicate
+		return false, nil
 	}
-	return b.Put([]byte(key), u64(uint64(at.UnixNano())))
+	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
@@ -795,10 +798,17 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var dup bool
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		if c.EventKey != "" {
-			if err := markEvent(tx, c.EventKey, c.EventAt); err != nil {
+			fresh, err := markEvent(tx, c.EventKey, c.EventAt)
+			if err != nil {
 				return err
+			}
+			// A duplicate writes nothing and lets the transaction it
+			// shares commit; Commit reports it afterwards.
+			if dup = !fresh; dup {
+				return nil
 			}
 		}
 		if t := c.Thread; t != nil {
@@ -836,11 +846,11 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 		}
 		return nil
 	})
-	if errors.Is(err, bot.ErrDuplicate) {
-		return err
-	}
 	if err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	if dup {
+		return bot.ErrDuplicate
 	}
 	return nil
 }
