@@ -124,15 +124,15 @@ func TestSnapshots(t *testing.T) {
 // would add it (find the thread's waiting run, save the run working, then
 // done). It reports the mean cost of the first and the last 10% of
 // messages and their ratio, which must stay near 1 (issue 15 item 6:
-// within 20%). fsync and the batch delay are off: their constant cost
-// would only hide the growth this measures.
+// within 20%). fsync is off: its constant cost would only hide the
+// growth this measures.
 //
 //	go test ./store -run '^$' -bench LongThread -benchtime 1x
 func BenchmarkLongThread(b *testing.B) {
 	const runs = 10_000
 	tr := json.RawMessage(`{"v":1,"pad":"` + strings.Repeat("x", 4096) + `"}`)
 	for range b.N {
-		s, err := Open(filepath.Join(b.TempDir(), "tidybot.db"), WithBatchDelay(time.Microsecond))
+		s, err := Open(filepath.Join(b.TempDir(), "tidybot.db"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,14 +60,22 @@ var (
 type Store struct {
 	db   *bolt.DB
 	path string
+
+	// writes is update's queue to writeLoop, which closes stopped once
+	// it has answered every write.
+	writes  chan *write
+	stopped chan struct{}
+
+	// mu protects closed, and writes against a send after its close.
+	mu     sync.RWMutex
+	closed bool
 }
 
 var _ bot.Store = (*Store)(nil)
 
 // options are Open's settings.
 type options struct {
-	bolt       bolt.Options
-	batchDelay time.Duration
+	bolt bolt.Options
 }
 
 // Option configures Open.
@@ -85,15 +94,10 @@ func ReadOnly() Option { return func(o *options) { o.bolt.ReadOnly = true } }
 // ErrInUse is returned by Open for a file another process holds.
 var ErrInUse = errors.New("database in use by another process")
 
-// WithBatchDelay sets how long a write waits for others to share its
-// transaction and fsync (default 2ms; bbolt's own default, 10ms, would
-// add 10ms to every write of a lone writer).
-func WithBatchDelay(d time.Duration) Option { return func(o *options) { o.batchDelay = d } }
-
 // Open opens or creates the database at path. A file that another process
 // holds fails within the lock timeout with a message that says so.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := &options{bolt: bolt.Options{Timeout: time.Second}, batchDelay: 2 * time.Millisecond}
+	o := &options{bolt: bolt.Options{Timeout: time.Second}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -110,19 +114,20 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("restrict database %s to its owner (TIDYBOT_DB): %w", path, err)
 	}
-	db.MaxBatchDelay = o.batchDelay
 	s := &Store{db: db, path: path}
 	if o.bolt.ReadOnly {
-		if err := s.check(); err != nil {
-			_ = db.Close()
-			return nil, err
-		}
-		return s, nil
+		err = s.check()
+	} else {
+		err = s.init()
 	}
-	if err := s.init(); err != nil {
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	// A read-only store has a writer too: its writes fail, as bbolt's
+	// do, with "database is in read-only mode".
+	s.writes, s.stopped = make(chan *write, maxBatch), make(chan struct{})
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -190,8 +195,16 @@ func (s *Store) check() error {
 	})
 }
 
-// Close closes the database.
+// Close closes the database once the writes already queued are done;
+// later writes fail with bbolt's ErrDatabaseNotOpen, as reads do.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.writes)
+	}
+	s.mu.Unlock()
+	<-s.stopped
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
@@ -245,14 +258,16 @@ func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return markEvent(tx, key, at) })
-	if errors.Is(err, bot.ErrDuplicate) {
-		return false, nil
-	}
+	var fresh bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		fresh, err = markEvent(tx, key, at)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("store: mark event %s: %w", key, err)
 	}
-	return true, nil
+	return fresh, nil
 }
 
 // PruneEvents implements bot.Store.
@@ -303,7 +318,7 @@ func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketThreads), []byte(t.Key), t) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return put(tx.Bucket(bucketThreads), []byte(t.Key), t) })
 	if err != nil {
 		return fmt.Errorf("store: save thread %s: %w", t.Key, err)
 	}
@@ -350,7 +365,7 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return saveRun(tx, r) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return saveRun(tx, r) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
@@ -443,7 +458,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucketSnapshots).Put([]byte(key), data) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucketSnapshots).Put([]byte(key), data) })
 	if err != nil {
 		return fmt.Errorf("store: save snapshot: %w", err)
 	}
@@ -599,7 +614,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if !stored {
 		return nil
 	}
-	err = s.db.Batch(func(tx *bolt.Tx) error { return deleteJob(tx, id) })
+	err = s.update(ctx, func(tx *bolt.Tx) error { return deleteJob(tx, id) })
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
 	}
@@ -633,7 +648,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return appendAudit(tx, entries) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, entries) })
 	if err != nil {
 		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
 	}
@@ -727,7 +742,7 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return put(tx.Bucket(bucketSettings), []byte(key), value) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return put(tx.Bucket(bucketSettings), []byte(key), value) })
 	if err != nil {
 		return fmt.Errorf("store: set %s: %w", key, err)
 	}
@@ -768,14 +783,15 @@ func (s *Store) Check() error {
 	})
 }
 
-// markEvent records an event key; it returns bot.ErrDuplicate when the
-// key was recorded before.
-func markEvent(tx *bolt.Tx, key string, at time.Time) error {
+// markEvent records an event key and reports whether it is new. A key
+// recorded before is a result, not an error: an error would roll back
+// the writes that share the transaction (Slack's retries come in floods).
+func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	b := tx.Bucket(bucketEvents)
 	if b.Get([]byte(key)) != nil {
-		return bot.ErrDuplicate
+		return false, nil
 	}
-	return b.Put([]byte(key), u64(uint64(at.UnixNano())))
+	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
@@ -818,10 +834,17 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	var dup bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if c.EventKey != "" {
-			if err := markEvent(tx, c.EventKey, c.EventAt); err != nil {
+			fresh, err := markEvent(tx, c.EventKey, c.EventAt)
+			if err != nil {
 				return err
+			}
+			// A duplicate writes nothing and lets the transaction it
+			// shares commit; Commit reports it afterwards.
+			if dup = !fresh; dup {
+				return nil
 			}
 		}
 		if t := c.Thread; t != nil {
@@ -862,11 +885,11 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 		}
 		return addCounts(tx, c.Count)
 	})
-	if errors.Is(err, bot.ErrDuplicate) {
-		return err
-	}
 	if err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	if dup {
+		return bot.ErrDuplicate
 	}
 	return nil
 }
@@ -898,7 +921,7 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		ids := tx.Bucket(bucketOutIDs)
 		if seq := ids.Get([]byte(ob.ID)); seq != nil {
 			if err := tx.Bucket(bucketOutbox).Delete(bytes.Clone(seq)); err != nil {

@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// maxBatch bounds the functions in one write transaction (bbolt's
+// MaxBatchSize), so that one transaction's time, and the rerun of the
+// others when one fails, stay bounded under a flood.
+const maxBatch = 1000
+
+// A write is one function waiting for the writer's next transaction.
+type write struct {
+	fn func(*bolt.Tx) error
+	// cancel is the caller's ctx.Done(): a write whose caller gave up
+	// before its transaction began is not applied.
+	cancel <-chan struct{}
+	result chan error // buffered: the writer never waits for the caller
+}
+
+// errCancelled tells update that its write was dropped, unapplied,
+// because its context ended; the caller returns ctx.Err().
+var errCancelled = errors.New("write cancelled before its transaction")
+
+// update runs fn in a write transaction shared with the writes that
+// arrive while the previous transaction commits (group commit): a write
+// that finds the writer idle commits at once, and one fsync serves all
+// that queued behind it. This replaces bbolt's Batch, whose timer made
+// every write of a sequential caller wait out MaxBatchDelay.
+//
+// As with Batch, fn may run more than once (the transaction it shared is
+// rolled back when another function fails), so it must be idempotent
+// apart from its effects on tx; an error fn returns is its own (it is
+// rerun alone) and costs the others only a rerun.
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &write{fn: fn, cancel: ctx.Done(), result: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return bolterrors.ErrDatabaseNotOpen
+	}
+	// The send may wait for the writer to take the queue in; Close
+	// waits for it, and the writer keeps taking until Close.
+	s.writes <- w
+	s.mu.RUnlock()
+	err := <-w.result
+	if errors.Is(err, errCancelled) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// writeLoop is the only goroutine that runs update's functions. It exits
+// when Close has closed the queue and every queued write is answered.
+func (s *Store) writeLoop() {
+	defer close(s.stopped)
+	batch := make([]*write, 0, maxBatch)
+	for w := range s.writes {
+		batch = append(batch[:0], w)
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case w, ok := <-s.writes:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, w)
+			default:
+				break collect
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit applies batch in one transaction and answers each write. A
+// function that fails is taken out, the rest rerun without it, and it
+// then runs alone, so that its error is its own and reaches only its
+// caller.
+func (s *Store) commit(batch []*write) {
+	var alone []*write
+	for len(batch) > 0 {
+		batch = slices.DeleteFunc(batch, func(w *write) bool {
+			select {
+			case <-w.cancel:
+				w.result <- errCancelled
+				return true
+			default:
+				return false
+			}
+		})
+		if len(batch) == 0 {
+			break
+		}
+		failed := -1
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for i, w := range batch {
+				if err := call(w.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 && len(batch) > 1 {
+			alone = append(alone, batch[failed])
+			batch = slices.Delete(batch, failed, failed+1)
+			continue
+		}
+		// Success, the error of a lone function, or bbolt's own
+		// failure (a full disk), which every write shares.
+		for _, w := range batch {
+			w.result <- err
+		}
+		break
+	}
+	for _, w := range alone {
+		s.commit([]*write{w})
+	}
+}
+
+// call runs fn, turning a panic into its error as bbolt's Batch does: in
+// the writer, a panic would otherwise end the process instead of the
+// one write.
+func call(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in write: %v", p)
+		}
+	}()
+	return fn(tx)
+}
