@@ -36,7 +36,8 @@ type Config struct {
 	MaxTokens int
 	// TokenBudget is the prompt plus completion tokens of one run
 	// (default 200,000). It is checked before each call with the
-	// request's counted tokens plus its MaxTokens.
+	// request's tokens plus its MaxTokens: PromptBound when that fits,
+	// else the count of CountTokens.
 	TokenBudget int
 	// CountTokens counts the prompt tokens of a request (default: a
 	// local estimate of four bytes a token). Its count must not exceed
