@@ -36,10 +36,13 @@ type Config struct {
 	MaxTokens int
 	// TokenBudget is the prompt plus completion tokens of one run
 	// (default 200,000). It is checked before each call with the
-	// request's counted tokens plus its MaxTokens.
+	// request's tokens plus its MaxTokens: PromptBound when that fits,
+	// else the count of CountTokens.
 	TokenBudget int
 	// CountTokens counts the prompt tokens of a request (default: a
-	// local estimate of four bytes a token).
+	// local estimate of four bytes a token). Its count must not exceed
+	// PromptBound, as no byte-level tokenizer's does: the engine skips
+	// the count when the bound shows that a request fits.
 	CountTokens func(Request) int
 	// HistoryTokens bounds the earlier messages given to the model
 	// (default 6,000 tokens): the newest that fit are kept, the one that
@@ -544,7 +547,15 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	// The budget is checked before the call: the prompt as counted plus
 	// the longest answer allowed must fit in what is left. The answer may
 	// be shortened to fit, but not below a useful length.
-	left := cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
+	left := cfg.TokenBudget - r.tr.Usage.Total() - PromptBound(req)
+	if left < req.MaxTokens {
+		// Counting tokens costs more CPU than the rest of a step (a
+		// tokenizer over the whole prompt); the bound, never below the
+		// count, settles most calls, which fit with room to spare.
+		// Only a call near the budget, whose answer may have to be
+		// shortened, needs the count.
+		left = cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
+	}
 	if left < min(req.MaxTokens, minAnswerTokens) {
 		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget))
 	}

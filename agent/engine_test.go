@@ -412,6 +412,61 @@ func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
 	})
 }
 
+// Tokens are counted only for a call near the budget: PromptBound
+// settles the others, and a call near the budget gets the answer limit
+// the count leaves, as if every call were counted.
+func TestEngineCountsTokensNearTheBudgetOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		budget     int
+		wantCounts int
+		wantMax    int
+	}{
+		{"far from the budget", 200_000, 0, 1000},
+		// The tool schemas alone make the bound larger than 8,000.
+		{"near the budget", 8000, 1, 8000 - 500},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			counts := 0
+			count := func(req Request) int {
+				counts++
+				if b := PromptBound(req); tt.budget-b >= 1000 {
+					t.Errorf("counted with a bound of %d: the call was not near the budget", b)
+				}
+				return 500
+			}
+			s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+			out := New(s, newTalkTasks(), Config{TokenBudget: tt.budget, MaxTokens: 1000, CountTokens: count}).
+				Start(t.Context(), Input{Instruction: "hello"}, Hooks{})
+			if out.Status != StatusDone {
+				t.Fatalf("outcome %s %q", out.Status, out.Answer)
+			}
+			if counts != tt.wantCounts {
+				t.Errorf("tokens counted %d times, want %d", counts, tt.wantCounts)
+			}
+			if got := s.reqs[0].MaxTokens; got != min(tt.wantMax, 1000) {
+				t.Errorf("answer limit %d, want %d", got, min(tt.wantMax, 1000))
+			}
+		})
+	}
+}
+
+// PromptBound is never below the default estimate, whatever the texts.
+func TestPromptBoundCoversTheEstimate(t *testing.T) {
+	for _, req := range []Request{
+		{},
+		{Messages: []Message{{Role: RoleUser}}},
+		{Messages: []Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, ToolCalls: []ToolCall{{Name: "f", Arguments: "{}"}}}}},
+		{Messages: []Message{{Role: RoleSystem, Content: SystemPrompt(ProtocolTools)}}, Tools: tools(true)},
+		{Messages: []Message{{Role: RoleSystem, Content: SystemPrompt(ProtocolJSON)}}, Format: &ResponseFormat{Kind: FormatJSONSchema, Schema: EnvelopeSchema()}},
+		{Tools: []Tool{{}}, Format: &ResponseFormat{}},
+	} {
+		if est, bound := estimateTokens(req), PromptBound(req); est > bound {
+			t.Errorf("estimate %d above the bound %d for %+v", est, bound, req)
+		}
+	}
+}
+
 // The history given to the model is bounded by tokens as well as by count
 // (issue 8 item 5): a 900 KB message of earlier in the conversation is
 // not re-sent whole with every later message.

@@ -87,6 +87,42 @@ type Request struct {
 	Temperature float32
 }
 
+// Overheads of PromptBound, in tokens: more than any chat format adds
+// around a request, a message, a tool call or a tool definition (OpenAI's
+// cookbook counts 3 a message and a reply; tool definitions are wrapped in
+// a few words of their own).
+const (
+	boundPerRequest = 16
+	boundPerItem    = 16
+)
+
+// PromptBound is a cheap upper bound of the prompt tokens of req for any
+// byte-level BPE tokenizer (tiktoken's, those of the Llama 3 family, any
+// SentencePiece one with byte fallback): each token stands for at least
+// one byte of text, so a text never has more tokens than bytes, and each
+// message, tool call and tool costs at most boundPerItem tokens of
+// framing. Every byte the request carries counts, images and the model's
+// opaque state included, so that no count of them can exceed it.
+func PromptBound(req Request) int {
+	n := boundPerRequest
+	for _, m := range req.Messages {
+		n += boundPerItem + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.State)
+		for _, tc := range m.ToolCalls {
+			n += boundPerItem + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		for _, im := range m.Images {
+			n += boundPerItem + len(im.MIME) + len(im.Data)
+		}
+	}
+	for _, t := range req.Tools {
+		n += boundPerItem + len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if f := req.Format; f != nil {
+		n += boundPerItem + len(f.Name) + len(f.Schema)
+	}
+	return n
+}
+
 // DefaultMaxTokens is the default response limit of one model call: room
 // for the largest batch the action schemas allow (add_tasks with 100
 // tasks, every bounded field at its longest: about 17,400 tokens,

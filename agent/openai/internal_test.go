@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"encoding/json"
 	"io"
+	"math"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -89,35 +92,123 @@ func TestRedact(t *testing.T) {
 
 func TestEditBody(t *testing.T) {
 	zero := bodyEdit{zeroTemperature: true}
+	drop := bodyEdit{drop: map[string]bool{"parallel_tool_calls": true}}
+	both := bodyEdit{drop: drop.drop, zeroTemperature: true}
 	tests := []struct {
+		name string
 		in   string
 		edit bodyEdit
 		want string
 	}{
-		{`{"model":"m","messages":[]}`, zero, `{"messages":[],"model":"m","temperature":0}`},
-		{`{}`, zero, `{"temperature":0}`},
-		{` { }`, zero, `{"temperature":0}`},
-		{`{"temperature":0.5}`, zero, `{"temperature":0.5}`},
-		{`{"model":"o3","parallel_tool_calls":true,"tools":[]}`, bodyEdit{drop: map[string]bool{"parallel_tool_calls": true}}, `{"model":"o3","tools":[]}`},
+		// Adding the temperature alone is spliced in, the rest kept
+		// byte for byte.
+		{"added first", `{"model":"m","messages":[]}`, zero, `{"temperature":0,"model":"m","messages":[]}`},
+		{"empty object", `{}`, zero, `{"temperature":0}`},
+		{"empty object with spaces", ` { }`, zero, ` {"temperature":0 }`},
+		{"spaces kept", "{ \"model\" : \"m\" }\n", zero, "{\"temperature\":0, \"model\" : \"m\" }\n"},
+		{"present", `{"temperature":0.5}`, zero, `{"temperature":0.5}`},
+		{"present after nested values", `{"messages":[{"role":"user","content":"a \"}{\" b\\"}],"tools":[{"x":{}}],"temperature":1}`, zero,
+			`{"messages":[{"role":"user","content":"a \"}{\" b\\"}],"tools":[{"x":{}}],"temperature":1}`},
+		{"nested key is not the request's", `{"tools":[{"parameters":{"properties":{"temperature":{"type":"number"}}}}],"response_format":{"temperature":1}}`, zero,
+			`{"temperature":0,"tools":[{"parameters":{"properties":{"temperature":{"type":"number"}}}}],"response_format":{"temperature":1}}`},
+		{"quoted in a value is not a key", `{"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`, zero,
+			`{"temperature":0,"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`},
+		{"escaped backslash before a quote", `{"a":"x\\","temperature":2}`, zero, `{"a":"x\\","temperature":2}`},
+		// What the scan cannot tell goes through a decode.
+		{"escaped key", `{"\u0074emperature":0.5}`, zero, `{"temperature":0.5}`},
+		{"not an object", `[1]`, zero, `[1]`},
+		{"not JSON", `{"model":`, zero, `{"model":`},
+		// Dropping fields decodes the body.
+		{"dropped", `{"model":"o3","parallel_tool_calls":true,"tools":[]}`, drop, `{"model":"o3","tools":[]}`},
+		{"dropped and added", `{"model":"m","parallel_tool_calls":true}`, both, `{"model":"m","temperature":0}`},
 	}
 	for _, tt := range tests {
-		req, err := http.NewRequest(http.MethodPost, "http://example.test/v1/chat/completions", strings.NewReader(tt.in))
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, "http://example.test/v1/chat/completions", strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := editBody(req, tt.edit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(r.Body)
+			if string(got) != tt.want || r.ContentLength != int64(len(tt.want)) {
+				t.Errorf("body = %s (length %d), want %s", got, r.ContentLength, tt.want)
+			}
+			again, _ := r.GetBody()
+			if b, _ := io.ReadAll(again); string(b) != tt.want {
+				t.Errorf("GetBody = %s, want %s", b, tt.want)
+			}
+		})
+	}
+}
+
+// The spliced body and the decoded one say the same, whatever go-openai
+// encodes: a temperature the request had is kept, and one it lacked is 0.
+func TestEditBodySpliceMatchesDecode(t *testing.T) {
+	c := New(Config{Model: "gpt-4.1-mini"}, nil)
+	reqs := []agent.Request{
+		{Messages: []agent.Message{{Role: agent.RoleUser, Content: `say "temperature": {0} [1] \ "`}}, MaxTokens: 10},
+		{Messages: []agent.Message{{Role: agent.RoleSystem, Content: agent.SystemPrompt(agent.ProtocolTools)}, {Role: agent.RoleUser, Content: "hi"}},
+			Tools: []agent.Tool{{Name: "set", Parameters: json.RawMessage(`{"type":"object","properties":{"temperature":{"type":"number"}}}`)}}, ToolChoice: "required"},
+		{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, Temperature: 0.7},
+	}
+	for i, req := range reqs {
+		body, err := json.Marshal(c.chatRequest(req, c.plan(req)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := editBody(req, tt.edit)
-		if err != nil {
+		spliced, ok := withZeroTemperature(body)
+		if !ok {
+			t.Fatalf("request %d: the scan could not read %s", i, body)
+		}
+		var got, want map[string]any
+		if err := json.Unmarshal(spliced, &got); err != nil {
+			t.Fatalf("request %d: spliced body %s: %v", i, spliced, err)
+		}
+		// A drop of a field no request has takes the decoding path.
+		decoded := edited(body, bodyEdit{zeroTemperature: true, drop: map[string]bool{"none": true}})
+		if err := json.Unmarshal(decoded, &want); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := io.ReadAll(r.Body)
-		if string(got) != tt.want || r.ContentLength != int64(len(tt.want)) {
-			t.Errorf("body = %s (length %d), want %s", got, r.ContentLength, tt.want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("request %d: spliced %s\ndecoded %s", i, spliced, decoded)
 		}
-		again, _ := r.GetBody()
-		if b, _ := io.ReadAll(again); string(b) != tt.want {
-			t.Errorf("GetBody = %s, want %s", b, tt.want)
+		if wantT := float64(req.Temperature); math.Abs(got["temperature"].(float64)-wantT) > 1e-6 {
+			t.Errorf("request %d: temperature %v, want %v", i, got["temperature"], wantT)
 		}
 	}
+}
+
+// FuzzWithZeroTemperature: whatever valid JSON object the scan reads,
+// its answer decodes to what decoding the body and adding the field would
+// give.
+func FuzzWithZeroTemperature(f *testing.F) {
+	for _, s := range []string{`{}`, `{"temperature":1}`, `{"a":{"temperature":1}}`, `{"a":"\"temperature\":1"}`,
+		`{"a":"x\\","temperature":2}`, `{"\u0074emperature":1}`, ` {"a" : [ {} , [] ] } `, `{"a":"\\\""}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want map[string]json.RawMessage
+		if json.Unmarshal(body, &want) != nil || want == nil {
+			return // not an object: the scan's answer is not used
+		}
+		out, ok := withZeroTemperature(body)
+		if !ok {
+			return
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s became %s: %v", body, out, err)
+		}
+		if _, had := want["temperature"]; !had {
+			want["temperature"] = json.RawMessage("0")
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s became %s", body, out)
+		}
+	})
 }
 
 func TestBackoff(t *testing.T) {

@@ -358,26 +358,121 @@ func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err == nil {
-		for k := range e.drop {
-			delete(fields, k)
-		}
-		if e.zeroTemperature {
-			if _, ok := fields["temperature"]; !ok {
-				fields["temperature"] = json.RawMessage("0")
-			}
-		}
-		if b, err := json.Marshal(fields); err == nil {
-			body = b
-		}
-	}
+	body = edited(body, e)
 	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return r, nil
 }
+
+// edited returns body changed as e says; a body that is not a JSON
+// object is returned as it is.
+func edited(body []byte, e bodyEdit) []byte {
+	if len(e.drop) == 0 && e.zeroTemperature {
+		// The usual edit, on every call: decoding and encoding the
+		// whole body again (the conversation, the tool schemas) costs
+		// as much CPU as go-openai's own encoding, for one field.
+		if b, ok := withZeroTemperature(body); ok {
+			return b
+		}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return body
+	}
+	for k := range e.drop {
+		delete(fields, k)
+	}
+	if e.zeroTemperature {
+		if _, ok := fields["temperature"]; !ok {
+			fields["temperature"] = json.RawMessage("0")
+		}
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return body
+	}
+	return b
+}
+
+// withZeroTemperature returns body, a JSON object, with "temperature":0
+// as its first member unless it has a temperature already. It reads only
+// the structure of the body, which comes from json.Marshal and so is
+// valid JSON. ok is false when it cannot tell: body is not an object or
+// is cut short, or a top-level key is written with escapes (which
+// json.Marshal does not write for these names, but which may spell
+// "temperature"); the caller then decodes the body.
+func withZeroTemperature(body []byte) (out []byte, ok bool) {
+	start := bytes.IndexFunc(body, func(r rune) bool { return !isJSONSpace(r) })
+	if start < 0 || body[start] != '{' {
+		return nil, false
+	}
+	depth := 0
+	key := false // the next string at depth 1 is a key
+	for i := start; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '"':
+			end := stringEnd(body, i)
+			if end < 0 {
+				return nil, false
+			}
+			if depth == 1 && key {
+				name := body[i+1 : end]
+				if bytes.IndexByte(name, '\\') >= 0 {
+					return nil, false
+				}
+				if string(name) == "temperature" {
+					return body, true
+				}
+				key = false
+			}
+			i = end
+		case '{', '[':
+			depth++
+			key = depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				// The end of the object: no temperature in it.
+				empty := len(bytes.TrimFunc(body[start+1:i], isJSONSpace)) == 0
+				out = make([]byte, 0, len(body)+len(`"temperature":0,`))
+				out = append(out, body[:start+1]...)
+				out = append(out, `"temperature":0`...)
+				if !empty {
+					out = append(out, ',')
+				}
+				return append(out, body[start+1:]...), true
+			}
+		case ',':
+			key = depth == 1
+		}
+	}
+	return nil, false
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// starting at body[i], or -1 if it does not end.
+func stringEnd(body []byte, i int) int {
+	for j := i + 1; ; j++ {
+		k := bytes.IndexByte(body[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// A quote after an odd number of backslashes is escaped; the
+		// string's opening quote stops the count.
+		n := 0
+		for body[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j
+		}
+	}
+}
+
+func isJSONSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 // hostOf returns the host of a base URL, for messages and logs (never
 // the user info some URLs carry).

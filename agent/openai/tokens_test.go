@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -69,5 +70,44 @@ func TestCountTokensRemembers(t *testing.T) {
 	}
 	if n := openai.CountTokens(long); n != want {
 		t.Errorf("after many texts, CountTokens(long) = %d, want %d", n, want)
+	}
+}
+
+// The engine skips counting a request whose agent.PromptBound fits its
+// budget, which holds only if no count exceeds the bound: cl100k_base is a
+// byte-level BPE, whose every token stands for at least one byte, invalid
+// UTF-8 included.
+func TestEstimateWithinPromptBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	texts := []string{"", "a", "\xff", strings.Repeat("\xff", 50), "\x80a\x80b", "é", "😀", "中文字", strings.Repeat(" ", 100), "c\x9b"}
+	for range 500 {
+		b := make([]byte, 1+r.IntN(200))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		texts = append(texts, string(b))
+	}
+	var schemas []agent.Tool
+	for _, name := range agent.ActionNames() {
+		s, ok := agent.ActionSchema(name, true)
+		if !ok {
+			t.Fatalf("no schema for %s", name)
+		}
+		schemas = append(schemas, agent.Tool{Name: name, Parameters: s, Strict: true})
+	}
+	for _, text := range texts {
+		if n := openai.CountTokens(text); n > len(text) {
+			t.Errorf("CountTokens(%q) = %d, more than its %d bytes", text, n, len(text))
+		}
+		for _, req := range []agent.Request{
+			{Messages: []agent.Message{{Role: agent.RoleUser, Content: text}}},
+			{Messages: []agent.Message{{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{Name: text, Arguments: text}}}}},
+			{Tools: []agent.Tool{{Name: text, Description: text, Parameters: json.RawMessage(text)}}, Format: &agent.ResponseFormat{Schema: json.RawMessage(text)}},
+			{Messages: []agent.Message{{Role: agent.RoleSystem, Content: agent.SystemPrompt(agent.ProtocolTools) + text}}, Tools: schemas},
+		} {
+			if est, bound := openai.EstimatePromptTokens(req), agent.PromptBound(req); est > bound {
+				t.Fatalf("EstimatePromptTokens = %d, above agent.PromptBound %d, with text %q", est, bound, text)
+			}
+		}
 	}
 }
