@@ -246,6 +246,8 @@ type Store interface {
 	Outbox(ctx context.Context) ([]Outbound, error)
 	// Delivered removes a posted message from the outbox and, for a
 	// question, records msgID in its run if the run still waits on it.
+	// An answer's removal may wait briefly to share a later write's
+	// transaction: a crash meanwhile posts it again, never loses it.
 	Delivered(ctx context.Context, ob Outbound, msgID string) error
 	// Prune deletes the messages sent before t, and the runs (with
 	// their transcript and journal) last updated before t, except runs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -15,9 +16,15 @@ import (
 // others when one fails, stay bounded under a flood.
 const maxBatch = 1000
 
+// lazyWait is how long a lazy write (see updateLazy) waits for another
+// write to share its transaction when the writer has nothing else.
+const lazyWait = 20 * time.Millisecond
+
 // A write is one function waiting for the writer's next transaction.
 type write struct {
 	fn func(*bolt.Tx) error
+	// lazy writes may wait up to lazyWait for a transaction to share.
+	lazy bool
 	// cancel is the caller's ctx.Done(): a write whose caller gave up
 	// before its transaction began is not applied.
 	cancel <-chan struct{}
@@ -39,10 +46,24 @@ var errCancelled = errors.New("write cancelled before its transaction")
 // apart from its effects on tx; an error fn returns is its own (it is
 // rerun alone) and costs the others only a rerun.
 func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.enqueue(ctx, &write{fn: fn})
+}
+
+// updateLazy is update for a write nobody is kept waiting on but its
+// caller, and whose loss in a crash costs little (a delivered message's
+// outbox entry: the message would be posted again). It commits with the
+// next write that comes, or after lazyWait if none does, instead of
+// taking a transaction, and two fsyncs, of its own: under load each
+// answer's delivery rides along with the next run's commit.
+func (s *Store) updateLazy(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.enqueue(ctx, &write{fn: fn, lazy: true})
+}
+
+func (s *Store) enqueue(ctx context.Context, w *write) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w := &write{fn: fn, cancel: ctx.Done(), result: make(chan error, 1)}
+	w.cancel, w.result = ctx.Done(), make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -66,20 +87,57 @@ func (s *Store) writeLoop() {
 	batch := make([]*write, 0, maxBatch)
 	for w := range s.writes {
 		batch = append(batch[:0], w)
-	collect:
-		for len(batch) < maxBatch {
-			select {
-			case w, ok := <-s.writes:
-				if !ok {
-					break collect
+		open := s.collect(&batch)
+		if open && lazyOnly(batch) {
+			// Wait for a write that cannot wait, then take what queued
+			// with it.
+			t := time.NewTimer(lazyWait)
+		wait:
+			for len(batch) < maxBatch {
+				select {
+				case w, ok := <-s.writes:
+					if !ok {
+						break wait
+					}
+					batch = append(batch, w)
+					if !w.lazy {
+						s.collect(&batch)
+						break wait
+					}
+				case <-t.C:
+					break wait
 				}
-				batch = append(batch, w)
-			default:
-				break collect
 			}
+			t.Stop()
 		}
 		s.commit(batch)
 	}
+}
+
+// collect adds the writes already queued to batch, up to maxBatch; it
+// reports false once the queue is closed.
+func (s *Store) collect(batch *[]*write) bool {
+	for len(*batch) < maxBatch {
+		select {
+		case w, ok := <-s.writes:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, w)
+		default:
+			return true
+		}
+	}
+	return true
+}
+
+func lazyOnly(batch []*write) bool {
+	for _, w := range batch {
+		if !w.lazy {
+			return false
+		}
+	}
+	return true
 }
 
 // commit applies batch in one transaction and answers each write. A

@@ -335,3 +335,69 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// A delivered answer's outbox entry is a lazy write: alone, it commits
+// after lazyWait; with a write that cannot wait, it shares that one's
+// transaction at once. A question's delivery is never lazy: its message
+// id must be stored before a press can come.
+func TestLazyDeliveryRidesAlong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := open(t)
+		defer s.Close()
+		ctx := t.Context()
+		answer := func(id string) bot.Outbound {
+			return bot.Outbound{ID: id, Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "done"}, Created: t0}
+		}
+		if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{answer("a1"), answer("a2"), answer("a3")}}); err != nil {
+			t.Fatal(err)
+		}
+
+		first, start := txID(t, s), time.Now()
+		if err := s.Delivered(ctx, answer("a1"), "1.1"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != lazyWait {
+			t.Errorf("a lone delivery committed after %v, want lazyWait (%v)", d, lazyWait)
+		}
+		if got := txID(t, s) - first; got != 1 {
+			t.Errorf("a lone delivery took %d transactions, want 1", got)
+		}
+
+		first, start = txID(t, s), time.Now()
+		wait := queue(
+			func() error { return s.Delivered(ctx, answer("a2"), "1.2") },
+			func() error { return s.Delivered(ctx, answer("a3"), "1.3") },
+		)
+		// Both deliveries wait in the writer; the run's commit takes them.
+		if err := s.Commit(ctx, intake(1)); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("deliveries with a commit waited %v, want 0", d)
+		}
+		if got := txID(t, s) - first; got != 1 {
+			t.Errorf("two deliveries and a commit took %d transactions, want 1", got)
+		}
+		if left, err := s.Outbox(ctx); err != nil || len(left) != 0 {
+			t.Errorf("outbox = %+v (%v), want empty", left, err)
+		}
+
+		q := answer("q1")
+		q.RunID, q.WaitKey = "r1", "k1"
+		if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{q}}); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if err := s.Delivered(ctx, q, "1.4"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("a question's delivery waited %v, want 0", d)
+		}
+	})
+}

@@ -85,6 +85,7 @@ type Server struct {
 	strayAcks  []string        // acks that name no envelope we sent
 	envSeq     int
 	posts      []*Posted
+	byTS       map[string]*Posted // chat.postMessage's posts by channel and ts, for chat.update
 	seq        int
 	eventSeq   int
 	calls      map[string]int
@@ -98,7 +99,7 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
+	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
 		outside: map[string]bool{}, hooks: map[string]*hook{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
@@ -323,6 +324,7 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 		p.Ephemeral, p.User = true, f.Get("user")
 	}
 	s.posts = append(s.posts, p)
+	s.byTS[p.Channel+" "+p.TS] = p
 	return p, true
 }
 
@@ -364,18 +366,16 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 		return
 	}
 	s.mu.Lock()
-	for _, p := range s.posts {
-		if p.Channel == f.Get("channel") && p.TS == f.Get("ts") && !p.ResponseURL {
-			p.Text = f.Get("text")
-			// Leaving blocks out keeps the old ones (docs.slack.dev/reference/methods/chat.update).
-			if f.Has("blocks") {
-				p.Sections, p.Buttons, p.Labels = sections, values, labels
-			}
-			p.Updates++
-			s.mu.Unlock()
-			answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "text": p.Text})
-			return
+	if p := s.byTS[f.Get("channel")+" "+f.Get("ts")]; p != nil {
+		p.Text = f.Get("text")
+		// Leaving blocks out keeps the old ones (docs.slack.dev/reference/methods/chat.update).
+		if f.Has("blocks") {
+			p.Sections, p.Buttons, p.Labels = sections, values, labels
 		}
+		p.Updates++
+		s.mu.Unlock()
+		answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "text": p.Text})
+		return
 	}
 	s.mu.Unlock()
 	s.fail(w, "message_not_found", tok)
