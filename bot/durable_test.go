@@ -589,3 +589,63 @@ func TestCrashBeforeResetConfirmationPostedPostsItAtRestart(t *testing.T) {
 		t.Errorf("posted before the crash: %q", got)
 	}
 }
+
+// TestRunsDoNotWaitForThePlatform: while the platform is slow to post, a
+// run that answers at once still ends (its answer safe in the outbox)
+// and a second chat's run goes through too: workers wait for the model
+// and the store, not for posts. Each chat then sees its status message,
+// that message settled, and its answer.
+func TestRunsDoNotWaitForThePlatform(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		plat := newTelegram()
+		plat.onSend = func(Outgoing) error { <-release; return nil }
+		ag := &fakeAgent{}
+		h := startHarness(t, ag, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h.handle(t, msg("one", "e1"))
+		second := msg("two", "e2")
+		second.ChatID = "c2"
+		h.handle(t, second)
+		synctest.Wait()
+		h.store.mu.Lock()
+		done := 0
+		for _, r := range h.store.runs {
+			if r.Status == RunDone {
+				done++
+			}
+		}
+		queued := len(h.store.outbox)
+		h.store.mu.Unlock()
+		if done != 2 || queued != 2 {
+			t.Fatalf("while the platform is stuck: %d runs done, %d answers in the outbox; want 2 and 2", done, queued)
+		}
+		close(release)
+		h.idle(t)
+		if got := plat.texts(); len(got) != 4 {
+			t.Fatalf("posted %q, want two status messages and two answers", got)
+		}
+		plat.mu.Lock()
+		defer plat.mu.Unlock()
+		for _, chat := range []string{"c1", "c2"} {
+			var seen []string
+			for _, m := range plat.sent {
+				if m.ChatID == chat {
+					seen = append(seen, m.Text)
+				}
+			}
+			if len(seen) != 2 || seen[0] != "🤔 Working on it…" || !strings.HasPrefix(seen[1], "did: ") {
+				t.Errorf("chat %s saw %q, want the status message, then the answer", chat, seen)
+			}
+		}
+		var want []string // the fake's id of a message is its place in sent
+		for i, m := range plat.sent {
+			if m.Text == "🤔 Working on it…" {
+				want = append(want, fmt.Sprintf("m%d: ✅ Done", i+1))
+			}
+		}
+		slices.Sort(plat.edits)
+		if !slices.Equal(plat.edits, want) {
+			t.Errorf("edits %q, want %q: each status message settled once it was posted", plat.edits, want)
+		}
+	})
+}

@@ -20,11 +20,12 @@ type progress struct {
 	log *slog.Logger
 
 	// mu protects the fields below.
-	mu     sync.Mutex
-	lines  []string
-	sent   int // lines already shown
-	msgID  string
-	header string
+	mu      sync.Mutex
+	lines   []string
+	sent    int // lines already shown
+	msgID   string
+	posting bool // the status message is queued, its id not known yet
+	header  string
 
 	kick chan struct{}
 	quit chan struct{}
@@ -39,19 +40,54 @@ func newProgress(p Platform, r *Run, log *slog.Logger) *progress {
 	return pr
 }
 
-// start posts the status message and starts the updater.
+// start posts the status message and starts the updater. On a queued
+// platform (every platform the bot posts to) the post is queued and the
+// run goes on at once: the chat's later calls (edits, the answer) queue
+// behind it and ask for its id when they are made.
 func (pr *progress) start(ctx context.Context, first string) {
 	pr.header = first
-	id, err := pr.p.Send(ctx, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first})
-	if err != nil {
-		pr.log.Warn("post status message", slog.Any("err", err))
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first}
+	if q, ok := pr.p.(interface {
+		sendThen(Outgoing, func(string, error))
+	}); ok {
+		pr.mu.Lock()
+		pr.posting = true
+		pr.mu.Unlock()
+		q.sendThen(m, func(id string, err error) {
+			if err != nil {
+				pr.log.Warn("post status message", slog.Any("err", err))
+			}
+			pr.mu.Lock()
+			pr.msgID, pr.posting = id, false
+			pr.mu.Unlock()
+		})
+	} else {
+		id, err := pr.p.Send(ctx, m)
+		if err != nil {
+			pr.log.Warn("post status message", slog.Any("err", err))
+		}
+		pr.mu.Lock()
+		pr.msgID = id
+		pr.mu.Unlock()
 	}
 	pr.mu.Lock()
-	pr.msgID = id
-	pr.r.StatusMessageID = id
 	pr.sent = len(pr.lines)
 	pr.mu.Unlock()
 	go pr.loop(context.WithoutCancel(ctx))
+}
+
+// messageID is the status message's id, "" until it is posted.
+func (pr *progress) messageID() string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.msgID
+}
+
+// queuedEdits are a queued platform's edits that ask for the message id
+// only when they are made (see queuedEditor.editLater).
+type queuedEdits interface {
+	editLater(id func() string, m Outgoing)
+	editQueued(ctx context.Context, id func() string, m Outgoing) error
 }
 
 // add records an agent event; it never blocks.
@@ -113,9 +149,16 @@ func (pr *progress) flush(ctx context.Context) {
 	fresh := pr.lines[pr.sent:]
 	all := append([]string(nil), pr.lines...)
 	pr.sent = len(pr.lines)
-	id := pr.msgID
+	id, posting := pr.msgID, pr.posting
 	pr.mu.Unlock()
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	if qe, ok := pr.ed.(queuedEdits); ok && (id != "" || posting) {
+		m.Text = strings.Join(all, "\n")
+		if err := qe.editQueued(ctx, pr.messageID, m); err != nil {
+			pr.log.Warn("edit status message", slog.Any("err", err))
+		}
+		return
+	}
 	if pr.ed != nil && id != "" {
 		m.Text = strings.Join(all, "\n")
 		if err := pr.ed.Edit(ctx, id, m); err != nil {
@@ -142,9 +185,9 @@ func (pr *progress) stop(context.Context) {
 // nothing more.
 func (pr *progress) settle(ctx context.Context, st agent.Status) {
 	pr.mu.Lock()
-	id, empty := pr.msgID, len(pr.lines) == 0
+	id, posting, empty := pr.msgID, pr.posting, len(pr.lines) == 0
 	pr.mu.Unlock()
-	if pr.ed == nil || id == "" || !empty {
+	if pr.ed == nil || (id == "" && !posting) || !empty {
 		return
 	}
 	var text string
@@ -159,10 +202,13 @@ func (pr *progress) settle(ctx context.Context, st agent.Status) {
 		return // interrupted: it goes on
 	}
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}
-	if l, ok := pr.ed.(interface{ editLater(string, Outgoing) }); ok {
+	if qe, ok := pr.ed.(queuedEdits); ok {
 		// Queued behind the status message's other calls and before the
 		// answer, which the worker need not wait for.
-		l.editLater(id, m)
+		qe.editLater(pr.messageID, m)
+		return
+	}
+	if id == "" {
 		return
 	}
 	if err := pr.ed.Edit(ctx, id, m); err != nil {

@@ -231,7 +231,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 				return err
 			}
 			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
-			r.Notes = prog.notes()
+			r.Notes, r.StatusMessageID = prog.notes(), prog.messageID()
 			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
 				cancel(errDailyCap)
 			}
@@ -249,7 +249,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
 	prog.settle(context.WithoutCancel(ctx), out.Status)
-	r.Notes = prog.notes()
+	r.Notes, r.StatusMessageID = prog.notes(), prog.messageID()
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()

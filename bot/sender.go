@@ -355,6 +355,18 @@ func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 	return id, nil
 }
 
+// sendThen queues m without waiting and calls then with the posted
+// message's id, or the error, once the call is made.
+func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
+	m = redacted(q.redact, m)
+	var id string
+	q.s.postThen(m.ChatID, "send", func(ctx context.Context) error {
+		var err error
+		id, err = q.p.Send(ctx, m)
+		return err
+	}, func(err error) { then(id, err) })
+}
+
 // sendLater queues m without waiting.
 func (q *queuedPlatform) sendLater(m Outgoing) {
 	m = redacted(q.redact, m)
@@ -382,10 +394,28 @@ func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
 	return e.q.s.do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
 }
 
-// editLater queues an edit without waiting; a failure is logged.
-func (e queuedEditor) editLater(id string, m Outgoing) {
+// editLater queues an edit of the message id names without waiting; a
+// failure is logged. id is asked when the edit is made, so it may name a
+// message queued before it in the same chat and not posted yet ("": no
+// message, nothing to edit).
+func (e queuedEditor) editLater(id func() string, m Outgoing) {
 	m = redacted(e.q.redact, m)
-	e.q.s.post(m.ChatID, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
+	e.q.s.post(m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) })
+}
+
+// editQueued is Edit with id asked when the edit is made (see
+// editLater); it waits for its turn in the queue.
+func (e queuedEditor) editQueued(ctx context.Context, id func() string, m Outgoing) error {
+	m = redacted(e.q.redact, m)
+	return e.q.s.do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) })
+}
+
+func (e queuedEditor) editNow(ctx context.Context, id func() string, m Outgoing) error {
+	msgID := id()
+	if msgID == "" {
+		return nil
+	}
+	return e.ed.Edit(ctx, msgID, m)
 }
 
 // EditInterval implements Editor.
