@@ -138,6 +138,11 @@ type Bot struct {
 	// wg counts the other goroutines Start starts; Add (of wg and swg) is only
 	// called under mu before stopped is set, so it never races Wait.
 	wg sync.WaitGroup
+	// tails counts the ends of runs being committed (see handOff); only
+	// workers Add to it, so Stop waits for it once the workers are done.
+	// tailRoom bounds them.
+	tails    sync.WaitGroup
+	tailRoom chan struct{}
 }
 
 // activeRun is a run a worker is executing.
@@ -164,6 +169,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		running:   map[string]*activeRun{},
 		quit:      make(chan struct{}),
 		sendQuit:  make(chan struct{}),
+		tailRoom:  make(chan struct{}, cfg.Workers),
 	}
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
@@ -515,7 +521,8 @@ func (b *Bot) Stop() {
 			return false
 		}
 	}
-	workersDone := within(&b.wg)
+	// Workers first: only they hand off run ends.
+	workersDone := within(&b.wg) && within(&b.tails)
 	// The send queues stop after the workers, so that a run ending now
 	// still posts its answer; what they cannot post stays in the outbox.
 	b.mu.Lock()
@@ -580,10 +587,17 @@ func (b *Bot) worker(ctx context.Context) {
 		if !ok {
 			return
 		}
-		b.process(ctx, j)
-		b.sched.done(j.ThreadKey)
+		t := newTurn(func() { b.sched.done(j.ThreadKey) })
+		b.process(withTurn(ctx, t), j)
+		if !t.handedOff() {
+			t.release()
+		}
 	}
 }
+
+// jobFailedText is what a person hears when their message could not be
+// handled.
+const jobFailedText = "Something went wrong on my side; the details are in the log. Please try again."
 
 // process handles one job; errors are logged with the run id and the user
 // hears a plain-words message.
@@ -594,11 +608,22 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	if j.Kind == JobResume {
 		err = b.resumeRun(ctx, j.RunID, "", "")
 	} else {
-		defer func() {
-			if err := b.store.DeleteJob(context.WithoutCancel(ctx), j.ID); err != nil {
-				log.Error("delete job", slog.Any("err", err))
+		// A job is deleted once handled: when its turn is released, after
+		// the end of the run it started is in the store (usually with the
+		// job's deletion, so that this finds it gone).
+		deleteJob := func(id string) func() {
+			return func() {
+				if err := b.store.DeleteJob(context.WithoutCancel(ctx), id); err != nil {
+					log.Error("delete job", slog.Any("err", err))
+				}
 			}
-		}()
+		}
+		t := turnOf(ctx)
+		if t == nil { // not a worker's job: handled here and now
+			t = newTurn(func() {})
+			defer t.release()
+		}
+		t.atRelease(deleteJob(j.ID))
 		switch {
 		case in.Command == "reset":
 			err = b.reset(ctx, j.ID, in)
@@ -611,11 +636,7 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		case in.Attachment != nil && in.Attachment.Kind == AttachVoice && !in.Transcribed:
 			var next *Job
 			if next, err = b.transcribe(ctx, j); next != nil {
-				defer func() {
-					if err := b.store.DeleteJob(context.WithoutCancel(ctx), next.ID); err != nil {
-						log.Error("delete job", slog.Any("err", err))
-					}
-				}()
+				t.atRelease(deleteJob(next.ID))
 				err = b.message(ctx, next.ID, next.Incoming)
 			}
 		default:
@@ -624,7 +645,7 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
-		b.replyLater(ctx, in.Platform, reply(in, "Something went wrong on my side; the details are in the log. Please try again."))
+		b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
 	}
 }
 

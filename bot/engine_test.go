@@ -116,19 +116,19 @@ func (m *memTasks) contents() string {
 type scriptModel struct {
 	mu   sync.Mutex
 	reqs []agent.Request
-	fn   func(turn turn) (name string, args any)
+	fn   func(modelTurn modelTurn) (name string, args any)
 }
 
-// turn is what the script sees of a request: the instruction (the last
+// modelTurn is what the script sees of a request: the instruction (the last
 // user message), the history before it, and the observations since.
-type turn struct {
+type modelTurn struct {
 	instruction string
 	history     []string
 	tools       []string
 }
 
 // lastTool is the latest observation of the run, "" before any.
-func (t turn) lastTool() string {
+func (t modelTurn) lastTool() string {
 	if len(t.tools) == 0 {
 		return ""
 	}
@@ -139,7 +139,7 @@ func (s *scriptModel) Complete(_ context.Context, req agent.Request) (agent.Resp
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
-	var t turn
+	var t modelTurn
 	start := 0
 	for i, m := range req.Messages {
 		if m.Role == agent.RoleUser {
@@ -193,7 +193,7 @@ func (s *scriptModel) observations() string {
 // both. Any other instruction gets a final answer that quotes it; when the
 // history asked to delete and the instruction is "yes", it deletes them
 // (a model that takes an earlier question as its own).
-func deleter(t turn) (string, any) {
+func deleter(t modelTurn) (string, any) {
 	obs := t.lastTool()
 	final := func(s string) (string, any) { return agent.ActFinalAnswer, map[string]string{"answer": s} }
 	del := func(ids ...string) (string, any) { return agent.ActDeleteTasks, map[string]any{"task_ids": ids} }

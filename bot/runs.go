@@ -288,7 +288,9 @@ func settled(st agent.Status) bool {
 // finish tells the user how a run ended. The run's state, its answer or
 // question (in the outbox), the journal of its writes, the tokens it
 // spent since before (to its person's day) and the retirement of its job
-// jobID (if the run was not stored yet) are saved in one transaction.
+// jobID (if the run was not stored yet) are saved in one transaction,
+// and then the answer or question is posted: for a worker's job, in the
+// background while the worker goes on (see handOff).
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
 func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage) error {
@@ -333,12 +335,17 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		// outbox in one transaction: a crash before the post leaves it
 		// for the next start to post.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		if err := commit(Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
-			return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
-		}
-		b.deliver(ctx, ob)
-		log.Info("run ended", slog.String("status", string(out.Status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
+		c := Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}
+		status := out.Status
+		return b.handOff(ctx, r, func() error {
+			if err := commit(c); err != nil {
+				return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
+			}
+			b.deliver(ctx, ob)
+			log.Info("run ended", slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
+			return nil
+		})
 
 	case agent.StatusAsking, agent.StatusConfirming:
 		w := &Waiting{Kind: "ask", Question: out.Question, Options: out.Options, Key: newID()[:8], UserID: r.UserID}
@@ -360,11 +367,15 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		// a press at once finds it open; the post records its message id.
 		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
 		ob.RunID, ob.WaitKey = r.ID, w.Key
-		if err := commit(Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
-			return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
-		}
-		b.deliver(ctx, ob)
+		c := Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
+		return b.handOff(ctx, r, func() error {
+			if err := commit(c); err != nil {
+				return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
+			}
+			b.deliver(ctx, ob)
+			return nil
+		})
 
 	case agent.StatusInterrupted:
 		if stopped == "" {
@@ -380,11 +391,15 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
 		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		if err := commit(Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}); err != nil {
-			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-		}
-		b.deliver(ctx, ob)
+		c := Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}
+		return b.handOff(ctx, r, func() error {
+			if err := commit(c); err != nil {
+				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+			}
+			b.deliver(ctx, ob)
+			return nil
+		})
 	}
 	return nil
 }
