@@ -50,10 +50,16 @@ var (
 	// bucketSnapshots holds each Todoist account's last snapshot, keyed
 	// by a hash of its token (todoist.AccountKey), as the client wrote it.
 	bucketSnapshots = []byte("todoist_snapshots")
-	allBuckets      = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots}
-	keySchema       = []byte("schema_version")
-	keyRunIndex     = []byte("runs_indexed")
-	keyThreadOpen   = []byte("thread_open_runs_indexed")
+	// bucketTranscripts holds each run's transcript (run id → the bytes
+	// bot gave), apart from its record in bucketRuns: lists read records
+	// only, and a save stores the transcript without encoding it again.
+	// A record written before this bucket existed holds its transcript
+	// inline until it is saved again.
+	bucketTranscripts = []byte("run_transcripts")
+	allBuckets        = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts}
+	keySchema         = []byte("schema_version")
+	keyRunIndex       = []byte("runs_indexed")
+	keyThreadOpen     = []byte("thread_open_runs_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -424,8 +430,9 @@ func indexRun(tx *bolt.Tx, r *bot.Run) error {
 	return open.Put([]byte(r.ID), []byte(r.Status))
 }
 
-// WaitingRun implements bot.Store. It reads only the thread's runs not
-// ended (an index), so its cost does not grow with the thread's history.
+// WaitingRun implements bot.Store. It reads the records of the thread's
+// runs not ended only (an index), not their transcripts, so its cost
+// does not grow with the thread's history.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -445,15 +452,15 @@ func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, err
 			if raw == nil {
 				return nil
 			}
-			var r bot.Run
-			if err := decode(raw, &r); err != nil {
+			r, err := decodeRun(raw)
+			if err != nil {
 				return err
 			}
 			if r.Status != bot.RunWaiting || r.Waiting == nil {
 				return nil
 			}
 			if best == nil || r.Created.After(best.Created) || r.Created.Equal(best.Created) && r.ID > best.ID {
-				best = &r
+				best = r
 			}
 			return nil
 		})
@@ -492,7 +499,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error
 	return nil
 }
 
-// Run implements bot.Store.
+// Run implements bot.Store: the run with its transcript.
 func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -503,11 +510,30 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 		if raw == nil {
 			return bot.ErrNotFound
 		}
-		return decode(raw, &r)
+		if err := decode(raw, &r); err != nil {
+			return err
+		}
+		// A record written before transcripts were kept apart holds
+		// its own.
+		if len(r.Transcript) == 0 {
+			r.Transcript = bytes.Clone(tx.Bucket(bucketTranscripts).Get([]byte(id)))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: run %s: %w", id, err)
 	}
+	return &r, nil
+}
+
+// decodeRun decodes a run's record for a list: without its transcript,
+// which a record written before transcripts were kept apart still holds.
+func decodeRun(raw []byte) (*bot.Run, error) {
+	var r bot.Run
+	if err := decode(raw, &r); err != nil {
+		return nil, err
+	}
+	r.Transcript = nil
 	return &r, nil
 }
 
@@ -521,12 +547,12 @@ func (s *Store) runs(ctx context.Context, ids func(tx *bolt.Tx) [][]byte, keep f
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		load := func(v []byte) error {
-			var r bot.Run
-			if err := decode(v, &r); err != nil {
+			r, err := decodeRun(v)
+			if err != nil {
 				return err
 			}
-			if keep(&r) {
-				out = append(out, &r)
+			if keep(r) {
+				out = append(out, r)
 			}
 			return nil
 		}
@@ -563,7 +589,8 @@ func keys(b *bolt.Bucket) [][]byte {
 }
 
 // Runs implements bot.Store. Runs that have not ended are found through
-// their index; asking for ended ones (or all) reads every run.
+// their index; asking for ended ones (or all) reads every run's record
+// (not its transcript).
 func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run, error) {
 	var ids func(tx *bolt.Tx) [][]byte
 	openOnly := len(statuses) > 0
@@ -586,7 +613,8 @@ func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run
 	})
 }
 
-// ThreadRuns implements bot.Store, through the thread's index.
+// ThreadRuns implements bot.Store, through the thread's index; it reads
+// no transcript.
 func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, error) {
 	ids := func(tx *bolt.Tx) [][]byte { return keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) }
 	return s.runs(ctx, ids, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
@@ -776,8 +804,8 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return nil
 }
 
-// Check verifies the file's consistency (bbolt's own check) and that every
-// value decodes.
+// Check verifies the file's consistency (bbolt's own check), that every
+// value decodes, and that every transcript is JSON kept for a stored run.
 func (s *Store) Check() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -806,7 +834,16 @@ func (s *Store) Check() error {
 				return fmt.Errorf("store: check %s: %w", name, err)
 			}
 		}
-		return nil
+		runs := tx.Bucket(bucketRuns)
+		return tx.Bucket(bucketTranscripts).ForEach(func(id, tr []byte) error {
+			if runs.Get(id) == nil {
+				return fmt.Errorf("store: check %s: the transcript of run %s outlived its run", bucketTranscripts, id)
+			}
+			if !json.Valid(tr) {
+				return fmt.Errorf("store: check %s: the transcript of run %s is not JSON", bucketTranscripts, id)
+			}
+			return nil
+		})
 	})
 }
 
@@ -821,8 +858,37 @@ func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
+// saveRun stores r: its record, its transcript (as given, in
+// bucketTranscripts) and its index entries. A run without a transcript
+// keeps the stored one: bot's lists return runs without theirs, and a
+// run taken from one may be saved again.
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
-	if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
+	id := []byte(r.ID)
+	runs, trs := tx.Bucket(bucketRuns), tx.Bucket(bucketTranscripts)
+	if len(r.Transcript) > 0 {
+		if err := trs.Put(id, r.Transcript); err != nil {
+			return err
+		}
+	} else if trs.Get(id) == nil {
+		// A record written before transcripts were kept apart: its
+		// transcript moves out with this save, not away.
+		if raw := runs.Get(id); raw != nil {
+			var old struct {
+				Transcript json.RawMessage `json:"transcript"`
+			}
+			if err := decode(raw, &old); err != nil {
+				return fmt.Errorf("run %s: %w", r.ID, err)
+			}
+			if len(old.Transcript) > 0 {
+				if err := trs.Put(id, old.Transcript); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	rec := *r
+	rec.Transcript = nil
+	if err := put(runs, id, &rec); err != nil {
 		return err
 	}
 	return indexRun(tx, r)
@@ -981,9 +1047,13 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	return nil
 }
 
-// deleteRun removes a run, its index entries and its journal.
+// deleteRun removes a run, its transcript, its index entries and its
+// journal.
 func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
 	if err := tx.Bucket(bucketRuns).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	if err := tx.Bucket(bucketTranscripts).Delete([]byte(r.ID)); err != nil {
 		return 0, err
 	}
 	if tb := tx.Bucket(bucketThreadRn).Bucket([]byte(r.ThreadKey)); tb != nil {
