@@ -161,7 +161,7 @@ func (s *Store) init() error {
 				if err := decode(raw, &r); err != nil {
 					return err
 				}
-				return indexRun(tx, &r)
+				return indexRun(tx, keysOf(&r))
 			}); err != nil {
 				return fmt.Errorf("index runs: %w", err)
 			}
@@ -393,41 +393,58 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 }
 
 // SaveRun implements bot.Store; it keeps the run indexes (by thread, and
-// the runs not ended) in the same transaction.
+// the runs not ended) in the same transaction. The run is encoded here,
+// by its caller's goroutine, not by the writer that every write waits
+// for.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return saveRun(tx, r) })
+	v, err := encodeRun(r)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error { return putRun(tx, v) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-func indexRun(tx *bolt.Tx, r *bot.Run) error {
-	tb, err := tx.Bucket(bucketThreadRn).CreateBucketIfNotExists([]byte(r.ThreadKey))
+// runKeys is what the run indexes hold of a run.
+type runKeys struct {
+	id, threadKey string
+	status        bot.RunStatus
+}
+
+func keysOf(r *bot.Run) runKeys {
+	return runKeys{id: r.ID, threadKey: r.ThreadKey, status: r.Status}
+}
+
+func indexRun(tx *bolt.Tx, k runKeys) error {
+	id := []byte(k.id)
+	tb, err := tx.Bucket(bucketThreadRn).CreateBucketIfNotExists([]byte(k.threadKey))
 	if err != nil {
 		return err
 	}
-	if err := tb.Put([]byte(r.ID), nil); err != nil {
+	if err := tb.Put(id, nil); err != nil {
 		return err
 	}
 	open := tx.Bucket(bucketOpenRuns)
-	to, err := tx.Bucket(bucketThreadOpen).CreateBucketIfNotExists([]byte(r.ThreadKey))
+	to, err := tx.Bucket(bucketThreadOpen).CreateBucketIfNotExists([]byte(k.threadKey))
 	if err != nil {
 		return err
 	}
-	if r.Status.Final() {
-		if err := to.Delete([]byte(r.ID)); err != nil {
+	if k.status.Final() {
+		if err := to.Delete(id); err != nil {
 			return err
 		}
-		return open.Delete([]byte(r.ID))
+		return open.Delete(id)
 	}
-	if err := to.Put([]byte(r.ID), []byte(r.Status)); err != nil {
+	if err := to.Put(id, []byte(k.status)); err != nil {
 		return err
 	}
-	return open.Put([]byte(r.ID), []byte(r.Status))
+	return open.Put(id, []byte(k.status))
 }
 
 // WaitingRun implements bot.Store. It reads the records of the thread's
@@ -620,25 +637,42 @@ func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, e
 	return s.runs(ctx, ids, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
 }
 
-// putJob stores a job in arrival order, once per job id.
-func putJob(tx *bolt.Tx, j bot.Job) error {
+// value is a value its caller encoded before the write, so that the
+// writer, which every write waits for, only copies bytes into pages;
+// key is what it is stored under or with (an id, a thread, a run).
+type value struct {
+	key string
+	raw []byte
+}
+
+func encodeValue(key string, v any) (value, error) {
+	raw, err := encode(v)
+	if err != nil {
+		return value{}, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return value{key: key, raw: raw}, nil
+}
+
+// putJob stores a job (keyed by its id) in arrival order, once per id.
+func putJob(tx *bolt.Tx, j value) error {
 	b := tx.Bucket(bucketJobs)
 	ids := tx.Bucket(bucketJobIDs)
-	if ids.Get([]byte(j.ID)) != nil {
+	if ids.Get([]byte(j.key)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), j); err != nil {
+	if err := b.Put(u64(seq), j.raw); err != nil {
 		return err
 	}
-	return ids.Put([]byte(j.ID), u64(seq))
+	return ids.Put([]byte(j.key), u64(seq))
 }
 
-func appendMessage(tx *bolt.Tx, m bot.Message) error {
-	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
+// appendMessage appends a message (keyed by its thread).
+func appendMessage(tx *bolt.Tx, m value) error {
+	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.key))
 	if err != nil {
 		return err
 	}
@@ -646,7 +680,7 @@ func appendMessage(tx *bolt.Tx, m bot.Message) error {
 	if err != nil {
 		return err
 	}
-	return put(b, u64(seq), m)
+	return b.Put(u64(seq), m.raw)
 }
 
 // DeleteJob implements bot.Store.
@@ -703,17 +737,33 @@ func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, entries) })
+	vs, err := encodeAudit(entries)
+	if err == nil {
+		err = s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, vs) })
+	}
 	if err != nil {
 		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
 	}
 	return nil
 }
 
+// encodeAudit encodes journal entries, each keyed by its run.
+func encodeAudit(entries []bot.AuditEntry) ([]value, error) {
+	vs := make([]value, len(entries))
+	for i, e := range entries {
+		v, err := encodeValue(e.RunID, e)
+		if err != nil {
+			return nil, err
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
 // appendAudit journals entries, each under its run.
-func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
+func appendAudit(tx *bolt.Tx, entries []value) error {
 	for _, e := range entries {
-		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
+		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.key))
 		if err != nil {
 			return err
 		}
@@ -721,7 +771,7 @@ func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 		if err != nil {
 			return err
 		}
-		if err := put(b, u64(seq), e); err != nil {
+		if err := b.Put(u64(seq), e.raw); err != nil {
 			return err
 		}
 	}
@@ -858,15 +908,46 @@ func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
-// saveRun stores r: its record, its transcript (as given, in
-// bucketTranscripts) and its index entries. A run without a transcript
-// keeps the stored one: bot's lists return runs without theirs, and a
-// run taken from one may be saved again.
+// saveRun stores r; a caller outside a transaction encodes it first
+// (encodeRun) and calls putRun in the transaction.
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
-	id := []byte(r.ID)
+	v, err := encodeRun(r)
+	if err != nil {
+		return err
+	}
+	return putRun(tx, v)
+}
+
+// runValue is a run encoded for putRun.
+type runValue struct {
+	runKeys
+	// record is the run's envelope without its transcript.
+	record []byte
+	// transcript is the run's, shared with the caller's run, which
+	// waits for the write (bbolt keeps it until the commit); empty:
+	// keep the stored one.
+	transcript []byte
+}
+
+func encodeRun(r *bot.Run) (*runValue, error) {
+	rec := *r
+	rec.Transcript = nil
+	raw, err := encode(&rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
+	}
+	return &runValue{runKeys: keysOf(r), record: raw, transcript: r.Transcript}, nil
+}
+
+// putRun stores an encoded run: its record, its transcript (as given,
+// in bucketTranscripts) and its index entries. A run without a
+// transcript keeps the stored one: bot's lists return runs without
+// theirs, and a run taken from one may be saved again.
+func putRun(tx *bolt.Tx, v *runValue) error {
+	id := []byte(v.id)
 	runs, trs := tx.Bucket(bucketRuns), tx.Bucket(bucketTranscripts)
-	if len(r.Transcript) > 0 {
-		if err := trs.Put(id, r.Transcript); err != nil {
+	if len(v.transcript) > 0 {
+		if err := trs.Put(id, v.transcript); err != nil {
 			return err
 		}
 	} else if trs.Get(id) == nil {
@@ -877,7 +958,7 @@ func saveRun(tx *bolt.Tx, r *bot.Run) error {
 				Transcript json.RawMessage `json:"transcript"`
 			}
 			if err := decode(raw, &old); err != nil {
-				return fmt.Errorf("run %s: %w", r.ID, err)
+				return fmt.Errorf("run %s: %w", v.id, err)
 			}
 			if len(old.Transcript) > 0 {
 				if err := trs.Put(id, old.Transcript); err != nil {
@@ -886,12 +967,10 @@ func saveRun(tx *bolt.Tx, r *bot.Run) error {
 			}
 		}
 	}
-	rec := *r
-	rec.Transcript = nil
-	if err := put(runs, id, &rec); err != nil {
+	if err := runs.Put(id, v.record); err != nil {
 		return err
 	}
-	return indexRun(tx, r)
+	return indexRun(tx, v.runKeys)
 }
 
 func deleteJob(tx *bolt.Tx, id string) error {
@@ -906,20 +985,67 @@ func deleteJob(tx *bolt.Tx, id string) error {
 	return ids.Delete([]byte(id))
 }
 
-func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
+// putOutbound queues a message (keyed by its id), once per id.
+func putOutbound(tx *bolt.Tx, ob value) error {
 	b := tx.Bucket(bucketOutbox)
 	ids := tx.Bucket(bucketOutIDs)
-	if ids.Get([]byte(ob.ID)) != nil {
+	if ids.Get([]byte(ob.key)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), ob); err != nil {
+	if err := b.Put(u64(seq), ob.raw); err != nil {
 		return err
 	}
-	return ids.Put([]byte(ob.ID), u64(seq))
+	return ids.Put([]byte(ob.key), u64(seq))
+}
+
+// change is a bot.Change with its values encoded by Commit's caller,
+// not by the writer. The thread (stored only when new) and the counts
+// (read and added to) stay to the transaction.
+type change struct {
+	message, job *value
+	run          *runValue
+	send, audit  []value
+}
+
+func encodeChange(c bot.Change) (*change, error) {
+	var e change
+	if m := c.Message; m != nil {
+		v, err := encodeValue(m.ThreadKey, m)
+		if err != nil {
+			return nil, err
+		}
+		e.message = &v
+	}
+	if j := c.Job; j != nil {
+		v, err := encodeValue(j.ID, j)
+		if err != nil {
+			return nil, err
+		}
+		e.job = &v
+	}
+	if c.Run != nil {
+		v, err := encodeRun(c.Run)
+		if err != nil {
+			return nil, err
+		}
+		e.run = v
+	}
+	for _, ob := range c.Send {
+		v, err := encodeValue(ob.ID, ob)
+		if err != nil {
+			return nil, err
+		}
+		e.send = append(e.send, v)
+	}
+	var err error
+	if e.audit, err = encodeAudit(c.Audit); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 // Commit implements bot.Store: every part of c in one transaction.
@@ -927,8 +1053,12 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	e, err := encodeChange(c)
+	if err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
 	var dup bool
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if c.EventKey != "" {
 			fresh, err := markEvent(tx, c.EventKey, c.EventAt)
 			if err != nil {
@@ -948,13 +1078,13 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				}
 			}
 		}
-		if c.Message != nil {
-			if err := appendMessage(tx, *c.Message); err != nil {
+		if e.message != nil {
+			if err := appendMessage(tx, *e.message); err != nil {
 				return err
 			}
 		}
-		if c.Job != nil {
-			if err := putJob(tx, *c.Job); err != nil {
+		if e.job != nil {
+			if err := putJob(tx, *e.job); err != nil {
 				return err
 			}
 		}
@@ -963,17 +1093,17 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				return err
 			}
 		}
-		if c.Run != nil {
-			if err := saveRun(tx, c.Run); err != nil {
+		if e.run != nil {
+			if err := putRun(tx, e.run); err != nil {
 				return err
 			}
 		}
-		for _, ob := range c.Send {
+		for _, ob := range e.send {
 			if err := putOutbound(tx, ob); err != nil {
 				return err
 			}
 		}
-		if err := appendAudit(tx, c.Audit); err != nil {
+		if err := appendAudit(tx, e.audit); err != nil {
 			return err
 		}
 		return addCounts(tx, c.Count)

@@ -44,7 +44,7 @@ func saveOld(t *testing.T, s *Store, r *bot.Run) {
 		if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
 			return err
 		}
-		return indexRun(tx, r)
+		return indexRun(tx, keysOf(r))
 	}); err != nil {
 		t.Fatal(err)
 	}
