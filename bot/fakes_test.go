@@ -198,6 +198,17 @@ func (s *memStore) WaitingRun(_ context.Context, key string) (*Run, error) {
 	return runs[len(runs)-1], nil
 }
 
+func (s *memStore) WaitingRunByKey(_ context.Context, key string) (*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.Status == RunWaiting && r.Waiting != nil && key != "" && r.Waiting.Key == key {
+			return listed(r), nil
+		}
+	}
+	return nil, nil
+}
+
 func (s *memStore) DeleteJob(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

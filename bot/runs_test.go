@@ -1,6 +1,55 @@
 package bot
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
+
+// A button press finds the run its key names in whichever conversation
+// asked, and a run that stopped waiting is no longer found.
+func TestPressFindsItsRunInAnyConversation(t *testing.T) {
+	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	h := newHarness(t, ag)
+	in1, in2 := msg("file the dentist task", "e1"), msg("file the cake task", "e2")
+	in2.ChatID = "c2"
+	h.handle(t, in1)
+	h.idle(t)
+	q1 := h.plat.last()
+	h.handle(t, in2)
+	h.idle(t)
+	q2 := h.plat.last()
+	if q1.ChatID != "c1" || q2.ChatID != "c2" || len(q1.Buttons) != 2 || len(q2.Buttons) != 2 {
+		t.Fatalf("questions = %+v, %+v", q1, q2)
+	}
+	press := func(q Outgoing, i int, ref string) {
+		t.Helper()
+		h.handle(t, Incoming{Platform: "telegram", ChatID: q.ChatID, UserID: "42", Button: q.Buttons[i].Data, ButtonRef: ref, DM: true})
+		h.idle(t)
+	}
+	// The later conversation's question first: the press answers it,
+	// not the other one.
+	press(q2, 1, "cb1")
+	if got := joined(ag.resumed); got != "Home" {
+		t.Fatalf("resumed with %q, want Home", got)
+	}
+	waiting, _ := h.store.Runs(t.Context(), RunWaiting)
+	if len(waiting) != 1 || waiting[0].ChatID != "c1" {
+		t.Fatalf("waiting runs after the press in c2: %+v, want c1's only", waiting)
+	}
+	press(q1, 0, "cb2")
+	if got := joined(ag.resumed); got != "Home | Work" {
+		t.Errorf("resumed with %q, want Home | Work", got)
+	}
+	// Both answered: a press of either is told so and resumes nothing.
+	press(q2, 0, "cb3")
+	press(q1, 1, "cb4")
+	if got := joined(ag.resumed); got != "Home | Work" {
+		t.Errorf("stale presses resumed runs: %q", got)
+	}
+	if got := joined(h.plat.answered); !strings.Contains(got, "cb3: This question is no longer open.") || !strings.Contains(got, "cb4: This question is no longer open.") {
+		t.Errorf("stale presses answered: %s", got)
+	}
+}
 
 // The store's lists return runs without their transcripts; /undo and
 // /cancel save a run they found through one, which keeps its transcript.

@@ -229,6 +229,11 @@ type Store interface {
 	// Every message asks, so it should not read the thread's ended runs:
 	// a person's DM thread is one thread for months.
 	WaitingRun(ctx context.Context, threadKey string) (*Run, error)
+	// WaitingRunByKey returns the run that waits for the user on the
+	// wait key (Waiting.Key, which buttons carry), in any thread,
+	// without its transcript, or nil. Every button press asks, so it
+	// should not read the other waiting runs.
+	WaitingRunByKey(ctx context.Context, key string) (*Run, error)
 
 	// DeleteJob removes a job once handled.
 	DeleteJob(ctx context.Context, id string) error

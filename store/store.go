@@ -56,10 +56,17 @@ var (
 	// A record written before this bucket existed holds its transcript
 	// inline until it is saved again.
 	bucketTranscripts = []byte("run_transcripts")
-	allBuckets        = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts}
-	keySchema         = []byte("schema_version")
-	keyRunIndex       = []byte("runs_indexed")
-	keyThreadOpen     = []byte("thread_open_runs_indexed")
+	// bucketWaitKeys maps the Waiting.Key of each run that waits to the
+	// run's id, so that a button press finds its run without reading the
+	// others; bucketRunWaitKey is its reverse (run id → key), so that a
+	// save finds the key to drop without decoding the run it replaces.
+	bucketWaitKeys   = []byte("wait_keys")
+	bucketRunWaitKey = []byte("run_wait_keys")
+	allBuckets       = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey}
+	keySchema        = []byte("schema_version")
+	keyRunIndex      = []byte("runs_indexed")
+	keyThreadOpen    = []byte("thread_open_runs_indexed")
+	keyWaitKeys      = []byte("wait_keys_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -155,20 +162,34 @@ func (s *Store) init() error {
 		if v > SchemaVersion {
 			return fmt.Errorf("%s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.path, v, SchemaVersion)
 		}
-		if meta.Get(keyRunIndex) == nil || meta.Get(keyThreadOpen) == nil {
-			if err := tx.Bucket(bucketRuns).ForEach(func(_, raw []byte) error {
+		// An index added after the file was written is built once: from
+		// every run, or for the wait keys from the runs not ended only
+		// (their own index is older), as only those can wait.
+		var ids [][]byte
+		switch {
+		case meta.Get(keyRunIndex) == nil || meta.Get(keyThreadOpen) == nil:
+			ids = keys(tx.Bucket(bucketRuns))
+		case meta.Get(keyWaitKeys) == nil:
+			ids = keys(tx.Bucket(bucketOpenRuns))
+		}
+		if len(ids) > 0 {
+			runs := tx.Bucket(bucketRuns)
+			for _, id := range ids {
+				raw := runs.Get(id)
+				if raw == nil {
+					continue
+				}
 				var r bot.Run
 				if err := decode(raw, &r); err != nil {
-					return err
+					return fmt.Errorf("index run %s: %w", id, err)
 				}
-				return indexRun(tx, keysOf(&r))
-			}); err != nil {
-				return fmt.Errorf("index runs: %w", err)
+				if err := indexRun(tx, keysOf(&r)); err != nil {
+					return fmt.Errorf("index run %s: %w", id, err)
+				}
 			}
-			if err := meta.Put(keyRunIndex, []byte("1")); err != nil {
-				return err
-			}
-			if err := meta.Put(keyThreadOpen, []byte("1")); err != nil {
+		}
+		for _, k := range [][]byte{keyRunIndex, keyThreadOpen, keyWaitKeys} {
+			if err := meta.Put(k, []byte("1")); err != nil {
 				return err
 			}
 		}
@@ -392,10 +413,10 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 	return out, nil
 }
 
-// SaveRun implements bot.Store; it keeps the run indexes (by thread, and
-// the runs not ended) in the same transaction. The run is encoded here,
-// by its caller's goroutine, not by the writer that every write waits
-// for.
+// SaveRun implements bot.Store; it keeps the run indexes (by thread, the
+// runs not ended, the wait keys) in the same transaction. The run is
+// encoded here, by its caller's goroutine, not by the writer that every
+// write waits for.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -415,10 +436,16 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 type runKeys struct {
 	id, threadKey string
 	status        bot.RunStatus
+	// waitKey is the Waiting.Key of a run that waits; "" otherwise.
+	waitKey string
 }
 
 func keysOf(r *bot.Run) runKeys {
-	return runKeys{id: r.ID, threadKey: r.ThreadKey, status: r.Status}
+	k := runKeys{id: r.ID, threadKey: r.ThreadKey, status: r.Status}
+	if r.Status == bot.RunWaiting && r.Waiting != nil {
+		k.waitKey = r.Waiting.Key
+	}
+	return k
 }
 
 func indexRun(tx *bolt.Tx, k runKeys) error {
@@ -428,6 +455,9 @@ func indexRun(tx *bolt.Tx, k runKeys) error {
 		return err
 	}
 	if err := tb.Put(id, nil); err != nil {
+		return err
+	}
+	if err := indexWaitKey(tx, id, k.waitKey); err != nil {
 		return err
 	}
 	open := tx.Bucket(bucketOpenRuns)
@@ -445,6 +475,36 @@ func indexRun(tx *bolt.Tx, k runKeys) error {
 		return err
 	}
 	return open.Put(id, []byte(k.status))
+}
+
+// indexWaitKey points key ("" for none) at run id, and drops the key
+// the run waited on before. A key another run took since (keys are
+// short and random) stays with that run.
+func indexWaitKey(tx *bolt.Tx, id []byte, key string) error {
+	byRun := tx.Bucket(bucketRunWaitKey)
+	old := byRun.Get(id)
+	if old == nil && key == "" {
+		return nil // most saves: the run neither waits nor waited
+	}
+	byKey := tx.Bucket(bucketWaitKeys)
+	if old != nil && string(old) != key {
+		old = bytes.Clone(old)
+		if bytes.Equal(byKey.Get(old), id) {
+			if err := byKey.Delete(old); err != nil {
+				return err
+			}
+		}
+		if err := byRun.Delete(id); err != nil {
+			return err
+		}
+	}
+	if key == "" {
+		return nil
+	}
+	if err := byKey.Put([]byte(key), id); err != nil {
+		return err
+	}
+	return byRun.Put(id, []byte(key))
 }
 
 // WaitingRun implements bot.Store. It reads the records of the thread's
@@ -514,6 +574,39 @@ func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error
 		return fmt.Errorf("store: save snapshot: %w", err)
 	}
 	return nil
+}
+
+// WaitingRunByKey implements bot.Store, through the index of wait keys.
+func (s *Store) WaitingRunByKey(ctx context.Context, key string) (*bot.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, nil
+	}
+	var found *bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketWaitKeys).Get([]byte(key))
+		if id == nil {
+			return nil
+		}
+		raw := tx.Bucket(bucketRuns).Get(id)
+		if raw == nil {
+			return nil
+		}
+		r, err := decodeRun(raw)
+		if err != nil {
+			return err
+		}
+		if r.Status == bot.RunWaiting && r.Waiting != nil && r.Waiting.Key == key {
+			found = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: run waiting on %s: %w", key, err)
+	}
+	return found, nil
 }
 
 // Run implements bot.Store: the run with its transcript.
@@ -1184,6 +1277,9 @@ func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
 		return 0, err
 	}
 	if err := tx.Bucket(bucketTranscripts).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	if err := indexWaitKey(tx, []byte(r.ID), ""); err != nil {
 		return 0, err
 	}
 	if tb := tx.Bucket(bucketThreadRn).Bucket([]byte(r.ThreadKey)); tb != nil {

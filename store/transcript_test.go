@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,7 @@ func TestTranscriptKeptApart(t *testing.T) {
 		"Runs(open)":  func() ([]*bot.Run, error) { return s.Runs(ctx, bot.RunWaiting) },
 		"ThreadRuns":  func() ([]*bot.Run, error) { return s.ThreadRuns(ctx, "k") },
 		"WaitingRun":  func() ([]*bot.Run, error) { r, err := s.WaitingRun(ctx, "k"); return []*bot.Run{r}, err },
+		"ByKey(w1)":   func() ([]*bot.Run, error) { r, err := s.WaitingRunByKey(ctx, "w1"); return []*bot.Run{r}, err },
 		"Runs(ended)": func() ([]*bot.Run, error) { return s.Runs(ctx, bot.RunDone, bot.RunWaiting) },
 	}
 	for name, list := range listed {
@@ -204,7 +206,8 @@ func TestTranscriptOfAnOlderRecord(t *testing.T) {
 	}
 }
 
-// Deleting a run, by prune or by /reset, deletes its transcript.
+// Deleting a run, by prune or by /reset, deletes its transcript and its
+// wait key.
 func TestTranscriptDeletedWithItsRun(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -240,6 +243,9 @@ func TestTranscriptDeletedWithItsRun(t *testing.T) {
 					t.Errorf("the transcript of %s outlived it: %s", id, got)
 				}
 			}
+			if r, err := s.WaitingRunByKey(ctx, "w1"); r != nil || err != nil {
+				t.Errorf("WaitingRunByKey(w1) = %+v, %v; want none", r, err)
+			}
 			if got, _ := s.Run(ctx, "busy"); string(got.Transcript) != `{"step":1}` {
 				t.Errorf("the working run's transcript: %s", got.Transcript)
 			}
@@ -272,5 +278,117 @@ func TestCheckTranscripts(t *testing.T) {
 				t.Errorf("Check() = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A button press finds its run by the button's key, in any
+// conversation, and only while the run waits on that key.
+func TestWaitingRunByKey(t *testing.T) {
+	s, path := open(t)
+	ctx := t.Context()
+	save := func(r *bot.Run) {
+		t.Helper()
+		if err := s.SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(key, id string) {
+		t.Helper()
+		r, err := s.WaitingRunByKey(ctx, key)
+		got := ""
+		if r != nil {
+			got = r.ID
+		}
+		if err != nil || got != id {
+			t.Errorf("WaitingRunByKey(%q) = %q (%v), want %q", key, got, err, id)
+		}
+	}
+	waiting := func(id, thread, key string) *bot.Run {
+		return &bot.Run{ID: id, ThreadKey: thread, Status: bot.RunWaiting, Created: t0, Transcript: json.RawMessage(`{}`),
+			Waiting: &bot.Waiting{Kind: "ask", Key: key, UserID: "u"}}
+	}
+	a, b := waiting("a", "slack:T:C1::u", "ka"), waiting("b", "telegram:9:", "kb")
+	save(a)
+	save(b)
+	want("ka", "a")
+	want("kb", "b")
+	want("", "")
+	want("nope", "")
+
+	// A new question: the old key no longer finds the run.
+	a.Waiting = &bot.Waiting{Kind: "confirm", Key: "ka2"}
+	save(a)
+	want("ka", "")
+	want("ka2", "a")
+	// Answered: it no longer waits.
+	a.Status, a.Waiting = bot.RunWorking, nil
+	save(a)
+	want("ka2", "")
+	// A run whose Waiting is kept after it ended is not waiting.
+	b.Status = bot.RunDone
+	save(b)
+	want("kb", "")
+
+	// Two runs on one key (keys are short): the later save has it, and
+	// the other giving it up leaves it.
+	c, d := waiting("c", "k1", "same"), waiting("d", "k2", "same")
+	save(c)
+	save(d)
+	want("same", "d")
+	c.Status, c.Waiting = bot.RunCancelled, nil
+	save(c)
+	want("same", "d")
+
+	// A file written before the index: it is built on open, from the
+	// runs not ended.
+	saveOld(t, s, waiting("old", "k3", "kold"))
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketWaitKeys, bucketRunWaitKey} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Delete(keyWaitKeys)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want("kold", "")
+	_ = s.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Close() })
+	s = s2
+	want("kold", "old")
+	want("same", "d")
+	want("kb", "")
+	if err := s.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// The index of wait keys holds only runs that wait, each once.
+func TestWaitKeyIndexFollowsRuns(t *testing.T) {
+	s, _ := open(t)
+	ctx := t.Context()
+	for i := range 20 {
+		r := &bot.Run{ID: fmt.Sprint("r", i), ThreadKey: "k", Status: bot.RunWaiting, Waiting: &bot.Waiting{Key: fmt.Sprint("w", i)}}
+		_ = s.SaveRun(ctx, r)
+		if i%2 == 0 {
+			r.Status, r.Waiting = bot.RunDone, nil
+			_ = s.SaveRun(ctx, r)
+		}
+	}
+	var byKey, byRun int
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		byKey, byRun = tx.Bucket(bucketWaitKeys).Stats().KeyN, tx.Bucket(bucketRunWaitKey).Stats().KeyN
+		return nil
+	})
+	if byKey != 10 || byRun != 10 {
+		t.Errorf("index holds %d keys and %d runs, want the 10 that wait", byKey, byRun)
 	}
 }
