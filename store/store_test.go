@@ -441,9 +441,10 @@ func TestCommitKeepsAnExistingThread(t *testing.T) {
 }
 
 // BenchmarkThreadRuns measures reading a thread's runs (/undo, /usage)
-// and every waiting run (a button press), with 10,000 runs (each with a
-// 4 KiB transcript) in other threads. An incoming message finds its
-// thread's waiting run through WaitingRun (BenchmarkLongThread).
+// and every waiting run, with 10,000 runs (each with a 4 KiB transcript)
+// in other threads. An incoming message finds its thread's waiting run
+// through WaitingRun (BenchmarkLongThread), a button press its run
+// through WaitingRunByKey (BenchmarkPress).
 func BenchmarkThreadRuns(b *testing.B) {
 	s, _ := open(b)
 	ctx := context.Background()
