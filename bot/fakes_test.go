@@ -112,12 +112,32 @@ func (s *memStore) RecentMessages(_ context.Context, key string, since time.Time
 
 func clone(r *Run) *Run { return cloneRun(r) }
 
+// listed is r as the store's lists return it: without its transcript,
+// so that a caller that needs one and does not call Run fails its tests.
+func listed(r *Run) *Run {
+	c := cloneRun(r)
+	c.Transcript = nil
+	return c
+}
+
 func (s *memStore) SaveRun(_ context.Context, r *Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.saves++
-	s.runs[r.ID] = clone(r)
+	s.putRun(r)
 	return nil
+}
+
+// putRun stores a copy of r; a run without a transcript keeps the
+// stored one (see Store.SaveRun). mu must be held.
+func (s *memStore) putRun(r *Run) {
+	c := clone(r)
+	if len(c.Transcript) == 0 {
+		if old := s.runs[r.ID]; old != nil {
+			c.Transcript = old.Transcript
+		}
+	}
+	s.runs[r.ID] = c
 }
 
 func (s *memStore) Run(_ context.Context, id string) (*Run, error) {
@@ -134,7 +154,7 @@ func (s *memStore) sorted(keep func(*Run) bool) []*Run {
 	var out []*Run
 	for _, r := range s.runs {
 		if keep(r) {
-			out = append(out, clone(r))
+			out = append(out, listed(r))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -176,6 +196,17 @@ func (s *memStore) WaitingRun(_ context.Context, key string) (*Run, error) {
 		return nil, nil
 	}
 	return runs[len(runs)-1], nil
+}
+
+func (s *memStore) WaitingRunByKey(_ context.Context, key string) (*Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.Status == RunWaiting && r.Waiting != nil && key != "" && r.Waiting.Key == key {
+			return listed(r), nil
+		}
+	}
+	return nil, nil
 }
 
 func (s *memStore) DeleteJob(_ context.Context, id string) error {

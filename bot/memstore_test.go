@@ -43,7 +43,7 @@ func (s *memStore) Commit(_ context.Context, c Change) error {
 		s.deleteJob(c.DeleteJob)
 	}
 	if c.Run != nil {
-		s.runs[c.Run.ID] = cloneRun(c.Run)
+		s.putRun(c.Run)
 	}
 	s.outbox = append(s.outbox, c.Send...)
 	s.audit = append(s.audit, c.Audit...)

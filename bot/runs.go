@@ -445,15 +445,9 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 		b.answerButtonLater(ctx, in, "I don't know that button.")
 		return nil
 	}
-	runs, err := b.store.Runs(ctx, RunWaiting)
+	r, err := b.store.WaitingRunByKey(ctx, key)
 	if err != nil {
-		return fmt.Errorf("bot: list waiting runs: %w", err)
-	}
-	var r *Run
-	for _, cand := range runs {
-		if cand.Waiting != nil && cand.Waiting.Key == key {
-			r = cand
-		}
+		return fmt.Errorf("bot: find the run waiting on %s: %w", key, err)
 	}
 	switch {
 	case r == nil:

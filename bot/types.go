@@ -209,20 +209,31 @@ type Store interface {
 	// after since, oldest first.
 	RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]Message, error)
 
-	// SaveRun creates or replaces a run.
+	// SaveRun creates or replaces a run. A run without a Transcript
+	// keeps the one stored: the methods below that find runs return
+	// them without theirs, and such a run may be saved again.
 	SaveRun(ctx context.Context, r *Run) error
-	// Run returns a run, or ErrNotFound.
+	// Run returns a run with its Transcript, or ErrNotFound. It is the
+	// only method that reads a transcript (several KB, hundreds for a
+	// long run): a caller that needs one calls Run.
 	Run(ctx context.Context, id string) (*Run, error)
 	// Runs returns the runs with any of the given statuses (all runs when
-	// none is given), oldest first.
+	// none is given), oldest first, without their transcripts.
 	Runs(ctx context.Context, statuses ...RunStatus) ([]*Run, error)
-	// ThreadRuns returns a thread's runs, oldest first.
+	// ThreadRuns returns a thread's runs, oldest first, without their
+	// transcripts (/usage and /undo read them all: a person's DM thread
+	// holds thousands).
 	ThreadRuns(ctx context.Context, threadKey string) ([]*Run, error)
 	// WaitingRun returns the thread's newest run that waits for the user
-	// (RunWaiting with Waiting set), or nil. Every message asks, so it
-	// should not read the thread's ended runs: a person's DM thread is
-	// one thread for months.
+	// (RunWaiting with Waiting set), without its transcript, or nil.
+	// Every message asks, so it should not read the thread's ended runs:
+	// a person's DM thread is one thread for months.
 	WaitingRun(ctx context.Context, threadKey string) (*Run, error)
+	// WaitingRunByKey returns the run that waits for the user on the
+	// wait key (Waiting.Key, which buttons carry), in any thread,
+	// without its transcript, or nil. Every button press asks, so it
+	// should not read the other waiting runs.
+	WaitingRunByKey(ctx context.Context, key string) (*Run, error)
 
 	// DeleteJob removes a job once handled.
 	DeleteJob(ctx context.Context, id string) error

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 )
@@ -181,3 +183,181 @@ func median(ds []time.Duration) time.Duration {
 }
 
 var _ todoist.SnapshotStore = (*Store)(nil)
+
+// transcript is a saved agent state of at least size bytes, shaped as
+// the engine writes one: model turns whose content is a tool's JSON
+// result, quoted, so that encoding it has escapes to handle.
+func transcript(tb testing.TB, size int) json.RawMessage {
+	tb.Helper()
+	tr := &agent.Transcript{V: agent.TranscriptVersion, Protocol: agent.ProtocolTools, Instruction: "tidy my inbox", Status: agent.StatusAsking}
+	for i := 0; ; i++ {
+		raw, err := agent.MarshalTranscript(tr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(raw) >= size {
+			return raw
+		}
+		tr.Messages = append(tr.Messages,
+			agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: fmt.Sprint("call", i), Name: "find_tasks", Arguments: `{"query":"birthday \"cake\""}`}}},
+			agent.Message{Role: agent.RoleTool, ToolCallID: fmt.Sprint("call", i), Content: fmt.Sprintf(`{"tasks":[{"id":"%d","content":"Buy <cake> & candles","project_id":"inbox","labels":["home","urgent"]}]}`, i)})
+	}
+}
+
+// fill stores runs in one transaction (a fixture, not what is measured).
+func fill(tb testing.TB, s *Store, runs func(yield func(*bot.Run) bool)) {
+	tb.Helper()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for r := range runs {
+			if err := saveRun(tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkPress is a button press among 1,000 runs waiting for an
+// answer, each in its own conversation with a 4 KiB transcript: finding
+// the run the button's key names.
+//
+//	go test ./store -run '^$' -bench 'Press|Usage|SaveRun|CommitRun' -benchmem -count 5
+func BenchmarkPress(b *testing.B) {
+	s, _ := open(b)
+	ctx := context.Background()
+	tr := transcript(b, 4096)
+	fill(b, s, func(yield func(*bot.Run) bool) {
+		for i := range 1000 {
+			r := &bot.Run{ID: fmt.Sprint("run", i), ThreadKey: fmt.Sprintf("slack:T1:C%d::U1", i), Status: bot.RunWaiting, Transcript: tr, Created: t0,
+				Waiting: &bot.Waiting{Kind: "confirm", Question: "Delete 1 task?", Key: fmt.Sprintf("k%07d", i), UserID: "U1"}}
+			if !yield(r) {
+				return
+			}
+		}
+	})
+	b.Run("key", func(b *testing.B) {
+		for i := range b.N {
+			key := fmt.Sprintf("k%07d", i%1000)
+			if r, err := s.WaitingRunByKey(ctx, key); err != nil || r == nil {
+				b.Fatal("no run waits on", key, err)
+			}
+		}
+	})
+	// What a press did before the index: list the waiting runs.
+	b.Run("list", func(b *testing.B) {
+		for i := range b.N {
+			key := fmt.Sprintf("k%07d", i%1000)
+			runs, err := s.Runs(ctx, bot.RunWaiting)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var found *bot.Run
+			for _, r := range runs {
+				if r.Waiting != nil && r.Waiting.Key == key {
+					found = r
+				}
+			}
+			if found == nil {
+				b.Fatal("no run waits on", key)
+			}
+		}
+	})
+}
+
+// BenchmarkUsage is /usage in a person's DM after months: the sum of
+// the usage of one thread's 10,000 runs, each with a 4 KiB transcript.
+func BenchmarkUsage(b *testing.B) {
+	s, _ := open(b)
+	ctx := context.Background()
+	tr := transcript(b, 4096)
+	fill(b, s, func(yield func(*bot.Run) bool) {
+		for i := range 10_000 {
+			r := &bot.Run{ID: fmt.Sprintf("run%05d", i), ThreadKey: "slack:T1:D1:", Status: bot.RunDone, Transcript: tr,
+				Usage: agent.Usage{PromptTokens: 1000, CompletionTokens: 100, Calls: 2}, Created: t0.Add(time.Duration(i) * time.Minute)}
+			if !yield(r) {
+				return
+			}
+		}
+	})
+	b.ResetTimer()
+	for range b.N {
+		runs, err := s.ThreadRuns(ctx, "slack:T1:D1:")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var u agent.Usage
+		for _, r := range runs {
+			u.Add(r.Usage)
+		}
+		if u.Calls != 20_000 {
+			b.Fatal(u.Calls)
+		}
+	}
+}
+
+// BenchmarkSaveRun saves a run with a 20 KB transcript, as each step of
+// the agent does, from one goroutine and from as many as there are CPUs
+// (where the writer's share of the work is what limits). fsync is off:
+// it would hide the CPU this measures.
+func BenchmarkSaveRun(b *testing.B) {
+	tr := transcript(b, 20_000)
+	b.Run("serial", func(b *testing.B) {
+		s, _ := open(b)
+		s.db.NoSync = true
+		ctx := context.Background()
+		r := &bot.Run{ID: "run1", ThreadKey: "slack:T1:D1:", Status: bot.RunWorking, Instruction: "tidy my inbox", Transcript: tr, Created: t0, Updated: t0}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if err := s.SaveRun(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		s, _ := open(b)
+		s.db.NoSync = true
+		ctx := context.Background()
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			id := fmt.Sprint("run", next.Add(1))
+			r := &bot.Run{ID: id, ThreadKey: "slack:T1:D" + id + ":", Status: bot.RunWorking, Instruction: "tidy my inbox", Transcript: tr, Created: t0, Updated: t0}
+			for pb.Next() {
+				if err := s.SaveRun(ctx, r); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkCommitRun is a run's end: the run with its 20 KB transcript,
+// its answer in the history and in the outbox, its journal and its
+// tokens in one Commit (bot's finish). fsync is off.
+func BenchmarkCommitRun(b *testing.B) {
+	s, _ := open(b)
+	s.db.NoSync = true
+	ctx := context.Background()
+	tr := transcript(b, 20_000)
+	key := "slack:T1:D1:"
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprint("run", i)
+		c := bot.Change{
+			Run:     &bot.Run{ID: id, ThreadKey: key, Status: bot.RunDone, Instruction: "tidy my inbox", Transcript: tr, Answer: "Moved 3 tasks to Birthday.", Created: t0, Updated: t0},
+			Message: &bot.Message{ThreadKey: key, Role: bot.RoleAssistant, Text: "Moved 3 tasks to Birthday.", RunID: id, At: t0},
+			Send:    []bot.Outbound{{ID: "ob" + id, Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "Moved 3 tasks to Birthday."}, Created: t0}},
+			Audit:   []bot.AuditEntry{{RunID: id, ThreadKey: key, Write: agent.Write{}, Summary: "moved “Buy cake” to Birthday", At: t0}},
+			Count:   map[string]int{"tokens:slack:U1:2026-11-22": 1100},
+		}
+		if err := s.Commit(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

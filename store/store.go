@@ -50,10 +50,23 @@ var (
 	// bucketSnapshots holds each Todoist account's last snapshot, keyed
 	// by a hash of its token (todoist.AccountKey), as the client wrote it.
 	bucketSnapshots = []byte("todoist_snapshots")
-	allBuckets      = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots}
-	keySchema       = []byte("schema_version")
-	keyRunIndex     = []byte("runs_indexed")
-	keyThreadOpen   = []byte("thread_open_runs_indexed")
+	// bucketTranscripts holds each run's transcript (run id → the bytes
+	// bot gave), apart from its record in bucketRuns: lists read records
+	// only, and a save stores the transcript without encoding it again.
+	// A record written before this bucket existed holds its transcript
+	// inline until it is saved again.
+	bucketTranscripts = []byte("run_transcripts")
+	// bucketWaitKeys maps the Waiting.Key of each run that waits to the
+	// run's id, so that a button press finds its run without reading the
+	// others; bucketRunWaitKey is its reverse (run id → key), so that a
+	// save finds the key to drop without decoding the run it replaces.
+	bucketWaitKeys   = []byte("wait_keys")
+	bucketRunWaitKey = []byte("run_wait_keys")
+	allBuckets       = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey}
+	keySchema        = []byte("schema_version")
+	keyRunIndex      = []byte("runs_indexed")
+	keyThreadOpen    = []byte("thread_open_runs_indexed")
+	keyWaitKeys      = []byte("wait_keys_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -149,20 +162,34 @@ func (s *Store) init() error {
 		if v > SchemaVersion {
 			return fmt.Errorf("%s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.path, v, SchemaVersion)
 		}
-		if meta.Get(keyRunIndex) == nil || meta.Get(keyThreadOpen) == nil {
-			if err := tx.Bucket(bucketRuns).ForEach(func(_, raw []byte) error {
+		// An index added after the file was written is built once: from
+		// every run, or for the wait keys from the runs not ended only
+		// (their own index is older), as only those can wait.
+		var ids [][]byte
+		switch {
+		case meta.Get(keyRunIndex) == nil || meta.Get(keyThreadOpen) == nil:
+			ids = keys(tx.Bucket(bucketRuns))
+		case meta.Get(keyWaitKeys) == nil:
+			ids = keys(tx.Bucket(bucketOpenRuns))
+		}
+		if len(ids) > 0 {
+			runs := tx.Bucket(bucketRuns)
+			for _, id := range ids {
+				raw := runs.Get(id)
+				if raw == nil {
+					continue
+				}
 				var r bot.Run
 				if err := decode(raw, &r); err != nil {
-					return err
+					return fmt.Errorf("index run %s: %w", id, err)
 				}
-				return indexRun(tx, &r)
-			}); err != nil {
-				return fmt.Errorf("index runs: %w", err)
+				if err := indexRun(tx, keysOf(&r)); err != nil {
+					return fmt.Errorf("index run %s: %w", id, err)
+				}
 			}
-			if err := meta.Put(keyRunIndex, []byte("1")); err != nil {
-				return err
-			}
-			if err := meta.Put(keyThreadOpen, []byte("1")); err != nil {
+		}
+		for _, k := range [][]byte{keyRunIndex, keyThreadOpen, keyWaitKeys} {
+			if err := meta.Put(k, []byte("1")); err != nil {
 				return err
 			}
 		}
@@ -222,10 +249,37 @@ func encode(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(envelope{V: valueVersion, Data: data})
+	return envelop(data), nil
+}
+
+// envelopeStart is how json.Marshal writes an envelope up to its data.
+var envelopeStart = `{"v":` + strconv.Itoa(valueVersion) + `,"data":`
+
+// envelop wraps data, as json.Marshal wrote it, in an envelope with the
+// bytes json.Marshal(envelope{…}) would write, without its cost:
+// Marshal validates and compacts a RawMessage again, byte by byte.
+func envelop(data []byte) []byte {
+	out := make([]byte, 0, len(envelopeStart)+len(data)+1)
+	out = append(out, envelopeStart...)
+	out = append(out, data...)
+	return append(out, '}')
 }
 
 func decode(raw []byte, v any) error {
+	// A value as envelop wrote it (all of them) decodes in one pass, not
+	// one for the envelope and one for its data. Anything else, such as
+	// another version, goes through the envelope.
+	if data, ok := bytes.CutPrefix(raw, []byte(envelopeStart)); ok && bytes.HasSuffix(data, []byte("}")) {
+		err := json.Unmarshal(data[:len(data)-1], v)
+		// A syntax error (a layout envelop did not write) has changed
+		// nothing in v: json checks the whole input first.
+		if syntax := (*json.SyntaxError)(nil); !errors.As(err, &syntax) {
+			if err != nil {
+				return fmt.Errorf("decode value: %w", err)
+			}
+			return nil
+		}
+	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return fmt.Errorf("decode value: %w", err)
@@ -359,46 +413,103 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 	return out, nil
 }
 
-// SaveRun implements bot.Store; it keeps the run indexes (by thread, and
-// the runs not ended) in the same transaction.
+// SaveRun implements bot.Store; it keeps the run indexes (by thread, the
+// runs not ended, the wait keys) in the same transaction. The run is
+// encoded here, by its caller's goroutine, not by the writer that every
+// write waits for.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return saveRun(tx, r) })
+	v, err := encodeRun(r)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error { return putRun(tx, v) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-func indexRun(tx *bolt.Tx, r *bot.Run) error {
-	tb, err := tx.Bucket(bucketThreadRn).CreateBucketIfNotExists([]byte(r.ThreadKey))
+// runKeys is what the run indexes hold of a run.
+type runKeys struct {
+	id, threadKey string
+	status        bot.RunStatus
+	// waitKey is the Waiting.Key of a run that waits; "" otherwise.
+	waitKey string
+}
+
+func keysOf(r *bot.Run) runKeys {
+	k := runKeys{id: r.ID, threadKey: r.ThreadKey, status: r.Status}
+	if r.Status == bot.RunWaiting && r.Waiting != nil {
+		k.waitKey = r.Waiting.Key
+	}
+	return k
+}
+
+func indexRun(tx *bolt.Tx, k runKeys) error {
+	id := []byte(k.id)
+	tb, err := tx.Bucket(bucketThreadRn).CreateBucketIfNotExists([]byte(k.threadKey))
 	if err != nil {
 		return err
 	}
-	if err := tb.Put([]byte(r.ID), nil); err != nil {
+	if err := tb.Put(id, nil); err != nil {
+		return err
+	}
+	if err := indexWaitKey(tx, id, k.waitKey); err != nil {
 		return err
 	}
 	open := tx.Bucket(bucketOpenRuns)
-	to, err := tx.Bucket(bucketThreadOpen).CreateBucketIfNotExists([]byte(r.ThreadKey))
+	to, err := tx.Bucket(bucketThreadOpen).CreateBucketIfNotExists([]byte(k.threadKey))
 	if err != nil {
 		return err
 	}
-	if r.Status.Final() {
-		if err := to.Delete([]byte(r.ID)); err != nil {
+	if k.status.Final() {
+		if err := to.Delete(id); err != nil {
 			return err
 		}
-		return open.Delete([]byte(r.ID))
+		return open.Delete(id)
 	}
-	if err := to.Put([]byte(r.ID), []byte(r.Status)); err != nil {
+	if err := to.Put(id, []byte(k.status)); err != nil {
 		return err
 	}
-	return open.Put([]byte(r.ID), []byte(r.Status))
+	return open.Put(id, []byte(k.status))
 }
 
-// WaitingRun implements bot.Store. It reads only the thread's runs not
-// ended (an index), so its cost does not grow with the thread's history.
+// indexWaitKey points key ("" for none) at run id, and drops the key
+// the run waited on before. A key another run took since (keys are
+// short and random) stays with that run.
+func indexWaitKey(tx *bolt.Tx, id []byte, key string) error {
+	byRun := tx.Bucket(bucketRunWaitKey)
+	old := byRun.Get(id)
+	if old == nil && key == "" {
+		return nil // most saves: the run neither waits nor waited
+	}
+	byKey := tx.Bucket(bucketWaitKeys)
+	if old != nil && string(old) != key {
+		old = bytes.Clone(old)
+		if bytes.Equal(byKey.Get(old), id) {
+			if err := byKey.Delete(old); err != nil {
+				return err
+			}
+		}
+		if err := byRun.Delete(id); err != nil {
+			return err
+		}
+	}
+	if key == "" {
+		return nil
+	}
+	if err := byKey.Put([]byte(key), id); err != nil {
+		return err
+	}
+	return byRun.Put(id, []byte(key))
+}
+
+// WaitingRun implements bot.Store. It reads the records of the thread's
+// runs not ended only (an index), not their transcripts, so its cost
+// does not grow with the thread's history.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -418,15 +529,15 @@ func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, err
 			if raw == nil {
 				return nil
 			}
-			var r bot.Run
-			if err := decode(raw, &r); err != nil {
+			r, err := decodeRun(raw)
+			if err != nil {
 				return err
 			}
 			if r.Status != bot.RunWaiting || r.Waiting == nil {
 				return nil
 			}
 			if best == nil || r.Created.After(best.Created) || r.Created.Equal(best.Created) && r.ID > best.ID {
-				best = &r
+				best = r
 			}
 			return nil
 		})
@@ -465,7 +576,40 @@ func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error
 	return nil
 }
 
-// Run implements bot.Store.
+// WaitingRunByKey implements bot.Store, through the index of wait keys.
+func (s *Store) WaitingRunByKey(ctx context.Context, key string) (*bot.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, nil
+	}
+	var found *bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketWaitKeys).Get([]byte(key))
+		if id == nil {
+			return nil
+		}
+		raw := tx.Bucket(bucketRuns).Get(id)
+		if raw == nil {
+			return nil
+		}
+		r, err := decodeRun(raw)
+		if err != nil {
+			return err
+		}
+		if r.Status == bot.RunWaiting && r.Waiting != nil && r.Waiting.Key == key {
+			found = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: run waiting on %s: %w", key, err)
+	}
+	return found, nil
+}
+
+// Run implements bot.Store: the run with its transcript.
 func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -476,11 +620,30 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 		if raw == nil {
 			return bot.ErrNotFound
 		}
-		return decode(raw, &r)
+		if err := decode(raw, &r); err != nil {
+			return err
+		}
+		// A record written before transcripts were kept apart holds
+		// its own.
+		if len(r.Transcript) == 0 {
+			r.Transcript = bytes.Clone(tx.Bucket(bucketTranscripts).Get([]byte(id)))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: run %s: %w", id, err)
 	}
+	return &r, nil
+}
+
+// decodeRun decodes a run's record for a list: without its transcript,
+// which a record written before transcripts were kept apart still holds.
+func decodeRun(raw []byte) (*bot.Run, error) {
+	var r bot.Run
+	if err := decode(raw, &r); err != nil {
+		return nil, err
+	}
+	r.Transcript = nil
 	return &r, nil
 }
 
@@ -494,12 +657,12 @@ func (s *Store) runs(ctx context.Context, ids func(tx *bolt.Tx) [][]byte, keep f
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		load := func(v []byte) error {
-			var r bot.Run
-			if err := decode(v, &r); err != nil {
+			r, err := decodeRun(v)
+			if err != nil {
 				return err
 			}
-			if keep(&r) {
-				out = append(out, &r)
+			if keep(r) {
+				out = append(out, r)
 			}
 			return nil
 		}
@@ -536,7 +699,8 @@ func keys(b *bolt.Bucket) [][]byte {
 }
 
 // Runs implements bot.Store. Runs that have not ended are found through
-// their index; asking for ended ones (or all) reads every run.
+// their index; asking for ended ones (or all) reads every run's record
+// (not its transcript).
 func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run, error) {
 	var ids func(tx *bolt.Tx) [][]byte
 	openOnly := len(statuses) > 0
@@ -559,31 +723,49 @@ func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run
 	})
 }
 
-// ThreadRuns implements bot.Store, through the thread's index.
+// ThreadRuns implements bot.Store, through the thread's index; it reads
+// no transcript.
 func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, error) {
 	ids := func(tx *bolt.Tx) [][]byte { return keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) }
 	return s.runs(ctx, ids, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
 }
 
-// putJob stores a job in arrival order, once per job id.
-func putJob(tx *bolt.Tx, j bot.Job) error {
+// value is a value its caller encoded before the write, so that the
+// writer, which every write waits for, only copies bytes into pages;
+// key is what it is stored under or with (an id, a thread, a run).
+type value struct {
+	key string
+	raw []byte
+}
+
+func encodeValue(key string, v any) (value, error) {
+	raw, err := encode(v)
+	if err != nil {
+		return value{}, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return value{key: key, raw: raw}, nil
+}
+
+// putJob stores a job (keyed by its id) in arrival order, once per id.
+func putJob(tx *bolt.Tx, j value) error {
 	b := tx.Bucket(bucketJobs)
 	ids := tx.Bucket(bucketJobIDs)
-	if ids.Get([]byte(j.ID)) != nil {
+	if ids.Get([]byte(j.key)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), j); err != nil {
+	if err := b.Put(u64(seq), j.raw); err != nil {
 		return err
 	}
-	return ids.Put([]byte(j.ID), u64(seq))
+	return ids.Put([]byte(j.key), u64(seq))
 }
 
-func appendMessage(tx *bolt.Tx, m bot.Message) error {
-	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
+// appendMessage appends a message (keyed by its thread).
+func appendMessage(tx *bolt.Tx, m value) error {
+	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.key))
 	if err != nil {
 		return err
 	}
@@ -591,7 +773,7 @@ func appendMessage(tx *bolt.Tx, m bot.Message) error {
 	if err != nil {
 		return err
 	}
-	return put(b, u64(seq), m)
+	return b.Put(u64(seq), m.raw)
 }
 
 // DeleteJob implements bot.Store.
@@ -648,17 +830,33 @@ func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, entries) })
+	vs, err := encodeAudit(entries)
+	if err == nil {
+		err = s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, vs) })
+	}
 	if err != nil {
 		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
 	}
 	return nil
 }
 
+// encodeAudit encodes journal entries, each keyed by its run.
+func encodeAudit(entries []bot.AuditEntry) ([]value, error) {
+	vs := make([]value, len(entries))
+	for i, e := range entries {
+		v, err := encodeValue(e.RunID, e)
+		if err != nil {
+			return nil, err
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
 // appendAudit journals entries, each under its run.
-func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
+func appendAudit(tx *bolt.Tx, entries []value) error {
 	for _, e := range entries {
-		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
+		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.key))
 		if err != nil {
 			return err
 		}
@@ -666,7 +864,7 @@ func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 		if err != nil {
 			return err
 		}
-		if err := put(b, u64(seq), e); err != nil {
+		if err := b.Put(u64(seq), e.raw); err != nil {
 			return err
 		}
 	}
@@ -749,8 +947,8 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return nil
 }
 
-// Check verifies the file's consistency (bbolt's own check) and that every
-// value decodes.
+// Check verifies the file's consistency (bbolt's own check), that every
+// value decodes, and that every transcript is JSON kept for a stored run.
 func (s *Store) Check() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -779,7 +977,16 @@ func (s *Store) Check() error {
 				return fmt.Errorf("store: check %s: %w", name, err)
 			}
 		}
-		return nil
+		runs := tx.Bucket(bucketRuns)
+		return tx.Bucket(bucketTranscripts).ForEach(func(id, tr []byte) error {
+			if runs.Get(id) == nil {
+				return fmt.Errorf("store: check %s: the transcript of run %s outlived its run", bucketTranscripts, id)
+			}
+			if !json.Valid(tr) {
+				return fmt.Errorf("store: check %s: the transcript of run %s is not JSON", bucketTranscripts, id)
+			}
+			return nil
+		})
 	})
 }
 
@@ -794,11 +1001,69 @@ func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
+// saveRun stores r; a caller outside a transaction encodes it first
+// (encodeRun) and calls putRun in the transaction.
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
-	if err := put(tx.Bucket(bucketRuns), []byte(r.ID), r); err != nil {
+	v, err := encodeRun(r)
+	if err != nil {
 		return err
 	}
-	return indexRun(tx, r)
+	return putRun(tx, v)
+}
+
+// runValue is a run encoded for putRun.
+type runValue struct {
+	runKeys
+	// record is the run's envelope without its transcript.
+	record []byte
+	// transcript is the run's, shared with the caller's run, which
+	// waits for the write (bbolt keeps it until the commit); empty:
+	// keep the stored one.
+	transcript []byte
+}
+
+func encodeRun(r *bot.Run) (*runValue, error) {
+	rec := *r
+	rec.Transcript = nil
+	raw, err := encode(&rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
+	}
+	return &runValue{runKeys: keysOf(r), record: raw, transcript: r.Transcript}, nil
+}
+
+// putRun stores an encoded run: its record, its transcript (as given,
+// in bucketTranscripts) and its index entries. A run without a
+// transcript keeps the stored one: bot's lists return runs without
+// theirs, and a run taken from one may be saved again.
+func putRun(tx *bolt.Tx, v *runValue) error {
+	id := []byte(v.id)
+	runs, trs := tx.Bucket(bucketRuns), tx.Bucket(bucketTranscripts)
+	if len(v.transcript) > 0 {
+		if err := trs.Put(id, v.transcript); err != nil {
+			return err
+		}
+	} else if trs.Get(id) == nil {
+		// A record written before transcripts were kept apart: its
+		// transcript moves out with this save, not away.
+		if raw := runs.Get(id); raw != nil {
+			var old struct {
+				Transcript json.RawMessage `json:"transcript"`
+			}
+			if err := decode(raw, &old); err != nil {
+				return fmt.Errorf("run %s: %w", v.id, err)
+			}
+			if len(old.Transcript) > 0 {
+				if err := trs.Put(id, old.Transcript); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := runs.Put(id, v.record); err != nil {
+		return err
+	}
+	return indexRun(tx, v.runKeys)
 }
 
 func deleteJob(tx *bolt.Tx, id string) error {
@@ -813,20 +1078,67 @@ func deleteJob(tx *bolt.Tx, id string) error {
 	return ids.Delete([]byte(id))
 }
 
-func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
+// putOutbound queues a message (keyed by its id), once per id.
+func putOutbound(tx *bolt.Tx, ob value) error {
 	b := tx.Bucket(bucketOutbox)
 	ids := tx.Bucket(bucketOutIDs)
-	if ids.Get([]byte(ob.ID)) != nil {
+	if ids.Get([]byte(ob.key)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), ob); err != nil {
+	if err := b.Put(u64(seq), ob.raw); err != nil {
 		return err
 	}
-	return ids.Put([]byte(ob.ID), u64(seq))
+	return ids.Put([]byte(ob.key), u64(seq))
+}
+
+// change is a bot.Change with its values encoded by Commit's caller,
+// not by the writer. The thread (stored only when new) and the counts
+// (read and added to) stay to the transaction.
+type change struct {
+	message, job *value
+	run          *runValue
+	send, audit  []value
+}
+
+func encodeChange(c bot.Change) (*change, error) {
+	var e change
+	if m := c.Message; m != nil {
+		v, err := encodeValue(m.ThreadKey, m)
+		if err != nil {
+			return nil, err
+		}
+		e.message = &v
+	}
+	if j := c.Job; j != nil {
+		v, err := encodeValue(j.ID, j)
+		if err != nil {
+			return nil, err
+		}
+		e.job = &v
+	}
+	if c.Run != nil {
+		v, err := encodeRun(c.Run)
+		if err != nil {
+			return nil, err
+		}
+		e.run = v
+	}
+	for _, ob := range c.Send {
+		v, err := encodeValue(ob.ID, ob)
+		if err != nil {
+			return nil, err
+		}
+		e.send = append(e.send, v)
+	}
+	var err error
+	if e.audit, err = encodeAudit(c.Audit); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 // Commit implements bot.Store: every part of c in one transaction.
@@ -834,8 +1146,12 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	e, err := encodeChange(c)
+	if err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
 	var dup bool
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if c.EventKey != "" {
 			fresh, err := markEvent(tx, c.EventKey, c.EventAt)
 			if err != nil {
@@ -855,13 +1171,13 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				}
 			}
 		}
-		if c.Message != nil {
-			if err := appendMessage(tx, *c.Message); err != nil {
+		if e.message != nil {
+			if err := appendMessage(tx, *e.message); err != nil {
 				return err
 			}
 		}
-		if c.Job != nil {
-			if err := putJob(tx, *c.Job); err != nil {
+		if e.job != nil {
+			if err := putJob(tx, *e.job); err != nil {
 				return err
 			}
 		}
@@ -870,17 +1186,17 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				return err
 			}
 		}
-		if c.Run != nil {
-			if err := saveRun(tx, c.Run); err != nil {
+		if e.run != nil {
+			if err := putRun(tx, e.run); err != nil {
 				return err
 			}
 		}
-		for _, ob := range c.Send {
+		for _, ob := range e.send {
 			if err := putOutbound(tx, ob); err != nil {
 				return err
 			}
 		}
-		if err := appendAudit(tx, c.Audit); err != nil {
+		if err := appendAudit(tx, e.audit); err != nil {
 			return err
 		}
 		return addCounts(tx, c.Count)
@@ -961,9 +1277,16 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	return nil
 }
 
-// deleteRun removes a run, its index entries and its journal.
+// deleteRun removes a run, its transcript, its index entries and its
+// journal.
 func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
 	if err := tx.Bucket(bucketRuns).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	if err := tx.Bucket(bucketTranscripts).Delete([]byte(r.ID)); err != nil {
+		return 0, err
+	}
+	if err := indexWaitKey(tx, []byte(r.ID), ""); err != nil {
 		return 0, err
 	}
 	if tb := tx.Bucket(bucketThreadRn).Bucket([]byte(r.ThreadKey)); tb != nil {

@@ -224,6 +224,50 @@ func TestValueVersions(t *testing.T) {
 	}
 }
 
+// envelop writes what json.Marshal would for an envelope, so that
+// values written before it read the same.
+func TestEnvelop(t *testing.T) {
+	for _, v := range []any{
+		bot.Thread{Key: "k"},
+		bot.Message{Text: "<b> & \u2028 \"quoted\""},
+		&bot.Run{ID: "r", Transcript: json.RawMessage(` { "a" : [1, "<x>"] } `)},
+		"plain",
+	} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(envelope{V: valueVersion, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := envelop(data); string(got) != string(want) {
+			t.Errorf("envelop(%s) = %s, want %s", data, got, want)
+		}
+	}
+}
+
+// decode reads a value of any envelope layout, as json wrote it or not.
+func TestDecodeLayouts(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`{"v":1,"data":{"key":"k"}}`, "k"},
+		{`{"v":1,"data":{"key":"k"},"note":"x"}`, "k"},
+		{`{"data":{"key":"k"},"v":1}`, "k"},
+		{` {"v":1,"data":{"key":"k"}} `, "k"},
+	} {
+		var th bot.Thread
+		if err := decode([]byte(tt.raw), &th); err != nil || th.Key != tt.want {
+			t.Errorf("decode(%s) = %+v, %v; want key %s", tt.raw, th, err, tt.want)
+		}
+	}
+	for _, raw := range []string{`{"v":2,"data":{"key":"k"}}`, `{"v":1,"data":{"key":1}}`, `{"v":1,"data":{"key":"k"}`} {
+		var th bot.Thread
+		if err := decode([]byte(raw), &th); err == nil {
+			t.Errorf("decode(%s) accepted it: %+v", raw, th)
+		}
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := open(t)
 	_ = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(SchemaVersion+1)) })
@@ -397,9 +441,10 @@ func TestCommitKeepsAnExistingThread(t *testing.T) {
 }
 
 // BenchmarkThreadRuns measures reading a thread's runs (/undo, /usage)
-// and every waiting run (a button press), with 10,000 runs (each with a
-// 4 KiB transcript) in other threads. An incoming message finds its
-// thread's waiting run through WaitingRun (BenchmarkLongThread).
+// and every waiting run, with 10,000 runs (each with a 4 KiB transcript)
+// in other threads. An incoming message finds its thread's waiting run
+// through WaitingRun (BenchmarkLongThread), a button press its run
+// through WaitingRunByKey (BenchmarkPress).
 func BenchmarkThreadRuns(b *testing.B) {
 	s, _ := open(b)
 	ctx := context.Background()
