@@ -68,6 +68,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -192,6 +193,11 @@ type Client struct {
 	context int
 	// noResponses is set once the server answered 404 for /responses.
 	noResponses bool
+
+	// toolsMu protects the last tools encoded (see encodedTools).
+	toolsMu       sync.Mutex
+	lastTools     []goopenai.Tool
+	lastToolsJSON []byte
 }
 
 var _ agent.Model = (*Client)(nil)
@@ -672,6 +678,14 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 func (c *Client) completeChat(ctx context.Context, req agent.Request, p plan) (agent.Response, error) {
 	creq := c.chatRequest(req, p)
 	edit := bodyEdit{drop: p.dropped, zeroTemperature: p.sampling() && req.Temperature == 0 && !p.dropped["temperature"]}
+	if len(creq.Tools) > 0 && goopenai.NewReasoningValidator().Validate(creq) == nil {
+		// go-openai would encode the same tool schemas (most of the
+		// request) on every call; they go in as encoded once. A request
+		// go-openai refuses keeps its tools, so that it says why.
+		if tools := c.encodedTools(creq.Tools); tools != nil {
+			creq.Tools, edit.tools = nil, tools
+		}
+	}
 	var resp goopenai.ChatCompletionResponse
 	err := c.send(ctx, edit, func(ctx context.Context) (http.Header, error) {
 		var err error
@@ -718,6 +732,45 @@ func (c *Client) chatResponse(req agent.Request, format agent.FormatKind, resp g
 		out.Usage = EstimateUsage(req, out)
 	}
 	return out, nil
+}
+
+// encodedTools returns tools as go-openai would encode them in a request,
+// encoding them only when they differ from the last tools asked for (the
+// agent sends the same tools on every call), or nil if they cannot be
+// encoded.
+func (c *Client) encodedTools(tools []goopenai.Tool) []byte {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if sameTools(c.lastTools, tools) {
+		return c.lastToolsJSON
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return nil
+	}
+	c.lastTools, c.lastToolsJSON = tools, b
+	return b
+}
+
+// sameTools reports whether a and b encode alike: the same functions,
+// with the same schemas (json.RawMessage, compared byte for byte).
+func sameTools(a, b []goopenai.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		fa, fb := a[i].Function, b[i].Function
+		if a[i].Type != b[i].Type || fa == nil || fb == nil ||
+			fa.Name != fb.Name || fa.Description != fb.Description || fa.Strict != fb.Strict {
+			return false
+		}
+		pa, okA := fa.Parameters.(json.RawMessage)
+		pb, okB := fb.Parameters.(json.RawMessage)
+		if !okA || !okB || !bytes.Equal(pa, pb) {
+			return false
+		}
+	}
+	return true
 }
 
 // doer is the HTTP client go-openai sends through.

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -268,5 +269,47 @@ func TestRateLimitReset(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("%s: %s %v, want %s %v", tt.name, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestToolsEncodedOnce: the tools a request is sent with are go-openai's
+// own encoding of them, spliced into the body (or added on the decoding
+// path), and encoded once while they stay the same: a change of schema
+// is encoded again.
+func TestToolsEncodedOnce(t *testing.T) {
+	c := New(Config{Model: "gpt-4.1-mini"}, nil)
+	req := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, ToolChoice: "required",
+		Tools: []agent.Tool{{Name: "set", Description: "sets", Parameters: json.RawMessage(`{"type":"object","properties":{"temperature":{"type":"number"}}}`)}}}
+	full := c.chatRequest(req, c.plan(req))
+	want, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := c.encodedTools(full.Tools)
+	if again := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); &again[0] != &tools[0] {
+		t.Error("the same tools were encoded again")
+	}
+	bare := full
+	bare.Tools = nil
+	body, err := json.Marshal(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []bodyEdit{{tools: tools}, {tools: tools, zeroTemperature: true}, {tools: tools, drop: map[string]bool{"none": true}}} {
+		var got, wantV map[string]any
+		if err := json.Unmarshal(edited(body, e), &got); err != nil {
+			t.Fatalf("%+v: %v", e, err)
+		}
+		if err := json.Unmarshal(want, &wantV); err != nil {
+			t.Fatal(err)
+		}
+		delete(got, "temperature")
+		if !reflect.DeepEqual(got, wantV) {
+			t.Errorf("edit %+v: sent %s\nwant %s", e, edited(body, e), want)
+		}
+	}
+	req.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+	if changed := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(changed, []byte("temperature")) {
+		t.Errorf("a changed schema was sent as before: %s", changed)
 	}
 }

@@ -347,9 +347,13 @@ type bodyEdit struct {
 	// `temperature,omitempty` drops; the server would then use its own
 	// default (1 on OpenAI).
 	zeroTemperature bool
+	// tools is the request's "tools" array, left out of go-openai's
+	// request and added here as Client.encodedTools encoded it: the
+	// same tools on every call, encoded once.
+	tools []byte
 }
 
-func (e bodyEdit) needed() bool { return e.zeroTemperature || len(e.drop) > 0 }
+func (e bodyEdit) needed() bool { return e.zeroTemperature || len(e.drop) > 0 || len(e.tools) > 0 }
 
 // editBody returns req with its JSON body changed as e says.
 func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
@@ -369,11 +373,18 @@ func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
 // edited returns body changed as e says; a body that is not a JSON
 // object is returned as it is.
 func edited(body []byte, e bodyEdit) []byte {
-	if len(e.drop) == 0 && e.zeroTemperature {
-		// The usual edit, on every call: decoding and encoding the
+	if len(e.drop) == 0 {
+		// The usual edits, on every call: decoding and encoding the
 		// whole body again (the conversation, the tool schemas) costs
 		// as much CPU as go-openai's own encoding, for one field.
-		if b, ok := withZeroTemperature(body); ok {
+		b, ok := body, true
+		if e.zeroTemperature {
+			b, ok = withZeroTemperature(b)
+		}
+		if ok && len(e.tools) > 0 {
+			b, ok = withMember(b, "tools", e.tools)
+		}
+		if ok {
 			return b
 		}
 	}
@@ -389,11 +400,35 @@ func edited(body []byte, e bodyEdit) []byte {
 			fields["temperature"] = json.RawMessage("0")
 		}
 	}
+	if len(e.tools) > 0 {
+		fields["tools"] = e.tools
+	}
 	b, err := json.Marshal(fields)
 	if err != nil {
 		return body
 	}
 	return b
+}
+
+// withMember returns body, a non-empty JSON object that has no member
+// name (go-openai's body, whose field was left out), with "name":raw as
+// its first member; ok is false when body is not an object.
+func withMember(body []byte, name string, raw []byte) (out []byte, ok bool) {
+	start := bytes.IndexFunc(body, func(r rune) bool { return !isJSONSpace(r) })
+	if start < 0 || body[start] != '{' {
+		return nil, false
+	}
+	empty := len(bytes.TrimFunc(body[start+1:], isJSONSpace)) == 1 // just "}"
+	out = make([]byte, 0, len(body)+len(name)+len(raw)+4)
+	out = append(out, body[:start+1]...)
+	out = append(out, '"')
+	out = append(out, name...)
+	out = append(out, '"', ':')
+	out = append(out, raw...)
+	if !empty {
+		out = append(out, ',')
+	}
+	return append(out, body[start+1:]...), true
 }
 
 // withZeroTemperature returns body, a JSON object, with "temperature":0
