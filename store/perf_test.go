@@ -67,25 +67,9 @@ func TestWaitingRunIndex(t *testing.T) {
 
 	// A file written before the index: it is built on open.
 	save("later", "k3", bot.RunWaiting, t0)
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketThreadOpen); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(bucketThreadOpen); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Delete(keyThreadOpen)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	forgetIndex(t, s, keyThreadOpen, bucketThreadOpen)
 	want("k3", "")
-	_ = s.Close()
-	s2, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s2.Close() })
-	s = s2
+	s = reopen(t, s, path)
 	want("k3", "later")
 }
 
@@ -360,4 +344,35 @@ func BenchmarkCommitRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// forgetIndex empties an index's buckets and forgets it was built, as in
+// a file written before the index existed.
+func forgetIndex(t *testing.T, s *Store, built []byte, buckets ...[]byte) {
+	t.Helper()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range buckets {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Delete(built)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopen closes s and opens its file again, closed at the test's end.
+func reopen(t *testing.T, s *Store, path string) *Store {
+	t.Helper()
+	_ = s.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Close() })
+	return s2
 }

@@ -342,27 +342,9 @@ func TestWaitingRunByKey(t *testing.T) {
 	// A file written before the index: it is built on open, from the
 	// runs not ended.
 	saveOld(t, s, waiting("old", "k3", "kold"))
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketWaitKeys, bucketRunWaitKey} {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketMeta).Delete(keyWaitKeys)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	forgetIndex(t, s, keyWaitKeys, bucketWaitKeys, bucketRunWaitKey)
 	want("kold", "")
-	_ = s.Close()
-	s2, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s2.Close() })
-	s = s2
+	s = reopen(t, s, path)
 	want("kold", "old")
 	want("same", "d")
 	want("kb", "")

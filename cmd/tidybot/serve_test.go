@@ -73,19 +73,26 @@ func startServe(t testing.TB, e *env, timeouts *httpTimeouts) *running {
 	}
 	t.Cleanup(stop)
 	r := &running{base: "http://" + e.cfg.HTTPAddr, logs: logs, stop: stop}
+	waitServing(t, r.base, done, logs)
+	return r
+}
+
+// waitServing waits until the serve at base answers /healthz, failing t
+// if it ends first (its result on ended) with its logs.
+func waitServing(t testing.TB, base string, ended <-chan error, logs *syncBuffer) {
+	t.Helper()
 	waitFor(t, "the HTTP server", func() bool {
 		select {
-		case err := <-done:
+		case err := <-ended:
 			t.Fatalf("serve ended: %v\n%s", err, logs.String())
 		default:
 		}
-		resp, err := http.Get(r.base + "/healthz")
+		resp, err := http.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 		}
 		return err == nil
 	})
-	return r
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -189,18 +189,7 @@ func startServeProcess(t testing.TB, e *env, extra ...string) *process {
 	}
 	t.Cleanup(stop)
 	p := &process{base: "http://" + addr, pid: cmd.Process.Pid, stop: stop}
-	waitFor(t, "the HTTP server", func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("serve ended: %v\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get(p.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	waitServing(t, p.base, exited, logs)
 	return p
 }
 
