@@ -400,7 +400,14 @@ func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
 // message, nothing to edit).
 func (e queuedEditor) editLater(id func() string, m Outgoing) {
 	m = redacted(e.q.redact, m)
-	e.q.s.post(m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) })
+	// A run's own output waits for room rather than be dropped, as its
+	// answer does; only replies made while acknowledging an event are
+	// dropped when the queue is full.
+	e.q.s.postThen(m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) }, func(err error) {
+		if err != nil {
+			e.q.s.log.Warn("edit status message", slog.String("platform", e.q.s.name), slog.Any("err", err))
+		}
+	})
 }
 
 // editQueued is Edit with id asked when the edit is made (see

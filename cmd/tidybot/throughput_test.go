@@ -106,6 +106,11 @@ func BenchmarkSlackThroughput(b *testing.B) {
 		if n := answered(); n != total {
 			b.Errorf("%d of %d answered", n, total)
 		}
+		// Each run answered in one step, so each status message is
+		// settled ("✅ Done") once: none is left "Working on it…".
+		if n := sl.Calls("chat.update"); n != total {
+			b.Errorf("%d status messages settled, want %d", n, total)
+		}
 		rss, cpu, fakesCPU := peakRSS(s.pid), cpuTime(s.pid), cpuTime(os.Getpid())-selfCPU
 		s.stop()
 		sl.Close()
