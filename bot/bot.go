@@ -589,9 +589,7 @@ func (b *Bot) worker(ctx context.Context) {
 		}
 		t := newTurn(func() { b.sched.done(j.ThreadKey) })
 		b.process(withTurn(ctx, t), j)
-		if !t.handedOff() {
-			t.release()
-		}
+		t.leave()
 	}
 }
 
@@ -621,7 +619,7 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		t := turnOf(ctx)
 		if t == nil { // not a worker's job: handled here and now
 			t = newTurn(func() {})
-			defer t.release()
+			defer t.leave()
 		}
 		t.atRelease(deleteJob(j.ID))
 		switch {

@@ -649,3 +649,39 @@ func TestRunsDoNotWaitForThePlatform(t *testing.T) {
 		}
 	})
 }
+
+// TestFailedRunEndKeepsTheJob: when the commit of a run's end fails (a
+// full disk), the user is told, and the job that started the run stays
+// stored: the next start runs it again and answers.
+func TestFailedRunEndKeepsTheJob(t *testing.T) {
+	st := newMemStore()
+	st.commitErr = func(c Change) error {
+		if c.Run != nil && c.Run.Status == RunDone {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	h := &harness{store: st, agent: &fakeAgent{}, plat: newTelegram()}
+	h.bot = New(st, h.agent, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	h.bot.AddPlatform(h.plat)
+	if err := h.bot.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.handle(t, msg("tidy", "e1"))
+	h.idle(t)
+	h.bot.Stop()
+	if texts := h.plat.texts(); len(texts) == 0 || texts[len(texts)-1] != jobFailedText {
+		t.Fatalf("posted %q, want the failure said last", texts)
+	}
+	st.mu.Lock()
+	jobs, runs := len(st.jobs), len(st.runs)
+	st.mu.Unlock()
+	if jobs != 1 || runs != 0 {
+		t.Fatalf("after the failed commit: %d jobs, %d runs stored; want the job kept and no run", jobs, runs)
+	}
+	st.commitErr = nil
+	plat := restart(t, st, &fakeAgent{})
+	if texts := plat.texts(); len(texts) == 0 || texts[len(texts)-1] != "did: tidy" {
+		t.Errorf("after restart: posted %q, want the answer", texts)
+	}
+}

@@ -29,6 +29,9 @@ type memStore struct {
 	failJobs int
 	// onCommit, when set, sees every Commit before it is applied.
 	onCommit func(Change)
+	// commitErr, when set, fails the Commits it returns an error for
+	// (nothing applied).
+	commitErr func(Change) error
 	// onMarkEvent, when set, runs as MarkEvent begins.
 	onMarkEvent func()
 	// onThread, when set, runs as Thread begins (a run about to start

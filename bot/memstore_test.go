@@ -14,6 +14,11 @@ func (s *memStore) Commit(_ context.Context, c Change) error {
 	if s.onCommit != nil {
 		s.onCommit(c)
 	}
+	if s.commitErr != nil {
+		if err := s.commitErr(c); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.EventKey != "" {

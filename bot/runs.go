@@ -204,7 +204,11 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
-		delete(b.running, r.ThreadKey)
+		// The thread's next run may have started (this run's end is
+		// committed in the background): only this run's entry goes.
+		if b.running[r.ThreadKey] == ar {
+			delete(b.running, r.ThreadKey)
+		}
 		b.mu.Unlock()
 	}()
 
@@ -263,10 +267,12 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	if reconnect {
 		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}
-	err = b.finish(ctx, r, jobID, out, stopped, before)
+	var then func()
 	if reconnect {
-		b.rejected(ctx, r)
+		// After the run's answer: the connect prompt follows it.
+		then = func() { b.rejected(ctx, r) }
 	}
+	err = b.finish(ctx, r, jobID, out, stopped, before, then)
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
@@ -293,8 +299,11 @@ func settled(st agent.Status) bool {
 // background while the worker goes on (see handOff).
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
-func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage) error {
+func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage, then func()) error {
 	ctx = context.WithoutCancel(ctx)
+	if then == nil {
+		then = func() {}
+	}
 	log := b.log.With(slog.String("run_id", r.ID))
 	if out.Err != nil && out.Status != agent.StatusInterrupted {
 		log.Error("run error", slog.Any("err", out.Err))
@@ -303,10 +312,12 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 	if tr := out.Transcript; tr != nil {
 		raw, err := agent.MarshalTranscript(tr)
 		if err != nil {
+			then()
 			return err
 		}
 		r.Transcript, r.Usage = raw, tr.Usage
 		if base.Audit, err = b.unjournaled(ctx, r, tr.Journal); err != nil {
+			then()
 			return err
 		}
 	}
@@ -343,6 +354,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 				return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
 			}
 			b.deliver(ctx, ob)
+			then()
 			log.Info("run ended", slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
 			return nil
 		})
@@ -374,6 +386,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 				return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
 			}
 			b.deliver(ctx, ob)
+			then()
 			return nil
 		})
 
@@ -383,6 +396,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 			if err := commit(Change{Run: r}); err != nil {
 				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 			}
+			then()
 			log.Info("run interrupted; it resumes at next start")
 			return nil
 		}
@@ -398,6 +412,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 			}
 			b.deliver(ctx, ob)
+			then()
 			return nil
 		})
 	}

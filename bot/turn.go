@@ -7,46 +7,63 @@ import (
 )
 
 // A turn is a job's hold on its thread, from the scheduler handing the
-// job out to release: the thread's next job waits for it. A run whose end
-// is being committed keeps its job's turn while the worker goes on to the
-// next job (see Bot.handOff), so that the store commits several runs'
-// ends in one transaction instead of each worker waiting for its own.
+// job out until the job is done: the thread's next job waits for it. A
+// run whose end is being committed keeps its job's turn while the worker
+// goes on to the next job (see Bot.handOff), so that the store commits
+// several runs' ends in one transaction instead of each worker waiting
+// for its own. The turn ends when both the worker and the tail it handed
+// off are done with the job.
 type turn struct {
-	release func() // once: the job's cleanups, then the thread is free
+	free func() // frees the thread
 
 	// mu protects the fields below.
 	mu       sync.Mutex
+	holders  int // the worker, and the tail it handed off
 	cleanups []func()
-	handed   bool
+	failed   bool // the tail failed: the job stays stored
 }
 
-func newTurn(free func()) *turn {
-	t := &turn{}
-	t.release = sync.OnceFunc(func() {
-		t.mu.Lock()
-		cs := t.cleanups
-		t.mu.Unlock()
-		for i := len(cs) - 1; i >= 0; i-- {
-			cs[i]()
-		}
-		free()
-	})
-	return t
-}
+func newTurn(free func()) *turn { return &turn{free: free, holders: 1} }
 
-// atRelease runs f when the turn is released, after the job's run (if
-// any) has ended in the store: a job's cleanup, such as deleting it.
+// atRelease runs f when the turn ends, after the end of the job's run
+// (if any) is in the store: a job's cleanup, such as deleting it. It is
+// not run when that commit failed: the job stays, to run again at the
+// next start.
 func (t *turn) atRelease(f func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cleanups = append(t.cleanups, f)
 }
 
-// handedOff reports whether a goroutine now holds the turn.
-func (t *turn) handedOff() bool {
+// hold adds a holder (a tail).
+func (t *turn) hold() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.handed
+	t.holders++
+}
+
+// leave drops a holder; the last one runs the cleanups and frees the
+// thread.
+func (t *turn) leave() {
+	t.mu.Lock()
+	t.holders--
+	last, cs, failed := t.holders == 0, t.cleanups, t.failed
+	t.mu.Unlock()
+	if !last {
+		return
+	}
+	if !failed {
+		for i := len(cs) - 1; i >= 0; i-- {
+			cs[i]()
+		}
+	}
+	t.free()
+}
+
+func (t *turn) fail() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed = true
 }
 
 type turnKey struct{}
@@ -64,25 +81,25 @@ func turnOf(ctx context.Context) *turn {
 // handOff runs tail, the end of a job (committing its run's end, then
 // posting), in a goroutine that holds the job's turn until tail is done,
 // and returns at once; without a turn to hand off (ctx is no worker's
-// job), it runs tail and returns its error. At most Workers tails run at
-// once: a further one waits for room, so a slow disk slows the workers
+// job), it runs tail and returns its error. A tail that fails keeps its
+// job stored (see atRelease) and tells the user. At most Workers tails run
+// at once: a further one waits for room, so a slow disk slows the workers
 // down instead of piling up runs.
 func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) error {
 	t := turnOf(ctx)
 	if t == nil {
 		return tail()
 	}
-	t.mu.Lock()
-	t.handed = true
-	t.mu.Unlock()
+	t.hold()
 	b.tailRoom <- struct{}{}
 	b.tails.Add(1)
 	go func() {
 		defer b.tails.Done()
 		defer func() { <-b.tailRoom }()
-		defer t.release()
+		defer t.leave()
 		if err := tail(); err != nil {
-			b.log.Error("job failed", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey), slog.Any("err", err))
+			t.fail()
+			b.log.Error("job failed; it runs again at the next start", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey), slog.Any("err", err))
 			b.replyLater(ctx, r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: jobFailedText})
 		}
 	}()

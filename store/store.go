@@ -878,9 +878,9 @@ func addCounts(tx *bolt.Tx, counts map[string]int) error {
 	for k, n := range counts {
 		var v string
 		if raw := b.Get([]byte(k)); raw != nil {
-			if err := decode(raw, &v); err != nil {
-				return fmt.Errorf("setting %s: %w", k, err)
-			}
+			// A count that cannot be read starts again: it must not
+			// fail the run's end it is committed with.
+			_ = decode(raw, &v)
 		}
 		have, _ := strconv.Atoi(v)
 		if err := put(b, []byte(k), strconv.Itoa(have+n)); err != nil {
