@@ -70,12 +70,15 @@ type sender struct {
 	lanes []chan sendOp
 	quit  <-chan struct{}
 	// mu protects pending (ops queued or in progress), idle (closed and
-	// replaced when pending drops to zero) and pausedUntil (no call
-	// starts before it: the platform's Retry-After).
+	// replaced when pending drops to zero), pausedUntil (no call starts
+	// before it: the platform's Retry-After), enqueuing (calls being put
+	// in a lane) and closed (the lanes have stopped; see enter).
 	mu          sync.Mutex
 	pending     int
 	idle        chan struct{}
 	pausedUntil time.Time
+	enqueuing   int
+	closed      bool
 }
 
 func newSender(name string, log *slog.Logger, quit <-chan struct{}) *sender {
@@ -128,6 +131,28 @@ func (s *sender) queued() int {
 	return s.pending
 }
 
+// enter counts in a call about to be queued; it reports false once the
+// lanes have stopped (the call cannot be made). A lane stops only when no
+// call is being queued, so a call that entered is always taken: sent
+// calls that find the lanes gone would be neither made nor answered.
+func (s *sender) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.pending++
+	s.enqueuing++
+	return true
+}
+
+// entered ends enter's queuing (the call is in its lane, or given up).
+func (s *sender) entered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enqueuing--
+}
+
 // post queues a call for chat key that nobody waits for; it is dropped
 // when the platform's queue is full (sendQueueSize calls waiting besides
 // those in flight) or the bot stops.
@@ -140,14 +165,12 @@ func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 	}
 	s.mu.Lock()
 	full := s.pending >= sendQueueSize+1
-	if !full {
-		s.pending++
-	}
 	s.mu.Unlock()
-	if full {
+	if full || !s.enter() {
 		s.log.Warn("send queue full; reply dropped", slog.String("platform", s.name), slog.String("call", what))
 		return
 	}
+	defer s.entered()
 	select {
 	case s.lane(key) <- sendOp{what: what, call: call}:
 	default:
@@ -158,33 +181,28 @@ func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 
 // postThen queues a call for chat key that nobody waits for, waiting
 // for room in its lane, and calls then with the call's final result (after
-// any 429 retries), or with ErrStopped when the bot stops before the call
-// is queued.
+// any 429 retries), or with ErrStopped when the lanes have stopped.
 func (s *sender) postThen(key, what string, call func(ctx context.Context) error, then func(error)) {
-	s.mu.Lock()
-	s.pending++
-	s.mu.Unlock()
-	select {
-	case s.lane(key) <- sendOp{what: what, call: call, then: then}:
-	case <-s.quit:
-		s.end()
+	if !s.enter() {
 		then(ErrStopped)
+		return
 	}
+	defer s.entered()
+	s.lane(key) <- sendOp{what: what, call: call, then: then}
 }
 
 // do queues a call for chat key and waits for its result. It returns
 // ErrStopped when the bot stops before the call is made.
 func (s *sender) do(ctx context.Context, key, what string, call func(ctx context.Context) error) error {
 	op := sendOp{what: what, call: call, done: make(chan error, 1)}
-	s.mu.Lock()
-	s.pending++
-	s.mu.Unlock()
+	if !s.enter() {
+		return ErrStopped
+	}
 	select {
 	case s.lane(key) <- op:
-	case <-s.quit:
-		s.end()
-		return ErrStopped
+		s.entered()
 	case <-ctx.Done():
+		s.entered()
 		s.end()
 		return ctx.Err()
 	}
@@ -216,15 +234,37 @@ func (s *sender) runLane(ctx context.Context, q chan sendOp) {
 		case op := <-q:
 			s.make(ctx, op)
 		case <-s.quit:
-			for {
-				select {
-				case op := <-q:
-					s.make(ctx, op)
-				default:
-					return
-				}
-			}
+			s.drain(ctx, q)
+			return
 		}
+	}
+}
+
+// drain makes what is queued on q, and what is being queued, then stops
+// the lanes taking calls (see enter).
+func (s *sender) drain(ctx context.Context, q chan sendOp) {
+	for {
+		select {
+		case op := <-q:
+			s.make(ctx, op)
+			continue
+		default:
+		}
+		s.mu.Lock()
+		if s.enqueuing == 0 && len(q) == 0 {
+			s.closed = true
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		// A call is being queued, maybe on this lane: take it.
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case op := <-q:
+			s.make(ctx, op)
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
