@@ -23,8 +23,9 @@ import (
 )
 
 // SchemaVersion is the layout this package writes. Open refuses a file of
-// a newer version and migrates an older one.
-const SchemaVersion = 1
+// a newer version and migrates an older one. Version 2 keeps transcripts
+// apart from their runs (bucketTranscripts).
+const SchemaVersion = 2
 
 // valueVersion is the version of every stored JSON value.
 const valueVersion = 1
@@ -144,8 +145,41 @@ func Open(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// migrations upgrade a file from version i+1 to i+2 (none yet).
-var migrations = []func(tx *bolt.Tx) error{}
+// migrations upgrade a file from version i+1 to i+2.
+var migrations = []func(tx *bolt.Tx) error{moveTranscripts}
+
+// moveTranscripts (version 1 to 2) moves every transcript held inside its
+// run's record into bucketTranscripts. The version goes up with it, so
+// that a tidybot of version 1, which would read those runs without their
+// transcripts (and start a working run afresh, sending its writes again
+// as new), refuses the file instead of misreading it.
+func moveTranscripts(tx *bolt.Tx) error {
+	runs := tx.Bucket(bucketRuns)
+	for _, id := range keys(runs) {
+		var inline struct {
+			Transcript json.RawMessage `json:"transcript"`
+		}
+		if err := decode(runs.Get(id), &inline); err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+		if len(inline.Transcript) == 0 {
+			continue
+		}
+		r, err := decodeRun(runs.Get(id))
+		if err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+		r.Transcript = inline.Transcript
+		v, err := encodeRun(r)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+		if err := putRun(tx, v); err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+	}
+	return nil
+}
 
 func (s *Store) init() error {
 	err := s.db.Update(func(tx *bolt.Tx) error {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -372,5 +374,49 @@ func TestWaitKeyIndexFollowsRuns(t *testing.T) {
 	})
 	if byKey != 10 || byRun != 10 {
 		t.Errorf("index holds %d keys and %d runs, want the 10 that wait", byKey, byRun)
+	}
+}
+
+// A file of schema version 1 holds transcripts inside their runs' records:
+// opening it moves them out and marks the file version 2, which a tidybot
+// of version 1 refuses rather than read its runs without transcripts.
+func TestVersion1FileMigrates(t *testing.T) {
+	s, path := open(t)
+	ctx := t.Context()
+	tr := json.RawMessage(`{"v":1,"pending":{"uuids":["u1"]}}`)
+	saveOld(t, s, &bot.Run{ID: "old", ThreadKey: "k", Status: bot.RunWorking, Transcript: tr, Created: t0})
+	saveOld(t, s, &bot.Run{ID: "bare", ThreadKey: "k", Status: bot.RunDone, Created: t0})
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketTranscripts); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, u64(1))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s, path)
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v != SchemaVersion || SchemaVersion != 2 {
+			t.Errorf("schema version %d after open, want 2", v)
+		}
+		if rec := tx.Bucket(bucketRuns).Get([]byte("old")); bytes.Contains(rec, []byte("uuids")) {
+			t.Errorf("the record still holds its transcript: %s", rec)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := transcriptOf(t, s, "old"); string(got) != string(tr) {
+		t.Errorf("moved transcript = %s, want %s", got, tr)
+	}
+	r, err := s.Run(ctx, "old")
+	if err != nil || string(r.Transcript) != string(tr) || r.Status != bot.RunWorking {
+		t.Errorf("Run after the migration = %+v (%v)", r, err)
+	}
+	if r, err := s.Run(ctx, "bare"); err != nil || len(r.Transcript) != 0 {
+		t.Errorf("a run without a transcript: %+v (%v)", r, err)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
 	}
 }
