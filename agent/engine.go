@@ -280,6 +280,23 @@ const minHistoryClip = 100
 func (e *Engine) history(hist []HistoryMessage) []Message {
 	var out []Message
 	left := e.cfg.HistoryTokens
+	// When even the messages' byte bound fits (a short history, the
+	// usual case), every message is kept whatever its count: no count is
+	// needed, and the tokenizer is not run (nor loaded).
+	bound := 0
+	for _, h := range hist {
+		if h.Role == RoleUser || h.Role == RoleAssistant {
+			bound += PromptBound(Request{Messages: []Message{{Role: h.Role, Content: h.Text}}})
+		}
+	}
+	if bound <= left {
+		for _, h := range hist {
+			if h.Role == RoleUser || h.Role == RoleAssistant {
+				out = append(out, Message{Role: h.Role, Content: h.Text})
+			}
+		}
+		return out
+	}
 	for i := len(hist) - 1; i >= 0; i-- {
 		h := hist[i]
 		if h.Role != RoleUser && h.Role != RoleAssistant {

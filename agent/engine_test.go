@@ -501,6 +501,45 @@ func TestEngineHistoryBoundedByTokens(t *testing.T) {
 	}
 }
 
+// A short history, whose byte bound fits in HistoryTokens, is given whole
+// without counting a token (the tokenizer is neither run nor loaded); a
+// long one is counted as before.
+func TestEngineShortHistoryIsNotCounted(t *testing.T) {
+	history := []HistoryMessage{{Role: RoleUser, Text: "file the cake"}, {Role: RoleAssistant, Text: "Filed."}, {Role: RoleUser, Text: "thanks"}}
+	for _, tc := range []struct {
+		name          string
+		historyTokens int
+		wantCounted   bool
+	}{{"fits", 2000, false}, {"near the bound", 50, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+			counted := 0
+			count := func(req Request) int {
+				if len(req.Messages) == 1 && req.Messages[0].Role != RoleSystem && len(req.Tools) == 0 {
+					counted++
+				}
+				return estimateTokens(req)
+			}
+			out := New(s, newTalkTasks(), Config{HistoryTokens: tc.historyTokens, CountTokens: count}).
+				Start(t.Context(), Input{Instruction: "what's due?", History: history}, Hooks{})
+			if out.Status != StatusDone {
+				t.Fatalf("outcome %s %q", out.Status, out.Answer)
+			}
+			if got := counted > 0; got != tc.wantCounted {
+				t.Errorf("history messages counted %d times, want counting %v", counted, tc.wantCounted)
+			}
+			msgs := s.reqs[0].Messages
+			var got []string
+			for _, m := range msgs[2 : len(msgs)-1] {
+				got = append(got, m.Content)
+			}
+			if j := strings.Join(got, " | "); j != "file the cake | Filed. | thanks" {
+				t.Errorf("history = %s, want all three in order", j)
+			}
+		})
+	}
+}
+
 // An unusable reply of 1 MB is quoted back clipped, and the conversation
 // does not carry it whole either (issue 8 item 6).
 func TestEngineRepairQuotesAClippedValue(t *testing.T) {
