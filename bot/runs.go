@@ -328,6 +328,28 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		c.Audit, c.Count, c.DeleteJob = base.Audit, base.Count, jobID
 		return b.store.Commit(ctx, c)
 	}
+	// post saves the run with text, its answer or question, in the
+	// history and in the outbox (so that a crash before the post leaves
+	// it for the next start to post), then posts it: in the background
+	// for a worker's job (see handOff).
+	post := func(ob Outbound, text, what string) error {
+		c := Change{Run: r, Send: []Outbound{ob},
+			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
+		status := r.Status
+		return b.handOff(ctx, r, func() error {
+			if err := commit(c); err != nil {
+				return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
+			}
+			b.deliver(ctx, ob)
+			then()
+			msg := "run ended"
+			if status == RunWaiting {
+				msg = "run waits for an answer"
+			}
+			log.Info(msg, slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
+			return nil
+		})
+	}
 	// A runaway answer or question is cut to what the platform shows.
 	out.Answer, out.Question = b.fit(r.Platform, out.Answer), b.fit(r.Platform, out.Question)
 	r.Updated = b.cfg.Now()
@@ -342,22 +364,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		if r.Answer == "" {
 			r.Answer = "Done."
 		}
-		// The run ends, its answer joins the history and waits in the
-		// outbox in one transaction: a crash before the post leaves it
-		// for the next start to post.
-		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		c := Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}
-		status := out.Status
-		return b.handOff(ctx, r, func() error {
-			if err := commit(c); err != nil {
-				return fmt.Errorf("bot: save run %s and its answer: %w", r.ID, err)
-			}
-			b.deliver(ctx, ob)
-			then()
-			log.Info("run ended", slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
-			return nil
-		})
+		return post(b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r)), r.Answer, "answer")
 
 	case agent.StatusAsking, agent.StatusConfirming:
 		w := &Waiting{Kind: "ask", Question: out.Question, Options: out.Options, Key: newID()[:8], UserID: r.UserID}
@@ -379,16 +386,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		// a press at once finds it open; the post records its message id.
 		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
 		ob.RunID, ob.WaitKey = r.ID, w.Key
-		c := Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
-		return b.handOff(ctx, r, func() error {
-			if err := commit(c); err != nil {
-				return fmt.Errorf("bot: save run %s and its question: %w", r.ID, err)
-			}
-			b.deliver(ctx, ob)
-			then()
-			return nil
-		})
+		return post(ob, text, "question")
 
 	case agent.StatusInterrupted:
 		if stopped == "" {
@@ -404,17 +402,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		r.Answer = b.fit(r.Platform, stopped+" "+b.doneList(r.Platform, out.Transcript))
 		// What the run changed before the cancel joins the history, as a
 		// final answer does.
-		ob := b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r))
-		c := Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: r.Answer, RunID: r.ID, At: b.cfg.Now()}}
-		return b.handOff(ctx, r, func() error {
-			if err := commit(c); err != nil {
-				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-			}
-			b.deliver(ctx, ob)
-			then()
-			return nil
-		})
+		return post(b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r)), r.Answer, "answer")
 	}
 	return nil
 }
