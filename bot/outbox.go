@@ -25,12 +25,7 @@ func (b *Bot) deliver(ctx context.Context, ob Outbound) {
 		b.delivered(ctx, ob, "", fmt.Errorf("bot: no platform %q", ob.Platform))
 		return
 	}
-	var id string
-	q.s.postThen(ob.Msg.ChatID, "send", func(ctx context.Context) error {
-		var err error
-		id, err = q.p.Send(ctx, ob.Msg) // redacted when it was stored
-		return err
-	}, func(err error) { b.delivered(ctx, ob, id, err) })
+	q.sendThen(ob.Msg, func(id string, err error) { b.delivered(ctx, ob, id, err) })
 }
 
 // redeliver queues what a previous process left in the outbox, in order,

@@ -12,10 +12,13 @@ import (
 
 // progress keeps one status message per run up to date: edited in place,
 // no more often than the platform allows, or, where the platform cannot
-// edit, as appended notes.
+// edit, as appended notes. Every call goes through the platform's send
+// queue, without the run waiting for the post: the chat's later calls
+// (edits, the answer) queue behind it in the chat's lane and ask for the
+// message's id when they are made.
 type progress struct {
-	p   Platform
-	ed  Editor // nil when the platform cannot edit
+	q   *queuedPlatform
+	ed  *queuedEditor // nil when the platform cannot edit
 	r   *Run
 	log *slog.Logger
 
@@ -32,47 +35,29 @@ type progress struct {
 	done chan struct{}
 }
 
-func newProgress(p Platform, r *Run, log *slog.Logger) *progress {
-	pr := &progress{p: p, r: r, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	pr.ed, _ = p.(Editor)
+func newProgress(q *queuedPlatform, r *Run, log *slog.Logger) *progress {
+	pr := &progress{q: q, r: r, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	if ed, ok := q.p.(Editor); ok {
+		pr.ed = &queuedEditor{q, ed}
+	}
 	pr.lines = append(pr.lines, r.Notes...)
 	pr.sent = len(pr.lines)
 	return pr
 }
 
-// start posts the status message and starts the updater. On a queued
-// platform (every platform the bot posts to) the post is queued and the
-// run goes on at once: the chat's later calls (edits, the answer) queue
-// behind it and ask for its id when they are made.
+// start queues the status message and starts the updater.
 func (pr *progress) start(ctx context.Context, first string) {
-	pr.header = first
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first}
-	if q, ok := pr.p.(interface {
-		sendThen(Outgoing, func(string, error))
-	}); ok {
-		pr.mu.Lock()
-		pr.posting = true
-		pr.mu.Unlock()
-		q.sendThen(m, func(id string, err error) {
-			if err != nil {
-				pr.log.Warn("post status message", slog.Any("err", err))
-			}
-			pr.mu.Lock()
-			pr.msgID, pr.posting = id, false
-			pr.mu.Unlock()
-		})
-	} else {
-		id, err := pr.p.Send(ctx, m)
+	pr.mu.Lock()
+	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
+	pr.mu.Unlock()
+	pr.q.sendThen(Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first}, func(id string, err error) {
 		if err != nil {
 			pr.log.Warn("post status message", slog.Any("err", err))
 		}
 		pr.mu.Lock()
-		pr.msgID = id
+		pr.msgID, pr.posting = id, false
 		pr.mu.Unlock()
-	}
-	pr.mu.Lock()
-	pr.sent = len(pr.lines)
-	pr.mu.Unlock()
+	})
 	go pr.loop(context.WithoutCancel(ctx))
 }
 
@@ -83,11 +68,12 @@ func (pr *progress) messageID() string {
 	return pr.msgID
 }
 
-// queuedEdits are a queued platform's edits that ask for the message id
-// only when they are made (see queuedEditor.editLater).
-type queuedEdits interface {
-	editLater(id func() string, m Outgoing)
-	editQueued(ctx context.Context, id func() string, m Outgoing) error
+// editable reports whether the status message is posted or queued on a
+// platform that edits: "" and not queued means its post failed.
+func (pr *progress) editable() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.ed != nil && (pr.msgID != "" || pr.posting)
 }
 
 // add records an agent event; it never blocks.
@@ -149,25 +135,17 @@ func (pr *progress) flush(ctx context.Context) {
 	fresh := pr.lines[pr.sent:]
 	all := append([]string(nil), pr.lines...)
 	pr.sent = len(pr.lines)
-	id, posting := pr.msgID, pr.posting
 	pr.mu.Unlock()
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
-	if qe, ok := pr.ed.(queuedEdits); ok && (id != "" || posting) {
+	if pr.editable() {
 		m.Text = strings.Join(all, "\n")
-		if err := qe.editQueued(ctx, pr.messageID, m); err != nil {
-			pr.log.Warn("edit status message", slog.Any("err", err))
-		}
-		return
-	}
-	if pr.ed != nil && id != "" {
-		m.Text = strings.Join(all, "\n")
-		if err := pr.ed.Edit(ctx, id, m); err != nil {
+		if err := pr.ed.editQueued(ctx, pr.messageID, m); err != nil {
 			pr.log.Warn("edit status message", slog.Any("err", err))
 		}
 		return
 	}
 	m.Text = strings.Join(fresh, "\n")
-	if _, err := pr.p.Send(ctx, m); err != nil {
+	if _, err := pr.q.Send(ctx, m); err != nil {
 		pr.log.Warn("post progress note", slog.Any("err", err))
 	}
 }
@@ -183,11 +161,11 @@ func (pr *progress) stop(context.Context) {
 // to the answer: it is edited to say how the run ended. A message with
 // lines already says what was done; a platform that cannot edit posted
 // nothing more.
-func (pr *progress) settle(ctx context.Context, st agent.Status) {
+func (pr *progress) settle(st agent.Status) {
 	pr.mu.Lock()
-	id, posting, empty := pr.msgID, pr.posting, len(pr.lines) == 0
+	empty := len(pr.lines) == 0
 	pr.mu.Unlock()
-	if pr.ed == nil || (id == "" && !posting) || !empty {
+	if !empty || !pr.editable() {
 		return
 	}
 	var text string
@@ -201,17 +179,7 @@ func (pr *progress) settle(ctx context.Context, st agent.Status) {
 	default:
 		return // interrupted: it goes on
 	}
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}
-	if qe, ok := pr.ed.(queuedEdits); ok {
-		// Queued behind the status message's other calls and before the
-		// answer, which the worker need not wait for.
-		qe.editLater(pr.messageID, m)
-		return
-	}
-	if id == "" {
-		return
-	}
-	if err := pr.ed.Edit(ctx, id, m); err != nil {
-		pr.log.Warn("settle status message", slog.Any("err", err))
-	}
+	// Queued behind the status message's other calls and before the
+	// answer, which the worker does not wait for.
+	pr.ed.editLater(pr.messageID, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text})
 }

@@ -212,12 +212,12 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		b.mu.Unlock()
 	}()
 
-	p, err := b.platform(r.Platform)
-	if err != nil {
-		return err
+	q := b.queue(r.Platform)
+	if q == nil {
+		return fmt.Errorf("bot: no platform %q", r.Platform)
 	}
 	before := r.Usage
-	prog := newProgress(p, r, b.log)
+	prog := newProgress(q, r, b.log)
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
 		Save: func(ctx context.Context, tr *agent.Transcript) error {
@@ -252,7 +252,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	}
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
-	prog.settle(context.WithoutCancel(ctx), out.Status)
+	prog.settle(out.Status)
 	r.Notes, r.StatusMessageID = prog.notes(), prog.messageID()
 	b.mu.Lock()
 	cancelled := ar.cancelled
@@ -272,7 +272,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		// After the run's answer: the connect prompt follows it.
 		then = func() { b.rejected(ctx, r) }
 	}
-	err = b.finish(ctx, r, jobID, out, stopped, before, then)
+	err := b.finish(ctx, r, jobID, out, stopped, before, then)
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,

@@ -430,8 +430,7 @@ type queuedEditor struct {
 
 // Edit implements Editor: it waits for its turn in the queue.
 func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
-	m = redacted(e.q.redact, m)
-	return e.q.s.do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.ed.Edit(ctx, id, m) })
+	return e.editQueued(ctx, func() string { return id }, m)
 }
 
 // editLater queues an edit of the message id names without waiting; a
