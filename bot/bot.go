@@ -617,10 +617,6 @@ func (b *Bot) process(ctx context.Context, j Job) {
 			}
 		}
 		t := turnOf(ctx)
-		if t == nil { // not a worker's job: handled here and now
-			t = newTurn(func() {})
-			defer t.leave()
-		}
 		t.atRelease(deleteJob(j.ID))
 		switch {
 		case in.Command == "reset":

@@ -336,7 +336,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		c := Change{Run: r, Send: []Outbound{ob},
 			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
 		status := r.Status
-		return b.handOff(ctx, r, func() error {
+		b.handOff(ctx, r, func() error {
 			if err := commit(c); err != nil {
 				return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
 			}
@@ -349,6 +349,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 			log.Info(msg, slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
 			return nil
 		})
+		return nil
 	}
 	// A runaway answer or question is cut to what the platform shows.
 	out.Answer, out.Question = b.fit(r.Platform, out.Answer), b.fit(r.Platform, out.Question)

@@ -72,24 +72,21 @@ func withTurn(ctx context.Context, t *turn) context.Context {
 	return context.WithValue(ctx, turnKey{}, t)
 }
 
-// turnOf returns the turn of the job ctx belongs to, or nil.
+// turnOf returns the turn of the job ctx belongs to (every job a worker
+// handles has one).
 func turnOf(ctx context.Context) *turn {
 	t, _ := ctx.Value(turnKey{}).(*turn)
 	return t
 }
 
 // handOff runs tail, the end of a job (committing its run's end, then
-// posting), in a goroutine that holds the job's turn until tail is done,
-// and returns at once; without a turn to hand off (ctx is no worker's
-// job), it runs tail and returns its error. A tail that fails keeps its
-// job stored (see atRelease) and tells the user. At most Workers tails run
-// at once: a further one waits for room, so a slow disk slows the workers
-// down instead of piling up runs.
-func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) error {
+// posting), in a goroutine that holds the job's turn (ctx's) until tail
+// is done, and returns at once. A tail that fails keeps its job stored
+// (see atRelease) and tells the user. At most Workers tails run at once:
+// a further one waits for room, so a slow disk slows the workers down
+// instead of piling up runs.
+func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) {
 	t := turnOf(ctx)
-	if t == nil {
-		return tail()
-	}
 	t.hold()
 	b.tailRoom <- struct{}{}
 	b.tails.Add(1)
@@ -103,5 +100,4 @@ func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) error {
 			b.replyLater(ctx, r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: jobFailedText})
 		}
 	}()
-	return nil
 }
