@@ -235,7 +235,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 				return err
 			}
 			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
-			r.Notes, r.StatusMessageID = prog.notes(), prog.messageID()
+			r.Notes = prog.notes()
 			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
 				cancel(errDailyCap)
 			}
@@ -253,7 +253,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	out := call(runCtx, hooks)
 	prog.stop(ctx)
 	prog.settle(out.Status)
-	r.Notes, r.StatusMessageID = prog.notes(), prog.messageID()
+	r.Notes = prog.notes()
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()

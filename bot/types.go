@@ -143,10 +143,8 @@ type Run struct {
 	// Transcript is the agent's saved state (agent.Transcript as JSON).
 	Transcript json.RawMessage `json:"transcript,omitempty"`
 	Usage      agent.Usage     `json:"usage"`
-	// StatusMessageID is the platform message edited with progress.
-	StatusMessageID string   `json:"status_message_id,omitempty"`
-	Notes           []string `json:"notes,omitempty"`
-	Waiting         *Waiting `json:"waiting,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
+	Waiting    *Waiting        `json:"waiting,omitempty"`
 	// Answer is the final answer, or what went wrong in plain words.
 	Answer  string    `json:"answer,omitempty"`
 	Undone  bool      `json:"undone,omitempty"`
