@@ -36,8 +36,8 @@ type Change struct {
 	Run *Run
 	// Send queues messages for delivery (see Outbound).
 	Send []Outbound
-	// Audit journals applied writes (see Store.AppendAudit), with the
-	// run that made them.
+	// Audit journals applied writes (see Store.RunAudit), with the run
+	// that made them.
 	Audit []AuditEntry
 	// Count adds to numeric settings (a person's tokens of the day; an
 	// absent setting counts as 0). The sum is read and written in the

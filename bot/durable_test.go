@@ -418,7 +418,7 @@ func TestRetentionPrunesOldData(t *testing.T) {
 	_ = st.AppendMessage(t.Context(), Message{ThreadKey: "telegram:c1:", Role: RoleUser, Text: "old", At: old})
 	_ = st.AppendMessage(t.Context(), Message{ThreadKey: "telegram:c1:", Role: RoleUser, Text: "new", At: now})
 	_ = st.SaveRun(t.Context(), &Run{ID: "old", ThreadKey: "telegram:c1:", Status: RunDone, Created: old, Updated: old})
-	_ = st.AppendAudit(t.Context(), []AuditEntry{{RunID: "old", At: old}})
+	_ = st.Commit(t.Context(), Change{Audit: []AuditEntry{{RunID: "old", At: old}}})
 	restart(t, st, &fakeAgent{})
 	if len(st.messages) != 1 || st.messages[0].Text != "new" || len(st.runs) != 0 || len(st.audit) != 0 {
 		t.Errorf("after start: messages %+v, %d runs, %d audit entries", st.messages, len(st.runs), len(st.audit))

@@ -230,13 +230,6 @@ func (s *memStore) Jobs(context.Context) ([]Job, error) {
 	return append([]Job(nil), s.jobs...), nil
 }
 
-func (s *memStore) AppendAudit(_ context.Context, es []AuditEntry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.audit = append(s.audit, es...)
-	return nil
-}
-
 func (s *memStore) RunAudit(_ context.Context, runID string) ([]AuditEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -238,8 +238,6 @@ type Store interface {
 	// Jobs returns every stored job, oldest first.
 	Jobs(ctx context.Context) ([]Job, error)
 
-	// AppendAudit journals applied writes.
-	AppendAudit(ctx context.Context, entries []AuditEntry) error
 	// RunAudit returns a run's journal in the order written.
 	RunAudit(ctx context.Context, runID string) ([]AuditEntry, error)
 

@@ -119,7 +119,7 @@ func seedConversation(t *testing.T, s *Store, key string, at time.Time) {
 	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: "old", At: at}})
 	_ = s.SaveRun(ctx, &bot.Run{ID: key + "/done", ThreadKey: key, Status: bot.RunDone, Transcript: []byte(`{"secret":"x"}`), Created: at, Updated: at})
 	_ = s.SaveRun(ctx, &bot.Run{ID: key + "/working", ThreadKey: key, Status: bot.RunWorking, Created: at, Updated: at})
-	_ = s.AppendAudit(ctx, []bot.AuditEntry{{RunID: key + "/done", ThreadKey: key, Write: agent.Write{}, At: at}})
+	_ = s.Commit(ctx, bot.Change{Audit: []bot.AuditEntry{{RunID: key + "/done", ThreadKey: key, Write: agent.Write{}, At: at}}})
 }
 
 func TestPruneDeletesWhatIsOlderThanRetention(t *testing.T) {

@@ -859,21 +859,6 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 	return out, nil
 }
 
-// AppendAudit implements bot.Store.
-func (s *Store) AppendAudit(ctx context.Context, entries []bot.AuditEntry) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	vs, err := encodeAudit(entries)
-	if err == nil {
-		err = s.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, vs) })
-	}
-	if err != nil {
-		return fmt.Errorf("store: journal %d writes: %w", len(entries), err)
-	}
-	return nil
-}
-
 // encodeAudit encodes journal entries, each keyed by its run.
 func encodeAudit(entries []bot.AuditEntry) ([]value, error) {
 	vs := make([]value, len(entries))

@@ -194,7 +194,7 @@ func TestAuditAndSettings(t *testing.T) {
 		{RunID: "r1", Write: agent.Write{Kind: agent.UpdateTask, ID: "t1", Content: &content}, Summary: "renamed"},
 		{RunID: "r2", Summary: "other run"},
 	}
-	if err := s.AppendAudit(ctx, entries); err != nil {
+	if err := s.Commit(ctx, bot.Change{Audit: entries}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.RunAudit(ctx, "r1")
