@@ -54,8 +54,8 @@ var (
 	// bucketTranscripts holds each run's transcript (run id → the bytes
 	// bot gave), apart from its record in bucketRuns: lists read records
 	// only, and a save stores the transcript without encoding it again.
-	// A record written before this bucket existed holds its transcript
-	// inline until it is saved again.
+	// Opening a file of schema version 1, whose records hold their
+	// transcripts, moves them here (moveTranscripts).
 	bucketTranscripts = []byte("run_transcripts")
 	// bucketWaitKeys maps the Waiting.Key of each run that waits to the
 	// run's id, so that a button press finds its run without reading the
@@ -156,25 +156,14 @@ var migrations = []func(tx *bolt.Tx) error{moveTranscripts}
 func moveTranscripts(tx *bolt.Tx) error {
 	runs := tx.Bucket(bucketRuns)
 	for _, id := range keys(runs) {
-		var inline struct {
-			Transcript json.RawMessage `json:"transcript"`
-		}
-		if err := decode(runs.Get(id), &inline); err != nil {
+		var r bot.Run
+		if err := decode(runs.Get(id), &r); err != nil {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
-		if len(inline.Transcript) == 0 {
+		if len(r.Transcript) == 0 {
 			continue
 		}
-		r, err := decodeRun(runs.Get(id))
-		if err != nil {
-			return fmt.Errorf("run %s: %w", id, err)
-		}
-		r.Transcript = inline.Transcript
-		v, err := encodeRun(r)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", id, err)
-		}
-		if err := putRun(tx, v); err != nil {
+		if err := saveRun(tx, &r); err != nil {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
 	}
@@ -448,18 +437,12 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 }
 
 // SaveRun implements bot.Store; it keeps the run indexes (by thread, the
-// runs not ended, the wait keys) in the same transaction. The run is
-// encoded here, by its caller's goroutine, not by the writer that every
-// write waits for.
+// runs not ended, the wait keys) in the same transaction.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v, err := encodeRun(r)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	err = s.update(ctx, func(tx *bolt.Tx) error { return putRun(tx, v) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return saveRun(tx, r) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
@@ -657,11 +640,7 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 		if err := decode(raw, &r); err != nil {
 			return err
 		}
-		// A record written before transcripts were kept apart holds
-		// its own.
-		if len(r.Transcript) == 0 {
-			r.Transcript = bytes.Clone(tx.Bucket(bucketTranscripts).Get([]byte(id)))
-		}
+		r.Transcript = bytes.Clone(tx.Bucket(bucketTranscripts).Get([]byte(id)))
 		return nil
 	})
 	if err != nil {
@@ -670,14 +649,12 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	return &r, nil
 }
 
-// decodeRun decodes a run's record for a list: without its transcript,
-// which a record written before transcripts were kept apart still holds.
+// decodeRun decodes a run's record: the run without its transcript.
 func decodeRun(raw []byte) (*bot.Run, error) {
 	var r bot.Run
 	if err := decode(raw, &r); err != nil {
 		return nil, err
 	}
-	r.Transcript = nil
 	return &r, nil
 }
 
@@ -764,42 +741,25 @@ func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, e
 	return s.runs(ctx, ids, func(r *bot.Run) bool { return r.ThreadKey == threadKey })
 }
 
-// value is a value its caller encoded before the write, so that the
-// writer, which every write waits for, only copies bytes into pages;
-// key is what it is stored under or with (an id, a thread, a run).
-type value struct {
-	key string
-	raw []byte
-}
-
-func encodeValue(key string, v any) (value, error) {
-	raw, err := encode(v)
-	if err != nil {
-		return value{}, fmt.Errorf("encode %s: %w", key, err)
-	}
-	return value{key: key, raw: raw}, nil
-}
-
-// putJob stores a job (keyed by its id) in arrival order, once per id.
-func putJob(tx *bolt.Tx, j value) error {
+// putJob stores a job in arrival order, once per job id.
+func putJob(tx *bolt.Tx, j bot.Job) error {
 	b := tx.Bucket(bucketJobs)
 	ids := tx.Bucket(bucketJobIDs)
-	if ids.Get([]byte(j.key)) != nil {
+	if ids.Get([]byte(j.ID)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := b.Put(u64(seq), j.raw); err != nil {
+	if err := put(b, u64(seq), j); err != nil {
 		return err
 	}
-	return ids.Put([]byte(j.key), u64(seq))
+	return ids.Put([]byte(j.ID), u64(seq))
 }
 
-// appendMessage appends a message (keyed by its thread).
-func appendMessage(tx *bolt.Tx, m value) error {
-	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.key))
+func appendMessage(tx *bolt.Tx, m bot.Message) error {
+	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
 	if err != nil {
 		return err
 	}
@@ -807,7 +767,7 @@ func appendMessage(tx *bolt.Tx, m value) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(u64(seq), m.raw)
+	return put(b, u64(seq), m)
 }
 
 // DeleteJob implements bot.Store.
@@ -859,23 +819,10 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 	return out, nil
 }
 
-// encodeAudit encodes journal entries, each keyed by its run.
-func encodeAudit(entries []bot.AuditEntry) ([]value, error) {
-	vs := make([]value, len(entries))
-	for i, e := range entries {
-		v, err := encodeValue(e.RunID, e)
-		if err != nil {
-			return nil, err
-		}
-		vs[i] = v
-	}
-	return vs, nil
-}
-
 // appendAudit journals entries, each under its run.
-func appendAudit(tx *bolt.Tx, entries []value) error {
+func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 	for _, e := range entries {
-		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.key))
+		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
 		if err != nil {
 			return err
 		}
@@ -883,7 +830,7 @@ func appendAudit(tx *bolt.Tx, entries []value) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Put(u64(seq), e.raw); err != nil {
+		if err := put(b, u64(seq), e); err != nil {
 			return err
 		}
 	}
@@ -1020,69 +967,23 @@ func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 	return true, b.Put([]byte(key), u64(uint64(at.UnixNano())))
 }
 
-// saveRun stores r; a caller outside a transaction encodes it first
-// (encodeRun) and calls putRun in the transaction.
+// saveRun stores r: its record, its transcript (as given, apart in
+// bucketTranscripts) and its index entries. A run without a transcript
+// keeps the stored one: bot's lists return runs without theirs, and a
+// run taken from one may be saved again.
 func saveRun(tx *bolt.Tx, r *bot.Run) error {
-	v, err := encodeRun(r)
-	if err != nil {
-		return err
-	}
-	return putRun(tx, v)
-}
-
-// runValue is a run encoded for putRun.
-type runValue struct {
-	runKeys
-	// record is the run's envelope without its transcript.
-	record []byte
-	// transcript is the run's, shared with the caller's run, which
-	// waits for the write (bbolt keeps it until the commit); empty:
-	// keep the stored one.
-	transcript []byte
-}
-
-func encodeRun(r *bot.Run) (*runValue, error) {
 	rec := *r
 	rec.Transcript = nil
-	raw, err := encode(&rec)
-	if err != nil {
-		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
-	}
-	return &runValue{runKeys: keysOf(r), record: raw, transcript: r.Transcript}, nil
-}
-
-// putRun stores an encoded run: its record, its transcript (as given,
-// in bucketTranscripts) and its index entries. A run without a
-// transcript keeps the stored one: bot's lists return runs without
-// theirs, and a run taken from one may be saved again.
-func putRun(tx *bolt.Tx, v *runValue) error {
-	id := []byte(v.id)
-	runs, trs := tx.Bucket(bucketRuns), tx.Bucket(bucketTranscripts)
-	if len(v.transcript) > 0 {
-		if err := trs.Put(id, v.transcript); err != nil {
+	id := []byte(r.ID)
+	if len(r.Transcript) > 0 {
+		if err := tx.Bucket(bucketTranscripts).Put(id, r.Transcript); err != nil {
 			return err
 		}
-	} else if trs.Get(id) == nil {
-		// A record written before transcripts were kept apart: its
-		// transcript moves out with this save, not away.
-		if raw := runs.Get(id); raw != nil {
-			var old struct {
-				Transcript json.RawMessage `json:"transcript"`
-			}
-			if err := decode(raw, &old); err != nil {
-				return fmt.Errorf("run %s: %w", v.id, err)
-			}
-			if len(old.Transcript) > 0 {
-				if err := trs.Put(id, old.Transcript); err != nil {
-					return err
-				}
-			}
-		}
 	}
-	if err := runs.Put(id, v.record); err != nil {
+	if err := put(tx.Bucket(bucketRuns), id, &rec); err != nil {
 		return err
 	}
-	return indexRun(tx, v.runKeys)
+	return indexRun(tx, keysOf(r))
 }
 
 func deleteJob(tx *bolt.Tx, id string) error {
@@ -1097,67 +998,21 @@ func deleteJob(tx *bolt.Tx, id string) error {
 	return ids.Delete([]byte(id))
 }
 
-// putOutbound queues a message (keyed by its id), once per id.
-func putOutbound(tx *bolt.Tx, ob value) error {
+// putOutbound queues a message, once per id.
+func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
 	b := tx.Bucket(bucketOutbox)
 	ids := tx.Bucket(bucketOutIDs)
-	if ids.Get([]byte(ob.key)) != nil {
+	if ids.Get([]byte(ob.ID)) != nil {
 		return nil
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := b.Put(u64(seq), ob.raw); err != nil {
+	if err := put(b, u64(seq), ob); err != nil {
 		return err
 	}
-	return ids.Put([]byte(ob.key), u64(seq))
-}
-
-// change is a bot.Change with its values encoded by Commit's caller,
-// not by the writer. The thread (stored only when new) and the counts
-// (read and added to) stay to the transaction.
-type change struct {
-	message, job *value
-	run          *runValue
-	send, audit  []value
-}
-
-func encodeChange(c bot.Change) (*change, error) {
-	var e change
-	if m := c.Message; m != nil {
-		v, err := encodeValue(m.ThreadKey, m)
-		if err != nil {
-			return nil, err
-		}
-		e.message = &v
-	}
-	if j := c.Job; j != nil {
-		v, err := encodeValue(j.ID, j)
-		if err != nil {
-			return nil, err
-		}
-		e.job = &v
-	}
-	if c.Run != nil {
-		v, err := encodeRun(c.Run)
-		if err != nil {
-			return nil, err
-		}
-		e.run = v
-	}
-	for _, ob := range c.Send {
-		v, err := encodeValue(ob.ID, ob)
-		if err != nil {
-			return nil, err
-		}
-		e.send = append(e.send, v)
-	}
-	var err error
-	if e.audit, err = encodeAudit(c.Audit); err != nil {
-		return nil, err
-	}
-	return &e, nil
+	return ids.Put([]byte(ob.ID), u64(seq))
 }
 
 // Commit implements bot.Store: every part of c in one transaction.
@@ -1165,12 +1020,8 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e, err := encodeChange(c)
-	if err != nil {
-		return fmt.Errorf("store: commit: %w", err)
-	}
 	var dup bool
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if c.EventKey != "" {
 			fresh, err := markEvent(tx, c.EventKey, c.EventAt)
 			if err != nil {
@@ -1190,13 +1041,13 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				}
 			}
 		}
-		if e.message != nil {
-			if err := appendMessage(tx, *e.message); err != nil {
+		if c.Message != nil {
+			if err := appendMessage(tx, *c.Message); err != nil {
 				return err
 			}
 		}
-		if e.job != nil {
-			if err := putJob(tx, *e.job); err != nil {
+		if c.Job != nil {
+			if err := putJob(tx, *c.Job); err != nil {
 				return err
 			}
 		}
@@ -1205,17 +1056,17 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 				return err
 			}
 		}
-		if e.run != nil {
-			if err := putRun(tx, e.run); err != nil {
+		if c.Run != nil {
+			if err := saveRun(tx, c.Run); err != nil {
 				return err
 			}
 		}
-		for _, ob := range e.send {
+		for _, ob := range c.Send {
 			if err := putOutbound(tx, ob); err != nil {
 				return err
 			}
 		}
-		if err := appendAudit(tx, e.audit); err != nil {
+		if err := appendAudit(tx, c.Audit); err != nil {
 			return err
 		}
 		return addCounts(tx, c.Count)
