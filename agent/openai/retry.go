@@ -410,9 +410,9 @@ func edited(body []byte, e bodyEdit) []byte {
 	return b
 }
 
-// withMember returns body, a non-empty JSON object that has no member
-// name (go-openai's body, whose field was left out), with "name":raw as
-// its first member; ok is false when body is not an object.
+// withMember returns body, a JSON object that has no member name (a
+// field go-openai left out), with "name":raw as its first member; ok is
+// false when body is not an object.
 func withMember(body []byte, name string, raw []byte) (out []byte, ok bool) {
 	start := bytes.IndexFunc(body, func(r rune) bool { return !isJSONSpace(r) })
 	if start < 0 || body[start] != '{' {
@@ -432,16 +432,29 @@ func withMember(body []byte, name string, raw []byte) (out []byte, ok bool) {
 }
 
 // withZeroTemperature returns body, a JSON object, with "temperature":0
-// as its first member unless it has a temperature already. It reads only
-// the structure of the body, which comes from json.Marshal and so is
-// valid JSON. ok is false when it cannot tell: body is not an object or
-// is cut short, or a top-level key is written with escapes (which
-// json.Marshal does not write for these names, but which may spell
-// "temperature"); the caller then decodes the body.
+// as its first member unless it has a temperature already; ok is false
+// when hasMember cannot tell (the caller then decodes the body).
 func withZeroTemperature(body []byte) (out []byte, ok bool) {
+	has, ok := hasMember(body, "temperature")
+	switch {
+	case !ok:
+		return nil, false
+	case has:
+		return body, true
+	}
+	return withMember(body, "temperature", []byte("0"))
+}
+
+// hasMember reports whether body, a JSON object, has a top-level member
+// name. It reads only the structure of the body, which comes from
+// json.Marshal and so is valid JSON. ok is false when it cannot tell:
+// body is not an object or is cut short, or a top-level key is written
+// with escapes (which json.Marshal does not write for these names, but
+// which may spell name).
+func hasMember(body []byte, name string) (has, ok bool) {
 	start := bytes.IndexFunc(body, func(r rune) bool { return !isJSONSpace(r) })
 	if start < 0 || body[start] != '{' {
-		return nil, false
+		return false, false
 	}
 	depth := 0
 	key := false // the next string at depth 1 is a key
@@ -450,15 +463,15 @@ func withZeroTemperature(body []byte) (out []byte, ok bool) {
 		case '"':
 			end := stringEnd(body, i)
 			if end < 0 {
-				return nil, false
+				return false, false
 			}
 			if depth == 1 && key {
-				name := body[i+1 : end]
-				if bytes.IndexByte(name, '\\') >= 0 {
-					return nil, false
+				k := body[i+1 : end]
+				if bytes.IndexByte(k, '\\') >= 0 {
+					return false, false
 				}
-				if string(name) == "temperature" {
-					return body, true
+				if string(k) == name {
+					return true, true
 				}
 				key = false
 			}
@@ -469,21 +482,13 @@ func withZeroTemperature(body []byte) (out []byte, ok bool) {
 		case '}', ']':
 			depth--
 			if depth == 0 {
-				// The end of the object: no temperature in it.
-				empty := len(bytes.TrimFunc(body[start+1:i], isJSONSpace)) == 0
-				out = make([]byte, 0, len(body)+len(`"temperature":0,`))
-				out = append(out, body[:start+1]...)
-				out = append(out, `"temperature":0`...)
-				if !empty {
-					out = append(out, ',')
-				}
-				return append(out, body[start+1:]...), true
+				return false, true // the end of the object
 			}
 		case ',':
 			key = depth == 1
 		}
 	}
-	return nil, false
+	return false, false
 }
 
 // stringEnd returns the index of the quote that ends the JSON string
