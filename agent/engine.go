@@ -278,31 +278,25 @@ const minHistoryClip = 100
 // history turns earlier messages into model messages, keeping the newest
 // that fit in cfg.HistoryTokens and clipping the one that crosses it.
 func (e *Engine) history(hist []HistoryMessage) []Message {
-	var out []Message
-	left := e.cfg.HistoryTokens
-	// When even the messages' byte bound fits (a short history, the
-	// usual case), every message is kept whatever its count: no count is
-	// needed, and the tokenizer is not run (nor loaded).
+	var msgs []Message
 	bound := 0
 	for _, h := range hist {
 		if h.Role == RoleUser || h.Role == RoleAssistant {
-			bound += PromptBound(Request{Messages: []Message{{Role: h.Role, Content: h.Text}}})
+			m := Message{Role: h.Role, Content: h.Text}
+			msgs = append(msgs, m)
+			bound += PromptBound(Request{Messages: []Message{m}})
 		}
 	}
+	left := e.cfg.HistoryTokens
 	if bound <= left {
-		for _, h := range hist {
-			if h.Role == RoleUser || h.Role == RoleAssistant {
-				out = append(out, Message{Role: h.Role, Content: h.Text})
-			}
-		}
-		return out
+		// Even the byte bound fits (a short history, the usual case):
+		// every message fits whatever its count, so none is counted and
+		// the tokenizer is neither run nor loaded.
+		return msgs
 	}
-	for i := len(hist) - 1; i >= 0; i-- {
-		h := hist[i]
-		if h.Role != RoleUser && h.Role != RoleAssistant {
-			continue
-		}
-		m := Message{Role: h.Role, Content: h.Text}
+	var out []Message
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
 		n := e.cfg.CountTokens(Request{Messages: []Message{m}})
 		if n <= left {
 			left -= n
@@ -311,9 +305,9 @@ func (e *Engine) history(hist []HistoryMessage) []Message {
 		}
 		if left >= minHistoryClip {
 			// Clip in proportion, then shrink until it fits.
-			size := len(m.Content) * left / n
+			text, size := m.Content, len(m.Content)*left/n
 			for {
-				m.Content = clip(h.Text, size)
+				m.Content = clip(text, size)
 				if e.cfg.CountTokens(Request{Messages: []Message{m}}) <= left || size == 0 {
 					break
 				}
