@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,10 +45,7 @@ func crashAndResume(t *testing.T, e *env, extra ...string) (before, after []open
 		return openaitest.FromAgent(e.scen.reply)(req)
 	})
 	t.Cleanup(e.model.Close)
-	bin := filepath.Join(t.TempDir(), "tidybot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tidybotBinary(t)
 	environ := append(os.Environ(),
 		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL,
 		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB)

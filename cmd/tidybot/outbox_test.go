@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,10 +103,7 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 
-	bin := filepath.Join(t.TempDir(), "tidybot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tidybotBinary(t)
 	environ := append(os.Environ(),
 		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL, "OPENAI_MODEL=scripted",
 		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB,

@@ -133,20 +133,21 @@ type process struct {
 
 var (
 	buildOnce sync.Once
+	buildDir  string // removed by TestMain
 	builtBin  string
 	buildErr  error
 )
 
-// tidybotBinary builds the tidybot binary once per test process.
+// tidybotBinary builds the tidybot binary once per test process, for the
+// tests that run it as its own process.
 func tidybotBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tidybot-bench")
-		if err != nil {
-			buildErr = err
+		buildDir, buildErr = os.MkdirTemp("", "tidybot-test")
+		if buildErr != nil {
 			return
 		}
-		builtBin = filepath.Join(dir, "tidybot")
+		builtBin = filepath.Join(buildDir, "tidybot")
 		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build: %v\n%s", err, out)
 		}
@@ -155,6 +156,14 @@ func tidybotBinary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 // startServeProcess starts the built binary's `tidybot serve` against
