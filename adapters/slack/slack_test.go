@@ -666,3 +666,42 @@ func TestCommandNamesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The fake, as Slack, edits no ephemeral message: "Ephemeral messages
+// can't be updated in this way" (api.slack.com/messaging/modifying).
+func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
+	srv := slacktest.New()
+	defer srv.Close()
+	call := func(method string, form url.Values) map[string]any {
+		t.Helper()
+		form.Set("token", slacktest.Token)
+		resp, err := http.PostForm(srv.URL+method, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		post, tsField string
+		form          url.Values
+		wantOK        bool
+	}{
+		{"chat.postMessage", "ts", url.Values{"channel": {"D1"}, "text": {"hi"}}, true},
+		{"chat.postEphemeral", "message_ts", url.Values{"channel": {"D1"}, "user": {"U1"}, "text": {"hi"}}, false},
+	} {
+		posted := call(tc.post, tc.form)
+		ts, _ := posted[tc.tsField].(string)
+		if posted["ok"] != true || ts == "" {
+			t.Fatalf("%s: %v", tc.post, posted)
+		}
+		got := call("chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
+		if got["ok"] != tc.wantOK {
+			t.Errorf("chat.update of a %s message: %v, want ok %v", tc.post, got, tc.wantOK)
+		}
+	}
+}

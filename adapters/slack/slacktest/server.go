@@ -324,7 +324,11 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 		p.Ephemeral, p.User = true, f.Get("user")
 	}
 	s.posts = append(s.posts, p)
-	s.byTS[p.Channel+" "+p.TS] = p
+	if !ephemeral {
+		// chat.update finds only these: "Ephemeral messages can't be
+		// updated in this way" (api.slack.com/messaging/modifying).
+		s.byTS[p.Channel+" "+p.TS] = p
+	}
 	return p, true
 }
 
