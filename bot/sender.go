@@ -132,13 +132,14 @@ func (s *sender) queued() int {
 }
 
 // enter counts in a call about to be queued; it reports false once the
-// lanes have stopped (the call cannot be made). A lane stops only when no
-// call is being queued, so a call that entered is always taken: sent
-// calls that find the lanes gone would be neither made nor answered.
-func (s *sender) enter() bool {
+// lanes have stopped (the call cannot be made), or when limit (> 0) calls
+// are pending already. A lane stops only when no call is being queued, so
+// a call that entered is always taken: sent calls that find the lanes
+// gone would be neither made nor answered.
+func (s *sender) enter(limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || limit > 0 && s.pending >= limit {
 		return false
 	}
 	s.pending++
@@ -155,7 +156,7 @@ func (s *sender) entered() {
 
 // post queues a call for chat key that nobody waits for; it is dropped
 // when the platform's queue is full (sendQueueSize calls waiting besides
-// those in flight) or the bot stops.
+// the one in flight) or the bot stops.
 func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 	select {
 	case <-s.quit:
@@ -163,10 +164,7 @@ func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 		return
 	default:
 	}
-	s.mu.Lock()
-	full := s.pending >= sendQueueSize+1
-	s.mu.Unlock()
-	if full || !s.enter() {
+	if !s.enter(sendQueueSize + 1) {
 		s.log.Warn("send queue full; reply dropped", slog.String("platform", s.name), slog.String("call", what))
 		return
 	}
@@ -183,7 +181,7 @@ func (s *sender) post(key, what string, call func(ctx context.Context) error) {
 // for room in its lane, and calls then with the call's final result (after
 // any 429 retries), or with ErrStopped when the lanes have stopped.
 func (s *sender) postThen(key, what string, call func(ctx context.Context) error, then func(error)) {
-	if !s.enter() {
+	if !s.enter(0) {
 		then(ErrStopped)
 		return
 	}
@@ -195,7 +193,7 @@ func (s *sender) postThen(key, what string, call func(ctx context.Context) error
 // ErrStopped when the bot stops before the call is made.
 func (s *sender) do(ctx context.Context, key, what string, call func(ctx context.Context) error) error {
 	op := sendOp{what: what, call: call, done: make(chan error, 1)}
-	if !s.enter() {
+	if !s.enter(0) {
 		return ErrStopped
 	}
 	select {
