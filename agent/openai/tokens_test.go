@@ -87,14 +87,7 @@ func TestEstimateWithinPromptBound(t *testing.T) {
 		}
 		texts = append(texts, string(b))
 	}
-	var schemas []agent.Tool
-	for _, name := range agent.ActionNames() {
-		s, ok := agent.ActionSchema(name, true)
-		if !ok {
-			t.Fatalf("no schema for %s", name)
-		}
-		schemas = append(schemas, agent.Tool{Name: name, Parameters: s, Strict: true})
-	}
+	schemas := agentTools(t)
 	for _, text := range texts {
 		if n := openai.CountTokens(text); n > len(text) {
 			t.Errorf("CountTokens(%q) = %d, more than its %d bytes", text, n, len(text))
