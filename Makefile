@@ -1,4 +1,4 @@
-# tidybot — see README.md.
+# tidybot — see README.md and docs/.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

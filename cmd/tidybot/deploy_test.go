@@ -231,23 +231,3 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
-
-// TestReadmeSettingsListsEverySetting: the README's Settings table has a
-// row for every variable (a row may name two: "A, B").
-func TestReadmeSettingsListsEverySetting(t *testing.T) {
-	readme := readRepoFile(t, "README.md")
-	start := strings.Index(readme, "\n## Settings\n")
-	if start < 0 {
-		t.Fatal("README has no Settings section")
-	}
-	section := readme[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
-		name := f.Tag.Get("envconfig")
-		if !regexp.MustCompile(`(?m)^\| (?:[A-Z_]+, )*` + name + `(?:, [A-Z_]+)* \|`).MatchString(section) {
-			t.Errorf("README Settings lacks a row for %s", name)
-		}
-	}
-}

@@ -110,7 +110,7 @@ func (t *team) seal(platform, userID, token string) string {
 }
 
 // errUnreadable is a stored token that no key opens.
-var errUnreadable = errors.New("team mode: a stored token does not open with TIDYBOT_SECRET_KEY (was the key changed without keeping the old one? see README \"Team mode\")")
+var errUnreadable = errors.New("team mode: a stored token does not open with TIDYBOT_SECRET_KEY (was the key changed without keeping the old one? see docs/team-mode.md, \"Key rotation\")")
 
 // open decrypts a stored token; current reports whether the current key
 // sealed it.
