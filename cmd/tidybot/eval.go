@@ -20,19 +20,8 @@ import (
 // is needed or touched. With -sim the model is a script (internal/sim),
 // and the report says so.
 func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
-	fs := flag.NewFlagSet("tidybot eval", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	k := fs.Int("k", 3, "attempts per task; pass^k counts a task solved only if every attempt solves it")
-	run := fs.String("run", "", "run only the tasks whose name matches this regular expression")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
-	parallel := fs.Int("parallel", 1, "attempts run at once")
-	simulated := fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
-	fault := fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n\n"+
-			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
-		fs.PrintDefaults()
-	}
+	fs, f := evalFlags(m.Stderr)
+	k, run, asJSON, parallel, simulated, fault := f.k, f.run, f.asJSON, f.parallel, f.simulated, f.fault
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -101,6 +90,31 @@ func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
 		return rep.WriteJSON(m.Stdout)
 	}
 	return rep.WriteTable(m.Stdout)
+}
+
+type evalOptions struct {
+	k, parallel       *int
+	run, fault        *string
+	asJSON, simulated *bool
+}
+
+// evalFlags is eval's command line; its usage goes to out.
+func evalFlags(out io.Writer) (*flag.FlagSet, evalOptions) {
+	fs := flag.NewFlagSet("tidybot eval", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var f evalOptions
+	f.k = fs.Int("k", 3, "attempts per task; pass^k counts a task solved only if every attempt solves it")
+	f.run = fs.String("run", "", "run only the tasks whose name matches this regular expression")
+	f.asJSON = fs.Bool("json", false, "print the report as JSON instead of a table")
+	f.parallel = fs.Int("parallel", 1, "attempts run at once")
+	f.simulated = fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
+	f.fault = fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n\n"+
+			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
+		fs.PrintDefaults()
+	}
+	return fs, f
 }
 
 // progress returns what prints a progress line on stderr while the

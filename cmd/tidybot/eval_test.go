@@ -89,8 +89,9 @@ func TestEvalBadFlags(t *testing.T) {
 			t.Errorf("eval %v: no error", args)
 		}
 	}
-	if _, errOut, err := runEval(t, cfg, "-h"); err != nil || !strings.Contains(errOut, "Usage: tidybot eval") {
-		t.Errorf("eval -h: %v\n%s", err, errOut)
+	// Asked for, the usage goes to stdout (TestEverySubcommandAnswersHelp).
+	if out, _, err := runEval(t, cfg, "-h"); err != nil || !strings.Contains(out, "Usage: tidybot eval") {
+		t.Errorf("eval -h: %v\n%s", err, out)
 	}
 }
 

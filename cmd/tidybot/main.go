@@ -132,7 +132,9 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
-  tidybot version   print the version
+  tidybot version   print the version (also tidybot --version)
+
+tidybot COMMAND -h explains COMMAND.
 
 Settings (environment variables, with defaults):
 `
@@ -144,17 +146,30 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		cmd = m.Args[0]
 	}
 	switch cmd {
+	case "help", "-h", "-help", "--help":
+		if len(m.Args) > 1 && cmd == "help" {
+			return m.help(m.Args[1]) // tidybot help serve
+		}
+		return m.help("")
+	case "--version", "-version":
+		cmd = "version"
+	}
+	if _, ok := subcommands[cmd]; !ok {
+		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
+	}
+	// Help comes before any setting is read: a bad or missing one must
+	// not hide it.
+	if helpArg(m.Args[1:]) || (cmd == "runs" && len(m.Args) == 2 && m.Args[1] == "help") {
+		return m.help(cmd)
+	}
+	switch cmd {
 	case "version":
 		_, err := fmt.Fprintln(m.Stdout, "tidybot", version)
 		return err
-	case "help", "-h", "-help", "--help":
-		if _, err := io.WriteString(m.Stdout, usageText); err != nil {
-			return err
+	case "chat", "serve", "health":
+		if len(m.Args) > 1 {
+			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, m.Args[1], cmd)
 		}
-		return Usage(m.Stdout)
-	case "chat", "serve", "health", "eval", "runs":
-	default:
-		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
 	cfg := m.Config
 	if cfg == nil {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// subcommands are tidybot's subcommands, each with the usage that
+// `tidybot <name> -h` prints before any setting is read.
+var subcommands = map[string]func(w io.Writer) error{
+	"chat": text(`Usage: tidybot chat
+
+Talk to the bot in this terminal: one message per line, /help for the
+commands, Ctrl-D to leave. When stdin is not a terminal
+(echo /tidy-inbox | tidybot chat) the next line is read only once the bot
+is idle or waiting for you, and chat exits at the end of input once the
+last run has ended.
+
+Needs TODOIST_TOKEN and a model (OPENAI_API_KEY, or OPENAI_BASE_URL for a
+local server); tidybot -h lists every setting.
+`),
+	"serve": text(`Usage: tidybot serve
+
+Runs every platform whose token is set (TELEGRAM_BOT_TOKEN; SLACK_BOT_TOKEN
+with SLACK_APP_TOKEN for Socket Mode or SLACK_SIGNING_SECRET for the Events
+API), the HTTP server on TIDYBOT_HTTP_ADDR (webhooks, /healthz, run pages,
+the OAuth callback) and /metrics on TIDYBOT_METRICS_ADDR. With no platform
+token it serves only /healthz and /metrics. SIGINT or SIGTERM stops it;
+interrupted runs resume at the next start.
+
+tidybot -h lists every setting.
+`),
+	"health": text(`Usage: tidybot health
+
+Exits 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR, else 1
+with one line saying why (for container health checks).
+`),
+	"eval": func(w io.Writer) error {
+		fs, _ := evalFlags(w)
+		fs.Usage()
+		return nil
+	},
+	"runs":    text(runsUsage),
+	"version": text("Usage: tidybot version (or tidybot --version)\n\nPrints the version.\n"),
+}
+
+func text(s string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+}
+
+// helpArg says whether args ask for help.
+func helpArg(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+}
+
+// help prints the usage of subcommand cmd, or everything for "".
+func (m *Main) help(cmd string) error {
+	if cmd == "" {
+		if _, err := io.WriteString(m.Stdout, usageText); err != nil {
+			return err
+		}
+		return Usage(m.Stdout)
+	}
+	usage, ok := subcommands[cmd]
+	if !ok {
+		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
+	}
+	return usage(m.Stdout)
+}

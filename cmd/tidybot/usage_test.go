@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestEverySubcommandAnswersHelp: `tidybot CMD -h` (and --help) prints
+// CMD's usage and succeeds before any setting is read, so a missing or
+// bad setting does not hide it, and health does not run its check.
+func TestEverySubcommandAnswersHelp(t *testing.T) {
+	// Settings chat and serve would refuse, and a health check that
+	// would fail: none of them may be looked at.
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("TIDYBOT_MAX_STEPS", "many")
+	t.Setenv("TIDYBOT_HTTP_ADDR", "127.0.0.1:1")
+	for cmd := range subcommands {
+		for _, h := range []string{"-h", "--help"} {
+			var out, errOut bytes.Buffer
+			err := (&Main{Args: []string{cmd, h}, Stdout: &out, Stderr: &errOut}).Run(t.Context())
+			if err != nil {
+				t.Errorf("tidybot %s %s: %v", cmd, h, err)
+				continue
+			}
+			if !strings.HasPrefix(out.String(), "Usage:") || !strings.Contains(out.String(), "tidybot "+cmd) {
+				t.Errorf("tidybot %s %s printed no usage of %s:\n%s", cmd, h, cmd, out.String())
+			}
+		}
+	}
+	for _, args := range [][]string{{"help", "serve"}, {"runs", "help"}} {
+		var out bytes.Buffer
+		if err := (&Main{Args: args, Stdout: &out}).Run(t.Context()); err != nil || !strings.HasPrefix(out.String(), "Usage:") {
+			t.Errorf("tidybot %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+	}
+	for _, want := range []string{"chat", "serve", "health", "eval", "runs", "version"} {
+		if _, ok := subcommands[want]; !ok {
+			t.Errorf("no usage for %s", want)
+		}
+	}
+}
+
+// TestVersion: `tidybot version` and `tidybot --version` print it.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out bytes.Buffer
+		if err := (&Main{Args: []string{arg}, Stdout: &out}).Run(t.Context()); err != nil || out.String() != "tidybot "+version+"\n" {
+			t.Errorf("tidybot %s: %v %q", arg, err, out.String())
+		}
+	}
+}
+
+// TestExtraArgumentRefused: a word after chat, serve or health is a
+// mistake said at once, not ignored.
+func TestExtraArgumentRefused(t *testing.T) {
+	for _, cmd := range []string{"chat", "serve", "health"} {
+		err := (&Main{Args: []string{cmd, "now"}, Stdout: &bytes.Buffer{}}).Run(t.Context())
+		if err == nil || !strings.Contains(err.Error(), `unexpected argument "now"`) {
+			t.Errorf("tidybot %s now: %v", cmd, err)
+		}
+	}
+}
