@@ -625,7 +625,16 @@ func (b *Bot) reset(ctx context.Context, jobID string, in Incoming) error {
 // Pressed as the Undo button of an earlier run's answer, it reverts
 // nothing when a later run changed things since: undo goes latest first.
 // Its job (jobID) is handled once the report is in the outbox.
+//
+// A run waiting for the user holds the latest changes when it wrote
+// before asking: /undo reverts those and stops the run (its question
+// would be about a state that is gone). When it wrote nothing, the run
+// before it is undone and the report says so; the question stays open.
 func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
+	waiting, err := b.waitingRun(ctx, in.ThreadKey())
+	if err != nil {
+		return err
+	}
 	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
 	if err != nil {
 		return err
@@ -655,8 +664,18 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}
 	r.Undone, r.Updated = true, b.cfg.Now()
+	which := "the last run"
+	switch {
+	case waiting != nil && waiting.ID == r.ID:
+		// Its question is about a state that is gone: the run stops.
+		b.clearButtons(ctx, r, "(dropped: undone)")
+		r.Status, r.Waiting = RunCancelled, nil
+		which = "the run that was waiting for your answer; I stopped it and dropped its question"
+	case waiting != nil:
+		which = "the run before the one waiting for your answer (that one has changed nothing yet; its question stays open)"
+	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
+	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of %s. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone), which)
 	for i, s := range rep.Undone {
 		if i == 15 {
 			fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
