@@ -659,6 +659,19 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 			// spoken), and the run asking could not see the image.
 			return b.startRun(ctx, jobID, in, in.Text)
 		}
+		if in.Button == "" {
+			// A press carries the question's own key (buttonAnswer); a
+			// typed message answers only if sent after the question.
+			var early bool
+			if r, early, err = b.sentBefore(ctx, r, in); err != nil {
+				return err
+			} else if r == nil {
+				// The question was dropped meanwhile (/cancel).
+				return b.startRun(ctx, jobID, in, in.Text)
+			} else if early {
+				return b.early(ctx, r, in)
+			}
+		}
 		answer := in.Text
 		if in.Button != "" {
 			if answer = buttonAnswer(r.Waiting, in.Button); answer == "" {

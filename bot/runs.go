@@ -179,7 +179,10 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	// The answer is saved with the run and its job retired in one
 	// transaction: a crash now resumes this run with the answer, and
 	// never starts a second run whose instruction is the answer.
-	r.Status, r.Waiting, r.Reply = RunWorking, nil, answer
+	if r.Status == RunWaiting {
+		answer = withEarly(r, answer)
+	}
+	r.Status, r.Waiting, r.Reply, r.Early = RunWorking, nil, answer, nil
 	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}

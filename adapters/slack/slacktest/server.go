@@ -510,6 +510,18 @@ func MessageEvent(eventID, channel, channelType, user, text, ts, threadTS string
 	return b
 }
 
+// NextTS returns the ts of a message a person posts now: after every
+// message posted so far, the bot's included. A ts is the message's
+// "unique (per-channel) timestamp" (api.slack.com/events/message), so a
+// later message has a greater one; the bot's posts here take theirs from
+// the same sequence.
+func (s *Server) NextTS() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return fmt.Sprintf("1700000000.%06d", s.seq)
+}
+
 // Message is a message a person posts in Slack.
 type Message struct {
 	Channel string
