@@ -119,6 +119,8 @@ type Bot struct {
 	sched   *scheduler
 	// noVision is set once the model rejected an image (TIDYBOT_VISION=auto).
 	noVision atomic.Bool
+	// ledger holds each person's tokens of the day (see cap.go).
+	ledger ledger
 
 	// mu protects the fields below.
 	mu        sync.Mutex

@@ -59,7 +59,7 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 			return fmt.Errorf("bot: remember thread %s: %w", key, err)
 		}
 	}
-	if b.overCap(ctx, in.Platform, in.UserID, 0) {
+	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
 		return nil
 	}
@@ -197,6 +197,9 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The run's model calls are reserved against its person's day.
+	meter := &runMeter{b: b, platform: r.Platform, userID: r.UserID, stop: cancel}
+	runCtx = context.WithValue(runCtx, meterKey{}, meter)
 	ar := &activeRun{runID: r.ID, cancel: cancel}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
@@ -219,7 +222,11 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	if q == nil {
 		return fmt.Errorf("bot: no platform %q", r.Platform)
 	}
-	before := r.Usage
+	// before is the run's usage as this execution began; counted, as
+	// counted in its person's day in the store: every save of the run
+	// counts its tokens since the last, in the same transaction, so that
+	// a crash forgets none and counts none twice.
+	before, counted := r.Usage, r.Usage
 	prog := newProgress(q, r, b.log)
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
@@ -239,17 +246,26 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 			}
 			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
 			r.Notes = prog.notes()
-			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
-				cancel(errDailyCap)
+			c := Change{Run: r, DeleteJob: jobID}
+			spent := tr.Usage.Total() - counted.Total()
+			if spent > 0 {
+				c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 			}
-			if jobID != "" {
-				if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+			if c.DeleteJob != "" || c.Count != nil {
+				if err := b.store.Commit(ctx, c); err != nil {
 					return err
 				}
-				jobID = ""
-				return nil
+			} else if err := b.store.SaveRun(ctx, r); err != nil {
+				return err
 			}
-			return b.store.SaveRun(ctx, r)
+			jobID, counted = "", tr.Usage
+			meter.counted(spent)
+			if !meter.wasMetered() && b.overCap(ctx, r.Platform, r.UserID) {
+				// A model that Metered does not wrap: stop after the
+				// call that reached the cap.
+				cancel(errDailyCap)
+			}
+			return nil
 		},
 		Observe: prog.add,
 	}
@@ -275,7 +291,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		// After the run's answer: the connect prompt follows it.
 		then = func() { b.rejected(ctx, r) }
 	}
-	err := b.finish(ctx, r, jobID, out, stopped, before, then)
+	err := b.finish(ctx, r, jobID, out, stopped, counted, meter, then)
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
@@ -296,13 +312,14 @@ func settled(st agent.Status) bool {
 
 // finish tells the user how a run ended. The run's state, its answer or
 // question (in the outbox), the journal of its writes, the tokens it
-// spent since before (to its person's day) and the retirement of its job
+// spent since counted (to its person's day; meter hears of them) and the
+// retirement of its job
 // jobID (if the run was not stored yet) are saved in one transaction,
 // and then the answer or question is posted: for a worker's job, in the
 // background while the worker goes on (see handOff).
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
-func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage, then func()) error {
+func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, counted agent.Usage, meter *runMeter, then func()) error {
 	ctx = context.WithoutCancel(ctx)
 	if then == nil {
 		then = func() {}
@@ -324,8 +341,9 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 			return err
 		}
 	}
-	if spent := r.Usage.Total() - before.Total(); spent > 0 {
+	if spent := r.Usage.Total() - counted.Total(); spent > 0 {
 		base.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
+		meter.counted(spent)
 	}
 	commit := func(c Change) error {
 		c.Audit, c.Count, c.DeleteJob = base.Audit, base.Count, jobID
