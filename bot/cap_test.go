@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -172,5 +173,42 @@ func TestDailyCapCheckedOnResume(t *testing.T) {
 	}
 	if got := h.tg.last().Text; !strings.HasPrefix(got, "You have used your 1000 model tokens for today") {
 		t.Errorf("answer over the cap: %q, want the cap's message", got)
+	}
+}
+
+// TestLedgerAdmitsWhatFits: calls of one person run side by side while
+// their reservations fit under the cap together; a call that does not fit
+// waits for one to end; none starts once the count reaches the cap.
+func TestLedgerAdmitsWhatFits(t *testing.T) {
+	b := New(newMemStore(), &fakeAgent{}, Config{UserDailyTokens: 1000})
+	key := usageKey("telegram", "42", time.Now())
+	ctx := t.Context()
+	if err := b.ledger.reserve(ctx, b, key, 400); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ledger.reserve(ctx, b, key, 400); err != nil { // 800 fits
+		t.Fatal(err)
+	}
+	third := make(chan error, 1)
+	go func() { third <- b.ledger.reserve(ctx, b, key, 400) }() // 1,200 does not
+	select {
+	case err := <-third:
+		t.Fatalf("a third call started beside two (err %v); its reservation does not fit", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.ledger.settle(key, 400, 100) // 100 spent + 400 + 400 fits
+	if err := <-third; err != nil {
+		t.Fatal(err)
+	}
+	b.ledger.settle(key, 400, 500)
+	b.ledger.settle(key, 400, 400) // 1,000 spent: the cap
+	if err := b.ledger.reserve(ctx, b, key, 1); !errors.Is(err, errDailyCap) {
+		t.Errorf("reserve at the cap = %v, want errDailyCap", err)
+	}
+	// Alone, a call may start while the count is under the cap, whatever
+	// its reservation: the cap is then passed by at most that call.
+	other := usageKey("telegram", "43", time.Now())
+	if err := b.ledger.reserve(ctx, b, other, 5000); err != nil {
+		t.Errorf("a lone call under the cap: %v", err)
 	}
 }
