@@ -119,6 +119,8 @@ type Bot struct {
 	sched   *scheduler
 	// noVision is set once the model rejected an image (TIDYBOT_VISION=auto).
 	noVision atomic.Bool
+	// ledger holds each person's tokens of the day (see cap.go).
+	ledger ledger
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -658,6 +660,19 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 			// A photo is a new request: an answer is words (typed or
 			// spoken), and the run asking could not see the image.
 			return b.startRun(ctx, jobID, in, in.Text)
+		}
+		if in.Button == "" {
+			// A press carries the question's own key (buttonAnswer); a
+			// typed message answers only if sent after the question.
+			var early bool
+			if r, early, err = b.sentBefore(ctx, r, in); err != nil {
+				return err
+			} else if r == nil {
+				// The question was dropped meanwhile (/cancel).
+				return b.startRun(ctx, jobID, in, in.Text)
+			} else if early {
+				return b.early(ctx, r, in)
+			}
 		}
 		answer := in.Text
 		if in.Button != "" {

@@ -40,8 +40,12 @@ func phraseSet(ps ...string) map[string]bool {
 }
 
 // confirmVerdict reads a typed reply to a confirmation; case,
-// punctuation, emoji variants and surrounding politeness do not matter.
+// punctuation (but a question mark), emoji variants and surrounding
+// politeness do not matter.
 func confirmVerdict(text string) verdict {
+	if strings.ContainsAny(text, "?¿？") {
+		return neither // "yes?", "ok?": a question back, not an answer
+	}
 	words := replyWords(text)
 	if len(words) == 0 {
 		return neither

@@ -20,6 +20,7 @@ func TestConfirmVerdict(t *testing.T) {
 		{"yes no", neither},
 		{"okay but not the second", neither},
 		{"nothing", neither}, {"no way I'd keep the first", neither}, {"please", neither}, {"", neither}, {"1", neither},
+		{"yes?", neither}, {"ok?", neither}, {"Sure?", neither}, {"¿sí?", neither}, {"no?", neither},
 	} {
 		if got := confirmVerdict(tt.text); got != tt.want {
 			t.Errorf("confirmVerdict(%q) = %d, want %d", tt.text, got, tt.want)
@@ -56,6 +57,8 @@ func TestConfirmationRepliesThroughTheAgent(t *testing.T) {
 		{"👎", kept, "OK, nothing deleted.", "said no"},
 		{"yesterday's list is fine, keep it", kept, "I kept both lists.", "yesterday's list is fine, keep it"},
 		{"nope, not those", kept, "I kept both lists.", "nope, not those"},
+		{"yes?", kept, "I kept both lists.", "yes?"},
+		{"ok?", kept, "I kept both lists.", "ok?"},
 	} {
 		t.Run(tt.reply, func(t *testing.T) {
 			h := newEngineHarness(t)

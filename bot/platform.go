@@ -56,6 +56,18 @@ type CommandNamer interface {
 	CommandName(name string) string
 }
 
+// Sequencer is a Platform whose message ids tell the order in which
+// messages were posted in one chat: Slack's ts, Telegram's message_id,
+// the terminal's line numbers. The bot asks it whether a typed message
+// was sent after the question it would answer: a message sent before
+// the question was posted is never an answer to it (nor a consent).
+type Sequencer interface {
+	// After reports whether message a was posted after message b of the
+	// same chat; ok is false when either id cannot be placed (a Slack
+	// message posted through a response_url has no ts).
+	After(a, b string) (after, ok bool)
+}
+
 // ButtonAnswerer is a Platform whose button presses must be answered
 // (Telegram's answerCallbackQuery).
 type ButtonAnswerer interface {

@@ -59,7 +59,7 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 			return fmt.Errorf("bot: remember thread %s: %w", key, err)
 		}
 	}
-	if b.overCap(ctx, in.Platform, in.UserID, 0) {
+	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
 		return nil
 	}
@@ -179,7 +179,10 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	// The answer is saved with the run and its job retired in one
 	// transaction: a crash now resumes this run with the answer, and
 	// never starts a second run whose instruction is the answer.
-	r.Status, r.Waiting, r.Reply = RunWorking, nil, answer
+	if r.Status == RunWaiting {
+		answer = withEarly(r, answer)
+	}
+	r.Status, r.Waiting, r.Reply, r.Early = RunWorking, nil, answer, nil
 	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
@@ -194,6 +197,9 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The run's model calls are reserved against its person's day.
+	meter := &runMeter{b: b, platform: r.Platform, userID: r.UserID, stop: cancel}
+	runCtx = context.WithValue(runCtx, meterKey{}, meter)
 	ar := &activeRun{runID: r.ID, cancel: cancel}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
@@ -216,7 +222,11 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	if q == nil {
 		return fmt.Errorf("bot: no platform %q", r.Platform)
 	}
-	before := r.Usage
+	// before is the run's usage as this execution began; counted, as
+	// counted in its person's day in the store: every save of the run
+	// counts its tokens since the last, in the same transaction, so that
+	// a crash forgets none and counts none twice.
+	before, counted := r.Usage, r.Usage
 	prog := newProgress(q, r, b.log)
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
@@ -236,17 +246,26 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 			}
 			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
 			r.Notes = prog.notes()
-			if b.overCap(ctx, r.Platform, r.UserID, tr.Usage.Total()-before.Total()) {
-				cancel(errDailyCap)
+			c := Change{Run: r, DeleteJob: jobID}
+			spent := tr.Usage.Total() - counted.Total()
+			if spent > 0 {
+				c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 			}
-			if jobID != "" {
-				if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+			if c.DeleteJob != "" || c.Count != nil {
+				if err := b.store.Commit(ctx, c); err != nil {
 					return err
 				}
-				jobID = ""
-				return nil
+			} else if err := b.store.SaveRun(ctx, r); err != nil {
+				return err
 			}
-			return b.store.SaveRun(ctx, r)
+			jobID, counted = "", tr.Usage
+			meter.counted(spent)
+			if !meter.wasMetered() && b.overCap(ctx, r.Platform, r.UserID) {
+				// A model that Metered does not wrap: stop after the
+				// call that reached the cap.
+				cancel(errDailyCap)
+			}
+			return nil
 		},
 		Observe: prog.add,
 	}
@@ -272,7 +291,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		// After the run's answer: the connect prompt follows it.
 		then = func() { b.rejected(ctx, r) }
 	}
-	err := b.finish(ctx, r, jobID, out, stopped, before, then)
+	err := b.finish(ctx, r, jobID, out, stopped, counted, meter, then)
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
@@ -293,13 +312,14 @@ func settled(st agent.Status) bool {
 
 // finish tells the user how a run ended. The run's state, its answer or
 // question (in the outbox), the journal of its writes, the tokens it
-// spent since before (to its person's day) and the retirement of its job
+// spent since counted (to its person's day; meter hears of them) and the
+// retirement of its job
 // jobID (if the run was not stored yet) are saved in one transaction,
 // and then the answer or question is posted: for a worker's job, in the
 // background while the worker goes on (see handOff).
 // stopped, when set, says why the bot stopped the run (/cancel, the daily
 // cap).
-func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, before agent.Usage, then func()) error {
+func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, counted agent.Usage, meter *runMeter, then func()) error {
 	ctx = context.WithoutCancel(ctx)
 	if then == nil {
 		then = func() {}
@@ -321,8 +341,9 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 			return err
 		}
 	}
-	if spent := r.Usage.Total() - before.Total(); spent > 0 {
+	if spent := r.Usage.Total() - counted.Total(); spent > 0 {
 		base.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
+		meter.counted(spent)
 	}
 	commit := func(c Change) error {
 		c.Audit, c.Count, c.DeleteJob = base.Audit, base.Count, jobID
@@ -625,7 +646,16 @@ func (b *Bot) reset(ctx context.Context, jobID string, in Incoming) error {
 // Pressed as the Undo button of an earlier run's answer, it reverts
 // nothing when a later run changed things since: undo goes latest first.
 // Its job (jobID) is handled once the report is in the outbox.
+//
+// A run waiting for the user holds the latest changes when it wrote
+// before asking: /undo reverts those and stops the run (its question
+// would be about a state that is gone). When it wrote nothing, the run
+// before it is undone and the report says so; the question stays open.
 func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
+	waiting, err := b.waitingRun(ctx, in.ThreadKey())
+	if err != nil {
+		return err
+	}
 	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
 	if err != nil {
 		return err
@@ -655,8 +685,18 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}
 	r.Undone, r.Updated = true, b.cfg.Now()
+	which := "the last run"
+	switch {
+	case waiting != nil && waiting.ID == r.ID:
+		// Its question is about a state that is gone: the run stops.
+		b.clearButtons(ctx, r, "(dropped: undone)")
+		r.Status, r.Waiting = RunCancelled, nil
+		which = "the run that was waiting for your answer; I stopped it and dropped its question"
+	case waiting != nil:
+		which = "the run before the one waiting for your answer (that one has changed nothing yet; its question stays open)"
+	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of the last run. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone))
+	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of %s. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone), which)
 	for i, s := range rep.Undone {
 		if i == 15 {
 			fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)

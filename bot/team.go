@@ -204,13 +204,14 @@ func (b *Bot) personUsage(ctx context.Context, platform, userID string, day time
 	return n
 }
 
-// overCap reports whether a person has used their daily tokens, counting
-// extra tokens of a run not yet added.
-func (b *Bot) overCap(ctx context.Context, platform, userID string, extra int) bool {
+// overCap reports whether a person has used their daily tokens: those
+// counted in the store and those of their calls that ended since (see
+// cap.go).
+func (b *Bot) overCap(ctx context.Context, platform, userID string) bool {
 	if b.cfg.UserDailyTokens <= 0 {
 		return false
 	}
-	return b.personUsage(ctx, platform, userID, b.cfg.Now())+extra >= b.cfg.UserDailyTokens
+	return b.ledger.spent(ctx, b, usageKey(platform, userID, b.cfg.Now())) >= b.cfg.UserDailyTokens
 }
 
 // capMessage is what a person hears at their daily cap.

@@ -162,6 +162,11 @@ type Run struct {
 
 	// DM is set for a run in a direct conversation.
 	DM bool `json:"dm,omitempty"`
+
+	// Early holds what the asked person wrote while the run's question
+	// was on its way (sent before it was posted): never an answer, it is
+	// given to the model with the answer (see Bot.early).
+	Early []string `json:"early,omitempty"`
 }
 
 // Job is a durable unit of work: an incoming event waiting to be handled.

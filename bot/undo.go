@@ -12,7 +12,9 @@ import (
 )
 
 // lastWrites finds the conversation's latest run that changed something
-// and is not undone, with its journal; nil when there is none.
+// and is not undone, with its journal; nil when there is none. A run
+// waiting for the user counts: its writes so far are the latest changes
+// (a run working or queued does not: /undo waits for its turn behind it).
 func (b *Bot) lastWrites(ctx context.Context, key string) (*Run, []AuditEntry, error) {
 	runs, err := b.store.ThreadRuns(ctx, key)
 	if err != nil {
@@ -20,7 +22,7 @@ func (b *Bot) lastWrites(ctx context.Context, key string) (*Run, []AuditEntry, e
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
-		if r.Undone || !r.Status.Final() {
+		if r.Undone || !(r.Status.Final() || r.Status == RunWaiting) {
 			continue
 		}
 		entries, err := b.store.RunAudit(ctx, r.ID)

@@ -75,6 +75,29 @@ func (a *Adapter) Send(_ context.Context, m bot.Outgoing) (string, error) {
 	return "c" + strconv.Itoa(a.seq), nil
 }
 
+var _ bot.Sequencer = (*Adapter)(nil)
+
+// After implements bot.Sequencer: the terminal's lines, typed and
+// printed, are numbered in one sequence ("c1", "c2", …), so a line typed
+// before a question was printed is never its answer.
+func (a *Adapter) After(x, y string) (after, ok bool) {
+	m, okX := lineNumber(x)
+	n, okY := lineNumber(y)
+	if !okX || !okY {
+		return false, false
+	}
+	return m > n, true
+}
+
+func lineNumber(id string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, "c")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n > 0
+}
+
 // MaxText implements bot.TextLimiter: a terminal shows a long answer
 // whole, up to a generous cap against a runaway one.
 func (a *Adapter) MaxText() int { return 100_000 }
@@ -144,6 +167,10 @@ func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool
 // of a shown option, or text.
 func (a *Adapter) incoming(line string) bot.Incoming {
 	in := bot.Incoming{Platform: Platform, ChatID: ChatID, UserID: UserID, DM: true}
+	a.mu.Lock()
+	a.seq++
+	in.MessageID = "c" + strconv.Itoa(a.seq) // in the order of what is printed (see After)
+	a.mu.Unlock()
 	if strings.HasPrefix(line, "/") {
 		cmd, rest, _ := strings.Cut(line[1:], " ")
 		in.Command = strings.ToLower(cmd)

@@ -115,3 +115,21 @@ func TestSendLeavesOutCommandButtons(t *testing.T) {
 		t.Errorf("1 after an answer → %+v, want plain text", got)
 	}
 }
+
+// TestLinesAndPostsAreOrdered: a line typed before a question is printed
+// comes before it; one typed after, after it.
+func TestLinesAndPostsAreOrdered(t *testing.T) {
+	a := New(&bytes.Buffer{})
+	early := a.incoming("ok thanks")
+	q, _ := a.Send(t.Context(), bot.Outgoing{Text: "Delete it?", Buttons: []bot.Button{{Label: "Delete 1 task", Data: "w:c:y"}, {Label: "Cancel", Data: "w:c:n"}}})
+	late := a.incoming("yes")
+	if after, ok := a.After(early.MessageID, q); after || !ok {
+		t.Errorf("After(early %q, question %q) = %v, %v; want false, true", early.MessageID, q, after, ok)
+	}
+	if after, ok := a.After(late.MessageID, q); !after || !ok {
+		t.Errorf("After(late %q, question %q) = %v, %v; want true, true", late.MessageID, q, after, ok)
+	}
+	if _, ok := a.After("", q); ok {
+		t.Error("an empty id was placed")
+	}
+}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
-	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -76,6 +75,7 @@ type Adapter struct {
 	mu      sync.Mutex       // protects the fields below
 	hooks   map[string]*hook // by channel: the latest response_url there
 	hookSeq int
+	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
 }
 
 var (
@@ -370,7 +370,7 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 			return bot.Incoming{}, false, nil
 		}
 		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
-		dm = slackutilsx.DetectChannelType(channel) == slackutilsx.CTypeDM
+		dm = a.ownIM(ctx, channel, user)
 		att = attachment(e.Files)
 	default:
 		return bot.Incoming{}, false, nil
@@ -554,7 +554,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 			return
 		}
 		a.rememberHook(sc.ChannelID, sc.ResponseURL)
-		in := slashIncoming(sc)
+		in := slashIncoming(sc, a.ownIM(r.Context(), sc.ChannelID, sc.UserID))
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack command", slog.Any("err", a.redact(err)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
@@ -600,10 +600,13 @@ func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
 // /tidy-inbox, and /tidy, whose first word is the bot's command
 // (/tidy undo, /tidy cancel, …). Any other registered name is read as a
 // command of its own (/undo).
-func slashIncoming(sc slack.SlashCommand) bot.Incoming {
+//
+// dm says whether the command was typed in the bot's own IM with its
+// user (see ownIM): a DM between two people has a D… id too.
+func slashIncoming(sc slack.SlashCommand, dm bool) bot.Incoming {
 	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
 	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Text: strings.TrimSpace(sc.Text),
-		EventID: "cmd:" + sc.TriggerID, DM: strings.HasPrefix(sc.ChannelID, "D"), TeamID: sc.TeamID, At: time.Now()}
+		EventID: "cmd:" + sc.TriggerID, DM: dm, TeamID: sc.TeamID, At: time.Now()}
 	switch {
 	case name == "tidy":
 		in.Command, in.Text = subcommand(sc.Text)
@@ -631,6 +634,42 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 		in.ChatID = cb.Container.ChannelID
 	}
 	return in, true
+}
+
+// ownIM reports whether channel is the bot's own IM with user: the one
+// direct conversation there is with that person. A slash command (or a
+// mention) from a DM between two people, where the bot is no member and
+// the channel id starts with D as well, is not: it is a shared place,
+// where each person has their own conversation. The bot's IM with a
+// person is what conversations.open(users=<user>) returns
+// (api.slack.com/methods/conversations.open, scope im:write), asked
+// once per person and kept. When Slack cannot say, the place counts as
+// shared: keyed per person, nobody acts on someone else's runs.
+func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
+	if !strings.HasPrefix(channel, "D") || user == "" {
+		return false // IM ids start with D; the rest are channels and group DMs
+	}
+	a.mu.Lock()
+	im, ok := a.ims[user]
+	a.mu.Unlock()
+	if !ok {
+		// No waiting out a 429 here: Slack wants the event acknowledged
+		// within 3 s. A failed answer is not kept; the next event asks again.
+		ch, _, _, err := a.once.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+		if err != nil || ch == nil || ch.ID == "" {
+			a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
+				slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))
+			return false
+		}
+		im = ch.ID
+		a.mu.Lock()
+		if a.ims == nil {
+			a.ims = map[string]string{}
+		}
+		a.ims[user] = im
+		a.mu.Unlock()
+	}
+	return im == channel
 }
 
 // errNoSecret is returned by Routes without a signing secret.

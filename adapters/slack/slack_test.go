@@ -705,3 +705,51 @@ func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestSlashCommandDMIsTheBotsOwnIMOnly: a slash command is a direct
+// conversation only in the bot's own IM with its user (what
+// conversations.open answers, which needs the im:write scope); in a DM
+// between two people, or when Slack cannot say, it is shared (keyed per
+// person).
+func TestSlashCommandDMIsTheBotsOwnIMOnly(t *testing.T) {
+	manifest, err := os.ReadFile("../../deploy/slack-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), "- im:write\n") {
+		t.Error("the manifest lacks im:write: conversations.open would answer missing_scope")
+	}
+	a, srv := newAdapter(t)
+	for i, tt := range []struct {
+		channel, user string
+		dm            bool
+	}{
+		{srv.IM("U1"), "U1", true},
+		{"D9", "U1", false}, // U1's DM with someone else
+		{"D1", "U2", false}, // U1's IM with the bot, seen by U2: not U2's
+		{"C1", "U1", false}, // a channel
+		{srv.IM("U1"), "U1", true},
+	} {
+		rec := &recorder{}
+		form := srv.SlashCommand(tt.channel, tt.user, "/tidy", "undo")
+		form.Set("trigger_id", "t"+strconv.Itoa(i))
+		w := httptest.NewRecorder()
+		a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
+		if got := rec.got(); w.Code != 200 || len(got) != 1 || got[0].DM != tt.dm {
+			t.Errorf("/tidy undo by %s in %s: %+v (status %d), want DM %v", tt.user, tt.channel, got, w.Code, tt.dm)
+		}
+	}
+	if n := srv.Opens(); n != 2 {
+		t.Errorf("conversations.open called %d times, want 2 (once per person)", n)
+	}
+
+	// Slack cannot say: shared.
+	srv.RateLimit("conversations.open", 100)
+	rec := &recorder{}
+	form := srv.SlashCommand(srv.IM("U3"), "U3", "/tidy", "undo")
+	w := httptest.NewRecorder()
+	a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
+	if got := rec.got(); len(got) != 1 || got[0].DM {
+		t.Errorf("with conversations.open failing: %+v, want a shared conversation", got)
+	}
+}

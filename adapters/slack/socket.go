@@ -78,7 +78,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	case socketmode.EventTypeSlashCommand:
 		if sc, isSC := evt.Data.(slack.SlashCommand); isSC && sc.UserID != "" {
 			a.rememberHook(sc.ChannelID, sc.ResponseURL)
-			in, ok = slashIncoming(sc), true
+			in, ok = slashIncoming(sc, a.ownIM(ctx, sc.ChannelID, sc.UserID)), true
 		}
 	case socketmode.EventTypeInteractive:
 		if cb, isCB := evt.Data.(slack.InteractionCallback); isCB {

@@ -313,7 +313,7 @@ func TestGroupsOnlyWhatIsAddressedToTheBot(t *testing.T) {
 	want[srv.PushText(group, 7, "hey @TidyBot, what's due?")] = "hey, what's due?"
 	want[srv.PushReply(group, 7, botID, "and the dentist?")] = "and the dentist?"
 	human := srv.PushText(group, 8, "I'll be late")
-	srv.PushReply(group, 7, 1000+human, "me too") // a reply to a person
+	srv.PushReply(group, 7, srv.MessageID(human), "me too") // a reply to a person
 	want[srv.PushText(group, 7, "/undo@tidybot")] = "/undo"
 	want[srv.PushText(group, 7, "/usage")] = "/usage"
 	want[srv.PushText(group, 7, "/tidy-inbox@tidybot")] = "/tidy-inbox"

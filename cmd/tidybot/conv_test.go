@@ -124,7 +124,7 @@ func TestSlackChannelThreadTwoPeople(t *testing.T) {
 	if n := len(e.todo.Tasks()); n != 9 {
 		t.Fatalf("tasks after U2's yes and press: %d, want 9", n)
 	}
-	post(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "yes", TS: "1.3", ThreadTS: "1.1"})
+	post(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: "yes", TS: sl.NextTS(), ThreadTS: "1.1"})
 	waitFor(t, "the deletion", func() bool { return lastPost(sl, "C1").Text == "Deleted the cake task." })
 	if n := len(e.todo.Tasks()); n != 8 {
 		t.Errorf("tasks after U1's yes: %d, want 8", n)

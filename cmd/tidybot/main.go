@@ -247,7 +247,10 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	// Each account's last snapshot is kept in the store, so reads are
 	// incremental, across restarts too.
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st))
-	eng := agent.New(model, tasks, m.engineConfig(cfg))
+	// Every run's model calls are reserved against its person's daily
+	// tokens (TIDYBOT_USER_DAILY_TOKENS) before they are made.
+	metered := bot.Metered(model)
+	eng := agent.New(metered, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
@@ -267,7 +270,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		ecfg := m.engineConfig(cfg)
 		m.team, err = newTeam(keys, st, o, func(token string) bot.Agent {
 			// Snapshots are kept per account (keyed by a hash of the token).
-			return agent.New(model, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
+			return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
 		}, m.redact, log)
 		if err != nil {
 			return nil, err

@@ -211,3 +211,57 @@ func TestSlackTokenEchoedBySlackIsNeverLogged(t *testing.T) {
 		t.Errorf("a secret in the log:\n%s", logs)
 	}
 }
+
+// TestSlackDMBetweenTwoPeopleIsShared: a slash command typed in a DM
+// between two people (a D… channel too, where the bot is no member) is
+// not the bot's DM: each person has their own conversation there, so the
+// second person's /tidy undo does not revert the first person's run. The
+// bot's own IM with a person (conversations.open) is one conversation.
+func TestSlackDMBetweenTwoPeopleIsShared(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
+	base := serve(t, e)
+	const between = "D9" // U1 and U2's own DM
+	sl.NotMember(between)
+	command := func(channel, user, cmd, text string) {
+		t.Helper()
+		form := sl.SlashCommand(channel, user, cmd, text)
+		if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+			t.Fatalf("command: %d", code)
+		}
+	}
+	command(between, "U1", "/tidy-inbox", "")
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, between).Shown(), "Tidied your inbox") })
+	command(between, "U2", "/tidy", "undo")
+	waitFor(t, "U2's undo answered", func() bool { return !strings.HasPrefix(lastPost(sl, between).Shown(), "Tidied your inbox") })
+	if got := lastPost(sl, between).Shown(); got != "There is nothing to undo here." {
+		t.Errorf("U2's /tidy undo = %q, want nothing to undo", got)
+	}
+	if n := len(e.layout()["Inbox"]); n != 0 {
+		t.Errorf("inbox after U2's undo: %d tasks: U1's run was reverted", n)
+	}
+	// U1's own undo there reverts it.
+	command(between, "U1", "/tidy", "undo")
+	waitFor(t, "U1's undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+
+	// In the bot's own IM with U1, a slash command and a message are one
+	// conversation: /tidy undo reverts what a message there did.
+	im := sl.IM("U1")
+	for _, ev := range sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "/tidy-inbox", TS: sl.NextTS()}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the tidy's answer in the IM", func() bool { return strings.HasPrefix(lastPost(sl, im).Text, "Tidied your inbox") })
+	command(im, "U1", "/tidy", "undo")
+	waitFor(t, "the undo in the IM", func() bool { return len(e.layout()["Inbox"]) == 9 })
+	command(im, "U1", "/tidy", "usage")
+	waitFor(t, "the usage", func() bool { return strings.Contains(lastPost(sl, im).Text, "This conversation used") })
+	if n := sl.Opens(); n != 2 {
+		t.Errorf("conversations.open called %d times, want twice: once per person, then kept", n)
+	}
+}

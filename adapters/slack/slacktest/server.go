@@ -1,6 +1,6 @@
 // Package slacktest is a fake Slack on httptest: the Web API methods the
 // adapter calls (auth.test, chat.postMessage, chat.update,
-// apps.connections.open) speaking the real wire protocol (form-encoded
+// conversations.open, apps.connections.open) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack
@@ -95,12 +95,14 @@ type Server struct {
 	hookSeq    int
 	echoTokens bool
 	files      map[string]*shared // by file id
+	ims        map[string]string  // the bot's IM channel with each user (see IM)
+	opens      int                // conversations.open calls
 }
 
 // New starts a fake; close it with Close.
 func New() *Server {
 	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
-		outside: map[string]bool{}, hooks: map[string]*hook{}}
+		outside: map[string]bool{}, hooks: map[string]*hook{}, ims: map[string]string{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
 	return s
@@ -209,6 +211,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.update(w, r, tok)
 	case "chat.postEphemeral":
 		s.postEphemeral(w, r, tok)
+	case "conversations.open":
+		s.open(w, r, tok)
 	default:
 		s.fail(w, "unknown_method", tok)
 	}
@@ -385,6 +389,62 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 	s.fail(w, "message_not_found", tok)
 }
 
+// IM returns the id of the bot's own IM (direct message) channel with
+// user: "D" and the user id without its "U" (U1's is D1), unless SetIM
+// named another. Other D… channels are DMs between people, which the bot
+// is no member of.
+func (s *Server) IM(user string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.im(user)
+}
+
+// im is IM with mu held.
+func (s *Server) im(user string) string {
+	if ch, ok := s.ims[user]; ok {
+		return ch
+	}
+	return "D" + strings.TrimPrefix(user, "U")
+}
+
+// SetIM makes channel the bot's IM with user.
+func (s *Server) SetIM(user, channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ims[user] = channel
+}
+
+// Opens returns how often conversations.open was called.
+func (s *Server) Opens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens
+}
+
+// open is conversations.open (api.slack.com/methods/conversations.open):
+// "users: Comma separated lists of users. If only one user is included,
+// this creates a 1:1 DM", and the answer is {"ok":true,"channel":{"id":
+// "D…"}}, the same channel each time for the same user ("Opens or
+// resumes a direct message"). Without users (nor channel) it answers
+// users_list_not_supplied; this fake opens 1:1 DMs only, and answers
+// a list of several users with method_not_supported_for_channel_type.
+func (s *Server) open(w http.ResponseWriter, r *http.Request, tok string) {
+	users := strings.TrimSpace(r.Form.Get("users"))
+	switch {
+	case users == "":
+		s.fail(w, "users_list_not_supplied", tok)
+		return
+	case strings.Contains(users, ","):
+		s.fail(w, "method_not_supported_for_channel_type", tok)
+		return
+	}
+	s.mu.Lock()
+	s.opens++
+	ch := s.im(users)
+	s.mu.Unlock()
+	answer(w, map[string]any{"ok": true, "channel": map[string]any{"id": ch}})
+}
+
 // SlashCommand returns the form Slack posts to a slash command's Request
 // URL when user types command (and text) in channel, with a fresh
 // response_url served by this fake (api.slack.com/interactivity/slash-commands).
@@ -508,6 +568,18 @@ func MessageEvent(eventID, channel, channelType, user, text, ts, threadTS string
 	}
 	b, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": eventID, "event_time": 1700000000, "event": ev})
 	return b
+}
+
+// NextTS returns the ts of a message a person posts now: after every
+// message posted so far, the bot's included. A ts is the message's
+// "unique (per-channel) timestamp" (api.slack.com/events/message), so a
+// later message has a greater one; the bot's posts here take theirs from
+// the same sequence.
+func (s *Server) NextTS() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return fmt.Sprintf("1700000000.%06d", s.seq)
 }
 
 // Message is a message a person posts in Slack.

@@ -98,7 +98,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) 
 func (s *Server) pushMedia(chatID, userID int64, caption string, media map[string]any) int {
 	return s.push(func(id int) map[string]any {
 		msg := map[string]any{
-			"message_id": 1000 + id, "date": time.Now().Unix(),
+			"message_id": s.userMessageID(id), "date": time.Now().Unix(),
 			"from": map[string]any{"id": userID, "is_bot": false, "first_name": "User"},
 			"chat": map[string]any{"id": chatID, "type": chatType(chatID)},
 		}
@@ -111,7 +111,7 @@ func (s *Server) pushMedia(chatID, userID int64, caption string, media map[strin
 				msg["caption_entities"] = ents
 			}
 		}
-		s.userMsgs[1000+id] = msg
+		s.userMsgs[msg["message_id"].(int)] = msg
 		return map[string]any{"update_id": id, "message": msg}
 	})
 }

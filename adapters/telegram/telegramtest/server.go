@@ -55,6 +55,7 @@ type Server struct {
 	answers  []string               // "callback id: text"
 	queries  map[string]bool        // callback query ids sent and not yet answered
 	userMsgs map[int]map[string]any // messages people sent, by id, for replies
+	byUpdate map[int]int            // the message id of each pushed message, by update id
 	calls    map[string]int
 	limited  map[string]int // method → 429s left
 	webhook  map[string]string
@@ -67,7 +68,7 @@ type Server struct {
 // New starts a fake; close it with Close.
 func New() *Server {
 	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{}),
-		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}, files: map[string]*file{}}
+		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}, byUpdate: map[int]int{}, files: map[string]*file{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -446,6 +447,7 @@ func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int
 	return s.push(func(id int) map[string]any {
 		u := textUpdate(id, chatID, userID, text)
 		msg := u["message"].(map[string]any)
+		msg["message_id"] = s.userMessageID(id)
 		if strings.HasPrefix(text, "/tidy-") {
 			msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/tidy")}}
 		}
@@ -455,6 +457,27 @@ func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int
 		s.userMsgs[msg["message_id"].(int)] = msg
 		return u
 	})
+}
+
+// userMessageID gives the message a person sends in update id its
+// message_id: the next in the sequence the bot's messages take theirs
+// from. A message_id is the "unique message identifier inside this chat"
+// (core.telegram.org/bots/api#message); a chat's messages, the bot's and
+// its people's, are numbered in the order they reach it, so a message
+// sent before another has the smaller id. (One sequence for every chat
+// keeps that order within each.) mu must be held.
+func (s *Server) userMessageID(update int) int {
+	s.nextMsg++
+	s.byUpdate[update] = s.nextMsg
+	return s.nextMsg
+}
+
+// MessageID returns the message_id of the message a person sent in
+// update (as PushText and the other Push methods return it).
+func (s *Server) MessageID(update int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byUpdate[update]
 }
 
 // PushCallback queues a button press on message msgID.
