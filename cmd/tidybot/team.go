@@ -282,7 +282,10 @@ func (t *team) checkState(ctx context.Context, raw string) (state, error) {
 func (t *team) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		page(w, http.StatusBadRequest, "Todoist was not connected", "Todoist answered: "+e+". Ask the bot for a new link with /connect.")
+		// Only our own words: the query is anyone's to write, and a page
+		// on our domain must not say what an attacker chose.
+		t.log.Warn("oauth callback: Todoist answered an error", slog.String("error", oauthErrorCode(e)))
+		page(w, http.StatusBadRequest, "Todoist was not connected", oauthErrorText(e)+" Ask the bot for a new link with /connect.")
 		return
 	}
 	s, err := t.checkState(r.Context(), q.Get("state"))
@@ -322,6 +325,38 @@ func (t *team) callback(w http.ResponseWriter, r *http.Request) {
 		back = "the chat"
 	}
 	page(w, http.StatusOK, "Connected", "Connected — back to "+back+". You can close this page.")
+}
+
+// oauthErrors is what the callback page says for each error code an
+// authorization server sends back to the redirect URL: Todoist's
+// access_denied and invalid_scope (developer.todoist.com/guides/#authorization;
+// the fake follows it) and the others RFC 6749 section 4.1.2.1 defines.
+var oauthErrors = map[string]string{
+	"access_denied":             "Access was not granted on Todoist's page.",
+	"invalid_scope":             "Todoist did not accept the permissions this bot asks for; tell the bot's owner.",
+	"invalid_request":           "Todoist found the request malformed; tell the bot's owner.",
+	"unauthorized_client":       "Todoist does not let this app connect; tell the bot's owner.",
+	"unsupported_response_type": "Todoist did not accept the request; tell the bot's owner.",
+	"server_error":              "Todoist had an error.",
+	"temporarily_unavailable":   "Todoist is busy right now; try again in a few minutes.",
+}
+
+// oauthErrorText is our own sentence for an error code; any other code
+// gets one fixed sentence, never its text.
+func oauthErrorText(code string) string {
+	if s, ok := oauthErrors[code]; ok {
+		return s
+	}
+	return "Todoist did not connect your account."
+}
+
+// oauthErrorCode is code if it is one we know, else "other": the log
+// does not carry an attacker's text either.
+func oauthErrorCode(code string) string {
+	if _, ok := oauthErrors[code]; ok {
+		return code
+	}
+	return "other"
 }
 
 // page writes a small HTML page.
