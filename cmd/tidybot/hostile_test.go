@@ -70,3 +70,13 @@ func TestOAuthCallbackSaysOnlyOurWords(t *testing.T) {
 		t.Error("the log repeats the query's words")
 	}
 }
+
+// TestChatGoesOnAfterAHugeLine: a line over 1 MB is cut like any long
+// message, said so with its true length, and the lines after it are
+// still read (issue 21, item 5).
+func TestChatGoesOnAfterAHugeLine(t *testing.T) {
+	e := newEnv(t)
+	huge := strings.Repeat("é", 1_500_000) // 3 MB
+	out := e.chat(t, "hello\n"+huge+"\nsecond\n", nil)
+	mustContain(t, out, "You said: hello", "Your message is 1500000 characters long; I only read the first 8000.", "You said: second")
+}
