@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -79,4 +83,65 @@ func TestChatGoesOnAfterAHugeLine(t *testing.T) {
 	huge := strings.Repeat("é", 1_500_000) // 3 MB
 	out := e.chat(t, "hello\n"+huge+"\nsecond\n", nil)
 	mustContain(t, out, "You said: hello", "Your message is 1500000 characters long; I only read the first 8000.", "You said: second")
+}
+
+// pngBomb is a small PNG that declares w×h 8-bit grey pixels: a valid
+// header and the first rows of zeros; a decoder allocates the whole
+// image before it finds the data ends.
+func pngBomb(t testing.TB, w, h int) []byte {
+	t.Helper()
+	chunk := func(out *bytes.Buffer, typ string, data []byte) {
+		_ = binary.Write(out, binary.BigEndian, uint32(len(data)))
+		crc := crc32.NewIEEE()
+		crc.Write([]byte(typ))
+		crc.Write(data)
+		out.WriteString(typ)
+		out.Write(data)
+		_ = binary.Write(out, binary.BigEndian, crc.Sum32())
+	}
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	ihdr = append(ihdr, 8, 0, 0, 0, 0) // 8-bit greyscale, no interlace
+	chunk(&b, "IHDR", ihdr)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	_, _ = zw.Write(make([]byte, 64*(w+1))) // 64 rows, each a filter byte and w zeros
+	_ = zw.Close()
+	chunk(&b, "IDAT", z.Bytes())
+	chunk(&b, "IEND", nil)
+	return b.Bytes()
+}
+
+// TestImageBombIsRefusedFromItsHeader: a photo that declares 30000×30000
+// pixels is refused with a plain message before anything is decoded: the
+// process allocates next to nothing for it and the model never sees it
+// (issue 21, item 1).
+func TestImageBombIsRefusedFromItsHeader(t *testing.T) {
+	e := newEnv(t)
+	tg := serveTelegram(t, e)
+	bomb := pngBomb(t, 30000, 30000)
+	if len(bomb) > 100<<10 {
+		t.Fatalf("the fixture is %d bytes", len(bomb))
+	}
+	id := tg.AddFile("documents", ".png", bomb)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tg.PushPhoto(42, 42, "what is this?", telegramtest.PhotoSize{FileID: id, Width: 1280, Height: 1280})
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) != "" })
+	runtime.ReadMemStats(&after)
+	if got, want := lastText(tg, 42), "too large for me to look at: 30000×30000 pixels (900 megapixels); I take up to 40 megapixels"; !strings.Contains(got, want) {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
+		t.Errorf("%d MB allocated while refusing it, want the header read only", alloc>>20)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("%d model calls", n)
+	}
+	// The person can go on.
+	tg.PushText(42, 42, "hello")
+	waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
 }
