@@ -145,3 +145,57 @@ func TestImageBombIsRefusedFromItsHeader(t *testing.T) {
 	tg.PushText(42, 42, "hello")
 	waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
 }
+
+// TestTelegramPoisonUpdateIsSkipped: an update that does not decode (a
+// text that is a number) is logged, counted in /metrics and confirmed;
+// the updates after it are answered. By webhook it gets a 200, so
+// Telegram does not send it again (issue 21, item 4).
+func TestTelegramPoisonUpdateIsSkipped(t *testing.T) {
+	metric := `tidybot_events_total{outcome="undecodable",platform="telegram"} 1`
+	t.Run("long polling", func(t *testing.T) {
+		e := newEnv(t)
+		e.cfg.MetricsAddr = freeAddr(t)
+		tg := serveTelegram(t, e)
+		tg.PushUndecodable(42, 42)
+		tg.PushText(42, 42, "hello")
+		waitFor(t, "the answer after the poison update", func() bool { return lastText(tg, 42) == "You said: hello" })
+		waitFor(t, "both confirmed", func() bool { return tg.Pending() == 0 })
+		if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
+			t.Errorf("/metrics lacks %s", metric)
+		}
+	})
+	t.Run("webhook", func(t *testing.T) {
+		e := newEnv(t)
+		e.cfg.MetricsAddr = freeAddr(t)
+		tg := telegramtest.New()
+		t.Cleanup(tg.Close)
+		e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
+		e.cfg.TelegramHook, e.cfg.TelegramHookS = "https://bot.example.com/telegram/webhook", "s3cret-hook"
+		base := serve(t, e)
+		post := func(body string) int {
+			req, _ := http.NewRequest(http.MethodPost, base+"/telegram/webhook", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret-hook")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		poison := `{"update_id":7,"message":{"message_id":1,"date":1,"text":12345,"from":{"id":42,"is_bot":false,"first_name":"U"},"chat":{"id":42,"type":"private"}}}`
+		if code := post(poison); code != http.StatusOK {
+			t.Errorf("an undecodable update: HTTP %d, want 200 (Telegram retries anything else)", code)
+		}
+		if code := post(`{"message":"no update id"}`); code != http.StatusBadRequest {
+			t.Errorf("a body that is no update: HTTP %d, want 400", code)
+		}
+		if code := post(string(telegramtest.Update(8, 42, 42, "hello"))); code != http.StatusOK {
+			t.Errorf("a good update: HTTP %d", code)
+		}
+		waitFor(t, "the answer", func() bool { return lastText(tg, 42) == "You said: hello" })
+		if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
+			t.Errorf("/metrics lacks %s", metric)
+		}
+	})
+}

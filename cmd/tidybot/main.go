@@ -78,6 +78,7 @@ type Main struct {
 	poolOnce  sync.Once
 	transport *http.Transport
 	registry  *prometheus.Registry
+	metrics   *metrics
 	redact    *agent.Redactor
 	store     *store.Store
 	// link makes a run's Details address (nil: no links); see inspect.
@@ -235,7 +236,8 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	eng := agent.New(model, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+	m.metrics = newMetrics(m.registry)
+	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
 	if tc := transcribeConfig(cfg, log); tc.Model != "" {
@@ -374,7 +376,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
+			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
