@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"hash/crc32"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -198,4 +200,34 @@ func TestTelegramPoisonUpdateIsSkipped(t *testing.T) {
 			t.Errorf("/metrics lacks %s", metric)
 		}
 	})
+}
+
+// TestSlackSocketModePoisonEnvelopeIsAcknowledged: an envelope slack-go
+// cannot decode is logged, counted and acknowledged, so Slack does not
+// send it again; the next one is answered (issue 21, item 4).
+func TestSlackSocketModePoisonEnvelopeIsAcknowledged(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.MetricsAddr = freeAddr(t)
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	serve(t, e)
+	waitFor(t, "the Socket Mode connection", sl.Connected)
+	var poison map[string]any
+	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "x", "1.1", ""), &poison)
+	poison["event"].(map[string]any)["text"] = 12345
+	bad := sl.Push("events_api", poison)
+	var ev map[string]any
+	_ = json.Unmarshal(slacktest.MessageEvent("Ev2", "D1", "im", "U1", "hello", "1.2", ""), &ev)
+	good := sl.Push("events_api", ev)
+	waitFor(t, "the answer", func() bool { return lastPost(sl, "D1").Text == "You said: hello" })
+	waitFor(t, "the poison envelope acknowledged", func() bool { return sl.Acked(bad) })
+	if !sl.Acked(good) {
+		t.Error("the good envelope was not acknowledged")
+	}
+	metric := `tidybot_events_total{outcome="undecodable",platform="slack"} 1`
+	if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
+		t.Errorf("/metrics lacks %s", metric)
+	}
 }

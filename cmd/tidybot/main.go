@@ -391,7 +391,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.SlackBotToken != "" {
 		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
-			Threads: b, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
+			Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
