@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"net/http"
 	"net/url"
@@ -230,4 +231,66 @@ func TestSlackSocketModePoisonEnvelopeIsAcknowledged(t *testing.T) {
 	if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
 		t.Errorf("/metrics lacks %s", metric)
 	}
+}
+
+// TestStrangerFloodInAGroup: 300 people not on the allowlist mention the
+// bot in one group: one notice is posted there, not 300; a stranger who
+// does not address the bot gets nothing; an allowed person in the same
+// group is answered (issue 21, item 7).
+func TestStrangerFloodInAGroup(t *testing.T) {
+	e := newEnv(t)
+	tg := serveTelegram(t, e)
+	const group = -100
+	tg.PushText(group, 7, "just chatting, no bot here")
+	for i := range 300 {
+		tg.PushText(group, int64(1000+i), "@tidybot tidy my inbox")
+	}
+	waitFor(t, "every update taken", func() bool { return tg.Pending() == 0 })
+	tg.PushText(group, 42, "@tidybot hello")
+	waitFor(t, "the allowed person's answer", func() bool { return lastText(tg, group) == "You said: hello" })
+	notices := 0
+	var texts []string
+	for _, m := range tg.Messages(group) {
+		texts = append(texts, m.Text)
+		if strings.Contains(m.Text, "only work for the people my owner allowed") {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Errorf("%d notices in the group, want 1: %q", notices, texts)
+	}
+	// In a direct chat each stranger still learns their own id, once.
+	tg.PushText(1000, 1000, "hi")
+	tg.PushText(1000, 1000, "hi again")
+	waitFor(t, "the refusal in the DM", func() bool { return strings.Contains(lastText(tg, 1000), "telegram:1000") })
+	waitFor(t, "every update taken", func() bool { return tg.Pending() == 0 })
+	if n := len(tg.Messages(1000)); n != 1 {
+		t.Errorf("%d refusals in the stranger's DM, want 1", n)
+	}
+}
+
+// TestConnectPromptOncePerHour: a person who has not connected their
+// Todoist is prompted once, however many messages they send; /connect
+// always answers with a link; what they asked last is kept (issue 21,
+// item 7).
+func TestConnectPromptOncePerHour(t *testing.T) {
+	te := serveTeamTelegram(t)
+	for i := range 5 {
+		te.tg.PushText(43, 43, fmt.Sprintf("add task %d", i))
+	}
+	waitFor(t, "every update taken", func() bool { return te.tg.Pending() == 0 })
+	waitFor(t, "the Connect prompt", func() bool { return connectLink(lastText(te.tg, 43)) != "" })
+	te.tg.PushText(43, 43, "/help") // something answered, to know the queue has drained
+	waitFor(t, "the help", func() bool { return strings.Contains(lastText(te.tg, 43), "/connect") })
+	prompts := 0
+	for _, m := range te.tg.Messages(43) {
+		if connectLink(m.Text) != "" {
+			prompts++
+		}
+	}
+	if prompts != 1 {
+		t.Errorf("%d Connect prompts for 5 messages, want 1", prompts)
+	}
+	te.tg.PushText(43, 43, "/connect")
+	waitFor(t, "the link /connect asked for", func() bool { return connectLink(lastText(te.tg, 43)) != "" })
 }
