@@ -109,7 +109,9 @@ const promptEvery = time.Hour
 
 // promptedKey is the setting holding when a person was last prompted to
 // connect; connecting or disconnecting clears it.
-func promptedKey(platform, userID string) string { return "connect-prompted:" + platform + ":" + userID }
+func promptedKey(platform, userID string) string {
+	return "connect-prompted:" + platform + ":" + userID
+}
 
 // promptedLately reports whether in's person was prompted to connect
 // within promptEvery, and if not, records that they are being prompted
