@@ -165,11 +165,17 @@ func (b *Bot) promptConnect(ctx context.Context, in Incoming, why string) {
 }
 
 // Connected is called once a person's Todoist is connected, with the
-// conversation the link was made for: it says so there and runs what
-// they asked before connecting.
-func (b *Bot) Connected(ctx context.Context, in Incoming) error {
+// conversation the link was made for and the Todoist account's name and
+// email ("" if unknown): it says which account it is there, so a link
+// opened by someone else is seen at once, and runs what they asked
+// before connecting.
+func (b *Bot) Connected(ctx context.Context, in Incoming, account string) error {
+	text := "✅ Your Todoist is connected. /disconnect removes the connection."
+	if account != "" {
+		text = "✅ Connected the Todoist account of " + account + ". Not yours? Send /disconnect now."
+	}
 	// Queued, not awaited: the person's browser waits for the page.
-	b.replyLater(ctx, in.Platform, reply(in, "✅ Your Todoist is connected. /disconnect removes the connection."))
+	b.replyLater(ctx, in.Platform, reply(in, text))
 	if err := b.store.SetSetting(ctx, promptedKey(in.Platform, in.UserID), ""); err != nil {
 		b.log.Error("clear the Connect prompt's time", slog.Any("err", err))
 	}

@@ -9,14 +9,18 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
 )
 
 // teamEnv is `tidybot serve` in team mode with the fake Telegram and a
@@ -293,4 +297,102 @@ func TestConnectPromptOncePerHour(t *testing.T) {
 	}
 	te.tg.PushText(43, 43, "/connect")
 	waitFor(t, "the link /connect asked for", func() bool { return connectLink(lastText(te.tg, 43)) != "" })
+}
+
+// pushFrom queues a private text message from a Telegram user with a
+// username (PushText sends none).
+func pushFrom(tg *telegramtest.Server, userID int64, username, text string) {
+	msg := map[string]any{
+		"message_id": 5000 + userID, "date": time.Now().Unix(), "text": text,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": username, "username": username},
+		"chat": map[string]any{"id": userID, "type": "private"},
+	}
+	if strings.HasPrefix(text, "/") {
+		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(strings.Fields(text)[0])}}
+	}
+	tg.PushRaw(map[string]any{"message": msg})
+}
+
+// TestForwardedConnectLinkNamesWhoGetsAccess: Mallory (43) sends
+// /connect and forwards the link to Vera, who is signed in to Todoist.
+// Our page tells Vera whose chat account would get her Todoist before
+// anything is sent to Todoist; Todoist's own authorize address, copied
+// out of Mallory's browser and forwarded, connects nothing (the flow is
+// bound to the browser that opened our page); and a person who connects
+// sees in the chat which Todoist account it was (issue 21, item 2).
+func TestForwardedConnectLinkNamesWhoGetsAccess(t *testing.T) {
+	te := serveTeamTelegram(t)
+	vera := te.svc.NewAccount(todoisttest.WithUser("Vera Victim", "vera@example.com"))
+	pushFrom(te.tg, 43, "mallory", "/connect")
+	waitFor(t, "Mallory's Connect link", func() bool { return connectLink(lastText(te.tg, 43)) != "" })
+	link := connectLink(lastText(te.tg, 43))
+
+	// Vera opens the forwarded link: our page, naming Mallory.
+	code, body := visit(t, vera.Browser(), link)
+	if code != http.StatusOK || !strings.Contains(body, "Telegram user @mallory (43)</strong> will be able to read and change your Todoist") {
+		t.Fatalf("the Connect page: HTTP %d %q, want it to name Mallory", code, body)
+	}
+	if len(vera.Tokens()) != 0 {
+		t.Fatal("opening the link connected Vera's Todoist before she chose to")
+	}
+
+	// Mallory copies Todoist's address out of her own browser and sends
+	// that instead: the callback in Vera's browser is refused.
+	jar, _ := cookiejar.New(nil)
+	mallory := &http.Client{Jar: jar}
+	_, page := visit(t, mallory, link)
+	authorize := continueLink(page)
+	if authorize == "" {
+		t.Fatalf("no Continue button on %q", page)
+	}
+	code, body = visit(t, vera.Browser(), authorize)
+	if code != http.StatusBadRequest || !strings.Contains(body, "This browser did not open the Connect link") {
+		t.Errorf("Todoist's address opened in another browser: HTTP %d %q, want 400", code, body)
+	}
+	if len(vera.Tokens()) != 0 {
+		t.Error("Vera's Todoist was connected to Mallory's chat")
+	}
+
+	// Ann connects her own account: the chat names it.
+	ann := te.svc.NewAccount(todoisttest.WithUser("Ann Example", "ann@example.com"))
+	pushFrom(te.tg, 44, "ann", "/connect")
+	waitFor(t, "Ann's Connect link", func() bool { return connectLink(lastText(te.tg, 44)) != "" })
+	if code, body := open(t, ann.Browser(), connectLink(lastText(te.tg, 44))); code != http.StatusOK || !strings.Contains(body, "Connected") {
+		t.Fatalf("Ann connects: HTTP %d %q", code, body)
+	}
+	waitFor(t, "the account named in the chat", func() bool {
+		return strings.Contains(lastText(te.tg, 44), "Connected the Todoist account of Ann Example (ann@example.com)")
+	})
+	if n := len(ann.Tokens()); n != 1 {
+		t.Errorf("Ann has %d tokens, want 1", n)
+	}
+}
+
+// TestConnectCookieAttributes: the cookie that binds the flow to the
+// browser is HttpOnly, SameSite=Lax (sent on Todoist's redirect back, a
+// top-level navigation), scoped to the OAuth paths, and Secure when
+// TIDYBOT_PUBLIC_URL is https.
+func TestConnectCookieAttributes(t *testing.T) {
+	for _, public := range []string{"http://bot.example.com", "https://bot.example.com"} {
+		st := &memSettings{kv: map[string]string{}, events: map[string]bool{}}
+		tm := newTestTeam(t, 1, st)
+		tm.public = public
+		link, err := tm.ConnectURL(t.Context(), bot.Incoming{Platform: "telegram", UserID: "43", UserName: "mallory", ChatID: "43", DM: true})
+		if err != nil || !strings.HasPrefix(link, public+connectPath+"?state=") {
+			t.Fatalf("link %q, %v", link, err)
+		}
+		w := httptest.NewRecorder()
+		tm.connectPage(w, httptest.NewRequest(http.MethodGet, link, nil))
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("%d cookies", len(cs))
+		}
+		c := cs[0]
+		if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/todoist/" || c.Secure != strings.HasPrefix(public, "https") || c.MaxAge <= 0 {
+			t.Errorf("%s: cookie %+v", public, c)
+		}
+		if w.Header().Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: the page may be framed", public)
+		}
+	}
 }

@@ -262,6 +262,14 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		if m.teamClock != nil {
 			m.team.now = m.teamClock
 		}
+		m.team.public = cfg.PublicURL
+		m.team.whoami = func(ctx context.Context, token string) (string, error) {
+			u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
+		}
 		bc.Accounts = m.team
 	}
 	b := bot.New(st, eng, bc)
@@ -429,6 +437,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if m.team != nil {
 		mux.HandleFunc("GET "+callbackPath, m.team.callback)
+		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
 		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
