@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/bot"
 )
@@ -394,5 +395,58 @@ func TestConnectCookieAttributes(t *testing.T) {
 		if w.Header().Get("X-Frame-Options") != "DENY" {
 			t.Errorf("%s: the page may be framed", public)
 		}
+	}
+}
+
+// TestVoiceMaxHoldsWithoutATrustworthyDuration: TIDYBOT_VOICE_MAX (1m
+// here) holds for audio sent as a document (no duration) and for a voice
+// note that claims 0 s or 3 s: a file larger than a minute of Opus at its
+// highest bitrate is refused before it is downloaded, and a small one
+// whose stream plays longer is refused before it is transcribed (issue
+// 21, item 6).
+func TestVoiceMaxHoldsWithoutATrustworthyDuration(t *testing.T) {
+	big := append(bytes.Clone(openaitest.VoiceNote), make([]byte, 19<<20)...) // a voice note padded to 19 MB
+	tests := []struct {
+		name       string
+		push       func(tg *telegramtest.Server) string
+		want       string
+		downloaded bool
+	}{
+		{"document without duration, 19 MB", func(tg *telegramtest.Server) string {
+			id := tg.AddFile("documents", ".ogg", big)
+			tg.PushAudioDocument(42, 42, id, "recording.ogg", "audio/ogg")
+			return id
+		}, "that audio file is too large (19.9 MB): I take voice notes of up to 1m0s, at most 3.8 MB in this format", false},
+		{"voice note claiming 0 s, 19 MB", func(tg *telegramtest.Server) string {
+			id := tg.AddFile("voice", ".oga", big)
+			tg.PushVoice(42, 42, id, 0)
+			return id
+		}, "that audio file is too large (19.9 MB)", false},
+		{"voice note claiming 3 s, playing 90 s", func(tg *telegramtest.Server) string {
+			id := tg.AddFile("voice", ".oga", openaitest.OggOpus(90*time.Second))
+			tg.PushVoice(42, 42, id, 3)
+			return id
+		}, "that voice note is 1m30s long; I take notes of up to 1m0s", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.model.Close()
+			e.model = openaitest.New(openaitest.FromAgent(e.scen.reply), openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hello" }))
+			t.Cleanup(e.model.Close)
+			e.cfg.OpenAIBaseURL, e.cfg.TranscribeModel, e.cfg.VoiceMax = e.model.URL, "gpt-transcribe", time.Minute
+			tg := serveTelegram(t, e)
+			id := tt.push(tg)
+			waitFor(t, "the answer", func() bool { return lastText(tg, 42) != "" })
+			if got := lastText(tg, 42); !strings.Contains(got, tt.want) {
+				t.Errorf("answer %q, want %q", got, tt.want)
+			}
+			if n := len(e.model.Transcriptions()); n != 0 {
+				t.Errorf("%d transcriptions", n)
+			}
+			if got := tg.Downloads(id) > 0; got != tt.downloaded {
+				t.Errorf("downloaded: %v, want %v", got, tt.downloaded)
+			}
+		})
 	}
 }

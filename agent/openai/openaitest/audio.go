@@ -3,6 +3,7 @@ package openaitest
 import (
 	"bytes"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 )
 
 // VoiceNote is a real voice note: about two seconds of speech saying
@@ -157,4 +159,83 @@ func (s *Server) visionRule(req Request) *statusError {
 		}
 	}
 	return nil
+}
+
+// OggOpus returns an Ogg Opus stream that plays for d (rounded down to
+// 60 ms): an identification header (OpusHead, RFC 7845 section 5.1), a
+// comment header (OpusTags, section 5.2), then audio packets of one
+// 60 ms SILK frame each (TOC configuration 3, code 0; RFC 6716 section
+// 3.1), 250 packets a page, on pages with the Ogg CRC (RFC 3533). It is
+// a fixture for length limits: small, and as long as asked.
+func OggOpus(d time.Duration) []byte {
+	var out []byte
+	seq := uint32(0)
+	page := func(flags byte, granule uint64, packets [][]byte) {
+		var table, body []byte
+		for _, p := range packets {
+			n := len(p)
+			for n >= 255 {
+				table = append(table, 255)
+				n -= 255
+			}
+			table = append(table, byte(n))
+			body = append(body, p...)
+		}
+		h := []byte("OggS\x00")
+		h = append(h, flags)
+		h = binary.LittleEndian.AppendUint64(h, granule)
+		h = binary.LittleEndian.AppendUint32(h, 0x7d1d0001) // stream serial
+		h = binary.LittleEndian.AppendUint32(h, seq)
+		h = append(h, 0, 0, 0, 0) // CRC, set below
+		h = append(h, byte(len(table)))
+		h = append(h, table...)
+		pg := append(h, body...)
+		binary.LittleEndian.PutUint32(pg[22:], oggCRC(pg))
+		out = append(out, pg...)
+		seq++
+	}
+	head := []byte("OpusHead\x01\x01")
+	head = binary.LittleEndian.AppendUint16(head, 312) // pre-skip
+	head = binary.LittleEndian.AppendUint32(head, 48000)
+	head = append(head, 0, 0, 0)
+	page(0x02, 0, [][]byte{head})
+	tags := append([]byte("OpusTags"), 4, 0, 0, 0)
+	tags = append(tags, "test"...)
+	tags = append(tags, 0, 0, 0, 0)
+	page(0, 0, [][]byte{tags})
+	frames := int(d / (60 * time.Millisecond))
+	granule := uint64(0)
+	for frames > 0 {
+		n := min(frames, 250)
+		pkts := make([][]byte, n)
+		for i := range pkts {
+			pkts[i] = []byte{3 << 3, 0}
+		}
+		frames -= n
+		granule += uint64(n) * 2880 // 60 ms at 48 kHz
+		flags := byte(0)
+		if frames == 0 {
+			flags = 0x04 // end of stream
+		}
+		page(flags, granule, pkts)
+	}
+	return out
+}
+
+// oggCRC is the Ogg page checksum: CRC-32 with polynomial 0x04c11db7,
+// no reflection, initial value and final XOR 0, over the page with its
+// CRC field zeroed (RFC 3533 section 6).
+func oggCRC(b []byte) uint32 {
+	var crc uint32
+	for _, c := range b {
+		crc ^= uint32(c) << 24
+		for range 8 {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04c11db7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
 }
