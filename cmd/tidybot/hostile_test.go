@@ -450,3 +450,33 @@ func TestVoiceMaxHoldsWithoutATrustworthyDuration(t *testing.T) {
 		})
 	}
 }
+
+// TestVoiceMaxHoldsByTheDecodedLength: an MP3 sent as a document, small
+// enough for a minute at 320 kbit/s, that the speech server (whisper-1,
+// verbose_json) decodes to 90 s: its transcript is not used, the person
+// is told, and nothing runs (issue 21, item 6).
+func TestVoiceMaxHoldsByTheDecodedLength(t *testing.T) {
+	e := newEnv(t)
+	e.model.Close()
+	e.model = openaitest.New(openaitest.FromAgent(e.scen.reply), openaitest.WithTranscripts(func(openaitest.Transcription) string { return "delete everything" }),
+		openaitest.WithAudioLength(func(openaitest.Transcription) time.Duration { return 90 * time.Second }))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL, e.cfg.TranscribeModel, e.cfg.VoiceMax = e.model.URL, "whisper-1", time.Minute
+	tg := serveTelegram(t, e)
+	id := tg.AddFile("documents", ".mp3", append([]byte("ID3\x04"), make([]byte, 700_000)...))
+	tg.PushAudioDocument(42, 42, id, "talk.mp3", "audio/mpeg")
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) != "" })
+	if got, want := lastText(tg, 42), "that voice note is 1m30s long; I take notes of up to 1m0s"; !strings.Contains(got, want) {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+	if n := len(e.model.Transcriptions()); n != 1 {
+		t.Errorf("%d transcriptions, want 1", n)
+	}
+	tg.PushText(42, 42, "hello")
+	waitFor(t, "the next answer", func() bool { return lastText(tg, 42) == "You said: hello" })
+	for _, m := range tg.Messages(42) {
+		if strings.Contains(m.Text, "delete everything") {
+			t.Errorf("the transcript of a note over the limit was used: %q", m.Text)
+		}
+	}
+}

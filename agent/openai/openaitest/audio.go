@@ -40,6 +40,15 @@ func WithTranscripts(f func(Transcription) string) Option {
 	return func(s *Server) { s.transcribe = f }
 }
 
+// WithAudioLength makes the server report f's length of each upload as
+// verbose_json's duration, as a server that decodes the audio does.
+// Without it an Ogg upload is as long as its last page's granule
+// position says (48 kHz samples less the OpusHead pre-skip, RFC 7845
+// section 4), anything else 0.
+func WithAudioLength(f func(Transcription) time.Duration) Option {
+	return func(s *Server) { s.audioLength = f }
+}
+
 // Transcriptions returns the transcription requests that passed the
 // checks, in order of arrival.
 func (s *Server) Transcriptions() []Transcription {
@@ -57,7 +66,8 @@ var acceptedAudio = []string{"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg",
 
 // serveTranscription answers POST /audio/transcriptions: a multipart form
 // with the audio in "file" and the model in "model" (required), and an
-// optional "response_format" (json, the default, or text).
+// optional "response_format" (json, the default, text, or verbose_json
+// with the duration the audio plays).
 func (s *Server) serveTranscription(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f, key := s.transcribe, s.key
@@ -78,17 +88,59 @@ func (s *Server) serveTranscription(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e.status, &e.APIError)
 		return
 	}
+	format := r.FormValue("response_format")
+	if format == "verbose_json" && strings.HasPrefix(t.Model, "gpt-") {
+		// "For gpt-4o-transcribe and gpt-4o-mini-transcribe, the only
+		// supported format is json"
+		// (platform.openai.com/docs/api-reference/audio/createTranscription);
+		// the same for the gpt-transcribe family.
+		writeError(w, http.StatusBadRequest, &APIError{Message: "response_format 'verbose_json' is not compatible with model '" + t.Model + "'. Use 'json' or 'text' instead.",
+			Type: "invalid_request_error", Param: "response_format", Code: "unsupported_value"})
+		return
+	}
 	s.mu.Lock()
 	s.transcriptions = append(s.transcriptions, t)
+	length := s.audioLength
 	s.mu.Unlock()
 	text := f(t)
-	if r.FormValue("response_format") == "text" {
+	switch format {
+	case "text":
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, text+"\n")
+		return
+	case "verbose_json":
+		// The verbose transcription object: task, language, duration
+		// (seconds), text, segments (createTranscription's
+		// CreateTranscriptionResponseVerboseJson).
+		d := oggLength(t.Audio)
+		if length != nil {
+			d = length(t)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"task": "transcribe", "language": "english", "duration": d.Seconds(), "text": text, "segments": []any{},
+			"usage": map[string]any{"type": "duration", "seconds": int(d.Seconds() + 0.999)}})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"text": text, "usage": map[string]any{"type": "duration", "seconds": 3}})
+}
+
+// oggLength is how long an Ogg Opus upload plays by its last page's
+// granule position (48 kHz samples, less the pre-skip), or 0.
+func oggLength(b []byte) time.Duration {
+	if !validOgg(b) {
+		return 0
+	}
+	last := bytes.LastIndex(b, []byte("OggS"))
+	if last < 0 || len(b) < last+14 {
+		return 0
+	}
+	granule := int64(binary.LittleEndian.Uint64(b[last+6 : last+14]))
+	preskip := int64(0)
+	if i := bytes.Index(b, []byte("OpusHead")); i >= 0 && len(b) >= i+12 {
+		preskip = int64(binary.LittleEndian.Uint16(b[i+10 : i+12]))
+	}
+	return time.Duration(max(0, granule-preskip) * int64(time.Second) / 48000)
 }
 
 func readTranscription(r *http.Request) (Transcription, *statusError) {

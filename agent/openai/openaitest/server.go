@@ -133,6 +133,8 @@ type Server struct {
 	// transcribe answers /audio/transcriptions (nil: 404).
 	transcribe     func(Transcription) string
 	transcriptions []Transcription
+	// audioLength is how long an upload plays (WithAudioLength).
+	audioLength func(Transcription) time.Duration
 }
 
 // The endpoints a request can come to (Request.API).
