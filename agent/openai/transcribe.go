@@ -88,16 +88,23 @@ func (t *Transcriber) verbose() bool { return !strings.HasPrefix(t.c.model, "gpt
 // long the audio played as the server decoded it (verbose_json's
 // duration; 0 where the model answers json only).
 func (t *Transcriber) TranscribeTimed(ctx context.Context, name string, audio []byte) (string, time.Duration, error) {
-	format := goopenai.AudioResponseFormatJSON
-	if t.verbose() {
-		format = goopenai.AudioResponseFormatVerboseJSON
-	}
-	resp, err := t.c.api.CreateTranscription(ctx, goopenai.AudioRequest{
+	req := goopenai.AudioRequest{
 		Model:    t.c.model,
 		FilePath: uploadName(name, audio),
 		Reader:   bytes.NewReader(audio),
-		Format:   format,
-	})
+		Format:   goopenai.AudioResponseFormatJSON,
+	}
+	if t.verbose() {
+		req.Format = goopenai.AudioResponseFormatVerboseJSON
+	}
+	resp, err := t.c.api.CreateTranscription(ctx, req)
+	var ge *goopenai.APIError
+	if req.Format == goopenai.AudioResponseFormatVerboseJSON && errors.As(err, &ge) && ge.HTTPStatusCode == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(ge.Message), "response_format") {
+		// A server that answers json only: ask again without the length.
+		req.Format, req.Reader = goopenai.AudioResponseFormatJSON, bytes.NewReader(audio)
+		resp, err = t.c.api.CreateTranscription(ctx, req)
+	}
 	if err == nil {
 		return strings.TrimSpace(resp.Text), time.Duration(resp.Duration * float64(time.Second)), nil
 	}

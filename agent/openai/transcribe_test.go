@@ -97,3 +97,15 @@ func TestTranscribeTimedReportsTheDecodedLength(t *testing.T) {
 		})
 	}
 }
+
+// TestTranscribeFallsBackToJSON: a server that answers json only (it
+// refuses verbose_json with a 400 naming response_format) is asked again
+// for json.
+func TestTranscribeFallsBackToJSON(t *testing.T) {
+	srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hi" }), openaitest.WithJSONOnly())
+	defer srv.Close()
+	tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, Model: "whisper-large-v3"}, srv.Client())
+	if text, played, err := tc.TranscribeTimed(t.Context(), "a.ogg", openaitest.VoiceNote); err != nil || text != "hi" || played != 0 {
+		t.Errorf("got %q %v %v, want hi without a length", text, played, err)
+	}
+}

@@ -49,6 +49,11 @@ func WithAudioLength(f func(Transcription) time.Duration) Option {
 	return func(s *Server) { s.audioLength = f }
 }
 
+// WithJSONOnly makes the server refuse verbose_json for every model, as
+// a server that answers json and text only does (and OpenAI does for its
+// gpt-… transcription models).
+func WithJSONOnly() Option { return func(s *Server) { s.jsonOnly = true } }
+
 // Transcriptions returns the transcription requests that passed the
 // checks, in order of arrival.
 func (s *Server) Transcriptions() []Transcription {
@@ -89,7 +94,10 @@ func (s *Server) serveTranscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	format := r.FormValue("response_format")
-	if format == "verbose_json" && strings.HasPrefix(t.Model, "gpt-") {
+	s.mu.Lock()
+	jsonOnly := s.jsonOnly
+	s.mu.Unlock()
+	if format == "verbose_json" && (jsonOnly || strings.HasPrefix(t.Model, "gpt-")) {
 		// "For gpt-4o-transcribe and gpt-4o-mini-transcribe, the only
 		// supported format is json"
 		// (platform.openai.com/docs/api-reference/audio/createTranscription);

@@ -135,6 +135,8 @@ type Server struct {
 	transcriptions []Transcription
 	// audioLength is how long an upload plays (WithAudioLength).
 	audioLength func(Transcription) time.Duration
+	// jsonOnly refuses verbose_json (WithJSONOnly).
+	jsonOnly bool
 }
 
 // The endpoints a request can come to (Request.API).
