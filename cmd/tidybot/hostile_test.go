@@ -480,3 +480,24 @@ func TestVoiceMaxHoldsByTheDecodedLength(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackEventsAPIPoisonEventIsCounted: a signed Events API body that
+// does not decode gets a 200 (a non-2xx only buys Slack's retries) and
+// is counted in /metrics.
+func TestSlackEventsAPIPoisonEventIsCounted(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.MetricsAddr = freeAddr(t)
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	_, base := serveSlack(t, e)
+	var poison map[string]any
+	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "x", "1.1", ""), &poison)
+	poison["event"].(map[string]any)["text"] = 12345
+	body, _ := json.Marshal(poison)
+	if code := postSigned(t, base+"/slack/events", "application/json", body, slackSecret); code != http.StatusOK {
+		t.Errorf("an event that does not decode: HTTP %d, want 200", code)
+	}
+	metric := `tidybot_events_total{outcome="undecodable",platform="slack"} 1`
+	if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
+		t.Errorf("/metrics lacks %s", metric)
+	}
+}
