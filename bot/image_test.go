@@ -18,7 +18,7 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-func pngOf(t *testing.T, w, h int) []byte {
+func pngOf(t testing.TB, w, h int) []byte {
 	t.Helper()
 	im := image.NewRGBA(image.Rect(0, 0, w, h))
 	for x := range w {
@@ -208,7 +208,7 @@ func TestImageOverThePixelBudgetIsNotDecoded(t *testing.T) {
 }
 
 // pngHeaderOnly is a PNG signature and IHDR chunk declaring w×h.
-func pngHeaderOnly(t *testing.T, w, h int) []byte {
+func pngHeaderOnly(t testing.TB, w, h int) []byte {
 	t.Helper()
 	full := pngOf(t, 1, 1)
 	ihdr := full[:33]
@@ -244,5 +244,25 @@ func TestAnimatedGIFGoesAsItsFirstFrame(t *testing.T) {
 	}
 	if r, _, _, _ := got.At(0, 0).RGBA(); r != 0 {
 		t.Error("pixel (0,0) is not the first frame's black")
+	}
+}
+
+// BenchmarkFitImage: what reading a photo costs. The bomb (a PNG header
+// declaring 30000x30000) is refused from its header; a 12-megapixel
+// photo is decoded and scaled down (-benchmem shows the memory).
+func BenchmarkFitImage(b *testing.B) {
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"bomb 30000x30000", pngHeaderOnly(b, 30000, 30000)},
+		{"photo 4000x3000", pngOf(b, 4000, 3000)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				_, _ = fitImage(b.Context(), c.data)
+			}
+		})
 	}
 }
