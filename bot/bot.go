@@ -341,8 +341,12 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	return nil
 }
 
-// refuse answers a user who is not allowed, once a day at most (the
-// store remembers it across restarts), and touches nothing else.
+// refuse answers a user who is not allowed and touches nothing else: in
+// a direct chat once a day per person; in a shared chat once an hour per
+// chat, whoever asks (300 strangers mentioning the bot in one group got
+// 300 refusals posted there). The store remembers it across restarts.
+// Adapters hand over only what is addressed to the bot, so a stranger
+// who does not address it gets nothing.
 func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 	log := b.log.With(slog.String("platform", in.Platform), slog.String("chat_id", in.ChatID), slog.String("user_id", in.UserID))
 	b.cfg.Metrics.Event(in.Platform, "refused")
@@ -351,6 +355,11 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	key := "refusal:" + in.Platform + ":" + in.UserID + ":" + in.At.UTC().Format(time.DateOnly)
+	text := fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)
+	if !in.DM {
+		key = "refusal-chat:" + in.Platform + ":" + in.ChatID + ":" + in.At.UTC().Format("2006-01-02T15")
+		text = "Sorry, I only work for the people my owner allowed (TIDYBOT_ALLOWED_USERS). Send me a direct message to learn your id. (I say this here once an hour.)"
+	}
 	first, err := b.store.MarkEvent(ctx, key, in.At)
 	if err != nil {
 		return fmt.Errorf("bot: remember refusal: %w", err)
@@ -360,8 +369,7 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	log.Warn("refused unknown user")
-	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
-		Text: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)})
+	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text})
 	return nil
 }
 

@@ -99,7 +99,7 @@ func TestTeamNotConnectedGetsOneConnectMessageAndTheRequestRunsAfter(t *testing.
 	acc.mu.Lock()
 	acc.agents["telegram:42"] = carol
 	acc.mu.Unlock()
-	if err := h.bot.Connected(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true}); err != nil {
+	if err := h.bot.Connected(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	h.idle(t)

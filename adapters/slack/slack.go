@@ -53,6 +53,15 @@ type Config struct {
 	// Threads says which channel threads the bot takes part in; nil: in
 	// channels, only mentions are answered.
 	Threads Threads
+	// Events counts events the adapter skips because they do not decode
+	// (outcome "undecodable"); nil counts nothing.
+	Events Events
+}
+
+// Events hears what the adapter does with events; cmd/tidybot counts
+// them in /metrics.
+type Events interface {
+	Event(platform, outcome string)
 }
 
 // Threads knows the channel threads the bot already takes part in, from
@@ -279,6 +288,13 @@ func (a *Adapter) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 	return body, true
 }
 
+// count counts one event outcome in Config.Events.
+func (a *Adapter) count(outcome string) {
+	if a.cfg.Events != nil {
+		a.cfg.Events.Event(Platform, outcome)
+	}
+}
+
 // Verify checks a v0 request signature and its timestamp against now.
 func Verify(secret, ts, sig string, body []byte, now time.Time) bool {
 	if secret == "" || ts == "" || !strings.HasPrefix(sig, "v0=") {
@@ -310,6 +326,7 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 				http.Error(w, "bad request", http.StatusBadRequest)
 				return
 			}
+			a.count("undecodable")
 			w.WriteHeader(http.StatusOK)
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -71,17 +72,44 @@ func uploadName(name string, audio []byte) string {
 // is safe to show a user; a server without the endpoint (HTTP 404) gives
 // code agent.ErrUnsupported.
 func (t *Transcriber) Transcribe(ctx context.Context, name string, audio []byte) (string, error) {
-	resp, err := t.c.api.CreateTranscription(ctx, goopenai.AudioRequest{
+	text, _, err := t.TranscribeTimed(ctx, name, audio)
+	return text, err
+}
+
+// verbose reports whether the model answers verbose_json, which carries
+// the duration the server decoded: "For gpt-4o-transcribe and
+// gpt-4o-mini-transcribe, the only supported format is json"
+// (platform.openai.com/docs/api-reference/audio/createTranscription), and
+// so for OpenAI's gpt-… transcription models; whisper-1 and the
+// Whisper servers (speaches, whisper.cpp, Groq) answer it.
+func (t *Transcriber) verbose() bool { return !strings.HasPrefix(t.c.model, "gpt-") }
+
+// TranscribeTimed implements bot.TimedTranscriber: Transcribe, and how
+// long the audio played as the server decoded it (verbose_json's
+// duration; 0 where the model answers json only).
+func (t *Transcriber) TranscribeTimed(ctx context.Context, name string, audio []byte) (string, time.Duration, error) {
+	req := goopenai.AudioRequest{
 		Model:    t.c.model,
 		FilePath: uploadName(name, audio),
 		Reader:   bytes.NewReader(audio),
 		Format:   goopenai.AudioResponseFormatJSON,
-	})
+	}
+	if t.verbose() {
+		req.Format = goopenai.AudioResponseFormatVerboseJSON
+	}
+	resp, err := t.c.api.CreateTranscription(ctx, req)
+	var ge *goopenai.APIError
+	if req.Format == goopenai.AudioResponseFormatVerboseJSON && errors.As(err, &ge) && ge.HTTPStatusCode == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(ge.Message), "response_format") {
+		// A server that answers json only: ask again without the length.
+		req.Format, req.Reader = goopenai.AudioResponseFormatJSON, bytes.NewReader(audio)
+		resp, err = t.c.api.CreateTranscription(ctx, req)
+	}
 	if err == nil {
-		return strings.TrimSpace(resp.Text), nil
+		return strings.TrimSpace(resp.Text), time.Duration(resp.Duration * float64(time.Second)), nil
 	}
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return "", 0, ctx.Err()
 	}
 	_, err = t.c.classify(err, nil, 0)
 	var ae *agent.Error
@@ -99,5 +127,5 @@ func (t *Transcriber) Transcribe(ctx context.Context, name string, audio []byte)
 		}
 		err = ae
 	}
-	return "", fmt.Errorf("openai: transcribe %s: %w", uploadName(name, audio), err)
+	return "", 0, fmt.Errorf("openai: transcribe %s: %w", uploadName(name, audio), err)
 }

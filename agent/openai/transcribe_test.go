@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -67,5 +68,44 @@ func TestTranscribeFailures(t *testing.T) {
 				t.Errorf("error %q repeats the key", err)
 			}
 		})
+	}
+}
+
+// TestTranscribeTimedReportsTheDecodedLength: a model that answers
+// verbose_json (whisper-1) reports how long the server decoded the audio
+// to be; OpenAI's gpt-… transcription models answer json only, and are
+// not asked for verbose_json (the fake refuses it, as OpenAI does).
+func TestTranscribeTimedReportsTheDecodedLength(t *testing.T) {
+	tests := []struct {
+		model string
+		want  time.Duration
+	}{
+		{"whisper-1", 95 * time.Second},
+		{"gpt-transcribe", 0},
+		{"gpt-4o-mini-transcribe", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hi" }),
+				openaitest.WithAudioLength(func(openaitest.Transcription) time.Duration { return 95 * time.Second }))
+			defer srv.Close()
+			tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, Model: tt.model}, srv.Client())
+			text, played, err := tc.TranscribeTimed(t.Context(), "talk.mp3", []byte("ID3 not really audio"))
+			if err != nil || text != "hi" || played != tt.want {
+				t.Errorf("got %q %v %v, want hi %v", text, played, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTranscribeFallsBackToJSON: a server that answers json only (it
+// refuses verbose_json with a 400 naming response_format) is asked again
+// for json.
+func TestTranscribeFallsBackToJSON(t *testing.T) {
+	srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hi" }), openaitest.WithJSONOnly())
+	defer srv.Close()
+	tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, Model: "whisper-large-v3"}, srv.Client())
+	if text, played, err := tc.TranscribeTimed(t.Context(), "a.ogg", openaitest.VoiceNote); err != nil || text != "hi" || played != 0 {
+		t.Errorf("got %q %v %v, want hi without a length", text, played, err)
 	}
 }

@@ -78,6 +78,7 @@ type Main struct {
 	poolOnce  sync.Once
 	transport *http.Transport
 	registry  *prometheus.Registry
+	metrics   *metrics
 	redact    *agent.Redactor
 	store     *store.Store
 	// link makes a run's Details address (nil: no links); see inspect.
@@ -253,9 +254,11 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	eng := agent.New(metered, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+	m.metrics = newMetrics(m.registry)
+	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
+	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
 	if tc := transcribeConfig(cfg, log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
@@ -277,6 +280,14 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		}
 		if m.teamClock != nil {
 			m.team.now = m.teamClock
+		}
+		m.team.public = cfg.PublicURL
+		m.team.whoami = func(ctx context.Context, token string) (string, error) {
+			u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
 		}
 		bc.Accounts = m.team
 	}
@@ -392,7 +403,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
+			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
@@ -407,7 +418,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.SlackBotToken != "" {
 		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
-			Threads: b, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
+			Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
@@ -445,6 +456,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if m.team != nil {
 		mux.HandleFunc("GET "+callbackPath, m.team.callback)
+		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
 		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

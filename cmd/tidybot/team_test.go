@@ -55,14 +55,25 @@ func serveTeam(t *testing.T, e *env, logs io.Writer, clock ...func() time.Time) 
 	return stop
 }
 
-var linkRe = regexp.MustCompile(`https?://\S+/oauth/authorize\?\S+`)
+var linkRe = regexp.MustCompile(`https?://\S+/oauth/todoist/connect\?\S+`)
 
 // connectLink is the Connect link in text, or "" (Slack's text escapes
 // & as &amp;, which the person sees as &).
 func connectLink(text string) string { return linkRe.FindString(html.UnescapeString(text)) }
 
-// open follows a link in a person's browser and returns the final page.
+// open follows a link in a person's browser, presses Continue on our
+// Connect page if it shows one, and returns the final page.
 func open(t *testing.T, browser *http.Client, link string) (int, string) {
+	t.Helper()
+	code, body := visit(t, browser, link)
+	if next := continueLink(body); next != "" {
+		return visit(t, browser, next)
+	}
+	return code, body
+}
+
+// visit gets one address in browser (following redirects).
+func visit(t *testing.T, browser *http.Client, link string) (int, string) {
 	t.Helper()
 	resp, err := browser.Get(link)
 	if err != nil {
@@ -71,6 +82,18 @@ func open(t *testing.T, browser *http.Client, link string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+var continueRe = regexp.MustCompile(`<a href="([^"]+)"[^>]*>Continue to Todoist</a>`)
+
+// continueLink is the address of the Continue button of our Connect
+// page, or "".
+func continueLink(body string) string {
+	m := continueRe.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // withState returns link with its state replaced.
@@ -158,8 +181,9 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if got := alice.AppliedCommands() + bob.AppliedCommands() + carol.AppliedCommands(); got != 0 {
 		t.Errorf("%d writes before anyone connected", got)
 	}
-	if u, _ := url.Parse(link); !strings.Contains(u.Query().Get("scope"), "data:read_write") || !strings.Contains(u.Query().Get("scope"), "data:delete") {
-		t.Errorf("link %s: want the scopes data:read_write,data:delete", link)
+	_, connectPage := visit(t, http.DefaultClient, link)
+	if u, _ := url.Parse(continueLink(connectPage)); !strings.Contains(u.Query().Get("scope"), "data:read_write") || !strings.Contains(u.Query().Get("scope"), "data:delete") {
+		t.Errorf("link %s: want the scopes data:read_write,data:delete", continueLink(connectPage))
 	}
 
 	// A forged state (Bob's browser, Alice's link with another user id
@@ -205,7 +229,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if code, body := open(t, bob.Browser(), connectLink(lastPost(sl, "D2").Text)); code != http.StatusOK || !strings.Contains(body, "Connected") {
 		t.Fatalf("Bob connect: HTTP %d %q", code, body)
 	}
-	waitFor(t, "Bob's connection", func() bool { return posted(sl, "D2", "Your Todoist is connected") })
+	waitFor(t, "Bob's connection", func() bool { return posted(sl, "D2", "Connected the Todoist account of") })
 	if posted(sl, "D2", "You said") {
 		t.Errorf("/connect ran as a request: %s", fmtPosts(sl.Posts("D2")))
 	}

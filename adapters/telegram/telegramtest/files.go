@@ -144,3 +144,17 @@ func (s *Server) PushPhoto(chatID, userID int64, caption string, sizes ...PhotoS
 	}
 	return s.pushMedia(chatID, userID, caption, map[string]any{"photo": ps})
 }
+
+// PushAudioDocument queues an audio file sent as a document ("send as
+// file"): a Document carries file_name, mime_type and file_size but no
+// duration (core.telegram.org/bots/api#document).
+func (s *Server) PushAudioDocument(chatID, userID int64, fileID, name, mime string) int {
+	s.mu.Lock()
+	size := 0
+	if f := s.files[fileID]; f != nil {
+		size = f.size
+	}
+	s.mu.Unlock()
+	return s.pushMedia(chatID, userID, "", map[string]any{"document": map[string]any{
+		"file_id": fileID, "file_unique_id": "u" + fileID, "file_name": name, "mime_type": mime, "file_size": size}})
+}

@@ -512,6 +512,21 @@ func (s *Server) PushRaw(fields map[string]any) int {
 	return s.push(func(id int) map[string]any { fields["update_id"] = id; return fields })
 }
 
+// PushUndecodable queues an update that is valid JSON but does not fit
+// the Bot API's types: a text message whose text is a number. The Bot
+// API documents text as a String (core.telegram.org/bots/api#message);
+// this is the shape a changed or mangled field takes, and a typed client
+// (go-telegram-bot-api decodes the whole getUpdates array into []Update)
+// fails on it. Like any update it stays pending until an offset past
+// its id confirms it (core.telegram.org/bots/api#getupdates).
+func (s *Server) PushUndecodable(chatID, userID int64) int {
+	return s.push(func(id int) map[string]any {
+		u := textUpdate(id, chatID, userID, "")
+		u["message"].(map[string]any)["text"] = 12345
+		return u
+	})
+}
+
 // Messages returns the messages sent to a chat, in order, as they are
 // now (after edits).
 func (s *Server) Messages(chatID int64) []Sent {

@@ -133,6 +133,10 @@ type Server struct {
 	// transcribe answers /audio/transcriptions (nil: 404).
 	transcribe     func(Transcription) string
 	transcriptions []Transcription
+	// audioLength is how long an upload plays (WithAudioLength).
+	audioLength func(Transcription) time.Duration
+	// jsonOnly refuses verbose_json (WithJSONOnly).
+	jsonOnly bool
 }
 
 // The endpoints a request can come to (Request.API).
