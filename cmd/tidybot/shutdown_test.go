@@ -117,4 +117,3 @@ func TestShutdownKeepsTheBacklog(t *testing.T) {
 		t.Errorf("told of a failure: %q", f)
 	}
 }
-
