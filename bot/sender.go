@@ -405,6 +405,24 @@ func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
 	}, func(err error) { then(id, err) })
 }
 
+// resendThen is sendThen for an entry that may have been posted already:
+// a Resender looks for it first (see Resender); other platforms post it
+// again.
+func (q *queuedPlatform) resendThen(m Outgoing, since time.Time, then func(id string, err error)) {
+	rs, ok := q.p.(Resender)
+	if !ok {
+		q.sendThen(m, then)
+		return
+	}
+	m = redacted(q.redact, m)
+	var id string
+	q.s.postThen(m.ChatID, "send", func(ctx context.Context) error {
+		var err error
+		id, err = rs.Resend(ctx, m, since)
+		return err
+	}, func(err error) { then(id, err) })
+}
+
 // sendLater queues m without waiting.
 func (q *queuedPlatform) sendLater(m Outgoing) {
 	m = redacted(q.redact, m)
