@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -255,4 +256,78 @@ func killAfterPosts(t *testing.T, p killPlatform, fake http.Handler, tries int) 
 		}
 	}
 	return doubled, lost
+}
+
+// TestKillChatRightAfterTheAnswer measures the terminal's figure: `tidybot
+// chat` is SIGKILLed at a random moment in the 50 ms after it printed an
+// answer, then started again on the same database with empty input; the
+// answer is printed again when the kill came before its delivery was
+// committed (the terminal cannot be asked what it showed). A
+// measurement: it runs only with -kills N, and logs the figure.
+func TestKillChatRightAfterTheAnswer(t *testing.T) {
+	tries := *aimedKills
+	if tries == 0 {
+		t.Skip("a measurement: run with -args -kills 50")
+	}
+	e := newEnv(t)
+	bin := tidybotBinary(t)
+	environ := append(os.Environ(),
+		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL, "OPENAI_MODEL=scripted",
+		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB)
+	seed := uint64(time.Now().UnixNano())
+	rnd := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d", seed)
+	doubled := 0
+	for i := range tries {
+		answer := fmt.Sprintf("You said: note %d", i)
+		cmd := exec.Command(bin, "chat")
+		cmd.Env = environ
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		printed := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			seen := false
+			for sc.Scan() {
+				if !seen && sc.Text() == answer {
+					seen = true
+					close(printed)
+				}
+			}
+		}()
+		if _, err := fmt.Fprintf(stdin, "note %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-printed:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("try %d: the answer was never printed", i)
+		}
+		time.Sleep(time.Duration(rnd.Int64N(int64(50 * time.Millisecond))))
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+
+		again := exec.Command(bin, "chat")
+		again.Env = environ
+		again.Stdin = strings.NewReader("")
+		out, err := again.CombinedOutput()
+		if err != nil {
+			t.Fatalf("try %d: restart: %v\n%s", i, err, out)
+		}
+		if strings.Contains(string(out), answer) {
+			doubled++
+		}
+	}
+	t.Logf("terminal: %d kills at random in the 50 ms after an answer was printed: %d answers printed again after the restart", tries, doubled)
 }
