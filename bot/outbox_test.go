@@ -197,3 +197,45 @@ func TestRestartLooksBeforePostingAgain(t *testing.T) {
 		t.Errorf("outbox: %+v", left)
 	}
 }
+
+// TestRetryAfterALostResponseLooksFirst: a post that reached the
+// platform but whose answer was lost (a timeout) is tried again through
+// Resend, which finds it: the answer is shown once.
+func TestRetryAfterALostResponseLooksFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		plat := &resender{fakePlatform: newTelegram()}
+		lost := false
+		plat.onSend = func(m Outgoing) error {
+			if strings.HasPrefix(m.Text, "did: ") && !lost {
+				lost = true
+				plat.mu.Lock()
+				plat.sent = append(plat.sent, m) // Slack has it
+				plat.mu.Unlock()
+				return errors.New("context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
+			}
+			return nil
+		}
+		h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: plat.fakePlatform}
+		h.bot = New(h.store, h.agent, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h.bot.AddPlatform(plat)
+		if err := h.bot.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer h.bot.Stop()
+		h.handle(t, msg("tidy", "e1"))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := plat.texts(); strings.Count(joined(got), "did: tidy") != 1 {
+			t.Errorf("posted %q, want the answer once", got)
+		}
+		plat.mu.Lock()
+		resends := plat.resends
+		plat.mu.Unlock()
+		if resends != 1 {
+			t.Errorf("Resend called %d times, want 1", resends)
+		}
+		if left, _ := h.store.Outbox(t.Context()); len(left) != 0 {
+			t.Errorf("outbox: %+v", left)
+		}
+	})
+}
