@@ -427,8 +427,9 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 
 // Start recovers what a previous process left (runs that were working,
 // queued jobs, answers and questions not yet posted) and starts the
-// workers. It returns once recovery is scheduled; workers stop at Stop or
-// when ctx ends.
+// workers. It returns once recovery is scheduled. When ctx ends, intake
+// and the handing out of jobs stop and runs are interrupted, as at Stop
+// (queued jobs stay for the next start); Stop waits for them.
 func (b *Bot) Start(ctx context.Context) error {
 	b.prune(ctx)
 	runs, err := b.store.Runs(ctx, RunWorking, RunQueued)
