@@ -437,8 +437,9 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 
 // Start recovers what a previous process left (runs that were working,
 // queued jobs, answers and questions not yet posted) and starts the
-// workers. It returns once recovery is scheduled; workers stop at Stop or
-// when ctx ends.
+// workers. It returns once recovery is scheduled. When ctx ends, intake
+// and the handing out of jobs stop and runs are interrupted, as at Stop
+// (queued jobs stay for the next start); Stop waits for them.
 func (b *Bot) Start(ctx context.Context) error {
 	b.prune(ctx)
 	runs, err := b.store.Runs(ctx, RunWorking, RunQueued)
@@ -484,13 +485,45 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 		b.swg.Add(1)
 		go b.runSender(q.s)
 	}
+	// Jobs run on a context that ctx's end does not cancel: when ctx ends
+	// (a signal), intake stops and runs are interrupted as by Stop, and a
+	// job is never handed out only to fail on the cancelled context (its
+	// user told something went wrong, its job deleted).
+	work := context.WithoutCancel(ctx)
 	for range b.cfg.Workers {
 		b.wg.Add(1)
-		go b.worker(ctx)
+		go b.worker(work)
 	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		select {
+		case <-ctx.Done():
+			b.halt()
+		case <-b.quit:
+		}
+	}()
 	b.wg.Add(1)
 	go b.pruneLoop(ctx)
 	return nil
+}
+
+// halt stops intake and the handing out of jobs (queued ones stay stored
+// for the next start) and interrupts the runs at their next checkpoint;
+// it does not wait (Stop does).
+func (b *Bot) halt() (runs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped {
+		b.stopped = true
+		close(b.quit)
+		b.sched.stop()
+	}
+	for _, ar := range b.running {
+		ar.cancel(ErrStopped)
+		runs = append(runs, ar.runID)
+	}
+	return runs
 }
 
 // Stop stops intake, interrupts runs at their next checkpoint (they stay
@@ -499,17 +532,8 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 // waited for.
 func (b *Bot) Stop() {
 	began := time.Now()
+	runs := b.halt()
 	b.mu.Lock()
-	if !b.stopped {
-		b.stopped = true
-		close(b.quit)
-		b.sched.stop()
-	}
-	var runs []string
-	for _, ar := range b.running {
-		ar.cancel(ErrStopped)
-		runs = append(runs, ar.runID)
-	}
 	sends := 0
 	for _, q := range b.queues {
 		sends += q.s.queued()

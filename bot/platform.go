@@ -27,6 +27,9 @@ type Outgoing struct {
 	Buttons  []Button
 	// Link, when set, is shown to Link.UserID only (see Link).
 	Link *Link
+	// Ref is the outbox entry's id for a message that must reach the user
+	// (an answer, a question): a Resender tags the post with it.
+	Ref string
 }
 
 // Platform posts messages to one chat platform. Adapters implement it.
@@ -45,6 +48,19 @@ type Editor interface {
 	Edit(ctx context.Context, id string, m Outgoing) error
 	// EditInterval is the least time between two edits of one message.
 	EditInterval() time.Duration
+}
+
+// Resender is a Platform that posts an outbox entry (Outgoing.Ref) at
+// most once: Send tags the post with m.Ref where the platform keeps such
+// a tag (Slack's message metadata), and Resend, for an entry that may
+// have been posted already (a previous process died between the post and
+// recording it, or a failed call may have reached the platform), looks
+// for posts tagged with it before posting.
+type Resender interface {
+	// Resend posts what of m (m.Ref set) was not posted since since (a
+	// long text is several posts) and returns the id of m's last post,
+	// found or made. Where it cannot look, it posts m as Send does.
+	Resend(ctx context.Context, m Outgoing, since time.Time) (id string, err error)
 }
 
 // CommandNamer is a Platform whose users type the bot's commands other

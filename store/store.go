@@ -1107,14 +1107,9 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	update := s.update
-	if ob.WaitKey == "" {
-		// An answer's entry may go with the next transaction: lost in a
-		// crash, it only posts the answer again. A question's message id
-		// is needed at once (a press clears its buttons).
-		update = s.updateLazy
-	}
-	err := update(ctx, func(tx *bolt.Tx) error {
+	// At once, not with a later write: until this commits, a crash posts
+	// the message again at the next start.
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		ids := tx.Bucket(bucketOutIDs)
 		if seq := ids.Get([]byte(ob.ID)); seq != nil {
 			if err := tx.Bucket(bucketOutbox).Delete(bytes.Clone(seq)); err != nil {

@@ -91,6 +91,7 @@ var (
 	_ bot.Platform     = (*Adapter)(nil)
 	_ bot.Editor       = (*Adapter)(nil)
 	_ bot.CommandNamer = (*Adapter)(nil)
+	_ bot.Resender     = (*Adapter)(nil)
 )
 
 // New connects to Slack (auth.test) and returns the adapter.
@@ -204,14 +205,28 @@ func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
 // Where the bot is not a member, the answer goes through the latest
 // slash command's response_url there.
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	return a.sendParts(ctx, m, nil)
+}
+
+// sendParts is Send, leaving out the parts of m already posted (by
+// their index in split's parts: their ts).
+func (a *Adapter) sendParts(ctx context.Context, m bot.Outgoing, posted map[int]string) (string, error) {
 	chunks := split(m.Text, maxMessage)
 	var ts string
 	for i, c := range chunks {
+		if t, ok := posted[i]; ok {
+			ts = t
+			continue
+		}
 		api := a.once
 		if i > 0 {
 			api = a.api // a retry of the whole Send would post the first chunks twice
 		}
-		_, t, err := api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
+		opts := options(m, c, i == len(chunks)-1)
+		if m.Ref != "" {
+			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, i, len(chunks))))
+		}
+		_, t, err := api.PostMessageContext(ctx, m.ChatID, opts...)
 		if err != nil {
 			if i == 0 && notMember(err) {
 				if id, ok, herr := a.respond(ctx, m, false); ok {
