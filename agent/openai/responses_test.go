@@ -159,11 +159,25 @@ func TestReasoningCarriedStatelessly(t *testing.T) {
 		t.Errorf("reasoning items sent back = %d, previous_response_id %q: want 1 and none", last.ReasoningItems, last.PreviousResponseID)
 	}
 
+	// A transcript saved by an earlier version holds the reasoning items
+	// alone, as a bare array: they still go back.
+	var state struct {
+		Output []map[string]any `json:"output"`
+	}
+	if err := json.Unmarshal(reply.State, &state); err != nil || len(state.Output) == 0 || state.Output[0]["type"] != "reasoning" {
+		t.Fatalf("state %s: %v", reply.State, err)
+	}
+	resumed[2].State, _ = json.Marshal(state.Output[:1])
+	if _, err := newClient().Complete(t.Context(), agent.Request{Messages: resumed, Tools: tools, MaxTokens: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := srv.LastRequest(); last.ReasoningItems != 1 {
+		t.Errorf("reasoning items of an earlier version's state sent back = %d, want 1", last.ReasoningItems)
+	}
+
 	// Without its encrypted content the item refers to nothing.
-	var items []map[string]any
-	_ = json.Unmarshal(reply.State, &items)
-	delete(items[0], "encrypted_content")
-	resumed[2].State, _ = json.Marshal(items)
+	delete(state.Output[0], "encrypted_content")
+	resumed[2].State, _ = json.Marshal(state)
 	_, err = newClient().Complete(t.Context(), agent.Request{Messages: resumed, Tools: tools, MaxTokens: 1024})
 	if err == nil || !strings.Contains(agent.ErrorMessageOf(err), "Items are not persisted when `store` is set to false") {
 		t.Errorf("reasoning without encrypted content: err = %v", err)
@@ -275,5 +289,54 @@ func TestCachedTokensIncludeTools(t *testing.T) {
 	}
 	if cached[0] != 0 || cached[1] < 1024 {
 		t.Errorf("cached tokens %v, want 0 then the tools and system prompt (≥ 1024)", cached)
+	}
+}
+
+// TestResponsesReplaysOutputAsItCame: each reply's output items go back
+// as they came, ids, phase and order kept, encrypted reasoning included
+// (store:false), and an assistant message the client rebuilds (a chat
+// history's earlier answer) carries its phase.
+func TestResponsesReplaysOutputAsItCame(t *testing.T) {
+	overview := openaitest.ToolCall{ID: "call_o", Name: "get_overview", Arguments: `{}`}
+	labels := openaitest.ToolCall{ID: "call_l", Name: "get_labels", Arguments: `{}`}
+	tests := []struct {
+		name  string
+		reply openaitest.Reply
+	}{
+		{"default order", openaitest.Reply{Content: "Reading first.", ToolCalls: []openaitest.ToolCall{overview, labels}}},
+		{"interleaved", openaitest.Reply{Output: []openaitest.Item{openaitest.Reasoning(), openaitest.OutputText("Reading first.", "commentary"),
+			openaitest.Reasoning(), openaitest.FunctionCall(overview), openaitest.OutputText("And the labels.", "commentary"), openaitest.FunctionCall(labels)}}},
+	}
+	tools := []agent.Tool{
+		{Name: "get_overview", Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), Strict: true},
+		{Name: "get_labels", Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), Strict: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, c, _ := start(t, openaitest.Replies(tt.reply, openaitest.Text("Done.")), openai.Config{Model: "gpt-6-luna", API: openai.APIResponses})
+			msgs := []agent.Message{
+				{Role: agent.RoleSystem, Content: "You tidy Todoist."},
+				{Role: agent.RoleAssistant, Content: "Your inbox is empty."}, // an earlier run's answer
+				{Role: agent.RoleUser, Content: "tidy my inbox"},
+			}
+			req := agent.Request{Messages: msgs, Tools: tools, ToolChoice: "required", ParallelToolCalls: true, MaxTokens: 1024}
+			first, err := c.Complete(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.ToolCalls) != 2 {
+				t.Fatalf("tool calls %+v", first.ToolCalls)
+			}
+			req.Messages = append(req.Messages, agent.Message{Role: agent.RoleAssistant, Content: first.Content, ToolCalls: first.ToolCalls, State: first.State},
+				agent.Message{Role: agent.RoleTool, ToolCallID: "call_o", Content: "Inbox: 3 tasks"},
+				agent.Message{Role: agent.RoleTool, ToolCallID: "call_l", Content: "no labels"})
+			if _, err := c.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if len(got.Replay) > 0 {
+				t.Errorf("the output did not come back as it came: %q", got.Replay)
+			}
+		})
 	}
 }
