@@ -3,6 +3,8 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -199,6 +201,13 @@ func (c *Client) completeResponses(ctx context.Context, req agent.Request, p pla
 		resp, err = c.api.CreateResponse(ctx, rreq)
 		return resp.Header(), err
 	})
+	var e *apiError
+	if errors.As(err, &e) && routeMissing(e) {
+		// With OPENAI_API=auto the client falls back to Chat Completions
+		// (adapt); this message is for OPENAI_API=responses.
+		return agent.Response{}, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: fmt.Sprintf("the model API at %s has no Responses API (HTTP 404 for /responses): set OPENAI_API=chat (or auto)", c.host)}
+	}
 	if err != nil {
 		return agent.Response{}, err
 	}

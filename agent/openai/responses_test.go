@@ -233,6 +233,30 @@ func TestAutoFallsBackToChat(t *testing.T) {
 	})
 }
 
+// TestMissingResponsesRoute: whatever words a server without /responses
+// uses for its 404 (OpenAI's, unknown_url, Ollama's plain text, vLLM's
+// and LiteLLM's FastAPI detail), it is a missing endpoint, not a missing
+// model: auto falls back to Chat Completions, and OPENAI_API=responses is
+// told to set OPENAI_API=chat.
+func TestMissingResponsesRoute(t *testing.T) {
+	req := agent.Request{Messages: conversation()[:2], MaxTokens: 1024}
+	kinds := map[string]openaitest.NotFound{"invalid URL": openaitest.NotFoundInvalidURL, "unknown_url": openaitest.NotFoundUnknownURL,
+		"plain text": openaitest.NotFoundPlain, "detail": openaitest.NotFoundDetail}
+	for name, kind := range kinds {
+		t.Run(name, func(t *testing.T) {
+			srv, c, _ := start(t, nil, openai.Config{Model: "gpt-6-luna"}, openaitest.WithoutResponses(), openaitest.WithNotFound(kind))
+			if _, err := c.Complete(t.Context(), req); err != nil || c.API() != openai.APIChat || srv.Misses() != 1 {
+				t.Errorf("auto: err %v, API %s, %d refused: want a fallback to chat after 1", err, c.API(), srv.Misses())
+			}
+			_, c, _ = start(t, nil, openai.Config{Model: "gpt-6-luna", API: openai.APIResponses}, openaitest.WithoutResponses(), openaitest.WithNotFound(kind))
+			_, err := c.Complete(t.Context(), req)
+			if msg := agent.ErrorMessageOf(err); !strings.Contains(msg, "no Responses API") || !strings.Contains(msg, "OPENAI_API=chat") || strings.Contains(msg, "OPENAI_MODEL") {
+				t.Errorf("responses: %q, want the endpoint missing and OPENAI_API=chat", msg)
+			}
+		})
+	}
+}
+
 func TestLookUp(t *testing.T) {
 	srv := openaitest.New(nil, openaitest.WithModels(openaitest.Model{ID: "gpt-6-luna"}, openaitest.Model{ID: "gpt-4.1-mini", ShutdownDate: "2027-01-14"}))
 	t.Cleanup(srv.Close)

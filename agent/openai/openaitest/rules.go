@@ -18,10 +18,40 @@ type Model struct {
 	ShutdownDate string
 }
 
-// WithoutResponses makes the server answer 404 "Invalid URL (POST
-// /v1/responses)" to the Responses API, like OpenAI-compatible servers
-// that have only Chat Completions.
+// WithoutResponses makes the server answer 404 to the Responses API,
+// like OpenAI-compatible servers that have only Chat Completions, in the
+// words of WithNotFound.
 func WithoutResponses() Option { return func(s *Server) { s.noResponses = true } }
+
+// NotFound is how a server answers a path it does not serve.
+type NotFound int
+
+// The answers of NotFound.
+const (
+	// NotFoundInvalidURL is OpenAI's error shape with code null:
+	// {"error":{"message":"Invalid URL (POST /v1/responses)",
+	// "type":"invalid_request_error","param":null,"code":null}}, as
+	// quoted from OpenAI-compatible gateways in QuantumNous/new-api#1396.
+	NotFoundInvalidURL NotFound = iota
+	// NotFoundUnknownURL has code unknown_url: {"error":{"message":
+	// "Unknown request URL: POST /v1/responses. Please check the URL for
+	// typos, or see the docs at …","type":"invalid_request_error",
+	// "param":null,"code":"unknown_url"}}, OpenAI's answer as issue 22
+	// quotes it, and Groq's (quoted with console.groq.com/docs in
+	// client tests that classify it).
+	NotFoundUnknownURL
+	// NotFoundPlain is the text/plain "404 page not found" of Go's
+	// net/http and of gin (default404Body), which Ollama serves.
+	NotFoundPlain
+	// NotFoundDetail is FastAPI's default {"detail":"Not Found"}
+	// (fastapi.tiangolo.com/tutorial/handling-errors), which vLLM and
+	// LiteLLM serve.
+	NotFoundDetail
+)
+
+// WithNotFound sets how the server answers a path it does not serve
+// (NotFoundInvalidURL by default).
+func WithNotFound(kind NotFound) Option { return func(s *Server) { s.notFound = kind } }
 
 // WithModels makes GET /models/{id} know only these models; by default
 // it knows every model it is asked about, with no shutdown date.

@@ -115,6 +115,8 @@ type Server struct {
 	responses int
 	// noResponses answers 404 for /responses, like servers without it.
 	noResponses bool
+	// notFound is how a path the server does not serve is answered.
+	notFound NotFound
 	// models, when not nil, are the only models GET /models/{id} knows.
 	models map[string]Model
 	// reasoning are model names to treat as reasoning models besides
@@ -319,11 +321,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.misses++
+	kind := s.notFound
 	s.mu.Unlock()
-	writeError(w, http.StatusNotFound, &APIError{
-		Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
-		Type:    "invalid_request_error",
-	})
+	switch kind {
+	case NotFoundUnknownURL:
+		writeError(w, http.StatusNotFound, &APIError{
+			Message: fmt.Sprintf("Unknown request URL: %s %s. Please check the URL for typos, or see the docs at https://platform.openai.com/docs/api-reference/.", r.Method, r.URL.Path),
+			Type:    "invalid_request_error",
+			Code:    "unknown_url",
+		})
+	case NotFoundPlain:
+		http.NotFound(w, r)
+	case NotFoundDetail:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"detail":"Not Found"}`)
+	default:
+		writeError(w, http.StatusNotFound, &APIError{
+			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
+			Type:    "invalid_request_error",
+		})
+	}
 }
 
 // serveCompletion answers a chat completion or a response.
