@@ -271,6 +271,17 @@ func TestLookUp(t *testing.T) {
 	if err != nil || !info.ShutdownDate.Equal(time.Date(2027, 1, 14, 0, 0, 0, 0, time.UTC)) || info.Replacement != "gpt-6-luna" {
 		t.Errorf("gpt-4.1-mini: %+v, %v", info, err)
 	}
+	// A replacement is suggested where the deprecations page names one
+	// for the model, dated snapshots included, and nowhere else.
+	all := openaitest.New(nil)
+	t.Cleanup(all.Close)
+	for model, want := range map[string]string{"gpt-5-nano": "gpt-6-luna", "gpt-4o-2024-11-20": "gpt-6-luna", "gpt-5-mini-2025-08-07": "gpt-6.1-terra",
+		"o3": "gpt-6.1-sol", "gpt-5-pro": "", "gpt-6-luna": ""} {
+		info, err := openai.New(openai.Config{BaseURL: all.URL, Model: model}, all.Client()).LookUp(t.Context())
+		if err != nil || info.Replacement != want || info.ShutdownDate.IsZero() != (openaitest.Deprecations[model] == "") {
+			t.Errorf("%s: %+v, %v; want replacement %q", model, info, err, want)
+		}
+	}
 	_, err = look("gpt-7-nova")
 	if !errors.Is(err, openai.ErrUnknownModel) || !strings.Contains(err.Error(), "OPENAI_MODEL=gpt-7-nova") {
 		t.Errorf("unknown model: err = %v", err)

@@ -133,6 +133,19 @@ func TestModelLookup(t *testing.T) {
 	if srv.ModelLookups() != 2 || srv.Calls() != 0 {
 		t.Errorf("lookups %d, calls %d", srv.ModelLookups(), srv.Calls())
 	}
+	// Without WithModels, a model the deprecations page lists has its date.
+	all := openaitest.New(nil)
+	t.Cleanup(all.Close)
+	resp, err := all.Client().Get(all.URL + "/models/gpt-5-nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = jsonDecode(resp.Body, &m)
+	if m["shutdown_date"] != "2026-12-11" {
+		t.Errorf("gpt-5-nano: %v, want shutdown_date 2026-12-11", m)
+	}
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -53,8 +53,30 @@ const (
 // (NotFoundInvalidURL by default).
 func WithNotFound(kind NotFound) Option { return func(s *Server) { s.notFound = kind } }
 
+// Deprecations are the shutdown dates OpenAI's deprecations page
+// (https://developers.openai.com/api/docs/deprecations) announces for
+// the models the bot might be configured with, which GET /models/{id}
+// reports as shutdown_date (the page: "call the List models endpoint …
+// and check each model's optional shutdown_date field"):
+//   - "2026-06-11: GPT-5 and o3 model deprecations": gpt-5, gpt-5-mini,
+//     gpt-5-nano, gpt-5-pro, o3 and o3-pro and their snapshots, shut down
+//     on 2026-12-11;
+//   - "2026-10-14: GPT-4 family": GPT-4o (gpt-4o-2024-08-06,
+//     gpt-4o-2024-11-20), GPT-4o mini (gpt-4o-mini-2024-07-18), GPT-4.1
+//     (gpt-4.1-2025-04-14) and GPT-4.1 mini (gpt-4.1-mini-2025-04-14),
+//     shut down on 2027-01-14.
+var Deprecations = map[string]string{
+	"gpt-5": "2026-12-11", "gpt-5-2025-08-07": "2026-12-11", "gpt-5-mini": "2026-12-11", "gpt-5-mini-2025-08-07": "2026-12-11",
+	"gpt-5-nano": "2026-12-11", "gpt-5-nano-2025-08-07": "2026-12-11", "gpt-5-pro": "2026-12-11", "gpt-5-pro-2025-10-06": "2026-12-11",
+	"o3": "2026-12-11", "o3-2025-04-16": "2026-12-11", "o3-pro": "2026-12-11", "o3-pro-2025-06-10": "2026-12-11",
+	"gpt-4o": "2027-01-14", "gpt-4o-2024-08-06": "2027-01-14", "gpt-4o-2024-11-20": "2027-01-14", "gpt-4o-mini": "2027-01-14",
+	"gpt-4o-mini-2024-07-18": "2027-01-14", "gpt-4.1": "2027-01-14", "gpt-4.1-2025-04-14": "2027-01-14", "gpt-4.1-mini": "2027-01-14",
+	"gpt-4.1-mini-2025-04-14": "2027-01-14",
+}
+
 // WithModels makes GET /models/{id} know only these models; by default
-// it knows every model it is asked about, with no shutdown date.
+// it knows every model it is asked about, with the shutdown date
+// Deprecations gives it, if any.
 func WithModels(models ...Model) Option {
 	return func(s *Server) {
 		s.models = map[string]Model{}
@@ -126,7 +148,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusUnauthorized, &APIError{Message: "Incorrect API key provided.", Type: "invalid_request_error", Code: "invalid_api_key"})
 		return
 	}
-	m, ok := Model{ID: id}, true
+	m, ok := Model{ID: id, ShutdownDate: Deprecations[id]}, true
 	if models != nil {
 		m, ok = models[id]
 	}
