@@ -158,8 +158,8 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if got := alice.AppliedCommands() + bob.AppliedCommands() + carol.AppliedCommands(); got != 0 {
 		t.Errorf("%d writes before anyone connected", got)
 	}
-	if u, _ := url.Parse(link); !strings.Contains(u.Query().Get("scope"), "data:read_write") || !strings.Contains(u.Query().Get("scope"), "data:delete") {
-		t.Errorf("link %s: want the scopes data:read_write,data:delete", link)
+	if u, _ := url.Parse(link); u.Query().Get("scope") != "data:delete,data:read_write,project:delete" {
+		t.Errorf("link %s: want the scopes data:delete,data:read_write,project:delete", link)
 	}
 
 	// A forged state (Bob's browser, Alice's link with another user id

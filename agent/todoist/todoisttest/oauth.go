@@ -31,6 +31,7 @@ import (
 //     "Bearer"}; a wrong code is 400 {"error": "bad_authorization_code"},
 //     wrong app credentials 400 {"error": "incorrect_application_credentials"};
 //     a code works once;
+//   - a token may do what its scopes grant (scope.go);
 //   - DELETE /api/v1/access_tokens with client_id, client_secret and
 //     access_token revokes the token (operation
 //     revoke_access_token_api_api_v1_access_tokens_delete); the older
@@ -48,6 +49,7 @@ type Service struct {
 	accounts map[string]*Account // by session
 	codes    map[string]grant    // authorization codes not yet exchanged
 	tokens   map[string]*Account // access tokens in force
+	scopes   map[string]string   // the scopes granted to each token, joined by commas
 	denied   map[string]bool     // sessions that press "Cancel"
 }
 
@@ -79,7 +81,7 @@ var ValidScopes = []string{"task:add", "data:read", "data:read_write", "data:del
 // NewService starts a fake Todoist with no account; the server closes
 // when the test ends.
 func NewService(tb testing.TB) *Service {
-	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, denied: map[string]bool{}}
+	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, scopes: map[string]string{}, denied: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /oauth/authorize", s.authorize)
 	mux.HandleFunc("POST /oauth/access_token", s.accessToken)
@@ -135,6 +137,17 @@ func (a *Account) Tokens() []string {
 		}
 	}
 	return out
+}
+
+// Grant returns a new access token to a's account with the given
+// scopes, as if a had authorized an app asking for them.
+func (a *Account) Grant(scopes ...string) string {
+	a.svc.mu.Lock()
+	defer a.svc.mu.Unlock()
+	tok := randHex(20)
+	a.svc.tokens[tok] = a
+	a.svc.scopes[tok] = strings.Join(scopes, ",")
+	return tok
 }
 
 // RevokeAll revokes every token of a, as removing the app under
@@ -247,6 +260,7 @@ func (s *Service) accessToken(w http.ResponseWriter, r *http.Request) {
 	delete(s.codes, code)
 	tok := randHex(20)
 	s.tokens[tok] = g.acct
+	s.scopes[tok] = g.scope
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "token_type": "Bearer"})
 }
 
@@ -270,17 +284,18 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// api serves the API v1 of the account the bearer token belongs to.
+// api serves the API v1 of the account the bearer token belongs to,
+// within the scopes granted to the token (scope.go).
 func (s *Service) api(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
-	acct := s.tokens[tok]
+	acct, scope := s.tokens[tok], s.scopes[tok]
 	s.mu.Unlock()
 	if acct == nil || tok == "" {
 		writeJSON(w, http.StatusUnauthorized, &apiError{Error: "Invalid token", ErrorCode: 401, ErrorTag: "AUTH_INVALID_TOKEN", HTTPCode: 401, ErrorExtra: map[string]any{}})
 		return
 	}
-	r = r.Clone(r.Context())
+	r = r.Clone(withScopes(r.Context(), parseScopes(scope)))
 	r.Header.Set("Authorization", "Bearer "+acct.Token)
 	acct.ServeHTTP(w, r)
 }
