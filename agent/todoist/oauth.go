@@ -61,7 +61,7 @@ func scopeAction(k agent.WriteKind) string {
 // scopeMessage is what a person is told when Todoist refuses what
 // needs scope for want of it.
 func scopeMessage(what, scope string) string {
-	return fmt.Sprintf("Todoist did not let me %s: this Todoist connection lacks the %s permission. Reconnect Todoist (/connect) to grant it", what, scope)
+	return fmt.Sprintf("Todoist did not let me %s: this Todoist connection lacks the %s permission. Reconnect Todoist (/connect; on Slack /tidy connect) to grant it", what, scope)
 }
 
 // OAuth is a Todoist app's side of the OAuth 2 authorization-code flow,
