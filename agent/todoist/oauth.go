@@ -1,6 +1,7 @@
 package todoist
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,30 +137,59 @@ func (o *OAuth) Exchange(ctx context.Context, code string) (string, error) {
 	return "", fmt.Errorf("todoist: exchange code: HTTP %d without a token", resp.StatusCode)
 }
 
-// Revoke makes token invalid at Todoist: DELETE /access_tokens under the
-// API with client_id, client_secret and access_token (revokeAuthToken in
-// the TypeScript SDK; todoist.com/api/v1/docs#tag/Authorization). A token
-// Todoist no longer knows is revoked already.
+// Revoke makes token invalid at Todoist: POST /revoke under the API, the
+// RFC 7009 revocation the TypeScript SDK's revokeToken makes (the app's
+// client_id and client_secret in HTTP Basic authentication, the body
+// {"token": …, "token_type_hint": "access_token"}). Where that answers
+// 404 (a Todoist without it), the legacy DELETE /access_tokens with
+// client_id, client_secret and access_token, which the SDK dropped in its
+// PR #482 (2026-03-11). A token Todoist no longer knows is revoked
+// already (RFC 7009 §2.2: 200 for an invalid token).
 func (o *OAuth) Revoke(ctx context.Context, token string) error {
-	q := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "access_token": {token}}
-	api := o.APIURL
+	api := strings.TrimRight(o.APIURL, "/")
 	if api == "" {
 		api = DefaultBaseURL
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, strings.TrimRight(api, "/")+"/access_tokens?"+q.Encode(), nil)
+	body, _ := json.Marshal(map[string]string{"token": token, "token_type_hint": "access_token"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/revoke", bytes.NewReader(body))
 	if err != nil {
 		return errors.New("todoist: revoke token: bad request")
 	}
+	req.SetBasicAuth(o.ClientID, o.ClientSecret)
+	req.Header.Set("Content-Type", "application/json")
+	status, err := o.do(req)
+	if err != nil || status != http.StatusNotFound {
+		return err
+	}
+	q := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "access_token": {token}}
+	req, err = http.NewRequestWithContext(ctx, http.MethodDelete, api+"/access_tokens?"+q.Encode(), nil)
+	if err != nil {
+		return errors.New("todoist: revoke token: bad request")
+	}
+	status, err = o.do(req)
+	if err == nil && status == http.StatusNotFound {
+		return fmt.Errorf("todoist: revoke token: no revocation endpoint at %s (HTTP 404 for /revoke and /access_tokens)", api)
+	}
+	return err
+}
+
+// do sends a revocation request; a 404 is returned as its status, for
+// the caller to try the legacy endpoint, and any other answer but a 2xx
+// is an error. Neither holds the secret or the token.
+func (o *OAuth) do(req *http.Request) (int, error) {
 	resp, err := o.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("todoist: revoke token: %w", scrub(err))
+		return 0, fmt.Errorf("todoist: revoke token: %w", scrub(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("todoist: revoke token: HTTP %d", resp.StatusCode)
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return resp.StatusCode, nil
+	case resp.StatusCode/100 != 2:
+		return resp.StatusCode, fmt.Errorf("todoist: revoke token: %s %s: HTTP %d", req.Method, req.URL.Path, resp.StatusCode)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // scrub drops the URL (which may hold the secret and the token in its

@@ -2,6 +2,7 @@ package todoist_test
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -150,5 +151,38 @@ func TestScopesCoverTheActions(t *testing.T) {
 	msg := agent.ErrorMessageOf(res[0].Err)
 	if agent.ErrorCodeOf(res[0].Err) != agent.ErrForbidden || !strings.Contains(msg, "project:delete") || !strings.Contains(msg, "/connect") || strings.Contains(msg, "TODOIST_TOKEN") {
 		t.Errorf("project delete without project:delete: %s %q, want forbidden, naming the scope and how to grant it", agent.ErrorCodeOf(res[0].Err), msg)
+	}
+}
+
+// TestRevoke: a token is revoked at POST /api/v1/revoke (RFC 7009, the
+// TypeScript SDK's revokeToken), and at the legacy DELETE
+// /api/v1/access_tokens only where the first answers 404.
+func TestRevoke(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		svc := todoisttest.NewService(t)
+		svc.RegisterApp(todoisttest.App{ClientID: "cid", ClientSecret: "csecret", RedirectURL: "https://bot.example.com/oauth/todoist/callback"})
+		if legacy {
+			svc.WithoutRevoke()
+		}
+		acct := svc.NewAccount()
+		tok := acct.Grant(todoist.Scopes...)
+		o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: svc.AuthURL, APIURL: svc.URL}
+		if err := o.Revoke(t.Context(), tok); err != nil {
+			t.Fatalf("legacy %v: %v", legacy, err)
+		}
+		if len(acct.Tokens()) != 0 {
+			t.Errorf("legacy %v: the token is still in force", legacy)
+		}
+		want := map[string]int{"POST /api/v1/revoke": 1}
+		if legacy {
+			want["DELETE /api/v1/access_tokens"] = 1
+		}
+		if got := svc.RevokeRequests(); !maps.Equal(got, want) {
+			t.Errorf("legacy %v: revocation requests %v, want %v", legacy, got, want)
+		}
+		// A token Todoist no longer knows is revoked already.
+		if err := o.Revoke(t.Context(), tok); err != nil {
+			t.Errorf("legacy %v: revoking again: %v", legacy, err)
+		}
 	}
 }
