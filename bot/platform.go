@@ -27,6 +27,11 @@ type Outgoing struct {
 	Buttons  []Button
 	// Link, when set, is shown to Link.UserID only (see Link).
 	Link *Link
+	// Question is set on a question the person answers (ask_user, a
+	// confirmation): in a shared chat a platform may ask for the answer
+	// as a reply to it, the one message besides commands that reaches a
+	// Telegram bot in privacy mode.
+	Question bool
 }
 
 // Platform posts messages to one chat platform. Adapters implement it.
@@ -54,6 +59,17 @@ type CommandNamer interface {
 	// CommandName returns what a user types on this platform for the
 	// bot's command name ("undo", "tidy-inbox"), slash included.
 	CommandName(name string) string
+}
+
+// SharedChats is a Platform whose shared chats let only some messages
+// reach the bot (Telegram's privacy mode): commands are typed there with
+// the bot's name, and the help says how to talk to the bot.
+type SharedChats interface {
+	// SharedCommandName returns what a user types in a shared chat for
+	// the bot's command name ("/undo@tidybot").
+	SharedCommandName(name string) string
+	// SharedChatHelp says how to reach the bot in a shared chat.
+	SharedChatHelp() string
 }
 
 // ButtonAnswerer is a Platform whose button presses must be answered
