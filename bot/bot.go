@@ -326,9 +326,10 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	b.cfg.Metrics.Event(in.Platform, "command")
 	switch in.Command {
 	case "help", "start":
-		text := b.helpText(in.Platform)
+		text := b.helpText(in.Platform, in.DM)
 		if b.cfg.Accounts != nil {
-			text += "\n" + b.commandName(in.Platform, "connect") + ": connect your own Todoist\n" + b.commandName(in.Platform, "disconnect") + ": revoke my access to your Todoist"
+			c := b.namer(in.Platform, in.DM)
+			text += "\n" + c("connect") + ": connect your own Todoist\n" + c("disconnect") + ": revoke my access to your Todoist"
 		}
 		b.replyLater(ctx, in.Platform, reply(in, text))
 	case "cancel":
@@ -336,7 +337,7 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	case "usage":
 		b.usage(ctx, in)
 	default:
-		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform))))
+		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform, in.DM))))
 	}
 	return nil
 }
@@ -764,9 +765,14 @@ func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 	return id
 }
 
-// helpText is the help, with each command as it is typed on platform.
-func (b *Bot) helpText(platform string) string {
-	c := func(name string) string { return b.commandName(platform, name) }
+// helpText is the help, with each command as it is typed on platform,
+// in a direct chat (dm) or a shared one.
+func (b *Bot) helpText(platform string, dm bool) string {
+	c := b.namer(platform, dm)
+	last := `In a direct chat the word alone works too ("undo").`
+	if sc, ok := b.sharedChats(platform); ok && !dm {
+		last = sc.SharedChatHelp()
+	}
 	return fmt.Sprintf(`I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
 Commands:
 %s: sort the inbox into projects
@@ -775,7 +781,25 @@ Commands:
 %s: forget this conversation
 %s: tokens used here
 %s: this message
-In a direct chat the word alone works too ("undo").`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"))
+%s`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"), last)
+}
+
+// namer spells the bot's commands as typed on platform, in a direct
+// chat (dm) or a shared one.
+func (b *Bot) namer(platform string, dm bool) func(name string) string {
+	if sc, ok := b.sharedChats(platform); ok && !dm {
+		return sc.SharedCommandName
+	}
+	return func(name string) string { return b.commandName(platform, name) }
+}
+
+// sharedChats returns platform as a SharedChats, if it is one.
+func (b *Bot) sharedChats(platform string) (SharedChats, bool) {
+	if q := b.queue(platform); q != nil {
+		sc, ok := q.p.(SharedChats)
+		return sc, ok
+	}
+	return nil, false
 }
 
 // commandName is what a user types on platform for the bot's command

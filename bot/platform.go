@@ -30,6 +30,11 @@ type Outgoing struct {
 	// Ref is the outbox entry's id for a message that must reach the user
 	// (an answer, a question): a Resender tags the post with it.
 	Ref string
+	// Question is set on a question the person answers (ask_user, a
+	// confirmation): in a shared chat a platform may ask for the answer
+	// as a reply to it, the one message besides commands that reaches a
+	// Telegram bot in privacy mode.
+	Question bool
 }
 
 // Platform posts messages to one chat platform. Adapters implement it.
@@ -82,6 +87,17 @@ type Sequencer interface {
 	// same chat; ok is false when either id cannot be placed (a Slack
 	// message posted through a response_url has no ts).
 	After(a, b string) (after, ok bool)
+}
+
+// SharedChats is a Platform whose shared chats let only some messages
+// reach the bot (Telegram's privacy mode): commands are typed there with
+// the bot's name, and the help says how to talk to the bot.
+type SharedChats interface {
+	// SharedCommandName returns what a user types in a shared chat for
+	// the bot's command name ("/undo@tidybot").
+	SharedCommandName(name string) string
+	// SharedChatHelp says how to reach the bot in a shared chat.
+	SharedChatHelp() string
 }
 
 // ButtonAnswerer is a Platform whose button presses must be answered

@@ -97,7 +97,9 @@ func New(cfg Config) (*Adapter, error) {
 	if api.Self.UserName == "" {
 		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
 	}
-	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}, nil
+	a := &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
+	a.logPrivacy(api.Self.CanReadAllGroupMessages)
+	return a, nil
 }
 
 // redact removes the token from an error: the library's transport errors
@@ -209,6 +211,7 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 			if kb != nil {
 				msg.ReplyMarkup = kb
 			}
+			askForReply(&msg, m)
 		}
 		send := func() error {
 			var err error

@@ -94,6 +94,7 @@ func TestServeRunInspector(t *testing.T) {
 
 	// In a group, the answer has no link; the asker gets it privately.
 	before := len(tg.Messages(42))
+	tg.PrivacyOff() // the mention reaches the bot
 	tg.PushText(-100, 42, "@tidybot what's due today?")
 	waitFor(t, "the answer in the group", func() bool { return lastText(tg, -100) == "You said: what's due today?" })
 	for _, m := range tg.Messages(-100) {

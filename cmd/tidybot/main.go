@@ -578,9 +578,9 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 	if info.ShutdownDate.IsZero() {
 		return "", nil
 	}
-	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
+	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s (the shutdown_date the model API gives for it)", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
 	if info.Replacement != "" {
-		notice += "; OpenAI recommends " + info.Replacement + " instead"
+		notice += "; OpenAI's deprecations page names " + info.Replacement + " as its replacement"
 	}
 	notice += ": set OPENAI_MODEL to a model that will still be served."
 	log.Warn("the model has a shutdown date", slog.String("model", cfg.OpenAIModel), slog.String("shutdown_date", info.ShutdownDate.Format(time.DateOnly)),

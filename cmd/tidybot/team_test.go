@@ -182,8 +182,8 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 		t.Errorf("%d writes before anyone connected", got)
 	}
 	_, connectPage := visit(t, http.DefaultClient, link)
-	if u, _ := url.Parse(continueLink(connectPage)); !strings.Contains(u.Query().Get("scope"), "data:read_write") || !strings.Contains(u.Query().Get("scope"), "data:delete") {
-		t.Errorf("link %s: want the scopes data:read_write,data:delete", continueLink(connectPage))
+	if u, _ := url.Parse(continueLink(connectPage)); u.Query().Get("scope") != "data:delete,data:read_write,project:delete" {
+		t.Errorf("link %s: want the scopes data:delete,data:read_write,project:delete", continueLink(connectPage))
 	}
 
 	// A forged state (Bob's browser, Alice's link with another user id

@@ -110,6 +110,7 @@ type Server struct {
 	ims        map[string]string  // the bot's IM channel with each user (see IM)
 	opens      int                // conversations.open calls
 	heard      []Message          // people's messages sent as events (see Events)
+	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
 }
 
 // New starts a fake; close it with Close.
@@ -612,7 +613,7 @@ func (s *Server) NextTS() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	return fmt.Sprintf("1700000000.%06d", s.seq)
+	return fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000)
 }
 
 // Message is a message a person posts in Slack.
@@ -633,9 +634,9 @@ type Message struct {
 // Mention is how a message mentions the bot: "<@UBOT>".
 const Mention = "<@" + BotUserID + ">"
 
-// Events returns the Events API callback bodies Slack sends an app
-// subscribed to message.im, message.channels, message.groups and
-// app_mention (as deploy/slack-manifest.yaml is) for m, each with its own
+// Events returns the Events API callback bodies Slack sends the app for
+// m, of the events it subscribes to (Subscribe; by default message.im,
+// message.channels, message.groups and app_mention), each with its own
 // event_id: the message.* event for every message in a conversation the
 // bot is in ("A message was posted to a channel",
 // docs.slack.dev/reference/events/message.channels), and, when a message
@@ -661,8 +662,11 @@ func (s *Server) Events(m Message) [][]byte {
 		// (docs.slack.dev/reference/events/message/file_share).
 		inner["subtype"], inner["files"], inner["upload"] = "file_share", files, true
 	}
-	out := [][]byte{s.callback(inner)}
-	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) {
+	var out [][]byte
+	if s.subscribes(MessageEvents[m.ChannelType]) {
+		out = append(out, s.callback(inner))
+	}
+	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) && s.subscribes("app_mention") {
 		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
 		if m.ThreadTS != "" {
 			mention["thread_ts"] = m.ThreadTS

@@ -96,6 +96,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) 
 }
 
 func (s *Server) pushMedia(chatID, userID int64, caption string, media map[string]any) int {
+	s.mu.Lock()
+	ok := s.delivered(chatID, caption, false)
+	s.mu.Unlock()
+	if !ok {
+		return 0
+	}
 	return s.push(func(id int) map[string]any {
 		msg := map[string]any{
 			"message_id": s.userMessageID(id), "date": time.Now().Unix(),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"slices"
@@ -29,7 +30,9 @@ const VoiceNoteText = "move the milk task to groceries"
 type Transcription struct {
 	Model    string
 	Filename string
-	Audio    []byte
+	// ContentType is the file part's Content-Type.
+	ContentType string
+	Audio       []byte
 }
 
 // WithTranscripts makes the server answer POST /audio/transcriptions with
@@ -179,7 +182,72 @@ func readTranscription(r *http.Request) (Transcription, *statusError) {
 	if len(audio) == 0 {
 		return Transcription{}, invalid("file", "invalid_value", "Audio file is empty")
 	}
-	return Transcription{Model: model, Filename: hdr.Filename, Audio: audio}, nil
+	ct := hdr.Header.Get("Content-Type")
+	if e := checkPartType(ct, ext, audio); e != nil {
+		return Transcription{}, e
+	}
+	return Transcription{Model: model, Filename: hdr.Filename, ContentType: ct, Audio: audio}, nil
+}
+
+// audioTypes are the media types that name each format (RFC 4337 §2:
+// audio/mp4 for MPEG-4 files with audio and no video; RFC 5334 §10.1:
+// audio/ogg; RFC 3003: audio/mpeg; RFC 9639: audio/flac; WebM's
+// audio/webm; the x- and older spellings servers still meet).
+var audioTypes = map[string][]string{
+	"ogg":  {"audio/ogg", "audio/opus"},
+	"webm": {"audio/webm"},
+	"mp4":  {"audio/mp4", "audio/m4a", "audio/x-m4a"},
+	"wav":  {"audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave"},
+	"flac": {"audio/flac", "audio/x-flac"},
+	"mp3":  {"audio/mpeg", "audio/mp3"},
+}
+
+// sniffAudio tells an audio file's format from its first bytes: Ogg's
+// capture pattern "OggS" (RFC 3533 §6), the EBML magic of WebM
+// (1A 45 DF A3), an ISO BMFF "ftyp" box (MP4, M4A), RIFF/WAVE, "fLaC",
+// and MP3's ID3 tag or frame sync; "" when none matches.
+func sniffAudio(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("OggS")):
+		return "ogg"
+	case bytes.HasPrefix(b, []byte("\x1a\x45\xdf\xa3")):
+		return "webm"
+	case len(b) >= 12 && string(b[4:8]) == "ftyp":
+		return "mp4"
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WAVE":
+		return "wav"
+	case bytes.HasPrefix(b, []byte("fLaC")):
+		return "flac"
+	case bytes.HasPrefix(b, []byte("ID3")), len(b) >= 2 && b[0] == 0xff && b[1]&0xe0 == 0xe0:
+		return "mp3"
+	}
+	return ""
+}
+
+// checkPartType rejects a file part whose Content-Type does not name
+// the audio's format. OpenAI goes by the file name's extension
+// (laravel/ai#316: "OpenAI's transcription API infers the audio format
+// from the filename extension, not the Content-Type header"), but
+// OpenAI-compatible speech servers (TIDYBOT_TRANSCRIBE_URL) go by the
+// part's type: "the content-type was missing from the file parameter.
+// That caused some transcription endpoints to not correctly recognize
+// the content type audio/mpeg" (Robitx/gp.nvim#264; also
+// open-webui/open-webui#12128). A part sent as
+// application/octet-stream, or as video/mp4 for an audio-only MP4, is
+// refused here as such a server refuses it.
+func checkPartType(ct, ext string, audio []byte) *statusError {
+	format := sniffAudio(audio)
+	if format == "" {
+		format = map[string]string{"oga": "ogg", "m4a": "mp4", "mpeg": "mp3", "mpga": "mp3"}[ext]
+		if format == "" {
+			format = ext
+		}
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && slices.Contains(audioTypes[format], mt) {
+		return nil
+	}
+	return invalid("file", "invalid_value", fmt.Sprintf("Unsupported file type %q for %s audio: send the file part with Content-Type %s", ct, format, strings.Join(audioTypes[format], " or ")))
 }
 
 // validOgg reports whether b starts like an Ogg stream of Opus or Vorbis

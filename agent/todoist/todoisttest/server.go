@@ -465,6 +465,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeFault(w, f)
 		return
 	}
+	if r.Method == http.MethodGet && !scopesOf(r).allow(canRead) {
+		s.writeError(w, http.StatusForbidden, 403, "AUTH_INSUFFICIENT_TOKEN_SCOPE", "Insufficient Token scope", map[string]any{"access_type": "access_token"})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
