@@ -132,6 +132,8 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot slack-manifest [--http URL]
+                    the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -166,6 +168,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	case "version":
 		_, err := fmt.Fprintln(m.Stdout, "tidybot", version)
 		return err
+	case "slack-manifest":
+		return m.slackManifest(m.Args[1:])
 	case "chat", "serve", "health":
 		if len(m.Args) > 1 {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, m.Args[1], cmd)

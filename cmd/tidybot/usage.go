@@ -41,7 +41,16 @@ with one line saying why (for container health checks).
 		fs.Usage()
 		return nil
 	},
-	"runs":    text(runsUsage),
+	"runs": text(runsUsage),
+	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
+
+Prints the Slack app manifest for this build of tidybot: its slash
+commands, scopes and events exactly as the code uses them. Socket Mode by
+default (no public address); with --http URL, the Events API with its
+request URLs under URL, the public HTTPS address of tidybot serve.
+deploy/slack-manifest.yaml and deploy/slack-manifest-http.yaml are its
+output.
+`),
 	"version": text("Usage: tidybot version (or tidybot --version)\n\nPrints the version.\n"),
 }
 
