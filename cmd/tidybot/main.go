@@ -149,7 +149,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	switch cmd {
 	case "help", "-h", "-help", "--help":
-		if len(m.Args) > 1 && cmd == "help" {
+		if len(m.Args) > 1 && cmd == "help" && !helpArg(m.Args[1:2]) {
 			return m.help(m.Args[1]) // tidybot help serve
 		}
 		return m.help("")
@@ -170,10 +170,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	case "slack-manifest":
 		return m.slackManifest(m.Args[1:])
-	case "chat", "serve", "health":
-		if len(m.Args) > 1 {
-			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, m.Args[1], cmd)
-		}
+	}
+	if err := checkArgs(cmd, m.Args[1:]); err != nil {
+		return err
 	}
 	cfg := m.Config
 	if cfg == nil {

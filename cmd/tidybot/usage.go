@@ -61,6 +61,29 @@ func text(s string) func(io.Writer) error {
 	}
 }
 
+// checkArgs reports a mistake in the arguments of subcommand cmd before
+// any setting is read.
+func checkArgs(cmd string, args []string) error {
+	switch cmd {
+	case "chat", "serve", "health":
+		if len(args) > 0 {
+			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
+		}
+	case "eval":
+		fs, _ := evalFlags(io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("eval: %w (try tidybot eval -h)", err)
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
+		}
+	case "runs":
+		_, err := runsRequest(args)
+		return err
+	}
+	return nil
+}
+
 // helpArg says whether args ask for help.
 func helpArg(args []string) bool {
 	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })

@@ -51,13 +51,14 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestExtraArgumentRefused: a word after chat, serve or health is a
-// mistake said at once, not ignored.
+// TestExtraArgumentRefused: a wrong argument is said at once, before
+// any setting is read (here a bad one), not ignored.
 func TestExtraArgumentRefused(t *testing.T) {
-	for _, cmd := range []string{"chat", "serve", "health"} {
-		err := (&Main{Args: []string{cmd, "now"}, Stdout: &bytes.Buffer{}}).Run(t.Context())
-		if err == nil || !strings.Contains(err.Error(), `unexpected argument "now"`) {
-			t.Errorf("tidybot %s now: %v", cmd, err)
+	t.Setenv("TIDYBOT_MAX_STEPS", "many")
+	for _, args := range [][]string{{"chat", "now"}, {"serve", "now"}, {"health", "now"}, {"eval", "now"}, {"eval", "-bogus"}, {"runs", "now"}, {"runs", "-n", "x"}} {
+		err := (&Main{Args: args, Stdout: &bytes.Buffer{}}).Run(t.Context())
+		if err == nil || strings.Contains(err.Error(), "TIDYBOT_MAX_STEPS") || !strings.Contains(err.Error(), args[0]+":") {
+			t.Errorf("tidybot %s: %v", strings.Join(args, " "), err)
 		}
 	}
 }
