@@ -360,6 +360,11 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if m.Interactive {
+		if _, err := fmt.Fprintln(m.Stdout, greeting(cfg)); err != nil {
+			return err
+		}
+	}
 	con := console.New(m.Stdout)
 	b.AddPlatform(con)
 	if err := b.Start(ctx); err != nil {

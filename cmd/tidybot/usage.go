@@ -103,3 +103,9 @@ func (m *Main) help(cmd string) error {
 	}
 	return usage(m.Stdout)
 }
+
+// greeting is the line tidybot chat starts with in a terminal: who you
+// are talking to, and how to get help and leave.
+func greeting(cfg Config) string {
+	return fmt.Sprintf("tidybot, on your Todoist with the model %s. Type a message or /tidy-inbox; /help lists the commands, Ctrl-D leaves.", cfg.OpenAIModel)
+}

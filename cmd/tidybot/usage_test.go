@@ -62,3 +62,29 @@ func TestExtraArgumentRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestChatGreetsATerminalOnly: in a terminal chat starts with one line
+// saying who you talk to, /help and Ctrl-D; from a pipe it says nothing
+// of the kind, so scripts read only answers.
+func TestChatGreetsATerminalOnly(t *testing.T) {
+	e := newEnv(t)
+	for _, interactive := range []bool{true, false} {
+		var out, errOut bytes.Buffer
+		m := &Main{Args: []string{"chat"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Config: &e.cfg, Interactive: interactive}
+		err := m.Run(t.Context())
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("chat: %v\n%s", err, errOut.String())
+		}
+		first, _, _ := strings.Cut(out.String(), "\n")
+		greets := strings.Contains(first, "scripted") && strings.Contains(first, "/help") && strings.Contains(first, "Ctrl-D")
+		if interactive && !greets {
+			t.Errorf("a terminal chat starts with %q, want a greeting naming the model, /help and Ctrl-D", first)
+		}
+		if !interactive && out.Len() != 0 {
+			t.Errorf("a piped chat with no input printed %q", out.String())
+		}
+	}
+}
