@@ -425,7 +425,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
-		log.Warn("no platform token set: serving only /healthz (and /metrics on TIDYBOT_METRICS_ADDR)")
+		log.Warn("TIDYBOT_HTTP_ONLY=true and no platform token: serving only the HTTP routes (run pages, /healthz; /metrics on TIDYBOT_METRICS_ADDR)")
 	}
 	if err := b.Start(ctx); err != nil {
 		return err

@@ -26,8 +26,9 @@ Runs every platform whose token is set (TELEGRAM_BOT_TOKEN; SLACK_BOT_TOKEN
 with SLACK_APP_TOKEN for Socket Mode or SLACK_SIGNING_SECRET for the Events
 API), the HTTP server on TIDYBOT_HTTP_ADDR (webhooks, /healthz, run pages,
 the OAuth callback) and /metrics on TIDYBOT_METRICS_ADDR. With no platform
-token it serves only /healthz and /metrics. SIGINT or SIGTERM stops it;
-interrupted runs resume at the next start.
+token it refuses to start, unless TIDYBOT_HTTP_ONLY=true asks for the HTTP
+routes alone. SIGINT or SIGTERM stops it; interrupted runs resume at the
+next start.
 
 tidybot -h lists every setting.
 `),
