@@ -74,6 +74,11 @@ type Config struct {
 	HTTPOnly        bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
 
+// ollamaExample is the model the error messages, docs/models.md and
+// deploy/tidybot.env.example name for Ollama (one model everywhere: a test
+// checks them).
+const ollamaExample = "qwen2.5:14b"
+
 // TeamMode reports whether each person connects their own Todoist
 // (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
 func (c Config) TeamMode() bool { return c.ClientID != "" && c.ClientSecret != "" }
@@ -173,7 +178,7 @@ func (c Config) Validate(serve bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.OpenAIKey == "" && strings.TrimRight(c.OpenAIBaseURL, "/") == "https://api.openai.com/v1" {
-		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1)"))
+		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample+")"))
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")

@@ -193,3 +193,20 @@ func TestDocsCommandsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaExampleIsOneModel: the start-up error, the env example and
+// docs/models.md suggest the same Ollama model.
+func TestOllamaExampleIsOneModel(t *testing.T) {
+	cfg := validConfig()
+	cfg.OpenAIKey = ""
+	if err := cfg.Validate(false); err == nil || !strings.Contains(err.Error(), "OPENAI_MODEL="+ollamaExample+")") {
+		t.Errorf("the no-model error does not suggest %s: %v", ollamaExample, err)
+	}
+	if !strings.Contains(readRepoFile(t, "deploy/tidybot.env.example"), "11434/v1\n#OPENAI_MODEL="+ollamaExample+"\n") {
+		t.Errorf("tidybot.env.example's Ollama lines do not name %s", ollamaExample)
+	}
+	row := regexp.MustCompile(`(?m)^\| Ollama \|.*$`).FindString(readRepoFile(t, "docs/models.md"))
+	if !strings.Contains(row, "`"+ollamaExample+"`") {
+		t.Errorf("docs/models.md's Ollama row does not name %s: %s", ollamaExample, row)
+	}
+}

@@ -450,7 +450,8 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if m.team != nil {
 		mux.HandleFunc("GET "+callbackPath, m.team.callback)
-		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
+		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+callbackPath))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := m.newServer(mux, log)
