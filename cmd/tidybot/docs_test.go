@@ -194,8 +194,8 @@ func TestDocsCommandsRun(t *testing.T) {
 	}
 }
 
-// TestOllamaExampleIsOneModel: the start-up error, the env example and
-// docs/models.md suggest the same Ollama model.
+// TestOllamaExampleIsOneModel: the start-up error, the env example,
+// README.md and docs/models.md suggest the same Ollama model.
 func TestOllamaExampleIsOneModel(t *testing.T) {
 	cfg := validConfig()
 	cfg.OpenAIKey = ""
@@ -204,6 +204,9 @@ func TestOllamaExampleIsOneModel(t *testing.T) {
 	}
 	if !strings.Contains(readRepoFile(t, "deploy/tidybot.env.example"), "11434/v1\n#OPENAI_MODEL="+ollamaExample+"\n") {
 		t.Errorf("tidybot.env.example's Ollama lines do not name %s", ollamaExample)
+	}
+	if !strings.Contains(readRepoFile(t, "README.md"), "OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample) {
+		t.Errorf("README.md's Ollama line does not name %s", ollamaExample)
 	}
 	row := regexp.MustCompile(`(?m)^\| Ollama \|.*$`).FindString(readRepoFile(t, "docs/models.md"))
 	if !strings.Contains(row, "`"+ollamaExample+"`") {
