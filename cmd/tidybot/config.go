@@ -71,7 +71,13 @@ type Config struct {
 	ClientSecret    string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
 	TodoistAuth     string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
 	DailyTokens     int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
+	HTTPOnly        bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
+
+// ollamaExample is the model the error messages, docs/models.md and
+// deploy/tidybot.env.example name for Ollama (one model everywhere: a test
+// checks them).
+const ollamaExample = "qwen2.5:14b"
 
 // TeamMode reports whether each person connects their own Todoist
 // (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
@@ -172,7 +178,7 @@ func (c Config) Validate(serve bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.OpenAIKey == "" && strings.TrimRight(c.OpenAIBaseURL, "/") == "https://api.openai.com/v1" {
-		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1)"))
+		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample+")"))
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")
@@ -301,6 +307,10 @@ func (c Config) Validate(serve bool) error {
 		}
 		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigning == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
+		}
+		if c.TelegramToken == "" && c.SlackBotToken == "" && !c.HTTPOnly {
+			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
+				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
 	}
 	return errors.Join(errs...)

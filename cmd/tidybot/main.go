@@ -133,6 +133,8 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot slack-manifest [--http URL]
+                    the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -148,7 +150,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	switch cmd {
 	case "help", "-h", "-help", "--help":
-		if len(m.Args) > 1 && cmd == "help" {
+		if len(m.Args) > 1 && cmd == "help" && !helpArg(m.Args[1:2]) {
 			return m.help(m.Args[1]) // tidybot help serve
 		}
 		return m.help("")
@@ -167,10 +169,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	case "version":
 		_, err := fmt.Fprintln(m.Stdout, "tidybot", version)
 		return err
-	case "chat", "serve", "health":
-		if len(m.Args) > 1 {
-			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, m.Args[1], cmd)
-		}
+	case "slack-manifest":
+		return m.slackManifest(m.Args[1:])
+	}
+	if err := checkArgs(cmd, m.Args[1:]); err != nil {
+		return err
 	}
 	cfg := m.Config
 	if cfg == nil {
@@ -371,6 +374,11 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if m.Interactive {
+		if _, err := fmt.Fprintln(m.Stdout, greeting(cfg)); err != nil {
+			return err
+		}
+	}
 	con := console.New(m.Stdout)
 	b.AddPlatform(con)
 	if err := b.Start(ctx); err != nil {
@@ -431,7 +439,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
-		log.Warn("no platform token set: serving only /healthz (and /metrics on TIDYBOT_METRICS_ADDR)")
+		log.Warn("TIDYBOT_HTTP_ONLY=true and no platform token: serving only the HTTP routes (run pages, /healthz; /metrics on TIDYBOT_METRICS_ADDR)")
 	}
 	if err := b.Start(ctx); err != nil {
 		return err
@@ -457,7 +465,8 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if m.team != nil {
 		mux.HandleFunc("GET "+callbackPath, m.team.callback)
 		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
-		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
+		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+callbackPath))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := m.newServer(mux, log)
