@@ -39,12 +39,13 @@ type Subscription struct {
 }
 
 // BotEvents are the events the adapter turns into messages for the bot
-// (see incoming): messages in DMs, public and private channels, and
-// mentions.
+// (see incoming): messages in DMs, public and private channels, group
+// DMs, and mentions.
 var BotEvents = []Subscription{
 	{Event: "message.im", Scope: "im:history"},
 	{Event: "message.channels", Scope: "channels:history"},
 	{Event: "message.groups", Scope: "groups:history"},
+	{Event: "message.mpim", Scope: "mpim:history"}, // group DMs: shared chats
 	{Event: "app_mention", Scope: "app_mentions:read"},
 }
 
@@ -54,6 +55,7 @@ var callScopes = []string{
 	"chat:write",        // chat.postMessage, chat.update, chat.postEphemeral
 	"chat:write.public", // chat.postMessage in a public channel the bot has not joined
 	"commands",          // SlashCommands
+	"im:write",          // conversations.open: is a D… channel the bot's own IM with the user?
 }
 
 // fileScope downloads the files of voice notes and photos (see Download).
