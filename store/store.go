@@ -69,10 +69,10 @@ var (
 	// saved (unix nanoseconds), for retention.
 	bucketSnapshotUsed = []byte("todoist_snapshots_used")
 	allBuckets         = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey, bucketDataKeys, bucketScopeKeys, bucketCurrentKeys, bucketSnapshotUsed}
-	keySchema        = []byte("schema_version")
-	keyRunIndex      = []byte("runs_indexed")
-	keyThreadOpen    = []byte("thread_open_runs_indexed")
-	keyWaitKeys      = []byte("wait_keys_indexed")
+	keySchema          = []byte("schema_version")
+	keyRunIndex        = []byte("runs_indexed")
+	keyThreadOpen      = []byte("thread_open_runs_indexed")
+	keyWaitKeys        = []byte("wait_keys_indexed")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
