@@ -379,8 +379,8 @@ func (s *Store) decodeSealed(tx *bolt.Tx, raw []byte, v any) error {
 // scoped by their thread key.
 const (
 	scopeOutbox   = "outbox"
-	scopeSnapshot = "snapshot:" // + account key
-	scopePending  = "pending:"  // the prefix of bot's pending requests, which are their own scope
+	scopeSnapshot = "snapshot:"       // + account key
+	scopePending  = bot.PendingPrefix // each pending request is a scope of its own
 )
 
 // MarkEvent implements bot.Store.
