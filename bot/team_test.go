@@ -3,10 +3,10 @@ package bot
 import (
 	"context"
 	"strings"
-	"unicode/utf8"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
 )
