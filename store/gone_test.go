@@ -143,3 +143,69 @@ func TestPrunePendingRequests(t *testing.T) {
 		t.Errorf("a recent request was pruned: %q, %v", v, err)
 	}
 }
+
+// BenchmarkPruneWriterWait is a retention prune of 20,000 messages and
+// 2,000 runs (3 journal entries each) while another conversation keeps
+// committing messages: max-commit-wait-ms is the longest one of those
+// commits took, which a prune in one transaction made as long as the
+// whole prune.
+func BenchmarkPruneWriterWait(b *testing.B) {
+	const messages, runs = 20_000, 2_000
+	var worst, total time.Duration
+	for range b.N {
+		b.StopTimer()
+		s, err := Open(filepath.Join(b.TempDir(), "tidybot.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.db.NoSync = true // the fixture
+		ctx := b.Context()
+		for i := range messages {
+			key := fmt.Sprint("telegram:", i%100, ":")
+			if err := s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: fmt.Sprint("message ", i, strings.Repeat(" words", 20)), At: t0}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range runs {
+			key := fmt.Sprint("telegram:", i%100, ":")
+			id := fmt.Sprint("r", i)
+			r := &bot.Run{ID: id, ThreadKey: key, Status: bot.RunDone, Instruction: "tidy", Transcript: []byte(`{"steps":["` + strings.Repeat("x", 2000) + `"]}`), Created: t0, Updated: t0}
+			a := []bot.AuditEntry{{RunID: id, ThreadKey: key, Summary: "moved"}, {RunID: id, ThreadKey: key, Summary: "moved"}, {RunID: id, ThreadKey: key, Summary: "moved"}}
+			if err := s.Commit(ctx, bot.Change{Run: r, Audit: a}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.db.NoSync = false
+		stop, done := make(chan struct{}), make(chan time.Duration)
+		go func() {
+			var longest time.Duration
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- longest
+					return
+				default:
+				}
+				start := time.Now()
+				if err := s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "telegram:live:", Role: bot.RoleUser, Text: fmt.Sprint(i), At: t0.Add(time.Hour)}}); err != nil {
+					b.Error(err)
+				}
+				longest = max(longest, time.Since(start))
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		time.Sleep(5 * time.Millisecond)
+		b.StartTimer()
+		start := time.Now()
+		if _, err := s.Prune(ctx, t0.Add(time.Minute)); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		close(stop)
+		worst = max(worst, <-done)
+		_ = s.Close()
+	}
+	b.ReportMetric(float64(worst.Microseconds())/1000, "max-commit-wait-ms")
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "prune-ms")
+}

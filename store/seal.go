@@ -41,8 +41,10 @@ var (
 	// bucketDataKeys: key id → dataKey record (period, scope, the key
 	// sealed with the master key).
 	bucketDataKeys = []byte("data_keys")
-	// bucketScopeKeys is nested per scope: key id → nil, every data
-	// key of the scope, so that a scope's keys are found to destroy.
+	// bucketScopeKeys: scope, 0, key id → nil: every data key of a
+	// scope, so that its keys are found to destroy. (Flat, not a bucket
+	// per scope: one per conversation would cost a page each once
+	// they grow.)
 	bucketScopeKeys = []byte("scope_keys")
 	// bucketCurrentKeys: scope → the id and period of the key that
 	// seals the scope's new values.
@@ -71,6 +73,24 @@ type keyring struct {
 
 	mu     sync.Mutex // protects opened
 	opened map[string]cipher.AEAD
+}
+
+// maxOpened bounds the ciphers kept open (about 1 KB each): a store of
+// 10,000 conversations would otherwise keep 10,000 of them. One more is
+// opened from the file in a few microseconds.
+const maxOpened = 1024
+
+// remember caches data key id's cipher.
+func (k *keyring) remember(id []byte, a cipher.AEAD) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.opened) >= maxOpened {
+		for old := range k.opened { // any one: map order is random
+			delete(k.opened, old)
+			break
+		}
+	}
+	k.opened[string(id)] = a
 }
 
 // errNoKeys is returned for a sealed value when no master key is known
@@ -177,9 +197,7 @@ func (k *keyring) aead(tx *bolt.Tx, id []byte) (cipher.AEAD, error) {
 	// An id names one key for ever (ids are random and never reused),
 	// so a cached cipher is never stale, even if the transaction that
 	// made it rolls back.
-	k.mu.Lock()
-	k.opened[string(id)] = a
-	k.mu.Unlock()
+	k.remember(id, a)
 	return a, nil
 }
 
@@ -214,11 +232,7 @@ func (k *keyring) current(tx *bolt.Tx, scope string) ([]byte, cipher.AEAD, error
 	if err := tx.Bucket(bucketDataKeys).Put(id, dataKey{period: period, scope: scope, sealed: k.sealKey(id, key)}.marshal()); err != nil {
 		return nil, nil, err
 	}
-	sb, err := tx.Bucket(bucketScopeKeys).CreateBucketIfNotExists([]byte(scope))
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := sb.Put(id, nil); err != nil {
+	if err := tx.Bucket(bucketScopeKeys).Put(scopeKey(scope, id), nil); err != nil {
 		return nil, nil, err
 	}
 	if err := cur.Put([]byte(scope), append(bytes.Clone(id), u64(uint64(period))...)); err != nil {
@@ -228,9 +242,7 @@ func (k *keyring) current(tx *bolt.Tx, scope string) ([]byte, cipher.AEAD, error
 	if err != nil {
 		return nil, nil, err
 	}
-	k.mu.Lock()
-	k.opened[string(id)] = a
-	k.mu.Unlock()
+	k.remember(id, a)
 	return id, a, nil
 }
 
@@ -281,7 +293,23 @@ func (k *keyring) open(tx *bolt.Tx, raw []byte) ([]byte, error) {
 
 // scopeKeys returns the ids of every data key of scope.
 func scopeKeys(tx *bolt.Tx, scope string) [][]byte {
-	return keys(tx.Bucket(bucketScopeKeys).Bucket([]byte(scope)))
+	var out [][]byte
+	prefix := scopeKey(scope, nil)
+	c := tx.Bucket(bucketScopeKeys).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if id := k[len(prefix):]; len(id) == keyIDLen {
+			out = append(out, bytes.Clone(id))
+		}
+	}
+	return out
+}
+
+// scopeKey is the key of data key id in bucketScopeKeys. Scopes (thread
+// keys, account keys, setting keys) hold no 0 byte.
+func scopeKey(scope string, id []byte) []byte {
+	out := make([]byte, 0, len(scope)+1+len(id))
+	out = append(append(out, scope...), 0)
+	return append(out, id...)
 }
 
 // retire makes scope's next value take a new key, so that its keys so
@@ -310,15 +338,8 @@ func (k *keyring) destroy(tx *bolt.Tx, ids [][]byte) error {
 		if err := dk.Delete(id); err != nil {
 			return err
 		}
-		if sb := tx.Bucket(bucketScopeKeys).Bucket([]byte(d.scope)); sb != nil {
-			if err := sb.Delete(id); err != nil {
-				return err
-			}
-			if sb.Stats().KeyN == 0 {
-				if err := tx.Bucket(bucketScopeKeys).DeleteBucket([]byte(d.scope)); err != nil {
-					return err
-				}
-			}
+		if err := tx.Bucket(bucketScopeKeys).Delete(scopeKey(d.scope, id)); err != nil {
+			return err
 		}
 		if v := cur.Get([]byte(d.scope)); len(v) >= keyIDLen && bytes.Equal(v[:keyIDLen], id) {
 			if err := cur.Delete([]byte(d.scope)); err != nil {

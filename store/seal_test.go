@@ -62,7 +62,7 @@ func leftovers(t *testing.T, s *Store, path, marker string) (plain bool, opened,
 				default:
 					// The value's length is not known here: try each.
 					head := len(sealedMagic) + keyIDLen
-					for end := head + a.NonceSize() + a.Overhead(); end <= len(rest) && end <= head+64<<10; end++ {
+					for end := head + a.NonceSize() + a.Overhead(); end <= len(rest) && end <= head+16<<10; end++ {
 						pt, err := a.Open(nil, rest[head:head+a.NonceSize()], rest[head+a.NonceSize():end], rest[:head])
 						if err == nil {
 							if bytes.Contains(pt, []byte(marker)) {
