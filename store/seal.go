@@ -272,6 +272,11 @@ func sealedKeyID(raw []byte) []byte {
 // open returns the plaintext of a stored value: raw itself when it is
 // not sealed (a file written before values were sealed).
 func (k *keyring) open(tx *bolt.Tx, raw []byte) ([]byte, error) {
+	return k.openTo(nil, tx, raw)
+}
+
+// openTo is open appending the plaintext of a sealed value to dst.
+func (k *keyring) openTo(dst []byte, tx *bolt.Tx, raw []byte) ([]byte, error) {
 	id := sealedKeyID(raw)
 	if id == nil {
 		return raw, nil
@@ -284,7 +289,7 @@ func (k *keyring) open(tx *bolt.Tx, raw []byte) ([]byte, error) {
 	if len(raw) < head+a.NonceSize() {
 		return nil, errors.New("open: sealed value too short")
 	}
-	pt, err := a.Open(nil, raw[head:head+a.NonceSize()], raw[head+a.NonceSize():], raw[:head])
+	pt, err := a.Open(dst, raw[head:head+a.NonceSize()], raw[head+a.NonceSize():], raw[:head])
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}

@@ -459,3 +459,39 @@ func TestDeleteSnapshot(t *testing.T) {
 		t.Errorf("another account's snapshot: %s, %v", snap, err)
 	}
 }
+
+// BenchmarkSeal is what sealing adds to one value (a 1 KiB run record):
+// sealing it in a write transaction and opening it in a read.
+func BenchmarkSeal(b *testing.B) {
+	s, _ := open(b)
+	plain := bytes.Repeat([]byte("x"), 1024)
+	var sealed []byte
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		sealed, err = s.keys.seal(tx, "telegram:1:", plain)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		fn   func(tx *bolt.Tx) error
+	}{
+		{"seal", func(tx *bolt.Tx) error { _, err := s.keys.seal(tx, "telegram:1:", plain); return err }},
+		{"open", func(tx *bolt.Tx) error { _, err := s.keys.open(tx, sealed); return err }},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			tx, err := s.db.Begin(true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tx.Rollback()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tt.fn(tx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

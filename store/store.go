@@ -368,12 +368,22 @@ func (s *Store) putSealed(tx *bolt.Tx, b *bolt.Bucket, key []byte, scope string,
 // decodeSealed decodes a stored value, sealed or (written before values
 // were sealed) not.
 func (s *Store) decodeSealed(tx *bolt.Tx, raw []byte, v any) error {
-	pt, err := s.keys.open(tx, raw)
+	if sealedKeyID(raw) == nil {
+		return decode(raw, v)
+	}
+	// The plaintext is needed only while it is decoded (json copies
+	// what it keeps): lists of thousands of runs reuse one buffer.
+	bp := plainBufs.Get().(*[]byte)
+	defer plainBufs.Put(bp)
+	pt, err := s.keys.openTo((*bp)[:0], tx, raw)
 	if err != nil {
 		return err
 	}
+	*bp = pt[:0]
 	return decode(pt, v)
 }
+
+var plainBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // Scopes of data keys (see seal.go) besides conversations, which are
 // scoped by their thread key.
