@@ -70,36 +70,49 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
 		return n, fmt.Errorf("store: prune: %w", err)
 	}
-	for _, thread := range threads {
-		// Messages are appended in time order: stop at the first kept.
-		k, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
-			b := tx.Bucket(bucketMessages).Bucket(thread)
-			if b == nil {
-				return 0, false, nil
+	// Messages are appended in time order: each thread's are deleted
+	// from its first up to the first kept, several threads to a
+	// transaction (most have a few old messages each).
+	for ti := 0; ti < len(threads); {
+		var done, next int
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			done, next = 0, ti
+			for next < len(threads) && done < deleteBatch {
+				finished := true
+				if b := tx.Bucket(bucketMessages).Bucket(threads[next]); b != nil {
+					c := b.Cursor()
+					for k, v := c.First(); k != nil; k, v = c.First() {
+						if done == deleteBatch {
+							finished = false
+							break
+						}
+						var m bot.Message
+						if err := s.decodeSealed(tx, v, &m); err != nil {
+							return fmt.Errorf("messages of %s: %w", threads[next], err)
+						}
+						if !m.At.Before(before) {
+							break
+						}
+						if err := c.Delete(); err != nil {
+							return err
+						}
+						done++
+					}
+				}
+				if finished {
+					next++
+				}
 			}
-			c, done := b.Cursor(), 0
-			for k, v := c.First(); k != nil; k, v = c.First() {
-				if done == deleteBatch {
-					return done, true, nil
-				}
-				var m bot.Message
-				if err := s.decodeSealed(tx, v, &m); err != nil {
-					return done, false, err
-				}
-				if !m.At.Before(before) {
-					break
-				}
-				if err := c.Delete(); err != nil {
-					return done, false, err
-				}
-				done++
-			}
-			return done, false, nil
+			return nil
 		})
-		n.Messages += k
 		if err != nil {
-			return n, fmt.Errorf("store: prune messages of %s: %w", thread, err)
+			return n, fmt.Errorf("store: prune: %w", err)
 		}
+		if onBatch != nil {
+			onBatch(done)
+		}
+		n.Messages += done
+		ti = next
 	}
 	var old [][]byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {

@@ -104,8 +104,14 @@ func TestDeletionTransactionsAreBounded(t *testing.T) {
 				}
 			}
 			before := txID(t, s)
+			largest := 0
+			onBatch = func(n int) { largest = max(largest, n) }
+			t.Cleanup(func() { onBatch = nil })
 			if err := tt.del(s); err != nil {
 				t.Fatal(err)
+			}
+			if largest > deleteBatch {
+				t.Errorf("a transaction deleted %d values, more than the bound %d", largest, deleteBatch)
 			}
 			// A bound of 256 values per transaction: 900 values take at
 			// least 4 transactions (one took them all before).
