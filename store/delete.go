@@ -15,10 +15,12 @@ import (
 )
 
 // deleteBatch bounds the values one transaction of Prune or
-// DeleteConversation deletes or seals again: the writer, which every
-// message and every run's step wait for, is never held for a whole
-// history at once.
-var deleteBatch = 256
+// DeleteConversation deletes or seals again (a run counts with its
+// journal, which goes whole): the writer, which every message and every
+// run's step wait for, is never held for a whole history at once. Each
+// transaction costs an fsync: BenchmarkPruneWriterWait weighs the
+// longest wait of another writer against the prune's own time.
+var deleteBatch = 1024
 
 // onBatch, when set (tests), hears how many values each such
 // transaction touched.

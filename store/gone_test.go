@@ -81,7 +81,7 @@ func TestPruneLeavesNoTextInTheFile(t *testing.T) {
 // transactions, not in one that holds the writer (every message and run
 // step waits for it) for the whole history.
 func TestDeletionTransactionsAreBounded(t *testing.T) {
-	const messages, runs = 600, 300
+	const messages, runs = 3000, 300
 	for _, tt := range []struct {
 		name string
 		del  func(s *Store) error
@@ -113,9 +113,9 @@ func TestDeletionTransactionsAreBounded(t *testing.T) {
 			if largest > deleteBatch {
 				t.Errorf("a transaction deleted %d values, more than the bound %d", largest, deleteBatch)
 			}
-			// A bound of 256 values per transaction: 900 values take at
-			// least 4 transactions (one took them all before).
-			if got, want := txID(t, s)-before, (messages+runs+255)/256; got < want {
+			// A bound of 1,024 values per transaction: 3,300 values take
+			// at least 4 transactions (one took them all before).
+			if got, want := txID(t, s)-before, (messages+runs+1023)/1024; got < want {
 				t.Errorf("%d write transactions for %d values, want at least %d", got, messages+runs, want)
 			}
 			if msgs, _ := s.RecentMessages(ctx, "k", time.Time{}, 10); len(msgs) != 0 {
