@@ -367,7 +367,22 @@ func TestVersion2FileIsSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = reopen(t, s, path)
+	// The plain text the sealed values replaced is not left on free
+	// pages either: the file was copied without them.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(m)) {
+		t.Errorf("after the upgrade the file still holds %q in plain text", m)
+	}
+	if _, err := os.Stat(path + ".compact"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the copy is left beside the file: %v", err)
+	}
 	if err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta).Get(keyCompact) != nil {
+			t.Error("the file is still marked to copy")
+		}
 		n := 0
 		allValues(tx, func(l loc, v []byte) {
 			n++

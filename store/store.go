@@ -73,6 +73,8 @@ var (
 	keyRunIndex        = []byte("runs_indexed")
 	keyThreadOpen      = []byte("thread_open_runs_indexed")
 	keyWaitKeys        = []byte("wait_keys_indexed")
+	// keyCompact marks a file to copy without its free pages (compact).
+	keyCompact = []byte("compact_pending")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
@@ -150,9 +152,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 		err = s.check(o.secrets)
 	} else {
 		err = s.init(o.secrets)
+		if err == nil {
+			err = s.compactIfDue(&o.bolt)
+		}
 	}
 	if err != nil {
-		_ = db.Close()
+		if s.db != nil {
+			_ = s.db.Close()
+		}
 		return nil, err
 	}
 	// A read-only store has a writer too: its writes fail, as bbolt's
@@ -236,15 +243,63 @@ func (s *Store) init(secrets [][]byte) error {
 				return err
 			}
 		}
+		from := v
 		for ; v < SchemaVersion; v++ {
 			if err := migrations[v-1](s, tx); err != nil {
 				return fmt.Errorf("migrate %s to version %d: %w", s.path, v+1, err)
+			}
+		}
+		if from < 3 && tx.Bucket(bucketRuns).Stats().KeyN+tx.Bucket(bucketMessages).Stats().KeyN+tx.Bucket(bucketSettings).Stats().KeyN > 0 {
+			// The values just sealed are still on the pages they were
+			// freed from, in plain text: the file is copied without them.
+			if err := meta.Put(keyCompact, []byte("1")); err != nil {
+				return err
 			}
 		}
 		return meta.Put(keySchema, u64(SchemaVersion))
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// compactIfDue copies the file without its free pages when init marked
+// it (keyCompact): bbolt frees pages without wiping them, so after the
+// values of an older file are sealed, their plain text is still in the
+// file. The copy replaces the file; the mark goes only with it, so a
+// copy that fails (a full disk) fails Open and is tried again at the
+// next.
+func (s *Store) compactIfDue(bo *bolt.Options) error {
+	var due bool
+	if err := s.db.View(func(tx *bolt.Tx) error { due = tx.Bucket(bucketMeta).Get(keyCompact) != nil; return nil }); err != nil || !due {
+		return err
+	}
+	tmp := s.path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("store: copy %s without its free pages: %w", s.path, err)
+	}
+	err = bolt.Compact(dst, s.db, 64<<20)
+	if err == nil {
+		err = dst.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyCompact) })
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: copy %s without its free pages (it needs as much free disk space as the file): %w", s.path, err)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("store: replace %s by its copy %s: %w", s.path, tmp, err)
+	}
+	if s.db, err = bolt.Open(s.path, 0o600, bo); err != nil {
+		return fmt.Errorf("open database %s (TIDYBOT_DB): %w", s.path, err)
 	}
 	return nil
 }
