@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -88,11 +89,14 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 							finished = false
 							break
 						}
+						// A message whose key is gone is unreadable
+						// already: it goes too.
 						var m bot.Message
-						if err := s.decodeSealed(tx, v, &m); err != nil {
+						err := s.decodeSealed(tx, v, &m)
+						if err != nil && !errors.Is(err, errKeyGone) {
 							return fmt.Errorf("messages of %s: %w", threads[next], err)
 						}
-						if !m.At.Before(before) {
+						if err == nil && !m.At.Before(before) {
 							break
 						}
 						if err := c.Delete(); err != nil {
