@@ -378,15 +378,22 @@ func (r *runner) save(ctx context.Context) error {
 func (r *runner) answer(text string) {
 	w := r.tr.Wait
 	r.tr.Wait = nil
+	// An answer is progress: loop detection counts from here, so
+	// read → ask → read → ask → read goes on.
+	r.tr.Seen = nil
 	switch w.Kind {
 	case "ask":
 		r.result(w.CallID, "The user answered: "+text)
 		r.popCall(w.CallID)
+		r.skipRest(0, notRunAfter("a question"))
 	case "confirm":
 		if isYes(text) {
+			keep := 0
 			if len(r.tr.Calls) > 0 && r.tr.Calls[0].ID == w.CallID {
 				r.tr.Calls[0].Confirmed = true
+				keep = 1
 			}
+			r.skipRest(keep, notRunAfter("a confirmation"))
 			return
 		}
 		msg := "The user said no; nothing was done. Do not retry it."
@@ -395,7 +402,28 @@ func (r *runner) answer(text string) {
 		}
 		r.result(w.CallID, msg)
 		r.popCall(w.CallID)
+		r.skipRest(0, notRunAfter("a confirmation"))
 	}
+}
+
+// skipRest answers the queued calls after the first keep as not run: a
+// reply is one plan, made before the user answered, so what it meant to
+// do after a question or a confirmation is planned again with the
+// answer. A final answer among them is not delivered. Transcripts saved
+// with calls queued after a wait (before this rule) resume the same way.
+func (r *runner) skipRest(keep int, obs string) {
+	if keep > len(r.tr.Calls) {
+		keep = len(r.tr.Calls)
+	}
+	for _, c := range r.tr.Calls[keep:] {
+		r.result(c.ID, obs)
+	}
+	r.tr.Calls = r.tr.Calls[:keep]
+}
+
+// notRunAfter is the observation of a call skipped after a wait.
+func notRunAfter(wait string) string {
+	return "Not run: it came after " + wait + " in the same reply. Plan again with the user's answer."
 }
 
 func isYes(s string) bool {
@@ -901,6 +929,7 @@ func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string)
 	}
 	r.result(callID, "Done.")
 	r.popCall(callID)
+	r.skipRest(0, "Not run: the run ended before it.")
 	return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
 }
 
@@ -910,6 +939,7 @@ func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *O
 	}
 	r.result(callID, "Stopped.")
 	r.popCall(callID)
+	r.skipRest(0, "Not run: the run ended before it.")
 	answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
 	if len(r.tr.Journal) > 0 {
 		answer += "\n" + r.tr.DoneList()
