@@ -401,3 +401,49 @@ func TestInboxRereadIsIncremental(t *testing.T) {
 		t.Errorf("the second read says %.80q", obs)
 	}
 }
+
+// 100 moves into a new project go out in two requests; the second fails
+// for good. The project and the 99 moves of the first request are
+// journaled, reported and undone through the real client (issue 20
+// item 7).
+func TestPartialBatchIsJournaledThroughTheClient(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(100, 2)
+	var moves []string
+	for _, task := range tasks {
+		moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_name":"Trip"}`, task.ID))
+	}
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"moves":[`+strings.Join(moves, ",")+`]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed all 100."}`)),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed 99; Todoist refused the last one."}`)),
+	))
+	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file everything under Trip"}, agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed 99; Todoist refused the last one." {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if got := len(e.where()["Trip"]); got != 99 {
+		t.Fatalf("%d tasks in Trip, want 99", got)
+	}
+	if got := len(out.Transcript.Journal); got != 100 {
+		t.Errorf("journal has %d entries, want 100 (the project and 99 moves)", got)
+	}
+	var obs string
+	for _, m := range e.model.reqs[1].Messages {
+		if m.Role == agent.RoleTool && m.ToolCallID == "call_0" {
+			obs = m.Content
+		}
+	}
+	if !strings.Contains(obs, "not confirmed: "+tasks[99].ID) || strings.Count(obs, "✓ Moved") != 99 {
+		t.Errorf("observation ends with %q", obs[max(0, len(obs)-300):])
+	}
+	e.todo.ClearFaults()
+	rep, err := eng.Undo(t.Context(), out.Transcript.Journal)
+	if err != nil || len(rep.NotUndone) > 0 {
+		t.Fatalf("undo: %v, not undone %v", err, rep.NotUndone)
+	}
+	if got := len(e.where()["Inbox"]); got != 100 || len(e.todo.Projects()) != 1 {
+		t.Errorf("after undo: %d in the inbox, %d projects", got, len(e.todo.Projects()))
+	}
+}

@@ -967,23 +967,64 @@ func (r *runner) send(ctx context.Context) *Outcome {
 		results, err = r.e.tasks.Apply(wctx, p.Writes)
 		return err
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			// The writes stay pending: a resumed run re-sends them.
+	if err == nil {
+		r.record(p, results, nil)
+		return nil
+	}
+	// A failed batch may have been applied in part (a big batch goes out
+	// in several requests): what Todoist confirmed is journaled, whatever
+	// else happens, so that it is reported and can be undone.
+	done, rest := splitApplied(p, results)
+	if ctx.Err() != nil {
+		if rest == nil {
+			r.record(p, results, nil)
 			return r.interrupted(ctx)
 		}
-		if fatalCode(err) {
-			return r.fail(ctx, err)
+		// The rest stays pending: a resumed run re-sends it with the
+		// same uuids; a cancelled run reports what was journaled.
+		if obs := r.keepApplied(done); obs != "" {
+			rest.Done = append(rest.Done, obs)
 		}
+		r.tr.Pending = rest
+		return r.interrupted(ctx)
+	}
+	if done == nil && ErrorCodeOf(err) == ErrInvalid {
+		// Refused before anything was sent.
 		r.tr.Pending = nil
 		r.tr.Failures++
-		obs := "Error: the change failed: " + ErrorMessageOf(err) + ". Some of it may have been applied; read the current state before retrying."
-		if ErrorCodeOf(err) == ErrInvalid {
-			obs = "Error: " + ErrorMessageOf(err) + ". Nothing was changed; fix it and retry."
-		}
-		r.result(p.Call.ID, obs)
+		r.result(p.Call.ID, "Error: "+ErrorMessageOf(err)+". Nothing was changed; fix it and retry.")
 		r.popCall(p.Call.ID)
 		return nil
+	}
+	if fatalCode(err) {
+		r.keepApplied(done)
+		r.tr.Pending = nil
+		return r.fail(ctx, err)
+	}
+	r.record(p, results, err)
+	return nil
+}
+
+// record records what became of a pending write, its observation
+// included, and ends it. batchErr is the error of a batch that failed as
+// a whole: a write it left unconfirmed is reported as such.
+func (r *runner) record(p *pendingWrite, results []WriteResult, batchErr error) {
+	var unsure []string
+	if batchErr != nil {
+		keep := make([]int, 0, len(p.Writes))
+		for i := range p.Writes {
+			if applied(p.Writes[i], results, i) {
+				keep = append(keep, i)
+			} else {
+				unsure = append(unsure, p.Plan.Items[i].Ref)
+			}
+		}
+		sub := p.subset(keep)
+		kept := make([]WriteResult, len(keep))
+		for j, i := range keep {
+			kept[j] = results[i]
+		}
+		p, results = sub, kept
 	}
 	before := len(r.tr.Journal)
 	obs, summary := r.applyResults(p.Plan, p.Writes, results)
@@ -991,12 +1032,106 @@ func (r *runner) send(ctx context.Context) *Outcome {
 		// Progress: loop detection counts from here.
 		r.tr.Seen = nil
 	}
+	if len(unsure) > 0 {
+		line := fmt.Sprintf("✗ not confirmed: %s. Todoist failed (%s), and it may or may not have applied them; read the current state before retrying them.",
+			strings.Join(unsure, ", "), ErrorMessageOf(batchErr))
+		obs = strings.TrimPrefix(obs+"\n"+line, "\n")
+		warn := "⚠️ " + plural(len(unsure), "change") + " not confirmed"
+		if summary == progressLine("", tally{}) {
+			summary = warn
+		} else {
+			summary += " · " + warn
+		}
+	}
 	if strings.Contains(obs, "✗") {
 		r.tr.Failures++
+	}
+	if len(p.Done) > 0 {
+		// What an earlier, interrupted attempt applied.
+		obs = strings.Join(p.Done, "\n") + "\n" + obs
 	}
 	r.tr.Pending = nil
 	r.result(p.Call.ID, obs)
 	r.popCall(p.Call.ID)
 	r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: p.Call.Name, Summary: summary})
-	return nil
+}
+
+// keepApplied journals the writes of done, which Todoist applied while
+// the rest of their batch failed, and returns their observation.
+func (r *runner) keepApplied(done *pendingWrite) string {
+	if done == nil {
+		return ""
+	}
+	obs, summary := r.applyResults(done.Plan, done.Writes, done.results)
+	r.tr.Seen = nil
+	r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: done.Call.Name, Summary: summary})
+	return obs
+}
+
+// applied reports whether results say that the i-th write of a batch
+// that failed as a whole was applied: it has a result without an error
+// (and, for a create, its new id).
+func applied(w Write, results []WriteResult, i int) bool {
+	if i >= len(results) || results[i].Err != nil {
+		return false
+	}
+	return w.TempID == "" || results[i].NewID != ""
+}
+
+// splitApplied splits a pending write whose batch failed into the writes
+// Todoist applied, with their results, and the rest, to be sent again;
+// temp ids the applied creates resolved are replaced by the real ids in
+// the rest. Either may be nil.
+func splitApplied(p *pendingWrite, results []WriteResult) (done, rest *pendingWrite) {
+	var in, out []int
+	ids := map[string]string{}
+	for i, w := range p.Writes {
+		if applied(w, results, i) {
+			in = append(in, i)
+			if w.TempID != "" {
+				ids[w.TempID] = results[i].NewID
+			}
+		} else {
+			out = append(out, i)
+		}
+	}
+	if len(in) > 0 {
+		done = p.subset(in)
+		done.Done = nil
+		for _, i := range in {
+			done.results = append(done.results, results[i])
+		}
+	}
+	if len(out) > 0 {
+		rest = p.subset(out)
+		sub := func(s *string) {
+			if real, ok := ids[*s]; ok {
+				*s = real
+			}
+		}
+		for i := range rest.Writes {
+			w := &rest.Writes[i]
+			sub(&w.ID)
+			sub(&w.ProjectID)
+			sub(&w.SectionID)
+			sub(&w.ParentID)
+		}
+		for i := range rest.Plan.Items {
+			it := &rest.Plan.Items[i]
+			for tmp, real := range ids {
+				it.Obs = strings.ReplaceAll(it.Obs, tmp, real)
+			}
+			for j := range it.Inverse {
+				inv := &it.Inverse[j]
+				sub(&inv.ID)
+				sub(&inv.ProjectID)
+				sub(&inv.SectionID)
+			}
+		}
+		// The notes were for the first attempt's observation.
+		if done != nil {
+			rest.Plan.Notes, rest.Plan.Rejected = nil, 0
+		}
+	}
+	return done, rest
 }

@@ -21,6 +21,11 @@ type memTasks struct {
 	seq      int
 	// beforeApply, when set, runs at the start of each Apply.
 	beforeApply func(ctx context.Context)
+	// cutAt and cutErr, when cutErr is set, make Apply apply the first
+	// cutAt writes only and fail the rest and itself with cutErr: a
+	// batch whose second request failed.
+	cutAt  int
+	cutErr error
 	// projectsFn and sectionsFn, when set, answer Projects and Sections.
 	projectsFn func() ([]Project, error)
 	sectionsFn func(projectID string) ([]Section, error)
@@ -124,6 +129,13 @@ func (m *memTasks) project(id string) bool {
 func (m *memTasks) Apply(ctx context.Context, ws []Write) ([]WriteResult, error) {
 	if m.beforeApply != nil {
 		m.beforeApply(ctx)
+	}
+	if m.cutErr != nil && m.cutAt < len(ws) {
+		res := append(m.apply(ws[:m.cutAt]), make([]WriteResult, len(ws)-m.cutAt)...)
+		for i := m.cutAt; i < len(ws); i++ {
+			res[i] = WriteResult{UUID: ws[i].UUID, Err: m.cutErr}
+		}
+		return res, fmt.Errorf("apply writes %d–%d of %d: %w", m.cutAt+1, len(ws), len(ws), m.cutErr)
 	}
 	res := m.apply(ws)
 	if err := ctx.Err(); err != nil {

@@ -211,8 +211,11 @@ type Tasks interface {
 	// Apply sends writes in as few requests as the service allows, in order.
 	// It returns one result per write, in the same order; a write that
 	// failed on its own has its Err set, while the returned error is for a
-	// failure of the whole batch (after which some writes may be applied:
-	// re-send the same batch, which is safe, to finish it).
+	// failure of the whole batch. With that error the results still say
+	// what is known: a write whose result has no Err (and, for a create,
+	// a NewID) was applied, as in part of a batch split over several
+	// requests; the others may or may not have been (re-send the same
+	// batch, which is safe, to finish it).
 	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
 }
 
