@@ -68,6 +68,8 @@ type Task struct {
 	// (DueDate "2026-05-20T10:00:00Z"); empty for a full-day or floating
 	// date, which is the user's local day or time.
 	DueTimezone string `json:"due_timezone,omitempty"`
+	// DueLang is the language Todoist reads the due string in ("en").
+	DueLang string `json:"due_lang,omitempty"`
 }
 
 // DueAsStored returns the task's due date as Todoist stores it, for setting it
@@ -78,7 +80,7 @@ func (t Task) DueAsStored() *Due {
 	}
 	d := &Due{Date: t.DueDate, Timezone: t.DueTimezone, IsRecurring: t.IsRecurring}
 	if t.IsRecurring {
-		d.String = t.Due
+		d.String, d.Lang = t.Due, t.DueLang
 	}
 	return d
 }
@@ -86,13 +88,15 @@ func (t Task) DueAsStored() *Due {
 // Due is a due date as Todoist stores it. Date is "2026-05-20" (a full
 // day), "2026-05-20T12:00:00" (a floating time: the user's local time) or
 // "2026-05-20T10:00:00Z" (a fixed time, in UTC, with its Timezone). A
-// recurring due date also needs its String ("every mon"): a date alone
-// cannot make a recurrence.
+// recurring due date also needs its String ("every mon") in its Lang: a
+// date alone cannot make a recurrence.
 type Due struct {
 	Date        string `json:"date"`
 	Timezone    string `json:"timezone,omitempty"`
 	String      string `json:"string,omitempty"`
 	IsRecurring bool   `json:"is_recurring,omitempty"`
+	// Lang is the language String is read in ("en", "de"…).
+	Lang string `json:"lang,omitempty"`
 }
 
 // Snapshot is everything get_overview needs, read in one request.

@@ -467,7 +467,8 @@ func checkDue(bad func(string, ...any) error, d *agent.Due) error {
 // dueArg is a due date set as stored ("Create or update due date from a
 // date object", developer.todoist.com/api/v1 #tag/Due-dates): the date,
 // the zone of a fixed time, and for a recurring date its string, since a
-// date alone "does not allow you to create recurring due dates".
+// date alone "does not allow you to create recurring due dates", with the
+// lang the string is read in.
 func dueArg(d *agent.Due) map[string]any {
 	m := map[string]any{"date": d.Date}
 	if d.Timezone != "" {
@@ -475,6 +476,10 @@ func dueArg(d *agent.Due) map[string]any {
 	}
 	if d.IsRecurring && d.String != "" {
 		m["string"] = d.String
+		if d.Lang != "" {
+			// The language the string is read in.
+			m["lang"] = d.Lang
+		}
 	}
 	return m
 }
