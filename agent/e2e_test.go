@@ -447,3 +447,34 @@ func TestPartialBatchIsJournaledThroughTheClient(t *testing.T) {
 		t.Errorf("after undo: %d in the inbox, %d projects", got, len(e.todo.Projects()))
 	}
 }
+
+// A task added to an Inbox the run never read, then moved: the move's
+// undo must know where the task was. Found by TestEngineRandomized: the
+// undo of the move had no destination and Todoist refused the whole undo.
+func TestUndoMoveOfATaskAddedToAnUnreadInbox(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedTalkInbox()
+	before := e.where()
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		last := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.HasPrefix(last, "✓ Added"):
+			_, id, _ := strings.Cut(last, ": id ")
+			return toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_name":"Trip"}]}`, strings.TrimSpace(id))))
+		case strings.HasPrefix(last, "✓ Created"):
+			return toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`))
+		}
+		return toolReply(tc(agent.ActAddTasks, `{"tasks":[{"content":"Pack bags"}]}`))
+	})
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "add and file"}, agent.Hooks{})
+	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 3 {
+		t.Fatalf("outcome %s %q, journal %d", out.Status, out.Answer, len(out.Transcript.Journal))
+	}
+	if rep, err := eng.Undo(t.Context(), out.Transcript.Journal); err != nil || len(rep.NotUndone) > 0 {
+		t.Fatalf("undo: %v, not undone %v", err, rep.NotUndone)
+	}
+	if got := e.where(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Errorf("after undo %v, want %v", got, before)
+	}
+}

@@ -615,8 +615,14 @@ func (k *known) update(w Write, newID string) {
 			k.Tasks = map[string]Task{}
 		}
 		t := Task{ID: newID, ProjectID: w.ProjectID, SectionID: w.SectionID, Priority: w.Priority}
-		if t.ProjectID == "" {
+		if t.ProjectID == "" && t.SectionID == "" {
 			t.ProjectID = k.InboxID
+		}
+		if t.ProjectID == "" && t.SectionID == "" {
+			// Added to an Inbox the run has not read: where it is is
+			// unknown, so a later move reads it rather than record an
+			// undo with no destination.
+			return
 		}
 		if w.Content != nil {
 			t.Content = *w.Content
