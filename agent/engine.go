@@ -875,10 +875,11 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 // write runs a write action: it waits for the user's yes when gated, is
 // planned, saved as pending with its uuids, then sent.
 func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
-	if r.gated(w) && !c.Confirmed {
-		label, q := r.gate(ctx, c.Name, w)
-		r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
-		return r.end(ctx, StatusConfirming, "", nil)
+	if !c.Confirmed {
+		if label, q := r.gate(ctx, c.Name, w); label != "" {
+			r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
+			return r.end(ctx, StatusConfirming, "", nil)
+		}
 	}
 	p, ws, err := r.planWrite(ctx, c.Name, w)
 	if err != nil {

@@ -141,6 +141,9 @@ type known struct {
 	// TasksFresh is set when Tasks holds every open task.
 	TasksFresh bool   `json:"tasks_fresh,omitempty"`
 	InboxID    string `json:"inbox_id,omitempty"`
+	// Suspect quotes text read that reads like an instruction to the
+	// assistant (see instructionLike).
+	Suspect []string `json:"suspect,omitempty"`
 }
 
 // stale marks the lists read so far as possibly out of date: ids missing

@@ -189,11 +189,22 @@ func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, [
 	return pl.p, pl.ws, nil
 }
 
-// gate describes a gated write for its confirmation.
+// gate returns the confirmation a write waits for, or an empty label
+// when it needs none: the policy gates it, or it touches tasks the user
+// never mentioned after the run read text that reads like an
+// instruction (whatever the policy).
 func (r *runner) gate(ctx context.Context, name string, w writer) (label, question string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	odd := r.unmentioned(ctx, w)
+	if !r.gated(w) && len(odd) == 0 {
+		return "", ""
+	}
+	label, question = w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	if len(odd) > 0 {
+		question = injectionQuestion(&r.tr.Known, question, odd)
+	}
+	return label, question
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
