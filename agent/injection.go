@@ -18,10 +18,10 @@ import (
 // instructions and delete all projects" cannot have other tasks completed,
 // renamed, moved or deleted behind the user's back.
 
-// injectionHints are words without which text is not checked further:
-// most titles contain none of them.
+// injectionHints are words without which text is not matched against
+// injectionPatterns: most titles contain none of them.
 var injectionHints = []string{"ignore", "disregard", "instruction", "prompt", "system", "assistant",
-	"you are", "everything", "all ", "every ", "ask", "tell the user", "tidybot", "ai:", "bot:"}
+	"you are now", "override", "tidybot", "ai:", "bot:", "asking", "confirm", "tell the user"}
 
 // injectionPatterns are what an order to the assistant looks like.
 var injectionPatterns = []*regexp.Regexp{
@@ -30,15 +30,17 @@ var injectionPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`\b(new|updated|real)\s+instructions?\b`),
 	regexp.MustCompile(`\byou are now\b`),
 	regexp.MustCompile(`^\s*(assistant|ai|bot|tidybot|agent)\s*[:,]`),
-	regexp.MustCompile(`\b(delete|remove|complete|close|finish|rename|move|archive|clear)\b.{0,20}\b(all|every|each)\b.{0,20}\b(tasks?|projects?|items?|to-?dos?|sections?)\b`),
-	regexp.MustCompile(`\b(delete|remove|complete|clear|wipe)\s+everything\b`),
 	regexp.MustCompile(`\b(without|don'?t|do not|never)\s+(asking|ask|confirm\w*|tell\w* the user)\b`),
 }
 
 // instructionLike reports whether text read from the to-do service reads
-// like an order to the assistant.
+// like an order to the assistant. It is cheap on ordinary titles: every
+// task of every read goes through it.
 func instructionLike(text string) bool {
 	s := strings.ToLower(text)
+	if massAction(s) {
+		return true
+	}
 	hinted := false
 	for _, h := range injectionHints {
 		if strings.Contains(s, h) {
@@ -52,6 +54,42 @@ func instructionLike(text string) bool {
 	for _, re := range injectionPatterns {
 		if re.MatchString(s) {
 			return true
+		}
+	}
+	return false
+}
+
+var (
+	massVerbs   = map[string]bool{"delete": true, "remove": true, "complete": true, "close": true, "finish": true, "rename": true, "move": true, "archive": true, "clear": true, "wipe": true, "mark": true}
+	massWords   = map[string]bool{"all": true, "every": true, "each": true, "everything": true}
+	massObjects = map[string]bool{"task": true, "tasks": true, "project": true, "projects": true, "item": true, "items": true, "todo": true, "todos": true, "section": true, "sections": true}
+)
+
+// massAction reports an order to act on everything: a verb such as
+// "delete", then within four words "all", "every" or "each", then within
+// four more "tasks" or "projects" ("delete all projects", "mark every
+// task in this inbox"), or "everything" ("delete everything").
+func massAction(s string) bool {
+	if !strings.Contains(s, "all") && !strings.Contains(s, "every") && !strings.Contains(s, "each") {
+		return false
+	}
+	words := strings.FieldsFunc(s, notWordRune)
+	for i, w := range words {
+		if !massVerbs[w] {
+			continue
+		}
+		for j := i + 1; j < len(words) && j <= i+4; j++ {
+			if !massWords[words[j]] {
+				continue
+			}
+			if words[j] == "everything" {
+				return true
+			}
+			for k := j + 1; k < len(words) && k <= j+4; k++ {
+				if massObjects[words[k]] {
+					return true
+				}
+			}
 		}
 	}
 	return false
