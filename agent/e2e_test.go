@@ -478,3 +478,52 @@ func TestUndoMoveOfATaskAddedToAnUnreadInbox(t *testing.T) {
 		t.Errorf("after undo %v, want %v", got, before)
 	}
 }
+
+// A section the run created is removed by undo once nothing else is in
+// it: Todoist deletes a section's tasks with it, so a section that got a
+// task since is kept, and said so.
+func TestUndoRemovesACreatedSection(t *testing.T) {
+	for _, added := range []bool{false, true} {
+		t.Run(fmt.Sprintf("task added since %v", added), func(t *testing.T) {
+			e := newE2E(t, nil)
+			home := e.todo.AddProject(todoisttest.Project{Name: "Home"})
+			tap := e.todo.AddTask(todoisttest.Task{Content: "Fix tap", ProjectID: home.ID})
+			e.model.next = newModel(t, func(req agent.Request) agent.Response {
+				last := req.Messages[len(req.Messages)-1].Content
+				if strings.HasPrefix(last, "✓ Created section") {
+					_, id, _ := strings.Cut(last, ": id ")
+					return toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"section_id":%q}]}`, tap.ID, strings.TrimSpace(id))))
+				}
+				if strings.HasPrefix(last, "✓ Moved") {
+					return toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`))
+				}
+				return toolReply(tc(agent.ActCreateSection, fmt.Sprintf(`{"project_id":%q,"name":"Kitchen"}`, home.ID)))
+			})
+			eng := agent.New(e.model, e.tasks, agent.Config{})
+			out := eng.Start(t.Context(), agent.Input{Instruction: "a kitchen section for the tap"}, agent.Hooks{})
+			if out.Status != agent.StatusDone || len(e.todo.Sections()) != 1 {
+				t.Fatalf("outcome %s %q, sections %v", out.Status, out.Answer, e.todo.Sections())
+			}
+			if added {
+				e.todo.AddTask(todoisttest.Task{Content: "Buy sponges", ProjectID: home.ID, SectionID: e.todo.Sections()[0].ID})
+			}
+			rep, err := eng.Undo(t.Context(), out.Transcript.Journal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := e.todo.Task(tap.ID)
+			if got.SectionID != "" || got.ProjectID != home.ID {
+				t.Errorf("the tap after undo: %+v", got)
+			}
+			if added {
+				if len(e.todo.Sections()) != 1 || len(rep.NotUndone) != 1 || !strings.Contains(rep.NotUndone[0], "kept") {
+					t.Errorf("sections %v, not undone %v: want the section kept with its new task", e.todo.Sections(), rep.NotUndone)
+				}
+				return
+			}
+			if len(e.todo.Sections()) != 0 || len(rep.NotUndone) != 0 {
+				t.Errorf("sections %v, not undone %v: want the section gone", e.todo.Sections(), rep.NotUndone)
+			}
+		})
+	}
+}

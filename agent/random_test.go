@@ -253,10 +253,13 @@ func (w *world) state(skip map[string]bool) string {
 		names[p.ID] = p.Name
 		projects = append(projects, p.Name)
 	}
+	var sections []string
 	for _, s := range w.srv.Sections() {
 		names[s.ID] = s.Name
+		sections = append(sections, names[s.ProjectID]+"/"+s.Name)
 	}
 	slices.Sort(projects)
+	slices.Sort(sections)
 	var tasks []string
 	for _, t := range w.srv.Tasks() {
 		if skip[t.ID] {
@@ -275,7 +278,7 @@ func (w *world) state(skip map[string]bool) string {
 		tasks = append(tasks, t.ID+" "+string(b))
 	}
 	slices.Sort(tasks)
-	return "projects: " + strings.Join(projects, ", ") + "\n" + strings.Join(tasks, "\n")
+	return "projects: " + strings.Join(projects, ", ") + "; sections: " + strings.Join(sections, ", ") + "\n" + strings.Join(tasks, "\n")
 }
 
 // gated says whether the run's policy makes a write wait for a yes.
@@ -557,7 +560,9 @@ func (w *world) randomCall() agent.ToolCall {
 }
 
 func (w *world) randomWrite() agent.ToolCall {
-	switch w.rng.IntN(7) {
+	switch w.rng.IntN(8) {
+	case 7:
+		return agent.ToolCall{Name: agent.ActCreateSection, Arguments: js(map[string]any{"project_id": w.projectID(), "name": w.pick([]string{"Kitchen", "Later", "Next"})})}
 	case 0, 1:
 		var moves []map[string]any
 		if w.rng.IntN(5) == 0 {
@@ -580,9 +585,15 @@ func (w *world) randomWrite() agent.ToolCall {
 		}
 		for range 1 + w.rng.IntN(3) {
 			m := map[string]any{"task_id": w.taskID()}
-			switch w.rng.IntN(4) {
+			switch w.rng.IntN(5) {
 			case 0:
 				m["project_id"] = w.projectID()
+			case 4:
+				if ss := w.srv.Sections(); len(ss) > 0 {
+					m["section_id"] = ss[w.rng.IntN(len(ss))].ID
+				} else {
+					m["project_id"] = "inbox"
+				}
 			case 1:
 				m["project_id"] = "inbox"
 			default:

@@ -143,6 +143,8 @@ const (
 	ReopenTask    WriteKind = "item_uncomplete"
 	DeleteTask    WriteKind = "item_delete"
 	DeleteProject WriteKind = "project_delete"
+	// DeleteSection deletes a section and, in Todoist, the tasks in it.
+	DeleteSection WriteKind = "section_delete"
 	// RestoreOccurrence moves a recurring task that was completed (and so
 	// moved to its next date) back to the occurrence in Due: Todoist's
 	// item_update_date_complete with is_forward 0, the documented

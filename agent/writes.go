@@ -258,7 +258,7 @@ func (a *CreateSectionArgs) plan(_ context.Context, pl *planner) error {
 	}
 	w := Write{Kind: AddSection, TempID: "tmp-" + NewUUID(), Name: strings.TrimSpace(a.Name), ProjectID: proj}
 	pl.add(w, planItem{Ref: a.Name, Obs: fmt.Sprintf("Created section %q in %s: id %s", w.Name, k.projectName(proj), w.TempID),
-		Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj))})
+		Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj)), Inverse: []Write{{Kind: DeleteSection, ID: w.TempID}}})
 	return nil
 }
 

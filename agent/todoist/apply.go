@@ -397,6 +397,8 @@ func validate(ws []agent.Write) (map[string]int, error) {
 			}
 		case agent.DeleteProject:
 			err = needID("project")
+		case agent.DeleteSection:
+			err = needID("section")
 		default:
 			err = bad("unknown kind of write %q", w.Kind)
 		}
@@ -515,7 +517,7 @@ func idKind(k agent.WriteKind) string {
 	switch k {
 	case agent.DeleteProject, agent.AddProject:
 		return "project"
-	case agent.AddSection:
+	case agent.AddSection, agent.DeleteSection:
 		return "section"
 	case agent.AddLabel:
 		return "label"
@@ -561,7 +563,7 @@ func toCommand(w agent.Write) command {
 		args["id"] = w.ID
 		args["due"] = dueArg(w.Due)
 		args["is_forward"] = 0
-	default: // item_close, item_uncomplete, item_delete, project_delete
+	default: // item_close, item_uncomplete, item_delete, project_delete, section_delete
 		args["id"] = w.ID
 	}
 	return command{Type: string(w.Kind), UUID: w.UUID, TempID: w.TempID, Args: args}

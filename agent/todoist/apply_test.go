@@ -113,6 +113,13 @@ func TestApplyEachKind(t *testing.T) {
 				t.Error("project still there")
 			}
 		}},
+		{"section_delete", agent.Write{Kind: agent.DeleteSection, ID: kitchen.ID}, func(t *testing.T, res agent.WriteResult) {
+			for _, s := range srv.Sections() {
+				if s.ID == kitchen.ID {
+					t.Error("section still there")
+				}
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
