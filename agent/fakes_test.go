@@ -26,6 +26,8 @@ type memTasks struct {
 	// batch whose second request failed.
 	cutAt  int
 	cutErr error
+	// tasksErr, when set, fails Tasks.
+	tasksErr error
 	// projectsFn and sectionsFn, when set, answer Projects and Sections.
 	projectsFn func() ([]Project, error)
 	sectionsFn func(projectID string) ([]Section, error)
@@ -82,6 +84,9 @@ func (m *memTasks) Tasks(_ context.Context, q TaskQuery) ([]Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
+	if m.tasksErr != nil {
+		return nil, m.tasksErr
+	}
 	return m.list(q), nil
 }
 

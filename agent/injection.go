@@ -145,15 +145,18 @@ func (r *runner) unmentioned(ctx context.Context, w writer) []Task {
 		return nil
 	}
 	ids := tw.touches()
-	if _, err := r.ensureTasks(ctx, ids); err != nil {
-		return nil // the plan reads them again and reports the error
-	}
 	words := userWords(r.tr)
+	// A task Todoist does not have is rejected by the plan; one it
+	// failed to read is not known to be mentioned.
+	_, err := r.ensureTasks(ctx, ids)
 	var out []Task
 	for _, id := range ids {
 		t, ok := k.Tasks[id]
-		if ok && !mentioned(t, words) {
+		switch {
+		case ok && !mentioned(t, words):
 			out = append(out, t)
+		case !ok && err != nil && !words[strings.ToLower(id)]:
+			out = append(out, Task{ID: id, Content: id})
 		}
 	}
 	return out
