@@ -527,3 +527,39 @@ func TestUndoRemovesACreatedSection(t *testing.T) {
 		})
 	}
 }
+
+// In a batch that failed as a whole, a write Todoist refused on its own
+// is reported with its own reason; only the writes the failure left
+// unknown are "not confirmed".
+func TestPartialBatchKeepsEachWritesOwnFailure(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(100, 2)
+	work := e.todo.AddProject(todoisttest.Project{Name: "Work"})
+	var moves []string
+	for i, task := range tasks {
+		if i < 50 {
+			moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_id":%q}`, task.ID, work.ID))
+		} else { // a new project: 101 writes, two requests
+			moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_name":"Trip"}`, task.ID))
+		}
+	}
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"moves":[`+strings.Join(moves, ",")+`]}`)),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed 98."}`)),
+	))
+	e.todo.FailCommands(1, todoisttest.Fault{Status: 400})
+	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file all under Work"}, agent.Hooks{})
+	var obs string
+	for _, m := range e.model.reqs[1].Messages {
+		if m.Role == agent.RoleTool && m.ToolCallID == "call_0" {
+			obs = m.Content
+		}
+	}
+	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 99 {
+		t.Fatalf("outcome %s %q, journal %d, want 99; observation:\n%s", out.Status, out.Answer, len(out.Transcript.Journal), obs[max(0, len(obs)-600):])
+	}
+	if !strings.Contains(obs, "✗ "+tasks[0].ID+": ") || !strings.Contains(obs, "not confirmed: "+tasks[99].ID+".") {
+		t.Errorf("observation:\n%s", obs[max(0, len(obs)-400):])
+	}
+}

@@ -1014,7 +1014,9 @@ func (r *runner) record(p *pendingWrite, results []WriteResult, batchErr error) 
 	if batchErr != nil {
 		keep := make([]int, 0, len(p.Writes))
 		for i := range p.Writes {
-			if applied(p.Writes[i], results, i) {
+			// A write refused on its own keeps its reason; one the
+			// batch's failure left unknown is "not confirmed".
+			if applied(p.Writes[i], results, i) || i < len(results) && results[i].Err != nil && !errors.Is(batchErr, results[i].Err) {
 				keep = append(keep, i)
 			} else {
 				unsure = append(unsure, p.Plan.Items[i].Ref)

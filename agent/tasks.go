@@ -220,8 +220,9 @@ type Tasks interface {
 	// failure of the whole batch. With that error the results still say
 	// what is known: a write whose result has no Err (and, for a create,
 	// a NewID) was applied, as in part of a batch split over several
-	// requests; the others may or may not have been (re-send the same
-	// batch, which is safe, to finish it).
+	// requests; one whose Err is that error (errors.Is(err, result.Err))
+	// may or may not have been (re-send the same batch, which is safe, to
+	// finish it); any other Err is that write's own failure.
 	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
 }
 
