@@ -4,13 +4,16 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test lint run demo bench fuzz deps deps-list eval eval-sim
+.PHONY: build test soak lint run demo bench fuzz deps deps-list eval eval-sim
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
 
 test: ## go test -race -count=1 ./..., then the skipped tests and why (cmd/testsum); fails as go test fails
 	go run ./cmd/testsum -race -count=1 ./...
+
+soak: ## the randomized engine test at full length (over 10,000 model replies); SEED=n runs one seed
+	go test -count=1 -run TestEngineRandomized ./agent -args -soak $(if $(SEED),-random.seed=$(SEED))
 
 lint:
 	go vet ./...

@@ -140,3 +140,34 @@ func TestUndoRestoresDueDates(t *testing.T) {
 		}
 	}
 }
+
+// Undo gives a recurrence back in the language Todoist stored it in: the
+// lang of a due object is the one its string is read in
+// (developer.todoist.com/api/v1 #tag/Due-dates), and without it Todoist
+// would read "every mon" in the user's language (issue 20 item 12). The
+// fake reads English strings only; the lang it stores is what is checked.
+func TestUndoKeepsTheRecurrenceLanguage(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)} // Tuesday
+	e := newDatedE2E(t, clk, "Europe/Berlin", nil)
+	completed := e.todo.AddTask(todoisttest.Task{Content: "Müll rausbringen", Due: &todoisttest.Due{String: "every mon", Lang: "de"}})
+	updated := e.todo.AddTask(todoisttest.Task{Content: "Blumen gießen", Due: &todoisttest.Due{String: "every fri", Lang: "de"}})
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActCompleteTasks, fmt.Sprintf(`{"task_ids":[%q]}`, completed.ID)),
+			tc(agent.ActUpdateTasks, fmt.Sprintf(`{"updates":[{"task_id":%q,"due_string":"tomorrow"}]}`, updated.ID))),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`)),
+	))
+	eng := agent.New(e.model, e.tasks, agent.Config{Now: clk.Now, Confirm: agent.ConfirmNever})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "x"}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if rep, err := eng.Undo(t.Context(), out.Transcript.Journal); err != nil || len(rep.NotUndone) > 0 {
+		t.Fatalf("undo: %v, not undone %v", err, rep.NotUndone)
+	}
+	for _, seeded := range []todoisttest.Task{completed, updated} {
+		got, ok := e.todo.Task(seeded.ID)
+		if !ok || got.Due == nil || !got.Due.IsRecurring || got.Due.String != seeded.Due.String || got.Due.Lang != "de" {
+			t.Errorf("%q due after undo = %+v, want %q in de", seeded.Content, got.Due, seeded.Due.String)
+		}
+	}
+}

@@ -230,6 +230,7 @@ func (k *known) setProjects(ps []Project) {
 		if p.IsInbox {
 			k.InboxID = p.ID
 		}
+		k.suspect(p.Name)
 	}
 	k.ProjectsFresh = true
 }
@@ -247,6 +248,7 @@ func (k *known) setSections(ss []Section, projectID string) {
 	}
 	for _, s := range ss {
 		k.Sections[s.ID] = s
+		k.suspect(s.Name)
 	}
 }
 
@@ -257,6 +259,7 @@ func (k *known) setTasks(ts []Task, all bool) {
 	}
 	for _, t := range ts {
 		k.Tasks[t.ID] = t
+		k.suspect(t.Content, t.Description)
 	}
 	if all {
 		k.TasksFresh = true

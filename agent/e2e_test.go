@@ -401,3 +401,165 @@ func TestInboxRereadIsIncremental(t *testing.T) {
 		t.Errorf("the second read says %.80q", obs)
 	}
 }
+
+// 100 moves into a new project go out in two requests; the second fails
+// for good. The project and the 99 moves of the first request are
+// journaled, reported and undone through the real client (issue 20
+// item 7).
+func TestPartialBatchIsJournaledThroughTheClient(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(100, 2)
+	var moves []string
+	for _, task := range tasks {
+		moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_name":"Trip"}`, task.ID))
+	}
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"moves":[`+strings.Join(moves, ",")+`]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed all 100."}`)),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed 99; Todoist refused the last one."}`)),
+	))
+	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file everything under Trip"}, agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed 99; Todoist refused the last one." {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if got := len(e.where()["Trip"]); got != 99 {
+		t.Fatalf("%d tasks in Trip, want 99", got)
+	}
+	if got := len(out.Transcript.Journal); got != 100 {
+		t.Errorf("journal has %d entries, want 100 (the project and 99 moves)", got)
+	}
+	var obs string
+	for _, m := range e.model.reqs[1].Messages {
+		if m.Role == agent.RoleTool && m.ToolCallID == "call_0" {
+			obs = m.Content
+		}
+	}
+	if !strings.Contains(obs, "not confirmed: "+tasks[99].ID) || strings.Count(obs, "✓ Moved") != 99 {
+		t.Errorf("observation ends with %q", obs[max(0, len(obs)-300):])
+	}
+	e.todo.ClearFaults()
+	rep, err := eng.Undo(t.Context(), out.Transcript.Journal)
+	if err != nil || len(rep.NotUndone) > 0 {
+		t.Fatalf("undo: %v, not undone %v", err, rep.NotUndone)
+	}
+	if got := len(e.where()["Inbox"]); got != 100 || len(e.todo.Projects()) != 1 {
+		t.Errorf("after undo: %d in the inbox, %d projects", got, len(e.todo.Projects()))
+	}
+}
+
+// A task added to an Inbox the run never read, then moved: the move's
+// undo must know where the task was. Found by TestEngineRandomized: the
+// undo of the move had no destination and Todoist refused the whole undo.
+func TestUndoMoveOfATaskAddedToAnUnreadInbox(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedTalkInbox()
+	before := e.where()
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		last := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.HasPrefix(last, "✓ Added"):
+			_, id, _ := strings.Cut(last, ": id ")
+			return toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_name":"Trip"}]}`, strings.TrimSpace(id))))
+		case strings.HasPrefix(last, "✓ Created"):
+			return toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`))
+		}
+		return toolReply(tc(agent.ActAddTasks, `{"tasks":[{"content":"Pack bags"}]}`))
+	})
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "add and file"}, agent.Hooks{})
+	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 3 {
+		t.Fatalf("outcome %s %q, journal %d", out.Status, out.Answer, len(out.Transcript.Journal))
+	}
+	if rep, err := eng.Undo(t.Context(), out.Transcript.Journal); err != nil || len(rep.NotUndone) > 0 {
+		t.Fatalf("undo: %v, not undone %v", err, rep.NotUndone)
+	}
+	if got := e.where(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Errorf("after undo %v, want %v", got, before)
+	}
+}
+
+// A section the run created is removed by undo once nothing else is in
+// it: Todoist deletes a section's tasks with it, so a section that got a
+// task since is kept, and said so.
+func TestUndoRemovesACreatedSection(t *testing.T) {
+	for _, added := range []bool{false, true} {
+		t.Run(fmt.Sprintf("task added since %v", added), func(t *testing.T) {
+			e := newE2E(t, nil)
+			home := e.todo.AddProject(todoisttest.Project{Name: "Home"})
+			tap := e.todo.AddTask(todoisttest.Task{Content: "Fix tap", ProjectID: home.ID})
+			e.model.next = newModel(t, func(req agent.Request) agent.Response {
+				last := req.Messages[len(req.Messages)-1].Content
+				if strings.HasPrefix(last, "✓ Created section") {
+					_, id, _ := strings.Cut(last, ": id ")
+					return toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"section_id":%q}]}`, tap.ID, strings.TrimSpace(id))))
+				}
+				if strings.HasPrefix(last, "✓ Moved") {
+					return toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`))
+				}
+				return toolReply(tc(agent.ActCreateSection, fmt.Sprintf(`{"project_id":%q,"name":"Kitchen"}`, home.ID)))
+			})
+			eng := agent.New(e.model, e.tasks, agent.Config{})
+			out := eng.Start(t.Context(), agent.Input{Instruction: "a kitchen section for the tap"}, agent.Hooks{})
+			if out.Status != agent.StatusDone || len(e.todo.Sections()) != 1 {
+				t.Fatalf("outcome %s %q, sections %v", out.Status, out.Answer, e.todo.Sections())
+			}
+			if added {
+				e.todo.AddTask(todoisttest.Task{Content: "Buy sponges", ProjectID: home.ID, SectionID: e.todo.Sections()[0].ID})
+			}
+			rep, err := eng.Undo(t.Context(), out.Transcript.Journal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := e.todo.Task(tap.ID)
+			if got.SectionID != "" || got.ProjectID != home.ID {
+				t.Errorf("the tap after undo: %+v", got)
+			}
+			if added {
+				if len(e.todo.Sections()) != 1 || len(rep.NotUndone) != 1 || !strings.Contains(rep.NotUndone[0], "kept") {
+					t.Errorf("sections %v, not undone %v: want the section kept with its new task", e.todo.Sections(), rep.NotUndone)
+				}
+				return
+			}
+			if len(e.todo.Sections()) != 0 || len(rep.NotUndone) != 0 {
+				t.Errorf("sections %v, not undone %v: want the section gone", e.todo.Sections(), rep.NotUndone)
+			}
+		})
+	}
+}
+
+// In a batch that failed as a whole, a write Todoist refused on its own
+// is reported with its own reason; only the writes the failure left
+// unknown are "not confirmed".
+func TestPartialBatchKeepsEachWritesOwnFailure(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(100, 2)
+	work := e.todo.AddProject(todoisttest.Project{Name: "Work"})
+	var moves []string
+	for i, task := range tasks {
+		if i < 50 {
+			moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_id":%q}`, task.ID, work.ID))
+		} else { // a new project: 101 writes, two requests
+			moves = append(moves, fmt.Sprintf(`{"task_id":%q,"project_name":"Trip"}`, task.ID))
+		}
+	}
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"moves":[`+strings.Join(moves, ",")+`]}`)),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed 98."}`)),
+	))
+	e.todo.FailCommands(1, todoisttest.Fault{Status: 400})
+	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file all under Work"}, agent.Hooks{})
+	var obs string
+	for _, m := range e.model.reqs[1].Messages {
+		if m.Role == agent.RoleTool && m.ToolCallID == "call_0" {
+			obs = m.Content
+		}
+	}
+	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 99 {
+		t.Fatalf("outcome %s %q, journal %d, want 99; observation:\n%s", out.Status, out.Answer, len(out.Transcript.Journal), obs[max(0, len(obs)-600):])
+	}
+	if !strings.Contains(obs, "✗ "+tasks[0].ID+": ") || !strings.Contains(obs, "not confirmed: "+tasks[99].ID+".") {
+		t.Errorf("observation:\n%s", obs[max(0, len(obs)-400):])
+	}
+}

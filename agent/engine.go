@@ -378,15 +378,22 @@ func (r *runner) save(ctx context.Context) error {
 func (r *runner) answer(text string) {
 	w := r.tr.Wait
 	r.tr.Wait = nil
+	// An answer is progress: loop detection counts from here, so
+	// read → ask → read → ask → read goes on.
+	r.tr.Seen = nil
 	switch w.Kind {
 	case "ask":
 		r.result(w.CallID, "The user answered: "+text)
 		r.popCall(w.CallID)
+		r.skipRest(0, notRunAfter("a question"))
 	case "confirm":
 		if isYes(text) {
+			keep := 0
 			if len(r.tr.Calls) > 0 && r.tr.Calls[0].ID == w.CallID {
 				r.tr.Calls[0].Confirmed = true
+				keep = 1
 			}
+			r.skipRest(keep, notRunAfter("a confirmation"))
 			return
 		}
 		msg := "The user said no; nothing was done. Do not retry it."
@@ -395,7 +402,28 @@ func (r *runner) answer(text string) {
 		}
 		r.result(w.CallID, msg)
 		r.popCall(w.CallID)
+		r.skipRest(0, notRunAfter("a confirmation"))
 	}
+}
+
+// skipRest answers the queued calls after the first keep as not run: a
+// reply is one plan, made before the user answered, so what it meant to
+// do after a question or a confirmation is planned again with the
+// answer. A final answer among them is not delivered. Transcripts saved
+// with calls queued after a wait (before this rule) resume the same way.
+func (r *runner) skipRest(keep int, obs string) {
+	if keep > len(r.tr.Calls) {
+		keep = len(r.tr.Calls)
+	}
+	for _, c := range r.tr.Calls[keep:] {
+		r.result(c.ID, obs)
+	}
+	r.tr.Calls = r.tr.Calls[:keep]
+}
+
+// notRunAfter is the observation of a call skipped after a wait.
+func notRunAfter(wait string) string {
+	return "Not run: it came after " + wait + " in the same reply. Plan again with the user's answer."
 }
 
 func isYes(s string) bool {
@@ -847,10 +875,11 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 // write runs a write action: it waits for the user's yes when gated, is
 // planned, saved as pending with its uuids, then sent.
 func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
-	if r.gated(w) && !c.Confirmed {
-		label, q := r.gate(ctx, c.Name, w)
-		r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
-		return r.end(ctx, StatusConfirming, "", nil)
+	if !c.Confirmed {
+		if label, q := r.gate(ctx, c.Name, w); label != "" {
+			r.tr.Wait = &wait{Kind: "confirm", CallID: c.ID, Question: q, Label: label}
+			return r.end(ctx, StatusConfirming, "", nil)
+		}
 	}
 	p, ws, err := r.planWrite(ctx, c.Name, w)
 	if err != nil {
@@ -901,6 +930,7 @@ func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string)
 	}
 	r.result(callID, "Done.")
 	r.popCall(callID)
+	r.skipRest(0, "Not run: the run ended before it.")
 	return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
 }
 
@@ -910,6 +940,7 @@ func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *O
 	}
 	r.result(callID, "Stopped.")
 	r.popCall(callID)
+	r.skipRest(0, "Not run: the run ended before it.")
 	answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
 	if len(r.tr.Journal) > 0 {
 		answer += "\n" + r.tr.DoneList()
@@ -937,23 +968,66 @@ func (r *runner) send(ctx context.Context) *Outcome {
 		results, err = r.e.tasks.Apply(wctx, p.Writes)
 		return err
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			// The writes stay pending: a resumed run re-sends them.
+	if err == nil {
+		r.record(p, results, nil)
+		return nil
+	}
+	// A failed batch may have been applied in part (a big batch goes out
+	// in several requests): what Todoist confirmed is journaled, whatever
+	// else happens, so that it is reported and can be undone.
+	done, rest := splitApplied(p, results)
+	if ctx.Err() != nil {
+		if rest == nil {
+			r.record(p, results, nil)
 			return r.interrupted(ctx)
 		}
-		if fatalCode(err) {
-			return r.fail(ctx, err)
+		// The rest stays pending: a resumed run re-sends it with the
+		// same uuids; a cancelled run reports what was journaled.
+		if obs := r.keepApplied(done); obs != "" {
+			rest.Done = append(rest.Done, obs)
 		}
+		r.tr.Pending = rest
+		return r.interrupted(ctx)
+	}
+	if done == nil && ErrorCodeOf(err) == ErrInvalid {
+		// Refused before anything was sent.
 		r.tr.Pending = nil
 		r.tr.Failures++
-		obs := "Error: the change failed: " + ErrorMessageOf(err) + ". Some of it may have been applied; read the current state before retrying."
-		if ErrorCodeOf(err) == ErrInvalid {
-			obs = "Error: " + ErrorMessageOf(err) + ". Nothing was changed; fix it and retry."
-		}
-		r.result(p.Call.ID, obs)
+		r.result(p.Call.ID, "Error: "+ErrorMessageOf(err)+". Nothing was changed; fix it and retry.")
 		r.popCall(p.Call.ID)
 		return nil
+	}
+	if fatalCode(err) {
+		r.keepApplied(done)
+		r.tr.Pending = nil
+		return r.fail(ctx, err)
+	}
+	r.record(p, results, err)
+	return nil
+}
+
+// record records what became of a pending write, its observation
+// included, and ends it. batchErr is the error of a batch that failed as
+// a whole: a write it left unconfirmed is reported as such.
+func (r *runner) record(p *pendingWrite, results []WriteResult, batchErr error) {
+	var unsure []string
+	if batchErr != nil {
+		keep := make([]int, 0, len(p.Writes))
+		for i := range p.Writes {
+			// A write refused on its own keeps its reason; one the
+			// batch's failure left unknown is "not confirmed".
+			if applied(p.Writes[i], results, i) || i < len(results) && results[i].Err != nil && !errors.Is(batchErr, results[i].Err) {
+				keep = append(keep, i)
+			} else {
+				unsure = append(unsure, p.Plan.Items[i].Ref)
+			}
+		}
+		sub := p.subset(keep)
+		kept := make([]WriteResult, len(keep))
+		for j, i := range keep {
+			kept[j] = results[i]
+		}
+		p, results = sub, kept
 	}
 	before := len(r.tr.Journal)
 	obs, summary := r.applyResults(p.Plan, p.Writes, results)
@@ -961,12 +1035,106 @@ func (r *runner) send(ctx context.Context) *Outcome {
 		// Progress: loop detection counts from here.
 		r.tr.Seen = nil
 	}
+	if len(unsure) > 0 {
+		line := fmt.Sprintf("✗ not confirmed: %s. Todoist failed (%s), and it may or may not have applied them; read the current state before retrying them.",
+			strings.Join(unsure, ", "), ErrorMessageOf(batchErr))
+		obs = strings.TrimPrefix(obs+"\n"+line, "\n")
+		warn := "⚠️ " + plural(len(unsure), "change") + " not confirmed"
+		if summary == progressLine("", tally{}) {
+			summary = warn
+		} else {
+			summary += " · " + warn
+		}
+	}
 	if strings.Contains(obs, "✗") {
 		r.tr.Failures++
+	}
+	if len(p.Done) > 0 {
+		// What an earlier, interrupted attempt applied.
+		obs = strings.Join(p.Done, "\n") + "\n" + obs
 	}
 	r.tr.Pending = nil
 	r.result(p.Call.ID, obs)
 	r.popCall(p.Call.ID)
 	r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: p.Call.Name, Summary: summary})
-	return nil
+}
+
+// keepApplied journals the writes of done, which Todoist applied while
+// the rest of their batch failed, and returns their observation.
+func (r *runner) keepApplied(done *pendingWrite) string {
+	if done == nil {
+		return ""
+	}
+	obs, summary := r.applyResults(done.Plan, done.Writes, done.results)
+	r.tr.Seen = nil
+	r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: done.Call.Name, Summary: summary})
+	return obs
+}
+
+// applied reports whether results say that the i-th write of a batch
+// that failed as a whole was applied: it has a result without an error
+// (and, for a create, its new id).
+func applied(w Write, results []WriteResult, i int) bool {
+	if i >= len(results) || results[i].Err != nil {
+		return false
+	}
+	return w.TempID == "" || results[i].NewID != ""
+}
+
+// splitApplied splits a pending write whose batch failed into the writes
+// Todoist applied, with their results, and the rest, to be sent again;
+// temp ids the applied creates resolved are replaced by the real ids in
+// the rest. Either may be nil.
+func splitApplied(p *pendingWrite, results []WriteResult) (done, rest *pendingWrite) {
+	var in, out []int
+	ids := map[string]string{}
+	for i, w := range p.Writes {
+		if applied(w, results, i) {
+			in = append(in, i)
+			if w.TempID != "" {
+				ids[w.TempID] = results[i].NewID
+			}
+		} else {
+			out = append(out, i)
+		}
+	}
+	if len(in) > 0 {
+		done = p.subset(in)
+		done.Done = nil
+		for _, i := range in {
+			done.results = append(done.results, results[i])
+		}
+	}
+	if len(out) > 0 {
+		rest = p.subset(out)
+		sub := func(s *string) {
+			if real, ok := ids[*s]; ok {
+				*s = real
+			}
+		}
+		for i := range rest.Writes {
+			w := &rest.Writes[i]
+			sub(&w.ID)
+			sub(&w.ProjectID)
+			sub(&w.SectionID)
+			sub(&w.ParentID)
+		}
+		for i := range rest.Plan.Items {
+			it := &rest.Plan.Items[i]
+			for tmp, real := range ids {
+				it.Obs = strings.ReplaceAll(it.Obs, tmp, real)
+			}
+			for j := range it.Inverse {
+				inv := &it.Inverse[j]
+				sub(&inv.ID)
+				sub(&inv.ProjectID)
+				sub(&inv.SectionID)
+			}
+		}
+		// The notes were for the first attempt's observation.
+		if done != nil {
+			rest.Plan.Notes, rest.Plan.Rejected = nil, 0
+		}
+	}
+	return done, rest
 }

@@ -21,6 +21,13 @@ type memTasks struct {
 	seq      int
 	// beforeApply, when set, runs at the start of each Apply.
 	beforeApply func(ctx context.Context)
+	// cutAt and cutErr, when cutErr is set, make Apply apply the first
+	// cutAt writes only and fail the rest and itself with cutErr: a
+	// batch whose second request failed.
+	cutAt  int
+	cutErr error
+	// tasksErr, when set, fails Tasks.
+	tasksErr error
 	// projectsFn and sectionsFn, when set, answer Projects and Sections.
 	projectsFn func() ([]Project, error)
 	sectionsFn func(projectID string) ([]Section, error)
@@ -77,6 +84,9 @@ func (m *memTasks) Tasks(_ context.Context, q TaskQuery) ([]Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
+	if m.tasksErr != nil {
+		return nil, m.tasksErr
+	}
 	return m.list(q), nil
 }
 
@@ -124,6 +134,13 @@ func (m *memTasks) project(id string) bool {
 func (m *memTasks) Apply(ctx context.Context, ws []Write) ([]WriteResult, error) {
 	if m.beforeApply != nil {
 		m.beforeApply(ctx)
+	}
+	if m.cutErr != nil && m.cutAt < len(ws) {
+		res := append(m.apply(ws[:m.cutAt]), make([]WriteResult, len(ws)-m.cutAt)...)
+		for i := m.cutAt; i < len(ws); i++ {
+			res[i] = WriteResult{UUID: ws[i].UUID, Err: m.cutErr}
+		}
+		return res, fmt.Errorf("apply writes %d–%d of %d: %w", m.cutAt+1, len(ws), len(ws), m.cutErr)
 	}
 	res := m.apply(ws)
 	if err := ctx.Err(); err != nil {

@@ -68,6 +68,8 @@ type Task struct {
 	// (DueDate "2026-05-20T10:00:00Z"); empty for a full-day or floating
 	// date, which is the user's local day or time.
 	DueTimezone string `json:"due_timezone,omitempty"`
+	// DueLang is the language Todoist reads the due string in ("en").
+	DueLang string `json:"due_lang,omitempty"`
 }
 
 // DueAsStored returns the task's due date as Todoist stores it, for setting it
@@ -78,7 +80,7 @@ func (t Task) DueAsStored() *Due {
 	}
 	d := &Due{Date: t.DueDate, Timezone: t.DueTimezone, IsRecurring: t.IsRecurring}
 	if t.IsRecurring {
-		d.String = t.Due
+		d.String, d.Lang = t.Due, t.DueLang
 	}
 	return d
 }
@@ -86,13 +88,15 @@ func (t Task) DueAsStored() *Due {
 // Due is a due date as Todoist stores it. Date is "2026-05-20" (a full
 // day), "2026-05-20T12:00:00" (a floating time: the user's local time) or
 // "2026-05-20T10:00:00Z" (a fixed time, in UTC, with its Timezone). A
-// recurring due date also needs its String ("every mon"): a date alone
-// cannot make a recurrence.
+// recurring due date also needs its String ("every mon") in its Lang: a
+// date alone cannot make a recurrence.
 type Due struct {
 	Date        string `json:"date"`
 	Timezone    string `json:"timezone,omitempty"`
 	String      string `json:"string,omitempty"`
 	IsRecurring bool   `json:"is_recurring,omitempty"`
+	// Lang is the language String is read in ("en", "de"…).
+	Lang string `json:"lang,omitempty"`
 }
 
 // Snapshot is everything get_overview needs, read in one request.
@@ -139,6 +143,8 @@ const (
 	ReopenTask    WriteKind = "item_uncomplete"
 	DeleteTask    WriteKind = "item_delete"
 	DeleteProject WriteKind = "project_delete"
+	// DeleteSection deletes a section and, in Todoist, the tasks in it.
+	DeleteSection WriteKind = "section_delete"
 	// RestoreOccurrence moves a recurring task that was completed (and so
 	// moved to its next date) back to the occurrence in Due: Todoist's
 	// item_update_date_complete with is_forward 0, the documented
@@ -211,8 +217,12 @@ type Tasks interface {
 	// Apply sends writes in as few requests as the service allows, in order.
 	// It returns one result per write, in the same order; a write that
 	// failed on its own has its Err set, while the returned error is for a
-	// failure of the whole batch (after which some writes may be applied:
-	// re-send the same batch, which is safe, to finish it).
+	// failure of the whole batch. With that error the results still say
+	// what is known: a write whose result has no Err (and, for a create,
+	// a NewID) was applied, as in part of a batch split over several
+	// requests; one whose Err is that error (errors.Is(err, result.Err))
+	// may or may not have been (re-send the same batch, which is safe, to
+	// finish it); any other Err is that write's own failure.
 	Apply(ctx context.Context, writes []Write) ([]WriteResult, error)
 }
 

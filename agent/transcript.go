@@ -77,6 +77,24 @@ type pendingWrite struct {
 	Call   call    `json:"call"`
 	Writes []Write `json:"writes"`
 	Plan   *plan   `json:"plan"`
+	// Done holds the observation of what an earlier attempt of these
+	// writes applied (a batch that failed in part as the run was
+	// interrupted); the rest is in Writes.
+	Done []string `json:"done,omitempty"`
+	// results are the results of an applied part (see splitApplied).
+	results []WriteResult
+}
+
+// subset is the pending write of the writes at idx only (with their plan
+// items; the plan's notes and Done stay with it).
+func (p *pendingWrite) subset(idx []int) *pendingWrite {
+	pl := *p.Plan
+	pl.Items = make([]planItem, len(idx))
+	ws := make([]Write, len(idx))
+	for j, i := range idx {
+		ws[j], pl.Items[j] = p.Writes[i], p.Plan.Items[i]
+	}
+	return &pendingWrite{Call: p.Call, Writes: ws, Plan: &pl, Done: p.Done}
 }
 
 // Transcript is a run's whole state. It round-trips through JSON, and
@@ -123,6 +141,9 @@ type known struct {
 	// TasksFresh is set when Tasks holds every open task.
 	TasksFresh bool   `json:"tasks_fresh,omitempty"`
 	InboxID    string `json:"inbox_id,omitempty"`
+	// Suspect quotes text read that reads like an instruction to the
+	// assistant (see instructionLike).
+	Suspect []string `json:"suspect,omitempty"`
 }
 
 // stale marks the lists read so far as possibly out of date: ids missing

@@ -1,9 +1,17 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 )
+
+// pending is an undo write with the journal summary it reverts.
+type pending struct {
+	w       Write
+	summary string
+}
 
 // UndoReport says what an undo did and what it could not do.
 type UndoReport struct {
@@ -11,17 +19,14 @@ type UndoReport struct {
 	NotUndone []string
 }
 
-// Undo reverts journaled writes, newest first, as one batch. A project a
-// run created is deleted only if nothing else is in it once the batch has
-// run; a deleted task cannot come back, and is reported.
+// Undo reverts journaled writes, newest first, as one batch. A project or
+// section a run created is deleted only if nothing else is in it once the
+// batch has run (Todoist deletes a section's tasks with it); a deleted
+// task cannot come back, and is reported.
 func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error) {
 	var rep UndoReport
-	type pending struct {
-		w       Write
-		summary string
-	}
 	var ws []pending
-	var projectDeletes []pending
+	var containerDeletes []pending
 	for i := len(journal) - 1; i >= 0; i-- {
 		a := journal[i]
 		if len(a.Inverse) == 0 {
@@ -30,19 +35,20 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 		}
 		for _, inv := range a.Inverse {
 			p := pending{w: inv, summary: a.Summary}
-			if inv.Kind == DeleteProject {
-				projectDeletes = append(projectDeletes, p)
+			if inv.Kind == DeleteProject || inv.Kind == DeleteSection {
+				containerDeletes = append(containerDeletes, p)
 				continue
 			}
 			ws = append(ws, p)
 		}
 	}
-	if len(projectDeletes) > 0 {
+	if len(containerDeletes) > 0 {
 		snap, err := e.tasks.Snapshot(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("undo: read projects: %w", err)
 		}
-		// What each project holds once the other undo writes have run.
+		// What each project and section holds once the other undo
+		// writes have run.
 		leaving := map[string]bool{}
 		for _, p := range ws {
 			if p.w.Kind == MoveTask || p.w.Kind == DeleteTask {
@@ -53,13 +59,23 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 		for _, t := range snap.Tasks {
 			if !leaving[t.ID] {
 				remaining[t.ProjectID]++
+				if t.SectionID != "" {
+					remaining[t.SectionID]++
+				}
 			}
 		}
 		exists := map[string]bool{}
 		for _, p := range snap.Projects {
 			exists[p.ID] = true
 		}
-		for _, p := range projectDeletes {
+		for _, s := range snap.Sections {
+			exists[s.ID] = true
+		}
+		// Sections first: a project's deletion takes its sections along.
+		slices.SortStableFunc(containerDeletes, func(a, b pending) int {
+			return cmp.Compare(containerRank(a.w.Kind), containerRank(b.w.Kind))
+		})
+		for _, p := range containerDeletes {
 			switch {
 			case !exists[p.w.ID]:
 				rep.Undone = append(rep.Undone, p.summary+" (already gone)")
@@ -94,6 +110,15 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 		}
 	}
 	return rep, nil
+}
+
+// containerRank orders the deletion of what a run created: sections
+// before projects.
+func containerRank(k WriteKind) int {
+	if k == DeleteProject {
+		return 1
+	}
+	return 0
 }
 
 // restoreDue makes inv, the inverse of an update that changes old's due

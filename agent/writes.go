@@ -189,11 +189,22 @@ func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, [
 	return pl.p, pl.ws, nil
 }
 
-// gate describes a gated write for its confirmation.
+// gate returns the confirmation a write waits for, or an empty label
+// when it needs none: the policy gates it, or it touches tasks the user
+// never mentioned after the run read text that reads like an
+// instruction (whatever the policy).
 func (r *runner) gate(ctx context.Context, name string, w writer) (label, question string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	odd := r.unmentioned(ctx, w)
+	if !r.gated(w) && len(odd) == 0 {
+		return "", ""
+	}
+	label, question = w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	if len(odd) > 0 {
+		question = injectionQuestion(&r.tr.Known, question, odd)
+	}
+	return label, question
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
@@ -247,7 +258,7 @@ func (a *CreateSectionArgs) plan(_ context.Context, pl *planner) error {
 	}
 	w := Write{Kind: AddSection, TempID: "tmp-" + NewUUID(), Name: strings.TrimSpace(a.Name), ProjectID: proj}
 	pl.add(w, planItem{Ref: a.Name, Obs: fmt.Sprintf("Created section %q in %s: id %s", w.Name, k.projectName(proj), w.TempID),
-		Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj))})
+		Summary: fmt.Sprintf("created section %q in %s", w.Name, k.projectName(proj)), Inverse: []Write{{Kind: DeleteSection, ID: w.TempID}}})
 	return nil
 }
 
@@ -615,8 +626,14 @@ func (k *known) update(w Write, newID string) {
 			k.Tasks = map[string]Task{}
 		}
 		t := Task{ID: newID, ProjectID: w.ProjectID, SectionID: w.SectionID, Priority: w.Priority}
-		if t.ProjectID == "" {
+		if t.ProjectID == "" && t.SectionID == "" {
 			t.ProjectID = k.InboxID
+		}
+		if t.ProjectID == "" && t.SectionID == "" {
+			// Added to an Inbox the run has not read: where it is is
+			// unknown, so a later move reads it rather than record an
+			// undo with no destination.
+			return
 		}
 		if w.Content != nil {
 			t.Content = *w.Content

@@ -59,10 +59,13 @@ func (b *Bot) agentFor(ctx context.Context, platform, userID string) (Agent, err
 	return b.cfg.Accounts.Agent(ctx, platform, userID)
 }
 
-// pendingKey is the setting holding what a person asked before they
-// connected (or when Todoist refused their token): it runs once they
-// connect, so nothing they asked is lost.
-func pendingKey(platform, userID string) string { return "pending:" + platform + ":" + userID }
+// PendingPrefix starts the key of the setting holding what a person
+// asked before they connected (or when Todoist refused their token),
+// an Incoming as JSON: it runs once they connect, so nothing they asked
+// is lost. A Store's Prune deletes those made before its retention.
+const PendingPrefix = "pending:"
+
+func pendingKey(platform, userID string) string { return PendingPrefix + platform + ":" + userID }
 
 // connectGate answers a person who has not connected their Todoist: it
 // keeps what they asked for after they connect and sends one message
@@ -133,6 +136,11 @@ func (b *Bot) promptedLately(ctx context.Context, in Incoming) bool {
 // keepPending remembers in to run once its person connects.
 func (b *Bot) keepPending(ctx context.Context, in Incoming) {
 	in.EventID, in.Button, in.ButtonRef = "", "", ""
+	// Cut as any message is (the gate comes before prepare): the
+	// person is told when it runs.
+	if in.Clipped == 0 {
+		in, in.Clipped = clipMessage(in)
+	}
 	raw, err := json.Marshal(in)
 	if err == nil {
 		err = b.store.SetSetting(ctx, pendingKey(in.Platform, in.UserID), string(raw))

@@ -264,7 +264,8 @@ type Store interface {
 	Delivered(ctx context.Context, ob Outbound, msgID string) error
 	// Prune deletes the messages sent before t, and the runs (with
 	// their transcript and journal) last updated before t, except runs
-	// that are working or queued.
+	// that are working or queued, and the pending requests (settings
+	// under PendingPrefix) made before t.
 	Prune(ctx context.Context, before time.Time) (Pruned, error)
 	// DeleteConversation deletes a thread's messages and its runs (with
 	// their transcript and journal), except runs working or queued.

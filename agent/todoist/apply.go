@@ -397,6 +397,8 @@ func validate(ws []agent.Write) (map[string]int, error) {
 			}
 		case agent.DeleteProject:
 			err = needID("project")
+		case agent.DeleteSection:
+			err = needID("section")
 		default:
 			err = bad("unknown kind of write %q", w.Kind)
 		}
@@ -467,7 +469,8 @@ func checkDue(bad func(string, ...any) error, d *agent.Due) error {
 // dueArg is a due date set as stored ("Create or update due date from a
 // date object", developer.todoist.com/api/v1 #tag/Due-dates): the date,
 // the zone of a fixed time, and for a recurring date its string, since a
-// date alone "does not allow you to create recurring due dates".
+// date alone "does not allow you to create recurring due dates", with the
+// lang the string is read in.
 func dueArg(d *agent.Due) map[string]any {
 	m := map[string]any{"date": d.Date}
 	if d.Timezone != "" {
@@ -475,6 +478,10 @@ func dueArg(d *agent.Due) map[string]any {
 	}
 	if d.IsRecurring && d.String != "" {
 		m["string"] = d.String
+		if d.Lang != "" {
+			// The language the string is read in.
+			m["lang"] = d.Lang
+		}
 	}
 	return m
 }
@@ -510,7 +517,7 @@ func idKind(k agent.WriteKind) string {
 	switch k {
 	case agent.DeleteProject, agent.AddProject:
 		return "project"
-	case agent.AddSection:
+	case agent.AddSection, agent.DeleteSection:
 		return "section"
 	case agent.AddLabel:
 		return "label"
@@ -556,7 +563,7 @@ func toCommand(w agent.Write) command {
 		args["id"] = w.ID
 		args["due"] = dueArg(w.Due)
 		args["is_forward"] = 0
-	default: // item_close, item_uncomplete, item_delete, project_delete
+	default: // item_close, item_uncomplete, item_delete, project_delete, section_delete
 		args["id"] = w.ID
 	}
 	return command{Type: string(w.Kind), UUID: w.UUID, TempID: w.TempID, Args: args}

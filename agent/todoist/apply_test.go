@@ -113,6 +113,13 @@ func TestApplyEachKind(t *testing.T) {
 				t.Error("project still there")
 			}
 		}},
+		{"section_delete", agent.Write{Kind: agent.DeleteSection, ID: kitchen.ID}, func(t *testing.T, res agent.WriteResult) {
+			for _, s := range srv.Sections() {
+				if s.ID == kitchen.ID {
+					t.Error("section still there")
+				}
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -577,5 +584,45 @@ func TestApplyCommandRetryAfterBeyondBudget(t *testing.T) {
 	}
 	if len(rec.waits) != 0 {
 		t.Errorf("waited %v beyond the budget", rec.waits)
+	}
+}
+
+// A batch split over two requests whose second fails for good: Apply
+// returns the error and, with it, the results of what the first request
+// applied, the new project's id included, so that the caller can report
+// and undo it (issue 20 item 7); the writes of the failed request carry
+// the error.
+func TestApplySecondRequestFailsKeepsTheFirst(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		code   agent.ErrorCode
+	}{{"server error", 500, agent.ErrServer}, {"forbidden", 403, agent.ErrForbidden}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, srv := newClient(t)
+			tasks := srv.SeedInbox(100, 2)
+			ws := []agent.Write{w(agent.Write{Kind: agent.AddProject, TempID: "tmp-trip", Name: "Trip"})}
+			for _, task := range tasks {
+				ws = append(ws, w(agent.Write{Kind: agent.MoveTask, ID: task.ID, ProjectID: "tmp-trip"}))
+			}
+			srv.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: tt.status})
+			res, err := c.Apply(t.Context(), ws)
+			wantCode(t, err, tt.code)
+			if len(res) != len(ws) {
+				t.Fatalf("%d results for %d writes", len(res), len(ws))
+			}
+			p, ok := srv.Project(res[0].NewID)
+			if res[0].Err != nil || !ok || p.Name != "Trip" {
+				t.Fatalf("the project's result %+v (found %v): want its new id", res[0], ok)
+			}
+			for i := 1; i < 100; i++ {
+				if res[i].Err != nil || srv.Applied(ws[i].UUID) != 1 {
+					t.Fatalf("write %d: %v, applied %d; want it reported applied", i, res[i].Err, srv.Applied(ws[i].UUID))
+				}
+			}
+			if res[100].Err == nil || srv.Applied(ws[100].UUID) != 0 {
+				t.Errorf("the last move: %v, applied %d; want its request's error", res[100].Err, srv.Applied(ws[100].UUID))
+			}
+		})
 	}
 }

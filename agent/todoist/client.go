@@ -70,7 +70,8 @@ type Client struct {
 	snapMu    sync.Mutex // protects the fields below; held across a snapshot read
 	// snap is the account's last snapshot (nil before the first read).
 	snap       *snapState
-	snapLoaded bool // snap was looked up in snapStore
+	snapLoaded bool      // snap was looked up in snapStore
+	snapSaved  time.Time // when snap was last saved in snapStore
 }
 
 var _ agent.TimeZoner = (*Client)(nil)

@@ -143,9 +143,9 @@ func TestTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []agent.Task{
-			{ID: rent.ID, Content: "Pay rent", ProjectID: srv.InboxID(), Priority: agent.P1, Due: "today", DueDate: "2026-05-20"},
+			{ID: rent.ID, Content: "Pay rent", ProjectID: srv.InboxID(), Priority: agent.P1, Due: "today", DueDate: "2026-05-20", DueLang: "en"},
 			{ID: plants.ID, Content: "Water plants", Description: "the big ones too", ProjectID: home.ID, Priority: agent.P4,
-				Labels: []string{"chore"}, Due: "every mon", DueDate: "2026-05-25", IsRecurring: true},
+				Labels: []string{"chore"}, Due: "every mon", DueDate: "2026-05-25", IsRecurring: true, DueLang: "en"},
 			{ID: tap.ID, Content: "Fix tap", ProjectID: home.ID, SectionID: kitchen.ID, Priority: agent.P3},
 			{ID: sub.ID, Content: "Buy washer", ProjectID: home.ID, SectionID: kitchen.ID, ParentID: tap.ID, Priority: agent.P4},
 		}

@@ -23,6 +23,7 @@ type due struct {
 	String      string  `json:"string"`
 	IsRecurring bool    `json:"is_recurring"`
 	Timezone    *string `json:"timezone"`
+	Lang        string  `json:"lang"`
 }
 
 // restProject is a project from GET /projects.
@@ -183,7 +184,7 @@ func setDue(t *agent.Task, d *due) {
 	if d == nil {
 		return
 	}
-	t.Due, t.DueDate, t.IsRecurring = d.String, d.Date, d.IsRecurring
+	t.Due, t.DueDate, t.IsRecurring, t.DueLang = d.String, d.Date, d.IsRecurring, d.Lang
 	if t.Due == "" {
 		t.Due = d.Date
 	}

@@ -60,7 +60,7 @@ type Config struct {
 	LogFormat       string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
 	Retention       time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
 	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people and Todoist reach serve at: final messages carry a Details link to the run's page; team mode's OAuth callback is <this>/oauth/todoist/callback"`
-	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
+	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens and the keys that seal stored conversations; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
 	RunLinkTTL      time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
 	TranscribeModel string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
 	TranscribeURL   string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`

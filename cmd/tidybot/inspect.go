@@ -185,7 +185,11 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
 	}
-	st, err := store.Open(cfg.DB, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
+	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.DB, sopts...)
 	if errors.Is(err, store.ErrInUse) {
 		return m.runsFromServe(ctx, cfg, path)
 	}

@@ -242,7 +242,11 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(cfg.DB)
+	sopts, err := storeOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(cfg.DB, sopts...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +285,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		if err != nil {
 			return nil, err
 		}
+		m.team.snaps = st
 		if m.teamClock != nil {
 			m.team.now = m.teamClock
 		}
@@ -299,6 +304,19 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		m.team.connected = b.Connected
 	}
 	return b, nil
+}
+
+// storeOptions are the store's options from cfg: TIDYBOT_SECRET_KEY,
+// when set, seals the data keys that seal what people wrote.
+func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
+	if cfg.SecretKey == "" {
+		return more, nil
+	}
+	keys, err := secretKeys(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	return append(more, store.WithSecretKeys(keys)), nil
 }
 
 // transcribeConfig is the speech server's configuration: the model API's

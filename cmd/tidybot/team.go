@@ -70,6 +70,9 @@ type team struct {
 	whoami func(ctx context.Context, token string) (string, error)
 	// public is TIDYBOT_PUBLIC_URL: Connect links point at our page there.
 	public string
+	// snaps, when set, holds the accounts' kept Todoist snapshots,
+	// deleted with the token.
+	snaps snapshotDeleter
 
 	mu     sync.Mutex // protects agents
 	agents map[string]cachedAgent
@@ -201,19 +204,44 @@ func (t *team) forget(ctx context.Context, platform, userID string) error {
 	return nil
 }
 
-// Forget implements bot.Accounts.
+// snapshotDeleter deletes an account's kept Todoist snapshot (every
+// task's content, kept for incremental reads).
+type snapshotDeleter interface {
+	DeleteSnapshot(ctx context.Context, key string) error
+}
+
+// dropSnapshot deletes the snapshot of the account tok reads.
+func (t *team) dropSnapshot(ctx context.Context, tok string) error {
+	if t.snaps == nil {
+		return nil
+	}
+	if err := t.snaps.DeleteSnapshot(ctx, todoist.AccountKey(tok)); err != nil {
+		return fmt.Errorf("delete the kept Todoist snapshot: %w", err)
+	}
+	return nil
+}
+
+// Forget implements bot.Accounts; the account's snapshot goes too.
 func (t *team) Forget(ctx context.Context, platform, userID string) error {
+	if tok, err := t.token(ctx, platform, userID); err == nil {
+		if err := t.dropSnapshot(ctx, tok); err != nil {
+			return err
+		}
+	}
 	return t.forget(ctx, platform, userID)
 }
 
 // Disconnect implements bot.Accounts: the token is revoked at Todoist,
-// then deleted here.
+// then deleted here with the account's kept snapshot.
 func (t *team) Disconnect(ctx context.Context, platform, userID string) error {
 	tok, err := t.token(ctx, platform, userID)
 	if err != nil {
 		return err
 	}
 	if err := t.oauth.Revoke(ctx, tok); err != nil {
+		return err
+	}
+	if err := t.dropSnapshot(ctx, tok); err != nil {
 		return err
 	}
 	return t.forget(ctx, platform, userID)

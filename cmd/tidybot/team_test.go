@@ -20,7 +20,9 @@ import (
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/store"
 )
 
 // startServe runs `tidybot serve` with e's config (HTTPAddr already
@@ -242,7 +244,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	}
 	stop()
 	e.cfg.HTTPAddr = addr
-	serveTeam(t, e, logs)
+	stop = serveTeam(t, e, logs)
 	waitFor(t, "Bob's resumed tidy", func() bool { return posted(sl, "D2", "Tidied your inbox") })
 	if n := len(bob.TasksIn(bob.InboxID())); n != 0 {
 		t.Errorf("Bob's inbox has %d tasks after his resumed tidy", n)
@@ -283,7 +285,9 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	}
 	waitFor(t, "Alice's kept request", func() bool { return posted(sl, "D1", "Your inbox is already empty.") })
 
-	// Carol disconnects: the token is revoked at Todoist.
+	// Carol disconnects: the token is revoked at Todoist, and the
+	// snapshot of her tasks kept for incremental reads is deleted.
+	carolTok, aliceToks := carol.Tokens(), alice.Tokens()
 	tg.PushText(42, 42, "/disconnect")
 	waitFor(t, "the disconnect", func() bool { return strings.HasPrefix(lastText(tg, 42), "Disconnected") })
 	if n := len(carol.Tokens()); n != 0 {
@@ -294,6 +298,24 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 
 	// No token is in the log or stored in clear.
 	stop()
+	secrets, err := secretKeys(e.cfg.SecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(e.cfg.DB, store.WithSecretKeys(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(carolTok) != 1 || len(aliceToks) != 1 {
+		t.Fatalf("tokens before the disconnect: Carol %d, Alice %d; want 1 each", len(carolTok), len(aliceToks))
+	}
+	if snap, err := st.LoadSnapshot(t.Context(), todoist.AccountKey(carolTok[0])); err != nil || snap != nil {
+		t.Errorf("Carol's snapshot after /disconnect: %d bytes, %v; want none", len(snap), err)
+	}
+	if snap, err := st.LoadSnapshot(t.Context(), todoist.AccountKey(aliceToks[0])); err != nil || snap == nil {
+		t.Errorf("Alice's snapshot: %d bytes, %v; want it kept", len(snap), err)
+	}
+	_ = st.Close()
 	db, err := os.ReadFile(e.cfg.DB)
 	if err != nil {
 		t.Fatal(err)

@@ -244,7 +244,7 @@ type written struct {
 var verbs = map[agent.WriteKind]string{
 	agent.AddProject: "created project", agent.AddSection: "created section", agent.AddLabel: "created label",
 	agent.AddTask: "added", agent.UpdateTask: "updated", agent.MoveTask: "moved", agent.CloseTask: "completed",
-	agent.ReopenTask: "reopened", agent.DeleteTask: "deleted", agent.DeleteProject: "deleted project",
+	agent.ReopenTask: "reopened", agent.DeleteTask: "deleted", agent.DeleteProject: "deleted project", agent.DeleteSection: "deleted section",
 	agent.RestoreOccurrence: "restored",
 }
 

@@ -90,12 +90,13 @@ type SeedProject struct {
 
 // SeedTask is a task; Project "" is the Inbox.
 type SeedTask struct {
-	Content  string
-	Project  string
-	Section  string
-	Labels   []string
-	Priority string // "p1" … "p4"; "" is p4
-	Due      string // "2026-06-09" or "2026-06-09T17:00:00" (the user's wall time)
+	Content     string
+	Description string
+	Project     string
+	Section     string
+	Labels      []string
+	Priority    string // "p1" … "p4"; "" is p4
+	Due         string // "2026-06-09" or "2026-06-09T17:00:00" (the user's wall time)
 }
 
 // DefaultClock is the suite's "now": Wednesday 10 June 2026, 07:30 UTC
@@ -164,7 +165,7 @@ func (s Seed) plant(srv *todoisttest.Server) {
 		if !ok {
 			panic("eval: seed task " + t.Content + ": no project " + t.Project)
 		}
-		nt := todoisttest.Task{Content: t.Content, ProjectID: pid, Labels: t.Labels, Priority: apiPriority(t.Priority)}
+		nt := todoisttest.Task{Content: t.Content, Description: t.Description, ProjectID: pid, Labels: t.Labels, Priority: apiPriority(t.Priority)}
 		if t.Section != "" {
 			nt.SectionID = sections[t.Project+"/"+t.Section]
 		}

@@ -49,7 +49,7 @@
 // Test hooks: seed data (AddProject, AddSection, AddLabel, AddTask,
 // SeedTalkInbox, SeedInbox), read state (Projects, Tasks, Task, Snapshot…),
 // count requests (Requests, TotalRequests) and applied commands (Applied),
-// inject failures of requests (FailNext) or single commands
+// inject failures of requests (FailNext, FailAfter) or single commands
 // (FailCommands), latency (WithLatency, SetLatency) and delayed full
 // syncs (DelayFullSyncs); set the user's time zone (WithTimezone).
 // A Server is safe for concurrent use.
@@ -137,6 +137,7 @@ type Fault struct {
 
 type fault struct {
 	f    Fault
+	skip int // requests served before the fault starts
 	left int // < 0: until cleared
 }
 
@@ -276,6 +277,15 @@ func (s *Server) FailNext(path string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[path] = &fault{f: f, left: n}
+}
+
+// FailAfter is FailNext once skip more requests to path have been
+// served: a batch whose first /sync request is applied and whose second
+// fails.
+func (s *Server) FailAfter(path string, skip, n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[path] = &fault{f: f, skip: skip, left: n}
 }
 
 // FailCommands makes the next n /sync commands that would run fail on
@@ -479,6 +489,10 @@ func (s *Server) takeFault(key string) (Fault, bool) {
 		f := s.faults[k]
 		if f == nil || f.left == 0 {
 			continue
+		}
+		if f.skip > 0 {
+			f.skip--
+			return Fault{}, false
 		}
 		if f.left > 0 {
 			f.left--

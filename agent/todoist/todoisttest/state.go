@@ -407,6 +407,9 @@ func (s *Server) AddTask(t Task) Task {
 		if err != nil {
 			panic(fmt.Sprintf("todoisttest: AddTask %q: %v", t.Content, err))
 		}
+		if t.Due.Lang != "" {
+			d.Lang = t.Due.Lang
+		}
 		t.Due = d
 	}
 	return s.newTask(t).clone()

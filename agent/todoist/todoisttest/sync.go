@@ -499,6 +499,10 @@ func (a *cmdArgs) due() (*Due, *apiError) {
 	if d.Date == "" {
 		d.Date = d.Datetime
 	}
+	// lang is the language the string is read in, and is stored with
+	// the due date ("Lang which has to be used to parse the content of
+	// the string attribute", developer.todoist.com/api/v1 #tag/Due-dates);
+	// this fake reads English only, and stores the lang it was given.
 	if d.Date != "" {
 		due, ok := a.s.dueFromDate(d.Date, d.Timezone)
 		if !ok {
@@ -506,6 +510,9 @@ func (a *cmdArgs) due() (*Due, *apiError) {
 		}
 		if rec, err := parseDueString(d.String, a.s.wallNow()); err == nil && rec != nil && rec.IsRecurring {
 			due.String, due.IsRecurring = strings.TrimSpace(d.String), true
+		}
+		if d.Lang != "" {
+			due.Lang = d.Lang
 		}
 		return due, nil
 	}
@@ -515,6 +522,9 @@ func (a *cmdArgs) due() (*Due, *apiError) {
 	}
 	if d.Timezone != "" && due != nil {
 		due.Timezone = d.Timezone
+	}
+	if d.Lang != "" && due != nil {
+		due.Lang = d.Lang
 	}
 	return due, nil
 }

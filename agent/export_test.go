@@ -1,0 +1,4 @@
+package agent
+
+// ConversationProblem is conversationProblem for the external tests.
+var ConversationProblem = conversationProblem
