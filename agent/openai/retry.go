@@ -124,7 +124,7 @@ func (c *Client) transportError(err error, n int) (time.Duration, error) {
 	case errors.As(err, &ue):
 		// Refused or unresolvable is not slowness: retry.Policy gives it
 		// only a few attempts, and the message names the setting.
-		if e := retry.Unreached(err, "the model API at "+c.host, "OPENAI_BASE_URL, and that the server there is running", cause); e != nil {
+		if e := c.unreached(err); e != nil {
 			return c.backoff(n), e
 		}
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "could not reach the model API at " + c.host, Err: cause}
@@ -132,6 +132,12 @@ func (c *Client) transportError(err error, n int) (time.Duration, error) {
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "the model API at " + c.host + " sent an unreadable answer", Err: cause}
 	}
 	return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the model request is not valid for " + c.model + ": " + c.redact(err.Error()), Err: cause}
+}
+
+// unreached returns the error for a server that could not be reached at
+// all (retry.Unreached), or nil.
+func (c *Client) unreached(err error) *agent.Error {
+	return retry.Unreached(err, "the model API at "+c.host, "OPENAI_BASE_URL, and that the server there is running", errors.New(c.redact(err.Error())))
 }
 
 // wait returns the wait before retry n: what the server asked for, else

@@ -225,6 +225,11 @@ func TestUnreachableFailsFast(t *testing.T) {
 			if len(sl.waits) != retry.UnreachableAttempts-1 {
 				t.Errorf("waits = %v; want %d (%d attempts)", sl.waits, retry.UnreachableAttempts-1, retry.UnreachableAttempts)
 			}
+			// The start-up look-up says the same, once.
+			_, err = c.LookUp(t.Context())
+			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), want) {
+				t.Errorf("LookUp: err = %v; want code %s and %q", err, agent.ErrUnreachable, want)
+			}
 		})
 	}
 }
