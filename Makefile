@@ -9,8 +9,8 @@ BENCHTIME ?= 1x
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
 
-test:
-	go test -race -count=1 ./...
+test: ## go test -race -count=1 ./..., then the skipped tests and why (cmd/testsum); fails as go test fails
+	go run ./cmd/testsum -race -count=1 ./...
 
 lint:
 	go vet ./...

@@ -326,9 +326,10 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	b.cfg.Metrics.Event(in.Platform, "command")
 	switch in.Command {
 	case "help", "start":
-		text := b.helpText(in.Platform)
+		text := b.helpText(in.Platform, in.DM)
 		if b.cfg.Accounts != nil {
-			text += "\n" + b.commandName(in.Platform, "connect") + ": connect your own Todoist\n" + b.commandName(in.Platform, "disconnect") + ": revoke my access to your Todoist"
+			c := b.namer(in.Platform, in.DM)
+			text += "\n" + c("connect") + ": connect your own Todoist\n" + c("disconnect") + ": revoke my access to your Todoist"
 		}
 		b.replyLater(ctx, in.Platform, reply(in, text))
 	case "cancel":
@@ -336,13 +337,17 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 	case "usage":
 		b.usage(ctx, in)
 	default:
-		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform))))
+		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform, in.DM))))
 	}
 	return nil
 }
 
-// refuse answers a user who is not allowed, once a day at most (the
-// store remembers it across restarts), and touches nothing else.
+// refuse answers a user who is not allowed and touches nothing else: in
+// a direct chat once a day per person; in a shared chat once an hour per
+// chat, whoever asks (300 strangers mentioning the bot in one group got
+// 300 refusals posted there). The store remembers it across restarts.
+// Adapters hand over only what is addressed to the bot, so a stranger
+// who does not address it gets nothing.
 func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 	log := b.log.With(slog.String("platform", in.Platform), slog.String("chat_id", in.ChatID), slog.String("user_id", in.UserID))
 	b.cfg.Metrics.Event(in.Platform, "refused")
@@ -351,6 +356,11 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	key := "refusal:" + in.Platform + ":" + in.UserID + ":" + in.At.UTC().Format(time.DateOnly)
+	text := fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)
+	if !in.DM {
+		key = "refusal-chat:" + in.Platform + ":" + in.ChatID + ":" + in.At.UTC().Format("2006-01-02T15")
+		text = "Sorry, I only work for the people my owner allowed (TIDYBOT_ALLOWED_USERS). Send me a direct message to learn your id. (I say this here once an hour.)"
+	}
 	first, err := b.store.MarkEvent(ctx, key, in.At)
 	if err != nil {
 		return fmt.Errorf("bot: remember refusal: %w", err)
@@ -360,8 +370,7 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	log.Warn("refused unknown user")
-	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID,
-		Text: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)})
+	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text})
 	return nil
 }
 
@@ -429,8 +438,9 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 
 // Start recovers what a previous process left (runs that were working,
 // queued jobs, answers and questions not yet posted) and starts the
-// workers. It returns once recovery is scheduled; workers stop at Stop or
-// when ctx ends.
+// workers. It returns once recovery is scheduled. When ctx ends, intake
+// and the handing out of jobs stop and runs are interrupted, as at Stop
+// (queued jobs stay for the next start); Stop waits for them.
 func (b *Bot) Start(ctx context.Context) error {
 	b.prune(ctx)
 	runs, err := b.store.Runs(ctx, RunWorking, RunQueued)
@@ -476,13 +486,45 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 		b.swg.Add(1)
 		go b.runSender(q.s)
 	}
+	// Jobs run on a context that ctx's end does not cancel: when ctx ends
+	// (a signal), intake stops and runs are interrupted as by Stop, and a
+	// job is never handed out only to fail on the cancelled context (its
+	// user told something went wrong, its job deleted).
+	work := context.WithoutCancel(ctx)
 	for range b.cfg.Workers {
 		b.wg.Add(1)
-		go b.worker(ctx)
+		go b.worker(work)
 	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		select {
+		case <-ctx.Done():
+			b.halt()
+		case <-b.quit:
+		}
+	}()
 	b.wg.Add(1)
 	go b.pruneLoop(ctx)
 	return nil
+}
+
+// halt stops intake and the handing out of jobs (queued ones stay stored
+// for the next start) and interrupts the runs at their next checkpoint;
+// it does not wait (Stop does).
+func (b *Bot) halt() (runs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped {
+		b.stopped = true
+		close(b.quit)
+		b.sched.stop()
+	}
+	for _, ar := range b.running {
+		ar.cancel(ErrStopped)
+		runs = append(runs, ar.runID)
+	}
+	return runs
 }
 
 // Stop stops intake, interrupts runs at their next checkpoint (they stay
@@ -491,17 +533,8 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 // waited for.
 func (b *Bot) Stop() {
 	began := time.Now()
+	runs := b.halt()
 	b.mu.Lock()
-	if !b.stopped {
-		b.stopped = true
-		close(b.quit)
-		b.sched.stop()
-	}
-	var runs []string
-	for _, ar := range b.running {
-		ar.cancel(ErrStopped)
-		runs = append(runs, ar.runID)
-	}
 	sends := 0
 	for _, q := range b.queues {
 		sends += q.s.queued()
@@ -732,9 +765,14 @@ func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 	return id
 }
 
-// helpText is the help, with each command as it is typed on platform.
-func (b *Bot) helpText(platform string) string {
-	c := func(name string) string { return b.commandName(platform, name) }
+// helpText is the help, with each command as it is typed on platform,
+// in a direct chat (dm) or a shared one.
+func (b *Bot) helpText(platform string, dm bool) string {
+	c := b.namer(platform, dm)
+	last := `In a direct chat the word alone works too ("undo").`
+	if sc, ok := b.sharedChats(platform); ok && !dm {
+		last = sc.SharedChatHelp()
+	}
 	return fmt.Sprintf(`I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
 Commands:
 %s: sort the inbox into projects
@@ -743,7 +781,25 @@ Commands:
 %s: forget this conversation
 %s: tokens used here
 %s: this message
-In a direct chat the word alone works too ("undo").`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"))
+%s`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"), last)
+}
+
+// namer spells the bot's commands as typed on platform, in a direct
+// chat (dm) or a shared one.
+func (b *Bot) namer(platform string, dm bool) func(name string) string {
+	if sc, ok := b.sharedChats(platform); ok && !dm {
+		return sc.SharedCommandName
+	}
+	return func(name string) string { return b.commandName(platform, name) }
+}
+
+// sharedChats returns platform as a SharedChats, if it is one.
+func (b *Bot) sharedChats(platform string) (SharedChats, bool) {
+	if q := b.queue(platform); q != nil {
+		sc, ok := q.p.(SharedChats)
+		return sc, ok
+	}
+	return nil, false
 }
 
 // commandName is what a user types on platform for the bot's command

@@ -114,7 +114,7 @@ func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
 	h.handle(t, msg("file the dentist task", "e1"))
 	h.idle(t)
 	q := h.plat.last()
-	if q.Text != "Which one?" || len(q.Buttons) != 2 || len(q.Buttons[1].Data) > 64 {
+	if q.Text != "Which one?" || len(q.Buttons) != 2 || len(q.Buttons[1].Data) > 64 || !q.Question {
 		t.Fatalf("question = %+v", q)
 	}
 	other := Incoming{Platform: "telegram", ChatID: "c1", UserID: "43", Button: q.Buttons[1].Data, ButtonRef: "cb1"}

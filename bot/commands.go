@@ -130,7 +130,10 @@ func (b *Bot) prepare(ctx context.Context, in Incoming) (Incoming, error) {
 			return in, fmt.Errorf("bot: read latest thread: %w", err)
 		}
 	}
-	in, in.Clipped = clipMessage(in)
+	// An adapter that cut a line longer still (the console) said how
+	// long it was.
+	in, clipped := clipMessage(in)
+	in.Clipped = max(in.Clipped, clipped)
 	return in, nil
 }
 

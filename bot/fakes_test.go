@@ -270,6 +270,9 @@ type fakePlatform struct {
 	// onSend, when set, runs before a message is recorded; an error
 	// fails the send (nothing recorded).
 	onSend func(Outgoing) error
+	// onEdit, when set, runs before an edit is recorded; an error fails
+	// the edit (nothing recorded).
+	onEdit func(id string, m Outgoing) error
 	// download, when set, serves Download; downloads counts the calls.
 	download  func(Attachment, int64) ([]byte, error)
 	downloads int
@@ -310,6 +313,11 @@ func (p *fakePlatform) Send(_ context.Context, m Outgoing) (string, error) {
 }
 
 func (p *fakePlatform) Edit(_ context.Context, id string, m Outgoing) error {
+	if p.onEdit != nil {
+		if err := p.onEdit(id, m); err != nil {
+			return err
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.edits = append(p.edits, id+": "+m.Text)

@@ -62,6 +62,13 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, name string, audio []byte) (string, error)
 }
 
+// TimedTranscriber is a Transcriber that also says how long the audio
+// played, as the speech server measured it decoding the stream (0: it
+// did not say); agent/openai implements it.
+type TimedTranscriber interface {
+	TranscribeTimed(ctx context.Context, name string, audio []byte) (text string, played time.Duration, err error)
+}
+
 // Vision settings (Config.Vision).
 const (
 	VisionAuto = "auto"
@@ -83,8 +90,11 @@ func (b *Bot) screenMedia(ctx context.Context, in Incoming) (bool, error) {
 	case a.Kind == AttachVoice && b.cfg.Transcriber == nil:
 		why = "I can't listen to voice notes here: no transcription model is configured (TIDYBOT_TRANSCRIBE_MODEL). Please type your message instead."
 	case a.Kind == AttachVoice && a.Duration > b.cfg.VoiceMax:
-		why = fmt.Sprintf("Sorry, that voice note is %s long; I take notes of up to %s. Could you send a shorter one, or type it?",
-			a.Duration.Round(time.Second), b.cfg.VoiceMax)
+		why = b.tooLongText(a.Duration)
+	case a.Kind == AttachVoice && a.Size > maxAudioBytes(*a, b.cfg.VoiceMax):
+		// The duration a sender claims (none for a file sent as a
+		// document, or 0 s) is not trusted: the size bounds it.
+		why = b.tooBigText(*a, a.Size)
 	case a.Kind == AttachImage && b.cfg.Vision == VisionOff && strings.TrimSpace(in.Text) == "":
 		why = "I don't look at photos here (TIDYBOT_VISION=off). Please type what you'd like me to do."
 	case a.Kind == AttachImage && b.visionOff() && strings.TrimSpace(in.Text) == "":
@@ -98,6 +108,19 @@ func (b *Bot) screenMedia(ctx context.Context, in Incoming) (bool, error) {
 	b.cfg.Metrics.Event(in.Platform, "refused")
 	b.replyLater(ctx, in.Platform, reply(in, why))
 	return true, nil
+}
+
+// tooLongText tells the user their voice note is longer than VoiceMax.
+func (b *Bot) tooLongText(d time.Duration) string {
+	return fmt.Sprintf("Sorry, that voice note is %s long; I take notes of up to %s. Could you send a shorter one, or type it?",
+		d.Round(time.Second), b.cfg.VoiceMax)
+}
+
+// tooBigText tells the user an audio file of size bytes can be longer
+// than VoiceMax.
+func (b *Bot) tooBigText(a Attachment, size int64) string {
+	return fmt.Sprintf("Sorry, that audio file is too large (%s): I take voice notes of up to %s, at most %s in this format. Could you send a shorter one, or type it?",
+		megabytes(size), b.cfg.VoiceMax, megabytes(maxAudioBytes(a, b.cfg.VoiceMax)))
 }
 
 // downloader returns the platform's Downloader, or nil.
@@ -141,7 +164,30 @@ func (b *Bot) transcribe(ctx context.Context, j Job) (*Job, error) {
 		}
 		return fail("Sorry, I couldn't download that voice note. Please send it again, or type your message.")
 	}
-	text, err := b.cfg.Transcriber.Transcribe(ctx, a.Name, audio)
+	// What the sender said of its length is not trusted: the bytes
+	// bound it, and where the bot can read the stream (Ogg Opus, WAV)
+	// its real length decides, before the speech server is paid.
+	if int64(len(audio)) > maxAudioBytes(*a, b.cfg.VoiceMax) {
+		log.Warn("voice note over the size its length allows", slog.Int("bytes", len(audio)))
+		return fail(b.tooBigText(*a, int64(len(audio))))
+	}
+	if d, ok := audioDuration(audio); ok && d > b.cfg.VoiceMax {
+		log.Warn("voice note longer than allowed", slog.Duration("played", d), slog.Duration("claimed", a.Duration))
+		return fail(b.tooLongText(d))
+	}
+	var text string
+	var played time.Duration
+	if tt, ok := b.cfg.Transcriber.(TimedTranscriber); ok {
+		text, played, err = tt.TranscribeTimed(ctx, a.Name, audio)
+	} else {
+		text, err = b.cfg.Transcriber.Transcribe(ctx, a.Name, audio)
+	}
+	if err == nil && played > b.cfg.VoiceMax {
+		// The speech server decoded more than the limit: its transcript
+		// is not used.
+		log.Warn("voice note longer than allowed, as transcribed", slog.Duration("played", played), slog.Duration("claimed", a.Duration))
+		return fail(b.tooLongText(played))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

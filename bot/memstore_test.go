@@ -2,9 +2,11 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -119,6 +121,12 @@ func (s *memStore) Prune(_ context.Context, before time.Time) (Pruned, error) {
 		if r.Status != RunWorking && r.Status != RunQueued && r.Updated.Before(before) {
 			n.Audit += s.deleteRun(id)
 			n.Runs++
+		}
+	}
+	for k, v := range s.settings {
+		var p Incoming
+		if strings.HasPrefix(k, PendingPrefix) && (json.Unmarshal([]byte(v), &p) != nil || p.At.Before(before)) {
+			delete(s.settings, k)
 		}
 	}
 	return n, nil

@@ -27,6 +27,14 @@ type Outgoing struct {
 	Buttons  []Button
 	// Link, when set, is shown to Link.UserID only (see Link).
 	Link *Link
+	// Ref is the outbox entry's id for a message that must reach the user
+	// (an answer, a question): a Resender tags the post with it.
+	Ref string
+	// Question is set on a question the person answers (ask_user, a
+	// confirmation): in a shared chat a platform may ask for the answer
+	// as a reply to it, the one message besides commands that reaches a
+	// Telegram bot in privacy mode.
+	Question bool
 }
 
 // Platform posts messages to one chat platform. Adapters implement it.
@@ -45,6 +53,19 @@ type Editor interface {
 	Edit(ctx context.Context, id string, m Outgoing) error
 	// EditInterval is the least time between two edits of one message.
 	EditInterval() time.Duration
+}
+
+// Resender is a Platform that posts an outbox entry (Outgoing.Ref) at
+// most once: Send tags the post with m.Ref where the platform keeps such
+// a tag (Slack's message metadata), and Resend, for an entry that may
+// have been posted already (a previous process died between the post and
+// recording it, or a failed call may have reached the platform), looks
+// for posts tagged with it before posting.
+type Resender interface {
+	// Resend posts what of m (m.Ref set) was not posted since since (a
+	// long text is several posts) and returns the id of m's last post,
+	// found or made. Where it cannot look, it posts m as Send does.
+	Resend(ctx context.Context, m Outgoing, since time.Time) (id string, err error)
 }
 
 // CommandNamer is a Platform whose users type the bot's commands other
@@ -66,6 +87,17 @@ type Sequencer interface {
 	// same chat; ok is false when either id cannot be placed (a Slack
 	// message posted through a response_url has no ts).
 	After(a, b string) (after, ok bool)
+}
+
+// SharedChats is a Platform whose shared chats let only some messages
+// reach the bot (Telegram's privacy mode): commands are typed there with
+// the bot's name, and the help says how to talk to the bot.
+type SharedChats interface {
+	// SharedCommandName returns what a user types in a shared chat for
+	// the bot's command name ("/undo@tidybot").
+	SharedCommandName(name string) string
+	// SharedChatHelp says how to reach the bot in a shared chat.
+	SharedChatHelp() string
 }
 
 // ButtonAnswerer is a Platform whose button presses must be answered

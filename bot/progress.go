@@ -29,6 +29,7 @@ type progress struct {
 	msgID   string
 	posting bool // the status message is queued, its id not known yet
 	header  string
+	editing bool // an edit is queued and not begun: it shows the lines then
 
 	kick chan struct{}
 	quit chan struct{}
@@ -46,7 +47,7 @@ func newProgress(q *queuedPlatform, r *Run, log *slog.Logger) *progress {
 }
 
 // start queues the status message and starts the updater.
-func (pr *progress) start(ctx context.Context, first string) {
+func (pr *progress) start(_ context.Context, first string) {
 	pr.mu.Lock()
 	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
 	pr.mu.Unlock()
@@ -58,7 +59,7 @@ func (pr *progress) start(ctx context.Context, first string) {
 		pr.msgID, pr.posting = id, false
 		pr.mu.Unlock()
 	})
-	go pr.loop(context.WithoutCancel(ctx))
+	go pr.loop()
 }
 
 // messageID is the status message's id, "" until it is posted.
@@ -104,21 +105,21 @@ func (pr *progress) interval() time.Duration {
 }
 
 // loop shows new lines, at most once per interval.
-func (pr *progress) loop(ctx context.Context) {
+func (pr *progress) loop() {
 	defer close(pr.done)
 	for {
 		select {
 		case <-pr.quit:
-			pr.flush(ctx)
+			pr.flush()
 			return
 		case <-pr.kick:
 		}
-		pr.flush(ctx)
+		pr.flush()
 		t := time.NewTimer(pr.interval())
 		select {
 		case <-pr.quit:
 			t.Stop()
-			pr.flush(ctx)
+			pr.flush()
 			return
 		case <-t.C:
 		}
@@ -126,28 +127,51 @@ func (pr *progress) loop(ctx context.Context) {
 }
 
 // flush shows lines not yet shown.
-func (pr *progress) flush(ctx context.Context) {
+func (pr *progress) flush() {
 	pr.mu.Lock()
 	if pr.sent == len(pr.lines) {
 		pr.mu.Unlock()
 		return
 	}
 	fresh := pr.lines[pr.sent:]
-	all := append([]string(nil), pr.lines...)
 	pr.sent = len(pr.lines)
 	pr.mu.Unlock()
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
 	if pr.editable() {
-		m.Text = strings.Join(all, "\n")
-		if err := pr.ed.editQueued(ctx, pr.messageID, m); err != nil {
-			pr.log.Warn("edit status message", slog.Any("err", err))
-		}
+		pr.edit(m)
 		return
 	}
 	m.Text = strings.Join(fresh, "\n")
-	if _, err := pr.q.Send(ctx, m); err != nil {
-		pr.log.Warn("post progress note", slog.Any("err", err))
+	pr.q.sendThen(m, func(_ string, err error) {
+		if err != nil {
+			pr.log.Warn("post progress note", slog.Any("err", err))
+		}
+	})
+}
+
+// edit queues an edit of the status message showing every line, without
+// waiting for it, unless one is queued and not begun: that one shows the
+// lines when it is made. Edits are droppable (see sendOp): one the
+// platform's rate limit drops is followed by the next flush's.
+func (pr *progress) edit(m Outgoing) {
+	pr.mu.Lock()
+	if pr.editing {
+		pr.mu.Unlock()
+		return
 	}
+	pr.editing = true
+	pr.mu.Unlock()
+	text := func() string {
+		pr.mu.Lock()
+		defer pr.mu.Unlock()
+		pr.editing = false
+		return strings.Join(pr.lines, "\n")
+	}
+	pr.ed.editLater(pr.messageID, m, text, func(error) {
+		pr.mu.Lock()
+		pr.editing = false // also when the edit was dropped before it began
+		pr.mu.Unlock()
+	})
 }
 
 // stop shows what is left and stops the updater.
@@ -181,5 +205,5 @@ func (pr *progress) settle(st agent.Status) {
 	}
 	// Queued behind the status message's other calls and before the
 	// answer, which the worker does not wait for.
-	pr.ed.editLater(pr.messageID, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text})
+	pr.ed.editLater(pr.messageID, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}, nil, nil)
 }

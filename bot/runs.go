@@ -406,7 +406,7 @@ func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcom
 		}
 		// The question is posted only once the waiting run is saved, so
 		// a press at once finds it open; the post records its message id.
-		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons})
+		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons, Question: true})
 		ob.RunID, ob.WaitKey = r.ID, w.Key
 		return post(ob, text, "question")
 

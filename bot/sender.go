@@ -58,7 +58,16 @@ type sendOp struct {
 	call func(ctx context.Context) error
 	done chan error  // nil: nobody waits
 	then func(error) // called with the result, when set
+	// droppable marks a progress edit: rather than wait out the
+	// platform's pause or retry a 429, it is dropped (errSkipped), so the
+	// chat's answer queued behind it does not wait for it; a later edit
+	// shows the same lines.
+	droppable bool
 }
+
+// errSkipped is the result of a droppable call not made because the
+// platform asked for a pause.
+var errSkipped = errors.New("bot: skipped while the platform is rate limited")
 
 // sender makes every call to one platform from a bounded queue, a few at
 // a time (one lane per chat, see sendLanes), and pauses every lane when
@@ -189,6 +198,16 @@ func (s *sender) postThen(key, what string, call func(ctx context.Context) error
 	s.lane(key) <- sendOp{what: what, call: call, then: then}
 }
 
+// postDroppable is postThen for a droppable call (see sendOp).
+func (s *sender) postDroppable(key, what string, call func(ctx context.Context) error, then func(error)) {
+	if !s.enter(0) {
+		then(ErrStopped)
+		return
+	}
+	defer s.entered()
+	s.lane(key) <- sendOp{what: what, call: call, then: then, droppable: true}
+}
+
 // do queues a call for chat key and waits for its result. It returns
 // ErrStopped when the bot stops before the call is made.
 func (s *sender) do(ctx context.Context, key, what string, call func(ctx context.Context) error) error {
@@ -275,6 +294,13 @@ func (s *sender) pause(d time.Duration) {
 	}
 }
 
+// paused reports whether the platform's pause is on.
+func (s *sender) paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Now().Before(s.pausedUntil)
+}
+
 // waitPause waits out a pause the platform asked for; it reports false
 // when the bot stops first.
 func (s *sender) waitPause() bool {
@@ -299,6 +325,10 @@ func (s *sender) make(ctx context.Context, op sendOp) {
 	defer s.end()
 	var err error
 	for attempt := 0; ; attempt++ {
+		if op.droppable && s.paused() {
+			err = errSkipped
+			break
+		}
 		// A 429 on any lane pauses them all. Stopping cuts the pause
 		// short: a call queued before the stop is still made once, but
 		// a retry is not worth the shutdown grace (the outbox keeps
@@ -314,6 +344,10 @@ func (s *sender) make(ctx context.Context, op sendOp) {
 		wait := max(rl.RetryAfter(), time.Second)
 		s.log.Warn("platform rate limit; send queue paused", slog.String("platform", s.name), slog.String("call", op.what), slog.Duration("retry_after", wait))
 		s.pause(wait)
+		if op.droppable {
+			err = errSkipped
+			break
+		}
 	}
 	switch {
 	case op.done != nil:
@@ -405,6 +439,24 @@ func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
 	}, func(err error) { then(id, err) })
 }
 
+// resendThen is sendThen for an entry that may have been posted already:
+// a Resender looks for it first (see Resender); other platforms post it
+// again.
+func (q *queuedPlatform) resendThen(m Outgoing, since time.Time, then func(id string, err error)) {
+	rs, ok := q.p.(Resender)
+	if !ok {
+		q.sendThen(m, then)
+		return
+	}
+	m = redacted(q.redact, m)
+	var id string
+	q.s.postThen(m.ChatID, "send", func(ctx context.Context) error {
+		var err error
+		id, err = rs.Resend(ctx, m, since)
+		return err
+	}, func(err error) { then(id, err) })
+}
+
 // sendLater queues m without waiting.
 func (q *queuedPlatform) sendLater(m Outgoing) {
 	m = redacted(q.redact, m)
@@ -431,17 +483,25 @@ func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
 	return e.editQueued(ctx, func() string { return id }, m)
 }
 
-// editLater queues an edit of the message id names without waiting; a
-// failure is logged. id is asked when the edit is made, so it may name a
-// message queued before it in the same chat and not posted yet ("": no
-// message, nothing to edit).
-func (e queuedEditor) editLater(id func() string, m Outgoing) {
-	m = redacted(e.q.redact, m)
+// editLater queues a status message's edit (droppable, see sendOp) of
+// the message id names without waiting; a failure is logged. id and text
+// are asked when the edit is made, so id may name a message queued before
+// it in the same chat and not posted yet ("": no message, nothing to
+// edit), and the text is the latest. then, when set, hears the result.
+func (e queuedEditor) editLater(id func() string, m Outgoing, text func() string, then func(error)) {
 	// A run's own output waits for room rather than be dropped, as its
 	// answer does; only replies made while acknowledging an event are
 	// dropped when the queue is full.
-	e.q.s.postThen(m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) }, func(err error) {
-		if err != nil {
+	e.q.s.postDroppable(m.ChatID, "edit", func(ctx context.Context) error {
+		if text != nil {
+			m.Text = text()
+		}
+		return e.editNow(ctx, id, redacted(e.q.redact, m))
+	}, func(err error) {
+		if then != nil {
+			then(err)
+		}
+		if err != nil && !errors.Is(err, errSkipped) {
 			e.q.s.log.Warn("edit status message", slog.String("platform", e.q.s.name), slog.Any("err", err))
 		}
 	})

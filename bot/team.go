@@ -59,10 +59,13 @@ func (b *Bot) agentFor(ctx context.Context, platform, userID string) (Agent, err
 	return b.cfg.Accounts.Agent(ctx, platform, userID)
 }
 
-// pendingKey is the setting holding what a person asked before they
-// connected (or when Todoist refused their token): it runs once they
-// connect, so nothing they asked is lost.
-func pendingKey(platform, userID string) string { return "pending:" + platform + ":" + userID }
+// PendingPrefix starts the key of the setting holding what a person
+// asked before they connected (or when Todoist refused their token),
+// an Incoming as JSON: it runs once they connect, so nothing they asked
+// is lost. A Store's Prune deletes those made before its retention.
+const PendingPrefix = "pending:"
+
+func pendingKey(platform, userID string) string { return PendingPrefix + platform + ":" + userID }
 
 // connectGate answers a person who has not connected their Todoist: it
 // keeps what they asked for after they connect and sends one message
@@ -94,13 +97,50 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 	if in.Button == "" && (in.Command != "" || strings.TrimSpace(in.Text) != "") && in.Command != "undo" && in.Command != "reset" {
 		b.keepPending(ctx, in)
 	}
+	if b.promptedLately(ctx, in) {
+		b.log.Info("not connected; prompted within the hour, not again", slog.String("platform", in.Platform), slog.String("user_id", in.UserID))
+		return true, nil
+	}
 	b.promptConnect(ctx, in, "")
 	return true, nil
+}
+
+// promptEvery is how often a person who has not connected is prompted
+// to, however many messages they send meanwhile (/connect always
+// answers).
+const promptEvery = time.Hour
+
+// promptedKey is the setting holding when a person was last prompted to
+// connect; connecting or disconnecting clears it.
+func promptedKey(platform, userID string) string {
+	return "connect-prompted:" + platform + ":" + userID
+}
+
+// promptedLately reports whether in's person was prompted to connect
+// within promptEvery, and if not, records that they are being prompted
+// now.
+func (b *Bot) promptedLately(ctx context.Context, in Incoming) bool {
+	key := promptedKey(in.Platform, in.UserID)
+	now := b.cfg.Now()
+	if v, err := b.store.Setting(ctx, key); err == nil && v != "" {
+		if at, err := time.Parse(time.RFC3339, v); err == nil && now.Sub(at) < promptEvery && !at.After(now) {
+			return true
+		}
+	}
+	if err := b.store.SetSetting(ctx, key, now.UTC().Format(time.RFC3339)); err != nil {
+		b.log.Error("remember a Connect prompt", slog.Any("err", err))
+	}
+	return false
 }
 
 // keepPending remembers in to run once its person connects.
 func (b *Bot) keepPending(ctx context.Context, in Incoming) {
 	in.EventID, in.Button, in.ButtonRef = "", "", ""
+	// Cut as any message is (the gate comes before prepare): the
+	// person is told when it runs.
+	if in.Clipped == 0 {
+		in, in.Clipped = clipMessage(in)
+	}
 	raw, err := json.Marshal(in)
 	if err == nil {
 		err = b.store.SetSetting(ctx, pendingKey(in.Platform, in.UserID), string(raw))
@@ -133,11 +173,20 @@ func (b *Bot) promptConnect(ctx context.Context, in Incoming, why string) {
 }
 
 // Connected is called once a person's Todoist is connected, with the
-// conversation the link was made for: it says so there and runs what
-// they asked before connecting.
-func (b *Bot) Connected(ctx context.Context, in Incoming) error {
+// conversation the link was made for and the Todoist account's name and
+// email ("" if unknown): it says which account it is there, so a link
+// opened by someone else is seen at once, and runs what they asked
+// before connecting.
+func (b *Bot) Connected(ctx context.Context, in Incoming, account string) error {
+	text := "✅ Your Todoist is connected. /disconnect removes the connection."
+	if account != "" {
+		text = "✅ Connected the Todoist account of " + account + ". Not yours? Send /disconnect now."
+	}
 	// Queued, not awaited: the person's browser waits for the page.
-	b.replyLater(ctx, in.Platform, reply(in, "✅ Your Todoist is connected. /disconnect removes the connection."))
+	b.replyLater(ctx, in.Platform, reply(in, text))
+	if err := b.store.SetSetting(ctx, promptedKey(in.Platform, in.UserID), ""); err != nil {
+		b.log.Error("clear the Connect prompt's time", slog.Any("err", err))
+	}
 	key := pendingKey(in.Platform, in.UserID)
 	raw, err := b.store.Setting(ctx, key)
 	if errors.Is(err, ErrNotFound) || raw == "" {
@@ -167,6 +216,9 @@ func (b *Bot) disconnect(ctx context.Context, in Incoming) error {
 	case err != nil:
 		return fmt.Errorf("bot: disconnect %s:%s: %w", in.Platform, in.UserID, err)
 	}
+	if err := b.store.SetSetting(ctx, promptedKey(in.Platform, in.UserID), ""); err != nil {
+		b.log.Error("clear the Connect prompt's time", slog.Any("err", err))
+	}
 	b.send(ctx, in.Platform, reply(in, "Disconnected: I revoked my access to your Todoist and deleted the token. /connect connects it again."))
 	return nil
 }
@@ -180,6 +232,7 @@ func (b *Bot) rejected(ctx context.Context, r *Run) {
 	}
 	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, Text: r.Instruction, DM: b.isDM(ctx, r)}
 	b.keepPending(ctx, in)
+	_ = b.promptedLately(ctx, in) // prompted now: their next messages are not
 	b.promptConnect(ctx, in, "Please connect your Todoist again.")
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -99,7 +100,7 @@ func TestTeamNotConnectedGetsOneConnectMessageAndTheRequestRunsAfter(t *testing.
 	acc.mu.Lock()
 	acc.agents["telegram:42"] = carol
 	acc.mu.Unlock()
-	if err := h.bot.Connected(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true}); err != nil {
+	if err := h.bot.Connected(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	h.idle(t)
@@ -262,5 +263,43 @@ func TestTeamConnectLinkNeverPostedInASharedChat(t *testing.T) {
 	h.idle(t)
 	if got := h.plat.last(); got.Link == nil || got.Link.Label != "Connect Todoist" || got.Link.UserID != "U1" {
 		t.Errorf("/connect in a DM: %+v, want a Connect Todoist button for U1", got)
+	}
+}
+
+// A request kept until its person connects is cut to MaxMessage like any
+// message (it was kept whole, 100 KB), and runs cut, with the note.
+func TestPendingRequestIsCut(t *testing.T) {
+	acc := &fakeAccounts{agents: map[string]*fakeAgent{}}
+	h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: &fakePlatform{name: "telegram", interval: time.Second}}
+	h.bot = New(h.store, h.agent, Config{Workers: 1, Accounts: acc, AllowedUsers: []string{"telegram:*"}})
+	h.bot.AddPlatform(h.plat)
+	if err := h.bot.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.bot.Stop)
+	long := strings.Repeat("receipt ", 100_000/8)
+	h.handle(t, msg(long, "e1"))
+	h.idle(t)
+	raw, err := h.store.Setting(t.Context(), pendingKey("telegram", "42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > MaxMessage+1000 {
+		t.Errorf("the pending request is kept with %d bytes, want it cut to about %d characters", len(raw), MaxMessage)
+	}
+	carol := &fakeAgent{}
+	acc.mu.Lock()
+	acc.agents["telegram:42"] = carol
+	acc.mu.Unlock()
+	if err := h.bot.Connected(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.idle(t)
+	got := carol.startedList()
+	if len(got) != 1 || utf8.RuneCountInString(got[0]) > MaxMessage {
+		t.Fatalf("after connecting the account ran %d requests; want the kept one, cut", len(got))
+	}
+	if !strings.Contains(strings.Join(h.plat.texts(), "\n"), "I only read the first") {
+		t.Errorf("no word that the message was cut: %q", h.plat.texts())
 	}
 }

@@ -34,7 +34,8 @@ type Incoming struct {
 	// (Telegram callback query id), so the press can be answered.
 	ButtonRef string `json:"button_ref,omitempty"`
 	// Clipped is the length in characters a message had before the bot
-	// cut it to MaxMessage; 0 when it was not cut.
+	// cut it to MaxMessage; 0 when it was not cut. An adapter that cut an
+	// even longer message itself (the console's input lines) sets it.
 	Clipped int `json:"clipped,omitempty"`
 	// EventID is the platform's id of this event, used to drop duplicates.
 	EventID string `json:"event_id,omitempty"`
@@ -263,7 +264,8 @@ type Store interface {
 	Delivered(ctx context.Context, ob Outbound, msgID string) error
 	// Prune deletes the messages sent before t, and the runs (with
 	// their transcript and journal) last updated before t, except runs
-	// that are working or queued.
+	// that are working or queued, and the pending requests (settings
+	// under PendingPrefix) made before t.
 	Prune(ctx context.Context, before time.Time) (Pruned, error)
 	// DeleteConversation deletes a thread's messages and its runs (with
 	// their transcript and journal), except runs working or queued.

@@ -25,7 +25,7 @@ func WriteList(w io.Writer, runs []*bot.Run, n int, now time.Time, red *agent.Re
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCONVERSATION\tSTATUS\tSTEPS\tTOKENS\tAGE")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, oneLine(red.String(r.ThreadKey), 40), r.Status, r.Usage.Calls, num(r.Usage.Total()), age(now.Sub(r.Created)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, oneLine(conversation(red.String(r.ThreadKey)), 40), r.Status, r.Usage.Calls, num(r.Usage.Total()), age(now.Sub(r.Created)))
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(tw, "(no runs)")

@@ -22,7 +22,7 @@ func TestWriteRunText(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"Run r · done · telegram:42:",
+		"Run r · done · telegram:42 · ",
 		"Asked:  clean up Buy cake",
 		"Answer: Deleted Buy cake",
 		"Totals: model 4 calls 3.6s, 6,900 prompt + 107 completion tokens · Todoist 3 requests 980ms · waiting for you 2h1m",
@@ -64,7 +64,7 @@ func TestTextHandlerListsAndShows(t *testing.T) {
 			t.Errorf("header lacks %s: %s", want, lines[0])
 		}
 	}
-	if f := strings.Fields(lines[1]); strings.Join(f[1:], " ") != "telegram:42: waiting 4 7,007 10m" {
+	if f := strings.Fields(lines[1]); strings.Join(f[1:], " ") != "telegram:42 waiting 4 7,007 10m" {
 		t.Errorf("row %q", lines[1])
 	}
 	if _, one := get("/runs?n=1"); strings.Count(one, "\n") != 2 {

@@ -131,7 +131,7 @@ func clip(s string) Clip {
 
 // Build makes the view of r, redacting every text with red (nil: none).
 func Build(r *bot.Run, red *agent.Redactor) (*View, error) {
-	v := &View{ID: r.ID, Conversation: red.String(r.ThreadKey), Status: string(r.Status), Instruction: red.String(r.Instruction),
+	v := &View{ID: r.ID, Conversation: conversation(red.String(r.ThreadKey)), Status: string(r.Status), Instruction: red.String(r.Instruction),
 		Answer: red.String(r.Answer), Created: r.Created, Undone: r.Undone}
 	if r.Waiting != nil {
 		v.Question = red.String(r.Waiting.Question)
@@ -315,4 +315,11 @@ func envelope(content string) (thought, name string, args []byte, ok bool) {
 	delete(env.Action, "type")
 	args, _ = json.Marshal(env.Action)
 	return env.Thought, name, args, name != ""
+}
+
+// conversation is how a run's conversation is shown: its thread key
+// without the empty parts a key ends in ("console:local:", a DM with no
+// thread, shows as "console:local").
+func conversation(threadKey string) string {
+	return strings.TrimRight(threadKey, ":")
 }

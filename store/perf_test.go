@@ -230,7 +230,7 @@ func fill(tb testing.TB, s *Store, runs func(yield func(*bot.Run) bool)) {
 	tb.Helper()
 	if err := s.db.Update(func(tx *bolt.Tx) error {
 		for r := range runs {
-			if err := saveRun(tx, r); err != nil {
+			if err := s.saveRun(tx, r); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -24,8 +25,9 @@ import (
 
 // SchemaVersion is the layout this package writes. Open refuses a file of
 // a newer version and migrates an older one. Version 2 keeps transcripts
-// apart from their runs (bucketTranscripts).
-const SchemaVersion = 2
+// apart from their runs (bucketTranscripts); version 3 seals what people
+// wrote with data keys (see seal.go).
+const SchemaVersion = 3
 
 // valueVersion is the version of every stored JSON value.
 const valueVersion = 1
@@ -63,17 +65,23 @@ var (
 	// save finds the key to drop without decoding the run it replaces.
 	bucketWaitKeys   = []byte("wait_keys")
 	bucketRunWaitKey = []byte("run_wait_keys")
-	allBuckets       = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey}
-	keySchema        = []byte("schema_version")
-	keyRunIndex      = []byte("runs_indexed")
-	keyThreadOpen    = []byte("thread_open_runs_indexed")
-	keyWaitKeys      = []byte("wait_keys_indexed")
+	// bucketSnapshotUsed: account key → when its snapshot was last
+	// saved (unix nanoseconds), for retention.
+	bucketSnapshotUsed = []byte("todoist_snapshots_used")
+	allBuckets         = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey, bucketDataKeys, bucketScopeKeys, bucketCurrentKeys, bucketSnapshotUsed}
+	keySchema          = []byte("schema_version")
+	keyRunIndex        = []byte("runs_indexed")
+	keyThreadOpen      = []byte("thread_open_runs_indexed")
+	keyWaitKeys        = []byte("wait_keys_indexed")
+	// keyCompact marks a file to copy without its free pages (compact).
+	keyCompact = []byte("compact_pending")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.
 type Store struct {
 	db   *bolt.DB
 	path string
+	keys *keyring
 
 	// writes is update's queue to writeLoop, which closes stopped once
 	// it has answered every write.
@@ -89,7 +97,9 @@ var _ bot.Store = (*Store)(nil)
 
 // options are Open's settings.
 type options struct {
-	bolt bolt.Options
+	bolt    bolt.Options
+	secrets [][]byte
+	now     func() time.Time
 }
 
 // Option configures Open.
@@ -105,13 +115,22 @@ func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.bolt.
 // beside it).
 func ReadOnly() Option { return func(o *options) { o.bolt.ReadOnly = true } }
 
+// WithSecretKeys gives the TIDYBOT_SECRET_KEY keys (the current one
+// first, then older ones during a rotation) from which the master key
+// that seals data keys is derived. Without them, a master key is
+// generated at first start and kept in the file.
+func WithSecretKeys(keys [][]byte) Option { return func(o *options) { o.secrets = keys } }
+
+// withClock sets the clock that dates data keys (tests).
+func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
 // ErrInUse is returned by Open for a file another process holds.
 var ErrInUse = errors.New("database in use by another process")
 
 // Open opens or creates the database at path. A file that another process
 // holds fails within the lock timeout with a message that says so.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := &options{bolt: bolt.Options{Timeout: time.Second}}
+	o := &options{bolt: bolt.Options{Timeout: time.Second}, now: time.Now}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -128,14 +147,19 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("restrict database %s to its owner (TIDYBOT_DB): %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, keys: &keyring{now: o.now, opened: map[string]cipher.AEAD{}}}
 	if o.bolt.ReadOnly {
-		err = s.check()
+		err = s.check(o.secrets)
 	} else {
-		err = s.init()
+		err = s.init(o.secrets)
+		if err == nil {
+			err = s.compactIfDue(&o.bolt)
+		}
 	}
 	if err != nil {
-		_ = db.Close()
+		if s.db != nil {
+			_ = s.db.Close()
+		}
 		return nil, err
 	}
 	// A read-only store has a writer too: its writes fail, as bbolt's
@@ -146,31 +170,31 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // migrations upgrade a file from version i+1 to i+2.
-var migrations = []func(tx *bolt.Tx) error{moveTranscripts}
+var migrations = []func(s *Store, tx *bolt.Tx) error{(*Store).moveTranscripts, (*Store).sealValues}
 
 // moveTranscripts (version 1 to 2) moves every transcript held inside its
 // run's record into bucketTranscripts. The version goes up with it, so
 // that a tidybot of version 1, which would read those runs without their
 // transcripts (and start a working run afresh, sending its writes again
 // as new), refuses the file instead of misreading it.
-func moveTranscripts(tx *bolt.Tx) error {
+func (s *Store) moveTranscripts(tx *bolt.Tx) error {
 	runs := tx.Bucket(bucketRuns)
 	for _, id := range keys(runs) {
 		var r bot.Run
-		if err := decode(runs.Get(id), &r); err != nil {
+		if err := s.decodeSealed(tx, runs.Get(id), &r); err != nil {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
 		if len(r.Transcript) == 0 {
 			continue
 		}
-		if err := saveRun(tx, &r); err != nil {
+		if err := s.saveRun(tx, &r); err != nil {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) init() error {
+func (s *Store) init(secrets [][]byte) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -178,6 +202,9 @@ func (s *Store) init() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		if err := s.keys.setUp(tx, secrets, true); err != nil {
+			return fmt.Errorf("%s: %w", s.path, err)
+		}
 		v := SchemaVersion
 		if raw := meta.Get(keySchema); raw != nil {
 			v = int(binary.BigEndian.Uint64(raw))
@@ -203,7 +230,7 @@ func (s *Store) init() error {
 					continue
 				}
 				var r bot.Run
-				if err := decode(raw, &r); err != nil {
+				if err := s.decodeSealed(tx, raw, &r); err != nil {
 					return fmt.Errorf("index run %s: %w", id, err)
 				}
 				if err := indexRun(tx, keysOf(&r)); err != nil {
@@ -216,9 +243,17 @@ func (s *Store) init() error {
 				return err
 			}
 		}
+		from := v
 		for ; v < SchemaVersion; v++ {
-			if err := migrations[v-1](tx); err != nil {
+			if err := migrations[v-1](s, tx); err != nil {
 				return fmt.Errorf("migrate %s to version %d: %w", s.path, v+1, err)
+			}
+		}
+		if from < 3 && tx.Bucket(bucketRuns).Stats().KeyN+tx.Bucket(bucketMessages).Stats().KeyN+tx.Bucket(bucketSettings).Stats().KeyN > 0 {
+			// The values just sealed are still on the pages they were
+			// freed from, in plain text: the file is copied without them.
+			if err := meta.Put(keyCompact, []byte("1")); err != nil {
+				return err
 			}
 		}
 		return meta.Put(keySchema, u64(SchemaVersion))
@@ -229,9 +264,49 @@ func (s *Store) init() error {
 	return nil
 }
 
+// compactIfDue copies the file without its free pages when init marked
+// it (keyCompact): bbolt frees pages without wiping them, so after the
+// values of an older file are sealed, their plain text is still in the
+// file. The copy replaces the file; the mark goes only with it, so a
+// copy that fails (a full disk) fails Open and is tried again at the
+// next.
+func (s *Store) compactIfDue(bo *bolt.Options) error {
+	var due bool
+	if err := s.db.View(func(tx *bolt.Tx) error { due = tx.Bucket(bucketMeta).Get(keyCompact) != nil; return nil }); err != nil || !due {
+		return err
+	}
+	tmp := s.path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("store: copy %s without its free pages: %w", s.path, err)
+	}
+	err = bolt.Compact(dst, s.db, 64<<20)
+	if err == nil {
+		err = dst.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyCompact) })
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: copy %s without its free pages (it needs as much free disk space as the file): %w", s.path, err)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("store: replace %s by its copy %s: %w", s.path, tmp, err)
+	}
+	if s.db, err = bolt.Open(s.path, 0o600, bo); err != nil {
+		return fmt.Errorf("open database %s (TIDYBOT_DB): %w", s.path, err)
+	}
+	return nil
+}
+
 // check refuses, for a read-only Open, a file that init has not set up
 // at this schema version.
-func (s *Store) check() error {
+func (s *Store) check(secrets [][]byte) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if tx.Bucket(b) == nil {
@@ -240,6 +315,9 @@ func (s *Store) check() error {
 		}
 		if raw := tx.Bucket(bucketMeta).Get(keySchema); raw == nil || int(binary.BigEndian.Uint64(raw)) != SchemaVersion {
 			return fmt.Errorf("store: %s has another schema version than this tidybot (%d): start tidybot serve or chat on it once", s.path, SchemaVersion)
+		}
+		if err := s.keys.setUp(tx, secrets, false); err != nil {
+			return fmt.Errorf("store: %s: %w", s.path, err)
 		}
 		return nil
 	})
@@ -330,6 +408,46 @@ func put(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
+// putSealed stores v under key in b, sealed with scope's data key.
+func (s *Store) putSealed(tx *bolt.Tx, b *bolt.Bucket, key []byte, scope string, v any) error {
+	raw, err := encode(v)
+	if err != nil {
+		return err
+	}
+	if raw, err = s.keys.seal(tx, scope, raw); err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// decodeSealed decodes a stored value, sealed or (written before values
+// were sealed) not.
+func (s *Store) decodeSealed(tx *bolt.Tx, raw []byte, v any) error {
+	if sealedKeyID(raw) == nil {
+		return decode(raw, v)
+	}
+	// The plaintext is needed only while it is decoded (json copies
+	// what it keeps): lists of thousands of runs reuse one buffer.
+	bp := plainBufs.Get().(*[]byte)
+	defer plainBufs.Put(bp)
+	pt, err := s.keys.openTo((*bp)[:0], tx, raw)
+	if err != nil {
+		return err
+	}
+	*bp = pt[:0]
+	return decode(pt, v)
+}
+
+var plainBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Scopes of data keys (see seal.go) besides conversations, which are
+// scoped by their thread key.
+const (
+	scopeOutbox   = "outbox"
+	scopeSnapshot = "snapshot:"       // + account key
+	scopePending  = bot.PendingPrefix // each pending request is a scope of its own
+)
+
 // MarkEvent implements bot.Store.
 func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -417,7 +535,7 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 		c := b.Cursor()
 		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
 			var m bot.Message
-			if err := decode(v, &m); err != nil {
+			if err := s.decodeSealed(tx, v, &m); err != nil {
 				return err
 			}
 			if m.At.Before(since) {
@@ -442,7 +560,7 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return saveRun(tx, r) })
+	err := s.update(ctx, func(tx *bolt.Tx) error { return s.saveRun(tx, r) })
 	if err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
@@ -546,7 +664,7 @@ func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, err
 			if raw == nil {
 				return nil
 			}
-			r, err := decodeRun(raw)
+			r, err := s.decodeRun(tx, raw)
 			if err != nil {
 				return err
 			}
@@ -563,34 +681,6 @@ func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, err
 		return nil, fmt.Errorf("store: waiting run of %s: %w", threadKey, err)
 	}
 	return best, nil
-}
-
-// LoadSnapshot implements todoist.SnapshotStore.
-func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		out = bytes.Clone(tx.Bucket(bucketSnapshots).Get([]byte(key)))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: load snapshot: %w", err)
-	}
-	return out, nil
-}
-
-// SaveSnapshot implements todoist.SnapshotStore.
-func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucketSnapshots).Put([]byte(key), data) })
-	if err != nil {
-		return fmt.Errorf("store: save snapshot: %w", err)
-	}
-	return nil
 }
 
 // WaitingRunByKey implements bot.Store, through the index of wait keys.
@@ -611,7 +701,7 @@ func (s *Store) WaitingRunByKey(ctx context.Context, key string) (*bot.Run, erro
 		if raw == nil {
 			return nil
 		}
-		r, err := decodeRun(raw)
+		r, err := s.decodeRun(tx, raw)
 		if err != nil {
 			return err
 		}
@@ -637,10 +727,16 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 		if raw == nil {
 			return bot.ErrNotFound
 		}
-		if err := decode(raw, &r); err != nil {
+		if err := s.decodeSealed(tx, raw, &r); err != nil {
 			return err
 		}
-		r.Transcript = bytes.Clone(tx.Bucket(bucketTranscripts).Get([]byte(id)))
+		if tr := tx.Bucket(bucketTranscripts).Get([]byte(id)); tr != nil {
+			pt, err := s.keys.open(tx, tr)
+			if err != nil {
+				return fmt.Errorf("transcript: %w", err)
+			}
+			r.Transcript = bytes.Clone(pt)
+		}
 		return nil
 	})
 	if err != nil {
@@ -650,9 +746,9 @@ func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 }
 
 // decodeRun decodes a run's record: the run without its transcript.
-func decodeRun(raw []byte) (*bot.Run, error) {
+func (s *Store) decodeRun(tx *bolt.Tx, raw []byte) (*bot.Run, error) {
 	var r bot.Run
-	if err := decode(raw, &r); err != nil {
+	if err := s.decodeSealed(tx, raw, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -668,7 +764,7 @@ func (s *Store) runs(ctx context.Context, ids func(tx *bolt.Tx) [][]byte, keep f
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		load := func(v []byte) error {
-			r, err := decodeRun(v)
+			r, err := s.decodeRun(tx, v)
 			if err != nil {
 				return err
 			}
@@ -742,7 +838,7 @@ func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, e
 }
 
 // putJob stores a job in arrival order, once per job id.
-func putJob(tx *bolt.Tx, j bot.Job) error {
+func (s *Store) putJob(tx *bolt.Tx, j bot.Job) error {
 	b := tx.Bucket(bucketJobs)
 	ids := tx.Bucket(bucketJobIDs)
 	if ids.Get([]byte(j.ID)) != nil {
@@ -752,13 +848,13 @@ func putJob(tx *bolt.Tx, j bot.Job) error {
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), j); err != nil {
+	if err := s.putSealed(tx, b, u64(seq), j.ThreadKey, j); err != nil {
 		return err
 	}
 	return ids.Put([]byte(j.ID), u64(seq))
 }
 
-func appendMessage(tx *bolt.Tx, m bot.Message) error {
+func (s *Store) appendMessage(tx *bolt.Tx, m bot.Message) error {
 	b, err := tx.Bucket(bucketMessages).CreateBucketIfNotExists([]byte(m.ThreadKey))
 	if err != nil {
 		return err
@@ -767,7 +863,7 @@ func appendMessage(tx *bolt.Tx, m bot.Message) error {
 	if err != nil {
 		return err
 	}
-	return put(b, u64(seq), m)
+	return s.putSealed(tx, b, u64(seq), m.ThreadKey, m)
 }
 
 // DeleteJob implements bot.Store.
@@ -806,7 +902,7 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
 			var j bot.Job
-			if err := decode(v, &j); err != nil {
+			if err := s.decodeSealed(tx, v, &j); err != nil {
 				return err
 			}
 			out = append(out, j)
@@ -820,7 +916,7 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 }
 
 // appendAudit journals entries, each under its run.
-func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
+func (s *Store) appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 	for _, e := range entries {
 		b, err := tx.Bucket(bucketAudit).CreateBucketIfNotExists([]byte(e.RunID))
 		if err != nil {
@@ -830,7 +926,7 @@ func appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 		if err != nil {
 			return err
 		}
-		if err := put(b, u64(seq), e); err != nil {
+		if err := s.putSealed(tx, b, u64(seq), e.ThreadKey, e); err != nil {
 			return err
 		}
 	}
@@ -869,7 +965,7 @@ func (s *Store) RunAudit(ctx context.Context, runID string) ([]bot.AuditEntry, e
 		}
 		return b.ForEach(func(_, v []byte) error {
 			var e bot.AuditEntry
-			if err := decode(v, &e); err != nil {
+			if err := s.decodeSealed(tx, v, &e); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -893,7 +989,7 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 		if raw == nil {
 			return bot.ErrNotFound
 		}
-		return decode(raw, &v)
+		return s.decodeSealed(tx, raw, &v)
 	})
 	if err != nil {
 		return "", fmt.Errorf("store: setting %s: %w", key, err)
@@ -906,7 +1002,12 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return put(tx.Bucket(bucketSettings), []byte(key), value) })
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if isPending(key) {
+			return s.setPending(tx, key, value)
+		}
+		return put(tx.Bucket(bucketSettings), []byte(key), value)
+	})
 	if err != nil {
 		return fmt.Errorf("store: set %s: %w", key, err)
 	}
@@ -933,7 +1034,7 @@ func (s *Store) Check() error {
 					return walk(b.Bucket(k))
 				}
 				var data json.RawMessage
-				return decode(v, &data)
+				return s.decodeSealed(tx, v, &data)
 			})
 		}
 		// The buckets of versioned values (the others hold keys, times
@@ -947,6 +1048,10 @@ func (s *Store) Check() error {
 		return tx.Bucket(bucketTranscripts).ForEach(func(id, tr []byte) error {
 			if runs.Get(id) == nil {
 				return fmt.Errorf("store: check %s: the transcript of run %s outlived its run", bucketTranscripts, id)
+			}
+			tr, err := s.keys.open(tx, tr)
+			if err != nil {
+				return fmt.Errorf("store: check %s: the transcript of run %s: %w", bucketTranscripts, id, err)
 			}
 			if !json.Valid(tr) {
 				return fmt.Errorf("store: check %s: the transcript of run %s is not JSON", bucketTranscripts, id)
@@ -971,16 +1076,20 @@ func markEvent(tx *bolt.Tx, key string, at time.Time) (fresh bool, err error) {
 // bucketTranscripts) and its index entries. A run without a transcript
 // keeps the stored one: bot's lists return runs without theirs, and a
 // run taken from one may be saved again.
-func saveRun(tx *bolt.Tx, r *bot.Run) error {
+func (s *Store) saveRun(tx *bolt.Tx, r *bot.Run) error {
 	rec := *r
 	rec.Transcript = nil
 	id := []byte(r.ID)
 	if len(r.Transcript) > 0 {
-		if err := tx.Bucket(bucketTranscripts).Put(id, r.Transcript); err != nil {
+		tr, err := s.keys.seal(tx, r.ThreadKey, r.Transcript)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTranscripts).Put(id, tr); err != nil {
 			return err
 		}
 	}
-	if err := put(tx.Bucket(bucketRuns), id, &rec); err != nil {
+	if err := s.putSealed(tx, tx.Bucket(bucketRuns), id, r.ThreadKey, &rec); err != nil {
 		return err
 	}
 	return indexRun(tx, keysOf(r))
@@ -999,7 +1108,7 @@ func deleteJob(tx *bolt.Tx, id string) error {
 }
 
 // putOutbound queues a message, once per id.
-func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
+func (s *Store) putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
 	b := tx.Bucket(bucketOutbox)
 	ids := tx.Bucket(bucketOutIDs)
 	if ids.Get([]byte(ob.ID)) != nil {
@@ -1009,7 +1118,7 @@ func putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
 	if err != nil {
 		return err
 	}
-	if err := put(b, u64(seq), ob); err != nil {
+	if err := s.putSealed(tx, b, u64(seq), scopeOutbox, ob); err != nil {
 		return err
 	}
 	return ids.Put([]byte(ob.ID), u64(seq))
@@ -1042,12 +1151,12 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 			}
 		}
 		if c.Message != nil {
-			if err := appendMessage(tx, *c.Message); err != nil {
+			if err := s.appendMessage(tx, *c.Message); err != nil {
 				return err
 			}
 		}
 		if c.Job != nil {
-			if err := putJob(tx, *c.Job); err != nil {
+			if err := s.putJob(tx, *c.Job); err != nil {
 				return err
 			}
 		}
@@ -1057,16 +1166,16 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 			}
 		}
 		if c.Run != nil {
-			if err := saveRun(tx, c.Run); err != nil {
+			if err := s.saveRun(tx, c.Run); err != nil {
 				return err
 			}
 		}
 		for _, ob := range c.Send {
-			if err := putOutbound(tx, ob); err != nil {
+			if err := s.putOutbound(tx, ob); err != nil {
 				return err
 			}
 		}
-		if err := appendAudit(tx, c.Audit); err != nil {
+		if err := s.appendAudit(tx, c.Audit); err != nil {
 			return err
 		}
 		return addCounts(tx, c.Count)
@@ -1089,7 +1198,7 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOutbox).ForEach(func(_, v []byte) error {
 			var ob bot.Outbound
-			if err := decode(v, &ob); err != nil {
+			if err := s.decodeSealed(tx, v, &ob); err != nil {
 				return err
 			}
 			out = append(out, ob)
@@ -1107,14 +1216,9 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	update := s.update
-	if ob.WaitKey == "" {
-		// An answer's entry may go with the next transaction: lost in a
-		// crash, it only posts the answer again. A question's message id
-		// is needed at once (a press clears its buttons).
-		update = s.updateLazy
-	}
-	err := update(ctx, func(tx *bolt.Tx) error {
+	// At once, not with a later write: until this commits, a crash posts
+	// the message again at the next start.
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		ids := tx.Bucket(bucketOutIDs)
 		if seq := ids.Get([]byte(ob.ID)); seq != nil {
 			if err := tx.Bucket(bucketOutbox).Delete(bytes.Clone(seq)); err != nil {
@@ -1132,14 +1236,14 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 			return nil
 		}
 		var r bot.Run
-		if err := decode(raw, &r); err != nil {
+		if err := s.decodeSealed(tx, raw, &r); err != nil {
 			return err
 		}
 		if r.Status != bot.RunWaiting || r.Waiting == nil || r.Waiting.Key != ob.WaitKey {
 			return nil // answered (or dropped) already
 		}
 		r.Waiting.MessageID = msgID
-		return saveRun(tx, &r)
+		return s.saveRun(tx, &r)
 	})
 	if err != nil {
 		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
@@ -1185,99 +1289,3 @@ func deleteRun(tx *bolt.Tx, r *bot.Run) (audit int, err error) {
 // busy reports whether a run is in progress (kept by Prune and
 // DeleteConversation: a worker owns it).
 func busy(r *bot.Run) bool { return r.Status == bot.RunWorking || r.Status == bot.RunQueued }
-
-// Prune implements bot.Store.
-func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error) {
-	var n bot.Pruned
-	if err := ctx.Err(); err != nil {
-		return n, err
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		n = bot.Pruned{}
-		msgs := tx.Bucket(bucketMessages)
-		for _, thread := range keys(msgs) {
-			b := msgs.Bucket(thread)
-			if b == nil {
-				continue
-			}
-			// Messages are appended in time order: stop at the first kept.
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.First() {
-				var m bot.Message
-				if err := decode(v, &m); err != nil {
-					return err
-				}
-				if !m.At.Before(before) {
-					break
-				}
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n.Messages++
-			}
-		}
-		var old []*bot.Run
-		if err := tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
-			var r bot.Run
-			if err := decode(v, &r); err != nil {
-				return err
-			}
-			if !busy(&r) && r.Updated.Before(before) {
-				old = append(old, &r)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, r := range old {
-			a, err := deleteRun(tx, r)
-			if err != nil {
-				return err
-			}
-			n.Runs++
-			n.Audit += a
-		}
-		return nil
-	})
-	if err != nil {
-		return bot.Pruned{}, fmt.Errorf("store: prune: %w", err)
-	}
-	return n, nil
-}
-
-// DeleteConversation implements bot.Store.
-func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		msgs := tx.Bucket(bucketMessages)
-		if msgs.Bucket([]byte(threadKey)) != nil {
-			if err := msgs.DeleteBucket([]byte(threadKey)); err != nil {
-				return err
-			}
-		}
-		runs := tx.Bucket(bucketRuns)
-		for _, id := range keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) {
-			raw := runs.Get(id)
-			if raw == nil {
-				continue
-			}
-			var r bot.Run
-			if err := decode(raw, &r); err != nil {
-				return err
-			}
-			if busy(&r) {
-				continue
-			}
-			if _, err := deleteRun(tx, &r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
-	}
-	return nil
-}

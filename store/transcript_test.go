@@ -20,7 +20,9 @@ func transcriptOf(t *testing.T, s *Store, id string) []byte {
 	var out []byte
 	if err := s.db.View(func(tx *bolt.Tx) error {
 		if tr := tx.Bucket(bucketTranscripts).Get([]byte(id)); tr != nil {
-			out = append([]byte{}, tr...)
+			pt, err := s.keys.open(tx, tr)
+			out = append([]byte{}, pt...)
+			return err
 		}
 		return nil
 	}); err != nil {
@@ -33,7 +35,7 @@ func transcriptOf(t *testing.T, s *Store, id string) []byte {
 func record(t *testing.T, s *Store, id string) bot.Run {
 	t.Helper()
 	var r bot.Run
-	if err := s.db.View(func(tx *bolt.Tx) error { return decode(tx.Bucket(bucketRuns).Get([]byte(id)), &r) }); err != nil {
+	if err := s.db.View(func(tx *bolt.Tx) error { return s.decodeSealed(tx, tx.Bucket(bucketRuns).Get([]byte(id)), &r) }); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -307,8 +309,8 @@ func TestVersion1FileMigrates(t *testing.T) {
 	}
 	s = reopen(t, s, path)
 	if err := s.db.View(func(tx *bolt.Tx) error {
-		if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v != SchemaVersion || SchemaVersion != 2 {
-			t.Errorf("schema version %d after open, want 2", v)
+		if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v != SchemaVersion || SchemaVersion != 3 {
+			t.Errorf("schema version %d after open, want 3", v)
 		}
 		if rec := tx.Bucket(bucketRuns).Get([]byte("old")); bytes.Contains(rec, []byte("uuids")) {
 			t.Errorf("the record still holds its transcript: %s", rec)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -16,15 +15,9 @@ import (
 // others when one fails, stay bounded under a flood.
 const maxBatch = 1000
 
-// lazyWait is how long a lazy write (see updateLazy) waits for another
-// write to share its transaction when the writer has nothing else.
-const lazyWait = 20 * time.Millisecond
-
 // A write is one function waiting for the writer's next transaction.
 type write struct {
 	fn func(*bolt.Tx) error
-	// lazy writes may wait up to lazyWait for a transaction to share.
-	lazy bool
 	// cancel is the caller's ctx.Done(): a write whose caller gave up
 	// before its transaction began is not applied.
 	cancel <-chan struct{}
@@ -47,16 +40,6 @@ var errCancelled = errors.New("write cancelled before its transaction")
 // rerun alone) and costs the others only a rerun.
 func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return s.enqueue(ctx, &write{fn: fn})
-}
-
-// updateLazy is update for a write nobody is kept waiting on but its
-// caller, and whose loss in a crash costs little (a delivered message's
-// outbox entry: the message would be posted again). It commits with the
-// next write that comes, or after lazyWait if none does, instead of
-// taking a transaction, and two fsyncs, of its own: under load each
-// answer's delivery rides along with the next run's commit.
-func (s *Store) updateLazy(ctx context.Context, fn func(*bolt.Tx) error) error {
-	return s.enqueue(ctx, &write{fn: fn, lazy: true})
 }
 
 func (s *Store) enqueue(ctx context.Context, w *write) error {
@@ -87,29 +70,7 @@ func (s *Store) writeLoop() {
 	batch := make([]*write, 0, maxBatch)
 	for w := range s.writes {
 		batch = append(batch[:0], w)
-		open := s.collect(&batch)
-		if open && lazyOnly(batch) {
-			// Wait for a write that cannot wait, then take what queued
-			// with it.
-			t := time.NewTimer(lazyWait)
-		wait:
-			for len(batch) < maxBatch {
-				select {
-				case w, ok := <-s.writes:
-					if !ok {
-						break wait
-					}
-					batch = append(batch, w)
-					if !w.lazy {
-						s.collect(&batch)
-						break wait
-					}
-				case <-t.C:
-					break wait
-				}
-			}
-			t.Stop()
-		}
+		s.collect(&batch)
 		s.commit(batch)
 	}
 }
@@ -126,15 +87,6 @@ func (s *Store) collect(batch *[]*write) bool {
 			*batch = append(*batch, w)
 		default:
 			return true
-		}
-	}
-	return true
-}
-
-func lazyOnly(batch []*write) bool {
-	for _, w := range batch {
-		if !w.lazy {
-			return false
 		}
 	}
 	return true

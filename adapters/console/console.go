@@ -5,13 +5,16 @@ package console
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -116,20 +119,18 @@ func isConfirm(bs []bot.Button) bool {
 func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool) error {
 	// Lines come from a goroutine so that ctx (Ctrl-C) ends Run even while
 	// a terminal read blocks.
-	lines := make(chan string)
+	lines := make(chan line)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
+		readErr <- readLines(in, maxLine, func(l line) bool {
 			select {
-			case lines <- sc.Text():
+			case lines <- l:
+				return true
 			case <-ctx.Done():
-				return
+				return false
 			}
-		}
-		readErr <- sc.Err()
+		})
 	}()
 	for {
 		if !interactive {
@@ -137,11 +138,11 @@ func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool
 				return err
 			}
 		}
-		var line string
+		var l line
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case l, ok := <-lines:
+		case next, ok := <-lines:
 			if !ok {
 				select {
 				case err := <-readErr:
@@ -152,15 +153,86 @@ func (a *Adapter) Run(ctx context.Context, in io.Reader, b Bot, interactive bool
 				}
 				return b.WaitIdle(ctx)
 			}
-			line = strings.TrimSpace(l)
+			l = next
 		}
-		if line == "" {
+		text := strings.TrimSpace(l.text)
+		if text == "" {
 			continue
 		}
-		if err := b.Handle(ctx, a.incoming(line)); err != nil {
+		in := a.incoming(text)
+		if l.runes > utf8.RuneCountInString(l.text) {
+			in.Clipped = l.runes // the bot says how long it was
+		}
+		if err := b.Handle(ctx, in); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}
 	}
+}
+
+// maxLine is the most bytes of one input line kept: far more than the
+// bot reads of a message (bot.MaxMessage characters), which it cuts and
+// says so. The rest of a longer line is read and dropped, so the next
+// line is still the next message.
+const maxLine = 64 << 10
+
+// line is one line of input: its first maxLine bytes and its length in
+// characters.
+type line struct {
+	text  string
+	runes int
+}
+
+// readLines reads r line by line and hands each to emit until emit
+// returns false or the input ends (nil) or fails. A line longer than
+// keep bytes is cut to keep bytes at a character boundary.
+func readLines(r io.Reader, keep int, emit func(line) bool) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	runes := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		more := errors.Is(err, bufio.ErrBufferFull) // the line goes on
+		switch {
+		case more:
+			err = nil
+		case err != nil && !errors.Is(err, io.EOF):
+			return fmt.Errorf("read line: %w", err)
+		default:
+			chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+		}
+		for _, c := range chunk {
+			if utf8.RuneStart(c) { // a character split between chunks counts once
+				runes++
+			}
+		}
+		if room := keep - len(buf); room > 0 {
+			buf = append(buf, chunk[:min(room, len(chunk))]...)
+		}
+		if more {
+			continue
+		}
+		if (err == nil || runes > 0) && !emit(line{text: string(trimPartialRune(buf)), runes: runes}) {
+			return nil
+		}
+		if err != nil {
+			return nil // io.EOF
+		}
+		buf, runes = buf[:0], 0
+	}
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b
+// (where a cut line ended).
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
 }
 
 // incoming turns a line into an event: a command, the number (or yes/no)

@@ -133,3 +133,21 @@ func TestLinesAndPostsAreOrdered(t *testing.T) {
 		t.Error("an empty id was placed")
 	}
 }
+
+func TestReadLinesCutsAnOverlongLineAndGoesOn(t *testing.T) {
+	long := strings.Repeat("ab€", 50_000) // 250 KB, 150,000 characters
+	input := "first\r\n" + long + "\n\nlast without newline"
+	var got []line
+	if err := readLines(strings.NewReader(input), 999, func(l line) bool { got = append(got, l); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := []line{{"first", 5}, {long[:997], 150_000}, {"", 0}, {"last without newline", 20}}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %.30q (%d chars), want %.30q (%d chars)", i, got[i].text, got[i].runes, want[i].text, want[i].runes)
+		}
+	}
+}

@@ -53,6 +53,15 @@ type Config struct {
 	// Threads says which channel threads the bot takes part in; nil: in
 	// channels, only mentions are answered.
 	Threads Threads
+	// Events counts events the adapter skips because they do not decode
+	// (outcome "undecodable"); nil counts nothing.
+	Events Events
+}
+
+// Events hears what the adapter does with events; cmd/tidybot counts
+// them in /metrics.
+type Events interface {
+	Event(platform, outcome string)
 }
 
 // Threads knows the channel threads the bot already takes part in, from
@@ -82,6 +91,7 @@ var (
 	_ bot.Platform     = (*Adapter)(nil)
 	_ bot.Editor       = (*Adapter)(nil)
 	_ bot.CommandNamer = (*Adapter)(nil)
+	_ bot.Resender     = (*Adapter)(nil)
 )
 
 // New connects to Slack (auth.test) and returns the adapter.
@@ -195,14 +205,28 @@ func options(m bot.Outgoing, text string, withButtons bool) []slack.MsgOption {
 // Where the bot is not a member, the answer goes through the latest
 // slash command's response_url there.
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	return a.sendParts(ctx, m, nil)
+}
+
+// sendParts is Send, leaving out the parts of m already posted (by
+// their index in split's parts: their ts).
+func (a *Adapter) sendParts(ctx context.Context, m bot.Outgoing, posted map[int]string) (string, error) {
 	chunks := split(m.Text, maxMessage)
 	var ts string
 	for i, c := range chunks {
+		if t, ok := posted[i]; ok {
+			ts = t
+			continue
+		}
 		api := a.once
 		if i > 0 {
 			api = a.api // a retry of the whole Send would post the first chunks twice
 		}
-		_, t, err := api.PostMessageContext(ctx, m.ChatID, options(m, c, i == len(chunks)-1)...)
+		opts := options(m, c, i == len(chunks)-1)
+		if m.Ref != "" {
+			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, i, len(chunks))))
+		}
+		_, t, err := api.PostMessageContext(ctx, m.ChatID, opts...)
 		if err != nil {
 			if i == 0 && notMember(err) {
 				if id, ok, herr := a.respond(ctx, m, false); ok {
@@ -279,6 +303,13 @@ func (a *Adapter) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 	return body, true
 }
 
+// count counts one event outcome in Config.Events.
+func (a *Adapter) count(outcome string) {
+	if a.cfg.Events != nil {
+		a.cfg.Events.Event(Platform, outcome)
+	}
+}
+
 // Verify checks a v0 request signature and its timestamp against now.
 func Verify(secret, ts, sig string, body []byte, now time.Time) bool {
 	if secret == "" || ts == "" || !strings.HasPrefix(sig, "v0=") {
@@ -310,6 +341,7 @@ func (a *Adapter) EventsHandler(h Handler) http.Handler {
 				http.Error(w, "bad request", http.StatusBadRequest)
 				return
 			}
+			a.count("undecodable")
 			w.WriteHeader(http.StatusOK)
 			return
 		}

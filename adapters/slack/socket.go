@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -53,6 +54,10 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		}
 		return
 	}
+	if evt.Type == socketmode.EventTypeErrorBadMessage {
+		a.badEnvelope(sm, evt)
+		return
+	}
 	if evt.Request == nil || evt.Request.EnvelopeID == "" {
 		// Lifecycle events: connecting and errors have no request; hello
 		// has one without an envelope id and takes no ack (only envelopes
@@ -93,6 +98,31 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		}
 	}
 	if err := sm.Ack(*evt.Request); err != nil {
+		a.log.Warn("slack ack", slog.Any("err", a.redact(err)))
+	}
+}
+
+// badEnvelope handles an envelope slack-go could not decode (its payload
+// does not fit the library's types): it is logged, counted and
+// acknowledged by its envelope_id, so Slack does not send it again and
+// again; without an envelope_id there is nothing to acknowledge.
+func (a *Adapter) badEnvelope(sm *socketmode.Client, evt socketmode.Event) {
+	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return
+	}
+	var env struct {
+		EnvelopeID string `json:"envelope_id"`
+		Type       string `json:"type"`
+	}
+	_ = json.Unmarshal(bad.Message, &env)
+	a.log.Warn("slack Socket Mode envelope does not decode; skipped", slog.String("envelope_id", env.EnvelopeID),
+		slog.String("type", env.Type), slog.Any("err", a.redact(bad.Cause)))
+	a.count("undecodable")
+	if env.EnvelopeID == "" {
+		return
+	}
+	if err := sm.Ack(socketmode.Request{EnvelopeID: env.EnvelopeID}); err != nil {
 		a.log.Warn("slack ack", slog.Any("err", a.redact(err)))
 	}
 }

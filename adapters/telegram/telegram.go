@@ -51,6 +51,15 @@ type Config struct {
 	// Team registers TeamCommands too (team mode: each person connects
 	// their own Todoist).
 	Team bool
+	// Events counts updates the adapter skips because they do not decode
+	// (outcome "undecodable"); nil counts nothing.
+	Events Events
+}
+
+// Events hears what the adapter does with updates; cmd/tidybot counts
+// them in /metrics.
+type Events interface {
+	Event(platform, outcome string)
 }
 
 // Adapter is the Telegram platform.
@@ -88,7 +97,9 @@ func New(cfg Config) (*Adapter, error) {
 	if api.Self.UserName == "" {
 		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
 	}
-	return &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}, nil
+	a := &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
+	a.logPrivacy(api.Self.CanReadAllGroupMessages)
+	return a, nil
 }
 
 // redact removes the token from an error: the library's transport errors
@@ -200,6 +211,7 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 			if kb != nil {
 				msg.ReplyMarkup = kb
 			}
+			askForReply(&msg, m)
 		}
 		send := func() error {
 			var err error
@@ -325,7 +337,9 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 
 // Poll receives updates by long polling until ctx ends. Each update is
 // handed to h (which stores it durably and dedupes by update id) before
-// the next getUpdates confirms it, so a crash loses nothing.
+// the next getUpdates confirms it, so a crash loses nothing. An update
+// that does not decode is logged, counted (Config.Events) and confirmed,
+// so it does not hold up the ones after it.
 func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 	poller := *a.api
 	poller.Client = ctxClient{hc: &http.Client{Timeout: a.cfg.PollTimeout + 30*time.Second, Transport: a.cfg.HTTPClient.Transport}, ctx: ctx}
@@ -333,7 +347,13 @@ func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		cfg := tgbotapi.UpdateConfig{Offset: offset, Timeout: int(a.cfg.PollTimeout / time.Second), AllowedUpdates: []string{"message", "callback_query"}}
-		updates, err := poller.GetUpdates(cfg)
+		// Not GetUpdates: it decodes the whole array at once, so one
+		// update the library's types do not take failed every poll.
+		var updates []update
+		resp, err := poller.Request(cfg)
+		if err == nil {
+			updates, err = decodeUpdates(resp.Result)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -358,12 +378,17 @@ func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 		}
 		backoff = time.Second
 		for _, u := range updates {
-			if err := a.dispatch(ctx, h, u); err != nil {
+			if u.err != nil {
+				a.undecodable(u.id, u.err)
+				offset = u.id + 1 // confirmed: Telegram drops it
+				continue
+			}
+			if err := a.dispatch(ctx, h, u.Update); err != nil {
 				if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
 					return nil // not confirmed: Telegram redelivers it
 				}
 				// Not stored: leave it unconfirmed and try again shortly.
-				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.UpdateID), slog.Any("err", redact(err, a.cfg.Token)))
+				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.id), slog.Any("err", redact(err, a.cfg.Token)))
 				select {
 				case <-ctx.Done():
 					return nil
@@ -371,10 +396,53 @@ func (a *Adapter) Poll(ctx context.Context, h Handler) error {
 				}
 				break
 			}
-			offset = u.UpdateID + 1
+			offset = u.id + 1
 		}
 	}
 	return nil
+}
+
+// update is one update of a getUpdates answer: decoded, or err says why
+// not (id is its update_id either way).
+type update struct {
+	tgbotapi.Update
+	id  int
+	err error
+}
+
+// decodeUpdates decodes a getUpdates result update by update, so one
+// that does not decode is skipped alone. Only a result that is not an
+// array, or an update without a numeric update_id, fails the whole
+// answer: without its id an update cannot be confirmed.
+func decodeUpdates(result json.RawMessage) ([]update, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(result, &raws); err != nil {
+		return nil, fmt.Errorf("telegram: read updates: %w", err)
+	}
+	out := make([]update, 0, len(raws))
+	for _, raw := range raws {
+		var id struct {
+			UpdateID int `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &id); err != nil || id.UpdateID <= 0 {
+			return nil, fmt.Errorf("telegram: read updates: an update without update_id: %.80s", raw)
+		}
+		u := update{id: id.UpdateID}
+		if err := json.Unmarshal(raw, &u.Update); err != nil {
+			u.err = err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// undecodable logs and counts an update that is skipped because it does
+// not decode. The JSON error names the field and type, never a value.
+func (a *Adapter) undecodable(id int, err error) {
+	a.log.Warn("telegram update does not decode; skipped", slog.Int("update_id", id), slog.Any("err", err))
+	if a.cfg.Events != nil {
+		a.cfg.Events.Event(Platform, "undecodable")
+	}
 }
 
 // dispatch hands one update to h; updates that are not for the bot are
@@ -388,8 +456,10 @@ func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) er
 }
 
 // WebhookHandler serves POST /telegram/webhook: a request without the
-// secret gets 401 and touches nothing, a malformed body 400, and an
-// update is handed to h before 200 (Telegram retries anything else).
+// secret gets 401 and touches nothing, a body that is no update (no
+// update_id) 400, an update that does not decode is skipped with a 200
+// (logged and counted), and an update is handed to h before 200
+// (Telegram retries anything else).
 func (a *Adapter) WebhookHandler(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
@@ -402,9 +472,19 @@ func (a *Adapter) WebhookHandler(h Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var u tgbotapi.Update
-		if err := json.Unmarshal(body, &u); err != nil || u.UpdateID == 0 {
+		var id struct {
+			UpdateID int `json:"update_id"`
+		}
+		if err := json.Unmarshal(body, &id); err != nil || id.UpdateID <= 0 {
 			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var u tgbotapi.Update
+		if err := json.Unmarshal(body, &u); err != nil {
+			// An update we cannot use: a 200, or Telegram sends it
+			// again and again.
+			a.undecodable(id.UpdateID, err)
+			w.WriteHeader(http.StatusOK)
 			return
 		}
 		if err := a.dispatch(r.Context(), h, u); err != nil {

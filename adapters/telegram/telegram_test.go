@@ -298,6 +298,7 @@ func TestPollRetriesAnUpdateItCouldNotStore(t *testing.T) {
 
 func TestGroupsOnlyWhatIsAddressedToTheBot(t *testing.T) {
 	a, srv := newAdapter(t, "")
+	srv.PrivacyOff() // every group message reaches the bot: it picks
 	const group = -100
 	botMsg, err := a.Send(t.Context(), bot.Outgoing{ChatID: "-100", Text: "Tidied your inbox."})
 	if err != nil {

@@ -11,12 +11,14 @@
 //     models call tools while reasoning (go-openai's
 //     reasoning_validator.go refuses tools on Chat Completions for them
 //     unless reasoning_effort is "none"). It is used statelessly: store
-//     is false, the whole conversation is sent each call, and the
-//     encrypted reasoning items of each reply (include
-//     reasoning.encrypted_content) come back in Response.State, which the
-//     engine keeps in its transcript and which is sent again with the
-//     assistant message it belongs to; so a run resumed after a restart
-//     continues with nothing held on OpenAI's side. API "auto" uses
+//     is false, the whole conversation is sent each call, and each
+//     reply's output items, as they came (ids, the phase of each message,
+//     their order, the encrypted reasoning of include
+//     reasoning.encrypted_content), come back in Response.State, which
+//     the engine keeps in its transcript and which is sent again,
+//     unchanged, in place of the assistant message it belongs to; so a
+//     run resumed after a restart continues with nothing held on
+//     OpenAI's side. API "auto" uses
 //     Responses on api.openai.com and for the GPT-6 models that need it,
 //     Chat Completions elsewhere; a server that answers 404 for
 //     /responses gets Chat Completions from then on, and one whose 400 on

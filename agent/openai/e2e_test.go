@@ -138,6 +138,9 @@ func TestEngineEndToEndOnResponses(t *testing.T) {
 					cut++
 				}
 				carried = max(carried, r.ReasoningItems)
+				if len(r.Replay) > 0 {
+					t.Errorf("call %d did not send the earlier output back as it came: %q", r.Call, r.Replay)
+				}
 			}
 			if cut != 1 || carried == 0 {
 				t.Errorf("%d calls asked again with twice the limit, at most %d reasoning items carried: want 1 and some", cut, carried)

@@ -21,10 +21,12 @@ type ModelInfo struct {
 	// Known is false when the server could not be asked (it has no
 	// GET /models/{id}, or did not answer): nothing is known then.
 	Known bool
-	// ShutdownDate is the day the model stops being served, zero when
-	// none is announced.
+	// ShutdownDate is the day the model stops being served, as the
+	// server's GET /models/{id} gives it (shutdown_date); zero when none
+	// is announced.
 	ShutdownDate time.Time
-	// Replacement is OpenAI's recommended replacement, when it names one.
+	// Replacement is the replacement OpenAI's deprecations page names
+	// for the model, "" when it names none.
 	Replacement string
 }
 
@@ -33,11 +35,26 @@ type ModelInfo struct {
 var ErrUnknownModel = errors.New("unknown model")
 
 // replacements are the replacements OpenAI's deprecations page
-// (https://developers.openai.com/api/docs/deprecations) recommends for
-// models with a shutdown date; the models endpoint gives only the date.
+// (https://developers.openai.com/api/docs/deprecations) names, model by
+// model, dated snapshots included; the models endpoint gives only the
+// date (shutdown_date). A model the page gives no plain replacement for
+// is left out, so that nothing is suggested for it: gpt-5-pro and
+// o3-pro, whose replacement there is gpt-6.1-sol with reasoning.mode
+// pro, which OPENAI_MODEL alone cannot choose.
 var replacements = map[string]string{
-	"gpt-4o": "gpt-6-luna", "gpt-4o-mini": "gpt-6-luna", "gpt-4.1": "gpt-6-luna", "gpt-4.1-mini": "gpt-6-luna",
-	"gpt-5": "gpt-6.1-sol", "gpt-5-mini": "gpt-6.1-terra", "o3": "gpt-6.1-sol",
+	// "2026-06-11: GPT-5 and o3 model deprecations", shut down 2026-12-11.
+	"gpt-5": "gpt-6.1-sol", "gpt-5-2025-08-07": "gpt-6.1-sol",
+	"gpt-5-mini": "gpt-6.1-terra", "gpt-5-mini-2025-08-07": "gpt-6.1-terra",
+	"gpt-5-nano": "gpt-6-luna", "gpt-5-nano-2025-08-07": "gpt-6-luna",
+	"o3": "gpt-6.1-sol", "o3-2025-04-16": "gpt-6.1-sol",
+	// "2026-10-14: GPT-4 family", shut down 2027-01-14: GPT-4o
+	// (gpt-4o-2024-08-06, gpt-4o-2024-11-20), GPT-4o mini
+	// (gpt-4o-mini-2024-07-18), GPT-4.1 (gpt-4.1-2025-04-14), GPT-4.1
+	// mini (gpt-4.1-mini-2025-04-14).
+	"gpt-4o": "gpt-6-luna", "gpt-4o-2024-08-06": "gpt-6-luna", "gpt-4o-2024-11-20": "gpt-6-luna",
+	"gpt-4o-mini": "gpt-6-luna", "gpt-4o-mini-2024-07-18": "gpt-6-luna",
+	"gpt-4.1": "gpt-6-luna", "gpt-4.1-2025-04-14": "gpt-6-luna",
+	"gpt-4.1-mini": "gpt-6-luna", "gpt-4.1-mini-2025-04-14": "gpt-6-luna",
 }
 
 // LookUp asks the server about the configured model (GET

@@ -3,6 +3,8 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -19,6 +21,11 @@ type (
 		Type    string `json:"type"`
 		Role    string `json:"role"`
 		Content string `json:"content"`
+		// Phase labels an assistant message "commentary" or
+		// "final_answer" (EasyInputMessage.phase in openai/openai-openapi
+		// openapi.yaml: "preserve and resend phase on all assistant
+		// messages").
+		Phase string `json:"phase,omitempty"`
 	}
 	// inputParts is a message whose content is a list of parts.
 	inputParts struct {
@@ -43,8 +50,8 @@ type (
 		CallID string `json:"call_id"`
 		Output string `json:"output"`
 	}
-	// outputItem is one item of a response's output; go-openai's
-	// ResponseOutputItem lacks encrypted_content.
+	// outputItem is one item of a response's output, as far as the
+	// client reads it.
 	outputItem struct {
 		Type      string `json:"type"`
 		CallID    string `json:"call_id"`
@@ -58,27 +65,30 @@ type (
 	}
 )
 
+// replay is the State of an assistant message on the Responses API: the
+// output items of the reply it records, in their order and as they came
+// (ids, phase, encrypted reasoning), to be sent back unchanged. With
+// store:false nothing is kept on OpenAI's side, and OpenAI asks for the
+// phase of every assistant message to come back (MessagePhase in
+// openai/openai-openapi openapi.yaml: "dropping it can degrade
+// performance"). A State that is a bare array is an earlier version's:
+// the reply's reasoning items only.
+type replay struct {
+	Output []json.RawMessage `json:"output"`
+}
+
 // input turns the conversation into Responses input items. An assistant
-// message's State (the reasoning items of the reply it records) goes
-// first, as it came, then its text and its function calls; tool results
-// are function_call_output items.
+// message with a State sends its reply's output items back as they came,
+// then any call the engine added (a tools-protocol reply that came as
+// text); one without (an earlier answer from the chat history, or a
+// reply on Chat Completions) is rebuilt with its phase. Tool results are
+// function_call_output items.
 func input(msgs []agent.Message) []any {
 	var items []any
 	for _, m := range msgs {
 		switch m.Role {
 		case agent.RoleAssistant:
-			var state []json.RawMessage
-			if len(m.State) > 0 && json.Unmarshal(m.State, &state) == nil {
-				for _, it := range state {
-					items = append(items, it)
-				}
-			}
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				items = append(items, inputMessage{Type: "message", Role: "assistant", Content: m.Content})
-			}
-			for _, tc := range m.ToolCalls {
-				items = append(items, functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-			}
+			items = append(items, assistantItems(m)...)
 		case agent.RoleTool:
 			items = append(items, functionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Content})
 		case agent.RoleUser:
@@ -96,6 +106,45 @@ func input(msgs []agent.Message) []any {
 		default:
 			items = append(items, inputMessage{Type: "message", Role: string(m.Role), Content: m.Content})
 		}
+	}
+	return items
+}
+
+// assistantItems are the input items of an assistant message.
+func assistantItems(m agent.Message) []any {
+	var items []any
+	var r replay
+	if len(m.State) > 0 && m.State[0] == '{' && json.Unmarshal(m.State, &r) == nil && len(r.Output) > 0 {
+		sent := map[string]bool{}
+		for _, raw := range r.Output {
+			var it outputItem
+			if json.Unmarshal(raw, &it) == nil && it.Type == "function_call" {
+				sent[it.CallID] = true
+			}
+			items = append(items, raw)
+		}
+		for _, tc := range m.ToolCalls {
+			if !sent[tc.ID] {
+				items = append(items, functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
+		}
+		return items
+	}
+	var state []json.RawMessage
+	if len(m.State) > 0 && json.Unmarshal(m.State, &state) == nil {
+		for _, it := range state {
+			items = append(items, it)
+		}
+	}
+	phase := "final_answer"
+	if len(m.ToolCalls) > 0 {
+		phase = "commentary"
+	}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		items = append(items, inputMessage{Type: "message", Role: "assistant", Content: m.Content, Phase: phase})
+	}
+	for _, tc := range m.ToolCalls {
+		items = append(items, functionCall{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return items
 }
@@ -152,6 +201,13 @@ func (c *Client) completeResponses(ctx context.Context, req agent.Request, p pla
 		resp, err = c.api.CreateResponse(ctx, rreq)
 		return resp.Header(), err
 	})
+	var e *apiError
+	if errors.As(err, &e) && routeMissing(e) {
+		// With OPENAI_API=auto the client falls back to Chat Completions
+		// (adapt); this message is for OPENAI_API=responses.
+		return agent.Response{}, &agent.Error{Code: agent.ErrInvalid, Err: e,
+			Message: fmt.Sprintf("the model API at %s has no Responses API (HTTP 404 for /responses): set OPENAI_API=chat (or auto)", c.host)}
+	}
 	if err != nil {
 		return agent.Response{}, err
 	}
@@ -172,7 +228,7 @@ func (c *Client) responsesResponse(req agent.Request, format agent.FormatKind, r
 		out.Format = agent.FormatText
 	}
 	var text, refusal strings.Builder
-	var state []json.RawMessage
+	var state replay
 	for _, raw := range resp.Output {
 		b, err := json.Marshal(raw)
 		if err != nil {
@@ -182,9 +238,8 @@ func (c *Client) responsesResponse(req agent.Request, format agent.FormatKind, r
 		if json.Unmarshal(b, &it) != nil {
 			continue
 		}
+		state.Output = append(state.Output, b)
 		switch it.Type {
-		case "reasoning":
-			state = append(state, b)
 		case "message":
 			for _, part := range it.Content {
 				switch part.Type {
@@ -204,7 +259,7 @@ func (c *Client) responsesResponse(req agent.Request, format agent.FormatKind, r
 		// that does not parse, and says so.
 		out.Content = refusal.String()
 	}
-	if len(state) > 0 {
+	if len(state.Output) > 0 {
 		out.State, _ = json.Marshal(state)
 	}
 	switch {

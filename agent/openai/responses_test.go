@@ -159,11 +159,25 @@ func TestReasoningCarriedStatelessly(t *testing.T) {
 		t.Errorf("reasoning items sent back = %d, previous_response_id %q: want 1 and none", last.ReasoningItems, last.PreviousResponseID)
 	}
 
+	// A transcript saved by an earlier version holds the reasoning items
+	// alone, as a bare array: they still go back.
+	var state struct {
+		Output []map[string]any `json:"output"`
+	}
+	if err := json.Unmarshal(reply.State, &state); err != nil || len(state.Output) == 0 || state.Output[0]["type"] != "reasoning" {
+		t.Fatalf("state %s: %v", reply.State, err)
+	}
+	resumed[2].State, _ = json.Marshal(state.Output[:1])
+	if _, err := newClient().Complete(t.Context(), agent.Request{Messages: resumed, Tools: tools, MaxTokens: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := srv.LastRequest(); last.ReasoningItems != 1 {
+		t.Errorf("reasoning items of an earlier version's state sent back = %d, want 1", last.ReasoningItems)
+	}
+
 	// Without its encrypted content the item refers to nothing.
-	var items []map[string]any
-	_ = json.Unmarshal(reply.State, &items)
-	delete(items[0], "encrypted_content")
-	resumed[2].State, _ = json.Marshal(items)
+	delete(state.Output[0], "encrypted_content")
+	resumed[2].State, _ = json.Marshal(state)
 	_, err = newClient().Complete(t.Context(), agent.Request{Messages: resumed, Tools: tools, MaxTokens: 1024})
 	if err == nil || !strings.Contains(agent.ErrorMessageOf(err), "Items are not persisted when `store` is set to false") {
 		t.Errorf("reasoning without encrypted content: err = %v", err)
@@ -219,6 +233,30 @@ func TestAutoFallsBackToChat(t *testing.T) {
 	})
 }
 
+// TestMissingResponsesRoute: whatever words a server without /responses
+// uses for its 404 (OpenAI's, unknown_url, Ollama's plain text, vLLM's
+// and LiteLLM's FastAPI detail), it is a missing endpoint, not a missing
+// model: auto falls back to Chat Completions, and OPENAI_API=responses is
+// told to set OPENAI_API=chat.
+func TestMissingResponsesRoute(t *testing.T) {
+	req := agent.Request{Messages: conversation()[:2], MaxTokens: 1024}
+	kinds := map[string]openaitest.NotFound{"invalid URL": openaitest.NotFoundInvalidURL, "unknown_url": openaitest.NotFoundUnknownURL,
+		"plain text": openaitest.NotFoundPlain, "detail": openaitest.NotFoundDetail}
+	for name, kind := range kinds {
+		t.Run(name, func(t *testing.T) {
+			srv, c, _ := start(t, nil, openai.Config{Model: "gpt-6-luna"}, openaitest.WithoutResponses(), openaitest.WithNotFound(kind))
+			if _, err := c.Complete(t.Context(), req); err != nil || c.API() != openai.APIChat || srv.Misses() != 1 {
+				t.Errorf("auto: err %v, API %s, %d refused: want a fallback to chat after 1", err, c.API(), srv.Misses())
+			}
+			_, c, _ = start(t, nil, openai.Config{Model: "gpt-6-luna", API: openai.APIResponses}, openaitest.WithoutResponses(), openaitest.WithNotFound(kind))
+			_, err := c.Complete(t.Context(), req)
+			if msg := agent.ErrorMessageOf(err); !strings.Contains(msg, "no Responses API") || !strings.Contains(msg, "OPENAI_API=chat") || strings.Contains(msg, "OPENAI_MODEL") {
+				t.Errorf("responses: %q, want the endpoint missing and OPENAI_API=chat", msg)
+			}
+		})
+	}
+}
+
 func TestLookUp(t *testing.T) {
 	srv := openaitest.New(nil, openaitest.WithModels(openaitest.Model{ID: "gpt-6-luna"}, openaitest.Model{ID: "gpt-4.1-mini", ShutdownDate: "2027-01-14"}))
 	t.Cleanup(srv.Close)
@@ -232,6 +270,17 @@ func TestLookUp(t *testing.T) {
 	info, err = look("gpt-4.1-mini")
 	if err != nil || !info.ShutdownDate.Equal(time.Date(2027, 1, 14, 0, 0, 0, 0, time.UTC)) || info.Replacement != "gpt-6-luna" {
 		t.Errorf("gpt-4.1-mini: %+v, %v", info, err)
+	}
+	// A replacement is suggested where the deprecations page names one
+	// for the model, dated snapshots included, and nowhere else.
+	all := openaitest.New(nil)
+	t.Cleanup(all.Close)
+	for model, want := range map[string]string{"gpt-5-nano": "gpt-6-luna", "gpt-4o-2024-11-20": "gpt-6-luna", "gpt-5-mini-2025-08-07": "gpt-6.1-terra",
+		"o3": "gpt-6.1-sol", "gpt-5-pro": "", "gpt-6-luna": ""} {
+		info, err := openai.New(openai.Config{BaseURL: all.URL, Model: model}, all.Client()).LookUp(t.Context())
+		if err != nil || info.Replacement != want || info.ShutdownDate.IsZero() != (openaitest.Deprecations[model] == "") {
+			t.Errorf("%s: %+v, %v; want replacement %q", model, info, err, want)
+		}
 	}
 	_, err = look("gpt-7-nova")
 	if !errors.Is(err, openai.ErrUnknownModel) || !strings.Contains(err.Error(), "OPENAI_MODEL=gpt-7-nova") {
@@ -275,5 +324,54 @@ func TestCachedTokensIncludeTools(t *testing.T) {
 	}
 	if cached[0] != 0 || cached[1] < 1024 {
 		t.Errorf("cached tokens %v, want 0 then the tools and system prompt (≥ 1024)", cached)
+	}
+}
+
+// TestResponsesReplaysOutputAsItCame: each reply's output items go back
+// as they came, ids, phase and order kept, encrypted reasoning included
+// (store:false), and an assistant message the client rebuilds (a chat
+// history's earlier answer) carries its phase.
+func TestResponsesReplaysOutputAsItCame(t *testing.T) {
+	overview := openaitest.ToolCall{ID: "call_o", Name: "get_overview", Arguments: `{}`}
+	labels := openaitest.ToolCall{ID: "call_l", Name: "get_labels", Arguments: `{}`}
+	tests := []struct {
+		name  string
+		reply openaitest.Reply
+	}{
+		{"default order", openaitest.Reply{Content: "Reading first.", ToolCalls: []openaitest.ToolCall{overview, labels}}},
+		{"interleaved", openaitest.Reply{Output: []openaitest.Item{openaitest.Reasoning(), openaitest.OutputText("Reading first.", "commentary"),
+			openaitest.Reasoning(), openaitest.FunctionCall(overview), openaitest.OutputText("And the labels.", "commentary"), openaitest.FunctionCall(labels)}}},
+	}
+	tools := []agent.Tool{
+		{Name: "get_overview", Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), Strict: true},
+		{Name: "get_labels", Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), Strict: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, c, _ := start(t, openaitest.Replies(tt.reply, openaitest.Text("Done.")), openai.Config{Model: "gpt-6-luna", API: openai.APIResponses})
+			msgs := []agent.Message{
+				{Role: agent.RoleSystem, Content: "You tidy Todoist."},
+				{Role: agent.RoleAssistant, Content: "Your inbox is empty."}, // an earlier run's answer
+				{Role: agent.RoleUser, Content: "tidy my inbox"},
+			}
+			req := agent.Request{Messages: msgs, Tools: tools, ToolChoice: "required", ParallelToolCalls: true, MaxTokens: 1024}
+			first, err := c.Complete(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.ToolCalls) != 2 {
+				t.Fatalf("tool calls %+v", first.ToolCalls)
+			}
+			req.Messages = append(req.Messages, agent.Message{Role: agent.RoleAssistant, Content: first.Content, ToolCalls: first.ToolCalls, State: first.State},
+				agent.Message{Role: agent.RoleTool, ToolCallID: "call_o", Content: "Inbox: 3 tasks"},
+				agent.Message{Role: agent.RoleTool, ToolCallID: "call_l", Content: "no labels"})
+			if _, err := c.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if len(got.Replay) > 0 {
+				t.Errorf("the output did not come back as it came: %q", got.Replay)
+			}
+		})
 	}
 }

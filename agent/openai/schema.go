@@ -135,9 +135,18 @@ func schemaRejected(e *apiError) bool {
 
 // routeMissing reports whether a 404 says the server has no such
 // endpoint, as opposed to no such model (OpenAI's model_not_found) or
-// no such item in the input.
+// no such item in the input: code unknown_url ("Unknown request URL:
+// POST /v1/responses…"), or no code and no word of a model or an item
+// ("Invalid URL (POST /v1/responses)"; Ollama's plain "404 page not
+// found"; vLLM's and LiteLLM's {"detail":"Not Found"}).
 func routeMissing(e *apiError) bool {
-	if e.Status != http.StatusNotFound || e.Code != "" || e.Param != "" {
+	if e.Status != http.StatusNotFound {
+		return false
+	}
+	if e.Code == "unknown_url" {
+		return true
+	}
+	if e.Code != "" || e.Param != "" {
 		return false
 	}
 	m := strings.ToLower(e.Message)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -67,5 +68,81 @@ func TestTranscribeFailures(t *testing.T) {
 				t.Errorf("error %q repeats the key", err)
 			}
 		})
+	}
+}
+
+// TestTranscribeTimedReportsTheDecodedLength: a model that answers
+// verbose_json (whisper-1) reports how long the server decoded the audio
+// to be; OpenAI's gpt-… transcription models answer json only, and are
+// not asked for verbose_json (the fake refuses it, as OpenAI does).
+func TestTranscribeTimedReportsTheDecodedLength(t *testing.T) {
+	tests := []struct {
+		model string
+		want  time.Duration
+	}{
+		{"whisper-1", 95 * time.Second},
+		{"gpt-transcribe", 0},
+		{"gpt-4o-mini-transcribe", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hi" }),
+				openaitest.WithAudioLength(func(openaitest.Transcription) time.Duration { return 95 * time.Second }))
+			defer srv.Close()
+			tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, Model: tt.model}, srv.Client())
+			text, played, err := tc.TranscribeTimed(t.Context(), "talk.mp3", []byte("ID3 not really audio"))
+			if err != nil || text != "hi" || played != tt.want {
+				t.Errorf("got %q %v %v, want hi %v", text, played, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTranscribeSendsTheAudioType: the file part carries the audio's own
+// media type, told from its bytes, whatever the system's MIME table
+// (empty in a distroless image) says of the extension: Slack's clips are
+// WebM or audio-only MP4 (adapters/slack/media.go), Telegram's voice
+// notes Ogg/Opus.
+func TestTranscribeSendsTheAudioType(t *testing.T) {
+	m4a := append([]byte("\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00"), bytes.Repeat([]byte{0}, 40)...)
+	webm := append([]byte("\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01"), bytes.Repeat([]byte{0}, 40)...)
+	tests := []struct {
+		name     string
+		audio    []byte
+		wantFile string
+		wantType string
+	}{
+		{"voice/file_7.oga", openaitest.VoiceNote, "file_7.ogg", "audio/ogg"},
+		{"voice/file_8", openaitest.VoiceNote, "file_8.ogg", "audio/ogg"},
+		{"audio_message.mp4", m4a, "audio_message.mp4", "audio/mp4"},
+		{"audio_message.webm", webm, "audio_message.webm", "audio/webm"},
+		{"Audio clip.m4a", m4a, "Audio clip.m4a", "audio/mp4"},
+		{"clip", webm, "clip.webm", "audio/webm"},
+	}
+	srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "ok" }))
+	defer srv.Close()
+	tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL}, srv.Client())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tc.Transcribe(t.Context(), tt.name, tt.audio); err != nil {
+				t.Fatal(err)
+			}
+			trs := srv.Transcriptions()
+			if tr := trs[len(trs)-1]; tr.Filename != tt.wantFile || tr.ContentType != tt.wantType {
+				t.Errorf("sent %q as %q, want %q as %q", tr.Filename, tr.ContentType, tt.wantFile, tt.wantType)
+			}
+		})
+	}
+}
+
+// TestTranscribeFallsBackToJSON: a server that answers json only (it
+// refuses verbose_json with a 400 naming response_format) is asked again
+// for json.
+func TestTranscribeFallsBackToJSON(t *testing.T) {
+	srv := openaitest.New(nil, openaitest.WithTranscripts(func(openaitest.Transcription) string { return "hi" }), openaitest.WithJSONOnly())
+	defer srv.Close()
+	tc := openai.NewTranscriber(openai.Config{BaseURL: srv.URL, Model: "whisper-large-v3"}, srv.Client())
+	if text, played, err := tc.TranscribeTimed(t.Context(), "a.ogg", openaitest.VoiceNote); err != nil || text != "hi" || played != 0 {
+		t.Errorf("got %q %v %v, want hi without a length", text, played, err)
 	}
 }

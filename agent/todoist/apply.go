@@ -645,6 +645,8 @@ func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.E
 			return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("Todoist cannot find what %s refers to (%s)", describe(w), orDefault(ae.Message, "not found")), Err: ae}
 		}
 		return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("no %s with id %s", kind, id), Err: ae}
+	case ae.Tag == insufficientScope:
+		return &agent.Error{Code: agent.ErrForbidden, Message: scopeMessage(scopeAction(w.Kind), writeScopes[w.Kind]), Err: ae}
 	case strings.HasPrefix(ae.Tag, "AUTH_") || ae.HTTPCode == http.StatusUnauthorized:
 		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
 	case ae.HTTPCode == http.StatusForbidden:

@@ -70,7 +70,8 @@ type Client struct {
 	snapMu    sync.Mutex // protects the fields below; held across a snapshot read
 	// snap is the account's last snapshot (nil before the first read).
 	snap       *snapState
-	snapLoaded bool // snap was looked up in snapStore
+	snapLoaded bool      // snap was looked up in snapStore
+	snapSaved  time.Time // when snap was last saved in snapStore
 }
 
 var _ agent.TimeZoner = (*Client)(nil)
@@ -347,6 +348,9 @@ func statusError(r call, ae *apiError) *agent.Error {
 	case http.StatusUnauthorized:
 		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
 	case http.StatusForbidden:
+		if ae.Tag == insufficientScope {
+			return &agent.Error{Code: agent.ErrForbidden, Message: scopeMessage("read your Todoist", readScope), Err: ae}
+		}
 		if isPlanLimit(ae) {
 			return &agent.Error{Code: agent.ErrPlanLimit, Message: planLimitMessage(ae), Err: ae}
 		}
@@ -370,6 +374,11 @@ func statusError(r call, ae *apiError) *agent.Error {
 	return &agent.Error{Code: agent.ErrServer, Err: ae,
 		Message: fmt.Sprintf("unexpected answer from Todoist to %s (HTTP %d)", r, ae.HTTPCode)}
 }
+
+// insufficientScope is the error_tag of Todoist's 403 for a token whose
+// OAuth scopes do not cover the request or command ("Insufficient Token
+// scope", as Doist/todoist-cli's tests quote it).
+const insufficientScope = "AUTH_INSUFFICIENT_TOKEN_SCOPE"
 
 // isPlanLimit reports a plan limit: a 403, or a tag such as
 // MAX_PROJECTS_LIMIT_REACHED (a command error may carry only its tag).

@@ -1,23 +1,69 @@
 package todoist
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // DefaultAuthURL is where Todoist's OAuth endpoints live.
 const DefaultAuthURL = "https://todoist.com"
 
-// Scopes are what tidybot's actions need: read and write every task and
-// project, and delete tasks (delete_tasks).
-var Scopes = []string{"data:read_write", "data:delete"}
+// writeScopes is the OAuth scope each kind of write needs, from the
+// scopes of the official SDKs (Doist/todoist-api-typescript
+// src/authentication.ts PERMISSIONS; Doist/todoist-api-python
+// todoist_api_python/authentication.py joins them with commas):
+// data:read_write reads and writes, data:delete deletes tasks (and labels
+// and filters), and a project is deleted only with project:delete, which
+// /undo of a created project needs.
+var writeScopes = map[agent.WriteKind]string{
+	agent.AddProject: "data:read_write", agent.AddSection: "data:read_write", agent.AddLabel: "data:read_write",
+	agent.AddTask: "data:read_write", agent.UpdateTask: "data:read_write", agent.MoveTask: "data:read_write",
+	agent.CloseTask: "data:read_write", agent.ReopenTask: "data:read_write", agent.RestoreOccurrence: "data:read_write",
+	agent.DeleteTask:    "data:delete",
+	agent.DeleteProject: "project:delete",
+}
+
+// readScope is the scope the reads need.
+const readScope = "data:read_write"
+
+// Scopes are what tidybot's reads, actions and undo need, asked for when
+// a person connects: data:read_write, data:delete and project:delete.
+var Scopes = func() []string {
+	set := map[string]bool{readScope: true}
+	for _, sc := range writeScopes {
+		set[sc] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}()
+
+// scopeAction words what a kind of write does, for scopeMessage.
+func scopeAction(k agent.WriteKind) string {
+	switch k {
+	case agent.DeleteProject:
+		return "delete a project"
+	case agent.DeleteTask:
+		return "delete a task"
+	}
+	return "change your Todoist"
+}
+
+// scopeMessage is what a person is told when Todoist refuses what
+// needs scope for want of it.
+func scopeMessage(what, scope string) string {
+	return fmt.Sprintf("Todoist did not let me %s: this Todoist connection lacks the %s permission. Reconnect Todoist (/connect; on Slack /tidy connect) to grant it", what, scope)
+}
 
 // OAuth is a Todoist app's side of the OAuth 2 authorization-code flow,
 // as the official SDKs do it (Doist/todoist-api-python
@@ -91,30 +137,59 @@ func (o *OAuth) Exchange(ctx context.Context, code string) (string, error) {
 	return "", fmt.Errorf("todoist: exchange code: HTTP %d without a token", resp.StatusCode)
 }
 
-// Revoke makes token invalid at Todoist: DELETE /access_tokens under the
-// API with client_id, client_secret and access_token (revokeAuthToken in
-// the TypeScript SDK; todoist.com/api/v1/docs#tag/Authorization). A token
-// Todoist no longer knows is revoked already.
+// Revoke makes token invalid at Todoist: POST /revoke under the API, the
+// RFC 7009 revocation the TypeScript SDK's revokeToken makes (the app's
+// client_id and client_secret in HTTP Basic authentication, the body
+// {"token": …, "token_type_hint": "access_token"}). Where that answers
+// 404 (a Todoist without it), the legacy DELETE /access_tokens with
+// client_id, client_secret and access_token, which the SDK dropped in its
+// PR #482 (2026-03-11). A token Todoist no longer knows is revoked
+// already (RFC 7009 §2.2: 200 for an invalid token).
 func (o *OAuth) Revoke(ctx context.Context, token string) error {
-	q := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "access_token": {token}}
-	api := o.APIURL
+	api := strings.TrimRight(o.APIURL, "/")
 	if api == "" {
 		api = DefaultBaseURL
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, strings.TrimRight(api, "/")+"/access_tokens?"+q.Encode(), nil)
+	body, _ := json.Marshal(map[string]string{"token": token, "token_type_hint": "access_token"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/revoke", bytes.NewReader(body))
 	if err != nil {
 		return errors.New("todoist: revoke token: bad request")
 	}
+	req.SetBasicAuth(o.ClientID, o.ClientSecret)
+	req.Header.Set("Content-Type", "application/json")
+	status, err := o.do(req)
+	if err != nil || status != http.StatusNotFound {
+		return err
+	}
+	q := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "access_token": {token}}
+	req, err = http.NewRequestWithContext(ctx, http.MethodDelete, api+"/access_tokens?"+q.Encode(), nil)
+	if err != nil {
+		return errors.New("todoist: revoke token: bad request")
+	}
+	status, err = o.do(req)
+	if err == nil && status == http.StatusNotFound {
+		return fmt.Errorf("todoist: revoke token: no revocation endpoint at %s (HTTP 404 for /revoke and /access_tokens)", api)
+	}
+	return err
+}
+
+// do sends a revocation request; a 404 is returned as its status, for
+// the caller to try the legacy endpoint, and any other answer but a 2xx
+// is an error. Neither holds the secret or the token.
+func (o *OAuth) do(req *http.Request) (int, error) {
 	resp, err := o.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("todoist: revoke token: %w", scrub(err))
+		return 0, fmt.Errorf("todoist: revoke token: %w", scrub(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("todoist: revoke token: HTTP %d", resp.StatusCode)
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return resp.StatusCode, nil
+	case resp.StatusCode/100 != 2:
+		return resp.StatusCode, fmt.Errorf("todoist: revoke token: %s %s: HTTP %d", req.Method, req.URL.Path, resp.StatusCode)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // scrub drops the URL (which may hold the secret and the token in its

@@ -2,11 +2,13 @@ package todoist_test
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -101,5 +103,86 @@ func TestOAuthErrors(t *testing.T) {
 	}
 	if err := wrong.Revoke(t.Context(), "x"); err == nil || strings.Contains(err.Error(), "nope") {
 		t.Errorf("revoke with a wrong secret: %v, want an error without the secret", err)
+	}
+}
+
+// TestScopesCoverTheActions: the scopes the bot asks for let it do what
+// its actions and /undo do, a project delete (project:delete) included;
+// a token granted less gets a plain answer naming the scope missing and
+// how to grant it.
+func TestScopesCoverTheActions(t *testing.T) {
+	svc := todoisttest.NewService(t)
+	svc.RegisterApp(todoisttest.App{ClientID: "cid", ClientSecret: "csecret", RedirectURL: "https://bot.example.com/oauth/todoist/callback"})
+	acct := svc.NewAccount()
+	acct.SeedInbox(1, 0)
+	o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: svc.AuthURL, APIURL: svc.URL}
+	tok, err := o.Exchange(t.Context(), authorize(t, o, acct, todoist.Scopes, "s").Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := todoist.New(tok, svc.URL, nil)
+	snap, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Apply(t.Context(), []agent.Write{{Kind: agent.AddProject, UUID: agent.NewUUID(), TempID: "tmp-garden", Name: "Garden"}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	res, err = c.Apply(t.Context(), []agent.Write{
+		{Kind: agent.DeleteProject, UUID: agent.NewUUID(), ID: res[0].NewID},
+		{Kind: agent.DeleteTask, UUID: agent.NewUUID(), ID: snap.Tasks[0].ID},
+	})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("with todoist.Scopes %v: %v %+v", todoist.Scopes, err, res)
+	}
+
+	// A connection made with fewer scopes (team mode used to ask for
+	// data:read_write,data:delete only).
+	old := todoist.New(acct.Grant("data:read_write", "data:delete"), svc.URL, nil)
+	res, err = old.Apply(t.Context(), []agent.Write{{Kind: agent.AddProject, UUID: agent.NewUUID(), TempID: "tmp-shed", Name: "Shed"}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	res, err = old.Apply(t.Context(), []agent.Write{{Kind: agent.DeleteProject, UUID: agent.NewUUID(), ID: res[0].NewID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := agent.ErrorMessageOf(res[0].Err)
+	if agent.ErrorCodeOf(res[0].Err) != agent.ErrForbidden || !strings.Contains(msg, "project:delete") || !strings.Contains(msg, "/connect") || strings.Contains(msg, "TODOIST_TOKEN") {
+		t.Errorf("project delete without project:delete: %s %q, want forbidden, naming the scope and how to grant it", agent.ErrorCodeOf(res[0].Err), msg)
+	}
+}
+
+// TestRevoke: a token is revoked at POST /api/v1/revoke (RFC 7009, the
+// TypeScript SDK's revokeToken), and at the legacy DELETE
+// /api/v1/access_tokens only where the first answers 404.
+func TestRevoke(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		svc := todoisttest.NewService(t)
+		svc.RegisterApp(todoisttest.App{ClientID: "cid", ClientSecret: "csecret", RedirectURL: "https://bot.example.com/oauth/todoist/callback"})
+		if legacy {
+			svc.WithoutRevoke()
+		}
+		acct := svc.NewAccount()
+		tok := acct.Grant(todoist.Scopes...)
+		o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: svc.AuthURL, APIURL: svc.URL}
+		if err := o.Revoke(t.Context(), tok); err != nil {
+			t.Fatalf("legacy %v: %v", legacy, err)
+		}
+		if len(acct.Tokens()) != 0 {
+			t.Errorf("legacy %v: the token is still in force", legacy)
+		}
+		want := map[string]int{"POST /api/v1/revoke": 1}
+		if legacy {
+			want["DELETE /api/v1/access_tokens"] = 1
+		}
+		if got := svc.RevokeRequests(); !maps.Equal(got, want) {
+			t.Errorf("legacy %v: revocation requests %v, want %v", legacy, got, want)
+		}
+		// A token Todoist no longer knows is revoked already.
+		if err := o.Revoke(t.Context(), tok); err != nil {
+			t.Errorf("legacy %v: revoking again: %v", legacy, err)
+		}
 	}
 }

@@ -20,9 +20,16 @@ type SnapshotStore interface {
 	// LoadSnapshot returns the data last saved under key, or nil and no
 	// error when there is none.
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
-	// SaveSnapshot replaces the data saved under key.
+	// SaveSnapshot replaces the data saved under key. The time of the
+	// last save stands for the account's last use: a store may delete a
+	// snapshot not saved for its retention period (Snapshot saves at
+	// least every snapTouch while the account is read).
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 }
+
+// snapTouch is how long Snapshot goes without saving an unchanged
+// snapshot, so that its store sees the account in use.
+const snapTouch = time.Hour
 
 // WithSnapshotStore keeps the account's last snapshot in s.
 func WithSnapshotStore(s SnapshotStore) Option {
@@ -116,7 +123,7 @@ func (c *Client) Snapshot(ctx context.Context) (agent.Snapshot, error) {
 	if user != nil {
 		c.setZone(ctx, user.TZInfo.Timezone)
 	}
-	if changed {
+	if changed || c.now().Sub(c.snapSaved) >= snapTouch {
 		c.saveSnapshot(ctx)
 	}
 	return c.snap.agent(), nil
@@ -195,5 +202,7 @@ func (c *Client) saveSnapshot(ctx context.Context) {
 	}
 	if err != nil {
 		c.log.WarnContext(ctx, "todoist: keep the snapshot", slog.Any("err", err))
+		return
 	}
+	c.snapSaved = c.now()
 }

@@ -98,8 +98,9 @@ func TestSnapshotCatchesUpOnADelayedFullSync(t *testing.T) {
 // memSnapshots is a SnapshotStore in memory, standing for the bbolt store
 // across a restart.
 type memSnapshots struct {
-	mu   sync.Mutex
-	data map[string][]byte
+	mu    sync.Mutex
+	data  map[string][]byte
+	saves int
 }
 
 func (m *memSnapshots) LoadSnapshot(_ context.Context, key string) ([]byte, error) {
@@ -115,7 +116,35 @@ func (m *memSnapshots) SaveSnapshot(_ context.Context, key string, data []byte) 
 		m.data = map[string][]byte{}
 	}
 	m.data[key] = data
+	m.saves++
 	return nil
+}
+
+// The store dates a snapshot by its last save, and retention deletes one
+// not saved for that long: an account read every day, whose tasks do not
+// change, is saved again at least hourly, not only when it changes.
+func TestUnchangedSnapshotIsSavedWhileInUse(t *testing.T) {
+	srv := todoisttest.New(t)
+	srv.SeedInbox(3, 1)
+	store := &memSnapshots{}
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	c := todoist.New(srv.Token, srv.URL, nil, todoist.WithSnapshotStore(store), todoist.WithClock(func() time.Time { return now }))
+	for range 3 {
+		if _, err := c.Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(10 * time.Minute)
+	}
+	if store.saves != 1 {
+		t.Errorf("%d saves of an unchanged snapshot within half an hour, want 1 (the first read)", store.saves)
+	}
+	now = now.Add(24 * time.Hour)
+	if _, err := c.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if store.saves != 2 {
+		t.Errorf("%d saves after a read a day later, want 2: the store must see the account in use", store.saves)
+	}
 }
 
 // countingTransport counts the response bytes a client reads.

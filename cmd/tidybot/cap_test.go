@@ -56,6 +56,7 @@ func TestServeDailyCapAcrossParallelConversations(t *testing.T) {
 		t.Fatalf("workers = %d, want the default 4", e.cfg.Workers)
 	}
 	tg := serveTelegram(t, e)
+	tg.PrivacyOff() // mentions reach the bot
 	groups := []int64{-101, -102, -103, -104}
 	for _, g := range groups {
 		tg.PushText(g, 42, "@"+telegramtest.BotUserName+" read everything, one search at a time")

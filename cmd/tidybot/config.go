@@ -60,7 +60,7 @@ type Config struct {
 	LogFormat       string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
 	Retention       time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
 	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people and Todoist reach serve at: final messages carry a Details link to the run's page; team mode's OAuth callback is <this>/oauth/todoist/callback"`
-	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
+	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens and the keys that seal stored conversations; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
 	RunLinkTTL      time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
 	TranscribeModel string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
 	TranscribeURL   string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`
@@ -71,7 +71,13 @@ type Config struct {
 	ClientSecret    string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
 	TodoistAuth     string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
 	DailyTokens     int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
+	HTTPOnly        bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
+
+// ollamaExample is the model the error messages, docs/models.md and
+// deploy/tidybot.env.example name for Ollama (one model everywhere: a test
+// checks them).
+const ollamaExample = "qwen2.5:14b"
 
 // TeamMode reports whether each person connects their own Todoist
 // (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
@@ -172,7 +178,7 @@ func (c Config) Validate(serve bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.OpenAIKey == "" && strings.TrimRight(c.OpenAIBaseURL, "/") == "https://api.openai.com/v1" {
-		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1)"))
+		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample+")"))
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")
@@ -301,6 +307,10 @@ func (c Config) Validate(serve bool) error {
 		}
 		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigning == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
+		}
+		if c.TelegramToken == "" && c.SlackBotToken == "" && !c.HTTPOnly {
+			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
+				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
 	}
 	return errors.Join(errs...)

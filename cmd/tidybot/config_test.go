@@ -16,7 +16,7 @@ func validConfig() Config {
 		DB: "tidybot.db", HTTPAddr: ":8080", MetricsAddr: "127.0.0.1:9090",
 		Protocol: "tools", MaxSteps: 20, MaxTokens: 1024, TokenBudget: 200000, History: 15,
 		RunTimeout: 60e9, Workers: 4, Confirm: "destructive", LogLevel: "info", LogFormat: "text",
-		Retention: 720 * 3600e9,
+		Retention: 720 * 3600e9, HTTPOnly: true,
 	}
 }
 

@@ -144,6 +144,7 @@ func TestTelegramGroupTwoPeople(t *testing.T) {
 	e.todo.SeedTalkInbox()
 	e.cfg.AllowedUsers = []string{"telegram:42", "telegram:43"}
 	tg := serveTelegram(t, e)
+	tg.PrivacyOff() // mentions reach the bot
 	const group = -100
 	tg.PushText(group, 42, "@"+telegramtest.BotUserName+" delete the cake task")
 	var q telegramtest.Sent

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,6 +43,7 @@ var (
 	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	mdHeading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
 	mdFence   = regexp.MustCompile("(?ms)^```.*?^```")
+	mdCode    = regexp.MustCompile("`([^`\n]+)`")
 )
 
 // anchor is the id GitHub gives a heading: lower case, punctuation
@@ -115,5 +117,99 @@ func TestAnchor(t *testing.T) {
 		if got := anchor(in); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+var docCommand = regexp.MustCompile(`^(?:\$ )?(?:tidybot|go run (?:-ldflags "[^"]*" )?\./cmd/tidybot)((?: [^#]*)?)(?:#.*)?$`)
+
+// docInvocations are the tidybot command lines in README.md and
+// docs/*.md, in fenced blocks and in `code` spans, as page: line →
+// arguments.
+func docInvocations(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, page := range docPages(t) {
+		text := readRepoFile(t, page)
+		var lines []string
+		for _, block := range mdFence.FindAllString(text, -1) {
+			lines = append(lines, strings.Split(block, "\n")...)
+		}
+		for _, span := range mdCode.FindAllStringSubmatch(mdFence.ReplaceAllString(text, ""), -1) {
+			lines = append(lines, span[1])
+		}
+		{
+			for _, line := range lines {
+				line = strings.TrimSpace(line)
+				m := docCommand.FindStringSubmatch(line)
+				if m == nil {
+					continue
+				}
+				args := strings.Fields(m[1])
+				if len(args) > 0 && strings.HasSuffix(args[0], ":") {
+					continue // output, such as "tidybot eval: model …"
+				}
+				out[page+": "+line] = args
+			}
+		}
+	}
+	return out
+}
+
+// TestDocsCommandsRun: every tidybot command line in README.md or
+// docs/*.md (fenced blocks and code spans) names a subcommand that answers -h with its
+// usage, and its arguments are ones that subcommand takes (a synopsis
+// with [optional] parts is checked at the -h level only). slack-manifest
+// and version, which read no setting, run for real.
+func TestDocsCommandsRun(t *testing.T) {
+	inv := docInvocations(t)
+	if len(inv) < 5 {
+		t.Fatalf("found only %d tidybot command lines in the docs: %v", len(inv), inv)
+	}
+	for where, args := range inv {
+		if len(args) == 0 {
+			t.Errorf("%s: no subcommand", where)
+			continue
+		}
+		cmd := args[0]
+		if helpArg(args[:1]) {
+			cmd = "help" // tidybot -h
+		}
+		var out bytes.Buffer
+		if err := (&Main{Args: []string{cmd, "-h"}, Stdout: &out, Stderr: &out}).Run(t.Context()); err != nil || !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("%s: tidybot %s -h: %v\n%s", where, cmd, err, out.String())
+			continue
+		}
+		if strings.ContainsAny(strings.Join(args, " "), "[]") {
+			continue // a synopsis
+		}
+		if err := checkArgs(cmd, args[1:]); err != nil {
+			t.Errorf("%s: %v", where, err)
+		}
+		if cmd == "slack-manifest" || cmd == "version" {
+			out.Reset()
+			if err := (&Main{Args: args, Stdout: &out}).Run(t.Context()); err != nil || out.Len() == 0 {
+				t.Errorf("%s: %v", where, err)
+			}
+		}
+	}
+}
+
+// TestOllamaExampleIsOneModel: the start-up error, the env example,
+// README.md and docs/models.md suggest the same Ollama model.
+func TestOllamaExampleIsOneModel(t *testing.T) {
+	cfg := validConfig()
+	cfg.OpenAIKey = ""
+	if err := cfg.Validate(false); err == nil || !strings.Contains(err.Error(), "OPENAI_MODEL="+ollamaExample+")") {
+		t.Errorf("the no-model error does not suggest %s: %v", ollamaExample, err)
+	}
+	if !strings.Contains(readRepoFile(t, "deploy/tidybot.env.example"), "11434/v1\n#OPENAI_MODEL="+ollamaExample+"\n") {
+		t.Errorf("tidybot.env.example's Ollama lines do not name %s", ollamaExample)
+	}
+	if !strings.Contains(readRepoFile(t, "README.md"), "OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample) {
+		t.Errorf("README.md's Ollama line does not name %s", ollamaExample)
+	}
+	row := regexp.MustCompile(`(?m)^\| Ollama \|.*$`).FindString(readRepoFile(t, "docs/models.md"))
+	if !strings.Contains(row, "`"+ollamaExample+"`") {
+		t.Errorf("docs/models.md's Ollama row does not name %s: %s", ollamaExample, row)
 	}
 }

@@ -117,9 +117,11 @@ func evalFlags(out io.Writer) (*flag.FlagSet, evalOptions) {
 	return fs, f
 }
 
-// progress returns what prints a progress line on stderr while the
-// suite runs: one line rewritten in place on a terminal, else a line per
-// attempt. Called with a zero Progress, it ends the line.
+// progress returns what prints progress on stderr while the suite runs:
+// one line rewritten in place on a terminal; elsewhere (a log, a pipe) a
+// line per failed attempt and one at each tenth of the attempts, so a
+// suite of 69 attempts is about ten lines, not 69. Called with a zero
+// Progress, it ends the line.
 func (m *Main) progress() func(eval.Progress) {
 	w := m.Stderr
 	tty := false
@@ -143,6 +145,9 @@ func (m *Main) progress() func(eval.Progress) {
 		if tty {
 			fmt.Fprintf(w, "\r\033[K%s", line)
 			return
+		}
+		if p.Pass && p.Done*10/p.Total == (p.Done-1)*10/p.Total && p.Done != p.Total {
+			return // neither a failure nor a new tenth
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -174,31 +174,22 @@ const runsUsage = `Usage:
 // runs prints recent runs or one run's timeline. It reads the database
 // itself, or, while serve holds it, asks serve on the socket beside it.
 func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
-	path := "/runs?n=20"
-	show := ""
-	switch {
-	case len(args) == 0:
-	case len(args) == 2 && args[0] == "-n":
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n <= 0 {
-			return fmt.Errorf("runs: -n takes a positive number, not %q", args[1])
-		}
-		path = "/runs?n=" + strconv.Itoa(n)
-	case len(args) == 2 && args[0] == "show":
-		show = args[1]
-		path = "/runs/" + url.PathEscape(show)
-	case len(args) == 2 && args[0] == "link":
-		path = "/runs/" + url.PathEscape(args[1]) + "/link"
-	case len(args) == 1 && (args[0] == "-h" || args[0] == "help"):
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "help") {
 		_, err := io.WriteString(m.Stdout, runsUsage)
 		return err
-	default:
-		return fmt.Errorf("runs: unexpected %q\n%s", args, runsUsage)
+	}
+	path, err := runsRequest(args)
+	if err != nil {
+		return err
 	}
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
 	}
-	st, err := store.Open(cfg.DB, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
+	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.DB, sopts...)
 	if errors.Is(err, store.ErrInUse) {
 		return m.runsFromServe(ctx, cfg, path)
 	}
@@ -228,6 +219,27 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 		return fmt.Errorf("runs: %s", rec.body)
 	}
 	return nil
+}
+
+// runsRequest is the inspector's path for the arguments of tidybot runs.
+func runsRequest(args []string) (string, error) {
+	path := "/runs?n=20"
+	switch {
+	case len(args) == 0:
+	case len(args) == 2 && args[0] == "-n":
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n <= 0 {
+			return "", fmt.Errorf("runs: -n takes a positive number, not %q", args[1])
+		}
+		path = "/runs?n=" + strconv.Itoa(n)
+	case len(args) == 2 && args[0] == "show":
+		path = "/runs/" + url.PathEscape(args[1])
+	case len(args) == 2 && args[0] == "link":
+		path = "/runs/" + url.PathEscape(args[1]) + "/link"
+	default:
+		return "", fmt.Errorf("runs: unexpected %q\n%s", args, runsUsage)
+	}
+	return path, nil
 }
 
 // runsFromServe asks the running serve over its socket.

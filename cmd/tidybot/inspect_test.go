@@ -94,6 +94,7 @@ func TestServeRunInspector(t *testing.T) {
 
 	// In a group, the answer has no link; the asker gets it privately.
 	before := len(tg.Messages(42))
+	tg.PrivacyOff() // the mention reaches the bot
 	tg.PushText(-100, 42, "@tidybot what's due today?")
 	waitFor(t, "the answer in the group", func() bool { return lastText(tg, -100) == "You said: what's due today?" })
 	for _, m := range tg.Messages(-100) {
@@ -108,7 +109,7 @@ func TestServeRunInspector(t *testing.T) {
 
 	// The terminal, while serve holds the database.
 	list := runsCmd(t, e)
-	mustContain(t, list, "ID", "CONVERSATION", "STATUS", "STEPS", "TOKENS", "AGE", runID, "telegram:42:")
+	mustContain(t, list, "ID", "CONVERSATION", "STATUS", "STEPS", "TOKENS", "AGE", runID, "telegram:42 ")
 	show := runsCmd(t, e, "show", runID)
 	mustContain(t, show, "Run "+runID, "Asked:  delete the cake task", "Timeline", "Step 1", "delete_tasks [write]", "waited")
 }
@@ -124,7 +125,7 @@ func TestServeWithoutPublicURLHasNoLinkButRunsWork(t *testing.T) {
 		}
 	}
 	list := runsCmd(t, e)
-	mustContain(t, list, "telegram:42:", "done")
+	mustContain(t, list, "telegram:42 ", "done")
 	// The page is still served; runs link makes an address on serve's own.
 	id := strings.Fields(strings.Split(list, "\n")[1])[0]
 	link := strings.TrimSpace(runsCmd(t, e, "link", id))

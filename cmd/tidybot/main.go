@@ -78,6 +78,7 @@ type Main struct {
 	poolOnce  sync.Once
 	transport *http.Transport
 	registry  *prometheus.Registry
+	metrics   *metrics
 	redact    *agent.Redactor
 	store     *store.Store
 	// link makes a run's Details address (nil: no links); see inspect.
@@ -135,6 +136,8 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot slack-manifest [--http URL]
+                    the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -150,7 +153,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	switch cmd {
 	case "help", "-h", "-help", "--help":
-		if len(m.Args) > 1 && cmd == "help" {
+		if len(m.Args) > 1 && cmd == "help" && !helpArg(m.Args[1:2]) {
 			return m.help(m.Args[1]) // tidybot help serve
 		}
 		return m.help("")
@@ -169,10 +172,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	case "version":
 		_, err := fmt.Fprintln(m.Stdout, "tidybot", version)
 		return err
-	case "chat", "serve", "health":
-		if len(m.Args) > 1 {
-			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, m.Args[1], cmd)
-		}
+	case "slack-manifest":
+		return m.slackManifest(m.Args[1:])
+	}
+	if err := checkArgs(cmd, m.Args[1:]); err != nil {
+		return err
 	}
 	cfg := m.Config
 	if cfg == nil {
@@ -245,7 +249,11 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(cfg.DB)
+	sopts, err := storeOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(cfg.DB, sopts...)
 	if err != nil {
 		return nil, err
 	}
@@ -265,9 +273,11 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	eng := agent.New(metered, tasks, m.engineConfig(cfg))
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: newMetrics(m.registry),
+	m.metrics = newMetrics(m.registry)
+	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
+	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
 	if tc := transcribeConfig(cfg, log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
@@ -287,8 +297,17 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		if err != nil {
 			return nil, err
 		}
+		m.team.snaps = st
 		if m.teamClock != nil {
 			m.team.now = m.teamClock
+		}
+		m.team.public = cfg.PublicURL
+		m.team.whoami = func(ctx context.Context, token string) (string, error) {
+			u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
 		}
 		bc.Accounts = m.team
 	}
@@ -297,6 +316,19 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		m.team.connected = b.Connected
 	}
 	return b, nil
+}
+
+// storeOptions are the store's options from cfg: TIDYBOT_SECRET_KEY,
+// when set, seals the data keys that seal what people wrote.
+func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
+	if cfg.SecretKey == "" {
+		return more, nil
+	}
+	keys, err := secretKeys(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	return append(more, store.WithSecretKeys(keys)), nil
 }
 
 // transcribeConfig is the speech server's configuration: the model API's
@@ -372,6 +404,11 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if m.Interactive {
+		if _, err := fmt.Fprintln(m.Stdout, greeting(cfg)); err != nil {
+			return err
+		}
+	}
 	con := console.New(m.Stdout)
 	b.AddPlatform(con)
 	if err := b.Start(ctx); err != nil {
@@ -409,7 +446,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
+			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
@@ -424,7 +461,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.SlackBotToken != "" {
 		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
-			Threads: b, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
+			Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
@@ -437,7 +474,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
-		log.Warn("no platform token set: serving only /healthz (and /metrics on TIDYBOT_METRICS_ADDR)")
+		log.Warn("TIDYBOT_HTTP_ONLY=true and no platform token: serving only the HTTP routes (run pages, /healthz; /metrics on TIDYBOT_METRICS_ADDR)")
 	}
 	if err := b.Start(ctx); err != nil {
 		return err
@@ -462,7 +499,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	if m.team != nil {
 		mux.HandleFunc("GET "+callbackPath, m.team.callback)
-		log.Info("team mode: people connect their Todoist at " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath)
+		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
+		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+callbackPath))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := m.newServer(mux, log)
@@ -587,9 +626,9 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 	if info.ShutdownDate.IsZero() {
 		return "", nil
 	}
-	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
+	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s (the shutdown_date the model API gives for it)", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
 	if info.Replacement != "" {
-		notice += "; OpenAI recommends " + info.Replacement + " instead"
+		notice += "; OpenAI's deprecations page names " + info.Replacement + " as its replacement"
 	}
 	notice += ": set OPENAI_MODEL to a model that will still be served."
 	log.Warn("the model has a shutdown date", slog.String("model", cfg.OpenAIModel), slog.String("shutdown_date", info.ShutdownDate.Format(time.DateOnly)),

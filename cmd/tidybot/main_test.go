@@ -44,6 +44,9 @@ func newEnv(t testing.TB) *env {
 		Protocol: "tools", MaxSteps: 20, MaxTokens: 1024, TokenBudget: 200000, History: 15,
 		RunTimeout: time.Minute, Workers: 4, Confirm: "destructive", LogLevel: "warn", Retention: 720 * time.Hour,
 		AllowedUsers: []string{"telegram:42"},
+		// serve in these tests often runs no platform (each test adds
+		// the one it drives): allowed explicitly, as a user must.
+		HTTPOnly: true,
 	}
 	return e
 }

@@ -130,12 +130,21 @@ func TestRetiredModelWarned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const notice = "⚠️ The model gpt-4.1-mini shuts down on 14 January 2027; OpenAI recommends gpt-6-luna instead: set OPENAI_MODEL"
+	const notice = "⚠️ The model gpt-4.1-mini shuts down on 14 January 2027 (the shutdown_date the model API gives for it); OpenAI's deprecations page names gpt-6-luna as its replacement: set OPENAI_MODEL"
 	if strings.Count(out, notice) != 1 || !strings.HasPrefix(out, notice) {
 		t.Errorf("stdout does not start with the notice, once:\n%s", out)
 	}
 	mustContain(t, logs, "shutdown_date=2027-01-14", "replacement=gpt-6-luna")
 	e.tidied(t, out)
+
+	// A model the page names no plain replacement for gets none.
+	e = newEnv(t)
+	e.withModel(t, "gpt-5-pro")
+	e.todo.SeedTalkInbox()
+	out, _, _ = e.run(t, "/tidy-inbox\n")
+	if !strings.HasPrefix(out, "⚠️ The model gpt-5-pro shuts down on 11 December 2026 (the shutdown_date the model API gives for it): set OPENAI_MODEL") {
+		t.Errorf("stdout does not start with the notice without a replacement:\n%s", out)
+	}
 }
 
 func TestModelRefusedAtStartup(t *testing.T) {
@@ -194,7 +203,7 @@ func TestRetiredModelToldOnceOnTelegram(t *testing.T) {
 	waitFor(t, "the second answer", func() bool { return lastText(tg, 42) == "You said: hello" })
 	var told int
 	for _, m := range tg.Messages(42) {
-		if strings.Contains(m.Text, "The model gpt-4.1-mini shuts down on 14 January 2027; OpenAI recommends gpt-6-luna") {
+		if strings.Contains(m.Text, "The model gpt-4.1-mini shuts down on 14 January 2027 (the shutdown_date the model API gives for it); OpenAI's deprecations page names gpt-6-luna") {
 			told++
 		}
 	}

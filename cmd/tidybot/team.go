@@ -15,6 +15,7 @@ import (
 	"html"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,17 @@ const stateTTL = 10 * time.Minute
 // callbackPath is where Todoist sends people back (the app's OAuth
 // redirect URL is TIDYBOT_PUBLIC_URL + callbackPath).
 const callbackPath = "/oauth/todoist/callback"
+
+// connectPath is our own page a Connect link opens: it names the chat
+// account that will get access, and binds the flow to the browser
+// (browserCookie) before sending it on to Todoist.
+const connectPath = "/oauth/todoist/connect"
+
+// browserCookie binds a Connect flow to the browser that opened our
+// page: the callback refuses a browser without it, so a Todoist
+// authorize address copied out of the flow and sent to someone else
+// connects nothing.
+const browserCookie = "tidybot_connect"
 
 // settingsStore is what team mode keeps in the store.
 type settingsStore interface {
@@ -51,8 +63,16 @@ type team struct {
 	// first seals and signs, every one opens and verifies (rotation).
 	aeads    []cipher.AEAD
 	signKeys [][]byte
-	// connected hears a new connection (the bot's Connected).
-	connected func(ctx context.Context, in bot.Incoming) error
+	// connected hears a new connection (the bot's Connected) with the
+	// Todoist account's name and email ("" if unknown).
+	connected func(ctx context.Context, in bot.Incoming, account string) error
+	// whoami names the Todoist account a token opens ("Name (email)").
+	whoami func(ctx context.Context, token string) (string, error)
+	// public is TIDYBOT_PUBLIC_URL: Connect links point at our page there.
+	public string
+	// snaps, when set, holds the accounts' kept Todoist snapshots,
+	// deleted with the token.
+	snaps snapshotDeleter
 
 	mu     sync.Mutex // protects agents
 	agents map[string]cachedAgent
@@ -184,19 +204,44 @@ func (t *team) forget(ctx context.Context, platform, userID string) error {
 	return nil
 }
 
-// Forget implements bot.Accounts.
+// snapshotDeleter deletes an account's kept Todoist snapshot (every
+// task's content, kept for incremental reads).
+type snapshotDeleter interface {
+	DeleteSnapshot(ctx context.Context, key string) error
+}
+
+// dropSnapshot deletes the snapshot of the account tok reads.
+func (t *team) dropSnapshot(ctx context.Context, tok string) error {
+	if t.snaps == nil {
+		return nil
+	}
+	if err := t.snaps.DeleteSnapshot(ctx, todoist.AccountKey(tok)); err != nil {
+		return fmt.Errorf("delete the kept Todoist snapshot: %w", err)
+	}
+	return nil
+}
+
+// Forget implements bot.Accounts; the account's snapshot goes too.
 func (t *team) Forget(ctx context.Context, platform, userID string) error {
+	if tok, err := t.token(ctx, platform, userID); err == nil {
+		if err := t.dropSnapshot(ctx, tok); err != nil {
+			return err
+		}
+	}
 	return t.forget(ctx, platform, userID)
 }
 
 // Disconnect implements bot.Accounts: the token is revoked at Todoist,
-// then deleted here.
+// then deleted here with the account's kept snapshot.
 func (t *team) Disconnect(ctx context.Context, platform, userID string) error {
 	tok, err := t.token(ctx, platform, userID)
 	if err != nil {
 		return err
 	}
 	if err := t.oauth.Revoke(ctx, tok); err != nil {
+		return err
+	}
+	if err := t.dropSnapshot(ctx, tok); err != nil {
 		return err
 	}
 	return t.forget(ctx, platform, userID)
@@ -207,6 +252,7 @@ func (t *team) Disconnect(ctx context.Context, platform, userID string) error {
 type state struct {
 	Platform string `json:"p"`
 	UserID   string `json:"u"`
+	UserName string `json:"un,omitempty"`
 	ChatID   string `json:"c"`
 	ThreadID string `json:"t,omitempty"`
 	DM       bool   `json:"d,omitempty"`
@@ -214,20 +260,69 @@ type state struct {
 	Nonce    string `json:"n"`
 }
 
-// ConnectURL implements bot.Accounts: Todoist's authorize page with a
-// state signed with TIDYBOT_SECRET_KEY, bound to the person, expiring in
-// stateTTL.
+// ConnectURL implements bot.Accounts: our Connect page (connectPath)
+// with a state signed with TIDYBOT_SECRET_KEY, bound to the person,
+// expiring in stateTTL. The page names the person before it sends the
+// browser to Todoist's authorize page with the same state.
 func (t *team) ConnectURL(_ context.Context, in bot.Incoming) (string, error) {
 	n := make([]byte, 16)
 	_, _ = rand.Read(n)
-	s := state{Platform: in.Platform, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID, DM: in.DM,
+	s := state{Platform: in.Platform, UserID: in.UserID, UserName: in.UserName, ChatID: in.ChatID, ThreadID: in.ThreadID, DM: in.DM,
 		Expires: t.now().Add(stateTTL).Unix(), Nonce: hex.EncodeToString(n)}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("connect link: %w", err)
 	}
 	p := base64.RawURLEncoding.EncodeToString(raw)
-	return t.oauth.AuthorizeURL(todoist.Scopes, p+"."+t.sign(p)), nil
+	return strings.TrimRight(t.public, "/") + connectPath + "?" + url.Values{"state": {p + "." + t.sign(p)}}.Encode(), nil
+}
+
+// chatAccount names the chat account a state links, for the person in
+// the browser: "Telegram user @ann (43)".
+func chatAccount(s state) string {
+	platform := map[string]string{"slack": "Slack", "telegram": "Telegram"}[s.Platform]
+	if platform == "" {
+		platform = s.Platform
+	}
+	if s.UserName != "" {
+		return fmt.Sprintf("%s user @%s (%s)", platform, s.UserName, s.UserID)
+	}
+	return fmt.Sprintf("%s user %s", platform, s.UserID)
+}
+
+// browserMark is the value of browserCookie for a state's nonce.
+func (t *team) browserMark(nonce string) string { return t.sign("browser:" + nonce) }
+
+// connectPage serves GET connectPath: for a valid, unexpired state it
+// shows whose chat account will get access to the Todoist account signed
+// in in this browser, sets browserCookie, and offers a Continue button to
+// Todoist's authorize page. A bad state gets a 400 page and no cookie.
+func (t *team) connectPage(w http.ResponseWriter, r *http.Request) {
+	raw := r.URL.Query().Get("state")
+	s, err := t.readState(raw)
+	if err != nil {
+		t.log.Warn("connect page refused: bad state")
+		page(w, http.StatusBadRequest, "Todoist was not connected", errState.Error())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: browserCookie, Value: t.browserMark(s.Nonce), Path: "/oauth/todoist/",
+		MaxAge: int(stateTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: strings.HasPrefix(t.public, "https://")})
+	who := chatAccount(s)
+	next := t.oauth.AuthorizeURL(todoist.Scopes, raw)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	// Not in a frame: the words must be seen, not clicked through blind.
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, `<!doctype html><meta charset=utf-8><meta name=viewport content="width=device-width"><title>Connect Todoist</title>
+<h1>Connect Todoist</h1>
+<p><strong>%s</strong> will be able to read and change your Todoist through this bot.</p>
+<p>Continue only if that is you. If someone sent you this link, close this page.</p>
+<p><a href="%s" style="display:inline-block;padding:.6em 1.2em;background:#db4c3f;color:#fff;border-radius:6px;text-decoration:none">Continue to Todoist</a></p>
+`, html.EscapeString(who), html.EscapeString(next))
 }
 
 func (t *team) sign(payload string) string { return signWith(t.signKeys[0], payload) }
@@ -251,9 +346,8 @@ func (t *team) signed(payload, sig string) bool {
 // errState is a state that is forged, expired or used.
 var errState = errors.New("this Connect link is not valid: it was changed, has expired or was used already; ask the bot for a new one with /connect")
 
-// checkState verifies the signature and the expiry, then uses the nonce
-// up (the store remembers it), so a state works once.
-func (t *team) checkState(ctx context.Context, raw string) (state, error) {
+// readState verifies a state's signature and expiry.
+func (t *team) readState(raw string) (state, error) {
 	var s state
 	p, sig, ok := strings.Cut(raw, ".")
 	if !ok || !t.signed(p, sig) {
@@ -266,6 +360,21 @@ func (t *team) checkState(ctx context.Context, raw string) (state, error) {
 	if t.now().Unix() > s.Expires {
 		return s, errState
 	}
+	return s, nil
+}
+
+// checkState verifies the signature and the expiry, then uses the nonce
+// up (the store remembers it), so a state works once.
+func (t *team) checkState(ctx context.Context, raw string) (state, error) {
+	s, err := t.readState(raw)
+	if err != nil {
+		return s, err
+	}
+	return t.useState(ctx, s)
+}
+
+// useState uses a read state's nonce up.
+func (t *team) useState(ctx context.Context, s state) (state, error) {
 	fresh, err := t.st.MarkEvent(ctx, "oauth-state:"+s.Nonce, t.now())
 	if err != nil {
 		return s, fmt.Errorf("use state: %w", err)
@@ -282,10 +391,27 @@ func (t *team) checkState(ctx context.Context, raw string) (state, error) {
 func (t *team) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		page(w, http.StatusBadRequest, "Todoist was not connected", "Todoist answered: "+e+". Ask the bot for a new link with /connect.")
+		// Only our own words: the query is anyone's to write, and a page
+		// on our domain must not say what an attacker chose.
+		t.log.Warn("oauth callback: Todoist answered an error", slog.String("error", oauthErrorCode(e)))
+		page(w, http.StatusBadRequest, "Todoist was not connected", oauthErrorText(e)+" Ask the bot for a new link with /connect.")
 		return
 	}
-	s, err := t.checkState(r.Context(), q.Get("state"))
+	s, err := t.readState(q.Get("state"))
+	if err == nil {
+		// The browser that opened our page, and no other: without it a
+		// Todoist address copied from the flow would link whoever opens
+		// it to the person who asked.
+		c, cerr := r.Cookie(browserCookie)
+		if cerr != nil || !t.signed("browser:"+s.Nonce, c.Value) {
+			t.log.Warn("oauth callback refused: another browser than the one that opened the Connect page",
+				slog.String("platform", s.Platform), slog.String("user_id", s.UserID))
+			page(w, http.StatusBadRequest, "Todoist was not connected",
+				"This browser did not open the Connect link. Open the link the bot sent you (send /connect for a new one) in this browser.")
+			return
+		}
+		s, err = t.useState(r.Context(), s)
+	}
 	if err != nil {
 		if !errors.Is(err, errState) {
 			t.log.Error("oauth callback", slog.Any("err", err))
@@ -311,9 +437,21 @@ func (t *team) callback(w http.ResponseWriter, r *http.Request) {
 	delete(t.agents, s.Platform+":"+s.UserID)
 	t.mu.Unlock()
 	t.log.Info("todoist connected", slog.String("platform", s.Platform), slog.String("user_id", s.UserID))
+	http.SetCookie(w, &http.Cookie{Name: browserCookie, Value: "", Path: "/oauth/todoist/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(t.public, "https://")})
 	if t.connected != nil {
+		// Which Todoist account it is goes to the chat, so a mistake
+		// (a forwarded link) is seen at once.
+		account := ""
+		if t.whoami != nil {
+			a, err := t.whoami(r.Context(), tok)
+			if err != nil {
+				t.log.Warn("read the connected Todoist account's name", slog.Any("err", t.redact.Error(err)))
+			}
+			account = a
+		}
 		in := bot.Incoming{Platform: s.Platform, ChatID: s.ChatID, ThreadID: s.ThreadID, UserID: s.UserID, DM: s.DM}
-		if err := t.connected(context.WithoutCancel(r.Context()), in); err != nil {
+		if err := t.connected(context.WithoutCancel(r.Context()), in, account); err != nil {
 			t.log.Error("after connecting", slog.Any("err", err))
 		}
 	}
@@ -322,6 +460,38 @@ func (t *team) callback(w http.ResponseWriter, r *http.Request) {
 		back = "the chat"
 	}
 	page(w, http.StatusOK, "Connected", "Connected — back to "+back+". You can close this page.")
+}
+
+// oauthErrors is what the callback page says for each error code an
+// authorization server sends back to the redirect URL: Todoist's
+// access_denied and invalid_scope (developer.todoist.com/guides/#authorization;
+// the fake follows it) and the others RFC 6749 section 4.1.2.1 defines.
+var oauthErrors = map[string]string{
+	"access_denied":             "Access was not granted on Todoist's page.",
+	"invalid_scope":             "Todoist did not accept the permissions this bot asks for; tell the bot's owner.",
+	"invalid_request":           "Todoist found the request malformed; tell the bot's owner.",
+	"unauthorized_client":       "Todoist does not let this app connect; tell the bot's owner.",
+	"unsupported_response_type": "Todoist did not accept the request; tell the bot's owner.",
+	"server_error":              "Todoist had an error.",
+	"temporarily_unavailable":   "Todoist is busy right now; try again in a few minutes.",
+}
+
+// oauthErrorText is our own sentence for an error code; any other code
+// gets one fixed sentence, never its text.
+func oauthErrorText(code string) string {
+	if s, ok := oauthErrors[code]; ok {
+		return s
+	}
+	return "Todoist did not connect your account."
+}
+
+// oauthErrorCode is code if it is one we know, else "other": the log
+// does not carry an attacker's text either.
+func oauthErrorCode(code string) string {
+	if _, ok := oauthErrors[code]; ok {
+		return code
+	}
+	return "other"
 }
 
 // page writes a small HTML page.

@@ -20,7 +20,9 @@ import (
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/store"
 )
 
 // startServe runs `tidybot serve` with e's config (HTTPAddr already
@@ -55,14 +57,25 @@ func serveTeam(t *testing.T, e *env, logs io.Writer, clock ...func() time.Time) 
 	return stop
 }
 
-var linkRe = regexp.MustCompile(`https?://\S+/oauth/authorize\?\S+`)
+var linkRe = regexp.MustCompile(`https?://\S+/oauth/todoist/connect\?\S+`)
 
 // connectLink is the Connect link in text, or "" (Slack's text escapes
 // & as &amp;, which the person sees as &).
 func connectLink(text string) string { return linkRe.FindString(html.UnescapeString(text)) }
 
-// open follows a link in a person's browser and returns the final page.
+// open follows a link in a person's browser, presses Continue on our
+// Connect page if it shows one, and returns the final page.
 func open(t *testing.T, browser *http.Client, link string) (int, string) {
+	t.Helper()
+	code, body := visit(t, browser, link)
+	if next := continueLink(body); next != "" {
+		return visit(t, browser, next)
+	}
+	return code, body
+}
+
+// visit gets one address in browser (following redirects).
+func visit(t *testing.T, browser *http.Client, link string) (int, string) {
 	t.Helper()
 	resp, err := browser.Get(link)
 	if err != nil {
@@ -71,6 +84,18 @@ func open(t *testing.T, browser *http.Client, link string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+var continueRe = regexp.MustCompile(`<a href="([^"]+)"[^>]*>Continue to Todoist</a>`)
+
+// continueLink is the address of the Continue button of our Connect
+// page, or "".
+func continueLink(body string) string {
+	m := continueRe.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // withState returns link with its state replaced.
@@ -158,8 +183,9 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if got := alice.AppliedCommands() + bob.AppliedCommands() + carol.AppliedCommands(); got != 0 {
 		t.Errorf("%d writes before anyone connected", got)
 	}
-	if u, _ := url.Parse(link); !strings.Contains(u.Query().Get("scope"), "data:read_write") || !strings.Contains(u.Query().Get("scope"), "data:delete") {
-		t.Errorf("link %s: want the scopes data:read_write,data:delete", link)
+	_, connectPage := visit(t, http.DefaultClient, link)
+	if u, _ := url.Parse(continueLink(connectPage)); u.Query().Get("scope") != "data:delete,data:read_write,project:delete" {
+		t.Errorf("link %s: want the scopes data:delete,data:read_write,project:delete", continueLink(connectPage))
 	}
 
 	// A forged state (Bob's browser, Alice's link with another user id
@@ -205,7 +231,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if code, body := open(t, bob.Browser(), connectLink(lastPost(sl, "D2").Text)); code != http.StatusOK || !strings.Contains(body, "Connected") {
 		t.Fatalf("Bob connect: HTTP %d %q", code, body)
 	}
-	waitFor(t, "Bob's connection", func() bool { return posted(sl, "D2", "Your Todoist is connected") })
+	waitFor(t, "Bob's connection", func() bool { return posted(sl, "D2", "Connected the Todoist account of") })
 	if posted(sl, "D2", "You said") {
 		t.Errorf("/connect ran as a request: %s", fmtPosts(sl.Posts("D2")))
 	}
@@ -218,7 +244,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	}
 	stop()
 	e.cfg.HTTPAddr = addr
-	serveTeam(t, e, logs)
+	stop = serveTeam(t, e, logs)
 	waitFor(t, "Bob's resumed tidy", func() bool { return posted(sl, "D2", "Tidied your inbox") })
 	if n := len(bob.TasksIn(bob.InboxID())); n != 0 {
 		t.Errorf("Bob's inbox has %d tasks after his resumed tidy", n)
@@ -259,7 +285,9 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	}
 	waitFor(t, "Alice's kept request", func() bool { return posted(sl, "D1", "Your inbox is already empty.") })
 
-	// Carol disconnects: the token is revoked at Todoist.
+	// Carol disconnects: the token is revoked at Todoist, and the
+	// snapshot of her tasks kept for incremental reads is deleted.
+	carolTok, aliceToks := carol.Tokens(), alice.Tokens()
 	tg.PushText(42, 42, "/disconnect")
 	waitFor(t, "the disconnect", func() bool { return strings.HasPrefix(lastText(tg, 42), "Disconnected") })
 	if n := len(carol.Tokens()); n != 0 {
@@ -270,6 +298,24 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 
 	// No token is in the log or stored in clear.
 	stop()
+	secrets, err := secretKeys(e.cfg.SecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(e.cfg.DB, store.WithSecretKeys(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(carolTok) != 1 || len(aliceToks) != 1 {
+		t.Fatalf("tokens before the disconnect: Carol %d, Alice %d; want 1 each", len(carolTok), len(aliceToks))
+	}
+	if snap, err := st.LoadSnapshot(t.Context(), todoist.AccountKey(carolTok[0])); err != nil || snap != nil {
+		t.Errorf("Carol's snapshot after /disconnect: %d bytes, %v; want none", len(snap), err)
+	}
+	if snap, err := st.LoadSnapshot(t.Context(), todoist.AccountKey(aliceToks[0])); err != nil || snap == nil {
+		t.Errorf("Alice's snapshot: %d bytes, %v; want it kept", len(snap), err)
+	}
+	_ = st.Close()
 	db, err := os.ReadFile(e.cfg.DB)
 	if err != nil {
 		t.Fatal(err)

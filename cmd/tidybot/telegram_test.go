@@ -102,12 +102,30 @@ func TestTelegramGroupAnswersOnlyWhatIsAddressedToIt(t *testing.T) {
 	e := newEnv(t)
 	tg := serveTelegram(t, e)
 	const group = -100
+	// Privacy mode on, Telegram's default: a mention does not reach the
+	// bot; /help@tidybot does, and says how to talk to it there.
+	tg.PushText(group, 42, "@tidybot what's due today?")
+	tg.PushText(group, 42, "/help@tidybot")
+	waitFor(t, "the help", func() bool { return strings.Contains(lastText(tg, group), "/undo@tidybot") })
+	if help := lastText(tg, group); !strings.Contains(help, "reply to one of my messages") || strings.Contains(help, "the word alone") {
+		t.Errorf("the group's help does not say how to reach the bot there:\n%s", help)
+	}
+	if w := tg.Withheld(); len(w) != 1 || w[0] != "@tidybot what's due today?" {
+		t.Errorf("withheld %q, want the mention", w)
+	}
+	help := tg.Messages(group)[len(tg.Messages(group))-1]
+	tg.PushReply(group, 42, help.MessageID, "what's due today?")
+	waitFor(t, "the answer to the reply to the help", func() bool { return lastText(tg, group) == "You said: what's due today?" })
+
+	// Privacy mode off: every message reaches the bot, which answers
+	// only what is addressed to it.
+	tg.PrivacyOff()
 	tg.PushText(group, 42, "lunch anyone?")      // the owner chatting with people
 	tg.PushText(group, 666, "lunch anyone?")     // a stranger chatting
 	tg.PushText(group, 42, "/help@someotherbot") // a command for another bot
 	tg.PushText(group, 42, "/weather")           // someone else's command
-	tg.PushText(group, 42, "@tidybot what's due today?")
-	waitFor(t, "the answer to the mention", func() bool { return lastText(tg, group) == "You said: what's due today?" })
+	tg.PushText(group, 42, "@tidybot what's due tomorrow?")
+	waitFor(t, "the answer to the mention", func() bool { return lastText(tg, group) == "You said: what's due tomorrow?" })
 	answer := tg.Messages(group)[len(tg.Messages(group))-1]
 	tg.PushReply(group, 42, answer.MessageID, "and tomorrow?")
 	waitFor(t, "the answer to the reply", func() bool { return lastText(tg, group) == "You said: and tomorrow?" })

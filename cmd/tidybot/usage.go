@@ -26,8 +26,9 @@ Runs every platform whose token is set (TELEGRAM_BOT_TOKEN; SLACK_BOT_TOKEN
 with SLACK_APP_TOKEN for Socket Mode or SLACK_SIGNING_SECRET for the Events
 API), the HTTP server on TIDYBOT_HTTP_ADDR (webhooks, /healthz, run pages,
 the OAuth callback) and /metrics on TIDYBOT_METRICS_ADDR. With no platform
-token it serves only /healthz and /metrics. SIGINT or SIGTERM stops it;
-interrupted runs resume at the next start.
+token it refuses to start, unless TIDYBOT_HTTP_ONLY=true asks for the HTTP
+routes alone. SIGINT or SIGTERM stops it; interrupted runs resume at the
+next start.
 
 tidybot -h lists every setting.
 `),
@@ -41,7 +42,16 @@ with one line saying why (for container health checks).
 		fs.Usage()
 		return nil
 	},
-	"runs":    text(runsUsage),
+	"runs": text(runsUsage),
+	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
+
+Prints the Slack app manifest for this build of tidybot: its slash
+commands, scopes and events exactly as the code uses them. Socket Mode by
+default (no public address); with --http URL, the Events API with its
+request URLs under URL, the public HTTPS address of tidybot serve.
+deploy/slack-manifest.yaml and deploy/slack-manifest-http.yaml are its
+output.
+`),
 	"version": text("Usage: tidybot version (or tidybot --version)\n\nPrints the version.\n"),
 }
 
@@ -50,6 +60,29 @@ func text(s string) func(io.Writer) error {
 		_, err := io.WriteString(w, s)
 		return err
 	}
+}
+
+// checkArgs reports a mistake in the arguments of subcommand cmd before
+// any setting is read.
+func checkArgs(cmd string, args []string) error {
+	switch cmd {
+	case "chat", "serve", "health":
+		if len(args) > 0 {
+			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
+		}
+	case "eval":
+		fs, _ := evalFlags(io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("eval: %w (try tidybot eval -h)", err)
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
+		}
+	case "runs":
+		_, err := runsRequest(args)
+		return err
+	}
+	return nil
 }
 
 // helpArg says whether args ask for help.
@@ -70,4 +103,10 @@ func (m *Main) help(cmd string) error {
 		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
 	return usage(m.Stdout)
+}
+
+// greeting is the line tidybot chat starts with in a terminal: who you
+// are talking to, and how to get help and leave.
+func greeting(cfg Config) string {
+	return fmt.Sprintf("tidybot, on your Todoist with the model %s. Type a message or /tidy-inbox; /help lists the commands, Ctrl-D leaves.", cfg.OpenAIModel)
 }

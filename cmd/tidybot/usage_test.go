@@ -51,13 +51,40 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestExtraArgumentRefused: a word after chat, serve or health is a
-// mistake said at once, not ignored.
+// TestExtraArgumentRefused: a wrong argument is said at once, before
+// any setting is read (here a bad one), not ignored.
 func TestExtraArgumentRefused(t *testing.T) {
-	for _, cmd := range []string{"chat", "serve", "health"} {
-		err := (&Main{Args: []string{cmd, "now"}, Stdout: &bytes.Buffer{}}).Run(t.Context())
-		if err == nil || !strings.Contains(err.Error(), `unexpected argument "now"`) {
-			t.Errorf("tidybot %s now: %v", cmd, err)
+	t.Setenv("TIDYBOT_MAX_STEPS", "many")
+	for _, args := range [][]string{{"chat", "now"}, {"serve", "now"}, {"health", "now"}, {"eval", "now"}, {"eval", "-bogus"}, {"runs", "now"}, {"runs", "-n", "x"}} {
+		err := (&Main{Args: args, Stdout: &bytes.Buffer{}}).Run(t.Context())
+		if err == nil || strings.Contains(err.Error(), "TIDYBOT_MAX_STEPS") || !strings.Contains(err.Error(), args[0]+":") {
+			t.Errorf("tidybot %s: %v", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestChatGreetsATerminalOnly: in a terminal chat starts with one line
+// saying who you talk to, /help and Ctrl-D; from a pipe it says nothing
+// of the kind, so scripts read only answers.
+func TestChatGreetsATerminalOnly(t *testing.T) {
+	e := newEnv(t)
+	for _, interactive := range []bool{true, false} {
+		var out, errOut bytes.Buffer
+		m := &Main{Args: []string{"chat"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Config: &e.cfg, Interactive: interactive}
+		err := m.Run(t.Context())
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("chat: %v\n%s", err, errOut.String())
+		}
+		first, _, _ := strings.Cut(out.String(), "\n")
+		greets := strings.Contains(first, "scripted") && strings.Contains(first, "/help") && strings.Contains(first, "Ctrl-D")
+		if interactive && !greets {
+			t.Errorf("a terminal chat starts with %q, want a greeting naming the model, /help and Ctrl-D", first)
+		}
+		if !interactive && out.Len() != 0 {
+			t.Errorf("a piped chat with no input printed %q", out.String())
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "task\tpass^1\tpass^%d\tmodel calls\tprompt tokens\tcompletion tokens\twall\n", r.K)
 	for _, t := range r.Tasks {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%d\t%d\t%d\t%s\n", t.Name, t.Pass1, t.PassK, t.Calls, t.PromptTokens, t.CompletionTokens, t.Wall.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%d\t%d\t%d\t%s\n", t.Name, t.Pass1, t.PassK, t.Calls, t.PromptTokens, t.CompletionTokens, t.Wall.Round(time.Millisecond))
 	}
 	fmt.Fprintf(tw, "TOTAL (%d tasks × %d)\t%.2f\t%.2f\t%d\t%d\t%d\t%s\n", r.Total.Tasks, r.K, r.Total.Pass1, r.Total.PassK, r.Total.Calls, r.Total.PromptTokens, r.Total.CompletionTokens, r.Total.Wall.Round(time.Millisecond))
 	if err := tw.Flush(); err != nil {

@@ -1,6 +1,7 @@
 // Package slacktest is a fake Slack on httptest: the Web API methods the
 // adapter calls (auth.test, chat.postMessage, chat.update,
-// conversations.open, apps.connections.open) speaking the real wire protocol (form-encoded
+// conversations.open, conversations.history, conversations.replies,
+// apps.connections.open) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack
@@ -16,6 +17,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +57,15 @@ type Posted struct {
 	// or a button's response_url; Ephemeral when only its user sees it.
 	ResponseURL bool
 	Ephemeral   bool
+	// Metadata is the message metadata posted with it, nil for none.
+	Metadata *Metadata
+}
+
+// Metadata is a message's metadata: "event_type" and "event_payload"
+// (api.slack.com/metadata/using, docs.slack.dev/messaging/message-metadata).
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
 }
 
 // Shown is what Slack shows of the message: its section blocks when it
@@ -97,6 +109,8 @@ type Server struct {
 	files      map[string]*shared // by file id
 	ims        map[string]string  // the bot's IM channel with each user (see IM)
 	opens      int                // conversations.open calls
+	heard      []Message          // people's messages sent as events (see Events)
+	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
 }
 
 // New starts a fake; close it with Close.
@@ -213,6 +227,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.postEphemeral(w, r, tok)
 	case "conversations.open":
 		s.open(w, r, tok)
+	case "conversations.history":
+		s.history(w, r, tok)
+	case "conversations.replies":
+		s.replies(w, r, tok)
 	default:
 		s.fail(w, "unknown_method", tok)
 	}
@@ -312,18 +330,34 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 }
 
 // keep records a message chat.postMessage or chat.postEphemeral accepted,
-// or answers invalid_blocks for blocks the fake cannot read.
+// or answers invalid_blocks for blocks the fake cannot read, and
+// invalid_metadata_format for metadata that is not a JSON object with
+// an event_type and an event_payload (the errors table of
+// docs.slack.dev/reference/methods/chat.postMessage; its metadata
+// argument: "JSON object with event_type and event_payload fields").
 func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral bool) (*Posted, bool) {
 	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
 	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return nil, false
 	}
+	var meta *Metadata
+	if raw := f.Get("metadata"); raw != "" && !ephemeral {
+		meta = &Metadata{}
+		if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+			s.fail(w, "invalid_metadata_format", tok)
+			return nil, false
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels, URLs: urls}
+	// A ts is the post's Unix time with a fraction that makes it the
+	// message's id ("guaranteed unique within the context of a channel",
+	// api.slack.com/messaging/retrieving); conversations.history's oldest
+	// and latest compare against it.
+	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
+		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Metadata: meta}
 	if ephemeral {
 		p.Ephemeral, p.User = true, f.Get("user")
 	}
@@ -579,7 +613,7 @@ func (s *Server) NextTS() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	return fmt.Sprintf("1700000000.%06d", s.seq)
+	return fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000)
 }
 
 // Message is a message a person posts in Slack.
@@ -600,9 +634,9 @@ type Message struct {
 // Mention is how a message mentions the bot: "<@UBOT>".
 const Mention = "<@" + BotUserID + ">"
 
-// Events returns the Events API callback bodies Slack sends an app
-// subscribed to message.im, message.channels, message.groups and
-// app_mention (as deploy/slack-manifest.yaml is) for m, each with its own
+// Events returns the Events API callback bodies Slack sends the app for
+// m, of the events it subscribes to (Subscribe; by default message.im,
+// message.channels, message.groups and app_mention), each with its own
 // event_id: the message.* event for every message in a conversation the
 // bot is in ("A message was posted to a channel",
 // docs.slack.dev/reference/events/message.channels), and, when a message
@@ -612,6 +646,9 @@ const Mention = "<@" + BotUserID + ">"
 // docs.slack.dev/reference/events/app_mention). One mention thus arrives
 // twice; Slack promises no order between the two.
 func (s *Server) Events(m Message) [][]byte {
+	s.mu.Lock()
+	s.heard = append(s.heard, m)
+	s.mu.Unlock()
 	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS}
 	if m.ThreadTS != "" {
 		inner["thread_ts"] = m.ThreadTS
@@ -625,8 +662,11 @@ func (s *Server) Events(m Message) [][]byte {
 		// (docs.slack.dev/reference/events/message/file_share).
 		inner["subtype"], inner["files"], inner["upload"] = "file_share", files, true
 	}
-	out := [][]byte{s.callback(inner)}
-	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) {
+	var out [][]byte
+	if s.subscribes(MessageEvents[m.ChannelType]) {
+		out = append(out, s.callback(inner))
+	}
+	if m.ChannelType != "im" && strings.Contains(m.Text, "<@"+BotUserID) && s.subscribes("app_mention") {
 		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
 		if m.ThreadTS != "" {
 			mention["thread_ts"] = m.ThreadTS
@@ -785,4 +825,175 @@ func (s *Server) Disconnect() {
 	for _, c := range conns {
 		_ = c.write(map[string]any{"type": "disconnect", "reason": "refresh_requested", "debug_info": map[string]any{"host": "slacktest"}})
 	}
+}
+
+// seen is a message of a channel as conversations.history and
+// conversations.replies return it.
+type seen struct {
+	ts, threadTS, user, text string
+	meta                     *Metadata
+	bot                      bool
+}
+
+func (m seen) json(withMeta bool) map[string]any {
+	out := map[string]any{"type": "message", "ts": m.ts, "text": m.text}
+	if m.threadTS != "" {
+		out["thread_ts"] = m.threadTS
+	}
+	if m.bot {
+		out["bot_id"], out["user"] = BotID, BotUserID
+	} else {
+		out["user"] = m.user
+	}
+	// Metadata comes back only when asked for with include_all_metadata
+	// (docs.slack.dev/reference/methods/conversations.history and
+	// conversations.replies: "include_all_metadata: Return all metadata
+	// associated with this message").
+	if withMeta && m.meta != nil {
+		out["metadata"] = m.meta
+	}
+	return out
+}
+
+// channel returns the messages of channel the bot can read: its own
+// posts (not ephemeral ones, which only their user sees, nor those posted
+// through a response_url, which the fake gives no ts) and the people's
+// messages sent as events, oldest first.
+func (s *Server) channel(channel string) []seen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []seen
+	for _, p := range s.posts {
+		if p.Channel == channel && !p.Ephemeral && p.TS != "" {
+			out = append(out, seen{ts: p.TS, threadTS: p.ThreadTS, text: p.Text, meta: p.Metadata, bot: true})
+		}
+	}
+	for _, m := range s.heard {
+		if m.Channel == channel {
+			out = append(out, seen{ts: m.TS, threadTS: m.ThreadTS, user: m.User, text: m.Text})
+		}
+	}
+	slices.SortFunc(out, func(a, b seen) int { return compareTS(a.ts, b.ts) })
+	return out
+}
+
+// compareTS orders two ts values ("1700000000.000001") by time.
+func compareTS(a, b string) int {
+	fa, _ := strconv.ParseFloat(a, 64)
+	fb, _ := strconv.ParseFloat(b, 64)
+	switch {
+	case fa < fb:
+		return -1
+	case fa > fb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// window keeps the messages between oldest and latest, exclusive unless
+// inclusive is set ("Include messages with oldest or latest timestamps in
+// results. Ignored unless either timestamp is specified.",
+// docs.slack.dev/reference/methods/conversations.history).
+func window(ms []seen, f url.Values) []seen {
+	oldest, latest := f.Get("oldest"), f.Get("latest")
+	inclusive := f.Get("inclusive") == "1" || f.Get("inclusive") == "true"
+	var out []seen
+	for _, m := range ms {
+		if oldest != "" && (compareTS(m.ts, oldest) < 0 || !inclusive && compareTS(m.ts, oldest) == 0) {
+			continue
+		}
+		if latest != "" && (compareTS(m.ts, latest) > 0 || !inclusive && compareTS(m.ts, latest) == 0) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// page answers one page of ms: limit messages (def by default) from the
+// cursor on, with has_more and response_metadata.next_cursor when more
+// are left (cursor pagination, docs.slack.dev/apis/web-api/pagination).
+func page(w http.ResponseWriter, ms []seen, f url.Values, def int) {
+	limit := def
+	if n, err := strconv.Atoi(f.Get("limit")); err == nil && n > 0 {
+		limit = min(n, 999)
+	}
+	start := 0
+	if c := f.Get("cursor"); c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "next:"))
+		if err != nil || n < 0 || n > len(ms) {
+			answer(w, map[string]any{"ok": false, "error": "invalid_cursor"})
+			return
+		}
+		start = n
+	}
+	end := min(start+limit, len(ms))
+	withMeta := f.Get("include_all_metadata") == "1" || f.Get("include_all_metadata") == "true"
+	msgs := []map[string]any{}
+	for _, m := range ms[start:end] {
+		msgs = append(msgs, m.json(withMeta))
+	}
+	out := map[string]any{"ok": true, "messages": msgs, "has_more": end < len(ms)}
+	if end < len(ms) {
+		out["response_metadata"] = map[string]any{"next_cursor": fmt.Sprintf("next:%d", end)}
+	}
+	answer(w, out)
+}
+
+// history is conversations.history
+// (docs.slack.dev/reference/methods/conversations.history): a channel's
+// messages, newest first, 100 by default; replies in threads are not
+// among them, only their parents; the bot must be a member
+// (not_in_channel).
+func (s *Server) history(w http.ResponseWriter, r *http.Request, tok string) {
+	f := r.Form
+	switch ch := f.Get("channel"); {
+	case ch == "":
+		s.fail(w, "channel_not_found", tok)
+		return
+	case !s.member(ch):
+		s.fail(w, "not_in_channel", tok)
+		return
+	}
+	var top []seen
+	for _, m := range window(s.channel(f.Get("channel")), f) {
+		if m.threadTS == "" || m.threadTS == m.ts {
+			top = append(top, m)
+		}
+	}
+	slices.Reverse(top)
+	page(w, top, f, 100)
+}
+
+// replies is conversations.replies
+// (docs.slack.dev/reference/methods/conversations.replies): the thread
+// whose parent is ts, parent first, then the replies oldest first; ts
+// must name a message of the channel (thread_not_found).
+func (s *Server) replies(w http.ResponseWriter, r *http.Request, tok string) {
+	f := r.Form
+	ts := f.Get("ts")
+	switch ch := f.Get("channel"); {
+	case ch == "":
+		s.fail(w, "channel_not_found", tok)
+		return
+	case !s.member(ch):
+		s.fail(w, "not_in_channel", tok)
+		return
+	}
+	all := s.channel(f.Get("channel"))
+	known := false
+	var thread []seen
+	for _, m := range all {
+		if m.ts == ts {
+			known = true
+		}
+		if m.ts == ts || m.threadTS == ts {
+			thread = append(thread, m)
+		}
+	}
+	if !known && len(thread) == 0 {
+		s.fail(w, "thread_not_found", tok)
+		return
+	}
+	page(w, window(thread, f), f, 1000)
 }

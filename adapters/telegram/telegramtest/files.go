@@ -96,6 +96,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) 
 }
 
 func (s *Server) pushMedia(chatID, userID int64, caption string, media map[string]any) int {
+	s.mu.Lock()
+	ok := s.delivered(chatID, caption, false)
+	s.mu.Unlock()
+	if !ok {
+		return 0
+	}
 	return s.push(func(id int) map[string]any {
 		msg := map[string]any{
 			"message_id": s.userMessageID(id), "date": time.Now().Unix(),
@@ -143,4 +149,18 @@ func (s *Server) PushPhoto(chatID, userID int64, caption string, sizes ...PhotoS
 		ps = append(ps, map[string]any{"file_id": p.FileID, "file_unique_id": "u" + p.FileID, "width": p.Width, "height": p.Height})
 	}
 	return s.pushMedia(chatID, userID, caption, map[string]any{"photo": ps})
+}
+
+// PushAudioDocument queues an audio file sent as a document ("send as
+// file"): a Document carries file_name, mime_type and file_size but no
+// duration (core.telegram.org/bots/api#document).
+func (s *Server) PushAudioDocument(chatID, userID int64, fileID, name, mime string) int {
+	s.mu.Lock()
+	size := 0
+	if f := s.files[fileID]; f != nil {
+		size = f.size
+	}
+	s.mu.Unlock()
+	return s.pushMedia(chatID, userID, "", map[string]any{"document": map[string]any{
+		"file_id": fileID, "file_unique_id": "u" + fileID, "file_name": name, "mime_type": mime, "file_size": size}})
 }

@@ -34,8 +34,11 @@ type Sent struct {
 	Buttons []string
 	Labels  []string
 	// URLs are the addresses of URL buttons ("" for callback buttons).
-	URLs  []string
-	Edits int
+	URLs []string
+	// ForceReply is set when the message asks for a reply
+	// (core.telegram.org/bots/api#forcereply).
+	ForceReply bool
+	Edits      int
 }
 
 // Server is a fake Telegram Bot API.
@@ -63,12 +66,19 @@ type Server struct {
 	arrived  chan struct{}
 	echo     bool             // error descriptions repeat the request's token
 	files    map[string]*file // by file_id
+	// Privacy mode (privacy.go): off for every group, or per group where
+	// the bot is an admin; lastBot marks the groups this bot posted in
+	// last; withheld are the messages it did not receive.
+	privacyOff bool
+	admins     map[int64]bool
+	lastBot    map[int64]bool
+	withheld   []string
 }
 
 // New starts a fake; close it with Close.
 func New() *Server {
 	s := &Server{Token: DefaultToken, messages: map[int]*Sent{}, calls: map[string]int{}, limited: map[string]int{}, nextUpd: 1, nextMsg: 100, arrived: make(chan struct{}),
-		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}, byUpdate: map[int]int{}, files: map[string]*file{}}
+		queries: map[string]bool{}, userMsgs: map[int]map[string]any{}, byUpdate: map[int]int{}, files: map[string]*file{}, admins: map[int64]bool{}, lastBot: map[int64]bool{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -136,7 +146,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f := r.Form
 	switch method {
 	case "getMe":
-		reply(w, map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName})
+		s.mu.Lock()
+		all := s.privacyOff
+		s.mu.Unlock()
+		reply(w, map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName,
+			"can_join_groups": true, "can_read_all_group_messages": all, "supports_inline_queries": false})
 	case "deleteWebhook", "setMyCommands", "sendChatAction":
 		s.mu.Lock()
 		if method == "setMyCommands" {
@@ -299,9 +313,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 			return
 		}
 	}
+	var markup struct {
+		ForceReply bool `json:"force_reply"`
+	}
+	_ = json.Unmarshal([]byte(get("reply_markup")), &markup)
 	s.mu.Lock()
 	s.nextMsg++
-	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels, URLs: urls}
+	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels, URLs: urls,
+		ForceReply: markup.ForceReply}
+	s.lastBot[chat] = true
 	s.messages[m.MessageID] = m
 	s.order = append(s.order, m.MessageID)
 	s.mu.Unlock()
@@ -416,11 +436,12 @@ func chatType(chatID int64) string {
 
 // PushText queues a text message from a user. Entities are set as
 // Telegram does: "/tidy-inbox" is a bot_command entity that Telegram
-// cuts at the hyphen (length of "/tidy"); "@name" is a mention. The
-// fake delivers every message, as Telegram does for a bot whose privacy
-// mode is off or that is a group admin
-// (core.telegram.org/bots/features#privacy-mode): the bot must pick out
-// what is addressed to it.
+// cuts at the hyphen (length of "/tidy"); "@name" is a mention. In a
+// group, the bot gets the message only as its privacy mode allows
+// (privacy.go): a message it does not get is queued for no one, recorded
+// in Withheld, and PushText returns 0. With privacy off (or as a group
+// admin) the bot gets every message and must pick out what is addressed
+// to it.
 func (s *Server) PushText(chatID, userID int64, text string) int {
 	return s.pushMessage(chatID, userID, text, 0)
 }
@@ -433,16 +454,22 @@ func (s *Server) PushReply(chatID, userID int64, replyTo int, text string) int {
 
 func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int {
 	var parent map[string]any
+	toBot := false
+	s.mu.Lock()
 	if replyTo != 0 {
-		s.mu.Lock()
 		if m, ok := s.messages[replyTo]; ok {
+			toBot = true
 			parent = map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": m.Text,
 				"from": map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName},
 				"chat": map[string]any{"id": m.ChatID, "type": chatType(m.ChatID)}}
 		} else {
 			parent = s.userMsgs[replyTo]
 		}
-		s.mu.Unlock()
+	}
+	ok := s.delivered(chatID, text, toBot)
+	s.mu.Unlock()
+	if !ok {
+		return 0
 	}
 	return s.push(func(id int) map[string]any {
 		u := textUpdate(id, chatID, userID, text)
@@ -510,6 +537,21 @@ func (s *Server) PushCallbackWithoutMessage(userID int64, data string) int {
 // PushRaw queues an arbitrary update body (update_id is set).
 func (s *Server) PushRaw(fields map[string]any) int {
 	return s.push(func(id int) map[string]any { fields["update_id"] = id; return fields })
+}
+
+// PushUndecodable queues an update that is valid JSON but does not fit
+// the Bot API's types: a text message whose text is a number. The Bot
+// API documents text as a String (core.telegram.org/bots/api#message);
+// this is the shape a changed or mangled field takes, and a typed client
+// (go-telegram-bot-api decodes the whole getUpdates array into []Update)
+// fails on it. Like any update it stays pending until an offset past
+// its id confirms it (core.telegram.org/bots/api#getupdates).
+func (s *Server) PushUndecodable(chatID, userID int64) int {
+	return s.push(func(id int) map[string]any {
+		u := textUpdate(id, chatID, userID, "")
+		u["message"].(map[string]any)["text"] = 12345
+		return u
+	})
 }
 
 // Messages returns the messages sent to a chat, in order, as they are

@@ -5,6 +5,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"strings"
 	"testing"
 )
@@ -12,23 +13,34 @@ import (
 func TestTranscriptionChecks(t *testing.T) {
 	s := New(nil, WithTranscripts(func(Transcription) string { return "hello" }))
 	defer s.Close()
+	m4a := append([]byte("\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00"), bytes.Repeat([]byte{0}, 40)...)
 	tests := []struct {
-		name, model, file string
-		audio             []byte
-		status            int
+		name, model, file, ct string
+		audio                 []byte
+		status                int
 	}{
-		{"voice note", "gpt-transcribe", "v.ogg", VoiceNote, 200},
-		{"telegram extension", "gpt-transcribe", "v.oga", VoiceNote, 400},
-		{"no model", "", "v.ogg", VoiceNote, 400},
-		{"not an ogg stream", "gpt-transcribe", "v.ogg", []byte("OggX not really"), 400},
-		{"ogg without opus head", "gpt-transcribe", "v.ogg", append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{0}, 40)...), 400},
-		{"wav", "gpt-transcribe", "v.wav", []byte("RIFF"), 200},
+		{"voice note", "gpt-transcribe", "v.ogg", "audio/ogg", VoiceNote, 200},
+		{"voice note with codecs", "gpt-transcribe", "v.ogg", "audio/ogg; codecs=opus", VoiceNote, 200},
+		{"telegram extension", "gpt-transcribe", "v.oga", "audio/ogg", VoiceNote, 400},
+		{"no model", "", "v.ogg", "audio/ogg", VoiceNote, 400},
+		{"not an ogg stream", "gpt-transcribe", "v.ogg", "audio/ogg", []byte("OggX not really"), 400},
+		{"ogg without opus head", "gpt-transcribe", "v.ogg", "audio/ogg", append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{0}, 40)...), 400},
+		{"wav", "gpt-transcribe", "v.wav", "audio/wav", []byte("RIFF"), 200},
+		{"octet-stream", "gpt-transcribe", "v.ogg", "application/octet-stream", VoiceNote, 400},
+		{"no part type", "gpt-transcribe", "v.ogg", "", VoiceNote, 400},
+		{"audio-only mp4", "gpt-transcribe", "clip.mp4", "audio/mp4", m4a, 200},
+		{"audio-only mp4 as video", "gpt-transcribe", "clip.mp4", "video/mp4", m4a, 400},
+		{"ogg sent as webm", "gpt-transcribe", "v.webm", "audio/webm", VoiceNote, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var body bytes.Buffer
 			mw := multipart.NewWriter(&body)
-			fw, _ := mw.CreateFormFile("file", tt.file)
+			h := textproto.MIMEHeader{"Content-Disposition": {`form-data; name="file"; filename="` + tt.file + `"`}}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			fw, _ := mw.CreatePart(h)
 			_, _ = fw.Write(tt.audio)
 			if tt.model != "" {
 				_ = mw.WriteField("model", tt.model)

@@ -49,6 +49,10 @@ type Request struct {
 	// ReasoningItems is how many reasoning items the input carried back,
 	// each with encrypted content this server issued.
 	ReasoningItems int
+	// Replay lists, for a Responses request, where its input does not
+	// send back the output items this server issued as they came (ids,
+	// phase, order: see replay in responses.go); empty when it does.
+	Replay []string
 	// Header holds the HTTP headers, Authorization included.
 	Header http.Header
 	// Body is the request body as sent.

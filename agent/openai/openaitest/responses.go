@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -63,6 +64,7 @@ type (
 		Arguments        string          `json:"arguments"`
 		Output           json.RawMessage `json:"output"`
 		EncryptedContent *string         `json:"encrypted_content"`
+		Phase            string          `json:"phase"`
 	}
 )
 
@@ -115,6 +117,7 @@ func (s *Server) decodeResponses(body []byte) (Request, *statusError) {
 	if err := s.decodeInput(&req, w.Input); err != nil {
 		return req, err
 	}
+	req.Replay = s.replay(w.Input)
 	if w.Stream {
 		return req, invalid("stream", "", "openaitest: streaming is not supported")
 	}
@@ -372,6 +375,7 @@ type (
 		Status  string           `json:"status"`
 		Role    string           `json:"role"`
 		Content []wireOutputText `json:"content"`
+		Phase   string           `json:"phase,omitempty"`
 	}
 	wireOutputText struct {
 		Type        string `json:"type"`
@@ -388,10 +392,15 @@ type (
 	}
 )
 
-// writeResponse answers a Responses request with reply: a reasoning item
-// first when the model reasons (its encrypted content only when the
-// request includes it), then the message, then the function calls;
-// "incomplete" with reason max_output_tokens when the reply is cut off.
+// writeResponse answers a Responses request with reply: its Output, or
+// by default a reasoning item first when the model reasons (its encrypted
+// content only when the request includes it), then the message, then the
+// function calls; "incomplete" with reason max_output_tokens when the
+// reply is cut off. Each message carries its phase: "commentary" next to
+// function calls, else "final_answer" (openai/openai-openapi openapi.yaml,
+// MessagePhase: "Labels an assistant message as intermediate commentary
+// (commentary) or the final answer (final_answer)", and OutputMessage.phase).
+// Every item is remembered, for replay (see Request.Replay).
 func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, u Usage, cut bool, sendUsage bool) {
 	out := wireResponse{
 		ID:        fmt.Sprintf("resp_openaitest_%d", req.Call),
@@ -405,33 +414,47 @@ func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, 
 	if req.ParallelToolCalls != nil {
 		out.ParallelToolCalls = *req.ParallelToolCalls
 	}
-	if u.ReasoningTokens > 0 {
-		id := fmt.Sprintf("rs_openaitest_%d", req.Call)
-		item := wireReasoningItem{ID: id, Type: "reasoning", Summary: []any{}}
-		for _, inc := range req.Include {
-			if inc == "reasoning.encrypted_content" {
-				item.EncryptedContent = s.mint(id)
-			}
-		}
-		out.Output = append(out.Output, item)
-	}
 	status := "completed"
 	if cut {
 		out.Status, status = "incomplete", "incomplete"
 		out.IncompleteDetails = &wireIncomplete{Reason: "max_output_tokens"}
 	}
-	if reply.Content != "" || len(reply.ToolCalls) == 0 && !cut {
-		out.Output = append(out.Output, wireOutputMessage{ID: fmt.Sprintf("msg_openaitest_%d", req.Call), Type: "message", Status: status, Role: "assistant",
-			Content: []wireOutputText{{Type: "output_text", Text: reply.Content, Annotations: []any{}}}})
+	items := reply.Output
+	if len(items) == 0 || cut {
+		items = defaultOutput(reply, u, cut)
 	}
-	for i, c := range reply.ToolCalls {
-		id := c.ID
-		if id == "" {
-			id = fmt.Sprintf("call_%d_%d", req.Call, i)
+	issued := make([]issuedItem, len(items))
+	for i, it := range items {
+		is := issuedItem{resp: out.ID, index: i, n: len(items), Item: it}
+		switch it.Type {
+		case "reasoning":
+			is.id = fmt.Sprintf("rs_openaitest_%d_%d", req.Call, i)
+			item := wireReasoningItem{ID: is.id, Type: "reasoning", Summary: []any{}}
+			for _, inc := range req.Include {
+				if inc == "reasoning.encrypted_content" {
+					item.EncryptedContent = s.mint(is.id)
+				}
+			}
+			out.Output = append(out.Output, item)
+		case "message":
+			is.id = fmt.Sprintf("msg_openaitest_%d_%d", req.Call, i)
+			out.Output = append(out.Output, wireOutputMessage{ID: is.id, Type: "message", Status: status, Role: "assistant", Phase: it.Phase,
+				Content: []wireOutputText{{Type: "output_text", Text: it.Text, Annotations: []any{}}}})
+		case "function_call":
+			is.id = fmt.Sprintf("fc_openaitest_%d_%d", req.Call, i)
+			out.Output = append(out.Output, wireFunctionCall{ID: is.id, Type: "function_call", Status: status,
+				CallID: it.Call.ID, Name: it.Call.Name, Arguments: it.Call.Arguments})
 		}
-		out.Output = append(out.Output, wireFunctionCall{ID: fmt.Sprintf("fc_openaitest_%d_%d", req.Call, i), Type: "function_call", Status: status,
-			CallID: id, Name: c.Name, Arguments: c.Arguments})
+		issued[i] = is
 	}
+	s.mu.Lock()
+	for _, is := range issued {
+		s.issued[is.id] = is
+		if is.Type == "function_call" {
+			s.issuedCalls[is.Call.ID] = is.id
+		}
+	}
+	s.mu.Unlock()
 	if sendUsage {
 		wu := &wireResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 		wu.InputTokensDetails.CachedTokens = u.CachedTokens
@@ -439,4 +462,143 @@ func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, 
 		out.Usage = wu
 	}
 	s.writeJSON(w, out, u)
+}
+
+// defaultOutput is the output of a reply without Output of its own.
+func defaultOutput(reply Reply, u Usage, cut bool) []Item {
+	var items []Item
+	if u.ReasoningTokens > 0 {
+		items = append(items, Reasoning())
+	}
+	if reply.Content != "" || len(reply.ToolCalls) == 0 && !cut {
+		phase := "final_answer"
+		if len(reply.ToolCalls) > 0 {
+			phase = "commentary"
+		}
+		items = append(items, OutputText(reply.Content, phase))
+	}
+	for _, c := range reply.ToolCalls {
+		items = append(items, FunctionCall(c))
+	}
+	return items
+}
+
+// issuedItem is an output item the server sent: the index-th of the n
+// items of response resp.
+type issuedItem struct {
+	Item
+	id       string
+	resp     string
+	index, n int
+}
+
+// withOutput settles a reply's tool call ids ("call_<call>_<index>" where
+// the script left them empty) and, for a reply with Output, its Content
+// and ToolCalls.
+func withOutput(req Request, r Reply) Reply {
+	if len(r.Output) == 0 {
+		r.ToolCalls = slices.Clone(r.ToolCalls)
+		for i := range r.ToolCalls {
+			if r.ToolCalls[i].ID == "" {
+				r.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", req.Call, i)
+			}
+		}
+		return r
+	}
+	r.Output = slices.Clone(r.Output)
+	r.Content, r.ToolCalls = "", nil
+	for i := range r.Output {
+		it := &r.Output[i]
+		switch it.Type {
+		case "message":
+			r.Content += it.Text
+		case "function_call":
+			if it.Call.ID == "" {
+				it.Call.ID = fmt.Sprintf("call_%d_%d", req.Call, len(r.ToolCalls))
+			}
+			r.ToolCalls = append(r.ToolCalls, it.Call)
+		}
+	}
+	return r
+}
+
+// replay lists where the input's assistant turns differ from the output
+// items this server issued, which OpenAI asks clients to send back as
+// they came: an assistant message without its phase ("preserve and
+// resend phase on all assistant messages — dropping it can degrade
+// performance": MessagePhase in openai/openai-openapi openapi.yaml, which
+// EasyInputMessage.phase and OutputMessage.phase refer to), an issued item
+// without its id or changed, and a response's items out of their order,
+// split by other items, or left out in part. The real API answers such a
+// request anyway, worse; the fake answers it too and records the list in
+// Request.Replay.
+func (s *Server) replay(raw json.RawMessage) []string {
+	var items []wireItem
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var problems []string
+	say := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	var open issuedItem // the response being replayed, open.index the last item seen
+	for i, it := range items {
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message"
+		}
+		var (
+			is issuedItem
+			ok bool
+		)
+		switch typ {
+		case "message":
+			if it.Role != "assistant" {
+				break
+			}
+			if it.Phase == "" {
+				say("input[%d]: an assistant message without its phase", i)
+			}
+			if it.ID != "" {
+				is, ok = s.issued[it.ID]
+			}
+			if ok {
+				text, _ := contentText(it.Content)
+				if it.Phase != is.Phase || text != is.Text {
+					say("input[%d]: message %s came back changed (phase %q, was %q)", i, it.ID, it.Phase, is.Phase)
+				}
+			}
+		case "function_call":
+			id, known := s.issuedCalls[it.CallID]
+			if known && it.ID != id {
+				say("input[%d]: function_call %s came back without its id %s", i, it.CallID, id)
+			}
+			if is, ok = s.issued[id]; ok && (it.Name != is.Call.Name || it.Arguments != is.Call.Arguments) {
+				say("input[%d]: function_call %s came back changed", i, it.CallID)
+			}
+		case "reasoning":
+			is, ok = s.issued[it.ID]
+		}
+		switch {
+		case ok && is.resp == open.resp && is.index != open.index+1:
+			say("input[%d]: item %d of %s out of order (after item %d)", i, is.index, is.resp, open.index)
+		case ok && is.resp != open.resp:
+			if open.resp != "" && open.index < open.n-1 {
+				say("input[%d]: %s's output is cut short at item %d of %d", i, open.resp, open.index+1, open.n)
+			}
+			if is.index != 0 {
+				say("input[%d]: %s's output starts at item %d", i, is.resp, is.index)
+			}
+		case !ok && open.resp != "" && open.index < open.n-1:
+			say("input[%d]: a %s item splits %s's output after item %d of %d", i, typ, open.resp, open.index+1, open.n)
+			open = issuedItem{}
+		}
+		if ok {
+			open = is
+		}
+	}
+	if open.resp != "" && open.index < open.n-1 {
+		say("%s's output is cut short at item %d of %d", open.resp, open.index+1, open.n)
+	}
+	return problems
 }

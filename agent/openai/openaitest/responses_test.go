@@ -133,6 +133,75 @@ func TestModelLookup(t *testing.T) {
 	if srv.ModelLookups() != 2 || srv.Calls() != 0 {
 		t.Errorf("lookups %d, calls %d", srv.ModelLookups(), srv.Calls())
 	}
+	// Without WithModels, a model the deprecations page lists has its date.
+	all := openaitest.New(nil)
+	t.Cleanup(all.Close)
+	resp, err := all.Client().Get(all.URL + "/models/gpt-5-nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = jsonDecode(resp.Body, &m)
+	if m["shutdown_date"] != "2026-12-11" {
+		t.Errorf("gpt-5-nano: %v, want shutdown_date 2026-12-11", m)
+	}
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// TestResponsesReplay: messages carry their phase, every item an id, and
+// a request that sends them back rebuilt, reordered or without phase is
+// answered with the differences listed in Request.Replay.
+func TestResponsesReplay(t *testing.T) {
+	srv := openaitest.New(openaitest.Replies(
+		openaitest.Reply{Output: []openaitest.Item{openaitest.Reasoning(), openaitest.OutputText("Looking.", "commentary"), openaitest.Reasoning(),
+			openaitest.FunctionCall(openaitest.ToolCall{ID: "call_1", Name: "f", Arguments: `{}`})}},
+		openaitest.Text("done"), openaitest.Text("done"), openaitest.Text("done"), openaitest.Text("done")))
+	t.Cleanup(srv.Close)
+	tool := `"tools":[{"type":"function","name":"f","strict":false,"parameters":{"type":"object","properties":{}}}]`
+	head := `{` + luna + `,"store":false,"include":["reasoning.encrypted_content"],"reasoning":{"effort":"low"},` + tool + `,"input":`
+	status, _, out := post(t, srv, "/v1/responses", "", head+`"hi"}`)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %v", status, out)
+	}
+	items := out["output"].([]any)
+	var kinds []string
+	for _, it := range items {
+		m := it.(map[string]any)
+		if id, _ := m["id"].(string); id == "" {
+			t.Errorf("item without id: %v", m)
+		}
+		kinds = append(kinds, m["type"].(string))
+	}
+	if strings.Join(kinds, ",") != "reasoning,message,reasoning,function_call" || items[1].(map[string]any)["phase"] != "commentary" {
+		t.Fatalf("output = %v", items)
+	}
+	raw := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	user := `{"role":"user","content":"hi"}`
+	result := `{"type":"function_call_output","call_id":"call_1","output":"ok"}`
+	tests := []struct {
+		name  string
+		input string
+		want  string // "" for no problem
+	}{
+		{"as it came", "[" + user + "," + raw(items[0]) + "," + raw(items[1]) + "," + raw(items[2]) + "," + raw(items[3]) + "," + result + "]", ""},
+		{"reordered", "[" + user + "," + raw(items[2]) + "," + raw(items[3]) + "," + raw(items[0]) + "," + raw(items[1]) + "," + result + "]", "out of order"},
+		{"rebuilt", "[" + user + "," + raw(items[0]) + `,{"role":"assistant","content":"Looking."},` + raw(items[2]) +
+			`,{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},` + result + "]", "without its phase"},
+		{"history without phase", `[{"role":"assistant","content":"Earlier answer."},` + user + "]", "without its phase"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, out := post(t, srv, "/v1/responses", "", head+tt.input+"}")
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %v", status, out)
+			}
+			req, _ := srv.LastRequest()
+			got := strings.Join(req.Replay, "; ")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("Replay = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

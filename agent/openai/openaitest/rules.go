@@ -18,13 +18,65 @@ type Model struct {
 	ShutdownDate string
 }
 
-// WithoutResponses makes the server answer 404 "Invalid URL (POST
-// /v1/responses)" to the Responses API, like OpenAI-compatible servers
-// that have only Chat Completions.
+// WithoutResponses makes the server answer 404 to the Responses API,
+// like OpenAI-compatible servers that have only Chat Completions, in the
+// words of WithNotFound.
 func WithoutResponses() Option { return func(s *Server) { s.noResponses = true } }
 
+// NotFound is how a server answers a path it does not serve.
+type NotFound int
+
+// The answers of NotFound.
+const (
+	// NotFoundInvalidURL is OpenAI's error shape with code null:
+	// {"error":{"message":"Invalid URL (POST /v1/responses)",
+	// "type":"invalid_request_error","param":null,"code":null}}, as
+	// quoted from OpenAI-compatible gateways in QuantumNous/new-api#1396.
+	NotFoundInvalidURL NotFound = iota
+	// NotFoundUnknownURL has code unknown_url: {"error":{"message":
+	// "Unknown request URL: POST /v1/responses. Please check the URL for
+	// typos, or see the docs at …","type":"invalid_request_error",
+	// "param":null,"code":"unknown_url"}}, OpenAI's answer as issue 22
+	// quotes it, and Groq's (quoted with console.groq.com/docs in
+	// client tests that classify it).
+	NotFoundUnknownURL
+	// NotFoundPlain is the text/plain "404 page not found" of Go's
+	// net/http and of gin (default404Body), which Ollama serves.
+	NotFoundPlain
+	// NotFoundDetail is FastAPI's default {"detail":"Not Found"}
+	// (fastapi.tiangolo.com/tutorial/handling-errors), which vLLM and
+	// LiteLLM serve.
+	NotFoundDetail
+)
+
+// WithNotFound sets how the server answers a path it does not serve
+// (NotFoundInvalidURL by default).
+func WithNotFound(kind NotFound) Option { return func(s *Server) { s.notFound = kind } }
+
+// Deprecations are the shutdown dates OpenAI's deprecations page
+// (https://developers.openai.com/api/docs/deprecations) announces for
+// the models the bot might be configured with, which GET /models/{id}
+// reports as shutdown_date (the page: "call the List models endpoint …
+// and check each model's optional shutdown_date field"):
+//   - "2026-06-11: GPT-5 and o3 model deprecations": gpt-5, gpt-5-mini,
+//     gpt-5-nano, gpt-5-pro, o3 and o3-pro and their snapshots, shut down
+//     on 2026-12-11;
+//   - "2026-10-14: GPT-4 family": GPT-4o (gpt-4o-2024-08-06,
+//     gpt-4o-2024-11-20), GPT-4o mini (gpt-4o-mini-2024-07-18), GPT-4.1
+//     (gpt-4.1-2025-04-14) and GPT-4.1 mini (gpt-4.1-mini-2025-04-14),
+//     shut down on 2027-01-14.
+var Deprecations = map[string]string{
+	"gpt-5": "2026-12-11", "gpt-5-2025-08-07": "2026-12-11", "gpt-5-mini": "2026-12-11", "gpt-5-mini-2025-08-07": "2026-12-11",
+	"gpt-5-nano": "2026-12-11", "gpt-5-nano-2025-08-07": "2026-12-11", "gpt-5-pro": "2026-12-11", "gpt-5-pro-2025-10-06": "2026-12-11",
+	"o3": "2026-12-11", "o3-2025-04-16": "2026-12-11", "o3-pro": "2026-12-11", "o3-pro-2025-06-10": "2026-12-11",
+	"gpt-4o": "2027-01-14", "gpt-4o-2024-08-06": "2027-01-14", "gpt-4o-2024-11-20": "2027-01-14", "gpt-4o-mini": "2027-01-14",
+	"gpt-4o-mini-2024-07-18": "2027-01-14", "gpt-4.1": "2027-01-14", "gpt-4.1-2025-04-14": "2027-01-14", "gpt-4.1-mini": "2027-01-14",
+	"gpt-4.1-mini-2025-04-14": "2027-01-14",
+}
+
 // WithModels makes GET /models/{id} know only these models; by default
-// it knows every model it is asked about, with no shutdown date.
+// it knows every model it is asked about, with the shutdown date
+// Deprecations gives it, if any.
 func WithModels(models ...Model) Option {
 	return func(s *Server) {
 		s.models = map[string]Model{}
@@ -96,7 +148,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusUnauthorized, &APIError{Message: "Incorrect API key provided.", Type: "invalid_request_error", Code: "invalid_api_key"})
 		return
 	}
-	m, ok := Model{ID: id}, true
+	m, ok := Model{ID: id, ShutdownDate: Deprecations[id]}, true
 	if models != nil {
 		m, ok = models[id]
 	}

@@ -22,6 +22,13 @@ type Reply struct {
 	Content string
 	// ToolCalls are the function calls of the reply.
 	ToolCalls []ToolCall
+	// Output, when set, is the reply's output items on the Responses API
+	// in this order (two messages, a reasoning item between a message
+	// and a call), for a script that needs an order other than the
+	// default: reasoning, message, calls. Content and ToolCalls are
+	// then taken from it (the texts joined), for Chat Completions and
+	// for the usage.
+	Output []Item
 	// FinishReason defaults to "tool_calls" when there are tool calls and
 	// "stop" otherwise; "length" simulates a cut-off reply.
 	FinishReason string
@@ -46,6 +53,27 @@ type Reply struct {
 	// Delay is added to the server's latency before this reply.
 	Delay time.Duration
 }
+
+// Item is one output item of a Responses reply (Reply.Output).
+type Item struct {
+	// Type is "reasoning", "message" or "function_call".
+	Type string
+	// Text and Phase are a message's: its output_text and its phase,
+	// "commentary" or "final_answer" (MessagePhase in openai/openai-openapi
+	// openapi.yaml).
+	Text, Phase string
+	// Call is a function_call's.
+	Call ToolCall
+}
+
+// Reasoning is a reasoning output item.
+func Reasoning() Item { return Item{Type: "reasoning"} }
+
+// OutputText is a message output item with its phase.
+func OutputText(text, phase string) Item { return Item{Type: "message", Text: text, Phase: phase} }
+
+// FunctionCall is a function_call output item.
+func FunctionCall(c ToolCall) Item { return Item{Type: "function_call", Call: c} }
 
 // Usage is the token usage of a completion. ReasoningTokens are part of
 // CompletionTokens and CachedTokens part of PromptTokens, as OpenAI

@@ -11,7 +11,9 @@
 // (a Responses request's input items onto the same Request: see Request),
 // checked the way the real API checks it, recorded (Requests, Calls) and,
 // if it passes, answered with the script's Reply for it, on the Responses
-// API with reasoning, message and function_call output items:
+// API with reasoning, message (with its phase) and function_call output
+// items, each with an id; where a later request does not send them back
+// as they came, Request.Replay says how:
 //
 //	srv := openaitest.New(openaitest.Replies(
 //		openaitest.Call("get_overview", `{}`),
@@ -113,6 +115,8 @@ type Server struct {
 	responses int
 	// noResponses answers 404 for /responses, like servers without it.
 	noResponses bool
+	// notFound is how a path the server does not serve is answered.
+	notFound NotFound
 	// models, when not nil, are the only models GET /models/{id} knows.
 	models map[string]Model
 	// reasoning are model names to treat as reasoning models besides
@@ -133,6 +137,14 @@ type Server struct {
 	// transcribe answers /audio/transcriptions (nil: 404).
 	transcribe     func(Transcription) string
 	transcriptions []Transcription
+	// audioLength is how long an upload plays (WithAudioLength).
+	audioLength func(Transcription) time.Duration
+	// jsonOnly refuses verbose_json (WithJSONOnly).
+	jsonOnly bool
+	// issued are the Responses output items sent, by item id, and
+	// issuedCalls the item ids of the function calls by call_id.
+	issued      map[string]issuedItem
+	issuedCalls map[string]string
 }
 
 // The endpoints a request can come to (Request.API).
@@ -175,7 +187,8 @@ func New(script Script, opts ...Option) *Server {
 	if script == nil {
 		script = func(Request) Reply { return Text("OK") }
 	}
-	s := &Server{script: script, formats: map[string]bool{}, reasoning: map[string]bool{}, prefixes: map[[32]byte]bool{}, secret: make([]byte, 32)}
+	s := &Server{script: script, formats: map[string]bool{}, reasoning: map[string]bool{}, prefixes: map[[32]byte]bool{}, secret: make([]byte, 32),
+		issued: map[string]issuedItem{}, issuedCalls: map[string]string{}}
 	_, _ = rand.Read(s.secret)
 	for _, o := range opts {
 		o(s)
@@ -312,11 +325,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.misses++
+	kind := s.notFound
 	s.mu.Unlock()
-	writeError(w, http.StatusNotFound, &APIError{
-		Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
-		Type:    "invalid_request_error",
-	})
+	switch kind {
+	case NotFoundUnknownURL:
+		writeError(w, http.StatusNotFound, &APIError{
+			Message: fmt.Sprintf("Unknown request URL: %s %s. Please check the URL for typos, or see the docs at https://platform.openai.com/docs/api-reference/.", r.Method, r.URL.Path),
+			Type:    "invalid_request_error",
+			Code:    "unknown_url",
+		})
+	case NotFoundPlain:
+		http.NotFound(w, r)
+	case NotFoundDetail:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"detail":"Not Found"}`)
+	default:
+		writeError(w, http.StatusNotFound, &APIError{
+			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
+			Type:    "invalid_request_error",
+		})
+	}
 }
 
 // serveCompletion answers a chat completion or a response.
@@ -372,7 +401,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, api str
 		s.writeReplyError(w, reply)
 		return
 	}
-	reply, u, cut, sendUsage := s.outcome(req, reply, noUsage)
+	reply, u, cut, sendUsage := s.outcome(req, withOutput(req, reply), noUsage)
 	if api == APIResponses {
 		s.writeResponse(w, req, reply, u, cut, sendUsage)
 		return
@@ -522,12 +551,8 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 	if reply.Content != "" || len(reply.ToolCalls) == 0 {
 		msg.Content = &reply.Content
 	}
-	for i, c := range reply.ToolCalls {
-		id := c.ID
-		if id == "" {
-			id = fmt.Sprintf("call_%d_%d", req.Call, i)
-		}
-		wc := wireToolCall{ID: id, Type: "function"}
+	for _, c := range reply.ToolCalls {
+		wc := wireToolCall{ID: c.ID, Type: "function"}
 		wc.Function.Name = c.Name
 		wc.Function.Arguments = c.Arguments
 		msg.ToolCalls = append(msg.ToolCalls, wc)

@@ -313,11 +313,30 @@ func TestLatencyEndsWithTheClient(t *testing.T) {
 }
 
 func TestUnknownPath(t *testing.T) {
-	srv := openaitest.New(nil)
-	t.Cleanup(srv.Close)
-	status, _, out := post(t, srv, "/v1/completions", "", hello)
-	if status != http.StatusNotFound || !strings.Contains(errorOf(t, out)["message"].(string), "Invalid URL (POST /v1/completions)") {
-		t.Errorf("status, body = %d, %v", status, out)
+	tests := []struct {
+		kind openaitest.NotFound
+		want string
+	}{
+		{openaitest.NotFoundInvalidURL, `"message":"Invalid URL (POST /v1/completions)"`},
+		{openaitest.NotFoundUnknownURL, `"code":"unknown_url"`},
+		{openaitest.NotFoundPlain, "404 page not found"},
+		{openaitest.NotFoundDetail, `{"detail":"Not Found"}`},
+	}
+	for _, tt := range tests {
+		srv := openaitest.New(nil, openaitest.WithNotFound(tt.kind), openaitest.WithoutResponses())
+		t.Cleanup(srv.Close)
+		for _, path := range []string{"/v1/completions", "/v1/responses"} {
+			resp, err := srv.Client().Post(strings.TrimSuffix(srv.URL, "/v1")+path, "application/json", strings.NewReader(hello))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := strings.ReplaceAll(tt.want, "/v1/completions", path)
+			if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), want) {
+				t.Errorf("%s: status, body = %d, %s; want 404 with %s", path, resp.StatusCode, body, want)
+			}
+		}
 	}
 }
 

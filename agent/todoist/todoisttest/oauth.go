@@ -3,6 +3,10 @@ package todoisttest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -31,10 +35,21 @@ import (
 //     "Bearer"}; a wrong code is 400 {"error": "bad_authorization_code"},
 //     wrong app credentials 400 {"error": "incorrect_application_credentials"};
 //     a code works once;
-//   - DELETE /api/v1/access_tokens with client_id, client_secret and
-//     access_token revokes the token (operation
-//     revoke_access_token_api_api_v1_access_tokens_delete); the older
-//     SDKs POST the same fields to access_tokens/revoke, also accepted.
+//   - a token may do what its scopes grant (scope.go);
+//   - POST /api/v1/revoke revokes a token as RFC 7009 has it: the app's
+//     client_id and client_secret in HTTP Basic authentication, the body
+//     {"token": …, "token_type_hint": "access_token"} (JSON, as the
+//     TypeScript SDK's revokeToken sends it; a form, as RFC 7009 §2.1
+//     does, is read too); 200 whether or not the token was known (RFC
+//     7009 §2.2), 401 invalid_client for wrong credentials (RFC 6749
+//     §5.2). WithoutRevoke turns it off, as on a Todoist older than it;
+//   - the legacy DELETE /api/v1/access_tokens with client_id,
+//     client_secret and access_token (operation
+//     revoke_access_token_api_api_v1_access_tokens_delete; the
+//     TypeScript SDK's revokeAuthToken, removed in its PR #482 of
+//     2026-03-11 in favour of revokeToken) revokes the token too; the
+//     older SDKs POST the same fields to access_tokens/revoke, also
+//     accepted.
 type Service struct {
 	// URL is the API base URL (TODOIST_API_URL); AuthURL the OAuth base
 	// (TODOIST_AUTH_URL).
@@ -48,6 +63,9 @@ type Service struct {
 	accounts map[string]*Account // by session
 	codes    map[string]grant    // authorization codes not yet exchanged
 	tokens   map[string]*Account // access tokens in force
+	revokes  map[string]int      // revocation requests by "METHOD path"
+	noRevoke bool                // POST /api/v1/revoke is not served
+	scopes   map[string]string   // the scopes granted to each token, joined by commas
 	denied   map[string]bool     // sessions that press "Cancel"
 }
 
@@ -79,10 +97,11 @@ var ValidScopes = []string{"task:add", "data:read", "data:read_write", "data:del
 // NewService starts a fake Todoist with no account; the server closes
 // when the test ends.
 func NewService(tb testing.TB) *Service {
-	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, denied: map[string]bool{}}
+	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, scopes: map[string]string{}, revokes: map[string]int{}, denied: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /oauth/authorize", s.authorize)
 	mux.HandleFunc("POST /oauth/access_token", s.accessToken)
+	mux.HandleFunc("POST /api/v1/revoke", s.revokeRFC7009)
 	mux.HandleFunc("DELETE /api/v1/access_tokens", s.revoke)
 	mux.HandleFunc("POST /api/v1/access_tokens/revoke", s.revoke)
 	mux.HandleFunc("/api/v1/", s.api)
@@ -135,6 +154,17 @@ func (a *Account) Tokens() []string {
 		}
 	}
 	return out
+}
+
+// Grant returns a new access token to a's account with the given
+// scopes, as if a had authorized an app asking for them.
+func (a *Account) Grant(scopes ...string) string {
+	a.svc.mu.Lock()
+	defer a.svc.mu.Unlock()
+	tok := randHex(20)
+	a.svc.tokens[tok] = a
+	a.svc.scopes[tok] = strings.Join(scopes, ",")
+	return tok
 }
 
 // RevokeAll revokes every token of a, as removing the app under
@@ -247,10 +277,77 @@ func (s *Service) accessToken(w http.ResponseWriter, r *http.Request) {
 	delete(s.codes, code)
 	tok := randHex(20)
 	s.tokens[tok] = g.acct
+	s.scopes[tok] = g.scope
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "token_type": "Bearer"})
 }
 
+// WithoutRevoke makes POST /api/v1/revoke answer 404, as a Todoist
+// with only the legacy endpoint would.
+func (s *Service) WithoutRevoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRevoke = true
+}
+
+// RevokeRequests returns how many revocation requests came to each
+// endpoint, by "METHOD path" ("POST /api/v1/revoke").
+func (s *Service) RevokeRequests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.revokes)
+}
+
+func (s *Service) revokeRFC7009(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.revokes[r.Method+" "+r.URL.Path]++
+	off := s.noRevoke
+	s.mu.Unlock()
+	if off {
+		writeJSON(w, http.StatusNotFound, &apiError{Error: "Not found", ErrorCode: 478, ErrorTag: "NOT_FOUND", HTTPCode: 404, ErrorExtra: map[string]any{}})
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	s.mu.Lock()
+	app, known := s.apps[id]
+	s.mu.Unlock()
+	if !ok || !known || app.ClientSecret != secret {
+		w.Header().Set("WWW-Authenticate", `Basic realm="todoist"`)
+		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client"})
+		return
+	}
+	var body struct {
+		Token         string `json:"token"`
+		TokenTypeHint string `json:"token_type_hint"`
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil {
+			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+			return
+		}
+	default:
+		if err := r.ParseForm(); err != nil {
+			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+			return
+		}
+		body.Token, body.TokenTypeHint = r.PostForm.Get("token"), r.PostForm.Get("token_type_hint")
+	}
+	if body.Token == "" {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+		return
+	}
+	s.mu.Lock()
+	delete(s.tokens, body.Token)
+	delete(s.scopes, body.Token)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
 func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.revokes[r.Method+" "+r.URL.Path]++
+	s.mu.Unlock()
 	if err := r.ParseForm(); err != nil { // query and, for POST, the form
 		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
 		return
@@ -270,17 +367,18 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// api serves the API v1 of the account the bearer token belongs to.
+// api serves the API v1 of the account the bearer token belongs to,
+// within the scopes granted to the token (scope.go).
 func (s *Service) api(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
-	acct := s.tokens[tok]
+	acct, scope := s.tokens[tok], s.scopes[tok]
 	s.mu.Unlock()
 	if acct == nil || tok == "" {
 		writeJSON(w, http.StatusUnauthorized, &apiError{Error: "Invalid token", ErrorCode: 401, ErrorTag: "AUTH_INVALID_TOKEN", HTTPCode: 401, ErrorExtra: map[string]any{}})
 		return
 	}
-	r = r.Clone(r.Context())
+	r = r.Clone(withScopes(r.Context(), parseScopes(scope)))
 	r.Header.Set("Authorization", "Bearer "+acct.Token)
 	acct.ServeHTTP(w, r)
 }

@@ -230,6 +230,9 @@ type userJSON struct {
 func (s *Server) userJSON() userJSON {
 	u := userJSON{ID: s.st.userID, Email: "tester@example.com", FullName: "Test User",
 		InboxProjectID: s.st.inboxID, Lang: "en", StartDay: 1, PremiumStatus: "not_premium"}
+	if s.fullName != "" || s.email != "" {
+		u.FullName, u.Email = s.fullName, s.email
+	}
 	// tz_info as in the User example of developer.todoist.com/api/v1
 	// #tag/Sync/User.
 	_, off := s.now().In(s.tz).Zone()

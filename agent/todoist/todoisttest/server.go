@@ -110,6 +110,8 @@ type Server struct {
 	tokenOrder []string
 	// stale, if set, is what delayed full syncs answer.
 	stale *staleFull
+	// fullName and email are the user's (GET /user; WithUser).
+	fullName, email string
 }
 
 // Limits are plan limits (Todoist's documented example of a free plan:
@@ -170,6 +172,13 @@ func WithTimezone(name string) Option {
 // the same in every run that makes the same requests in the same order).
 func WithSeed(seed uint64) Option {
 	return func(s *Server) { s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+}
+
+// WithUser sets the account's user's full_name and email, as GET /user
+// reports them (developer.todoist.com/api/v1 #tag/Sync/User; the default
+// is "Test User", tester@example.com).
+func WithUser(fullName, email string) Option {
+	return func(s *Server) { s.fullName, s.email = fullName, email }
 }
 
 // WithLimits sets plan limits.
@@ -454,6 +463,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f, ok := s.takeFault(key); ok {
 		s.writeFault(w, f)
+		return
+	}
+	if r.Method == http.MethodGet && !scopesOf(r).allow(canRead) {
+		s.writeError(w, http.StatusForbidden, 403, "AUTH_INSUFFICIENT_TOKEN_SCOPE", "Insufficient Token scope", map[string]any{"access_type": "access_token"})
 		return
 	}
 	s.mux.ServeHTTP(w, r)

@@ -109,13 +109,18 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	granted := scopesOf(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(types) > 0 && !granted.allow(canRead) {
+		s.writeErrorLocked(w, http.StatusForbidden, 403, "AUTH_INSUFFICIENT_TOKEN_SCOPE", "Insufficient Token scope", map[string]any{"access_type": "access_token"})
+		return
+	}
 	s.syncCount++
 	token := fmt.Sprintf("fake-%016x", s.rng.Uint64())
 	resp := map[string]any{"sync_token": token, "full_sync": len(types) > 0}
 	if len(rawCmds) > 0 {
-		status, mapping := s.applyCommands(cmds)
+		status, mapping := s.applyCommands(cmds, granted)
 		resp["sync_status"] = status
 		resp["temp_id_mapping"] = mapping
 	}
@@ -297,8 +302,9 @@ type staleFull struct {
 	st State
 }
 
-// applyCommands runs commands in order. Callers hold s.mu.
-func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mapping map[string]string) {
+// applyCommands runs commands in order, those the token's scopes
+// cover. Callers hold s.mu.
+func (s *Server) applyCommands(cmds []syncCommand, granted scopes) (status map[string]any, mapping map[string]string) {
 	status = make(map[string]any, len(cmds))
 	mapping = map[string]string{}
 	temp := map[string]string{} // temp id → real id, for this request
@@ -313,6 +319,10 @@ func (s *Server) applyCommands(cmds []syncCommand) (status map[string]any, mappi
 			// temp_id_mapping, and the temp id unknown to the rest of the
 			// request.
 			status[c.UUID] = "ok"
+			continue
+		}
+		if !granted.allow(commandNeeds(c.Type)) {
+			status[c.UUID] = s.scopeError()
 			continue
 		}
 		if f := s.cmdFault; f != nil && f.left != 0 {

@@ -1,0 +1,241 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// flaky fails the posts of answers ("did: …") as fail says, recording
+// when each was tried.
+type flaky struct {
+	mu    sync.Mutex
+	tries []time.Time
+	fail  func(n int) error // n: the try, from 1
+}
+
+func (f *flaky) onSend(m Outgoing) error {
+	if !strings.HasPrefix(m.Text, "did: ") {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tries = append(f.tries, time.Now())
+	return f.fail(len(f.tries))
+}
+
+func (f *flaky) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.tries)
+}
+
+// TestFailedPostIsTriedAgainWhileRunning: an answer whose post fails
+// (a 502, twice) is posted by the running bot, after a backoff, without
+// waiting for a restart; its outbox entry then goes.
+func TestFailedPostIsTriedAgainWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{fail: func(n int) error {
+			if n <= 2 {
+				return errors.New("502 bad gateway")
+			}
+			return nil
+		}}
+		plat := newTelegram()
+		plat.onSend = f.onSend
+		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h.handle(t, msg("tidy", "e1"))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := f.count(); n != 3 {
+			t.Fatalf("the answer was tried %d times, want 3 (two failures, then posted)", n)
+		}
+		if gap := f.tries[1].Sub(f.tries[0]); gap < retryFirst {
+			t.Errorf("tried again after %v, want a backoff of at least %v", gap, retryFirst)
+		}
+		if got := plat.texts(); strings.Count(strings.Join(got, "\n"), "did: tidy") != 1 {
+			t.Errorf("posted %q, want the answer once", got)
+		}
+		h.store.mu.Lock()
+		left := len(h.store.outbox)
+		h.store.mu.Unlock()
+		if left != 0 {
+			t.Errorf("%d entries left in the outbox", left)
+		}
+	})
+}
+
+// TestRetryHonoursRetryAfter: a post still rate limited after the send
+// queue's own retries is tried again no sooner than the platform's
+// Retry-After.
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const after = 3 * time.Minute
+		f := &flaky{fail: func(n int) error {
+			if n <= maxRateLimitRetries+1 {
+				return RetryLater(errors.New("429"), after)
+			}
+			return nil
+		}}
+		plat := newTelegram()
+		plat.onSend = f.onSend
+		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h.handle(t, msg("tidy", "e1"))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := f.count(); n != maxRateLimitRetries+2 {
+			t.Fatalf("tried %d times, want %d", n, maxRateLimitRetries+2)
+		}
+		last := len(f.tries) - 1
+		if gap := f.tries[last].Sub(f.tries[last-1]); gap < after {
+			t.Errorf("tried again %v after a 429 with Retry-After %v", gap, after)
+		}
+		if got := plat.texts(); strings.Count(strings.Join(got, "\n"), "did: tidy") != 1 {
+			t.Errorf("posted %q, want the answer once", got)
+		}
+	})
+}
+
+// TestRetriesGiveUpAndKeepTheEntry: a post that keeps failing is tried
+// for retryFor, then left in the outbox for the next start, with a log
+// line; nothing is tried after that.
+func TestRetriesGiveUpAndKeepTheEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{fail: func(int) error { return errors.New("503") }}
+		plat := newTelegram()
+		plat.onSend = f.onSend
+		var logs logBuffer
+		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		h.handle(t, msg("tidy", "e1"))
+		time.Sleep(retryFor + retryMax)
+		synctest.Wait()
+		n := f.count()
+		if n < 5 || n > 20 {
+			t.Fatalf("tried %d times in %v, want a bounded backoff", n, retryFor)
+		}
+		if span := f.tries[n-1].Sub(f.tries[0]); span > retryFor {
+			t.Errorf("kept trying for %v, want at most %v", span, retryFor)
+		}
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		if f.count() != n {
+			t.Errorf("tried again after giving up")
+		}
+		if !strings.Contains(logs.String(), "retries given up") {
+			t.Errorf("no log line says the retries were given up:\n%s", logs.String())
+		}
+		h.store.mu.Lock()
+		left := len(h.store.outbox)
+		h.store.mu.Unlock()
+		if left != 1 {
+			t.Errorf("%d entries in the outbox, want the answer kept for the next start", left)
+		}
+	})
+}
+
+// resender is a platform that keeps each post's Ref and finds it again,
+// as Slack's message metadata lets the adapter do.
+type resender struct {
+	*fakePlatform
+	resends int
+}
+
+func (r *resender) Resend(ctx context.Context, m Outgoing, _ time.Time) (string, error) {
+	r.mu.Lock()
+	r.resends++
+	for i, s := range r.sent {
+		if s.Ref == m.Ref {
+			r.mu.Unlock()
+			return fmt.Sprintf("m%d", i+1), nil
+		}
+	}
+	r.mu.Unlock()
+	return r.Send(ctx, m)
+}
+
+// TestRestartLooksBeforePostingAgain: an answer posted just before a
+// crash (its entry still in the outbox) is looked for, not posted again,
+// on a platform that can look (Resender); one never posted is posted,
+// once. Every post carries its entry's id.
+func TestRestartLooksBeforePostingAgain(t *testing.T) {
+	st := newMemStore()
+	now := time.Now()
+	posted := Outbound{ID: "ob1", Platform: "slack", Msg: Outgoing{ChatID: "D1", Text: "Done: one"}, Created: now}
+	lost := Outbound{ID: "ob2", Platform: "slack", Msg: Outgoing{ChatID: "D1", Text: "Done: two"}, Created: now}
+	if err := st.Commit(t.Context(), Change{Send: []Outbound{posted, lost}}); err != nil {
+		t.Fatal(err)
+	}
+	plat := &resender{fakePlatform: &fakePlatform{name: "slack"}}
+	first := posted.Msg
+	first.Ref = posted.ID
+	plat.sent = []Outgoing{first} // it reached Slack; the crash came before it was recorded
+	b := New(st, &fakeAgent{}, Config{Workers: 1})
+	b.AddPlatform(plat)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	if got := plat.texts(); joined(got) != "Done: one | Done: two" {
+		t.Errorf("posted %q, want each answer once", got)
+	}
+	if plat.resends != 2 {
+		t.Errorf("Resend called %d times, want 2 (each entry left by the crash)", plat.resends)
+	}
+	if plat.last().Ref != "ob2" {
+		t.Errorf("the post carries Ref %q, want its entry's id", plat.last().Ref)
+	}
+	if left, _ := st.Outbox(t.Context()); len(left) != 0 {
+		t.Errorf("outbox: %+v", left)
+	}
+}
+
+// TestRetryAfterALostResponseLooksFirst: a post that reached the
+// platform but whose answer was lost (a timeout) is tried again through
+// Resend, which finds it: the answer is shown once.
+func TestRetryAfterALostResponseLooksFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		plat := &resender{fakePlatform: newTelegram()}
+		lost := false
+		plat.onSend = func(m Outgoing) error {
+			if strings.HasPrefix(m.Text, "did: ") && !lost {
+				lost = true
+				plat.mu.Lock()
+				plat.sent = append(plat.sent, m) // Slack has it
+				plat.mu.Unlock()
+				return errors.New("context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
+			}
+			return nil
+		}
+		h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: plat.fakePlatform}
+		h.bot = New(h.store, h.agent, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h.bot.AddPlatform(plat)
+		if err := h.bot.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer h.bot.Stop()
+		h.handle(t, msg("tidy", "e1"))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := plat.texts(); strings.Count(joined(got), "did: tidy") != 1 {
+			t.Errorf("posted %q, want the answer once", got)
+		}
+		plat.mu.Lock()
+		resends := plat.resends
+		plat.mu.Unlock()
+		if resends != 1 {
+			t.Errorf("Resend called %d times, want 1", resends)
+		}
+		if left, _ := h.store.Outbox(t.Context()); len(left) != 0 {
+			t.Errorf("outbox: %+v", left)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// What a person said is gone from the database file after /reset, not
+// only from the model's sight: grep finds it nowhere, free pages
+// included (issue 21, "Data really gone").
+func TestResetLeavesNoTextInTheDatabase(t *testing.T) {
+	e := newEnv(t)
+	const marker = "ZEBRA-CROSSING-93c1"
+	out := e.chat(t, "please remember "+marker+"\nand "+marker+" again\n/reset\n", nil)
+	if !strings.Contains(out, "I forgot our conversation here") {
+		t.Fatalf("no /reset confirmation:\n%s", out)
+	}
+	db, err := os.ReadFile(e.cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.Index(db, []byte(marker)); i >= 0 {
+		t.Errorf("after /reset the database file holds %q: …%q…", marker, db[max(0, i-60):i+len(marker)])
+	}
+}

@@ -1,0 +1,671 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// deleteBatch bounds the values one transaction of Prune or
+// DeleteConversation deletes or seals again (a run counts with its
+// journal, which goes whole): the writer, which every message and every
+// run's step wait for, is never held for a whole history at once. Each
+// transaction costs an fsync: BenchmarkPruneWriterWait weighs the
+// longest wait of another writer against the prune's own time.
+var deleteBatch = 1024
+
+// onBatch, when set (tests), hears how many values each such
+// transaction touched.
+var onBatch func(n int)
+
+// batch runs fn, which touches up to deleteBatch values and reports how
+// many and whether more are left, in write transactions until none is.
+// fn may run more than once for one transaction (see update): it sets
+// its results, never adds to them.
+func (s *Store) batch(ctx context.Context, fn func(tx *bolt.Tx) (n int, more bool, err error)) (int, error) {
+	total := 0
+	for {
+		var n int
+		var more bool
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			var err error
+			n, more, err = fn(tx)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		if onBatch != nil {
+			onBatch(n)
+		}
+		total += n
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+// view runs fn in a read transaction.
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// Prune implements bot.Store. It also deletes the pending requests
+// (bot's "pending:…" settings) made before t, the Todoist snapshots last
+// saved before t, and the data keys of periods before t, sealing again
+// with a current key the few values still sealed with one: what Prune
+// (or an overwrite) left on free pages cannot be opened any more.
+func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error) {
+	var n bot.Pruned
+	var threads [][]byte
+	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
+		return n, fmt.Errorf("store: prune: %w", err)
+	}
+	// Messages are appended in time order: each thread's are deleted
+	// from its first up to the first kept, several threads to a
+	// transaction (most have a few old messages each).
+	for ti := 0; ti < len(threads); {
+		var done, next int
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			done, next = 0, ti
+			for next < len(threads) && done < deleteBatch {
+				finished := true
+				if b := tx.Bucket(bucketMessages).Bucket(threads[next]); b != nil {
+					c := b.Cursor()
+					for k, v := c.First(); k != nil; k, v = c.First() {
+						if done == deleteBatch {
+							finished = false
+							break
+						}
+						// A message whose key is gone is unreadable
+						// already: it goes too.
+						var m bot.Message
+						err := s.decodeSealed(tx, v, &m)
+						if err != nil && !errors.Is(err, errKeyGone) {
+							return fmt.Errorf("messages of %s: %w", threads[next], err)
+						}
+						if err == nil && !m.At.Before(before) {
+							break
+						}
+						if err := c.Delete(); err != nil {
+							return err
+						}
+						done++
+					}
+				}
+				if finished {
+					next++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("store: prune: %w", err)
+		}
+		if onBatch != nil {
+			onBatch(done)
+		}
+		n.Messages += done
+		ti = next
+	}
+	var old [][]byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(id, v []byte) error {
+			r, err := s.decodeRun(tx, v)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			if !busy(r) && r.Updated.Before(before) {
+				old = append(old, bytes.Clone(id))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return n, fmt.Errorf("store: prune: %w", err)
+	}
+	runs, audit, err := s.deleteRuns(ctx, old, func(r *bot.Run) bool { return !busy(r) && r.Updated.Before(before) })
+	n.Runs, n.Audit = runs, audit
+	if err != nil {
+		return n, fmt.Errorf("store: prune runs: %w", err)
+	}
+	if err := s.prunePending(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune pending requests: %w", err)
+	}
+	if err := s.pruneSnapshots(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune snapshots: %w", err)
+	}
+	if err := s.pruneKeys(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune data keys: %w", err)
+	}
+	return n, nil
+}
+
+// deleteRuns deletes the runs ids that still pass doomed, in batches;
+// a run counts as one value, and one more per journal entry (a run's
+// journal goes whole, with its run).
+func (s *Store) deleteRuns(ctx context.Context, ids [][]byte, doomed func(*bot.Run) bool) (runs, audit int, err error) {
+	for len(ids) > 0 {
+		var r, a, taken int
+		_, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+			r, a, taken = 0, 0, 0
+			work := 0
+			for _, id := range ids {
+				if taken > 0 && work >= deleteBatch {
+					break
+				}
+				taken++
+				work++
+				raw := tx.Bucket(bucketRuns).Get(id)
+				if raw == nil {
+					continue
+				}
+				run, err := s.decodeRun(tx, raw)
+				if err != nil {
+					return 0, false, fmt.Errorf("run %s: %w", id, err)
+				}
+				if !doomed(run) {
+					continue
+				}
+				n, err := deleteRun(tx, run)
+				if err != nil {
+					return 0, false, err
+				}
+				r, a, work = r+1, a+n, work+n
+			}
+			return work, false, nil
+		})
+		if err != nil {
+			return runs, audit, err
+		}
+		runs, audit = runs+r, audit+a
+		ids = ids[taken:]
+	}
+	return runs, audit, nil
+}
+
+// DeleteConversation implements bot.Store. The conversation's data keys
+// are destroyed: what its deleted values left on free pages cannot be
+// opened. The runs it keeps (working or queued) and the thread's jobs are
+// sealed again with a new key first.
+func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
+	var old [][]byte
+	var cutoff uint64
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		// From here on the thread's new values take a new key.
+		if old, err = retire(tx, threadKey); err != nil {
+			return err
+		}
+		cutoff = 0
+		if b := tx.Bucket(bucketMessages).Bucket([]byte(threadKey)); b != nil {
+			cutoff = b.Sequence()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	_, err = s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+		b := tx.Bucket(bucketMessages).Bucket([]byte(threadKey))
+		if b == nil {
+			return 0, false, nil
+		}
+		c, done := b.Cursor(), 0
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= cutoff; k, _ = c.First() {
+			if done == deleteBatch {
+				return done, true, nil
+			}
+			if err := c.Delete(); err != nil {
+				return done, false, err
+			}
+			done++
+		}
+		if b.Stats().KeyN == 0 && b.Sequence() == cutoff {
+			return done, false, tx.Bucket(bucketMessages).DeleteBucket([]byte(threadKey))
+		}
+		return done, false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	var ids [][]byte
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		ids = keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey)))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	if _, _, err := s.deleteRuns(ctx, ids, func(r *bot.Run) bool { return !busy(r) }); err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	doomed := idSet(old)
+	var left []loc
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		left = sealedWith(tx, doomed, func(visit visitor) { threadValues(tx, threadKey, visit) })
+		return nil
+	}); err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	if err := s.resealAndDestroy(ctx, doomed, left, old); err != nil {
+		return fmt.Errorf("store: delete conversation %s: %w", threadKey, err)
+	}
+	return nil
+}
+
+// loc is where a value is: a top bucket, a nested bucket in it (nil for
+// none) and its key.
+type loc struct{ top, nested, key []byte }
+
+type visitor func(l loc, v []byte)
+
+// nestedValues visits every value of the nested buckets of top.
+func nestedValues(tx *bolt.Tx, top []byte, visit visitor) {
+	b := tx.Bucket(top)
+	_ = b.ForEach(func(name, v []byte) error {
+		if v != nil {
+			return nil
+		}
+		_ = b.Bucket(name).ForEach(func(k, v []byte) error {
+			visit(loc{top, name, k}, v)
+			return nil
+		})
+		return nil
+	})
+}
+
+func flatValues(tx *bolt.Tx, top []byte, visit visitor) {
+	_ = tx.Bucket(top).ForEach(func(k, v []byte) error {
+		if v != nil {
+			visit(loc{top, nil, k}, v)
+		}
+		return nil
+	})
+}
+
+// allValues visits every value that may be sealed.
+func allValues(tx *bolt.Tx, visit visitor) {
+	nestedValues(tx, bucketMessages, visit)
+	nestedValues(tx, bucketAudit, visit)
+	for _, top := range [][]byte{bucketRuns, bucketTranscripts, bucketJobs, bucketOutbox, bucketSnapshots} {
+		flatValues(tx, top, visit)
+	}
+	c := tx.Bucket(bucketSettings).Cursor()
+	for k, v := c.Seek([]byte(scopePending)); k != nil && bytes.HasPrefix(k, []byte(scopePending)); k, v = c.Next() {
+		visit(loc{bucketSettings, nil, k}, v)
+	}
+}
+
+// threadValues visits every value a conversation's keys may seal: its
+// messages, its runs (records, transcripts, journals) and the jobs.
+func threadValues(tx *bolt.Tx, threadKey string, visit visitor) {
+	if b := tx.Bucket(bucketMessages).Bucket([]byte(threadKey)); b != nil {
+		_ = b.ForEach(func(k, v []byte) error { visit(loc{bucketMessages, []byte(threadKey), k}, v); return nil })
+	}
+	for _, id := range keys(tx.Bucket(bucketThreadRn).Bucket([]byte(threadKey))) {
+		for _, top := range [][]byte{bucketRuns, bucketTranscripts} {
+			if v := tx.Bucket(top).Get(id); v != nil {
+				visit(loc{top, nil, id}, v)
+			}
+		}
+		if b := tx.Bucket(bucketAudit).Bucket(id); b != nil {
+			_ = b.ForEach(func(k, v []byte) error { visit(loc{bucketAudit, id, k}, v); return nil })
+		}
+	}
+	flatValues(tx, bucketJobs, visit)
+}
+
+// sealedWith lists the values walk visits that a key of doomed sealed.
+func sealedWith(tx *bolt.Tx, doomed map[string]bool, walk func(visitor)) []loc {
+	var out []loc
+	walk(func(l loc, v []byte) {
+		if id := sealedKeyID(v); id != nil && doomed[string(id)] {
+			out = append(out, loc{l.top, bytes.Clone(l.nested), bytes.Clone(l.key)})
+		}
+	})
+	return out
+}
+
+func idSet(ids [][]byte) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[string(id)] = true
+	}
+	return m
+}
+
+// resealAndDestroy seals the values at locs again with their scope's
+// current key, when a key of doomed still seals them, then destroys the
+// keys ids, in batches.
+func (s *Store) resealAndDestroy(ctx context.Context, doomed map[string]bool, locs []loc, ids [][]byte) error {
+	for len(locs) > 0 {
+		chunk := locs[:min(deleteBatch, len(locs))]
+		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+			for _, l := range chunk {
+				if err := s.reseal(tx, doomed, l); err != nil {
+					return 0, false, err
+				}
+			}
+			return len(chunk), false, nil
+		}); err != nil {
+			return err
+		}
+		locs = locs[len(chunk):]
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(deleteBatch, len(ids))]
+		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+			return len(chunk), false, s.keys.destroy(tx, chunk)
+		}); err != nil {
+			return err
+		}
+		ids = ids[len(chunk):]
+	}
+	return nil
+}
+
+// reseal seals the value at l again with its scope's current key if a
+// key of doomed seals it.
+func (s *Store) reseal(tx *bolt.Tx, doomed map[string]bool, l loc) error {
+	b := tx.Bucket(l.top)
+	if l.nested != nil {
+		if b = b.Bucket(l.nested); b == nil {
+			return nil
+		}
+	}
+	v := b.Get(l.key)
+	id := sealedKeyID(v)
+	if id == nil || !doomed[string(id)] {
+		return nil // deleted or sealed again since
+	}
+	raw := tx.Bucket(bucketDataKeys).Get(id)
+	if raw == nil {
+		return fmt.Errorf("value %s/%s/%x: %w", l.top, l.nested, l.key, errKeyGone)
+	}
+	d, err := parseDataKey(raw)
+	if err != nil {
+		return err
+	}
+	pt, err := s.keys.open(tx, v)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.keys.seal(tx, d.scope, pt)
+	if err != nil {
+		return err
+	}
+	return b.Put(l.key, sealed)
+}
+
+// pruneKeys destroys the data keys of the periods that ended before t,
+// sealing again the values they still seal (a run kept working, a job
+// queued that long, a transcript kept while its run was saved without
+// it). The current period's keys are kept whatever t.
+func (s *Store) pruneKeys(ctx context.Context, before time.Time) error {
+	now := periodOf(s.keys.now())
+	var ids [][]byte
+	var left []loc
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		_ = tx.Bucket(bucketDataKeys).ForEach(func(id, raw []byte) error {
+			if len(raw) >= 8 {
+				p := int64(binary.BigEndian.Uint64(raw))
+				if p != now && time.Unix(p, 0).Add(keyPeriod).Compare(before) <= 0 {
+					ids = append(ids, bytes.Clone(id))
+				}
+			}
+			return nil
+		})
+		if len(ids) > 0 {
+			left = sealedWith(tx, idSet(ids), func(visit visitor) { allValues(tx, visit) })
+		}
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return s.resealAndDestroy(ctx, idSet(ids), left, ids)
+}
+
+// pendingAt is when a pending request (a bot.Incoming) was made.
+type pendingAt struct {
+	At time.Time `json:"at"`
+}
+
+// prunePending deletes the pending requests made before t.
+func (s *Store) prunePending(ctx context.Context, before time.Time) error {
+	var old []string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSettings).Cursor()
+		for k, v := c.Seek([]byte(scopePending)); k != nil && bytes.HasPrefix(k, []byte(scopePending)); k, v = c.Next() {
+			var raw string
+			if err := s.decodeSealed(tx, v, &raw); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			var p pendingAt
+			// A request that does not say when it was made is as old
+			// as can be: retention must not keep it for ever.
+			if raw == "" || json.Unmarshal([]byte(raw), &p) != nil || p.At.Before(before) {
+				old = append(old, string(k))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for len(old) > 0 {
+		chunk := old[:min(deleteBatch, len(old))]
+		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+			for _, k := range chunk {
+				if err := s.deletePending(tx, k); err != nil {
+					return 0, false, err
+				}
+			}
+			return len(chunk), false, nil
+		}); err != nil {
+			return err
+		}
+		old = old[len(chunk):]
+	}
+	return nil
+}
+
+// deletePending deletes a pending request and destroys its keys.
+func (s *Store) deletePending(tx *bolt.Tx, key string) error {
+	if err := tx.Bucket(bucketSettings).Delete([]byte(key)); err != nil {
+		return err
+	}
+	return s.keys.destroyScope(tx, key)
+}
+
+// setPending stores a pending request sealed with a key of its own,
+// destroying the key of the one it replaces; "" deletes it.
+func (s *Store) setPending(tx *bolt.Tx, key, value string) error {
+	if err := s.deletePending(tx, key); err != nil || value == "" {
+		return err
+	}
+	return s.putSealed(tx, tx.Bucket(bucketSettings), []byte(key), key, value)
+}
+
+func isPending(key string) bool { return strings.HasPrefix(key, scopePending) }
+
+// LoadSnapshot implements todoist.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
+	var out []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketSnapshots).Get([]byte(key))
+		if raw == nil {
+			return nil
+		}
+		pt, err := s.keys.open(tx, raw)
+		out = bytes.Clone(pt)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: load snapshot: %w", err)
+	}
+	return out, nil
+}
+
+// SaveSnapshot implements todoist.SnapshotStore: the snapshot is sealed
+// with its account's key, and the time is kept for retention (Prune
+// deletes a snapshot not saved for that long).
+func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		sealed, err := s.keys.seal(tx, scopeSnapshot+key, data)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketSnapshots).Put([]byte(key), sealed); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketSnapshotUsed).Put([]byte(key), u64(uint64(s.keys.now().UnixNano())))
+	})
+	if err != nil {
+		return fmt.Errorf("store: save snapshot: %w", err)
+	}
+	return nil
+}
+
+// DeleteSnapshot deletes an account's snapshot and destroys its keys
+// (team mode's /disconnect).
+func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error { return s.deleteSnapshot(tx, []byte(key)) })
+	if err != nil {
+		return fmt.Errorf("store: delete snapshot: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) deleteSnapshot(tx *bolt.Tx, key []byte) error {
+	if err := tx.Bucket(bucketSnapshots).Delete(key); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketSnapshotUsed).Delete(key); err != nil {
+		return err
+	}
+	return s.keys.destroyScope(tx, scopeSnapshot+string(key))
+}
+
+// pruneSnapshots deletes the snapshots last saved before t. A snapshot
+// saved before its time was kept (a file of schema version 2) counts
+// from its migration.
+func (s *Store) pruneSnapshots(ctx context.Context, before time.Time) error {
+	var old [][]byte
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSnapshotUsed).ForEach(func(k, v []byte) error {
+			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	for len(old) > 0 {
+		chunk := old[:min(deleteBatch, len(old))]
+		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
+			for _, k := range chunk {
+				if err := s.deleteSnapshot(tx, k); err != nil {
+					return 0, false, err
+				}
+			}
+			return len(chunk), false, nil
+		}); err != nil {
+			return err
+		}
+		old = old[len(chunk):]
+	}
+	return nil
+}
+
+// sealValues (version 2 to 3) seals every value written in plaintext
+// before, so that deleting it later shreds it too. (What earlier
+// deletions left on free pages stays there: see docs, "Data kept".)
+func (s *Store) sealValues(tx *bolt.Tx) error {
+	type put struct {
+		l     loc
+		scope string
+	}
+	var puts []put
+	var failed error
+	now := u64(uint64(s.keys.now().UnixNano()))
+	allValues(tx, func(l loc, v []byte) {
+		if failed != nil || sealedKeyID(v) != nil {
+			return
+		}
+		scope, err := s.scopeOf(tx, l, v)
+		if err != nil {
+			failed = fmt.Errorf("%s %x: %w", l.top, l.key, err)
+			return
+		}
+		puts = append(puts, put{loc{l.top, bytes.Clone(l.nested), bytes.Clone(l.key)}, scope})
+	})
+	if failed != nil {
+		return failed
+	}
+	for _, p := range puts {
+		b := tx.Bucket(p.l.top)
+		if p.l.nested != nil {
+			b = b.Bucket(p.l.nested)
+		}
+		sealed, err := s.keys.seal(tx, p.scope, bytes.Clone(b.Get(p.l.key)))
+		if err != nil {
+			return err
+		}
+		if err := b.Put(p.l.key, sealed); err != nil {
+			return err
+		}
+		if bytes.Equal(p.l.top, bucketSnapshots) {
+			if err := tx.Bucket(bucketSnapshotUsed).Put(p.l.key, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scopeOf is the scope of a plaintext value at l.
+func (s *Store) scopeOf(tx *bolt.Tx, l loc, v []byte) (string, error) {
+	var owner struct {
+		ThreadKey string `json:"thread_key"`
+	}
+	switch {
+	case bytes.Equal(l.top, bucketMessages):
+		return string(l.nested), nil
+	case bytes.Equal(l.top, bucketOutbox):
+		return scopeOutbox, nil
+	case bytes.Equal(l.top, bucketSnapshots):
+		return scopeSnapshot + string(l.key), nil
+	case bytes.Equal(l.top, bucketSettings):
+		return string(l.key), nil
+	case bytes.Equal(l.top, bucketTranscripts):
+		raw := tx.Bucket(bucketRuns).Get(l.key)
+		if raw == nil {
+			return "", fmt.Errorf("the transcript of run %s has no run", l.key)
+		}
+		v = raw
+	}
+	if err := s.decodeSealed(tx, v, &owner); err != nil {
+		return "", err
+	}
+	return owner.ThreadKey, nil
+}
