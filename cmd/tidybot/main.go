@@ -136,6 +136,7 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
@@ -196,6 +197,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if cmd == "runs" {
 		return m.runs(ctx, *cfg, m.Args[1:])
+	}
+	if cmd == "check" {
+		return m.check(ctx, *cfg)
 	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
@@ -610,7 +614,7 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 	info, err := model.LookUp(ctx)
 	if err != nil {
 		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
+			return "", unknownModel(cfg)
 		}
 		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
 			return "", err

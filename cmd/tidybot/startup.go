@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/console"
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 )
@@ -84,4 +85,10 @@ func (m *Main) todoistBackoff() todoist.Option {
 		return func(*todoist.Client) {}
 	}
 	return todoist.WithBackoff(m.backoff, m.backoff)
+}
+
+// unknownModel is the error for an OPENAI_MODEL the server says it does
+// not serve.
+func unknownModel(cfg Config) error {
+	return fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
 }
