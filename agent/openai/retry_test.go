@@ -225,6 +225,13 @@ func TestUnreachableFailsFast(t *testing.T) {
 			if len(sl.waits) != retry.UnreachableAttempts-1 {
 				t.Errorf("waits = %v; want %d (%d attempts)", sl.waits, retry.UnreachableAttempts-1, retry.UnreachableAttempts)
 			}
+			// Voice notes go to the speech server, whose setting it names.
+			_, err = openai.NewTranscriber(openai.Config{BaseURL: "http://" + tt.host + "/v1"}, &http.Client{Timeout: 10 * time.Second}).
+				Transcribe(t.Context(), "note.ogg", []byte("OggS"))
+			wantSpeech := "could not reach the speech server at " + tt.host + " (" + tt.reason + "): check TIDYBOT_TRANSCRIBE_URL"
+			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), wantSpeech) {
+				t.Errorf("Transcribe: err = %v; want code %s and %q", err, agent.ErrUnreachable, wantSpeech)
+			}
 			// The start-up look-up says the same, once.
 			_, err = c.LookUp(t.Context())
 			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), want) {
