@@ -88,6 +88,9 @@ type Main struct {
 	team *team
 	// teamClock, when set, is team mode's clock (tests: an expired state).
 	teamClock func() time.Time
+	// backoff, when set, is the model's and Todoist's wait between
+	// retries (tests: a millisecond, not the default half second).
+	backoff time.Duration
 }
 
 // httpTimeouts bound what one client may hold of an HTTP server: a client
@@ -133,6 +136,7 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
@@ -194,6 +198,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "runs" {
 		return m.runs(ctx, *cfg, m.Args[1:])
 	}
+	if cmd == "check" {
+		return m.check(ctx, *cfg)
+	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
 	}
@@ -237,7 +244,11 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 // model has passed its start-up check.
 func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	hc := m.httpClient()
-	model := openai.New(modelConfig(cfg, log), hc)
+	mc := modelConfig(cfg, log)
+	if m.backoff > 0 {
+		mc.BackoffBase, mc.BackoffMax = m.backoff, m.backoff
+	}
+	model := openai.New(mc, hc)
 	notice, err := checkModel(ctx, model, cfg, log)
 	if err != nil {
 		return nil, err
@@ -254,7 +265,12 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	m.store = st
 	// Each account's last snapshot is kept in the store, so reads are
 	// incremental, across restarts too.
-	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st))
+	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff())
+	if !cfg.TeamMode() {
+		if err := checkTodoist(ctx, tasks, log); err != nil {
+			return nil, err
+		}
+	}
 	// Every run's model calls are reserved against its person's daily
 	// tokens (TIDYBOT_USER_DAILY_TOKENS) before they are made.
 	metered := bot.Metered(model)
@@ -280,7 +296,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		ecfg := m.engineConfig(cfg)
 		m.team, err = newTeam(keys, st, o, func(token string) bot.Agent {
 			// Snapshots are kept per account (keyed by a hash of the token).
-			return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
+			return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff()), ecfg)
 		}, m.redact, log)
 		if err != nil {
 			return nil, err
@@ -405,10 +421,15 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if m.Ready != nil {
 		m.Ready(b)
 	}
+	started := time.Now()
 	err = con.Run(ctx, m.Stdin, b, m.Interactive)
 	b.Stop()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil // interrupted: runs resume at next start
+	}
+	if err == nil && !m.Interactive {
+		// A script or cron job learns from the exit status.
+		return m.failedRuns(ctx, started)
 	}
 	return err
 }
@@ -593,9 +614,13 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 	info, err := model.LookUp(ctx)
 	if err != nil {
 		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
+			return "", unknownModel(cfg)
 		}
-		return "", err
+		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
+			return "", err
+		}
+		// Not fatal: a laptop may start offline.
+		log.Warn(unreachableWarning(err))
 	}
 	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
 	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {

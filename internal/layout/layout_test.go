@@ -13,8 +13,9 @@ const module = "github.com/tidybot/tidybot"
 // allowed lists, per package, the packages of ours it may import.
 var allowed = map[string][]string{
 	"agent":                          {},
-	"agent/todoist":                  {"agent"},
-	"agent/openai":                   {"agent"},
+	"agent/todoist":                  {"agent", "internal/retry"},
+	"agent/openai":                   {"agent", "internal/retry"},
+	"internal/retry":                 {"agent"},
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent"},
 	"adapters/console":               {"bot", "agent"},
