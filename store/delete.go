@@ -68,13 +68,53 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // (or an overwrite) left on free pages cannot be opened any more.
 func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error) {
 	var n bot.Pruned
-	var threads [][]byte
-	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
+	var err error
+	if n.Messages, err = s.pruneMessages(ctx, before); err != nil {
 		return n, fmt.Errorf("store: prune: %w", err)
 	}
-	// Messages are appended in time order: each thread's are deleted
-	// from its first up to the first kept, several threads to a
-	// transaction (most have a few old messages each).
+	var old [][]byte
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(id, v []byte) error {
+			r, err := s.decodeRun(tx, v)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			if !busy(r) && r.Updated.Before(before) {
+				old = append(old, bytes.Clone(id))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return n, fmt.Errorf("store: prune: %w", err)
+	}
+	runs, audit, err := s.deleteRuns(ctx, old, func(r *bot.Run) bool { return !busy(r) && r.Updated.Before(before) })
+	n.Runs, n.Audit = runs, audit
+	if err != nil {
+		return n, fmt.Errorf("store: prune runs: %w", err)
+	}
+	if err := s.prunePending(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune pending requests: %w", err)
+	}
+	if err := s.pruneSnapshots(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune snapshots: %w", err)
+	}
+	if err := s.pruneKeys(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune data keys: %w", err)
+	}
+	return n, nil
+}
+
+// pruneMessages deletes the messages sent before t. Messages are
+// appended in time order: each thread's are deleted from its first up
+// to the first kept, several threads to a transaction (most have a few
+// old messages each).
+func (s *Store) pruneMessages(ctx context.Context, before time.Time) (int, error) {
+	var threads [][]byte
+	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
+		return 0, err
+	}
+	total := 0
 	for ti := 0; ti < len(threads); {
 		var done, next int
 		err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -111,45 +151,15 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 			return nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("store: prune: %w", err)
+			return total, err
 		}
 		if onBatch != nil {
 			onBatch(done)
 		}
-		n.Messages += done
+		total += done
 		ti = next
 	}
-	var old [][]byte
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).ForEach(func(id, v []byte) error {
-			r, err := s.decodeRun(tx, v)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", id, err)
-			}
-			if !busy(r) && r.Updated.Before(before) {
-				old = append(old, bytes.Clone(id))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return n, fmt.Errorf("store: prune: %w", err)
-	}
-	runs, audit, err := s.deleteRuns(ctx, old, func(r *bot.Run) bool { return !busy(r) && r.Updated.Before(before) })
-	n.Runs, n.Audit = runs, audit
-	if err != nil {
-		return n, fmt.Errorf("store: prune runs: %w", err)
-	}
-	if err := s.prunePending(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune pending requests: %w", err)
-	}
-	if err := s.pruneSnapshots(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune snapshots: %w", err)
-	}
-	if err := s.pruneKeys(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune data keys: %w", err)
-	}
-	return n, nil
+	return total, nil
 }
 
 // deleteRuns deletes the runs ids that still pass doomed, in batches;
