@@ -17,6 +17,7 @@ var allowed = map[string][]string{
 	"agent/openai":                   {"agent"},
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent"},
+	"store/storetest":                {"bot", "agent"},
 	"adapters/console":               {"bot", "agent"},
 	"adapters/slack":                 {"bot", "agent"},
 	"adapters/slack/slacktest":       {},
