@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"internal/retry":                 {"agent"},
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent"},
+	"store/storetest":                {"bot", "agent"},
 	"adapters/console":               {"bot", "agent"},
 	"adapters/slack":                 {"bot", "agent"},
 	"adapters/slack/slacktest":       {},
