@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/console"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
@@ -85,7 +86,7 @@ type Main struct {
 	link   func(*bot.Run) string
 	signer *inspector.Signer
 	// team is team mode's accounts (nil in personal mode).
-	team *team
+	team *accounts.Team
 	// teamClock, when set, is team mode's clock (tests: an expired state).
 	teamClock func() time.Time
 }
@@ -274,29 +275,26 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		}
 		o := &todoist.OAuth{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthURL: cfg.TodoistAuth, APIURL: cfg.TodoistURL, HTTP: hc}
 		ecfg := m.engineConfig(cfg)
-		m.team, err = newTeam(keys, st, o, func(token string) bot.Agent {
-			// Snapshots are kept per account (keyed by a hash of the token).
-			return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
-		}, m.redact, log)
+		m.team, err = accounts.New(accounts.Config{Secrets: keys, Store: st, OAuth: o, Redact: m.redact, Logger: log, Now: m.teamClock, PublicURL: cfg.PublicURL,
+			NewAgent: func(token string) bot.Agent {
+				// Snapshots are kept per account (keyed by a hash of the token).
+				return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
+			},
+			WhoAmI: func(ctx context.Context, token string) (string, error) {
+				u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
+			}})
 		if err != nil {
 			return nil, err
-		}
-		if m.teamClock != nil {
-			m.team.now = m.teamClock
-		}
-		m.team.public = cfg.PublicURL
-		m.team.whoami = func(ctx context.Context, token string) (string, error) {
-			u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
 		}
 		bc.Accounts = m.team
 	}
 	b := bot.New(st, eng, bc)
 	if m.team != nil {
-		m.team.connected = b.Connected
+		m.team.OnConnected(b.Connected)
 	}
 	return b, nil
 }
@@ -463,10 +461,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if m.team != nil {
-		mux.HandleFunc("GET "+callbackPath, m.team.callback)
-		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
+		m.team.Routes(mux)
 		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
-			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+callbackPath))
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+accounts.CallbackPath))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := m.newServer(mux, log)
