@@ -369,11 +369,10 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	pages, err := m.inspect(ctx, cfg, log)
+	srv, err := m.httpSurface(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	srv := web.New(web.Config{Addr: cfg.HTTPAddr, MetricsAddr: cfg.MetricsAddr, Metrics: m.metrics.Handler(), RunPages: pages, Timeouts: m.timeouts, Logger: log})
 	mux := srv.Mux()
 	errc := make(chan error, 5) // one per goroutine below: none blocks
 	var tg *telegram.Adapter
@@ -431,16 +430,35 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	if m.team != nil {
-		m.team.Routes(mux)
-		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
-			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+accounts.CallbackPath))
-	}
 	if err := srv.Start(errc); err != nil {
 		b.Stop()
 		return err
 	}
 	srv.ServeSocket(socketPath(cfg.DB), m.runsText(cfg, srv.Addr()), errc)
+	return m.wait(ctx, log, errc, srv, b)
+}
+
+// httpSurface is serve's HTTP surface with every route but the
+// platforms' webhooks: run pages, /healthz, team mode's OAuth pages, and
+// /metrics on its own address.
+func (m *Main) httpSurface(ctx context.Context, cfg Config, log *slog.Logger) (*web.Server, error) {
+	pages, err := m.inspect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	srv := web.New(web.Config{Addr: cfg.HTTPAddr, MetricsAddr: cfg.MetricsAddr, Metrics: m.metrics.Handler(), RunPages: pages, Timeouts: m.timeouts, Logger: log})
+	if m.team != nil {
+		m.team.Routes(srv.Mux())
+		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+accounts.CallbackPath))
+	}
+	return srv, nil
+}
+
+// wait serves until ctx ends or a server or platform stops (its error
+// is returned), then shuts down.
+func (m *Main) wait(ctx context.Context, log *slog.Logger, errc <-chan error, srv *web.Server, b *bot.Bot) error {
+	var err error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: signal received")
