@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -26,58 +22,24 @@ import (
 
 var _ inspector.Source = (*store.Store)(nil)
 
-// settingLinkKey is the setting that keeps the generated signing key
-// when TIDYBOT_SECRET_KEY is unset.
-const settingLinkKey = "run_link_key"
-
-// linkKey returns the key that signs run links: derived from
-// TIDYBOT_SECRET_KEY when set (so the same secret can serve other
-// purposes without the link key revealing it), else from a random key
-// generated at first start and kept in the database.
-func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
-	return deriveLinkKey(ctx, cfg, st, true)
-}
-
-// deriveLinkKey is linkKey; without create, a key not yet generated is
-// an error (a read-only database).
-func deriveLinkKey(ctx context.Context, cfg Config, st linkKeyStore, create bool) ([]byte, error) {
-	var base []byte
+// linkKey returns the key that signs run links (see inspector.LinkKey):
+// from TIDYBOT_SECRET_KEY's current key when set, else generated and
+// kept in the database; without create, a key not yet generated is an
+// error (a read-only database).
+func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool) ([]byte, error) {
+	var secret []byte
 	if cfg.SecretKey != "" {
 		ks, err := secretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
 		if err != nil {
 			return nil, err
 		}
-		base = ks[0]
-	} else {
-		v, err := st.Setting(ctx, settingLinkKey)
-		switch {
-		case err == nil:
-			if base, err = base64.StdEncoding.DecodeString(v); err != nil || len(base) != 32 {
-				return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
-			}
-		case errors.Is(err, bot.ErrNotFound) && !create:
-			return nil, errors.New("no run link key yet: start tidybot serve once, or set TIDYBOT_SECRET_KEY")
-		case errors.Is(err, bot.ErrNotFound):
-			base = make([]byte, 32)
-			if _, err := rand.Read(base); err != nil {
-				return nil, fmt.Errorf("generate the run link key: %w", err)
-			}
-			if err := st.SetSetting(ctx, settingLinkKey, base64.StdEncoding.EncodeToString(base)); err != nil {
-				return nil, fmt.Errorf("keep the run link key: %w", err)
-			}
-		default:
-			return nil, fmt.Errorf("read the run link key: %w", err)
-		}
+		secret = ks[0]
 	}
-	m := hmac.New(sha256.New, base)
-	m.Write([]byte("tidybot run links v1"))
-	return m.Sum(nil), nil
-}
-
-// linkKeyStore is where a generated link key is kept.
-type linkKeyStore interface {
-	Setting(ctx context.Context, key string) (string, error)
-	SetSetting(ctx context.Context, key, value string) error
+	key, err := inspector.LinkKey(ctx, secret, st, create)
+	if errors.Is(err, inspector.ErrDamagedLinkKey) {
+		return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
+	}
+	return key, err
 }
 
 // pageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
@@ -107,7 +69,7 @@ func linkTTL(cfg Config) time.Duration {
 // run pages' handler, and sets the Details links of final messages when
 // TIDYBOT_PUBLIC_URL is set.
 func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger) (http.Handler, error) {
-	key, err := linkKey(ctx, cfg, m.store)
+	key, err := linkKey(ctx, cfg, m.store, true)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +142,7 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 		return err
 	}
 	var link func(string) string
-	if key, err := deriveLinkKey(ctx, cfg, st, false); err == nil {
+	if key, err := linkKey(ctx, cfg, st, false); err == nil {
 		signer, err := inspector.NewSigner(key, nil)
 		if err != nil {
 			return err
