@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/accounts"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -259,7 +260,7 @@ func checkTeam(cfg Config) finding {
 	if _, err := secretKeys(cfg.SecretKey); err != nil {
 		return finding{part, failed, err.Error()}
 	}
-	return finding{part, passed, "register " + strings.TrimRight(cfg.PublicURL, "/") + callbackPath +
+	return finding{part, passed, "register " + strings.TrimRight(cfg.PublicURL, "/") + accounts.CallbackPath +
 		" as the OAuth redirect URL of the Todoist app (developer.todoist.com/appconsole.html)"}
 }
 
