@@ -19,7 +19,7 @@ type readResult struct {
 // model and must end the run.
 func fatalCode(err error) bool {
 	switch ErrorCodeOf(err) {
-	case ErrUnauthorized, ErrRetired:
+	case ErrUnauthorized, ErrRetired, ErrUnreachable:
 		return true
 	}
 	return false

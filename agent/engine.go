@@ -637,7 +637,11 @@ func (r *runner) step(ctx context.Context) *Outcome {
 // modelError words a failed model call for the user.
 func modelError(err error) error {
 	msg := "the model service is not answering"
-	if ErrorCodeOf(err) != "" {
+	switch ErrorCodeOf(err) {
+	case "":
+	case ErrUnreachable: // its message names the service and the setting
+		msg = ErrorMessageOf(err)
+	default:
 		msg = "the model service said: " + ErrorMessageOf(err)
 	}
 	return &Error{Code: ErrorCodeOf(err), Message: msg, Err: fmt.Errorf("model call: %w", err)}

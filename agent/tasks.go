@@ -259,6 +259,9 @@ const (
 	// ErrUnsupported: the server does not offer what was asked (a model
 	// server without /audio/transcriptions, a model without image input).
 	ErrUnsupported ErrorCode = "unsupported"
+	// ErrUnreachable: the service could not be reached at all (connection
+	// refused, host not found); its message names the setting to check.
+	ErrUnreachable ErrorCode = "unreachable"
 )
 
 // Error is an error with a code and a message written so that a model (or

@@ -86,6 +86,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // Defaults of Config.
@@ -229,7 +230,7 @@ func New(cfg Config, hc *http.Client) *Client {
 	}
 	cfg.BackoffMax = max(cfg.BackoffMax, cfg.BackoffBase)
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepContext
+		cfg.Sleep = retry.Sleep
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 2 * time.Minute}

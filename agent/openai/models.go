@@ -61,9 +61,12 @@ var replacements = map[string]string{
 // /models/{model}). A model the server says does not exist (404
 // model_not_found, or 404 from a server whose error names the model) is
 // an error wrapping ErrUnknownModel; a rejected key is an error too. A
-// server that cannot answer (no such endpoint, 5xx, unreachable) or an
-// Azure resource (whose /models has no deployment names) gives a
-// ModelInfo with Known false and no error, so start-up goes on.
+// server that cannot be reached at all (connection refused, host not
+// found) is an error with code agent.ErrUnreachable, naming the setting to
+// check, which start-up reports and goes on past. A server that cannot
+// answer (no such endpoint, 5xx, a timeout) or an Azure resource (whose
+// /models has no deployment names) gives a ModelInfo with Known false and
+// no error, so start-up goes on.
 //
 // go-openai's GetModel decodes into a Model without shutdown_date, so
 // this one call is made on net/http: OpenAI documents shutdown_date as
@@ -86,6 +89,9 @@ func (c *Client) LookUp(ctx context.Context) (ModelInfo, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if e := c.unreached(err); e != nil {
+			return info, fmt.Errorf("openai: look up model %s: %w", c.model, e)
+		}
 		c.log.WarnContext(ctx, "openai: could not look the model up", slog.String("error", c.redact(err.Error())))
 		return info, nil
 	}

@@ -8,18 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // send makes one call, retrying 429s, 5xx answers and network errors
@@ -29,31 +28,20 @@ import (
 // a sanitized cause.
 func (c *Client) send(ctx context.Context, edit bodyEdit, call func(ctx context.Context) (http.Header, error)) error {
 	ctx = context.WithValue(ctx, editKey{}, edit)
-	var waited time.Duration
-	for attempt := 0; ; attempt++ {
+	p := retry.Policy{MaxWait: c.cfg.MaxRetryWait, Sleep: c.cfg.Sleep, Backoff: retry.Backoff{Base: c.cfg.BackoffBase, Max: c.cfg.BackoffMax},
+		OnRetry: func(attempt int, wait time.Duration, err error) {
+			c.log.DebugContext(ctx, "openai: retrying", slog.String("host", c.host), slog.Int("attempt", attempt),
+				slog.Duration("wait", wait), slog.String("error", err.Error()))
+		}}
+	return p.Do(ctx, func(n int) (time.Duration, error) {
 		header, err := call(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if err == nil || ctx.Err() != nil {
+			return -1, err
 		}
 		// go-openai sets the answer's headers on the response before it
 		// looks at the status, so Retry-After is readable here.
-		wait, err := c.classify(err, header, attempt)
-		if wait < 0 || c.cfg.MaxRetryWait < 0 {
-			return err
-		}
-		if waited+wait > c.cfg.MaxRetryWait {
-			return giveUp(err, attempt+1, waited)
-		}
-		c.log.DebugContext(ctx, "openai: retrying", slog.String("host", c.host), slog.Int("attempt", attempt+1),
-			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		waited += wait
-	}
+		return c.classify(err, header, n)
+	})
 }
 
 // classify turns a go-openai error into an *agent.Error and says how long
@@ -134,11 +122,22 @@ func (c *Client) transportError(err error, n int) (time.Duration, error) {
 	)
 	switch {
 	case errors.As(err, &ue):
+		// Refused or unresolvable is not slowness: retry.Policy gives it
+		// only a few attempts, and the message names the setting.
+		if e := c.unreached(err); e != nil {
+			return c.backoff(n), e
+		}
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "could not reach the model API at " + c.host, Err: cause}
 	case errors.As(err, &se), errors.As(err, &te), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "the model API at " + c.host + " sent an unreadable answer", Err: cause}
 	}
 	return -1, &agent.Error{Code: agent.ErrInvalid, Message: "the model request is not valid for " + c.model + ": " + c.redact(err.Error()), Err: cause}
+}
+
+// unreached returns the error for a server that could not be reached at
+// all (retry.Unreached), or nil.
+func (c *Client) unreached(err error) *agent.Error {
+	return retry.Unreached(err, "the model API at "+c.host, "OPENAI_BASE_URL, and that the server there is running", errors.New(c.redact(err.Error())))
 }
 
 // wait returns the wait before retry n: what the server asked for, else
@@ -151,15 +150,9 @@ func (c *Client) wait(header http.Header, n int) time.Duration {
 }
 
 // backoff returns the wait before retry n (0-based) when the server did
-// not say: exponential, capped, with "equal jitter" so that clients that
-// failed together do not retry together.
+// not say.
 func (c *Client) backoff(n int) time.Duration {
-	d := c.cfg.BackoffMax
-	if n < 30 {
-		d = min(c.cfg.BackoffBase<<n, c.cfg.BackoffMax)
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return retry.Backoff{Base: c.cfg.BackoffBase, Max: c.cfg.BackoffMax}.Wait(n)
 }
 
 // retryAfter reads how long the server asks to wait: OpenAI's
@@ -168,7 +161,7 @@ func (c *Client) backoff(n int) time.Duration {
 // exhausted limit resets; see OpenAI's rate-limits guide, "Rate limits in
 // headers").
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if d, ok := retryAfterHeader(h, now); ok {
+	if d, ok := retry.After(h, now); ok {
 		return d, true
 	}
 	return rateLimitReset(h)
@@ -195,50 +188,6 @@ func rateLimitReset(h http.Header) (time.Duration, bool) {
 		return 0, false
 	}
 	return slices.Max(all), true
-}
-
-func retryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-// giveUp turns the last retryable error into the final one, saying how long
-// the client tried.
-func giveUp(err error, attempts int, waited time.Duration) error {
-	var e *agent.Error
-	if !errors.As(err, &e) || attempts < 2 {
-		return err
-	}
-	return &agent.Error{Code: e.Code, Err: e.Err,
-		Message: fmt.Sprintf("%s (gave up after %d attempts over %s)", e.Message, attempts, waited.Round(time.Millisecond))}
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // apiError is an error answer of the model API with every secret

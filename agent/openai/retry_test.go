@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 var hi = agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}}
@@ -196,15 +198,46 @@ func TestBackoffOnTheClock(t *testing.T) {
 	})
 }
 
-func TestNetworkErrorIsRetried(t *testing.T) {
-	srv, c, sl := start(t, nil, openai.Config{MaxRetryWait: 3 * time.Second, BackoffBase: time.Second, BackoffMax: time.Second})
-	srv.Close()
-	_, err := c.Complete(t.Context(), hi)
-	if agent.ErrorCodeOf(err) != agent.ErrServer || !strings.Contains(agent.ErrorMessageOf(err), "could not reach the model API at 127.0.0.1:") {
-		t.Errorf("err = %v", err)
+// TestUnreachableFailsFast: a refused connection or a host that does not
+// resolve is not slowness. The client tries a few times, not for its
+// whole retry budget (a minute here), and says which setting to check.
+func TestUnreachableFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(sl.waits) < 2 {
-		t.Errorf("waits = %v, want retries", sl.waits)
+	closed := ln.Addr().String()
+	ln.Close()
+	tests := []struct{ name, host, reason string }{
+		{"connection refused", closed, "connection refused"},
+		{"host not found", "nonexistent.invalid", "host not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sl := &sleeper{}
+			c := openai.New(openai.Config{BaseURL: "http://" + tt.host + "/v1", Model: "gpt-4.1-mini", MaxRetryWait: time.Minute,
+				BackoffBase: time.Second, BackoffMax: time.Second, Sleep: sl.sleep}, &http.Client{Timeout: 10 * time.Second})
+			_, err := c.Complete(t.Context(), hi)
+			want := "could not reach the model API at " + tt.host + " (" + tt.reason + "): check OPENAI_BASE_URL"
+			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), want) {
+				t.Errorf("err = %v; want code %s and %q", err, agent.ErrUnreachable, want)
+			}
+			if len(sl.waits) != retry.UnreachableAttempts-1 {
+				t.Errorf("waits = %v; want %d (%d attempts)", sl.waits, retry.UnreachableAttempts-1, retry.UnreachableAttempts)
+			}
+			// Voice notes go to the speech server, whose setting it names.
+			_, err = openai.NewTranscriber(openai.Config{BaseURL: "http://" + tt.host + "/v1"}, &http.Client{Timeout: 10 * time.Second}).
+				Transcribe(t.Context(), "note.ogg", []byte("OggS"))
+			wantSpeech := "could not reach the speech server at " + tt.host + " (" + tt.reason + "): check TIDYBOT_TRANSCRIBE_URL"
+			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), wantSpeech) {
+				t.Errorf("Transcribe: err = %v; want code %s and %q", err, agent.ErrUnreachable, wantSpeech)
+			}
+			// The start-up look-up says the same, once.
+			_, err = c.LookUp(t.Context())
+			if agent.ErrorCodeOf(err) != agent.ErrUnreachable || !strings.Contains(agent.ErrorMessageOf(err), want) {
+				t.Errorf("LookUp: err = %v; want code %s and %q", err, agent.ErrUnreachable, want)
+			}
+		})
 	}
 }
 

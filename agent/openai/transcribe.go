@@ -166,7 +166,8 @@ func (t *Transcriber) TranscribeTimed(ctx context.Context, name string, audio []
 			ae = &agent.Error{Code: agent.ErrInvalid, Err: ae.Err,
 				Message: fmt.Sprintf("the speech server at %s does not know model %q: check TIDYBOT_TRANSCRIBE_MODEL", t.c.host, t.c.model)}
 		default:
-			ae = &agent.Error{Code: ae.Code, Err: ae.Err, Message: strings.NewReplacer("model API", "speech server", "OPENAI_API_KEY", "TIDYBOT_TRANSCRIBE_API_KEY", "OPENAI_MODEL", "TIDYBOT_TRANSCRIBE_MODEL").Replace(ae.Message)}
+			ae = &agent.Error{Code: ae.Code, Err: ae.Err, Message: strings.NewReplacer("model API", "speech server", "OPENAI_API_KEY", "TIDYBOT_TRANSCRIBE_API_KEY", "OPENAI_MODEL", "TIDYBOT_TRANSCRIBE_MODEL",
+				"OPENAI_BASE_URL", "TIDYBOT_TRANSCRIBE_URL (OPENAI_BASE_URL when it is unset)").Replace(ae.Message)}
 		}
 		err = ae
 	}

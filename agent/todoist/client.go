@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,6 +29,7 @@ import (
 	_ "time/tzdata" // users' time zones, on hosts without a zone database
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // DefaultBaseURL is the Todoist API v1 base URL (TODOIST_API_URL).
@@ -135,7 +135,7 @@ func New(token, baseURL string, hc *http.Client, opts ...Option) *Client {
 		maxRetryWait: DefaultMaxRetryWait,
 		backoffBase:  DefaultBackoffBase,
 		backoffMax:   DefaultBackoffMax,
-		sleep:        sleepContext,
+		sleep:        retry.Sleep,
 		now:          time.Now,
 	}
 	for _, o := range opts {
@@ -144,20 +144,6 @@ func New(token, baseURL string, hc *http.Client, opts ...Option) *Client {
 	c.backoffBase = max(c.backoffBase, time.Millisecond)
 	c.backoffMax = max(c.backoffMax, c.backoffBase)
 	return c
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // call is one API request.
@@ -175,25 +161,12 @@ func (r call) String() string { return r.method + " " + r.path }
 // do sends r, retrying 429s, 5xx answers and network errors within the
 // retry budget, and decodes a 2xx body into out (if out is not nil).
 func (c *Client) do(ctx context.Context, r call, out any) error {
-	var waited time.Duration
-	for attempt := 0; ; attempt++ {
-		wait, err := c.attempt(ctx, r, out, attempt)
-		if err == nil {
-			return nil
-		}
-		if wait < 0 || ctx.Err() != nil {
-			return err
-		}
-		if waited+wait > c.maxRetryWait {
-			return giveUp(err, attempt+1, waited)
-		}
-		c.log.DebugContext(ctx, "todoist: retrying", slog.String("request", r.String()),
-			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if err := c.sleep(ctx, wait); err != nil {
-			return err
-		}
-		waited += wait
-	}
+	p := retry.Policy{MaxWait: c.maxRetryWait, Sleep: c.sleep, Backoff: retry.Backoff{Base: c.backoffBase, Max: c.backoffMax},
+		OnRetry: func(attempt int, wait time.Duration, err error) {
+			c.log.DebugContext(ctx, "todoist: retrying", slog.String("request", r.String()),
+				slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", err.Error()))
+		}}
+	return p.Do(ctx, func(n int) (time.Duration, error) { return c.attempt(ctx, r, out, n) })
 }
 
 // attempt sends r once. On failure it returns how long to wait before the
@@ -220,6 +193,11 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 	if err != nil {
 		if ctx.Err() != nil {
 			return -1, ctx.Err()
+		}
+		// Refused or unresolvable is not slowness: retry.Policy gives it
+		// only a few attempts, and the message names the setting.
+		if e := retry.Unreached(err, "Todoist at "+req.URL.Host, "the network connection and TODOIST_API_URL", err); e != nil {
+			return c.backoff(n), e
 		}
 		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "could not reach Todoist", Err: err}
 	}
@@ -248,7 +226,7 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 	// A stated wait (Retry-After, error_extra.retry_after: "Seconds to
 	// wait before retrying", developer.todoist.com/api/v1
 	// #tag/Sync/Overview) is honoured whatever the status.
-	wait, asked := retryAfter(resp.Header.Get("Retry-After"), ae, c.now())
+	wait, asked := retryAfter(resp.Header, ae, c.now())
 	switch {
 	case resp.StatusCode == http.StatusGone:
 		return -1, &agent.Error{Code: agent.ErrRetired,
@@ -277,27 +255,16 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 }
 
 // backoff returns the wait before retry n (0-based) when the server did
-// not say: exponential, capped, with "equal jitter" so that clients that
-// failed together do not retry together.
+// not say.
 func (c *Client) backoff(n int) time.Duration {
-	d := c.backoffMax
-	if n < 30 {
-		d = min(c.backoffBase<<n, c.backoffMax)
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return retry.Backoff{Base: c.backoffBase, Max: c.backoffMax}.Wait(n)
 }
 
-// retryAfter reads how long a 429 asks to wait: the Retry-After header
-// (seconds or an HTTP date), else error_extra.retry_after (seconds).
-func retryAfter(header string, ae *apiError, now time.Time) (time.Duration, bool) {
-	if header = strings.TrimSpace(header); header != "" {
-		if s, err := strconv.Atoi(header); err == nil && s > 0 {
-			return time.Duration(s) * time.Second, true
-		}
-		if t, err := http.ParseTime(header); err == nil && t.After(now) {
-			return t.Sub(now), true
-		}
+// retryAfter reads how long an answer asks to wait: the Retry-After
+// header (retry.After), else error_extra.retry_after (seconds).
+func retryAfter(h http.Header, ae *apiError, now time.Time) (time.Duration, bool) {
+	if d, ok := retry.After(h, now); ok {
+		return d, true
 	}
 	if ae != nil {
 		if s := ae.retryAfter(); s > 0 {
@@ -305,17 +272,6 @@ func retryAfter(header string, ae *apiError, now time.Time) (time.Duration, bool
 		}
 	}
 	return 0, false
-}
-
-// giveUp turns the last retryable error into the final one, saying how long
-// the client tried.
-func giveUp(err error, attempts int, waited time.Duration) error {
-	var e *agent.Error
-	if !errors.As(err, &e) || attempts < 2 {
-		return err
-	}
-	return &agent.Error{Code: e.Code, Err: e.Err,
-		Message: fmt.Sprintf("%s (gave up after %d attempts over %s)", e.Message, attempts, waited.Round(time.Millisecond))}
 }
 
 // apiError is the JSON error body of API v1:

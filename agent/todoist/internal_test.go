@@ -59,11 +59,12 @@ func TestRetryAfter(t *testing.T) {
 		{"http date", now.Add(90 * time.Second).Format(http.TimeFormat), nil, 90 * time.Second, true},
 		{"body", "", body, 2500 * time.Millisecond, true},
 		{"garbage header falls back to the body", "soon", body, 2500 * time.Millisecond, true},
-		{"zero header falls back to the body", "0", body, 2500 * time.Millisecond, true},
+		{"zero header: at once (retry.After's one rule)", "0", body, 0, true},
+		{"fractional header", "1.5", body, 1500 * time.Millisecond, true},
 		{"nothing", "", &apiError{}, 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := retryAfter(tt.header, tt.ae, now)
+		got, ok := retryAfter(http.Header{"Retry-After": {tt.header}}, tt.ae, now)
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("%s: %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.wantOK)
 		}

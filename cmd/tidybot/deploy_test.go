@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/web"
 )
 
 // root is the repository root, seen from this package's directory.
@@ -50,7 +52,7 @@ func finalStage(dockerfile string) []string {
 }
 
 // shutdownBudget is the longest tidybot takes to stop after SIGTERM.
-const shutdownBudget = httpShutdown + runGrace
+const shutdownBudget = web.ShutdownWait + runGrace
 
 func TestDockerfile(t *testing.T) {
 	stage := finalStage(readRepoFile(t, "deploy/Dockerfile"))

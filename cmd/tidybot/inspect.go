@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,62 +17,29 @@ import (
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/store"
+	"github.com/tidybot/tidybot/web"
 )
 
 var _ inspector.Source = (*store.Store)(nil)
 
-// settingLinkKey is the setting that keeps the generated signing key
-// when TIDYBOT_SECRET_KEY is unset.
-const settingLinkKey = "run_link_key"
-
-// linkKey returns the key that signs run links: derived from
-// TIDYBOT_SECRET_KEY when set (so the same secret can serve other
-// purposes without the link key revealing it), else from a random key
-// generated at first start and kept in the database.
-func linkKey(ctx context.Context, cfg Config, st bot.Store) ([]byte, error) {
-	return deriveLinkKey(ctx, cfg, st, true)
-}
-
-// deriveLinkKey is linkKey; without create, a key not yet generated is
-// an error (a read-only database).
-func deriveLinkKey(ctx context.Context, cfg Config, st linkKeyStore, create bool) ([]byte, error) {
-	var base []byte
+// linkKey returns the key that signs run links (see inspector.LinkKey):
+// from TIDYBOT_SECRET_KEY's current key when set, else generated and
+// kept in the database; without create, a key not yet generated is an
+// error (a read-only database).
+func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool) ([]byte, error) {
+	var secret []byte
 	if cfg.SecretKey != "" {
 		ks, err := secretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
 		if err != nil {
 			return nil, err
 		}
-		base = ks[0]
-	} else {
-		v, err := st.Setting(ctx, settingLinkKey)
-		switch {
-		case err == nil:
-			if base, err = base64.StdEncoding.DecodeString(v); err != nil || len(base) != 32 {
-				return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
-			}
-		case errors.Is(err, bot.ErrNotFound) && !create:
-			return nil, errors.New("no run link key yet: start tidybot serve once, or set TIDYBOT_SECRET_KEY")
-		case errors.Is(err, bot.ErrNotFound):
-			base = make([]byte, 32)
-			if _, err := rand.Read(base); err != nil {
-				return nil, fmt.Errorf("generate the run link key: %w", err)
-			}
-			if err := st.SetSetting(ctx, settingLinkKey, base64.StdEncoding.EncodeToString(base)); err != nil {
-				return nil, fmt.Errorf("keep the run link key: %w", err)
-			}
-		default:
-			return nil, fmt.Errorf("read the run link key: %w", err)
-		}
+		secret = ks[0]
 	}
-	m := hmac.New(sha256.New, base)
-	m.Write([]byte("tidybot run links v1"))
-	return m.Sum(nil), nil
-}
-
-// linkKeyStore is where a generated link key is kept.
-type linkKeyStore interface {
-	Setting(ctx context.Context, key string) (string, error)
-	SetSetting(ctx context.Context, key, value string) error
+	key, err := inspector.LinkKey(ctx, secret, st, create)
+	if errors.Is(err, inspector.ErrDamagedLinkKey) {
+		return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
+	}
+	return key, err
 }
 
 // pageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
@@ -102,26 +65,27 @@ func linkTTL(cfg Config) time.Duration {
 	return cfg.RunLinkTTL
 }
 
-// inspect sets up the run inspector of serve: the signed page on mux and
-// the Details links of final messages when TIDYBOT_PUBLIC_URL is set.
-func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger, mux *http.ServeMux) error {
-	key, err := linkKey(ctx, cfg, m.store)
+// inspect sets up the run inspector of serve: it returns the signed
+// run pages' handler, and sets the Details links of final messages when
+// TIDYBOT_PUBLIC_URL is set.
+func (m *Main) inspect(ctx context.Context, cfg Config, log *slog.Logger) (http.Handler, error) {
+	key, err := linkKey(ctx, cfg, m.store, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	signer, err := inspector.NewSigner(key, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	mux.Handle("GET /runs/{id}", inspector.NewHandler(m.store, signer, m.redact, log))
 	m.signer = signer
+	pages := inspector.NewHandler(m.store, signer, m.redact, log)
 	if cfg.PublicURL == "" {
 		log.Info("run pages: no TIDYBOT_PUBLIC_URL, so final messages carry no Details link (tidybot runs shows runs in the terminal; tidybot runs link ID prints a page address here)")
-		return nil
+		return pages, nil
 	}
 	base, ttl := cfg.PublicURL, linkTTL(cfg)
 	m.link = func(r *bot.Run) string { return signer.Link(base, r.ID, ttl) }
-	return nil
+	return pages, nil
 }
 
 // runLink is the bot's RunLink: set by inspect before the bot starts.
@@ -136,33 +100,12 @@ func (m *Main) runLink(r *bot.Run) string {
 // database: a unix socket beside it, reachable by those who may read it.
 func socketPath(db string) string { return db + ".sock" }
 
-// serveSocket answers `tidybot runs` on the socket beside the database.
-// It returns the server, or nil when the socket cannot be made (logged:
-// runs then says so).
-func (m *Main) serveSocket(cfg Config, addr string, log *slog.Logger, errc chan<- error) *http.Server {
-	path := socketPath(cfg.DB)
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		_ = os.Remove(path) // left by a serve that was killed; we hold the database now
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		log.Warn("tidybot runs will not work while serve runs: no socket beside the database", slog.String("path", path), slog.Any("err", err))
-		return nil
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = ln.Close()
-		log.Warn("tidybot runs will not work while serve runs: socket permissions", slog.String("path", path), slog.Any("err", err))
-		return nil
-	}
+// runsText is what serve answers `tidybot runs` with on the socket
+// beside the database; run links point at serve's addr.
+func (m *Main) runsText(cfg Config, addr string) http.Handler {
 	base, ttl, signer := pageBase(cfg, addr), linkTTL(cfg), m.signer
 	link := func(id string) string { return signer.Link(base, id, ttl) }
-	srv := m.newServer(inspector.TextHandler(m.store, m.redact, nil, link), log)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
-	return srv
+	return inspector.TextHandler(m.store, m.redact, nil, link)
 }
 
 const runsUsage = `Usage:
@@ -198,13 +141,12 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	}
 	m.closers = append(m.closers, st.Close)
 	// The same handler serve answers with, called in process.
-	rec := &textRecorder{w: m.Stdout}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
 	var link func(string) string
-	if key, err := deriveLinkKey(ctx, cfg, st, false); err == nil {
+	if key, err := linkKey(ctx, cfg, st, false); err == nil {
 		signer, err := inspector.NewSigner(key, nil)
 		if err != nil {
 			return err
@@ -214,9 +156,8 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	} else if len(args) > 0 && args[0] == "link" {
 		return fmt.Errorf("runs: %w", err)
 	}
-	inspector.TextHandler(st, m.redact, nil, link).ServeHTTP(rec, req)
-	if rec.code != 0 && rec.code != http.StatusOK {
-		return fmt.Errorf("runs: %s", rec.body)
+	if err := web.Call(inspector.TextHandler(st, m.redact, nil, link), req, m.Stdout); err != nil {
+		return fmt.Errorf("runs: %w", err)
 	}
 	return nil
 }
@@ -245,50 +186,14 @@ func runsRequest(args []string) (string, error) {
 // runsFromServe asks the running serve over its socket.
 func (m *Main) runsFromServe(ctx context.Context, cfg Config, path string) error {
 	sock := socketPath(cfg.DB)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://tidybot"+path, nil)
-	if err != nil {
-		return err
+	err := web.GetSocket(ctx, sock, path, m.Stdout)
+	var no *web.NoAnswerError
+	if errors.As(err, &no) {
+		return fmt.Errorf("runs: %s is in use and the serve holding it does not answer on %s: %w", cfg.DB, sock, no.Err)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("runs: %s is in use and the serve holding it does not answer on %s: %w", cfg.DB, sock, err)
+	var bad *web.StatusError
+	if errors.As(err, &bad) {
+		return fmt.Errorf("runs: %s", bad.Body)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return fmt.Errorf("runs: %s", string(body))
-	}
-	_, err = io.Copy(m.Stdout, resp.Body)
 	return err
-}
-
-// textRecorder is a ResponseWriter that passes a 200's body to w and
-// keeps an error's.
-type textRecorder struct {
-	w    io.Writer
-	code int
-	body []byte
-	h    http.Header
-}
-
-func (r *textRecorder) Header() http.Header {
-	if r.h == nil {
-		r.h = http.Header{}
-	}
-	return r.h
-}
-
-func (r *textRecorder) WriteHeader(code int) { r.code = code }
-
-func (r *textRecorder) Write(p []byte) (int, error) {
-	if r.code != 0 && r.code != http.StatusOK {
-		r.body = append(r.body, p...)
-		return len(p), nil
-	}
-	return r.w.Write(p)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
-	"github.com/tidybot/tidybot/store"
 )
 
 // detailsURL is the Details button's address on m, or "".
@@ -161,32 +160,6 @@ func TestRunsReadsTheDatabaseWithoutServe(t *testing.T) {
 	_ = m.Close()
 	if err == nil || !strings.Contains(err.Error(), "start tidybot serve once") {
 		t.Errorf("runs link before serve ever ran: %v", err)
-	}
-}
-
-func TestLinkKeyKeptInTheDatabaseOrDerivedFromTheSecret(t *testing.T) {
-	e := newEnv(t)
-	st, err := store.Open(e.cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	first, err := linkKey(t.Context(), e.cfg, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := linkKey(t.Context(), e.cfg, st)
-	if err != nil || !bytes.Equal(first, again) {
-		t.Fatalf("the generated key changed between starts (%v): links would break at every restart", err)
-	}
-	cfg := e.cfg
-	cfg.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
-	fromSecret, err := linkKey(t.Context(), cfg, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Equal(fromSecret, first) || bytes.Contains(fromSecret, []byte("0123456789abcdef")) {
-		t.Error("TIDYBOT_SECRET_KEY is not used, or used as is")
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,10 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/console"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
@@ -30,6 +26,7 @@ import (
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/store"
+	"github.com/tidybot/tidybot/web"
 )
 
 // version is stamped by the Makefile with -ldflags.
@@ -70,54 +67,32 @@ type Main struct {
 	Ready func(*bot.Bot)
 
 	// timeouts bound slow clients of the HTTP servers (default
-	// serveTimeouts); tests shorten them.
-	timeouts *httpTimeouts
+	// web.DefaultTimeouts); tests shorten them.
+	timeouts *web.Timeouts
 
 	closers []func() error
 	// poolOnce makes transport, the outgoing connection pool (see pool).
 	poolOnce  sync.Once
 	transport *http.Transport
-	registry  *prometheus.Registry
-	metrics   *metrics
+	metrics   *web.Metrics
 	redact    *agent.Redactor
 	store     *store.Store
 	// link makes a run's Details address (nil: no links); see inspect.
 	link   func(*bot.Run) string
 	signer *inspector.Signer
 	// team is team mode's accounts (nil in personal mode).
-	team *team
+	team *accounts.Team
 	// teamClock, when set, is team mode's clock (tests: an expired state).
 	teamClock func() time.Time
+	// backoff, when set, is the model's and Todoist's wait between
+	// retries (tests: a millisecond, not the default half second).
+	backoff time.Duration
 }
 
-// httpTimeouts bound what one client may hold of an HTTP server: a client
-// dribbling its headers or body, or keeping idle connections, is cut off.
-type httpTimeouts struct {
-	ReadHeader, Read, Write, Idle time.Duration
-	// MaxHeaderBytes caps the request line and headers (431 beyond).
-	MaxHeaderBytes int
-}
-
-// serveTimeouts are generous for Slack and Telegram, whose requests are
-// small (a few KB) and sent at once, and whose ack is due within 3 s.
-var serveTimeouts = httpTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second, MaxHeaderBytes: 32 << 10}
-
-// Shutdown: the HTTP servers get httpShutdown to finish the requests in
-// flight, then runs get runGrace to reach a checkpoint. deploy/compose.yaml
+// runGrace is how long runs get at shutdown, once the HTTP servers have
+// stopped (web.ShutdownWait), to reach a checkpoint. deploy/compose.yaml
 // and deploy/tidybot.service allow more than the sum before a SIGKILL.
-const (
-	httpShutdown = 5 * time.Second
-	runGrace     = 10 * time.Second
-)
-
-func (m *Main) newServer(h http.Handler, log *slog.Logger) *http.Server {
-	t := serveTimeouts
-	if m.timeouts != nil {
-		t = *m.timeouts
-	}
-	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle,
-		MaxHeaderBytes: t.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-}
+const runGrace = 10 * time.Second
 
 // NewMain returns a Main on the process's stdio.
 func NewMain() *Main {
@@ -133,6 +108,7 @@ Usage:
                     (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
   tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
+  tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
   tidybot version   print the version (also tidybot --version)
@@ -194,6 +170,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "runs" {
 		return m.runs(ctx, *cfg, m.Args[1:])
 	}
+	if cmd == "check" {
+		return m.check(ctx, *cfg)
+	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
 	}
@@ -237,7 +216,11 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 // model has passed its start-up check.
 func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	hc := m.httpClient()
-	model := openai.New(modelConfig(cfg, log), hc)
+	mc := modelConfig(cfg, log)
+	if m.backoff > 0 {
+		mc.BackoffBase, mc.BackoffMax = m.backoff, m.backoff
+	}
+	model := openai.New(mc, hc)
 	notice, err := checkModel(ctx, model, cfg, log)
 	if err != nil {
 		return nil, err
@@ -254,14 +237,17 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	m.store = st
 	// Each account's last snapshot is kept in the store, so reads are
 	// incremental, across restarts too.
-	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st))
+	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff())
+	if !cfg.TeamMode() {
+		if err := checkTodoist(ctx, tasks, log); err != nil {
+			return nil, err
+		}
+	}
 	// Every run's model calls are reserved against its person's daily
 	// tokens (TIDYBOT_USER_DAILY_TOKENS) before they are made.
 	metered := bot.Metered(model)
 	eng := agent.New(metered, tasks, m.engineConfig(cfg))
-	m.registry = prometheus.NewRegistry()
-	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.metrics = newMetrics(m.registry)
+	m.metrics = web.NewMetrics()
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
@@ -278,30 +264,26 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		}
 		o := &todoist.OAuth{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthURL: cfg.TodoistAuth, APIURL: cfg.TodoistURL, HTTP: hc}
 		ecfg := m.engineConfig(cfg)
-		m.team, err = newTeam(keys, st, o, func(token string) bot.Agent {
-			// Snapshots are kept per account (keyed by a hash of the token).
-			return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st)), ecfg)
-		}, m.redact, log)
+		m.team, err = accounts.New(accounts.Config{Secrets: keys, Store: st, OAuth: o, Redact: m.redact, Logger: log, Now: m.teamClock, PublicURL: cfg.PublicURL, Snapshots: st,
+			NewAgent: func(token string) bot.Agent {
+				// Snapshots are kept per account (keyed by a hash of the token).
+				return agent.New(metered, todoist.New(token, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff()), ecfg)
+			},
+			WhoAmI: func(ctx context.Context, token string) (string, error) {
+				u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
+			}})
 		if err != nil {
 			return nil, err
-		}
-		m.team.snaps = st
-		if m.teamClock != nil {
-			m.team.now = m.teamClock
-		}
-		m.team.public = cfg.PublicURL
-		m.team.whoami = func(ctx context.Context, token string) (string, error) {
-			u, err := todoist.New(token, cfg.TodoistURL, hc).User(ctx)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s (%s)", u.FullName, u.Email), nil
 		}
 		bc.Accounts = m.team
 	}
 	b := bot.New(st, eng, bc)
 	if m.team != nil {
-		m.team.connected = b.Connected
+		m.team.OnConnected(b.Connected)
 	}
 	return b, nil
 }
@@ -405,10 +387,15 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if m.Ready != nil {
 		m.Ready(b)
 	}
+	started := time.Now()
 	err = con.Run(ctx, m.Stdin, b, m.Interactive)
 	b.Stop()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil // interrupted: runs resume at next start
+	}
+	if err == nil && !m.Interactive {
+		// A script or cron job learns from the exit status.
+		return m.failedRuns(ctx, started)
 	}
 	return err
 }
@@ -420,11 +407,12 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	errc := make(chan error, 5) // one per goroutine below: none blocks
-	if err := m.inspect(ctx, cfg, log, mux); err != nil {
+	srv, err := m.httpSurface(ctx, cfg, log)
+	if err != nil {
 		return err
 	}
+	mux := srv.Mux()
+	errc := make(chan error, 5) // one per goroutine below: none blocks
 	var tg *telegram.Adapter
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
@@ -480,51 +468,42 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	if m.team != nil {
-		mux.HandleFunc("GET "+callbackPath, m.team.callback)
-		mux.HandleFunc("GET "+connectPath, m.team.connectPage)
-		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
-			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+callbackPath))
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	srv := m.newServer(mux, log)
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
+	if err := srv.Start(errc); err != nil {
 		b.Stop()
-		return fmt.Errorf("listen on TIDYBOT_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
-	// Both listeners exist before either serves, so whoever sees /healthz
-	// answer can reach /metrics too.
-	var mln net.Listener
-	if cfg.MetricsAddr != "" {
-		mln, err = net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			_ = ln.Close()
-			b.Stop()
-			return fmt.Errorf("listen on TIDYBOT_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
-		}
+	srv.ServeSocket(socketPath(cfg.DB), m.runsText(cfg, srv.Addr()), errc)
+	return m.wait(ctx, log, errc, srv, b)
+}
+
+// httpSurface is serve's HTTP surface with every route but the
+// platforms' webhooks: run pages, /healthz, team mode's OAuth pages, and
+// /metrics on its own address.
+func (m *Main) httpSurface(ctx context.Context, cfg Config, log *slog.Logger) (*web.Server, error) {
+	pages, err := m.inspect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
 	}
-	log.Info("serving webhooks and /healthz", slog.String("addr", ln.Addr().String()))
-	go func() { errc <- srv.Serve(ln) }()
-	servers := []*http.Server{srv}
-	if ssrv := m.serveSocket(cfg, ln.Addr().String(), log, errc); ssrv != nil {
-		servers = append(servers, ssrv)
+	srv := web.New(web.Config{Addr: cfg.HTTPAddr, MetricsAddr: cfg.MetricsAddr, Metrics: m.metrics.Handler(), RunPages: pages, Timeouts: m.timeouts, Logger: log})
+	if m.team != nil {
+		m.team.Routes(srv.Mux())
+		log.Info("team mode: register this OAuth redirect URL for your app in Todoist's App Management Console",
+			slog.String("redirect_url", strings.TrimRight(cfg.PublicURL, "/")+accounts.CallbackPath))
 	}
-	if mln != nil {
-		mmux := http.NewServeMux()
-		mmux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-		msrv := m.newServer(mmux, log)
-		log.Info("serving /metrics", slog.String("addr", mln.Addr().String()))
-		go func() { errc <- msrv.Serve(mln) }()
-		servers = append(servers, msrv)
-	}
+	return srv, nil
+}
+
+// wait serves until ctx ends or a server or platform stops (its error
+// is returned), then shuts down.
+func (m *Main) wait(ctx context.Context, log *slog.Logger, errc <-chan error, srv *web.Server, b *bot.Bot) error {
+	var err error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: signal received")
 	case err = <-errc:
 		log.Error("shutting down: a server stopped", slog.Any("err", err))
 	}
-	m.shutdown(ctx, log, servers, b)
+	m.shutdown(ctx, log, srv, b)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -533,50 +512,21 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 
 // shutdown stops intake, then waits for requests in flight and for runs
 // to reach a checkpoint, logging what it waited for and how long.
-func (m *Main) shutdown(ctx context.Context, log *slog.Logger, servers []*http.Server, b *bot.Bot) {
+func (m *Main) shutdown(ctx context.Context, log *slog.Logger, srv *web.Server, b *bot.Bot) {
+	srv.Shutdown(ctx)
 	start := time.Now()
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdown)
-	defer cancel()
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutCtx); err != nil {
-			log.Warn("shutdown: HTTP requests still in flight were cut off", slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.Any("err", err))
-			_ = srv.Close()
-		}
-	}
-	log.Info("shutdown: HTTP servers stopped", slog.String("waited", time.Since(start).Round(time.Millisecond).String()))
-	start = time.Now()
 	b.Stop()
 	log.Info("shutdown: runs stopped or checkpointed; interrupted runs resume at next start",
 		slog.String("waited", time.Since(start).Round(time.Millisecond).String()), slog.String("grace", runGrace.String()))
 }
 
 // health asks the local serve for /healthz on TIDYBOT_HTTP_ADDR and
-// returns a one-line reason when it does not answer ok.
+// prints ok, or returns a one-line reason.
 func (m *Main) health(ctx context.Context, cfg Config) error {
-	host, port, err := net.SplitHostPort(cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("health: TIDYBOT_HTTP_ADDR %q is not host:port", cfg.HTTPAddr)
+	if err := web.CheckHealth(ctx, cfg.HTTPAddr); err != nil {
+		return err
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1" // serve listens on every interface, loopback included
-	}
-	u := "http://" + net.JoinHostPort(host, port) + "/healthz"
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("health: %w", err)
-	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return fmt.Errorf("health: %w", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
-		return fmt.Errorf("health: GET %s: HTTP %d %q", u, resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	_, err = fmt.Fprintln(m.Stdout, "ok")
+	_, err := fmt.Fprintln(m.Stdout, "ok")
 	return err
 }
 
@@ -593,9 +543,13 @@ func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog
 	info, err := model.LookUp(ctx)
 	if err != nil {
 		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
+			return "", unknownModel(cfg)
 		}
-		return "", err
+		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
+			return "", err
+		}
+		// Not fatal: a laptop may start offline.
+		log.Warn(unreachableWarning(err))
 	}
 	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
 	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {

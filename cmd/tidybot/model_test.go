@@ -180,7 +180,10 @@ func TestCutOffReplyToldPlainly(t *testing.T) {
 	e.withModel(t, "gpt-6-luna")
 	e.cfg.MaxTokens = 20 // less than the reasoning alone
 	e.todo.SeedTalkInbox()
-	out := e.chat(t, "/tidy-inbox\n", nil)
+	out, _, err := e.runChat(t, "/tidy-inbox\n", false)
+	if err == nil || !strings.Contains(err.Error(), "a run failed") {
+		t.Errorf("chat: err = %v; want a run failed", err)
+	}
 	mustContain(t, out, "the model's reply was cut off at its limit of 40 tokens (TIDYBOT_MAX_TOKENS): raise the limit, or ask for fewer tasks at a time")
 	if n := e.model.Calls(); n != 2 {
 		t.Errorf("%d model calls, want 2 (the retry with twice the limit)", n)

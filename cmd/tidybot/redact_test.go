@@ -121,7 +121,12 @@ func TestModelAPIEchoingItsKeyIsRedacted(t *testing.T) {
 			e.model = openaitest.New(openaitest.Replies(tt.reply))
 			t.Cleanup(e.model.Close)
 			e.cfg.OpenAIBaseURL, e.cfg.OpenAIKey = e.model.URL, key
-			out, logs := e.chatLogged(t, "hello\n")
+			e.cfg.LogLevel = "debug"
+			// The run fails: chat from a pipe says so in its error too.
+			out, logs, err := e.runChat(t, "hello\n", false)
+			if err == nil || !strings.Contains(err.Error(), "a run failed") || strings.Contains(err.Error(), key) {
+				t.Errorf("chat: err = %v; want a run failed, without the key", err)
+			}
 			mustContain(t, out, tt.chat)
 			if !strings.Contains(logs, "run error") {
 				t.Errorf("the failure is not logged:\n%s", logs)

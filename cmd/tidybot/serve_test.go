@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/web"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test at once.
@@ -53,7 +54,7 @@ type running struct {
 
 // startServe runs `tidybot serve` with e's config (on a free port, logs
 // kept) until the test ends or stop is called.
-func startServe(t testing.TB, e *env, timeouts *httpTimeouts) *running {
+func startServe(t testing.TB, e *env, timeouts *web.Timeouts) *running {
 	t.Helper()
 	e.cfg.HTTPAddr = freeAddr(t)
 	logs := &syncBuffer{}
@@ -196,7 +197,7 @@ func cutOff(t *testing.T, addr, first string, limit time.Duration) (time.Duratio
 
 func TestServeCutsOffSlowClients(t *testing.T) {
 	e := newEnv(t)
-	s := startServe(t, e, &httpTimeouts{ReadHeader: 300 * time.Millisecond, Read: 600 * time.Millisecond, Write: time.Second, Idle: time.Second, MaxHeaderBytes: 4 << 10})
+	s := startServe(t, e, &web.Timeouts{ReadHeader: 300 * time.Millisecond, Read: 600 * time.Millisecond, Write: time.Second, Idle: time.Second, MaxHeaderBytes: 4 << 10})
 	addr := strings.TrimPrefix(s.base, "http://")
 	const limit = 4 * time.Second
 	t.Run("slow body", func(t *testing.T) {
@@ -249,14 +250,6 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 			t.Errorf("status %d, want 431", resp.StatusCode)
 		}
 	})
-}
-
-// TestServeTimeoutsAreSet guards the defaults: each bound is set.
-func TestServeTimeoutsAreSet(t *testing.T) {
-	srv := (&Main{}).newServer(http.NotFoundHandler(), discardLogger())
-	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 64<<10 {
-		t.Errorf("server bounds: header %v, read %v, write %v, idle %v, header bytes %d", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
-	}
 }
 
 func TestServeShutdownLogsWhatItWaitedFor(t *testing.T) {
@@ -333,5 +326,3 @@ func unhealthy(t *testing.T) string {
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/web"
 )
 
 // TestShutdownKeepsTheBacklog: `tidybot serve` with one worker and a
@@ -51,7 +52,7 @@ func TestShutdownKeepsTheBacklog(t *testing.T) {
 	// A webhook request still arriving when the signal comes holds the
 	// HTTP shutdown (here up to the 500 ms header timeout) before the bot
 	// is stopped: the workers must take no job meanwhile.
-	first := startServe(t, e, &httpTimeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second, MaxHeaderBytes: 4 << 10})
+	first := startServe(t, e, &web.Timeouts{ReadHeader: 500 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second, MaxHeaderBytes: 4 << 10})
 	for _, p := range people {
 		tg.PushText(p, p, fmt.Sprintf("note %d", p))
 	}

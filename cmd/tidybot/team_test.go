@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
@@ -132,7 +133,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	svc := todoisttest.NewService(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + callbackPath})
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
 	alice, bob, carol := svc.NewAccount(), svc.NewAccount(), svc.NewAccount()
 	for _, a := range []*todoisttest.Account{alice, bob, carol} {
 		a.SeedTalkInbox()
@@ -336,7 +337,7 @@ func TestTeamModeExpiredStateRefused(t *testing.T) {
 	svc := todoisttest.NewService(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + callbackPath})
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
 	dana := svc.NewAccount()
 	tg := telegramtest.New()
 	t.Cleanup(tg.Close)
@@ -354,7 +355,7 @@ func TestTeamModeExpiredStateRefused(t *testing.T) {
 	waitFor(t, "the Connect link", func() bool { return connectLink(lastText(tg, 7)) != "" })
 	link := connectLink(lastText(tg, 7))
 	mu.Lock()
-	now = now.Add(stateTTL + time.Minute)
+	now = now.Add(accounts.StateTTL + time.Minute)
 	mu.Unlock()
 	if code, body := open(t, dana.Browser(), link); code != http.StatusBadRequest || !strings.Contains(body, "expired") {
 		t.Errorf("an expired state: HTTP %d %q, want 400", code, body)

@@ -43,6 +43,16 @@ with one line saying why (for container health checks).
 		return nil
 	},
 	"runs": text(runsUsage),
+	"check": text(`Usage: tidybot check
+
+Checks each configured part and prints one line for each, with what to do
+about a failure: the settings; the model (reachable, OPENAI_MODEL served,
+no shutdown date); Todoist (the token, the account, its time zone); Slack
+(auth.test, the scopes granted against those the app needs, Socket Mode);
+Telegram (getMe, the webhook, privacy mode); the database (TIDYBOT_DB:
+size, schema version); team mode (the redirect URL to register). Exits 0
+only when every part passes (a warning passes).
+`),
 	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
 
 Prints the Slack app manifest for this build of tidybot: its slash
@@ -66,7 +76,7 @@ func text(s string) func(io.Writer) error {
 // any setting is read.
 func checkArgs(cmd string, args []string) error {
 	switch cmd {
-	case "chat", "serve", "health":
+	case "chat", "serve", "health", "check":
 		if len(args) > 0 {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -27,11 +28,11 @@ func TestTeamModeLogsTheRedirectURLToRegister(t *testing.T) {
 	stop()
 	var line string
 	for _, l := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(l, callbackPath) {
+		if strings.Contains(l, accounts.CallbackPath) {
 			line = l
 		}
 	}
-	if !strings.Contains(line, "OAuth redirect URL") || !strings.Contains(line, "register") || !strings.Contains(line, base+callbackPath) || strings.Contains(line, "people connect") {
+	if !strings.Contains(line, "OAuth redirect URL") || !strings.Contains(line, "register") || !strings.Contains(line, base+accounts.CallbackPath) || strings.Contains(line, "people connect") {
 		t.Errorf("team mode's start-up line: %q\nlogs:\n%s", line, logs.String())
 	}
 }

@@ -111,6 +111,7 @@ type Server struct {
 	opens      int                // conversations.open calls
 	heard      []Message          // people's messages sent as events (see Events)
 	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
+	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
 }
 
 // New starts a fake; close it with Close.
@@ -218,7 +219,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch method {
 	case "auth.test":
-		answer(w, map[string]any{"ok": true, "user_id": BotUserID, "bot_id": BotID, "team_id": "T1", "user": "tidybot"})
+		s.scopesHeader(w)
+		// As docs.slack.dev/reference/methods/auth.test answers: the
+		// workspace's url and name too.
+		answer(w, map[string]any{"ok": true, "user_id": BotUserID, "bot_id": BotID, "team_id": "T1", "user": "tidybot",
+			"team": "Tidy Team", "url": "https://tidyteam.slack.com/"})
 	case "chat.postMessage":
 		s.post(w, r, tok)
 	case "chat.update":

@@ -73,6 +73,9 @@ type Server struct {
 	admins     map[int64]bool
 	lastBot    map[int64]bool
 	withheld   []string
+
+	// webhookError is getWebhookInfo's last_error_message (webhook.go).
+	webhookError string
 }
 
 // New starts a fake; close it with Close.
@@ -158,6 +161,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		reply(w, true)
+	case "getWebhookInfo":
+		s.webhookInfo(w)
 	case "setWebhook":
 		s.mu.Lock()
 		s.webhook = map[string]string{"url": f.Get("url"), "secret_token": f.Get("secret_token"), "allowed_updates": f.Get("allowed_updates")}

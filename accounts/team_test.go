@@ -1,4 +1,4 @@
-package main
+package accounts
 
 import (
 	"bytes"
@@ -51,14 +51,14 @@ func (m *memSettings) MarkEvent(_ context.Context, k string, _ time.Time) (bool,
 	return true, nil
 }
 
-func newTestTeam(t *testing.T, key byte, st *memSettings, old ...byte) *team {
+func newTestTeam(t *testing.T, key byte, st *memSettings, old ...byte) *Team {
 	t.Helper()
 	o := &todoist.OAuth{ClientID: "cid", ClientSecret: "csecret", AuthURL: "https://todoist.example"}
 	keys := [][]byte{bytes.Repeat([]byte{key}, 32)}
 	for _, k := range old {
 		keys = append(keys, bytes.Repeat([]byte{k}, 32))
 	}
-	tm, err := newTeam(keys, st, o, func(string) bot.Agent { return nil }, agent.NewRedactor("csecret"), nil)
+	tm, err := New(Config{Secrets: keys, Store: st, OAuth: o, NewAgent: func(string) bot.Agent { return nil }, Redact: agent.NewRedactor("csecret")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +85,9 @@ func TestStateExpiresAndIsSingleUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	expired := stateOf(t, link)
-	now = now.Add(stateTTL + time.Second)
+	now = now.Add(StateTTL + time.Second)
 	if _, err := tm.checkState(t.Context(), expired); !errors.Is(err, errState) {
-		t.Errorf("a state %s old: %v, want refused", stateTTL+time.Second, err)
+		t.Errorf("a state %s old: %v, want refused", StateTTL+time.Second, err)
 	}
 	link, _ = tm.ConnectURL(t.Context(), in)
 	s := stateOf(t, link)
@@ -115,7 +115,7 @@ func TestCallbackRefusesBadStateStoringNothing(t *testing.T) {
 	tm := newTestTeam(t, 1, st)
 	for _, q := range []string{"code=c&state=forged.sig", "error=access_denied&state=x", "code=c"} {
 		w := httptest.NewRecorder()
-		tm.callback(w, httptest.NewRequest(http.MethodGet, callbackPath+"?"+q, nil))
+		tm.callback(w, httptest.NewRequest(http.MethodGet, CallbackPath+"?"+q, nil))
 		if w.Code != http.StatusBadRequest {
 			t.Errorf("%s: HTTP %d, want 400", q, w.Code)
 		}
@@ -154,53 +154,6 @@ func TestTokensAreSealedPerPerson(t *testing.T) {
 	}
 }
 
-func TestTeamModeSettings(t *testing.T) {
-	key := "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
-	team := func(c *Config) {
-		c.TodoistToken, c.ClientID, c.ClientSecret, c.PublicURL, c.SecretKey = "", "cid", "csecret", "https://bot.example.com", key
-	}
-	for _, tt := range []struct {
-		name string
-		edit func(*Config)
-		want string // "" : valid
-	}{
-		{"team mode", team, ""},
-		{"a workspace entry in personal mode", func(c *Config) { c.AllowedUsers = []string{"slack:team:T0ABC"} }, "team mode only"},
-		{"team mode without a key", func(c *Config) { team(c); c.SecretKey = "" }, "team mode needs TIDYBOT_SECRET_KEY"},
-		{"a short key", func(c *Config) { team(c); c.SecretKey = "c2hvcnQ=" }, "TIDYBOT_SECRET_KEY must be 32 bytes"},
-		{"a key not base64", func(c *Config) { team(c); c.SecretKey = "not base64!" }, "TIDYBOT_SECRET_KEY is not base64"},
-		{"team mode without a public URL", func(c *Config) { team(c); c.PublicURL = "" }, "team mode needs TIDYBOT_PUBLIC_URL"},
-		{"a public URL over http", func(c *Config) { team(c); c.PublicURL = "http://bot.example.com" }, "TIDYBOT_PUBLIC_URL must be the https address"},
-		{"the client id alone", func(c *Config) { c.ClientID = "cid" }, "both TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET"},
-		{"telegram:* in personal mode", func(c *Config) { c.AllowedUsers = []string{"telegram:*"} }, "team mode only"},
-		{"telegram:* in team mode", func(c *Config) { team(c); c.AllowedUsers = []string{"telegram:*", "slack:team:T0ABC"} }, ""},
-		{"a bad workspace id", func(c *Config) { team(c); c.AllowedUsers = []string{"slack:team:U0ABC"} }, "Slack workspace ids look like T0ABC123"},
-		{"a rotation", func(c *Config) { team(c); c.SecretKey = key + "," + key }, ""},
-		{"a bad old key", func(c *Config) { team(c); c.SecretKey = key + ",c2hvcnQ=" }, "TIDYBOT_SECRET_KEY must be 32 bytes"},
-		{"a negative cap", func(c *Config) { c.DailyTokens = -1 }, "TIDYBOT_USER_DAILY_TOKENS"},
-		{"no token, no team", func(c *Config) { c.TodoistToken = "" }, "TODOIST_TOKEN is not set"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c := validConfig()
-			tt.edit(&c)
-			err := c.Validate(true)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Errorf("refused: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("error %v, want one saying %q", err, tt.want)
-			case err != nil && strings.Contains(err.Error(), key):
-				t.Errorf("the error shows the key: %v", err)
-			}
-		})
-	}
-	c := validConfig()
-	team(&c)
-	if err := c.Validate(false); err == nil || !strings.Contains(err.Error(), "serve only") {
-		t.Errorf("chat in team mode: %v, want refused", err)
-	}
-}
-
 // TestKeyRotation: with TIDYBOT_SECRET_KEY=new,old a token sealed with
 // the old key still works and is sealed again with the new one; without
 // the old key the person is asked to connect again.
@@ -225,5 +178,34 @@ func TestKeyRotation(t *testing.T) {
 	st.kv[tokenKey("slack", "U3")] = old.seal("slack", "U3", tok)
 	if _, err := newOnly.Agent(t.Context(), "slack", "U3"); !errors.Is(err, bot.ErrNotConnected) {
 		t.Errorf("a token no key opens: %v, want ErrNotConnected (connect again)", err)
+	}
+}
+
+// TestConnectCookieAttributes: the cookie that binds the flow to the
+// browser is HttpOnly, SameSite=Lax (sent on Todoist's redirect back, a
+// top-level navigation), scoped to the OAuth paths, and Secure when
+// TIDYBOT_PUBLIC_URL is https.
+func TestConnectCookieAttributes(t *testing.T) {
+	for _, public := range []string{"http://bot.example.com", "https://bot.example.com"} {
+		st := &memSettings{kv: map[string]string{}, events: map[string]bool{}}
+		tm := newTestTeam(t, 1, st)
+		tm.public = public
+		link, err := tm.ConnectURL(t.Context(), bot.Incoming{Platform: "telegram", UserID: "43", UserName: "mallory", ChatID: "43", DM: true})
+		if err != nil || !strings.HasPrefix(link, public+ConnectPath+"?state=") {
+			t.Fatalf("link %q, %v", link, err)
+		}
+		w := httptest.NewRecorder()
+		tm.connectPage(w, httptest.NewRequest(http.MethodGet, link, nil))
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("%d cookies", len(cs))
+		}
+		c := cs[0]
+		if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/todoist/" || c.Secure != strings.HasPrefix(public, "https") || c.MaxAge <= 0 {
+			t.Errorf("%s: cookie %+v", public, c)
+		}
+		if w.Header().Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: the page may be framed", public)
+		}
 	}
 }

@@ -1,4 +1,10 @@
-package main
+// Package accounts is team mode: each person connects their own Todoist
+// through OAuth (our Connect page, then Todoist's, then the callback),
+// and their token is kept sealed (AES-256-GCM) in the store under keys
+// derived from TIDYBOT_SECRET_KEY, which also sign the OAuth state. A
+// rotation (new,old) opens what the old key sealed and seals it again
+// with the new one; /disconnect revokes the token at Todoist.
+package accounts
 
 import (
 	"context"
@@ -25,17 +31,17 @@ import (
 	"github.com/tidybot/tidybot/bot"
 )
 
-// stateTTL is how long a Connect link works.
-const stateTTL = 10 * time.Minute
+// StateTTL is how long a Connect link works.
+const StateTTL = 10 * time.Minute
 
-// callbackPath is where Todoist sends people back (the app's OAuth
-// redirect URL is TIDYBOT_PUBLIC_URL + callbackPath).
-const callbackPath = "/oauth/todoist/callback"
+// CallbackPath is where Todoist sends people back (the app's OAuth
+// redirect URL is TIDYBOT_PUBLIC_URL + CallbackPath).
+const CallbackPath = "/oauth/todoist/callback"
 
-// connectPath is our own page a Connect link opens: it names the chat
+// ConnectPath is our own page a Connect link opens: it names the chat
 // account that will get access, and binds the flow to the browser
 // (browserCookie) before sending it on to Todoist.
-const connectPath = "/oauth/todoist/connect"
+const ConnectPath = "/oauth/todoist/connect"
 
 // browserCookie binds a Connect flow to the browser that opened our
 // page: the callback refuses a browser without it, so a Todoist
@@ -43,17 +49,18 @@ const connectPath = "/oauth/todoist/connect"
 // connects nothing.
 const browserCookie = "tidybot_connect"
 
-// settingsStore is what team mode keeps in the store.
-type settingsStore interface {
+// Store is what team mode keeps in the store: sealed tokens as
+// settings, used OAuth states as events.
+type Store interface {
 	Setting(ctx context.Context, key string) (string, error)
 	SetSetting(ctx context.Context, key, value string) error
 	MarkEvent(ctx context.Context, key string, at time.Time) (bool, error)
 }
 
-// team is team mode: each person's Todoist token, connected through
-// OAuth, kept encrypted in the store, and the agent acting on it.
-type team struct {
-	st     settingsStore
+// Team is team mode's accounts: each person's Todoist token, connected
+// through OAuth, kept encrypted in the store, and the agent acting on it.
+type Team struct {
+	st     Store
 	oauth  *todoist.OAuth
 	newAg  func(token string) bot.Agent
 	redact *agent.Redactor
@@ -72,7 +79,7 @@ type team struct {
 	public string
 	// snaps, when set, holds the accounts' kept Todoist snapshots,
 	// deleted with the token.
-	snaps snapshotDeleter
+	snaps SnapshotDeleter
 
 	mu     sync.Mutex // protects agents
 	agents map[string]cachedAgent
@@ -83,17 +90,46 @@ type cachedAgent struct {
 	ag    bot.Agent
 }
 
-var _ bot.Accounts = (*team)(nil)
+var _ bot.Accounts = (*Team)(nil)
 
-// newTeam derives two keys from each TIDYBOT_SECRET_KEY key (the first
-// is the current one): one encrypts tokens (AES-256-GCM), one signs OAuth
-// state (HMAC-SHA256).
-func newTeam(secrets [][]byte, st settingsStore, o *todoist.OAuth, newAg func(string) bot.Agent, redact *agent.Redactor, log *slog.Logger) (*team, error) {
+// Config is what team mode is made of.
+type Config struct {
+	// Secrets are TIDYBOT_SECRET_KEY's keys, the current one first.
+	Secrets [][]byte
+	Store   Store
+	OAuth   *todoist.OAuth
+	// NewAgent makes the agent that acts on one person's token.
+	NewAgent func(token string) bot.Agent
+	// WhoAmI names the Todoist account a token opens ("Name (email)");
+	// nil: the chat is not told which account connected.
+	WhoAmI func(ctx context.Context, token string) (string, error)
+	// PublicURL is TIDYBOT_PUBLIC_URL: Connect links point at our page there.
+	PublicURL string
+	// Redact learns each token loaded or connected.
+	Redact *agent.Redactor
+	Logger *slog.Logger
+	// Now is the clock (nil: time.Now; tests: an expired state).
+	Now func() time.Time
+	// Snapshots, when set, holds the accounts' kept Todoist snapshots,
+	// deleted with the token.
+	Snapshots SnapshotDeleter
+}
+
+// New derives two keys from each of cfg.Secrets (the first is the
+// current one): one encrypts tokens (AES-256-GCM), one signs OAuth state
+// (HMAC-SHA256).
+func New(cfg Config) (*Team, error) {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &team{st: st, oauth: o, newAg: newAg, redact: redact, log: log, now: time.Now, agents: map[string]cachedAgent{}}
-	for _, secret := range secrets {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	t := &Team{st: cfg.Store, oauth: cfg.OAuth, newAg: cfg.NewAgent, redact: cfg.Redact, log: log, now: now,
+		whoami: cfg.WhoAmI, public: cfg.PublicURL, snaps: cfg.Snapshots, agents: map[string]cachedAgent{}}
+	for _, secret := range cfg.Secrets {
 		block, err := aes.NewCipher(derive(secret, "tidybot token encryption v1"))
 		if err != nil {
 			return nil, fmt.Errorf("team mode: %w", err)
@@ -111,6 +147,19 @@ func newTeam(secrets [][]byte, st settingsStore, o *todoist.OAuth, newAg func(st
 	return t, nil
 }
 
+// OnConnected sets what hears a new connection (the bot's Connected,
+// made after the bot, which needs t): the chat account, and the Todoist
+// account's name and email ("" if unknown).
+func (t *Team) OnConnected(f func(ctx context.Context, in bot.Incoming, account string) error) {
+	t.connected = f
+}
+
+// Routes adds the Connect page and Todoist's callback to mux.
+func (t *Team) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+CallbackPath, t.callback)
+	mux.HandleFunc("GET "+ConnectPath, t.connectPage)
+}
+
 func derive(secret []byte, purpose string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(purpose))
@@ -121,7 +170,7 @@ func tokenKey(platform, userID string) string { return "todoist_token:" + platfo
 
 // seal encrypts a token for one person: the person is the additional
 // data, so a record copied to another person does not open.
-func (t *team) seal(platform, userID, token string) string {
+func (t *Team) seal(platform, userID, token string) string {
 	a := t.aeads[0]
 	nonce := make([]byte, a.NonceSize())
 	_, _ = rand.Read(nonce)
@@ -134,7 +183,7 @@ var errUnreadable = errors.New("team mode: a stored token does not open with TID
 
 // open decrypts a stored token; current reports whether the current key
 // sealed it.
-func (t *team) open(platform, userID, rec string) (tok string, current bool, err error) {
+func (t *Team) open(platform, userID, rec string) (tok string, current bool, err error) {
 	raw, err := base64.RawStdEncoding.DecodeString(strings.TrimPrefix(rec, "v1:"))
 	if err != nil || !strings.HasPrefix(rec, "v1:") {
 		return "", false, errUnreadable
@@ -151,7 +200,7 @@ func (t *team) open(platform, userID, rec string) (tok string, current bool, err
 }
 
 // token returns the person's token, or bot.ErrNotConnected.
-func (t *team) token(ctx context.Context, platform, userID string) (string, error) {
+func (t *Team) token(ctx context.Context, platform, userID string) (string, error) {
 	rec, err := t.st.Setting(ctx, tokenKey(platform, userID))
 	if errors.Is(err, bot.ErrNotFound) || (err == nil && rec == "") {
 		return "", bot.ErrNotConnected
@@ -177,7 +226,7 @@ func (t *team) token(ctx context.Context, platform, userID string) (string, erro
 }
 
 // Agent implements bot.Accounts.
-func (t *team) Agent(ctx context.Context, platform, userID string) (bot.Agent, error) {
+func (t *Team) Agent(ctx context.Context, platform, userID string) (bot.Agent, error) {
 	tok, err := t.token(ctx, platform, userID)
 	if err != nil {
 		return nil, err
@@ -194,7 +243,7 @@ func (t *team) Agent(ctx context.Context, platform, userID string) (bot.Agent, e
 }
 
 // forget deletes the person's token here.
-func (t *team) forget(ctx context.Context, platform, userID string) error {
+func (t *Team) forget(ctx context.Context, platform, userID string) error {
 	t.mu.Lock()
 	delete(t.agents, platform+":"+userID)
 	t.mu.Unlock()
@@ -204,14 +253,14 @@ func (t *team) forget(ctx context.Context, platform, userID string) error {
 	return nil
 }
 
-// snapshotDeleter deletes an account's kept Todoist snapshot (every
+// SnapshotDeleter deletes an account's kept Todoist snapshot (every
 // task's content, kept for incremental reads).
-type snapshotDeleter interface {
+type SnapshotDeleter interface {
 	DeleteSnapshot(ctx context.Context, key string) error
 }
 
 // dropSnapshot deletes the snapshot of the account tok reads.
-func (t *team) dropSnapshot(ctx context.Context, tok string) error {
+func (t *Team) dropSnapshot(ctx context.Context, tok string) error {
 	if t.snaps == nil {
 		return nil
 	}
@@ -222,7 +271,7 @@ func (t *team) dropSnapshot(ctx context.Context, tok string) error {
 }
 
 // Forget implements bot.Accounts; the account's snapshot goes too.
-func (t *team) Forget(ctx context.Context, platform, userID string) error {
+func (t *Team) Forget(ctx context.Context, platform, userID string) error {
 	if tok, err := t.token(ctx, platform, userID); err == nil {
 		if err := t.dropSnapshot(ctx, tok); err != nil {
 			return err
@@ -233,7 +282,7 @@ func (t *team) Forget(ctx context.Context, platform, userID string) error {
 
 // Disconnect implements bot.Accounts: the token is revoked at Todoist,
 // then deleted here with the account's kept snapshot.
-func (t *team) Disconnect(ctx context.Context, platform, userID string) error {
+func (t *Team) Disconnect(ctx context.Context, platform, userID string) error {
 	tok, err := t.token(ctx, platform, userID)
 	if err != nil {
 		return err
@@ -260,21 +309,21 @@ type state struct {
 	Nonce    string `json:"n"`
 }
 
-// ConnectURL implements bot.Accounts: our Connect page (connectPath)
+// ConnectURL implements bot.Accounts: our Connect page (ConnectPath)
 // with a state signed with TIDYBOT_SECRET_KEY, bound to the person,
-// expiring in stateTTL. The page names the person before it sends the
+// expiring in StateTTL. The page names the person before it sends the
 // browser to Todoist's authorize page with the same state.
-func (t *team) ConnectURL(_ context.Context, in bot.Incoming) (string, error) {
+func (t *Team) ConnectURL(_ context.Context, in bot.Incoming) (string, error) {
 	n := make([]byte, 16)
 	_, _ = rand.Read(n)
 	s := state{Platform: in.Platform, UserID: in.UserID, UserName: in.UserName, ChatID: in.ChatID, ThreadID: in.ThreadID, DM: in.DM,
-		Expires: t.now().Add(stateTTL).Unix(), Nonce: hex.EncodeToString(n)}
+		Expires: t.now().Add(StateTTL).Unix(), Nonce: hex.EncodeToString(n)}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("connect link: %w", err)
 	}
 	p := base64.RawURLEncoding.EncodeToString(raw)
-	return strings.TrimRight(t.public, "/") + connectPath + "?" + url.Values{"state": {p + "." + t.sign(p)}}.Encode(), nil
+	return strings.TrimRight(t.public, "/") + ConnectPath + "?" + url.Values{"state": {p + "." + t.sign(p)}}.Encode(), nil
 }
 
 // chatAccount names the chat account a state links, for the person in
@@ -291,13 +340,13 @@ func chatAccount(s state) string {
 }
 
 // browserMark is the value of browserCookie for a state's nonce.
-func (t *team) browserMark(nonce string) string { return t.sign("browser:" + nonce) }
+func (t *Team) browserMark(nonce string) string { return t.sign("browser:" + nonce) }
 
-// connectPage serves GET connectPath: for a valid, unexpired state it
+// connectPage serves GET ConnectPath: for a valid, unexpired state it
 // shows whose chat account will get access to the Todoist account signed
 // in in this browser, sets browserCookie, and offers a Continue button to
 // Todoist's authorize page. A bad state gets a 400 page and no cookie.
-func (t *team) connectPage(w http.ResponseWriter, r *http.Request) {
+func (t *Team) connectPage(w http.ResponseWriter, r *http.Request) {
 	raw := r.URL.Query().Get("state")
 	s, err := t.readState(raw)
 	if err != nil {
@@ -306,7 +355,7 @@ func (t *team) connectPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: browserCookie, Value: t.browserMark(s.Nonce), Path: "/oauth/todoist/",
-		MaxAge: int(stateTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		MaxAge: int(StateTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: strings.HasPrefix(t.public, "https://")})
 	who := chatAccount(s)
 	next := t.oauth.AuthorizeURL(todoist.Scopes, raw)
@@ -325,7 +374,7 @@ func (t *team) connectPage(w http.ResponseWriter, r *http.Request) {
 `, html.EscapeString(who), html.EscapeString(next))
 }
 
-func (t *team) sign(payload string) string { return signWith(t.signKeys[0], payload) }
+func (t *Team) sign(payload string) string { return signWith(t.signKeys[0], payload) }
 
 func signWith(key []byte, payload string) string {
 	m := hmac.New(sha256.New, key)
@@ -334,7 +383,7 @@ func signWith(key []byte, payload string) string {
 }
 
 // signed reports whether sig is payload's signature under any key.
-func (t *team) signed(payload, sig string) bool {
+func (t *Team) signed(payload, sig string) bool {
 	for _, k := range t.signKeys {
 		if hmac.Equal([]byte(sig), []byte(signWith(k, payload))) {
 			return true
@@ -347,7 +396,7 @@ func (t *team) signed(payload, sig string) bool {
 var errState = errors.New("this Connect link is not valid: it was changed, has expired or was used already; ask the bot for a new one with /connect")
 
 // readState verifies a state's signature and expiry.
-func (t *team) readState(raw string) (state, error) {
+func (t *Team) readState(raw string) (state, error) {
 	var s state
 	p, sig, ok := strings.Cut(raw, ".")
 	if !ok || !t.signed(p, sig) {
@@ -365,7 +414,7 @@ func (t *team) readState(raw string) (state, error) {
 
 // checkState verifies the signature and the expiry, then uses the nonce
 // up (the store remembers it), so a state works once.
-func (t *team) checkState(ctx context.Context, raw string) (state, error) {
+func (t *Team) checkState(ctx context.Context, raw string) (state, error) {
 	s, err := t.readState(raw)
 	if err != nil {
 		return s, err
@@ -374,7 +423,7 @@ func (t *team) checkState(ctx context.Context, raw string) (state, error) {
 }
 
 // useState uses a read state's nonce up.
-func (t *team) useState(ctx context.Context, s state) (state, error) {
+func (t *Team) useState(ctx context.Context, s state) (state, error) {
 	fresh, err := t.st.MarkEvent(ctx, "oauth-state:"+s.Nonce, t.now())
 	if err != nil {
 		return s, fmt.Errorf("use state: %w", err)
@@ -388,7 +437,7 @@ func (t *team) useState(ctx context.Context, s state) (state, error) {
 // callback serves GET /oauth/todoist/callback: it checks the state,
 // exchanges the code, stores the token encrypted and tells the person's
 // chat. A refused request stores nothing and gets a 400 page.
-func (t *team) callback(w http.ResponseWriter, r *http.Request) {
+func (t *Team) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		// Only our own words: the query is anyone's to write, and a page

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestMetrics(t *testing.T) {
-	m := newMetrics(prometheus.NewRegistry())
+	m := NewMetrics()
 	m.Event("telegram", "accepted")
 	m.Event("telegram", "duplicate")
 	m.Event("telegram", "duplicate")
