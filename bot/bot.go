@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // TidyInboxInstruction is what /tidy-inbox asks the agent to do.
@@ -186,8 +187,8 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 func (b *Bot) AddPlatform(p Platform) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := newSender(p.Name(), b.log, b.sendQuit)
-	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact}
+	s := outbound.New(p.Name(), b.log, b.sendQuit)
+	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact, log: b.log}
 	b.queues[p.Name()] = q
 	b.platforms[p.Name()] = queued(q)
 	if b.started && !b.stopped {
@@ -196,9 +197,9 @@ func (b *Bot) AddPlatform(p Platform) {
 	}
 }
 
-func (b *Bot) runSender(s *sender) {
+func (b *Bot) runSender(s *outbound.Queue) {
 	defer b.swg.Done()
-	s.run(context.Background())
+	s.Run(context.Background())
 }
 
 func (b *Bot) platform(name string) (Platform, error) {
@@ -219,10 +220,10 @@ func (b *Bot) queue(name string) *queuedPlatform {
 }
 
 // senders returns every platform's send queue.
-func (b *Bot) senders() []*sender {
+func (b *Bot) senders() []*outbound.Queue {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]*sender, 0, len(b.queues))
+	out := make([]*outbound.Queue, 0, len(b.queues))
 	for _, q := range b.queues {
 		out = append(out, q.s)
 	}
@@ -419,7 +420,7 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 		}
 		senders := b.senders()
 		for _, s := range senders {
-			if err := s.waitIdle(ctx); err != nil {
+			if err := s.WaitIdle(ctx); err != nil {
 				return err
 			}
 		}
@@ -428,7 +429,7 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 		}
 		quiet := true
 		for _, s := range senders {
-			quiet = quiet && s.queued() == 0
+			quiet = quiet && s.Pending() == 0
 		}
 		if quiet {
 			return nil
@@ -537,7 +538,7 @@ func (b *Bot) Stop() {
 	b.mu.Lock()
 	sends := 0
 	for _, q := range b.queues {
-		sends += q.s.queued()
+		sends += q.s.Pending()
 	}
 	b.mu.Unlock()
 	running, queued := b.sched.inFlight()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // restart starts a new bot on st, as a new process would after a crash,
@@ -298,7 +299,7 @@ func TestOneRefusalPerUnknownUserPerDay(t *testing.T) {
 }
 
 // TestSendsAreQueuedPerPlatform: refusals to 300 different users, each
-// in their own chat, while the platform is slow make at most sendLanes
+// in their own chat, while the platform is slow make at most outbound.Lanes
 // calls at a time (never one goroutine per send), and the queue is
 // bounded; one chat's calls are made one at a time, in order.
 func TestSendsAreQueuedPerPlatform(t *testing.T) {
@@ -340,8 +341,8 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 		}
 		synctest.Wait()
 		mu.Lock()
-		if most < 2 || most > sendLanes {
-			t.Errorf("%d sends in flight at once, want 2 to %d (one per lane)", most, sendLanes)
+		if most < 2 || most > outbound.Lanes {
+			t.Errorf("%d sends in flight at once, want 2 to %d (one per lane)", most, outbound.Lanes)
 		}
 		mu.Unlock()
 		close(release)
@@ -349,8 +350,8 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Stop()
-		if calls > sendQueueSize+1 || calls < sendQueueSize {
-			t.Errorf("%d sends made for 300 refusals, want the queue's bound (%d) plus the one in flight", calls, sendQueueSize)
+		if calls > outbound.QueueSize+1 || calls < outbound.QueueSize {
+			t.Errorf("%d sends made for 300 refusals, want the queue's bound (%d) plus the one in flight", calls, outbound.QueueSize)
 		}
 	})
 }
@@ -388,7 +389,7 @@ func TestSendQueueHonoursRetryAfter(t *testing.T) {
 		for i, user := range []string{"666", "667"} {
 			in := msg("hi", fmt.Sprint("e", i))
 			in.UserID, in.ChatID = user, "chat"+user // two chats
-			if lane := b.queue("telegram").s.lane; i == 1 && lane("chat666") == lane("chat667") {
+			if lane := b.queue("telegram").s.Lane; i == 1 && lane("chat666") == lane("chat667") {
 				t.Fatal("both chats share a lane; pick chats on two")
 			}
 			if err := b.Handle(t.Context(), in); err != nil {
@@ -684,32 +685,4 @@ func TestFailedRunEndKeepsTheJob(t *testing.T) {
 	if texts := plat.texts(); len(texts) == 0 || texts[len(texts)-1] != "did: tidy" {
 		t.Errorf("after restart: posted %q, want the answer", texts)
 	}
-}
-
-// TestSendQueueAfterItsLanesStopped: a call queued once the lanes have
-// stopped is answered ErrStopped at once, never left in a lane that no
-// one reads (which kept WaitIdle waiting and the answer unrecorded).
-func TestSendQueueAfterItsLanesStopped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		quit := make(chan struct{})
-		s := newSender("telegram", slog.New(slog.DiscardHandler), quit)
-		stopped := make(chan struct{})
-		go func() { s.run(t.Context()); close(stopped) }()
-		close(quit)
-		<-stopped
-		never := func(context.Context) error { t.Error("a call was made after the lanes stopped"); return nil }
-		for i := range 20 { // a lane with room used to be picked half the time
-			var got error
-			s.postThen(fmt.Sprint("c", i), "send", never, func(err error) { got = err })
-			if !errors.Is(got, ErrStopped) {
-				t.Fatalf("postThen after stop: %v, want ErrStopped", got)
-			}
-			if err := s.do(t.Context(), fmt.Sprint("c", i), "edit", never); !errors.Is(err, ErrStopped) {
-				t.Fatalf("do after stop: %v, want ErrStopped", err)
-			}
-		}
-		if err := s.waitIdle(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	})
 }

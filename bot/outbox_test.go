@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // flaky fails the posts of answers ("did: …") as fail says, recording
@@ -78,7 +80,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const after = 3 * time.Minute
 		f := &flaky{fail: func(n int) error {
-			if n <= maxRateLimitRetries+1 {
+			if n <= outbound.MaxRateLimitRetries+1 {
 				return RetryLater(errors.New("429"), after)
 			}
 			return nil
@@ -89,8 +91,8 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if n := f.count(); n != maxRateLimitRetries+2 {
-			t.Fatalf("tried %d times, want %d", n, maxRateLimitRetries+2)
+		if n := f.count(); n != outbound.MaxRateLimitRetries+2 {
+			t.Fatalf("tried %d times, want %d", n, outbound.MaxRateLimitRetries+2)
 		}
 		last := len(f.tries) - 1
 		if gap := f.tries[last].Sub(f.tries[last-1]); gap < after {
