@@ -27,7 +27,7 @@ func pngOf(t testing.TB, w, h int) []byte {
 	return b.Bytes()
 }
 
-func newPhotoHarness(t *testing.T, ag *fakeAgent, vision string, file []byte) *harness {
+func newPhotoHarness(t *testing.T, ag *mockAgent, vision string, file []byte) *harness {
 	t.Helper()
 	plat := newTelegram()
 	plat.download = func(Attachment, int64) ([]byte, error) { return file, nil }
@@ -42,7 +42,7 @@ func photo(caption, event string) Incoming {
 
 func TestPhotoGoesToTheModel(t *testing.T) {
 	small := pngOf(t, 800, 600)
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newPhotoHarness(t, ag, "", small)
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.handle(t, photo("", "p2"))
@@ -58,7 +58,7 @@ func TestPhotoGoesToTheModel(t *testing.T) {
 }
 
 func TestLargePhotoIsScaledDown(t *testing.T) {
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newPhotoHarness(t, ag, "", pngOf(t, 3000, 1500))
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.idle(t)
@@ -76,7 +76,7 @@ func TestLargePhotoIsScaledDown(t *testing.T) {
 
 func TestModelWithoutVision(t *testing.T) {
 	rejected := &agent.Error{Code: agent.ErrUnsupported, Message: "the model x does not take images (HTTP 400)"}
-	ag := &fakeAgent{imagesErr: rejected}
+	ag := &mockAgent{StartFn: blind(rejected)}
 	h := newPhotoHarness(t, ag, VisionAuto, pngOf(t, 10, 10))
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.idle(t)
@@ -96,7 +96,7 @@ func TestModelWithoutVision(t *testing.T) {
 }
 
 func TestVisionOff(t *testing.T) {
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newPhotoHarness(t, ag, VisionOff, pngOf(t, 10, 10))
 	h.handle(t, photo("", "p1"))
 	h.handle(t, photo("what's due today?", "p2"))
@@ -114,7 +114,7 @@ func TestVisionOff(t *testing.T) {
 // TestPhotoWhileAQuestionWaits: a photo starts a new request; it is not
 // taken as the answer to the pending question.
 func TestPhotoWhileAQuestionWaits(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Home", "Work"}}
+	ag := &mockAgent{StartFn: asking("Home", "Work")}
 	h := newPhotoHarness(t, ag, "", pngOf(t, 10, 10))
 	h.handle(t, msg("file the dentist task", "m1"))
 	h.idle(t)
@@ -135,7 +135,7 @@ func TestPhotoRunResumedBeforeItsFirstStep(t *testing.T) {
 	st.threads["telegram:c1:"] = Thread{Key: "telegram:c1:", Platform: "telegram", ChatID: "c1"}
 	st.runs["r1"] = &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking,
 		Instruction: "Add these to Groceries", Photo: a}
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	file := pngOf(t, 20, 20)
 	p := &fakePlatform{name: "telegram", download: func(Attachment, int64) ([]byte, error) { return file, nil }}
 	b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})

@@ -51,7 +51,7 @@ func TestFailedPostIsTriedAgainWhileRunning(t *testing.T) {
 		}}
 		plat := newTelegram()
 		plat.onSend = f.onSend
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)
 		synctest.Wait()
@@ -87,7 +87,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		}}
 		plat := newTelegram()
 		plat.onSend = f.onSend
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)
 		synctest.Wait()
@@ -113,7 +113,7 @@ func TestRetriesGiveUpAndKeepTheEntry(t *testing.T) {
 		plat := newTelegram()
 		plat.onSend = f.onSend
 		var logs logBuffer
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(retryFor + retryMax)
 		synctest.Wait()
@@ -177,7 +177,7 @@ func TestRestartLooksBeforePostingAgain(t *testing.T) {
 	first := posted.Msg
 	first.Ref = posted.ID
 	plat.sent = []Outgoing{first} // it reached Slack; the crash came before it was recorded
-	b := New(st, &fakeAgent{}, Config{Workers: 1})
+	b := New(st, &mockAgent{}, Config{Workers: 1})
 	b.AddPlatform(plat)
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestRetryAfterALostResponseLooksFirst(t *testing.T) {
 			}
 			return nil
 		}
-		h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: plat.fakePlatform}
+		h := &harness{store: newMemStore(), agent: &mockAgent{}, plat: plat.fakePlatform}
 		h.bot = New(h.store, h.agent, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.bot.AddPlatform(plat)
 		if err := h.bot.Start(t.Context()); err != nil {
