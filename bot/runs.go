@@ -31,33 +31,12 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
 		return err
 	}
-	th, err := b.store.Thread(ctx, key)
+	history, err := b.history(ctx, in)
 	if err != nil {
-		return fmt.Errorf("bot: read thread %s: %w", key, err)
+		return err
 	}
-	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
-	if err != nil {
-		return fmt.Errorf("bot: read history of %s: %w", key, err)
-	}
-	var history []agent.HistoryMessage
-	for _, m := range msgs {
-		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
-			continue // the message being answered
-		}
-		history = append(history, agent.HistoryMessage{Role: agent.Role(m.Role), Text: m.Text})
-	}
-	if len(history) > b.cfg.History {
-		history = history[len(history)-b.cfg.History:]
-	}
-	if !in.DM && in.ThreadID != "" {
-		// The person's latest thread here (for a slash command without
-		// one), and a thread the bot is part of (KnowsThread).
-		if err := b.store.SetSetting(ctx, latestThreadSetting(in), in.ThreadID); err != nil {
-			return fmt.Errorf("bot: remember latest thread of %s: %w", key, err)
-		}
-		if err := b.store.SetSetting(ctx, knownThreadSetting(in), in.At.UTC().Format(time.RFC3339)); err != nil {
-			return fmt.Errorf("bot: remember thread %s: %w", key, err)
-		}
+	if err := b.rememberThread(ctx, in); err != nil {
+		return err
 	}
 	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
@@ -101,6 +80,48 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		return out
 	})
+}
+
+// history returns the earlier messages of in's thread the model sees
+// (Config.History of them, since the thread's last /reset), without in.
+func (b *Bot) history(ctx context.Context, in Incoming) ([]agent.HistoryMessage, error) {
+	key := in.ThreadKey()
+	th, err := b.store.Thread(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("bot: read thread %s: %w", key, err)
+	}
+	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
+	if err != nil {
+		return nil, fmt.Errorf("bot: read history of %s: %w", key, err)
+	}
+	var history []agent.HistoryMessage
+	for _, m := range msgs {
+		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
+			continue // the message being answered
+		}
+		history = append(history, agent.HistoryMessage{Role: agent.Role(m.Role), Text: m.Text})
+	}
+	if len(history) > b.cfg.History {
+		history = history[len(history)-b.cfg.History:]
+	}
+	return history, nil
+}
+
+// rememberThread records, for a message in a shared chat's thread, the
+// person's latest thread there (for a slash command without one) and
+// that the bot is part of the thread (KnowsThread).
+func (b *Bot) rememberThread(ctx context.Context, in Incoming) error {
+	if in.DM || in.ThreadID == "" {
+		return nil
+	}
+	key := in.ThreadKey()
+	if err := b.store.SetSetting(ctx, latestThreadSetting(in), in.ThreadID); err != nil {
+		return fmt.Errorf("bot: remember latest thread of %s: %w", key, err)
+	}
+	if err := b.store.SetSetting(ctx, knownThreadSetting(in), in.At.UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("bot: remember thread %s: %w", key, err)
+	}
+	return nil
 }
 
 // notice reports whether Config.Notice is yet to be said in thread key,
