@@ -3,6 +3,8 @@ package bot
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -71,6 +73,26 @@ func TestLargePhotoIsScaledDown(t *testing.T) {
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(im.Data))
 	if err != nil || im.MIME != "image/jpeg" || cfg.Width != 1280 || cfg.Height != 640 {
 		t.Errorf("sent %s %dx%d (%v), want a 1280x640 JPEG", im.MIME, cfg.Width, cfg.Height, err)
+	}
+}
+
+// TestPhotoOverThePixelBudgetIsAnswered: an image that declares more
+// than media.MaxImagePixels is refused with its size, and no run starts.
+func TestPhotoOverThePixelBudgetIsAnswered(t *testing.T) {
+	bomb := pngOf(t, 1, 1) // its IHDR chunk made to declare 9000x9000
+	binary.BigEndian.PutUint32(bomb[16:], 9000)
+	binary.BigEndian.PutUint32(bomb[20:], 9000)
+	binary.BigEndian.PutUint32(bomb[29:], crc32.ChecksumIEEE(bomb[12:29]))
+	ag := &mockAgent{}
+	h := newPhotoHarness(t, ag, "", bomb)
+	h.handle(t, photo("Add these to Groceries", "p1"))
+	h.idle(t)
+	want := "Sorry, that image is too large for me to look at: 9000×9000 pixels (81 megapixels); I take up to 40 megapixels. Please send a smaller one."
+	if got := h.plat.last().Text; got != want {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if got := ag.startedList(); len(got) != 0 {
+		t.Errorf("runs started: %v", got)
 	}
 }
 
