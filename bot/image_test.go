@@ -61,7 +61,7 @@ func TestPhotoGoesToTheModel(t *testing.T) {
 
 func TestLargePhotoIsScaledDown(t *testing.T) {
 	ag := &mockAgent{}
-	h := newPhotoHarness(t, ag, "", pngOf(t, 3000, 1500))
+	h := newPhotoHarness(t, ag, "", pngOf(t, 1600, 800))
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.idle(t)
 	ag.mu.Lock()
