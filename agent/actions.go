@@ -139,8 +139,26 @@ type FailTaskArgs struct {
 // struct. The struct generates the action's schema (see schema.go) and its
 // methods say how it runs, so adding an action is one new type and one
 // line in actionList. Every action is exactly one of reader, writer and
-// controller (a test checks it).
-type action = any
+// controller (a test checks it); isAction marks the argument structs, so
+// that nothing else passes for an action (newArgs takes only actions).
+type action interface{ isAction() }
+
+func (*GetOverviewArgs) isAction()   {}
+func (*GetProjectsArgs) isAction()   {}
+func (*GetInboxTasksArgs) isAction() {}
+func (*GetTasksArgs) isAction()      {}
+func (*GetSectionsArgs) isAction()   {}
+func (*GetLabelsArgs) isAction()     {}
+func (*CreateProjectArgs) isAction() {}
+func (*MoveTasksArgs) isAction()     {}
+func (*AddTasksArgs) isAction()      {}
+func (*UpdateTasksArgs) isAction()   {}
+func (*CompleteTasksArgs) isAction() {}
+func (*DeleteTasksArgs) isAction()   {}
+func (*CreateSectionArgs) isAction() {}
+func (*AskUserArgs) isAction()       {}
+func (*FinalAnswerArgs) isAction()   {}
+func (*FailTaskArgs) isAction()      {}
 
 // reader is an action that only reads. The reads of one reply run
 // concurrently (see dispatch.go).
@@ -196,8 +214,11 @@ type actionDef struct {
 }
 
 // newArgs returns a constructor of an action's argument struct.
-func newArgs[T any]() func() action {
-	return func() action { return new(T) }
+func newArgs[T any, P interface {
+	*T
+	action
+}]() func() action {
+	return func() action { return P(new(T)) }
 }
 
 // actionList lists every action, in the order shown to the model.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // TidyInboxInstruction is what /tidy-inbox asks the agent to do.
@@ -134,16 +135,18 @@ type Bot struct {
 	quit chan struct{} // closed by Stop: intake and workers stop
 	// sendQuit is closed by Stop once the workers are done (or the grace
 	// period is over), so that answers of runs ending meanwhile are
-	// posted; swg counts the send queues' goroutines.
-	sendQuit chan struct{}
-	swg      sync.WaitGroup
-	// wg counts the other goroutines Start starts; Add (of wg and swg) is only
-	// called under mu before stopped is set, so it never races Wait.
-	wg sync.WaitGroup
-	// tails counts the ends of runs being committed (see handOff); only
-	// workers Add to it, so Stop waits for it once the workers are done.
-	// tailRoom bounds them.
-	tails    sync.WaitGroup
+	// posted; sendLoops counts the send queues' goroutines.
+	sendQuit  chan struct{}
+	sendLoops sync.WaitGroup
+	// workLoops counts the other goroutines Start starts (workers, the
+	// prune loop, the watch of Start's context); Add (of workLoops and
+	// sendLoops) is only called under mu before stopped is set, so it
+	// never races Wait.
+	workLoops sync.WaitGroup
+	// runTails counts the ends of runs being committed and posted (see
+	// handOff); only workers Add to it, so Stop waits for it once the
+	// workers are done. tailRoom bounds them.
+	runTails sync.WaitGroup
 	tailRoom chan struct{}
 }
 
@@ -186,19 +189,19 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 func (b *Bot) AddPlatform(p Platform) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := newSender(p.Name(), b.log, b.sendQuit)
-	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact}
+	s := outbound.New(p.Name(), b.log, b.sendQuit)
+	q := &queuedPlatform{p: p, s: s, redact: b.cfg.Redact, log: b.log}
 	b.queues[p.Name()] = q
 	b.platforms[p.Name()] = queued(q)
 	if b.started && !b.stopped {
-		b.swg.Add(1)
+		b.sendLoops.Add(1)
 		go b.runSender(s)
 	}
 }
 
-func (b *Bot) runSender(s *sender) {
-	defer b.swg.Done()
-	s.run(context.Background())
+func (b *Bot) runSender(s *outbound.Queue) {
+	defer b.sendLoops.Done()
+	s.Run(context.Background())
 }
 
 func (b *Bot) platform(name string) (Platform, error) {
@@ -219,10 +222,10 @@ func (b *Bot) queue(name string) *queuedPlatform {
 }
 
 // senders returns every platform's send queue.
-func (b *Bot) senders() []*sender {
+func (b *Bot) senders() []*outbound.Queue {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]*sender, 0, len(b.queues))
+	out := make([]*outbound.Queue, 0, len(b.queues))
 	for _, q := range b.queues {
 		out = append(out, q.s)
 	}
@@ -419,7 +422,7 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 		}
 		senders := b.senders()
 		for _, s := range senders {
-			if err := s.waitIdle(ctx); err != nil {
+			if err := s.WaitIdle(ctx); err != nil {
 				return err
 			}
 		}
@@ -428,7 +431,7 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 		}
 		quiet := true
 		for _, s := range senders {
-			quiet = quiet && s.queued() == 0
+			quiet = quiet && s.Pending() == 0
 		}
 		if quiet {
 			return nil
@@ -483,7 +486,7 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 	}
 	b.started = true
 	for _, q := range b.queues {
-		b.swg.Add(1)
+		b.sendLoops.Add(1)
 		go b.runSender(q.s)
 	}
 	// Jobs run on a context that ctx's end does not cancel: when ctx ends
@@ -492,19 +495,19 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 	// user told something went wrong, its job deleted).
 	work := context.WithoutCancel(ctx)
 	for range b.cfg.Workers {
-		b.wg.Add(1)
+		b.workLoops.Add(1)
 		go b.worker(work)
 	}
-	b.wg.Add(1)
+	b.workLoops.Add(1)
 	go func() {
-		defer b.wg.Done()
+		defer b.workLoops.Done()
 		select {
 		case <-ctx.Done():
 			b.halt()
 		case <-b.quit:
 		}
 	}()
-	b.wg.Add(1)
+	b.workLoops.Add(1)
 	go b.pruneLoop(ctx)
 	return nil
 }
@@ -537,7 +540,7 @@ func (b *Bot) Stop() {
 	b.mu.Lock()
 	sends := 0
 	for _, q := range b.queues {
-		sends += q.s.queued()
+		sends += q.s.Pending()
 	}
 	b.mu.Unlock()
 	running, queued := b.sched.inFlight()
@@ -557,7 +560,7 @@ func (b *Bot) Stop() {
 		}
 	}
 	// Workers first: only they hand off run ends.
-	workersDone := within(&b.wg) && within(&b.tails)
+	workersDone := within(&b.workLoops) && within(&b.runTails)
 	// The send queues stop after the workers, so that a run ending now
 	// still posts its answer; what they cannot post stays in the outbox.
 	b.mu.Lock()
@@ -567,7 +570,7 @@ func (b *Bot) Stop() {
 		close(b.sendQuit)
 	}
 	b.mu.Unlock()
-	if workersDone && within(&b.swg) {
+	if workersDone && within(&b.sendLoops) {
 		b.log.Info("shut down", slog.Duration("waited", time.Since(began)))
 		return
 	}
@@ -600,7 +603,7 @@ func (b *Bot) prune(ctx context.Context) {
 }
 
 func (b *Bot) pruneLoop(ctx context.Context) {
-	defer b.wg.Done()
+	defer b.workLoops.Done()
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -616,7 +619,7 @@ func (b *Bot) pruneLoop(ctx context.Context) {
 }
 
 func (b *Bot) worker(ctx context.Context) {
-	defer b.wg.Done()
+	defer b.workLoops.Done()
 	for {
 		j, ok := b.sched.next(ctx)
 		if !ok {

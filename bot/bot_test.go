@@ -15,11 +15,11 @@ import (
 type harness struct {
 	bot   *Bot
 	store *memStore
-	agent *fakeAgent
+	agent *mockAgent
 	plat  *fakePlatform
 }
 
-func newHarness(t *testing.T, ag *fakeAgent) *harness {
+func newHarness(t *testing.T, ag *mockAgent) *harness {
 	t.Helper()
 	return startHarness(t, ag, newTelegram(), Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
 }
@@ -28,7 +28,7 @@ func newTelegram() *fakePlatform { return &fakePlatform{name: "telegram", interv
 
 // startHarness starts a bot with cfg on a memStore and plat, stopped at
 // the test's end.
-func startHarness(t *testing.T, ag *fakeAgent, plat *fakePlatform, cfg Config) *harness {
+func startHarness(t *testing.T, ag *mockAgent, plat *fakePlatform, cfg Config) *harness {
 	t.Helper()
 	h := &harness{store: newMemStore(), agent: ag, plat: plat}
 	h.bot = New(h.store, ag, cfg)
@@ -62,7 +62,7 @@ func (h *harness) idle(t *testing.T) {
 }
 
 func TestDuplicateEventDropped(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	h.handle(t, msg("what's due today?", "u1"))
 	h.handle(t, msg("what's due today?", "u1"))
 	h.idle(t)
@@ -72,7 +72,7 @@ func TestDuplicateEventDropped(t *testing.T) {
 }
 
 func TestUnknownUserTouchesNothing(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	in := msg("delete everything", "u2")
 	in.UserID = "666"
 	h.handle(t, in)
@@ -91,7 +91,8 @@ func TestUnknownUserTouchesNothing(t *testing.T) {
 
 func TestMessagesDuringARunWaitTheirTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ag := &fakeAgent{block: make(chan struct{})}
+		block := make(chan struct{})
+		ag := &mockAgent{StartFn: blocking(block, nil)}
 		h := newHarness(t, ag)
 		h.handle(t, msg("first", "e1"))
 		h.handle(t, msg("second", "e2"))
@@ -99,7 +100,7 @@ func TestMessagesDuringARunWaitTheirTurn(t *testing.T) {
 		if got := ag.startedList(); len(got) != 1 {
 			t.Fatalf("runs started while the first works: %s", joined(got))
 		}
-		close(ag.block)
+		close(block)
 		h.idle(t)
 		if got := joined(ag.startedList()); got != "first | second" {
 			t.Errorf("runs = %s, want first | second", got)
@@ -108,7 +109,7 @@ func TestMessagesDuringARunWaitTheirTurn(t *testing.T) {
 }
 
 func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	ag := &mockAgent{StartFn: asking("Work", "Home")}
 	h := newHarness(t, ag)
 	h.bot.allowed["telegram:43"] = true
 	h.handle(t, msg("file the dentist task", "e1"))
@@ -146,7 +147,8 @@ func TestQuestionAnsweredByButtonOnlyByTheAskedUser(t *testing.T) {
 
 func TestCancelStopsTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ag := &fakeAgent{block: make(chan struct{})}
+		block := make(chan struct{})
+		ag := &mockAgent{StartFn: blocking(block, nil)}
 		h := newHarness(t, ag)
 		h.handle(t, msg("tidy up", "e1"))
 		synctest.Wait()
@@ -170,11 +172,11 @@ func TestCancelStopsTheRun(t *testing.T) {
 // A run cancelled after a write reports what it changed, keeps it in the
 // conversation and can be undone (issue 7 item 5).
 func TestCancelAfterAWriteReportsAndUndoes(t *testing.T) {
-	ag := &fakeAgent{block: make(chan struct{}), applied: []agent.Applied{{
+	ag := &mockAgent{StartFn: blocking(make(chan struct{}), []agent.Applied{{
 		Write:   agent.Write{Kind: agent.MoveTask, ID: "t1", ProjectID: "p2"},
 		Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t1", ProjectID: "inbox"}},
 		Summary: `moved "Buy cake" to Birthday`,
-	}}}
+	}})}
 	h := newHarness(t, ag)
 	h.handle(t, msg("tidy up", "e1"))
 	for len(ag.startedList()) == 0 {
@@ -210,7 +212,7 @@ func TestRestartResumesWorkingRuns(t *testing.T) {
 	_ = st.SaveThread(t.Context(), Thread{Key: "telegram:c1:"})
 	_ = st.SaveRun(t.Context(), &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking, Transcript: json.RawMessage(tr)})
 	_ = st.SaveRun(t.Context(), &Run{ID: "r2", ThreadKey: "telegram:c2:", Platform: "telegram", ChatID: "c2", UserID: "42", Status: RunWaiting, Waiting: &Waiting{Kind: "ask", Key: "k"}, Updated: time.Now()})
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	b := New(st, ag, Config{})
 	b.AddPlatform(&fakePlatform{name: "telegram"})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -237,14 +239,14 @@ func TestRestartResumesWorkingRuns(t *testing.T) {
 // when the run ends.
 func TestProgressThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ag := &fakeAgent{script: func(ctx context.Context, h agent.Hooks) {
+		ag := &mockAgent{StartFn: scripted(func(ctx context.Context, h agent.Hooks) {
 			for i, s := range []string{"🔎 Read the inbox: 9 tasks", "📁 Created Birthday", "➡️ Moved 9 tasks", "🔎 Read the inbox: 0 tasks"} {
 				if i > 0 {
 					time.Sleep(700 * time.Millisecond)
 				}
 				h.Observe(agent.Event{Kind: agent.EventAction, Summary: s})
 			}
-		}}
+		})}
 		st := newMemStore()
 		plat := &fakePlatform{name: "telegram", interval: 2 * time.Second}
 		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
@@ -296,7 +298,7 @@ func TestStatusMessageSettles(t *testing.T) {
 		{"with progress", []agent.Event{{Kind: agent.EventAction, Summary: "🔎 Read the inbox: 3 tasks"}}, []string{"m1: 🔎 Read the inbox: 3 tasks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ag := &fakeAgent{events: tc.events}
+			ag := &mockAgent{StartFn: observing(tc.events)}
 			plat := &fakePlatform{name: "telegram"}
 			b := New(newMemStore(), ag, Config{AllowedUsers: []string{"telegram:42"}})
 			b.AddPlatform(plat)
@@ -326,7 +328,7 @@ func TestStatusMessageSettles(t *testing.T) {
 // the same record finish commits with the answer, so it is not a
 // transaction of its own. Saves during the run still go through.
 func TestSettledTranscriptSavedOnceWithTheRun(t *testing.T) {
-	ag := &fakeAgent{script: func(ctx context.Context, h agent.Hooks) {
+	ag := &mockAgent{StartFn: scripted(func(ctx context.Context, h agent.Hooks) {
 		tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: "tidy", Steps: 1}
 		if err := h.Save(ctx, tr); err != nil {
 			t.Error(err)
@@ -335,7 +337,7 @@ func TestSettledTranscriptSavedOnceWithTheRun(t *testing.T) {
 		if err := h.Save(ctx, tr); err != nil {
 			t.Error(err)
 		}
-	}}
+	})}
 	h := newHarness(t, ag)
 	var runCommits []RunStatus
 	h.store.onCommit = func(c Change) {

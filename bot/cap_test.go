@@ -180,7 +180,7 @@ func TestDailyCapCheckedOnResume(t *testing.T) {
 // their reservations fit under the cap together; a call that does not fit
 // waits for one to end; none starts once the count reaches the cap.
 func TestLedgerAdmitsWhatFits(t *testing.T) {
-	b := New(newMemStore(), &fakeAgent{}, Config{UserDailyTokens: 1000})
+	b := New(newMemStore(), &mockAgent{}, Config{UserDailyTokens: 1000})
 	key := usageKey("telegram", "42", time.Now())
 	ctx := t.Context()
 	if err := b.ledger.reserve(ctx, b, key, 400); err != nil {

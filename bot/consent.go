@@ -27,7 +27,7 @@ func (b *Bot) sentBefore(ctx context.Context, r *Run, in Incoming) (*Run, bool, 
 	if r.Waiting.MessageID == "" {
 		// The question's post (and its delivery record) is queued on
 		// the chat's lane ahead of this no-op, or done, or failed.
-		if err := q.s.do(ctx, r.ChatID, "wait for the question's post", func(context.Context) error { return nil }); err != nil {
+		if err := q.s.Do(ctx, r.ChatID, "wait for the question's post", func(context.Context) error { return nil }); err != nil {
 			return r, false, fmt.Errorf("bot: wait for the question of run %s: %w", r.ID, err)
 		}
 		now, err := b.waitingRun(ctx, r.ThreadKey)

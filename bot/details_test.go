@@ -6,7 +6,7 @@ import (
 )
 
 func TestFinalMessageCarriesDetailsLinkForTheAsker(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	ag := &mockAgent{StartFn: asking("Work", "Home")}
 	var linked []string
 	h := startHarness(t, ag, newTelegram(), Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, RunLink: func(r *Run) string {
 		linked = append(linked, r.ID)

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // restart starts a new bot on st, as a new process would after a crash,
 // and waits until it is idle.
-func restart(t *testing.T, st *memStore, ag *fakeAgent) *fakePlatform {
+func restart(t *testing.T, st *memStore, ag *mockAgent) *fakePlatform {
 	t.Helper()
 	plat := &fakePlatform{name: "telegram", interval: 2 * time.Second}
 	b := New(st, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
@@ -40,7 +41,7 @@ func restart(t *testing.T, st *memStore, ag *fakeAgent) *fakePlatform {
 // platform's retry of the same event is accepted, not dropped as a
 // duplicate.
 func TestFailedJobWriteLeavesTheEventRetriable(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	h.store.mu.Lock()
 	h.store.failJobs = 1
 	h.store.mu.Unlock()
@@ -62,16 +63,17 @@ func TestFailedJobWriteLeavesTheEventRetriable(t *testing.T) {
 // next start; it never starts a second run whose instruction is the
 // answer.
 func TestCrashAfterAnswerResumesNotRestarts(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	ag := &mockAgent{StartFn: asking("Work", "Home")}
 	h := newHarness(t, ag)
 	h.handle(t, msg("file the dentist task", "e1"))
 	h.idle(t)
 	var crashed *memStore
 	ag.mu.Lock()
-	ag.onResume = func() {
+	ag.ResumeFn = func(_ context.Context, tr *agent.Transcript, answer string, _ agent.Hooks) agent.Outcome {
 		if crashed == nil {
 			crashed = h.store.snapshot()
 		}
+		return done(tr, "answered: "+answer)
 	}
 	ag.mu.Unlock()
 	h.handle(t, msg("Home", "e2"))
@@ -80,7 +82,7 @@ func TestCrashAfterAnswerResumesNotRestarts(t *testing.T) {
 		t.Fatal("the answer did not resume the run")
 	}
 
-	ag2 := &fakeAgent{}
+	ag2 := &mockAgent{}
 	plat := restart(t, crashed, ag2)
 	if got := ag2.startedList(); len(got) != 0 {
 		t.Errorf("after the restart runs started with %q: the answer became a new request", got)
@@ -97,7 +99,7 @@ func TestCrashAfterAnswerResumesNotRestarts(t *testing.T) {
 // final answer is being posted (after the run is saved as done); the next
 // start posts it.
 func TestCrashBeforeAnswerPostedPostsItAtRestart(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	var crashed *memStore
 	h.plat.onSend = func(m Outgoing) error {
 		if strings.HasPrefix(m.Text, "did: ") && crashed == nil {
@@ -114,7 +116,7 @@ func TestCrashBeforeAnswerPostedPostsItAtRestart(t *testing.T) {
 	if r, _ := crashed.Runs(t.Context(), RunDone); len(r) != 1 {
 		t.Fatalf("the run was not saved as done before the post")
 	}
-	plat := restart(t, crashed, &fakeAgent{})
+	plat := restart(t, crashed, &mockAgent{})
 	if got := plat.texts(); !slices.Contains(got, "did: tidy") {
 		t.Errorf("after the restart sent %q, want the lost answer", got)
 	}
@@ -122,7 +124,7 @@ func TestCrashBeforeAnswerPostedPostsItAtRestart(t *testing.T) {
 		t.Errorf("outbox after delivery: %+v", left)
 	}
 	// Delivered now: a second restart posts nothing again.
-	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 0 {
+	if got := restart(t, crashed, &mockAgent{}).texts(); len(got) != 0 {
 		t.Errorf("a second restart posted %q", got)
 	}
 }
@@ -131,7 +133,7 @@ func TestCrashBeforeAnswerPostedPostsItAtRestart(t *testing.T) {
 // platform, the run is already saved as waiting on the buttons' key, so a
 // press at once finds it open; the posted message's id is then recorded.
 func TestQuestionPostedOnlyOnceTheRunWaits(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	ag := &mockAgent{StartFn: asking("Work", "Home")}
 	h := newHarness(t, ag)
 	var checked bool
 	h.plat.onSend = func(m Outgoing) error {
@@ -186,7 +188,8 @@ func (l *logBuffer) String() string {
 // wait out its grace period; Stop logs what it waited for.
 func TestRunStartingWhileStoppingIsCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ag := &fakeAgent{block: make(chan struct{})}
+		block := make(chan struct{})
+		ag := &mockAgent{StartFn: blocking(block, nil)}
 		st := newMemStore()
 		var logs logBuffer
 		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}, ShutdownGrace: time.Hour,
@@ -235,7 +238,8 @@ func TestRunStartingWhileStoppingIsCancelled(t *testing.T) {
 // TestShutdownLogsTheRunsItWaitsFor: the runs in progress are named.
 func TestShutdownLogsTheRunsItWaitsFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ag := &fakeAgent{block: make(chan struct{})}
+		block := make(chan struct{})
+		ag := &mockAgent{StartFn: blocking(block, nil)}
 		var logs logBuffer
 		b := New(newMemStore(), ag, Config{AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		b.AddPlatform(&fakePlatform{name: "telegram"})
@@ -267,7 +271,7 @@ func TestOneRefusalPerUnknownUserPerDay(t *testing.T) {
 	clock := func() time.Time { return now }
 	run := func(n int) []string {
 		plat := &fakePlatform{name: "telegram"}
-		b := New(st, &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}, Now: clock})
+		b := New(st, &mockAgent{}, Config{AllowedUsers: []string{"telegram:42"}, Now: clock})
 		b.AddPlatform(plat)
 		if err := b.Start(t.Context()); err != nil {
 			t.Fatal(err)
@@ -298,7 +302,7 @@ func TestOneRefusalPerUnknownUserPerDay(t *testing.T) {
 }
 
 // TestSendsAreQueuedPerPlatform: refusals to 300 different users, each
-// in their own chat, while the platform is slow make at most sendLanes
+// in their own chat, while the platform is slow make at most outbound.Lanes
 // calls at a time (never one goroutine per send), and the queue is
 // bounded; one chat's calls are made one at a time, in order.
 func TestSendsAreQueuedPerPlatform(t *testing.T) {
@@ -325,7 +329,7 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
-		b := New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		b := New(newMemStore(), &mockAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
 		b.AddPlatform(plat)
 		if err := b.Start(t.Context()); err != nil {
 			t.Fatal(err)
@@ -340,8 +344,8 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 		}
 		synctest.Wait()
 		mu.Lock()
-		if most < 2 || most > sendLanes {
-			t.Errorf("%d sends in flight at once, want 2 to %d (one per lane)", most, sendLanes)
+		if most < 2 || most > outbound.Lanes {
+			t.Errorf("%d sends in flight at once, want 2 to %d (one per lane)", most, outbound.Lanes)
 		}
 		mu.Unlock()
 		close(release)
@@ -349,8 +353,8 @@ func TestSendsAreQueuedPerPlatform(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Stop()
-		if calls > sendQueueSize+1 || calls < sendQueueSize {
-			t.Errorf("%d sends made for 300 refusals, want the queue's bound (%d) plus the one in flight", calls, sendQueueSize)
+		if calls > outbound.QueueSize+1 || calls < outbound.QueueSize {
+			t.Errorf("%d sends made for 300 refusals, want the queue's bound (%d) plus the one in flight", calls, outbound.QueueSize)
 		}
 	})
 }
@@ -380,7 +384,7 @@ func TestSendQueueHonoursRetryAfter(t *testing.T) {
 			}
 			return nil
 		}
-		b := New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		b := New(newMemStore(), &mockAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
 		b.AddPlatform(plat)
 		if err := b.Start(t.Context()); err != nil {
 			t.Fatal(err)
@@ -388,7 +392,7 @@ func TestSendQueueHonoursRetryAfter(t *testing.T) {
 		for i, user := range []string{"666", "667"} {
 			in := msg("hi", fmt.Sprint("e", i))
 			in.UserID, in.ChatID = user, "chat"+user // two chats
-			if lane := b.queue("telegram").s.lane; i == 1 && lane("chat666") == lane("chat667") {
+			if lane := b.queue("telegram").s.Lane; i == 1 && lane("chat666") == lane("chat667") {
 				t.Fatal("both chats share a lane; pick chats on two")
 			}
 			if err := b.Handle(t.Context(), in); err != nil {
@@ -419,7 +423,7 @@ func TestRetentionPrunesOldData(t *testing.T) {
 	_ = st.AppendMessage(t.Context(), Message{ThreadKey: "telegram:c1:", Role: RoleUser, Text: "new", At: now})
 	_ = st.SaveRun(t.Context(), &Run{ID: "old", ThreadKey: "telegram:c1:", Status: RunDone, Created: old, Updated: old})
 	_ = st.Commit(t.Context(), Change{Audit: []AuditEntry{{RunID: "old", At: old}}})
-	restart(t, st, &fakeAgent{})
+	restart(t, st, &mockAgent{})
 	if len(st.messages) != 1 || st.messages[0].Text != "new" || len(st.runs) != 0 || len(st.audit) != 0 {
 		t.Errorf("after start: messages %+v, %d runs, %d audit entries", st.messages, len(st.runs), len(st.audit))
 	}
@@ -428,7 +432,7 @@ func TestRetentionPrunesOldData(t *testing.T) {
 // TestResetDeletesTheConversation: /reset deletes the thread's stored
 // messages and runs, not only hides them.
 func TestResetDeletesTheConversation(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	h.handle(t, msg("remember pineapple", "e1"))
 	h.idle(t)
 	other := msg("elsewhere", "e2")
@@ -463,7 +467,7 @@ func TestResetDeletesTheConversation(t *testing.T) {
 func TestNoSendAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newMemStore()
-		b := New(st, &fakeAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
+		b := New(st, &mockAgent{}, Config{AllowedUsers: []string{"telegram:42"}})
 		var mu sync.Mutex
 		stopped, late := false, 0
 		plat := &fakePlatform{name: "telegram"}
@@ -504,7 +508,7 @@ func TestNoSendAfterStop(t *testing.T) {
 func TestRunEndingDuringShutdownPostsItsAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		ag := &fakeAgent{script: func(context.Context, agent.Hooks) { <-release }}
+		ag := &mockAgent{StartFn: scripted(func(context.Context, agent.Hooks) { <-release })}
 		st, plat := newMemStore(), &fakePlatform{name: "telegram"}
 		b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
 		b.AddPlatform(plat)
@@ -551,7 +555,7 @@ func TestCrashBeforeUndoReportPostedPostsItAtRestart(t *testing.T) {
 	if len(left) != 1 || !strings.HasPrefix(left[0].Msg.Text, "↩️ Undid 2 of 2 changes") {
 		t.Fatalf("outbox at the crash: %+v, want the undo report", left)
 	}
-	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "↩️ Undid") {
+	if got := restart(t, crashed, &mockAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "↩️ Undid") {
 		t.Errorf("after the restart sent %q, want the lost undo report", got)
 	}
 	if left, _ := crashed.Outbox(t.Context()); len(left) != 0 {
@@ -562,7 +566,7 @@ func TestCrashBeforeUndoReportPostedPostsItAtRestart(t *testing.T) {
 // TestCrashBeforeResetConfirmationPostedPostsItAtRestart: the /reset
 // confirmation goes through the outbox too.
 func TestCrashBeforeResetConfirmationPostedPostsItAtRestart(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	var crashed *memStore
 	h.plat.onSend = func(m Outgoing) error {
 		if strings.HasPrefix(m.Text, "I forgot our conversation") && crashed == nil {
@@ -582,7 +586,7 @@ func TestCrashBeforeResetConfirmationPostedPostsItAtRestart(t *testing.T) {
 	if len(left) != 1 || !strings.HasPrefix(left[0].Msg.Text, "I forgot our conversation") {
 		t.Fatalf("outbox at the crash: %+v, want the confirmation", left)
 	}
-	if got := restart(t, crashed, &fakeAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "I forgot our conversation") {
+	if got := restart(t, crashed, &mockAgent{}).texts(); len(got) != 1 || !strings.HasPrefix(got[0], "I forgot our conversation") {
 		t.Errorf("after the restart sent %q, want the lost confirmation", got)
 	}
 	if got := h.plat.texts(); len(got) != 0 {
@@ -600,7 +604,7 @@ func TestRunsDoNotWaitForThePlatform(t *testing.T) {
 		release := make(chan struct{})
 		plat := newTelegram()
 		plat.onSend = func(Outgoing) error { <-release; return nil }
-		ag := &fakeAgent{}
+		ag := &mockAgent{}
 		h := startHarness(t, ag, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("one", "e1"))
 		second := msg("two", "e2")
@@ -661,7 +665,7 @@ func TestFailedRunEndKeepsTheJob(t *testing.T) {
 		}
 		return nil
 	}
-	h := &harness{store: st, agent: &fakeAgent{}, plat: newTelegram()}
+	h := &harness{store: st, agent: &mockAgent{}, plat: newTelegram()}
 	h.bot = New(st, h.agent, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
 	h.bot.AddPlatform(h.plat)
 	if err := h.bot.Start(t.Context()); err != nil {
@@ -680,36 +684,8 @@ func TestFailedRunEndKeepsTheJob(t *testing.T) {
 		t.Fatalf("after the failed commit: %d jobs, %d runs stored; want the job kept and no run", jobs, runs)
 	}
 	st.commitErr = nil
-	plat := restart(t, st, &fakeAgent{})
+	plat := restart(t, st, &mockAgent{})
 	if texts := plat.texts(); len(texts) == 0 || texts[len(texts)-1] != "did: tidy" {
 		t.Errorf("after restart: posted %q, want the answer", texts)
 	}
-}
-
-// TestSendQueueAfterItsLanesStopped: a call queued once the lanes have
-// stopped is answered ErrStopped at once, never left in a lane that no
-// one reads (which kept WaitIdle waiting and the answer unrecorded).
-func TestSendQueueAfterItsLanesStopped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		quit := make(chan struct{})
-		s := newSender("telegram", slog.New(slog.DiscardHandler), quit)
-		stopped := make(chan struct{})
-		go func() { s.run(t.Context()); close(stopped) }()
-		close(quit)
-		<-stopped
-		never := func(context.Context) error { t.Error("a call was made after the lanes stopped"); return nil }
-		for i := range 20 { // a lane with room used to be picked half the time
-			var got error
-			s.postThen(fmt.Sprint("c", i), "send", never, func(err error) { got = err })
-			if !errors.Is(got, ErrStopped) {
-				t.Fatalf("postThen after stop: %v, want ErrStopped", got)
-			}
-			if err := s.do(t.Context(), fmt.Sprint("c", i), "edit", never); !errors.Is(err, ErrStopped) {
-				t.Fatalf("do after stop: %v, want ErrStopped", err)
-			}
-		}
-		if err := s.waitIdle(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	})
 }

@@ -352,78 +352,130 @@ func (p *fakePlatform) last() Outgoing {
 	return p.sent[len(p.sent)-1]
 }
 
-// fakeAgent answers runs from a function of the instruction or answer.
-type fakeAgent struct {
-	mu      sync.Mutex
+// mockAgent is an Agent with one function field per method
+// (benbjohnson/wtf's mock package): a test sets the behaviour it needs.
+// A nil field is a plain agent: Start answers "did: <instruction>",
+// Resume "answered: <answer>", Undo reverts nothing. Every call is
+// recorded before its function runs.
+type mockAgent struct {
+	StartFn  func(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome
+	ResumeFn func(ctx context.Context, tr *agent.Transcript, answer string, h agent.Hooks) agent.Outcome
+	UndoFn   func(ctx context.Context, journal []agent.Applied) (agent.UndoReport, error)
+
+	// mu protects the fields below, and the function fields once the
+	// bot runs (set them under mu then).
+	mu sync.Mutex
+	// started and images are each Start's instruction and images;
+	// resumed each Resume's answer.
 	started []string
+	images  [][]agent.Image
 	resumed []string
-	// block, when set, holds a run until it is closed or ctx ends.
-	block chan struct{}
-	// ask makes Start ask a question with these options.
-	ask    []string
-	events []agent.Event
-	// script, when set, runs during Start before the outcome.
-	script func(ctx context.Context, h agent.Hooks)
-	// onResume, when set, runs as Resume begins.
-	onResume func()
-	// applied is the journal of a run that block's cancel interrupts.
-	applied []agent.Applied
-	// images are the images of each started run; fail, when set, ends
-	// a run that has images with this error.
-	images    [][]agent.Image
-	imagesErr error
 }
 
-func (a *fakeAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+var _ Agent = (*mockAgent)(nil)
+
+// Start implements Agent.
+func (a *mockAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
 	a.mu.Lock()
 	a.started = append(a.started, in.Instruction)
 	a.images = append(a.images, in.Images)
-	block, ask, events, script, imagesErr := a.block, a.ask, a.events, a.script, a.imagesErr
+	fn := a.StartFn
 	a.mu.Unlock()
-	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction}
-	if imagesErr != nil && len(in.Images) > 0 {
-		tr.Status = agent.StatusFailed
-		return agent.Outcome{Status: agent.StatusFailed, Answer: "I couldn't finish: " + imagesErr.Error(), Transcript: tr, Err: imagesErr}
+	if fn == nil {
+		return done(newTranscript(in), "did: "+in.Instruction)
 	}
-	for _, ev := range events {
-		h.Observe(ev)
+	return fn(ctx, in, h)
+}
+
+// Resume implements Agent.
+func (a *mockAgent) Resume(ctx context.Context, tr *agent.Transcript, answer string, h agent.Hooks) agent.Outcome {
+	a.mu.Lock()
+	a.resumed = append(a.resumed, answer)
+	fn := a.ResumeFn
+	a.mu.Unlock()
+	if fn == nil {
+		return done(tr, "answered: "+answer)
 	}
-	if script != nil {
-		script(ctx, h)
+	return fn(ctx, tr, answer, h)
+}
+
+// Undo implements Agent.
+func (a *mockAgent) Undo(ctx context.Context, journal []agent.Applied) (agent.UndoReport, error) {
+	a.mu.Lock()
+	fn := a.UndoFn
+	a.mu.Unlock()
+	if fn == nil {
+		return agent.UndoReport{}, nil
 	}
-	if block != nil {
+	return fn(ctx, journal)
+}
+
+func newTranscript(in agent.Input) *agent.Transcript {
+	return &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction}
+}
+
+// done ends tr's run with answer.
+func done(tr *agent.Transcript, answer string) agent.Outcome {
+	tr.Status = agent.StatusDone
+	return agent.Outcome{Status: agent.StatusDone, Answer: answer, Transcript: tr}
+}
+
+// asking is a StartFn whose runs ask "Which one?" with options.
+func asking(options ...string) func(context.Context, agent.Input, agent.Hooks) agent.Outcome {
+	return func(_ context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		tr := newTranscript(in)
+		tr.Status = agent.StatusAsking
+		return agent.Outcome{Status: agent.StatusAsking, Question: "Which one?", Options: options, Transcript: tr}
+	}
+}
+
+// blocking is a StartFn whose runs wait until block is closed, then
+// answer; a run stopped first ends interrupted with applied as its
+// journal.
+func blocking(block <-chan struct{}, applied []agent.Applied) func(context.Context, agent.Input, agent.Hooks) agent.Outcome {
+	return func(ctx context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		tr := newTranscript(in)
 		select {
 		case <-block:
+			return done(tr, "did: "+in.Instruction)
 		case <-ctx.Done():
-			tr.Journal = a.applied
+			tr.Journal = applied
 			return agent.Outcome{Status: agent.StatusInterrupted, Transcript: tr}
 		}
 	}
-	if ask != nil {
-		tr.Status = agent.StatusAsking
-		return agent.Outcome{Status: agent.StatusAsking, Question: "Which one?", Options: ask, Transcript: tr}
+}
+
+// scripted is a StartFn whose runs call script, then answer.
+func scripted(script func(ctx context.Context, h agent.Hooks)) func(context.Context, agent.Input, agent.Hooks) agent.Outcome {
+	return func(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+		script(ctx, h)
+		return done(newTranscript(in), "did: "+in.Instruction)
 	}
-	tr.Status = agent.StatusDone
-	return agent.Outcome{Status: agent.StatusDone, Answer: "did: " + in.Instruction, Transcript: tr}
 }
 
-func (a *fakeAgent) Resume(_ context.Context, tr *agent.Transcript, answer string, _ agent.Hooks) agent.Outcome {
-	a.mu.Lock()
-	a.resumed = append(a.resumed, answer)
-	onResume := a.onResume
-	a.mu.Unlock()
-	if onResume != nil {
-		onResume()
+// observing is a StartFn whose runs report events, then answer.
+func observing(events []agent.Event) func(context.Context, agent.Input, agent.Hooks) agent.Outcome {
+	return scripted(func(_ context.Context, h agent.Hooks) {
+		for _, ev := range events {
+			h.Observe(ev)
+		}
+	})
+}
+
+// blind is a StartFn whose runs with images fail with err (a model
+// that takes no images); others answer.
+func blind(err error) func(context.Context, agent.Input, agent.Hooks) agent.Outcome {
+	return func(_ context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		tr := newTranscript(in)
+		if len(in.Images) > 0 {
+			tr.Status = agent.StatusFailed
+			return agent.Outcome{Status: agent.StatusFailed, Answer: "I couldn't finish: " + err.Error(), Transcript: tr, Err: err}
+		}
+		return done(tr, "did: "+in.Instruction)
 	}
-	tr.Status = agent.StatusDone
-	return agent.Outcome{Status: agent.StatusDone, Answer: "answered: " + answer, Transcript: tr}
 }
 
-func (a *fakeAgent) Undo(context.Context, []agent.Applied) (agent.UndoReport, error) {
-	return agent.UndoReport{}, nil
-}
-
-func (a *fakeAgent) startedList() []string {
+func (a *mockAgent) startedList() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.started...)

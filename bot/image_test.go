@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
-	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"strings"
@@ -31,7 +29,7 @@ func pngOf(t testing.TB, w, h int) []byte {
 	return b.Bytes()
 }
 
-func newPhotoHarness(t *testing.T, ag *fakeAgent, vision string, file []byte) *harness {
+func newPhotoHarness(t *testing.T, ag *mockAgent, vision string, file []byte) *harness {
 	t.Helper()
 	plat := newTelegram()
 	plat.download = func(Attachment, int64) ([]byte, error) { return file, nil }
@@ -46,7 +44,7 @@ func photo(caption, event string) Incoming {
 
 func TestPhotoGoesToTheModel(t *testing.T) {
 	small := pngOf(t, 800, 600)
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newPhotoHarness(t, ag, "", small)
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.handle(t, photo("", "p2"))
@@ -62,8 +60,8 @@ func TestPhotoGoesToTheModel(t *testing.T) {
 }
 
 func TestLargePhotoIsScaledDown(t *testing.T) {
-	ag := &fakeAgent{}
-	h := newPhotoHarness(t, ag, "", pngOf(t, 3000, 1500))
+	ag := &mockAgent{}
+	h := newPhotoHarness(t, ag, "", pngOf(t, 1600, 800))
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.idle(t)
 	ag.mu.Lock()
@@ -78,9 +76,29 @@ func TestLargePhotoIsScaledDown(t *testing.T) {
 	}
 }
 
+// TestPhotoOverThePixelBudgetIsAnswered: an image that declares more
+// than media.MaxImagePixels is refused with its size, and no run starts.
+func TestPhotoOverThePixelBudgetIsAnswered(t *testing.T) {
+	bomb := pngOf(t, 1, 1) // its IHDR chunk made to declare 9000x9000
+	binary.BigEndian.PutUint32(bomb[16:], 9000)
+	binary.BigEndian.PutUint32(bomb[20:], 9000)
+	binary.BigEndian.PutUint32(bomb[29:], crc32.ChecksumIEEE(bomb[12:29]))
+	ag := &mockAgent{}
+	h := newPhotoHarness(t, ag, "", bomb)
+	h.handle(t, photo("Add these to Groceries", "p1"))
+	h.idle(t)
+	want := "Sorry, that image is too large for me to look at: 9000×9000 pixels (81 megapixels); I take up to 40 megapixels. Please send a smaller one."
+	if got := h.plat.last().Text; got != want {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+	if got := ag.startedList(); len(got) != 0 {
+		t.Errorf("runs started: %v", got)
+	}
+}
+
 func TestModelWithoutVision(t *testing.T) {
 	rejected := &agent.Error{Code: agent.ErrUnsupported, Message: "the model x does not take images (HTTP 400)"}
-	ag := &fakeAgent{imagesErr: rejected}
+	ag := &mockAgent{StartFn: blind(rejected)}
 	h := newPhotoHarness(t, ag, VisionAuto, pngOf(t, 10, 10))
 	h.handle(t, photo("Add these to Groceries", "p1"))
 	h.idle(t)
@@ -100,7 +118,7 @@ func TestModelWithoutVision(t *testing.T) {
 }
 
 func TestVisionOff(t *testing.T) {
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newPhotoHarness(t, ag, VisionOff, pngOf(t, 10, 10))
 	h.handle(t, photo("", "p1"))
 	h.handle(t, photo("what's due today?", "p2"))
@@ -118,7 +136,7 @@ func TestVisionOff(t *testing.T) {
 // TestPhotoWhileAQuestionWaits: a photo starts a new request; it is not
 // taken as the answer to the pending question.
 func TestPhotoWhileAQuestionWaits(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Home", "Work"}}
+	ag := &mockAgent{StartFn: asking("Home", "Work")}
 	h := newPhotoHarness(t, ag, "", pngOf(t, 10, 10))
 	h.handle(t, msg("file the dentist task", "m1"))
 	h.idle(t)
@@ -139,7 +157,7 @@ func TestPhotoRunResumedBeforeItsFirstStep(t *testing.T) {
 	st.threads["telegram:c1:"] = Thread{Key: "telegram:c1:", Platform: "telegram", ChatID: "c1"}
 	st.runs["r1"] = &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking,
 		Instruction: "Add these to Groceries", Photo: a}
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	file := pngOf(t, 20, 20)
 	p := &fakePlatform{name: "telegram", download: func(Attachment, int64) ([]byte, error) { return file, nil }}
 	b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}})
@@ -157,112 +175,5 @@ func TestPhotoRunResumedBeforeItsFirstStep(t *testing.T) {
 	defer ag.mu.Unlock()
 	if joined(ag.started) != "Add these to Groceries" || len(ag.images[0]) != 1 || !bytes.Equal(ag.images[0][0].Data, file) {
 		t.Errorf("resumed run: %q with %d images, want the photo again", ag.started, len(ag.images))
-	}
-}
-
-// webpWithFrame is a WebP file whose VP8X header declares a canvas of
-// cw×ch and whose VP8 key frame header declares fw×fh
-// (developers.google.com/speed/webp/docs/riff_container; RFC 6386
-// section 9.1: a 3-byte frame tag, the start code 9d 01 2a, then 14-bit
-// width and height).
-func webpWithFrame(cw, ch, fw, fh int) []byte {
-	chunk := func(id string, data []byte) []byte {
-		out := append([]byte(id), binary.LittleEndian.AppendUint32(nil, uint32(len(data)))...)
-		out = append(out, data...)
-		if len(data)%2 == 1 {
-			out = append(out, 0)
-		}
-		return out
-	}
-	vp8x := []byte{0, 0, 0, 0, byte(cw - 1), byte((cw - 1) >> 8), byte((cw - 1) >> 16), byte(ch - 1), byte((ch - 1) >> 8), byte((ch - 1) >> 16)}
-	frame := []byte{0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, byte(fw), byte(fw >> 8), byte(fh), byte(fh >> 8)}
-	frame = append(frame, make([]byte, 64)...)
-	body := append([]byte("WEBP"), chunk("VP8X", vp8x)...)
-	body = append(body, chunk("VP8 ", frame)...)
-	return append(append([]byte("RIFF"), binary.LittleEndian.AppendUint32(nil, uint32(len(body)))...), body...)
-}
-
-func TestImageOverThePixelBudgetIsNotDecoded(t *testing.T) {
-	tests := []struct {
-		name string
-		data []byte
-		w, h int
-	}{
-		{"png 9000x9000", pngHeaderOnly(t, 9000, 9000), 9000, 9000},
-		// x/image/webp decodes the VP8 frame's size, not the canvas's.
-		{"webp canvas 2000x2000, frame 16000x16000", webpWithFrame(2000, 2000, 16000, 16000), 16000, 16000},
-		{"webp canvas 16000x16000", webpWithFrame(16000, 16000, 100, 100), 16000, 16000},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := fitImage(t.Context(), tt.data)
-			var big *tooLargeError
-			if !errors.As(err, &big) || big.w != tt.w || big.h != tt.h {
-				t.Fatalf("err %v, want too large at %dx%d", err, tt.w, tt.h)
-			}
-		})
-	}
-	if _, _, err := imageConfig(webpWithFrame(2000, 2000, 1000, 1000)); err != nil {
-		t.Errorf("a webp within the budget: %v", err)
-	}
-}
-
-// pngHeaderOnly is a PNG signature and IHDR chunk declaring w×h.
-func pngHeaderOnly(t testing.TB, w, h int) []byte {
-	t.Helper()
-	full := pngOf(t, 1, 1)
-	ihdr := full[:33]
-	out := bytes.Clone(ihdr)
-	binary.BigEndian.PutUint32(out[16:], uint32(w))
-	binary.BigEndian.PutUint32(out[20:], uint32(h))
-	binary.BigEndian.PutUint32(out[29:], crc32.ChecksumIEEE(out[12:29]))
-	return append(out, full[33:]...)
-}
-
-// TestAnimatedGIFGoesAsItsFirstFrame: the model takes no animated GIF;
-// only the first frame is decoded and sent, as a PNG.
-func TestAnimatedGIFGoesAsItsFirstFrame(t *testing.T) {
-	var g gif.GIF
-	pal := color.Palette{color.White, color.Black}
-	for i := range 50 {
-		f := image.NewPaletted(image.Rect(0, 0, 200, 100), pal)
-		f.SetColorIndex(i, 0, 1)
-		g.Image = append(g.Image, f)
-		g.Delay = append(g.Delay, 10)
-	}
-	var buf bytes.Buffer
-	if err := gif.EncodeAll(&buf, &g); err != nil {
-		t.Fatal(err)
-	}
-	im, err := fitImage(t.Context(), buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := png.Decode(bytes.NewReader(im.Data))
-	if err != nil || im.MIME != "image/png" || got.Bounds().Dx() != 200 {
-		t.Fatalf("sent %s (%v), want the first frame as a 200 px PNG", im.MIME, err)
-	}
-	if r, _, _, _ := got.At(0, 0).RGBA(); r != 0 {
-		t.Error("pixel (0,0) is not the first frame's black")
-	}
-}
-
-// BenchmarkFitImage: what reading a photo costs. The bomb (a PNG header
-// declaring 30000x30000) is refused from its header; a 12-megapixel
-// photo is decoded and scaled down (-benchmem shows the memory).
-func BenchmarkFitImage(b *testing.B) {
-	cases := []struct {
-		name string
-		data []byte
-	}{
-		{"bomb 30000x30000", pngHeaderOnly(b, 30000, 30000)},
-		{"photo 4000x3000", pngOf(b, 4000, 3000)},
-	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				_, _ = fitImage(b.Context(), c.data)
-			}
-		})
 	}
 }

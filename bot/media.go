@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/media"
 )
 
 // Attachment kinds.
@@ -91,7 +92,7 @@ func (b *Bot) screenMedia(ctx context.Context, in Incoming) (bool, error) {
 		why = "I can't listen to voice notes here: no transcription model is configured (TIDYBOT_TRANSCRIBE_MODEL). Please type your message instead."
 	case a.Kind == AttachVoice && a.Duration > b.cfg.VoiceMax:
 		why = b.tooLongText(a.Duration)
-	case a.Kind == AttachVoice && a.Size > maxAudioBytes(*a, b.cfg.VoiceMax):
+	case a.Kind == AttachVoice && a.Size > media.MaxAudioBytes(a.Name, a.MIME, b.cfg.VoiceMax):
 		// The duration a sender claims (none for a file sent as a
 		// document, or 0 s) is not trusted: the size bounds it.
 		why = b.tooBigText(*a, a.Size)
@@ -120,8 +121,11 @@ func (b *Bot) tooLongText(d time.Duration) string {
 // than VoiceMax.
 func (b *Bot) tooBigText(a Attachment, size int64) string {
 	return fmt.Sprintf("Sorry, that audio file is too large (%s): I take voice notes of up to %s, at most %s in this format. Could you send a shorter one, or type it?",
-		megabytes(size), b.cfg.VoiceMax, megabytes(maxAudioBytes(a, b.cfg.VoiceMax)))
+		megabytes(size), b.cfg.VoiceMax, megabytes(media.MaxAudioBytes(a.Name, a.MIME, b.cfg.VoiceMax)))
 }
+
+// megabytes formats n bytes for people ("19.0 MB").
+func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 // downloader returns the platform's Downloader, or nil.
 func (b *Bot) downloader(platform string) Downloader {
@@ -167,11 +171,11 @@ func (b *Bot) transcribe(ctx context.Context, j Job) (*Job, error) {
 	// What the sender said of its length is not trusted: the bytes
 	// bound it, and where the bot can read the stream (Ogg Opus, WAV)
 	// its real length decides, before the speech server is paid.
-	if int64(len(audio)) > maxAudioBytes(*a, b.cfg.VoiceMax) {
+	if int64(len(audio)) > media.MaxAudioBytes(a.Name, a.MIME, b.cfg.VoiceMax) {
 		log.Warn("voice note over the size its length allows", slog.Int("bytes", len(audio)))
 		return fail(b.tooBigText(*a, int64(len(audio))))
 	}
-	if d, ok := audioDuration(audio); ok && d > b.cfg.VoiceMax {
+	if d, ok := media.AudioDuration(audio); ok && d > b.cfg.VoiceMax {
 		log.Warn("voice note longer than allowed", slog.Duration("played", d), slog.Duration("claimed", a.Duration))
 		return fail(b.tooLongText(d))
 	}

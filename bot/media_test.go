@@ -32,7 +32,7 @@ func (f *fakeTranscriber) count() int {
 	return len(f.calls)
 }
 
-func newVoiceHarness(t *testing.T, ag *fakeAgent, tr Transcriber) *harness {
+func newVoiceHarness(t *testing.T, ag *mockAgent, tr Transcriber) *harness {
 	t.Helper()
 	plat := newTelegram()
 	plat.download = func(a Attachment, _ int64) ([]byte, error) {
@@ -57,7 +57,7 @@ func TestVoiceNoteRunsAsTyped(t *testing.T) {
 		}
 		return " move the milk task to groceries ", nil
 	}}
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newVoiceHarness(t, ag, tr)
 	h.handle(t, voice("v1", 3*time.Second))
 	h.handle(t, voice("v1", 3*time.Second)) // redelivered
@@ -82,7 +82,7 @@ func TestVoiceNoteRunsAsTyped(t *testing.T) {
 }
 
 func TestVoiceNoteAnswersAQuestion(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Groceries", "Home"}}
+	ag := &mockAgent{StartFn: asking("Groceries", "Home")}
 	tr := &fakeTranscriber{f: func(string, []byte) (string, error) { return "the second one", nil }}
 	h := newVoiceHarness(t, ag, tr)
 	h.handle(t, msg("file the milk task", "m1"))
@@ -101,7 +101,7 @@ func TestVoiceNoteAnswersAQuestion(t *testing.T) {
 // transcribe again.
 func TestVoiceNoteTranscribedOnceAfterRestart(t *testing.T) {
 	tr := &fakeTranscriber{f: func(string, []byte) (string, error) { return "what's due today?", nil }}
-	ag := &fakeAgent{}
+	ag := &mockAgent{}
 	h := newVoiceHarness(t, ag, tr)
 	var heard Change
 	h.store.onCommit = func(c Change) {
@@ -119,7 +119,7 @@ func TestVoiceNoteTranscribedOnceAfterRestart(t *testing.T) {
 	st.jobs = []Job{*heard.Job}
 	st.threads[heard.Job.ThreadKey] = Thread{Key: heard.Job.ThreadKey, Platform: "telegram", ChatID: "c1"}
 	tr2 := &fakeTranscriber{f: func(string, []byte) (string, error) { return "", errors.New("transcribed again") }}
-	ag2 := &fakeAgent{}
+	ag2 := &mockAgent{}
 	b := New(st, ag2, Config{AllowedUsers: []string{"telegram:42"}, Transcriber: tr2})
 	b.AddPlatform(&fakePlatform{name: "telegram"})
 	if err := b.Start(t.Context()); err != nil {
@@ -157,7 +157,7 @@ func TestVoiceNoteFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ag := &fakeAgent{}
+			ag := &mockAgent{}
 			h := newVoiceHarness(t, ag, tt.tr)
 			h.handle(t, tt.in)
 			h.idle(t)

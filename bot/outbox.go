@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // A post of an outbox entry that fails is tried again while the bot runs:
@@ -81,7 +83,7 @@ func (b *Bot) delivered(ctx context.Context, d *delivery, id string, err error) 
 	log := b.log.With(slog.String("platform", ob.Platform), slog.String("outbox_id", ob.ID), slog.String("run_id", ob.RunID))
 	if err != nil {
 		switch {
-		case errors.Is(err, ErrStopped):
+		case errors.Is(err, outbound.ErrStopped):
 			log.Error("message not posted; it is posted again at the next start", slog.Any("err", err))
 			return
 		case b.cfg.Now().Sub(ob.Created) < b.cfg.DedupeFor:

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tidybot/tidybot/bot/outbound"
 )
 
 // flaky fails the posts of answers ("did: …") as fail says, recording
@@ -49,7 +51,7 @@ func TestFailedPostIsTriedAgainWhileRunning(t *testing.T) {
 		}}
 		plat := newTelegram()
 		plat.onSend = f.onSend
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)
 		synctest.Wait()
@@ -78,19 +80,19 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const after = 3 * time.Minute
 		f := &flaky{fail: func(n int) error {
-			if n <= maxRateLimitRetries+1 {
+			if n <= outbound.MaxRateLimitRetries+1 {
 				return RetryLater(errors.New("429"), after)
 			}
 			return nil
 		}}
 		plat := newTelegram()
 		plat.onSend = f.onSend
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if n := f.count(); n != maxRateLimitRetries+2 {
-			t.Fatalf("tried %d times, want %d", n, maxRateLimitRetries+2)
+		if n := f.count(); n != outbound.MaxRateLimitRetries+2 {
+			t.Fatalf("tried %d times, want %d", n, outbound.MaxRateLimitRetries+2)
 		}
 		last := len(f.tries) - 1
 		if gap := f.tries[last].Sub(f.tries[last-1]); gap < after {
@@ -111,7 +113,7 @@ func TestRetriesGiveUpAndKeepTheEntry(t *testing.T) {
 		plat := newTelegram()
 		plat.onSend = f.onSend
 		var logs logBuffer
-		h := startHarness(t, &fakeAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		h := startHarness(t, &mockAgent{}, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(retryFor + retryMax)
 		synctest.Wait()
@@ -175,7 +177,7 @@ func TestRestartLooksBeforePostingAgain(t *testing.T) {
 	first := posted.Msg
 	first.Ref = posted.ID
 	plat.sent = []Outgoing{first} // it reached Slack; the crash came before it was recorded
-	b := New(st, &fakeAgent{}, Config{Workers: 1})
+	b := New(st, &mockAgent{}, Config{Workers: 1})
 	b.AddPlatform(plat)
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -215,7 +217,7 @@ func TestRetryAfterALostResponseLooksFirst(t *testing.T) {
 			}
 			return nil
 		}
-		h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: plat.fakePlatform}
+		h := &harness{store: newMemStore(), agent: &mockAgent{}, plat: plat.fakePlatform}
 		h.bot = New(h.store, h.agent, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.bot.AddPlatform(plat)
 		if err := h.bot.Start(t.Context()); err != nil {

@@ -42,7 +42,7 @@ func TestAnswerDoesNotWaitForProgressEdits(t *testing.T) {
 			}
 			return nil
 		}
-		ag := &fakeAgent{script: func(ctx context.Context, h agent.Hooks) {
+		ag := &mockAgent{StartFn: scripted(func(ctx context.Context, h agent.Hooks) {
 			for i, s := range []string{"🔎 Read the inbox: 9 tasks", "📁 Created Birthday", "➡️ Moved 9 tasks"} {
 				if i > 0 {
 					time.Sleep(3 * time.Second)
@@ -52,7 +52,7 @@ func TestAnswerDoesNotWaitForProgressEdits(t *testing.T) {
 			mu.Lock()
 			ended = time.Now()
 			mu.Unlock()
-		}}
+		})}
 		h := startHarness(t, ag, plat, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 		h.handle(t, msg("tidy", "e1"))
 		time.Sleep(time.Hour)

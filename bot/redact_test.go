@@ -14,7 +14,7 @@ import (
 // echoing a secret reaches neither the chat nor the stored answer.
 func TestErrorTextInChatIsRedacted(t *testing.T) {
 	const secret = "xoxb-1234-5678-abcdefSECRET"
-	st, ag, plat := newMemStore(), &fakeAgent{}, &fakePlatform{name: "telegram", interval: 2 * time.Second}
+	st, ag, plat := newMemStore(), &mockAgent{}, &fakePlatform{name: "telegram", interval: 2 * time.Second}
 	b := New(st, ag, Config{AllowedUsers: []string{"telegram:42"}, Redact: agent.NewRedactor(secret)})
 	b.AddPlatform(plat)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -51,7 +51,10 @@ func TestErrorTextInChatIsRedacted(t *testing.T) {
 // the question redacted.
 func TestEveryPostIsRedacted(t *testing.T) {
 	const secret = "xoxb-1234-5678-abcdefSECRET"
-	ag := &fakeAgent{ask: []string{"token " + secret}, events: []agent.Event{{Kind: agent.EventAction, Summary: "read " + secret}}}
+	ag := &mockAgent{StartFn: func(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+		h.Observe(agent.Event{Kind: agent.EventAction, Summary: "read " + secret})
+		return asking("token "+secret)(ctx, in, h)
+	}}
 	st, plat := newMemStore(), &fakePlatform{name: "telegram", interval: 2 * time.Second}
 	var stored []Outbound
 	st.onCommit = func(c Change) { stored = append(stored, c.Send...) }

@@ -31,33 +31,12 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
 		return err
 	}
-	th, err := b.store.Thread(ctx, key)
+	history, err := b.history(ctx, in)
 	if err != nil {
-		return fmt.Errorf("bot: read thread %s: %w", key, err)
+		return err
 	}
-	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
-	if err != nil {
-		return fmt.Errorf("bot: read history of %s: %w", key, err)
-	}
-	var history []agent.HistoryMessage
-	for _, m := range msgs {
-		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
-			continue // the message being answered
-		}
-		history = append(history, agent.HistoryMessage{Role: agent.Role(m.Role), Text: m.Text})
-	}
-	if len(history) > b.cfg.History {
-		history = history[len(history)-b.cfg.History:]
-	}
-	if !in.DM && in.ThreadID != "" {
-		// The person's latest thread here (for a slash command without
-		// one), and a thread the bot is part of (KnowsThread).
-		if err := b.store.SetSetting(ctx, latestThreadSetting(in), in.ThreadID); err != nil {
-			return fmt.Errorf("bot: remember latest thread of %s: %w", key, err)
-		}
-		if err := b.store.SetSetting(ctx, knownThreadSetting(in), in.At.UTC().Format(time.RFC3339)); err != nil {
-			return fmt.Errorf("bot: remember thread %s: %w", key, err)
-		}
+	if err := b.rememberThread(ctx, in); err != nil {
+		return err
 	}
 	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
@@ -101,6 +80,48 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		return out
 	})
+}
+
+// history returns the earlier messages of in's thread the model sees
+// (Config.History of them, since the thread's last /reset), without in.
+func (b *Bot) history(ctx context.Context, in Incoming) ([]agent.HistoryMessage, error) {
+	key := in.ThreadKey()
+	th, err := b.store.Thread(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("bot: read thread %s: %w", key, err)
+	}
+	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
+	if err != nil {
+		return nil, fmt.Errorf("bot: read history of %s: %w", key, err)
+	}
+	var history []agent.HistoryMessage
+	for _, m := range msgs {
+		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
+			continue // the message being answered
+		}
+		history = append(history, agent.HistoryMessage{Role: agent.Role(m.Role), Text: m.Text})
+	}
+	if len(history) > b.cfg.History {
+		history = history[len(history)-b.cfg.History:]
+	}
+	return history, nil
+}
+
+// rememberThread records, for a message in a shared chat's thread, the
+// person's latest thread there (for a slash command without one) and
+// that the bot is part of the thread (KnowsThread).
+func (b *Bot) rememberThread(ctx context.Context, in Incoming) error {
+	if in.DM || in.ThreadID == "" {
+		return nil
+	}
+	key := in.ThreadKey()
+	if err := b.store.SetSetting(ctx, latestThreadSetting(in), in.ThreadID); err != nil {
+		return fmt.Errorf("bot: remember latest thread of %s: %w", key, err)
+	}
+	if err := b.store.SetSetting(ctx, knownThreadSetting(in), in.At.UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("bot: remember thread %s: %w", key, err)
+	}
+	return nil
 }
 
 // notice reports whether Config.Notice is yet to be said in thread key,
@@ -226,46 +247,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	// counted in its person's day in the store: every save of the run
 	// counts its tokens since the last, in the same transaction, so that
 	// a crash forgets none and counts none twice.
-	before, counted := r.Usage, r.Usage
+	before := r.Usage
+	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	prog := newProgress(q, r, b.log)
 	prog.start(ctx, first)
 	hooks := agent.Hooks{
 		Save: func(ctx context.Context, tr *agent.Transcript) error {
-			if settled(tr.Status) {
-				// The run has ended or waits: finish saves this very
-				// transcript with the run's state, its answer or
-				// question and the outbox in one transaction, so a save
-				// now would be a second transaction (and fsync) for the
-				// same record. Every write was saved pending before it
-				// was sent, so a crash in between loses none.
-				return nil
-			}
-			raw, err := agent.MarshalTranscript(tr)
-			if err != nil {
-				return err
-			}
-			r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
-			r.Notes = prog.notes()
-			c := Change{Run: r, DeleteJob: jobID}
-			spent := tr.Usage.Total() - counted.Total()
-			if spent > 0 {
-				c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
-			}
-			if c.DeleteJob != "" || c.Count != nil {
-				if err := b.store.Commit(ctx, c); err != nil {
-					return err
-				}
-			} else if err := b.store.SaveRun(ctx, r); err != nil {
-				return err
-			}
-			jobID, counted = "", tr.Usage
-			meter.counted(spent)
-			if !meter.wasMetered() && b.overCap(ctx, r.Platform, r.UserID) {
-				// A model that Metered does not wrap: stop after the
-				// call that reached the cap.
-				cancel(errDailyCap)
-			}
-			return nil
+			return b.saveStep(ctx, e, prog, tr, cancel)
 		},
 		Observe: prog.add,
 	}
@@ -276,28 +264,89 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()
-	stopped := ""
 	if cancelled {
-		stopped = "Stopped, as you asked."
+		e.stopped = "Stopped, as you asked."
 	} else if errors.Is(context.Cause(runCtx), errDailyCap) {
-		stopped = b.capMessage()
+		e.stopped = b.capMessage()
 	}
-	reconnect := b.cfg.Accounts != nil && rejectedToken(out)
-	if reconnect {
+	e.reconnect = b.cfg.Accounts != nil && rejectedToken(out)
+	if e.reconnect {
 		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}
-	var then func()
-	if reconnect {
-		// After the run's answer: the connect prompt follows it.
-		then = func() { b.rejected(ctx, r) }
-	}
-	err := b.finish(ctx, r, jobID, out, stopped, counted, meter, then)
+	err := b.finish(ctx, e, out)
 	b.cfg.Metrics.RunEnded(r.Status, agent.Usage{
 		PromptTokens:     r.Usage.PromptTokens - before.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens - before.CompletionTokens,
 		Calls:            r.Usage.Calls - before.Calls,
 	})
 	return err
+}
+
+// runEnd is what the saves of one execution of a run share, up to the
+// save of its end.
+type runEnd struct {
+	r *Run
+	// jobID, when set, is the job of a run not stored yet: the run's
+	// first save retires it.
+	jobID string
+	// counted is the run's usage as counted in its person's day in the
+	// store: every save counts the tokens since the last, in the same
+	// transaction, so that a crash forgets none and counts none twice.
+	counted agent.Usage
+	meter   *runMeter
+	log     *slog.Logger // with the run's id
+
+	// Set when the run has ended. stopped, when set, says why the bot
+	// stopped the run (/cancel, the daily cap); reconnect asks the person
+	// to connect Todoist again after the answer (see rejected).
+	stopped   string
+	reconnect bool
+	// audit and count go into the transaction that saves the end: the
+	// run's writes not journaled yet, its tokens not counted yet.
+	audit []AuditEntry
+	count map[string]int
+}
+
+// saveStep is the agent's Save hook: it stores the run as it stands
+// after a step, with its tokens since the last save, and stops the run
+// at its person's daily cap.
+func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent.Transcript, cancel context.CancelCauseFunc) error {
+	if settled(tr.Status) {
+		// The run has ended or waits: finish saves this very
+		// transcript with the run's state, its answer or
+		// question and the outbox in one transaction, so a save
+		// now would be a second transaction (and fsync) for the
+		// same record. Every write was saved pending before it
+		// was sent, so a crash in between loses none.
+		return nil
+	}
+	raw, err := agent.MarshalTranscript(tr)
+	if err != nil {
+		return err
+	}
+	r := e.r
+	r.Transcript, r.Usage, r.Updated = raw, tr.Usage, b.cfg.Now()
+	r.Notes = prog.notes()
+	c := Change{Run: r, DeleteJob: e.jobID}
+	spent := tr.Usage.Total() - e.counted.Total()
+	if spent > 0 {
+		c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
+	}
+	if c.DeleteJob != "" || c.Count != nil {
+		if err := b.store.Commit(ctx, c); err != nil {
+			return err
+		}
+	} else if err := b.store.SaveRun(ctx, r); err != nil {
+		return err
+	}
+	e.jobID, e.counted = "", tr.Usage
+	e.meter.counted(spent)
+	if !e.meter.wasMetered() && b.overCap(ctx, r.Platform, r.UserID) {
+		// A model that Metered does not wrap: stop after the
+		// call that reached the cap.
+		cancel(errDailyCap)
+	}
+	return nil
 }
 
 // settled reports whether a transcript's status is one that finish saves
@@ -312,121 +361,160 @@ func settled(st agent.Status) bool {
 
 // finish tells the user how a run ended. The run's state, its answer or
 // question (in the outbox), the journal of its writes, the tokens it
-// spent since counted (to its person's day; meter hears of them) and the
-// retirement of its job
-// jobID (if the run was not stored yet) are saved in one transaction,
-// and then the answer or question is posted: for a worker's job, in the
-// background while the worker goes on (see handOff).
-// stopped, when set, says why the bot stopped the run (/cancel, the daily
-// cap).
-func (b *Bot) finish(ctx context.Context, r *Run, jobID string, out agent.Outcome, stopped string, counted agent.Usage, meter *runMeter, then func()) error {
-	ctx = context.WithoutCancel(ctx)
-	if then == nil {
-		then = func() {}
-	}
-	log := b.log.With(slog.String("run_id", r.ID))
+// spent since e.counted (to its person's day; e.meter hears of them) and
+// the retirement of its job e.jobID (if the run was not stored yet) are
+// saved in one transaction, and then the answer or question is posted:
+// for a worker's job, in the background while the worker goes on (see
+// handOff).
+func (b *Bot) finish(ctx context.Context, e *runEnd, out agent.Outcome) error {
+	r := e.r
 	if out.Err != nil && out.Status != agent.StatusInterrupted {
-		log.Error("run error", slog.Any("err", out.Err))
+		e.log.Error("run error", slog.Any("err", out.Err))
 	}
-	var base Change
-	if tr := out.Transcript; tr != nil {
-		raw, err := agent.MarshalTranscript(tr)
-		if err != nil {
-			then()
-			return err
-		}
-		r.Transcript, r.Usage = raw, tr.Usage
-		if base.Audit, err = b.unjournaled(ctx, r, tr.Journal); err != nil {
-			then()
-			return err
-		}
+	if err := b.endTranscript(context.WithoutCancel(ctx), e, out.Transcript); err != nil {
+		b.afterEnd(ctx, e)
+		return err
 	}
-	if spent := r.Usage.Total() - counted.Total(); spent > 0 {
-		base.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
-		meter.counted(spent)
-	}
-	commit := func(c Change) error {
-		c.Audit, c.Count, c.DeleteJob = base.Audit, base.Count, jobID
-		return b.store.Commit(ctx, c)
-	}
-	// post saves the run with text, its answer or question, in the
-	// history and in the outbox (so that a crash before the post leaves
-	// it for the next start to post), then posts it: in the background
-	// for a worker's job (see handOff).
-	post := func(ob Outbound, text, what string) error {
-		c := Change{Run: r, Send: []Outbound{ob},
-			Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
-		status := r.Status
-		b.handOff(ctx, r, func() error {
-			if err := commit(c); err != nil {
-				return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
-			}
-			b.deliver(ctx, ob)
-			then()
-			msg := "run ended"
-			if status == RunWaiting {
-				msg = "run waits for an answer"
-			}
-			log.Info(msg, slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
-			return nil
-		})
-		return nil
+	if spent := r.Usage.Total() - e.counted.Total(); spent > 0 {
+		e.count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
+		e.meter.counted(spent)
 	}
 	// A runaway answer or question is cut to what the platform shows.
 	out.Answer, out.Question = b.fit(r.Platform, out.Answer), b.fit(r.Platform, out.Question)
 	r.Updated = b.cfg.Now()
-	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
 	switch out.Status {
 	case agent.StatusDone, agent.StatusFailed, agent.StatusStopped:
-		r.Status = RunDone
-		if out.Status == agent.StatusFailed {
-			r.Status = RunFailed
-		}
-		r.Answer, r.Reply = b.cfg.Redact.String(out.Answer), ""
-		if r.Answer == "" {
-			r.Answer = "Done."
-		}
-		return post(b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r)), r.Answer, "answer")
-
+		return b.endAnswered(ctx, e, out)
 	case agent.StatusAsking, agent.StatusConfirming:
-		w := &Waiting{Kind: "ask", Question: out.Question, Options: out.Options, Key: newID()[:8], UserID: r.UserID}
-		var buttons []Button
-		if out.Status == agent.StatusConfirming {
-			w.Kind = "confirm"
-			buttons = []Button{{Label: out.Label, Data: "w:" + w.Key + ":y"}, {Label: "Cancel", Data: "w:" + w.Key + ":n"}}
-		} else {
-			for i, o := range out.Options {
-				buttons = append(buttons, Button{Label: o, Data: "w:" + w.Key + ":" + strconv.Itoa(i)})
-			}
-		}
-		r.Status, r.Waiting, r.Reply = RunWaiting, w, ""
-		text := out.Question
-		if text == "" {
-			text = "Can you tell me more?"
-		}
-		// The question is posted only once the waiting run is saved, so
-		// a press at once finds it open; the post records its message id.
-		ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons, Question: true})
-		ob.RunID, ob.WaitKey = r.ID, w.Key
-		return post(ob, text, "question")
-
+		return b.endAsking(ctx, e, out)
 	case agent.StatusInterrupted:
-		if stopped == "" {
-			// Shutdown: the run stays working and resumes at next start.
-			if err := commit(Change{Run: r}); err != nil {
-				return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-			}
-			then()
-			log.Info("run interrupted; it resumes at next start")
-			return nil
-		}
-		r.Status, r.Reply = RunCancelled, ""
-		r.Answer = b.fit(r.Platform, stopped+" "+b.doneList(r.Platform, out.Transcript))
-		// What the run changed before the cancel joins the history, as a
-		// final answer does.
-		return post(b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, out.Transcript), r)), r.Answer, "answer")
+		return b.endInterrupted(ctx, e, out)
 	}
 	return nil
+}
+
+// endTranscript puts the run's final transcript in e.r and the writes
+// it has not journaled yet in e.audit.
+func (b *Bot) endTranscript(ctx context.Context, e *runEnd, tr *agent.Transcript) error {
+	if tr == nil {
+		return nil
+	}
+	raw, err := agent.MarshalTranscript(tr)
+	if err != nil {
+		return err
+	}
+	e.r.Transcript, e.r.Usage = raw, tr.Usage
+	e.audit, err = b.unjournaled(ctx, e.r, tr.Journal)
+	return err
+}
+
+// endAnswered ends a run that answered (or failed, or gave up) with its
+// answer.
+func (b *Bot) endAnswered(ctx context.Context, e *runEnd, out agent.Outcome) error {
+	r := e.r
+	r.Status = RunDone
+	if out.Status == agent.StatusFailed {
+		r.Status = RunFailed
+	}
+	r.Answer, r.Reply = b.cfg.Redact.String(out.Answer), ""
+	if r.Answer == "" {
+		r.Answer = "Done."
+	}
+	return b.postEnd(ctx, e, b.answerOutbound(r, out.Transcript), r.Answer, "answer")
+}
+
+// endAsking ends a run that asks the user (a question or a confirmation):
+// it waits for the answer. The question is posted only once the waiting
+// run is saved, so a press at once finds it open; the post records its
+// message id.
+func (b *Bot) endAsking(ctx context.Context, e *runEnd, out agent.Outcome) error {
+	r := e.r
+	w := &Waiting{Kind: "ask", Question: out.Question, Options: out.Options, Key: newID()[:8], UserID: r.UserID}
+	var buttons []Button
+	if out.Status == agent.StatusConfirming {
+		w.Kind = "confirm"
+		buttons = []Button{{Label: out.Label, Data: "w:" + w.Key + ":y"}, {Label: "Cancel", Data: "w:" + w.Key + ":n"}}
+	} else {
+		for i, o := range out.Options {
+			buttons = append(buttons, Button{Label: o, Data: "w:" + w.Key + ":" + strconv.Itoa(i)})
+		}
+	}
+	r.Status, r.Waiting, r.Reply = RunWaiting, w, ""
+	text := out.Question
+	if text == "" {
+		text = "Can you tell me more?"
+	}
+	ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons, Question: true})
+	ob.RunID, ob.WaitKey = r.ID, w.Key
+	return b.postEnd(ctx, e, ob, text, "question")
+}
+
+// endInterrupted ends a run that was stopped: on shutdown it stays
+// working and resumes at the next start; stopped by the bot (e.stopped)
+// it is cancelled, and says so with what it changed before.
+func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) error {
+	r := e.r
+	if e.stopped == "" {
+		if err := b.commitEnd(ctx, e, Change{Run: r}); err != nil {
+			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+		}
+		b.afterEnd(ctx, e)
+		e.log.Info("run interrupted; it resumes at next start")
+		return nil
+	}
+	r.Status, r.Reply = RunCancelled, ""
+	r.Answer = b.fit(r.Platform, e.stopped+" "+b.doneList(r.Platform, out.Transcript))
+	// What the run changed before the cancel joins the history, as a
+	// final answer does.
+	return b.postEnd(ctx, e, b.answerOutbound(r, out.Transcript), r.Answer, "answer")
+}
+
+// answerOutbound is r's answer as posted: with its details and, when
+// the run wrote, an Undo button.
+func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
+	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
+	return b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, tr), r))
+}
+
+// commitEnd saves c with what every end of e's run saves: its audit, its
+// tokens and the retirement of its job.
+func (b *Bot) commitEnd(ctx context.Context, e *runEnd, c Change) error {
+	c.Audit, c.Count, c.DeleteJob = e.audit, e.count, e.jobID
+	return b.store.Commit(context.WithoutCancel(ctx), c)
+}
+
+// postEnd saves the run with text, its answer or question, in the
+// history and in the outbox (so that a crash before the post leaves it
+// for the next start to post), then posts it: in the background for a
+// worker's job (see handOff).
+func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what string) error {
+	r := e.r
+	c := Change{Run: r, Send: []Outbound{ob},
+		Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
+	status := r.Status
+	bg := context.WithoutCancel(ctx)
+	b.handOff(bg, r, func() error {
+		if err := b.commitEnd(bg, e, c); err != nil {
+			return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
+		}
+		b.deliver(bg, ob)
+		b.afterEnd(ctx, e)
+		msg := "run ended"
+		if status == RunWaiting {
+			msg = "run waits for an answer"
+		}
+		e.log.Info(msg, slog.String("status", string(status)), slog.Int("tokens", r.Usage.Total()), slog.Int("model_calls", r.Usage.Calls))
+		return nil
+	})
+	return nil
+}
+
+// afterEnd does what follows a run's end once it is saved and posted:
+// after a refused Todoist token, the prompt to connect again.
+func (b *Bot) afterEnd(ctx context.Context, e *runEnd) {
+	if e.reconnect {
+		b.rejected(ctx, e.r)
+	}
 }
 
 // doneList is the agent's list of what a run changed, with how to undo

@@ -8,7 +8,7 @@ import (
 // A button press finds the run its key names in whichever conversation
 // asked, and a run that stopped waiting is no longer found.
 func TestPressFindsItsRunInAnyConversation(t *testing.T) {
-	ag := &fakeAgent{ask: []string{"Work", "Home"}}
+	ag := &mockAgent{StartFn: asking("Work", "Home")}
 	h := newHarness(t, ag)
 	in1, in2 := msg("file the dentist task", "e1"), msg("file the cake task", "e2")
 	in2.ChatID = "c2"

@@ -11,10 +11,10 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-// fakeAccounts gives each connected person their own fakeAgent.
+// fakeAccounts gives each connected person their own mockAgent.
 type fakeAccounts struct {
 	mu     sync.Mutex
-	agents map[string]*fakeAgent // by platform:user; absent: not connected
+	agents map[string]*mockAgent // by platform:user; absent: not connected
 }
 
 func (f *fakeAccounts) Agent(_ context.Context, platform, userID string) (Agent, error) {
@@ -43,7 +43,7 @@ func (f *fakeAccounts) Forget(_ context.Context, platform, userID string) error 
 
 func newTeamHarness(t *testing.T, acc *fakeAccounts, cfg Config) *harness {
 	t.Helper()
-	shared := &fakeAgent{} // the personal-mode agent: never used in team mode
+	shared := &mockAgent{} // the personal-mode agent: never used in team mode
 	h := &harness{store: newMemStore(), agent: shared, plat: &fakePlatform{name: "slack", interval: time.Second}}
 	cfg.Workers, cfg.Accounts = 2, acc
 	h.bot = New(h.store, shared, cfg)
@@ -56,8 +56,8 @@ func newTeamHarness(t *testing.T, acc *fakeAccounts, cfg Config) *harness {
 }
 
 func TestTeamRunsUseTheAskersAccount(t *testing.T) {
-	alice, bob := &fakeAgent{}, &fakeAgent{}
-	acc := &fakeAccounts{agents: map[string]*fakeAgent{"slack:U1": alice, "slack:U2": bob}}
+	alice, bob := &mockAgent{}, &mockAgent{}
+	acc := &fakeAccounts{agents: map[string]*mockAgent{"slack:U1": alice, "slack:U2": bob}}
 	h := newTeamHarness(t, acc, Config{AllowedUsers: []string{"slack:team:T1"}})
 	// Two people in one channel thread.
 	h.handle(t, Incoming{Platform: "slack", ChatID: "C1", ThreadID: "1.1", UserID: "U1", TeamID: "T1", Text: "alice's request", EventID: "e1"})
@@ -82,7 +82,7 @@ func TestTeamRunsUseTheAskersAccount(t *testing.T) {
 }
 
 func TestTeamNotConnectedGetsOneConnectMessageAndTheRequestRunsAfter(t *testing.T) {
-	acc := &fakeAccounts{agents: map[string]*fakeAgent{}}
+	acc := &fakeAccounts{agents: map[string]*mockAgent{}}
 	h := newTeamHarness(t, acc, Config{AllowedUsers: []string{"telegram:*"}})
 	h.plat.name = "telegram"
 	h.bot = New(h.store, h.agent, Config{Workers: 1, Accounts: acc, AllowedUsers: []string{"telegram:*"}})
@@ -96,7 +96,7 @@ func TestTeamNotConnectedGetsOneConnectMessageAndTheRequestRunsAfter(t *testing.
 	if n := len(h.plat.texts()); n != 1 || !strings.Contains(h.plat.last().Text, "https://todoist.example/oauth/authorize?for=42") {
 		t.Fatalf("before connecting: %q, want one message with the Connect link", h.plat.texts())
 	}
-	carol := &fakeAgent{}
+	carol := &mockAgent{}
 	acc.mu.Lock()
 	acc.agents["telegram:42"] = carol
 	acc.mu.Unlock()
@@ -112,13 +112,13 @@ func TestTeamNotConnectedGetsOneConnectMessageAndTheRequestRunsAfter(t *testing.
 func TestEveryoneEntriesOnlyInTeamMode(t *testing.T) {
 	entries := []string{"telegram:*", "slack:team:T1"}
 	people := []Incoming{{Platform: "telegram", UserID: "7"}, {Platform: "slack", UserID: "U7", TeamID: "T1"}}
-	b := New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: entries})
+	b := New(newMemStore(), &mockAgent{}, Config{AllowedUsers: entries})
 	for _, in := range people {
 		if b.allowedIn(in) {
 			t.Errorf("%s:%s let in in personal mode", in.Platform, in.UserID)
 		}
 	}
-	b = New(newMemStore(), &fakeAgent{}, Config{AllowedUsers: entries, Accounts: &fakeAccounts{}})
+	b = New(newMemStore(), &mockAgent{}, Config{AllowedUsers: entries, Accounts: &fakeAccounts{}})
 	for _, in := range people {
 		if !b.allowedIn(in) {
 			t.Errorf("%s:%s refused in team mode", in.Platform, in.UserID)
@@ -131,27 +131,21 @@ func TestEveryoneEntriesOnlyInTeamMode(t *testing.T) {
 
 // spender is an agent whose run spends tokens, saves, and goes on until
 // stopped.
-type spender struct {
-	fakeAgent
-	tokens int
-}
-
-func (a *spender) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
-	a.mu.Lock()
-	a.started = append(a.started, in.Instruction)
-	a.mu.Unlock()
-	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction, Usage: agent.Usage{PromptTokens: a.tokens - 100, CompletionTokens: 100, Calls: 1}}
-	if err := h.Save(ctx, tr); err != nil {
-		return agent.Outcome{Status: agent.StatusFailed, Transcript: tr, Err: err}
-	}
-	<-ctx.Done()
-	tr.Status = agent.StatusInterrupted
-	return agent.Outcome{Status: agent.StatusInterrupted, Transcript: tr}
+func spender(tokens int) *mockAgent {
+	return &mockAgent{StartFn: func(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+		tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction, Usage: agent.Usage{PromptTokens: tokens - 100, CompletionTokens: 100, Calls: 1}}
+		if err := h.Save(ctx, tr); err != nil {
+			return agent.Outcome{Status: agent.StatusFailed, Transcript: tr, Err: err}
+		}
+		<-ctx.Done()
+		tr.Status = agent.StatusInterrupted
+		return agent.Outcome{Status: agent.StatusInterrupted, Transcript: tr}
+	}}
 }
 
 func TestDailyCapStopsTheRunAndUsageShowsDayAndMonth(t *testing.T) {
-	alice := &spender{tokens: 600}
-	acc := &fakeAccounts{agents: map[string]*fakeAgent{}}
+	alice := spender(600)
+	acc := &fakeAccounts{agents: map[string]*mockAgent{}}
 	h := newTeamHarness(t, acc, Config{AllowedUsers: []string{"slack:U1"}, UserDailyTokens: 500})
 	h.bot.cfg.Accounts = spenderAccounts{alice}
 	dm := func(text, ev string) Incoming {
@@ -178,7 +172,7 @@ func TestDailyCapStopsTheRunAndUsageShowsDayAndMonth(t *testing.T) {
 }
 
 // spenderAccounts connects everyone to one spender.
-type spenderAccounts struct{ a *spender }
+type spenderAccounts struct{ a *mockAgent }
 
 func (s spenderAccounts) Agent(context.Context, string, string) (Agent, error) { return s.a, nil }
 func (s spenderAccounts) ConnectURL(context.Context, Incoming) (string, error) { return "", nil }
@@ -188,28 +182,28 @@ func (s spenderAccounts) Forget(context.Context, string, string) error         {
 // writer is an agent whose runs each apply one write, and which records
 // what it is asked to undo.
 type writer struct {
-	fakeAgent
-	undone []string
+	*mockAgent
+	undone []string // guarded by mockAgent.mu
 }
 
-func (a *writer) Start(_ context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
-	a.mu.Lock()
-	a.started = append(a.started, in.Instruction)
-	a.mu.Unlock()
-	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction, Status: agent.StatusDone,
-		Journal: []agent.Applied{{Write: agent.Write{Kind: agent.CloseTask, ID: in.Instruction}, Summary: "completed " + in.Instruction}}}
-	return agent.Outcome{Status: agent.StatusDone, Answer: "done", Transcript: tr}
-}
-
-func (a *writer) Undo(_ context.Context, j []agent.Applied) (agent.UndoReport, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var rep agent.UndoReport
-	for _, x := range j {
-		a.undone = append(a.undone, x.Summary)
-		rep.Undone = append(rep.Undone, x.Summary)
+func newWriter() *writer {
+	w := &writer{mockAgent: &mockAgent{}}
+	w.StartFn = func(_ context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction, Status: agent.StatusDone,
+			Journal: []agent.Applied{{Write: agent.Write{Kind: agent.CloseTask, ID: in.Instruction}, Summary: "completed " + in.Instruction}}}
+		return agent.Outcome{Status: agent.StatusDone, Answer: "done", Transcript: tr}
 	}
-	return rep, nil
+	w.UndoFn = func(_ context.Context, j []agent.Applied) (agent.UndoReport, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var rep agent.UndoReport
+		for _, x := range j {
+			w.undone = append(w.undone, x.Summary)
+			rep.Undone = append(rep.Undone, x.Summary)
+		}
+		return rep, nil
+	}
+	return w
 }
 
 type writerAccounts map[string]*writer
@@ -228,7 +222,7 @@ func (writerAccounts) Forget(context.Context, string, string) error         { re
 // the latest run of the person asking (each person has their own
 // conversation there), through their own account.
 func TestTeamUndoRevertsOnlyOnesOwnRun(t *testing.T) {
-	alice, bob := &writer{}, &writer{}
+	alice, bob := newWriter(), newWriter()
 	h := newTeamHarness(t, &fakeAccounts{}, Config{AllowedUsers: []string{"slack:team:T1"}})
 	h.bot.cfg.Accounts = writerAccounts{"slack:U1": alice, "slack:U2": bob}
 	in := func(user, text, cmd, ev string) Incoming {
@@ -251,7 +245,7 @@ func TestTeamUndoRevertsOnlyOnesOwnRun(t *testing.T) {
 // TestTeamConnectLinkNeverPostedInASharedChat: anyone in a channel could
 // open it and tie their account to the asker.
 func TestTeamConnectLinkNeverPostedInASharedChat(t *testing.T) {
-	acc := &fakeAccounts{agents: map[string]*fakeAgent{}}
+	acc := &fakeAccounts{agents: map[string]*mockAgent{}}
 	h := newTeamHarness(t, acc, Config{AllowedUsers: []string{"slack:team:T1"}})
 	h.handle(t, Incoming{Platform: "slack", ChatID: "C1", ThreadID: "1.1", UserID: "U1", TeamID: "T1", Text: "tidy up", EventID: "e1"})
 	h.idle(t)
@@ -269,8 +263,8 @@ func TestTeamConnectLinkNeverPostedInASharedChat(t *testing.T) {
 // A request kept until its person connects is cut to MaxMessage like any
 // message (it was kept whole, 100 KB), and runs cut, with the note.
 func TestPendingRequestIsCut(t *testing.T) {
-	acc := &fakeAccounts{agents: map[string]*fakeAgent{}}
-	h := &harness{store: newMemStore(), agent: &fakeAgent{}, plat: &fakePlatform{name: "telegram", interval: time.Second}}
+	acc := &fakeAccounts{agents: map[string]*mockAgent{}}
+	h := &harness{store: newMemStore(), agent: &mockAgent{}, plat: &fakePlatform{name: "telegram", interval: time.Second}}
 	h.bot = New(h.store, h.agent, Config{Workers: 1, Accounts: acc, AllowedUsers: []string{"telegram:*"}})
 	h.bot.AddPlatform(h.plat)
 	if err := h.bot.Start(t.Context()); err != nil {
@@ -287,7 +281,7 @@ func TestPendingRequestIsCut(t *testing.T) {
 	if len(raw) > MaxMessage+1000 {
 		t.Errorf("the pending request is kept with %d bytes, want it cut to about %d characters", len(raw), MaxMessage)
 	}
-	carol := &fakeAgent{}
+	carol := &mockAgent{}
 	acc.mu.Lock()
 	acc.agents["telegram:42"] = carol
 	acc.mu.Unlock()

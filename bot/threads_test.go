@@ -3,7 +3,7 @@ package bot
 import "testing"
 
 func TestKnowsThreadOnlyWhereItWasAddressed(t *testing.T) {
-	h := newHarness(t, &fakeAgent{})
+	h := newHarness(t, &mockAgent{})
 	in := msg("what's due today?", "u1")
 	in.ChatID, in.ThreadID, in.DM = "C1", "5.5", false
 	h.handle(t, in)

@@ -89,9 +89,9 @@ func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) {
 	t := turnOf(ctx)
 	t.hold()
 	b.tailRoom <- struct{}{}
-	b.tails.Add(1)
+	b.runTails.Add(1)
 	go func() {
-		defer b.tails.Done()
+		defer b.runTails.Done()
 		defer func() { <-b.tailRoom }()
 		defer t.leave()
 		if err := tail(); err != nil {

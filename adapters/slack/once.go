@@ -69,11 +69,11 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 		var more bool
 		var err error
 		if m.ThreadID != "" {
-			msgs, more, cursor, err = a.once.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 				ChannelID: m.ChatID, Timestamp: m.ThreadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 		} else {
 			var h *slack.GetConversationHistoryResponse
-			h, err = a.once.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 				ChannelID: m.ChatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 			if h != nil {
 				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor

@@ -75,11 +75,11 @@ type Threads interface {
 
 // Adapter is the Slack platform.
 type Adapter struct {
-	api   *slack.Client // waits out 429s itself: for calls outside the bot's send queue
-	once  *slack.Client // no retries: for the calls the bot's send queue makes
-	cfg   Config
-	log   *slog.Logger
-	botID string // the bot's user id, to ignore its own messages
+	api     *slack.Client // waits out 429s itself: for calls outside the bot's send queue
+	noRetry *slack.Client // no retries: for the calls the bot's send queue makes (it waits out a 429)
+	cfg     Config
+	log     *slog.Logger
+	botID   string // the bot's user id, to ignore its own messages
 
 	mu      sync.Mutex       // protects the fields below
 	hooks   map[string]*hook // by channel: the latest response_url there
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
 	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
 		slack.OptionLog(libLog{a}))
-	a.once = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionLog(libLog{a}))
+	a.noRetry = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionLog(libLog{a}))
 	auth, err := a.api.AuthTestContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", a.redact(err))
@@ -218,7 +218,7 @@ func (a *Adapter) sendParts(ctx context.Context, m bot.Outgoing, posted map[int]
 			ts = t
 			continue
 		}
-		api := a.once
+		api := a.noRetry
 		if i > 0 {
 			api = a.api // a retry of the whole Send would post the first chunks twice
 		}
@@ -262,7 +262,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		bs = sections(text)
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, true), slack.MsgOptionBlocks(bs...)}
-	if _, _, _, err := a.once.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
+	if _, _, _, err := a.noRetry.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
 		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, a.queueError(err))
 	}
 	return nil
@@ -482,7 +482,7 @@ func (a *Adapter) redact(err error) error {
 
 // Who waits out a 429 (Retry-After, https://api.slack.com/apis/rate-limits):
 // the calls the bot makes through its per-platform send queue (Send's
-// first chunk, Edit) go through a.once, which does not retry; their error
+// first chunk, Edit) go through a.noRetry, which does not retry; their error
 // implements bot.RateLimited and the queue pauses every call to Slack for
 // that long, then retries. Other calls (auth.test, file downloads, later
 // chunks of a long message) go through a.api, whose client waits them out
@@ -687,7 +687,7 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	if !ok {
 		// No waiting out a 429 here: Slack wants the event acknowledged
 		// within 3 s. A failed answer is not kept; the next event asks again.
-		ch, _, _, err := a.once.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+		ch, _, _, err := a.noRetry.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
 		if err != nil || ch == nil || ch.ID == "" {
 			a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
 				slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))

@@ -4,64 +4,11 @@
 // vLLM, LM Studio, llama.cpp), chosen by the base URL (OPENAI_BASE_URL)
 // and OPENAI_API. The engine does not know which transport is in use.
 //
-// What it does beyond mapping types:
-//
-//   - Two transports. The Responses API (POST /responses) is what OpenAI
-//     designs its reasoning models for, and the only one on which GPT-6
-//     models call tools while reasoning (go-openai's
-//     reasoning_validator.go refuses tools on Chat Completions for them
-//     unless reasoning_effort is "none"). It is used statelessly: store
-//     is false, the whole conversation is sent each call, and each
-//     reply's output items, as they came (ids, the phase of each message,
-//     their order, the encrypted reasoning of include
-//     reasoning.encrypted_content), come back in Response.State, which
-//     the engine keeps in its transcript and which is sent again,
-//     unchanged, in place of the assistant message it belongs to; so a
-//     run resumed after a restart continues with nothing held on
-//     OpenAI's side. API "auto" uses
-//     Responses on api.openai.com and for the GPT-6 models that need it,
-//     Chat Completions elsewhere; a server that answers 404 for
-//     /responses gets Chat Completions from then on, and one whose 400 on
-//     Chat Completions asks for /v1/responses gets the Responses API.
-//   - Reasoning effort (TIDYBOT_REASONING_EFFORT) is sent to reasoning
-//     models (by name, or any model with Config.ReasoningModel), default
-//     "low". Temperature is sent only when the model does not reason
-//     (effort unset or "none"); the API rejects it otherwise.
-//   - Temperature 0 is sent as 0. go-openai's ChatCompletionRequest has
-//     `temperature,omitempty`, so a 0 would be dropped from the JSON and
-//     the server's default applies instead (1 on OpenAI); the client puts
-//     an explicit "temperature":0 back into the body (see editBody).
-//   - The token limit goes out as max_tokens on Chat Completions, the
-//     name every compatible server understands; reasoning models get
-//     max_completion_tokens, which they require, as does any model with
-//     Config.MaxCompletionTokens or Config.ReasoningModel, or after a
-//     server said max_tokens is unsupported.
-//   - A 400 unsupported_parameter naming a field (reasoning on a server
-//     without it) drops that field, retries once, and remembers it for the
-//     client's later calls. parallel_tool_calls, which o1, o3 and o4-mini
-//     reject, is never sent to them (noParallelToolCalls).
-//   - A reply cut off at the token limit (finish_reason "length", or an
-//     incomplete response for max_output_tokens) is asked again once with
-//     twice the limit; cut off again, the call fails with a message that
-//     says so.
-//   - A server whose context cannot hold the prompt plus the token limit
-//     (vLLM's 400 "maximum context length is N tokens … (M in the
-//     messages …") is asked for what fits, and its context remembered.
-//   - A 400 that rejects a strict tool or response schema steps down by
-//     itself: strict with only the core keywords, then not strict (the
-//     engine validates every reply locally anyway); the level is
-//     remembered and logged once.
-//   - 429s, 5xx answers and network errors are retried, honouring
-//     Retry-After (and OpenAI's retry-after-ms, else its
-//     x-ratelimit-reset-requests/-tokens), else with exponential backoff
-//     and jitter, within a cap on the total wait; a 429 for an exhausted
-//     quota is not retried. Other 4xx answers are final.
-//   - A server that rejects the json_schema response format with a 400
-//     gets json_object instead, then plain text; the downgrade is
-//     remembered and reported in Response.Format.
-//   - Usage comes from the answer's usage (reasoning and cached tokens
-//     included); a server that reports none gets a local estimate with
-//     tiktoken (Usage.Estimated).
+// Beyond mapping types, it adapts to each server: what a server is
+// known or found to refuse (a transport, a request field, a strict
+// schema, a response format, a context length) is learnt from its answer
+// and remembered for the client's later calls (see adapt and shrink);
+// each such quirk is explained where the code handles it.
 //
 // Every error Complete returns, other than the context's, wraps an
 // *agent.Error whose message is safe to show a user. The API key never
@@ -143,7 +90,11 @@ type Config struct {
 	// MaxRetryWait caps the total time one Complete waits between
 	// attempts (after 429s, 5xx answers and network errors): once the next
 	// wait would pass it, the call fails with the last error. Default
-	// DefaultMaxRetryWait; negative turns retries off.
+	// DefaultMaxRetryWait; negative turns retries off. A wait honours
+	// Retry-After (and OpenAI's retry-after-ms, else its
+	// x-ratelimit-reset-requests/-tokens), else backs off (see
+	// BackoffBase); a 429 for an exhausted quota is not retried, and
+	// other 4xx answers are final.
 	MaxRetryWait time.Duration
 	// BackoffBase and BackoffMax shape the backoff used when the server
 	// gives no Retry-After: the n-th retry waits about BackoffBase·2ⁿ,
@@ -258,6 +209,12 @@ func New(cfg Config, hc *http.Client) *Client {
 	if c.effort == "" && c.reasoning() {
 		c.effort = DefaultEffort
 	}
+	// The Responses API is what OpenAI designs its reasoning models for,
+	// and the only one on which GPT-6 models call tools while reasoning
+	// (go-openai's reasoning_validator.go refuses tools on Chat
+	// Completions for them unless reasoning_effort is "none"). Auto uses
+	// it on api.openai.com and for those models, Chat Completions
+	// elsewhere; adapt corrects the choice when the server disagrees.
 	c.transport = cfg.API
 	if c.transport == APIAuto {
 		c.transport = APIChat
@@ -296,6 +253,10 @@ type plan struct {
 // ErrReasoningSamplingUnsupported).
 func (p plan) sampling() bool { return p.effort == "" || p.effort == "none" }
 
+// plan returns what the next attempt of req sends. The reasoning effort
+// (TIDYBOT_REASONING_EFFORT) goes to reasoning models (by name, or any
+// model with Config.ReasoningModel), default DefaultEffort; temperature
+// goes only when the model does not reason (see sampling).
 func (c *Client) plan(req agent.Request) plan {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -341,6 +302,10 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 			}
 			return agent.Response{}, fmt.Errorf("openai: chat completion: %w", err)
 		}
+		// A reply cut off at the token limit (finish_reason "length", or
+		// an incomplete response for max_output_tokens) is asked again
+		// once with twice the limit; cut off again, the call fails with
+		// a message that says so.
 		if out.FinishReason != "length" {
 			spent.Calls = 0
 			out.Usage.Add(spent)
@@ -372,6 +337,9 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 	defer c.mu.Unlock()
 	field := unsupportedParam(e)
 	switch {
+	// With OPENAI_API=auto, a server that answers 404 for /responses gets
+	// Chat Completions from then on, and one whose 400 on Chat
+	// Completions asks for /v1/responses gets the Responses API.
 	case p.transport == APIResponses && c.cfg.API == APIAuto && routeMissing(e):
 		c.noResponses = true
 		if c.transport == APIResponses {
@@ -387,6 +355,9 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 				slog.String("host", c.host), slog.String("model", c.model))
 		}
 		return true
+	// A 400 unsupported_parameter naming a field (reasoning on a server
+	// without it; max_tokens, which reasoning models refuse) drops that
+	// field, or sends max_completion_tokens instead, and retries.
 	case field == "max_tokens" && !p.maxCompletion:
 		if !c.maxCompletion {
 			c.maxCompletion = true
@@ -400,6 +371,9 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 				slog.String("model", c.model), slog.String("field", field))
 		}
 		return true
+	// A 400 that rejects a strict tool or response schema steps down:
+	// strict with only the core keywords, then not strict (the engine
+	// validates every reply locally anyway).
 	case schemaRejected(e) && p.schema < schemaLoose && hasStrict(req):
 		if c.schema <= p.schema {
 			c.schema = p.schema + 1
@@ -411,6 +385,9 @@ func (c *Client) adapt(err error, req agent.Request, p plan) bool {
 				slog.String("model", c.model), slog.String("error", e.Error()))
 		}
 		return true
+	// A 400 that rejects the json_schema response format gets
+	// json_object instead, then plain text (reported in
+	// Response.Format).
 	case p.format != "" && formatUnsupported(err, p.format):
 		next := agent.FormatText
 		if p.format == agent.FormatJSONSchema {
@@ -431,7 +408,8 @@ const minReply = 256
 
 // shrink returns a smaller token limit for req when err says the
 // server's context cannot hold the prompt plus req.MaxTokens (a local
-// server with a short context and the default TIDYBOT_MAX_TOKENS), and
+// server with a short context and the default TIDYBOT_MAX_TOKENS; vLLM's
+// 400 "maximum context length is N tokens … (M in the messages …"), and
 // remembers the context length; 0 when there is none worth trying.
 func (c *Client) shrink(err error, req agent.Request) int {
 	var e *apiError
@@ -671,7 +649,10 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 	}
 	out.ReasoningEffort = p.effort
 	if p.sampling() {
-		// 0 is dropped by omitempty; editBody puts it back.
+		// Temperature 0 is sent as 0: go-openai's field is
+		// `temperature,omitempty`, so a 0 would be dropped and the
+		// server's default (1 on OpenAI) apply; editBody puts an
+		// explicit "temperature":0 back into the body.
 		out.Temperature = req.Temperature
 	}
 	return out
@@ -732,6 +713,8 @@ func (c *Client) chatResponse(req agent.Request, format agent.FormatKind, resp g
 		out.Usage.ReasoningTokens = d.ReasoningTokens
 	}
 	if out.Usage.PromptTokens == 0 && out.Usage.CompletionTokens == 0 {
+		// A server that reports no usage gets a local estimate
+		// (tiktoken; Usage.Estimated).
 		out.Usage = EstimateUsage(req, out)
 	}
 	return out, nil

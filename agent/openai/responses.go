@@ -149,7 +149,14 @@ func assistantItems(m agent.Message) []any {
 	return items
 }
 
-// responsesRequest maps req onto go-openai's Responses request.
+// responsesRequest maps req onto go-openai's Responses request. The API
+// is used statelessly: store is false, the whole conversation is sent
+// each call, and each reply's output items, as they came (ids, the phase
+// of each message, their order, the encrypted reasoning), come back in
+// Response.State, which the engine keeps in its transcript and which is
+// sent again, unchanged, in place of the assistant message it belongs to
+// (see replay); so a run resumed after a restart continues with nothing
+// held on OpenAI's side.
 func (c *Client) responsesRequest(req agent.Request, p plan) goopenai.CreateResponseRequest {
 	store := false
 	out := goopenai.CreateResponseRequest{Model: c.model, Input: input(req.Messages), Store: &store, MaxOutputTokens: req.MaxTokens}

@@ -150,7 +150,7 @@ func checkSlack(ctx context.Context, cfg Config, hc *http.Client) finding {
 	const part = "Slack"
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	c, err := slack.Check(ctx, slack.Config{BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigning, APIURL: cfg.SlackURL, HTTPClient: hc})
+	c, err := slack.Check(ctx, slack.Config{BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigningSecret, APIURL: cfg.SlackURL, HTTPClient: hc})
 	if err != nil {
 		return finding{part, failed, err.Error() + ": check SLACK_BOT_TOKEN (xoxb-…, under OAuth & Permissions) and SLACK_API_URL"}
 	}

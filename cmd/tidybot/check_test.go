@@ -148,12 +148,12 @@ func TestCheckFailures(t *testing.T) {
 			want:  "ok bot @tidybot; long polling; privacy mode off"},
 		{name: "telegram webhook not set yet", part: "Telegram",
 			setup: func(t *testing.T, e *checkEnv) {
-				e.cfg.TelegramHook, e.cfg.TelegramHookS = "https://bot.example.com/telegram/webhook", "s3cret"
+				e.cfg.TelegramHook, e.cfg.TelegramWebhookSecret = "https://bot.example.com/telegram/webhook", "s3cret"
 			},
 			want: "ok bot @tidybot; webhook not set to TELEGRAM_WEBHOOK_URL yet: serve sets it at start"},
 		{name: "telegram webhook failing", part: "Telegram", wantFail: true,
 			setup: func(t *testing.T, e *checkEnv) {
-				e.cfg.TelegramHook, e.cfg.TelegramHookS = "https://bot.example.com/telegram/webhook", "s3cret"
+				e.cfg.TelegramHook, e.cfg.TelegramWebhookSecret = "https://bot.example.com/telegram/webhook", "s3cret"
 				resp, err := http.PostForm(e.tg.URL+"/bot"+e.tg.Token+"/setWebhook", url.Values{"url": {e.cfg.TelegramHook}})
 				if err != nil {
 					t.Fatal(err)

@@ -27,51 +27,51 @@ import (
 // and every log line, chat message, observation and stored transcript is
 // redacted of it (see Secrets).
 type Config struct {
-	OpenAIKey       string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
-	OpenAIBaseURL   string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
-	OpenAIModel     string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
-	OpenAIAPI       string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
-	Effort          string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
-	ReasoningOn     bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
-	TodoistToken    string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
-	TodoistURL      string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
-	TelegramToken   string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
-	TelegramURL     string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL (or a self-hosted Bot API server), no /bot<token> and no trailing slash"`
-	TelegramHook    string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set (the https address of /telegram/webhook); long polling otherwise"`
-	TelegramHookS   string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" secret:"true" desc:"secret checked on every webhook request (secret; 1-256 of A-Z a-z 0-9 _ -)"`
-	SlackBotToken   string        `envconfig:"SLACK_BOT_TOKEN" secret:"true" desc:"enables the Slack adapter (secret; xoxb-…)"`
-	SlackAppToken   string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
-	SlackSigning    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
-	SlackURL        string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
-	DB              string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
-	HTTPAddr        string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, the OAuth callback and run pages (serve only)"`
-	MetricsAddr     string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
-	AllowedUsers    []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
-	Protocol        string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
-	MaxSteps        int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
-	MaxTokens       int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
-	TokenBudget     int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
-	History         int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
-	Temperature     float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
-	RunTimeout      time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"working time of one run (time waiting for you does not count)"`
-	Workers         int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
-	Confirm         string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
-	LogLevel        string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
-	LogFormat       string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
-	Retention       time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
-	PublicURL       string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people and Todoist reach serve at: final messages carry a Details link to the run's page; team mode's OAuth callback is <this>/oauth/todoist/callback"`
-	SecretKey       string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens and the keys that seal stored conversations; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
-	RunLinkTTL      time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
-	TranscribeModel string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
-	TranscribeURL   string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`
-	TranscribeKey   string        `envconfig:"TIDYBOT_TRANSCRIBE_API_KEY" secret:"true" desc:"key of the speech server (secret; default: OPENAI_API_KEY when TIDYBOT_TRANSCRIBE_URL is unset)"`
-	VoiceMax        time.Duration `envconfig:"TIDYBOT_VOICE_MAX" default:"5m" desc:"longest voice note accepted; a longer one is refused before it is downloaded"`
-	Vision          string        `envconfig:"TIDYBOT_VISION" default:"auto" desc:"auto, on or off: photos go to the model as images (auto: until the model rejects them)"`
-	ClientID        string        `envconfig:"TODOIST_CLIENT_ID" desc:"team mode: the Client ID of your app in Todoist's App Management Console; each person connects their own Todoist"`
-	ClientSecret    string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
-	TodoistAuth     string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
-	DailyTokens     int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
-	HTTPOnly        bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
+	OpenAIKey             string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
+	OpenAIBaseURL         string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
+	OpenAIModel           string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
+	OpenAIAPI             string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
+	Effort                string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
+	ReasoningModel        bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
+	TodoistToken          string        `envconfig:"TODOIST_TOKEN" secret:"true" desc:"Todoist API token (secret): Settings → Integrations → Developer"`
+	TodoistURL            string        `envconfig:"TODOIST_API_URL" default:"https://api.todoist.com/api/v1" desc:"Todoist API base URL"`
+	TelegramToken         string        `envconfig:"TELEGRAM_BOT_TOKEN" secret:"true" desc:"enables the Telegram adapter (secret; from @BotFather: 123456:ABC…)"`
+	TelegramURL           string        `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org" desc:"Telegram Bot API base URL (or a self-hosted Bot API server), no /bot<token> and no trailing slash"`
+	TelegramHook          string        `envconfig:"TELEGRAM_WEBHOOK_URL" desc:"webhook mode when set (the https address of /telegram/webhook); long polling otherwise"`
+	TelegramWebhookSecret string        `envconfig:"TELEGRAM_WEBHOOK_SECRET" secret:"true" desc:"secret checked on every webhook request (secret; 1-256 of A-Z a-z 0-9 _ -)"`
+	SlackBotToken         string        `envconfig:"SLACK_BOT_TOKEN" secret:"true" desc:"enables the Slack adapter (secret; xoxb-…)"`
+	SlackAppToken         string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
+	SlackSigningSecret    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
+	SlackURL              string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
+	DB                    string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
+	HTTPAddr              string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, the OAuth callback and run pages (serve only)"`
+	MetricsAddr           string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
+	AllowedUsers          []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
+	Protocol              string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
+	MaxSteps              int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
+	MaxTokens             int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
+	TokenBudget           int           `envconfig:"TIDYBOT_TOKEN_BUDGET" default:"200000" desc:"prompt plus completion tokens per run"`
+	History               int           `envconfig:"TIDYBOT_HISTORY" default:"15" desc:"earlier chat messages given to the model"`
+	Temperature           float32       `envconfig:"TIDYBOT_TEMPERATURE" default:"0" desc:"sampling temperature"`
+	RunTimeout            time.Duration `envconfig:"TIDYBOT_RUN_TIMEOUT" default:"5m" desc:"working time of one run (time waiting for you does not count)"`
+	Workers               int           `envconfig:"TIDYBOT_WORKERS" default:"4" desc:"concurrent runs (one per thread at a time)"`
+	Confirm               string        `envconfig:"TIDYBOT_CONFIRM" default:"destructive" desc:"destructive, writes or never: which actions wait for a button"`
+	LogLevel              string        `envconfig:"TIDYBOT_LOG_LEVEL" default:"info" desc:"debug, info, warn or error (chat logs warnings and errors only unless set)"`
+	LogFormat             string        `envconfig:"TIDYBOT_LOG_FORMAT" default:"text" desc:"text or json (one JSON object a line, for containers)"`
+	Retention             time.Duration `envconfig:"TIDYBOT_RETENTION" default:"720h" desc:"messages, runs (with transcripts) and the audit journal older than this are deleted"`
+	PublicURL             string        `envconfig:"TIDYBOT_PUBLIC_URL" desc:"the https address people and Todoist reach serve at: final messages carry a Details link to the run's page; team mode's OAuth callback is <this>/oauth/todoist/callback"`
+	SecretKey             string        `envconfig:"TIDYBOT_SECRET_KEY" secret:"true" desc:"32 bytes, base64 (openssl rand -base64 32; secret): signs run links and OAuth state, encrypts stored Todoist tokens and the keys that seal stored conversations; new,old while rotating; generated and kept in the database when unset, except in team mode, which requires it"`
+	RunLinkTTL            time.Duration `envconfig:"TIDYBOT_RUN_LINK_TTL" default:"168h" desc:"how long a run's Details link works"`
+	TranscribeModel       string        `envconfig:"TIDYBOT_TRANSCRIBE_MODEL" default:"gpt-transcribe" desc:"speech-to-text model for voice notes; empty turns voice notes off"`
+	TranscribeURL         string        `envconfig:"TIDYBOT_TRANSCRIBE_URL" desc:"an OpenAI-compatible /audio/transcriptions server (default: OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for speaches"`
+	TranscribeKey         string        `envconfig:"TIDYBOT_TRANSCRIBE_API_KEY" secret:"true" desc:"key of the speech server (secret; default: OPENAI_API_KEY when TIDYBOT_TRANSCRIBE_URL is unset)"`
+	VoiceMax              time.Duration `envconfig:"TIDYBOT_VOICE_MAX" default:"5m" desc:"longest voice note accepted; a longer one is refused before it is downloaded"`
+	Vision                string        `envconfig:"TIDYBOT_VISION" default:"auto" desc:"auto, on or off: photos go to the model as images (auto: until the model rejects them)"`
+	ClientID              string        `envconfig:"TODOIST_CLIENT_ID" desc:"team mode: the Client ID of your app in Todoist's App Management Console; each person connects their own Todoist"`
+	ClientSecret          string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
+	TodoistAuth           string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
+	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
+	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
 
 // ollamaExample is the model the error messages, docs/models.md and
@@ -270,7 +270,7 @@ func (c Config) Validate(serve bool) error {
 	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
 		bad("SLACK_APP_TOKEN must be an app-level token (xapp-…) with connections:write")
 	}
-	if c.TelegramHookS != "" && !webhookSecret.MatchString(c.TelegramHookS) {
+	if c.TelegramWebhookSecret != "" && !webhookSecret.MatchString(c.TelegramWebhookSecret) {
 		bad("TELEGRAM_WEBHOOK_SECRET must be 1 to 256 of A-Z a-z 0-9 _ - (Telegram's rule for secret_token)")
 	}
 	if c.TelegramHook != "" {
@@ -302,10 +302,10 @@ func (c Config) Validate(serve bool) error {
 				bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
 			}
 		}
-		if c.TelegramHook != "" && c.TelegramHookS == "" {
+		if c.TelegramHook != "" && c.TelegramWebhookSecret == "" {
 			errs = append(errs, errors.New("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is not: webhook requests could not be checked"))
 		}
-		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigning == "" {
+		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigningSecret == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
 		}
 		if c.TelegramToken == "" && c.SlackBotToken == "" && !c.HTTPOnly {

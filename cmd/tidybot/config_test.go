@@ -53,8 +53,10 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{"telegram token", func(c *Config) { c.TelegramToken = "not-a-token-secretvalue" }, "TELEGRAM_BOT_TOKEN"},
 		{"slack bot token", func(c *Config) { c.SlackBotToken, c.SlackAppToken = "xapp-secretvalue", "xapp-1" }, "SLACK_BOT_TOKEN"},
 		{"slack app token", func(c *Config) { c.SlackBotToken, c.SlackAppToken = "xoxb-1", "xoxb-secretvalue" }, "SLACK_APP_TOKEN"},
-		{"webhook secret", func(c *Config) { c.TelegramHookS = "secret value!" }, "TELEGRAM_WEBHOOK_SECRET"},
-		{"webhook URL http", func(c *Config) { c.TelegramHook, c.TelegramHookS = "http://bot.example.com/telegram/webhook", "s3cret" }, "TELEGRAM_WEBHOOK_URL"},
+		{"webhook secret", func(c *Config) { c.TelegramWebhookSecret = "secret value!" }, "TELEGRAM_WEBHOOK_SECRET"},
+		{"webhook URL http", func(c *Config) {
+			c.TelegramHook, c.TelegramWebhookSecret = "http://bot.example.com/telegram/webhook", "s3cret"
+		}, "TELEGRAM_WEBHOOK_URL"},
 		{"webhook without secret", func(c *Config) { c.TelegramHook = "https://bot.example.com/telegram/webhook" }, "TELEGRAM_WEBHOOK_SECRET"},
 		{"slack without a way in", func(c *Config) { c.SlackBotToken = "xoxb-1" }, "neither SLACK_APP_TOKEN"},
 		{"no todoist token", func(c *Config) { c.TodoistToken = "" }, "TODOIST_TOKEN"},
@@ -156,7 +158,7 @@ func TestSecretsAreMarked(t *testing.T) {
 		}
 	}
 	c := validConfig()
-	c.TelegramToken, c.SlackBotToken, c.SlackAppToken, c.SlackSigning, c.TelegramHookS = "1:tgsecretvalue", "xoxb-botsecret", "xapp-appsecret", "signingsecretvalue", "hooksecretvalue"
+	c.TelegramToken, c.SlackBotToken, c.SlackAppToken, c.SlackSigningSecret, c.TelegramWebhookSecret = "1:tgsecretvalue", "xoxb-botsecret", "xapp-appsecret", "signingsecretvalue", "hooksecretvalue"
 	c.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	c.TranscribeKey = "sk-speechsecretvalue"
 	c.ClientSecret = "clientsecretvalue"

@@ -96,7 +96,7 @@ func TestSlackChannelThreadTwoPeople(t *testing.T) {
 	e.todo.SeedTalkInbox()
 	sl := slacktest.New()
 	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
 	base := serve(t, e)
 	post := func(m slacktest.Message) {

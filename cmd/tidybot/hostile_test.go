@@ -182,7 +182,7 @@ func TestTelegramPoisonUpdateIsSkipped(t *testing.T) {
 		tg := telegramtest.New()
 		t.Cleanup(tg.Close)
 		e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
-		e.cfg.TelegramHook, e.cfg.TelegramHookS = "https://bot.example.com/telegram/webhook", "s3cret-hook"
+		e.cfg.TelegramHook, e.cfg.TelegramWebhookSecret = "https://bot.example.com/telegram/webhook", "s3cret-hook"
 		base := serve(t, e)
 		post := func(body string) int {
 			req, _ := http.NewRequest(http.MethodPost, base+"/telegram/webhook", strings.NewReader(body))

@@ -344,7 +344,7 @@ func (m *Main) pool() *http.Transport {
 // client learns about the server.
 func modelConfig(cfg Config, log *slog.Logger) openai.Config {
 	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
-		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningOn, Logger: log}
+		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
 }
 
 // newModel is the model eval uses (chat and serve check theirs first).
@@ -417,7 +417,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	var sl *slack.Adapter
 	if cfg.TelegramToken != "" {
 		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramHookS, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
+			WebhookSecret: cfg.TelegramWebhookSecret, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
@@ -431,13 +431,13 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
 	}
 	if cfg.SlackBotToken != "" {
-		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigning, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
+		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
 			Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 		if err != nil {
 			return err
 		}
 		b.AddPlatform(sl)
-		if cfg.SlackSigning != "" {
+		if cfg.SlackSigningSecret != "" {
 			if err := sl.Routes(mux, b); err != nil {
 				return err
 			}

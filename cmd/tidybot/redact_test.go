@@ -152,8 +152,8 @@ func TestModelAPIEchoingItsKeyIsRedacted(t *testing.T) {
 // attribute's kind.
 func TestLoggerRedactsEverySecret(t *testing.T) {
 	cfg := validConfig()
-	cfg.TelegramToken, cfg.TelegramHookS = "123456:AAH-telegramSecretPart", "webhookSecret_0123"
-	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackSigning = "xoxb-1111-2222-slackbotsecret", "xapp-1-A111-slackappsecret", "8f742231b10e8888abcd99yyyzzz85a5"
+	cfg.TelegramToken, cfg.TelegramWebhookSecret = "123456:AAH-telegramSecretPart", "webhookSecret_0123"
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackSigningSecret = "xoxb-1111-2222-slackbotsecret", "xapp-1-A111-slackappsecret", "8f742231b10e8888abcd99yyyzzz85a5"
 	secrets := cfg.Secrets()
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {

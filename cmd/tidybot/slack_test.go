@@ -22,7 +22,7 @@ func serveSlack(t *testing.T, e *env) (*slacktest.Server, string) {
 	t.Helper()
 	sl := slacktest.New()
 	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.AllowedUsers = []string{"slack:U1"}
 	base := serve(t, e)
 	return sl, base
@@ -197,7 +197,7 @@ func TestSlackTokenEchoedBySlackIsNeverLogged(t *testing.T) {
 	t.Cleanup(sl.Close)
 	sl.EchoTokens() // Slack's error answers repeat the token
 	sl.NotMember("C5")
-	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.AllowedUsers, e.cfg.LogLevel = []string{"slack:U1"}, "debug"
 	r := startServe(t, e, nil)
 	for _, ev := range sl.Events(slacktest.Message{Channel: "C5", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " what's due today?", TS: "1.1"}) {
@@ -222,7 +222,7 @@ func TestSlackDMBetweenTwoPeopleIsShared(t *testing.T) {
 	e.todo.SeedTalkInbox()
 	sl := slacktest.New()
 	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
 	base := serve(t, e)
 	const between = "D9" // U1 and U2's own DM

@@ -160,7 +160,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	tg := telegramtest.New()
 	t.Cleanup(tg.Close)
 	e.cfg.OpenAIBaseURL = e.model.URL
-	e.cfg.SlackBotToken, e.cfg.SlackSigning, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
 	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
 	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"

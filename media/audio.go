@@ -1,16 +1,15 @@
-package bot
+package media
 
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"path"
 	"strings"
 	"time"
 )
 
 // Highest bitrates, in bytes per second, of the audio formats people
-// send: without a duration the bot can trust (a file sent as a document
+// send: without a duration that can be trusted (a file sent as a document
 // has none, and a client may claim 0 s), a file longer than VoiceMax at
 // its format's highest bitrate is refused by its size.
 const (
@@ -28,11 +27,11 @@ const (
 	pcmBytesPerSec = 48_000 * 2 * 2
 )
 
-// audioBytesPerSec is the highest bitrate of a's format, told by its
-// name's extension or its media type.
-func audioBytesPerSec(a Attachment) int64 {
-	ext := strings.ToLower(path.Ext(a.Name))
-	mime := strings.ToLower(a.MIME)
+// audioBytesPerSec is the highest bitrate of a file's format, told by
+// its name's extension or its media type.
+func audioBytesPerSec(name, mimeType string) int64 {
+	ext := strings.ToLower(path.Ext(name))
+	mime := strings.ToLower(mimeType)
 	switch {
 	case ext == ".ogg" || ext == ".oga" || ext == ".opus" || ext == ".webm" || strings.Contains(mime, "ogg") || strings.Contains(mime, "opus") || strings.Contains(mime, "webm"):
 		return opusBytesPerSec
@@ -44,20 +43,18 @@ func audioBytesPerSec(a Attachment) int64 {
 	return pcmBytesPerSec
 }
 
-// maxAudioBytes is the largest file of a's format that can hold at most
-// limit of audio.
-func maxAudioBytes(a Attachment, limit time.Duration) int64 {
-	return audioBytesPerSec(a) * int64(limit/time.Millisecond) / 1000
+// MaxAudioBytes is the largest file of a format, told by the file's
+// name (its extension) or media type, that can hold at most limit of
+// audio.
+func MaxAudioBytes(name, mimeType string, limit time.Duration) int64 {
+	return audioBytesPerSec(name, mimeType) * int64(limit/time.Millisecond) / 1000
 }
 
-// megabytes formats n bytes for people ("19.0 MB").
-func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
-
-// audioDuration measures how long audio plays from its stream, not from
+// AudioDuration measures how long audio plays from its stream, not from
 // what a header or the sender claims: an Ogg Opus stream by the frames
 // its packets hold (each packet's TOC byte, RFC 6716 section 3.1), a WAV
 // file by the PCM bytes it holds. ok is false for anything else.
-func audioDuration(audio []byte) (d time.Duration, ok bool) {
+func AudioDuration(audio []byte) (d time.Duration, ok bool) {
 	switch {
 	case bytes.HasPrefix(audio, []byte("OggS")):
 		return oggOpusDuration(audio)

@@ -1,4 +1,4 @@
-package bot
+package media
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestAudioDurationFromTheStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := audioDuration(tt.audio)
+			got, ok := AudioDuration(tt.audio)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("got %v %v, want %v %v", got, ok, tt.want, tt.ok)
 			}
@@ -52,19 +52,19 @@ func TestAudioDurationFromTheStream(t *testing.T) {
 
 func TestMaxAudioBytes(t *testing.T) {
 	tests := []struct {
-		a    Attachment
-		want int64
+		name, mime string
+		want       int64
 	}{
-		{Attachment{Name: "voice.ogg"}, 63_750 * 300},
-		{Attachment{Name: "talk.mp3"}, 40_000 * 300},
-		{Attachment{Name: "memo.m4a"}, 72_000 * 300},
-		{Attachment{Name: "file", MIME: "audio/ogg"}, 63_750 * 300},
-		{Attachment{Name: "raw.wav"}, 192_000 * 300},
-		{Attachment{Name: "what"}, 192_000 * 300},
+		{"voice.ogg", "", 63_750 * 300},
+		{"talk.mp3", "", 40_000 * 300},
+		{"memo.m4a", "", 72_000 * 300},
+		{"file", "audio/ogg", 63_750 * 300},
+		{"raw.wav", "", 192_000 * 300},
+		{"what", "", 192_000 * 300},
 	}
 	for _, tt := range tests {
-		if got := maxAudioBytes(tt.a, 5*time.Minute); got != tt.want {
-			t.Errorf("%s %s: %d, want %d", tt.a.Name, tt.a.MIME, got, tt.want)
+		if got := MaxAudioBytes(tt.name, tt.mime, 5*time.Minute); got != tt.want {
+			t.Errorf("%s %s: %d, want %d", tt.name, tt.mime, got, tt.want)
 		}
 	}
 }
