@@ -524,18 +524,10 @@ func (l libLog) Output(_ int, s string) error {
 // and /tidy (deploy/slack-manifest.yaml); every other command is a word
 // after /tidy, since Slack rejects an unregistered slash command.
 func (a *Adapter) CommandName(name string) string {
-	if name == "tidy-inbox" {
-		return "/tidy-inbox"
+	if name == ownSlash {
+		return "/" + ownSlash
 	}
 	return "/tidy " + name
-}
-
-// commands maps the words the bot knows as commands, typed after a slash
-// or after /tidy, to the bot's command names.
-var commands = map[string]string{
-	"tidy-inbox": "tidy-inbox", "tidy_inbox": "tidy-inbox", "inbox": "tidy-inbox",
-	"help": "help", "reset": "reset", "undo": "undo", "cancel": "cancel", "usage": "usage",
-	"connect": "connect", "disconnect": "disconnect", // team mode
 }
 
 // command reads a command typed as a message: "/undo" (a typed slash
@@ -550,8 +542,8 @@ func command(text string) (string, string, bool) {
 		cmd, args := subcommand(rest)
 		return cmd, args, true
 	}
-	if name, ok := commands[strings.ToLower(head)]; ok {
-		return name, strings.TrimSpace(rest), true
+	if c, ok := bot.LookupCommand(head); ok {
+		return c.Name, strings.TrimSpace(rest), true
 	}
 	return "", "", false
 }
@@ -565,8 +557,8 @@ func subcommand(text string) (cmd, args string) {
 		return "help", ""
 	}
 	word, rest, _ := strings.Cut(text, " ")
-	if name, ok := commands[strings.ToLower(word)]; ok {
-		return name, strings.TrimSpace(rest)
+	if c, ok := bot.LookupCommand(word); ok {
+		return c.Name, strings.TrimSpace(rest)
 	}
 	return "tidy", text
 }
@@ -639,13 +631,12 @@ func slashIncoming(sc slack.SlashCommand, dm bool) bot.Incoming {
 	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
 	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Text: strings.TrimSpace(sc.Text),
 		EventID: "cmd:" + sc.TriggerID, DM: dm, TeamID: sc.TeamID, At: time.Now()}
-	switch {
-	case name == "tidy":
+	if c, ok := bot.LookupCommand(name); ok {
+		name = c.Name
+	}
+	in.Command = name
+	if name == "tidy" {
 		in.Command, in.Text = subcommand(sc.Text)
-	case commands[name] != "":
-		in.Command = commands[name]
-	default:
-		in.Command = name
 	}
 	return in
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +47,7 @@ type Config struct {
 	// PollTimeout is the long-polling timeout (default 25s).
 	PollTimeout time.Duration
 	Logger      *slog.Logger
-	// Team registers TeamCommands too (team mode: each person connects
+	// Team registers team mode's commands too (each person connects
 	// their own Todoist).
 	Team bool
 	// Events counts updates the adapter skips because they do not decode
@@ -275,35 +274,38 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 // CommandName implements bot.CommandNamer: Telegram's command names
 // allow no hyphen (https://core.telegram.org/bots/api#botcommand), so
 // tidy-inbox is registered as /tidy_inbox.
-func (a *Adapter) CommandName(name string) string {
+func (a *Adapter) CommandName(name string) string { return commandName(name) }
+
+func commandName(name string) string {
 	return "/" + strings.ReplaceAll(name, "-", "_")
 }
 
-// Commands are the commands registered with Telegram (no hyphens there).
-var Commands = []tgbotapi.BotCommand{
-	{Command: "tidy_inbox", Description: "Sort the inbox into projects"},
-	{Command: "undo", Description: "Revert the last run's changes"},
-	{Command: "cancel", Description: "Stop the current run"},
-	{Command: "reset", Description: "Forget this conversation"},
-	{Command: "usage", Description: "Tokens used here"},
-	{Command: "help", Description: "What I can do"},
+// Commands are the bot's commands as registered with Telegram
+// (setMyCommands): names without hyphens, each with its help line
+// capitalised. team adds team mode's (/connect, /disconnect).
+func Commands(team bool) []tgbotapi.BotCommand {
+	var out []tgbotapi.BotCommand
+	for _, c := range bot.Commands(team) {
+		out = append(out, tgbotapi.BotCommand{Command: strings.TrimPrefix(commandName(c.Name), "/"), Description: c.Menu()})
+	}
+	return out
 }
 
-// TeamCommands are registered as well in team mode.
-var TeamCommands = []tgbotapi.BotCommand{
-	{Command: "connect", Description: "Connect your Todoist"},
-	{Command: "disconnect", Description: "Disconnect your Todoist"},
+// BotFatherList is the command list BotFather's /setcommands takes, one
+// "name - description" line per command: deploy/telegram-commands.txt.
+func BotFatherList(team bool) string {
+	var sb strings.Builder
+	for _, c := range Commands(team) {
+		sb.WriteString(c.Command + " - " + c.Description + "\n")
+	}
+	return sb.String()
 }
 
 // Setup registers the commands and either sets the webhook (webhook mode)
 // or deletes it (long polling).
 func (a *Adapter) Setup(ctx context.Context) error {
 	if err := a.call(ctx, "set commands", func() error {
-		cmds := Commands
-		if a.cfg.Team {
-			cmds = append(slices.Clone(Commands), TeamCommands...)
-		}
-		_, err := a.api.Request(tgbotapi.NewSetMyCommands(cmds...))
+		_, err := a.api.Request(tgbotapi.NewSetMyCommands(Commands(a.cfg.Team)...))
 		return err
 	}); err != nil {
 		return err
@@ -571,15 +573,8 @@ func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
 
 // known reports whether cmd is one of the bot's commands.
 func known(cmd string) bool {
-	if cmd == "tidy-inbox" || cmd == "start" {
-		return true
-	}
-	for _, c := range Commands {
-		if c.Command == cmd {
-			return true
-		}
-	}
-	return false
+	_, ok := bot.LookupCommand(cmd)
+	return ok
 }
 
 // stripMentions removes the bot's mentions from a message's text and
@@ -630,8 +625,8 @@ func (a *Adapter) command(text string) (cmd, args string, addressed, ok bool) {
 		return "", "", false, false
 	}
 	name = strings.ToLower(name)
-	if name == "tidy_inbox" {
-		name = "tidy-inbox"
+	if c, ok := bot.LookupCommand(name); ok {
+		name = c.Name // tidy_inbox is tidy-inbox
 	}
 	return name, strings.TrimSpace(rest), hasAt, name != ""
 }
