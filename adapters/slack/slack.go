@@ -33,11 +33,6 @@ const Platform = "slack"
 // 3,000 in a section block).
 const maxText = 3000
 
-// Handler receives incoming events; *bot.Bot implements it.
-type Handler interface {
-	Handle(ctx context.Context, in bot.Incoming) error
-}
-
 // Config configures an Adapter.
 type Config struct {
 	BotToken      string
@@ -92,6 +87,8 @@ var (
 	_ bot.Editor       = (*Adapter)(nil)
 	_ bot.CommandNamer = (*Adapter)(nil)
 	_ bot.Resender     = (*Adapter)(nil)
+	_ bot.Adapter      = (*Adapter)(nil)
+	_ bot.Router       = (*Adapter)(nil)
 )
 
 // New connects to Slack (auth.test) and returns the adapter.
@@ -326,7 +323,7 @@ func Verify(secret, ts, sig string, body []byte, now time.Time) bool {
 }
 
 // EventsHandler serves POST /slack/events.
-func (a *Adapter) EventsHandler(h Handler) http.Handler {
+func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -565,7 +562,7 @@ func subcommand(text string) (cmd, args string) {
 
 // CommandsHandler serves POST /slack/commands (slash commands): it answers
 // at once, within Slack's 3 seconds, and the run reports in the channel.
-func (a *Adapter) CommandsHandler(h Handler) http.Handler {
+func (a *Adapter) CommandsHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -589,7 +586,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 }
 
 // InteractivityHandler serves POST /slack/interactivity (button presses).
-func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
+func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -695,16 +692,28 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	return im == channel
 }
 
-// errNoSecret is returned by Routes without a signing secret.
-var errNoSecret = errors.New("slack: SLACK_SIGNING_SECRET is not set")
-
-// Routes registers the three signed endpoints on mux.
-func (a *Adapter) Routes(mux *http.ServeMux, h Handler) error {
+// Routes implements bot.Router: the three signed endpoints of the
+// Events API, when SLACK_SIGNING_SECRET is set (none without it: every
+// request would fail its check).
+func (a *Adapter) Routes(mux *http.ServeMux, h bot.Handler) error {
 	if a.cfg.SigningSecret == "" {
-		return errNoSecret
+		return nil
 	}
 	mux.Handle("POST /slack/events", a.EventsHandler(h))
 	mux.Handle("POST /slack/commands", a.CommandsHandler(h))
 	mux.Handle("POST /slack/interactivity", a.InteractivityHandler(h))
+	a.log.Info("slack Events API ready: /slack/events, /slack/commands, /slack/interactivity")
 	return nil
+}
+
+// Run implements bot.Receiver: Socket Mode when SLACK_APP_TOKEN is set
+// (RunSocketMode); otherwise events arrive on Routes' handlers and Run
+// waits for ctx.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if a.cfg.AppToken == "" {
+		<-ctx.Done()
+		return nil
+	}
+	a.log.Info("slack Socket Mode started")
+	return a.RunSocketMode(ctx, h)
 }

@@ -29,11 +29,6 @@ const Platform = "telegram"
 // maxText is Telegram's message limit in UTF-16 units.
 const maxText = 4096
 
-// Handler receives incoming events; *bot.Bot implements it.
-type Handler interface {
-	Handle(ctx context.Context, in bot.Incoming) error
-}
-
 // Config configures an Adapter.
 type Config struct {
 	Token string
@@ -75,6 +70,8 @@ var (
 	_ bot.Editor         = (*Adapter)(nil)
 	_ bot.ButtonAnswerer = (*Adapter)(nil)
 	_ bot.CommandNamer   = (*Adapter)(nil)
+	_ bot.Adapter        = (*Adapter)(nil)
+	_ bot.Router         = (*Adapter)(nil)
 )
 
 // New connects to Telegram (getMe) and returns the adapter.
@@ -326,6 +323,31 @@ func (a *Adapter) Setup(ctx context.Context) error {
 	})
 }
 
+// Run implements bot.Receiver: it registers the commands and the
+// webhook (Setup), then, without a webhook, polls until ctx ends; with
+// one, updates arrive on Routes' handler and Run waits for ctx.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if err := a.Setup(ctx); err != nil {
+		return err
+	}
+	a.log.Info("telegram ready", slog.Bool("webhook", a.cfg.WebhookURL != ""))
+	if a.cfg.WebhookURL != "" {
+		<-ctx.Done()
+		return nil
+	}
+	return a.Poll(ctx, h)
+}
+
+// Routes implements bot.Router: POST /telegram/webhook in webhook mode
+// (TELEGRAM_WEBHOOK_URL), nothing when polling.
+func (a *Adapter) Routes(mux *http.ServeMux, h bot.Handler) error {
+	if a.cfg.WebhookURL == "" {
+		return nil
+	}
+	mux.Handle("POST /telegram/webhook", a.WebhookHandler(h))
+	return nil
+}
+
 // ctxClient binds the library's requests (which take no context) to ctx,
 // so a long poll ends at shutdown.
 type ctxClient struct {
@@ -342,7 +364,7 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 // the next getUpdates confirms it, so a crash loses nothing. An update
 // that does not decode is logged, counted (Config.Events) and confirmed,
 // so it does not hold up the ones after it.
-func (a *Adapter) Poll(ctx context.Context, h Handler) error {
+func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
 	poller := *a.api
 	poller.Client = ctxClient{hc: &http.Client{Timeout: a.cfg.PollTimeout + 30*time.Second, Transport: a.cfg.HTTPClient.Transport}, ctx: ctx}
 	offset := 0
@@ -449,7 +471,7 @@ func (a *Adapter) undecodable(id int, err error) {
 
 // dispatch hands one update to h; updates that are not for the bot are
 // dropped.
-func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) error {
+func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, u tgbotapi.Update) error {
 	in, ok := a.Incoming(u)
 	if !ok {
 		return nil
@@ -462,7 +484,7 @@ func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) er
 // update_id) 400, an update that does not decode is skipped with a 200
 // (logged and counted), and an update is handed to h before 200
 // (Telegram retries anything else).
-func (a *Adapter) WebhookHandler(h Handler) http.Handler {
+func (a *Adapter) WebhookHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if a.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.WebhookSecret)) != 1 {

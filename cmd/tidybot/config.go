@@ -161,15 +161,6 @@ var (
 	// characters A-Z, a-z, 0-9, _ and - are allowed"
 	// (core.telegram.org/bots/api#setwebhook).
 	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-	// telegramUser is a Telegram user id: a positive integer
-	// (core.telegram.org/bots/api#user); @usernames are not ids.
-	telegramUser = regexp.MustCompile(`^[0-9]+$`)
-	// slackUser is a Slack member id: U… or, on Enterprise Grid, W…
-	// (api.slack.com/changelog/2016-08-11-user-id-format-changes).
-	slackUser = regexp.MustCompile(`^[UW][A-Z0-9]+$`)
-	// slackTeam is a Slack workspace id: T… (the team_id of every event,
-	// docs.slack.dev/apis/events-api/#callback-field).
-	slackTeam = regexp.MustCompile(`^T[A-Z0-9]+$`)
 )
 
 // Validate checks every setting; each problem is one clear line naming
@@ -308,7 +299,7 @@ func (c Config) Validate(serve bool) error {
 		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigning == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
 		}
-		if c.TelegramToken == "" && c.SlackBotToken == "" && !c.HTTPOnly {
+		if !slices.ContainsFunc(platforms, func(p platform) bool { return p.on(c) }) && !c.HTTPOnly {
 			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
 				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
@@ -316,31 +307,22 @@ func (c Config) Validate(serve bool) error {
 	return errors.Join(errs...)
 }
 
-// checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry: an entry that
-// can never match a real id is refused, with the form it should take.
+// checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry by its
+// platform's rule (each adapter's AllowedID): an entry that can never
+// match a real id is refused, with the form it should take.
 func checkAllowedUser(u string, team bool) error {
-	p, id, ok := strings.Cut(u, ":")
-	switch {
-	case u == "telegram:*" && team:
-		return nil
-	case u == "telegram:*":
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET), where each person uses their own Todoist", u)
-	case p == "slack" && strings.HasPrefix(id, "team:"):
-		if !slackTeam.MatchString(strings.TrimPrefix(id, "team:")) {
-			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack workspace ids look like T0ABC123 (slack:team:T0ABC123)", u)
+	name, id, _ := strings.Cut(u, ":")
+	var forms []string
+	for _, p := range platforms {
+		if p.name == name && id != "" {
+			if err := p.allow(id, team); err != nil {
+				return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q %w", u, err)
+			}
+			return nil
 		}
-		if !team {
-			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET): in personal mode the whole workspace would use your one Todoist; list member ids instead", u)
-		}
-		return nil
-	case !ok || id == "" || (p != "telegram" && p != "slack"):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not telegram:<user id> or slack:<user id>", u)
-	case p == "telegram" && !telegramUser.MatchString(id):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Telegram user ids are numeric (e.g. telegram:123456, not a @username); the bot tells an unknown user their id", u)
-	case p == "slack" && !slackUser.MatchString(id):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack member ids look like U0ABC123 or W0ABC123 (profile → ⋮ → Copy member ID)", u)
+		forms = append(forms, p.name+":<user id>")
 	}
-	return nil
+	return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not %s", u, strings.Join(forms, " or "))
 }
 
 // checkTelegramURL refuses a TELEGRAM_API_URL that would break the
