@@ -206,6 +206,40 @@ func (c Config) Validate(serve bool) error {
 	default:
 		bad("TIDYBOT_CONFIRM must be destructive, writes or never, not %q", c.Confirm)
 	}
+	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.validatePlatforms(serve)...)
+	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
+		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
+		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+	}
+	if strings.TrimSpace(c.DB) == "" {
+		bad("TIDYBOT_DB is empty: name the database file")
+	}
+	if c.PublicURL != "" && !c.TeamMode() { // team mode's stricter check is validateTeam's
+		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
+			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
+		}
+	}
+	if c.SecretKey != "" {
+		if _, err := secretKeys(c.SecretKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RunLinkTTL < 0 {
+		bad("TIDYBOT_RUN_LINK_TTL must be positive, not %s", c.RunLinkTTL)
+	}
+	if serve {
+		errs = append(errs, c.validateServe()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateLimits checks the numbers and choices that bound a run.
+func (c Config) validateLimits() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, n := range []struct {
 		name string
 		v    int
@@ -231,15 +265,14 @@ func (c Config) Validate(serve bool) error {
 	if c.Temperature < 0 || c.Temperature > 2 {
 		bad("TIDYBOT_TEMPERATURE must be between 0 and 2, not %g", c.Temperature)
 	}
-	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
-		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
-	}
-	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
-		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
-	}
-	if strings.TrimSpace(c.DB) == "" {
-		bad("TIDYBOT_DB is empty: name the database file")
-	}
+	return errs
+}
+
+// validatePlatforms checks the allowlist and the platforms' settings;
+// serve: that there is a platform to serve, configured completely.
+func (c Config) validatePlatforms(serve bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, u := range c.AllowedUsers {
 		if err := checkAllowedUser(strings.TrimSpace(u), c.TeamMode()); err != nil {
 			errs = append(errs, err)
@@ -269,30 +302,7 @@ func (c Config) Validate(serve bool) error {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
 	}
-	if c.PublicURL != "" && !c.TeamMode() { // team mode's stricter check is validateTeam's
-		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
-			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
-		}
-	}
-	if c.SecretKey != "" {
-		if _, err := secretKeys(c.SecretKey); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.RunLinkTTL < 0 {
-		bad("TIDYBOT_RUN_LINK_TTL must be positive, not %s", c.RunLinkTTL)
-	}
 	if serve {
-		if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
-			bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
-		}
-		if c.MetricsAddr != "" {
-			if err := checkAddr(c.MetricsAddr); err != nil {
-				bad("TIDYBOT_METRICS_ADDR must be host:port, or empty to turn /metrics off, not %q", c.MetricsAddr)
-			} else if c.MetricsAddr == c.HTTPAddr {
-				bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
-			}
-		}
 		if c.TelegramHook != "" && c.TelegramHookS == "" {
 			errs = append(errs, errors.New("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is not: webhook requests could not be checked"))
 		}
@@ -304,7 +314,24 @@ func (c Config) Validate(serve bool) error {
 				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// validateServe checks serve's addresses.
+func (c Config) validateServe() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
+		bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
+	}
+	if c.MetricsAddr != "" {
+		if err := checkAddr(c.MetricsAddr); err != nil {
+			bad("TIDYBOT_METRICS_ADDR must be host:port, or empty to turn /metrics off, not %q", c.MetricsAddr)
+		} else if c.MetricsAddr == c.HTTPAddr {
+			bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
+		}
+	}
+	return errs
 }
 
 // checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry by its
