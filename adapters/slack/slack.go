@@ -70,8 +70,8 @@ type Threads interface {
 
 // Adapter is the Slack platform.
 type Adapter struct {
-	api   *slack.Client // waits out 429s itself: for calls outside the bot's send queue
-	once  *slack.Client // no retries: for the calls the bot's send queue makes
+	api   slackAPI // waits out 429s itself: for calls outside the bot's send queue
+	once  slackAPI // no retries: for the calls the bot's send queue makes
 	cfg   Config
 	log   *slog.Logger
 	botID string // the bot's user id, to ignore its own messages

@@ -58,7 +58,9 @@ type Events interface {
 
 // Adapter is the Telegram platform.
 type Adapter struct {
-	api    *tgbotapi.BotAPI
+	api botAPI
+	// poller is api for long polling, bound to a context (see pollerFor).
+	poller func(ctx context.Context) botAPI
 	cfg    Config
 	log    *slog.Logger
 	self   string // the bot's username, from getMe
@@ -93,7 +95,7 @@ func New(cfg Config) (*Adapter, error) {
 	if api.Self.UserName == "" {
 		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
 	}
-	a := &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
+	a := &Adapter{api: api, poller: pollerFor(api, cfg), cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
 	a.logPrivacy(api.Self.CanReadAllGroupMessages)
 	return a, nil
 }
@@ -365,8 +367,7 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 // that does not decode is logged, counted (Config.Events) and confirmed,
 // so it does not hold up the ones after it.
 func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
-	poller := *a.api
-	poller.Client = ctxClient{hc: &http.Client{Timeout: a.cfg.PollTimeout + 30*time.Second, Transport: a.cfg.HTTPClient.Transport}, ctx: ctx}
+	poller := a.poller(ctx)
 	offset := 0
 	backoff := time.Second
 	for ctx.Err() == nil {
