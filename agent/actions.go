@@ -255,3 +255,14 @@ func ActionNames() []string {
 	}
 	return names
 }
+
+// IsWrite reports whether the action named name changes Todoist; false
+// for a name that is not an action.
+func IsWrite(name string) bool {
+	d, ok := actionByName(name)
+	if !ok {
+		return false
+	}
+	_, w := d.New().(writer)
+	return w
+}
