@@ -243,7 +243,7 @@ func TestIsWrite(t *testing.T) {
 		name string
 		want bool
 	}{
-		{ActMoveTasks, true}, {ActCreateSection, true}, {ActDeleteTasks, true},
+		{ActMoveTasks, true}, {ActCreateSection, true}, {ActDeleteTasks, true}, {ActAddComments, true},
 		{ActGetTasks, false}, {ActAskUser, false}, {ActFinalAnswer, false}, {"no_such_action", false}, {"", false},
 	} {
 		if got := IsWrite(tc.name); got != tc.want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -92,6 +93,31 @@ var kinds = map[agent.WriteKind]kind{
 	agent.DeleteTask:        {id: "task", scope: scopeDelete, action: "delete a task"},
 	agent.DeleteProject:     {id: "project", scope: scopeDeleteProject, action: "delete a project"},
 	agent.DeleteSection:     {id: "section", scope: scopeDelete, action: "delete a section"},
+	// Comments are "notes" on /sync: note_add takes item_id (the task)
+	// and content, and as a create a temp_id that temp_id_mapping maps to
+	// the new comment's id; note_delete takes the comment's id
+	// (developer.todoist.com/api/v1 #tag/Sync, command note_add;
+	// Doist/todoist-api-typescript src/types/sync/commands/notes.ts
+	// NoteAddArgs, NoteDeleteArgs).
+	agent.AddComment: {id: "task", scope: scopeWrite, find: findComment,
+		args: func(w agent.Write) map[string]any {
+			args := map[string]any{"item_id": w.ID}
+			if w.Content != nil {
+				args["content"] = *w.Content
+			}
+			return args
+		},
+		check: func(bad badf, w agent.Write) error {
+			switch {
+			case w.Content == nil || strings.TrimSpace(*w.Content) == "":
+				return bad("the comment is empty")
+			case utf8.RuneCountInString(*w.Content) > maxComment:
+				return bad("the comment is longer than %d characters", maxComment)
+			}
+			return nil
+		},
+		describe: func(w agent.Write) string { return fmt.Sprintf("%s on task %s", w.Kind, w.ID) }},
+	agent.DeleteComment: {id: "comment", scope: scopeDelete, action: "delete a comment"},
 }
 
 // isCreate reports whether a kind creates an object (and so has a
