@@ -180,14 +180,18 @@ func TestParseAPIError(t *testing.T) {
 	}
 }
 
-// TestKindsTable: every kind of write names the scope it needs, one of
-// those asked for at /connect, and every create can be found again.
+// TestKindsTable: every kind of write has words for people and names the
+// scope it needs, one of those asked for at /connect, and every create can
+// be found again.
 func TestKindsTable(t *testing.T) {
 	want := []string{"data:delete", "data:read_write", "project:delete"}
 	if fmt.Sprint(Scopes) != fmt.Sprint(want) {
 		t.Errorf("Scopes = %v, want %v", Scopes, want)
 	}
 	for k, row := range kinds {
+		if row.verb == "" || Verb(k) != row.verb {
+			t.Errorf("%s: no verb for people", k)
+		}
 		if !slices.Contains(Scopes, row.scope) {
 			t.Errorf("%s: scope %q is not among Scopes %v", k, row.scope, Scopes)
 		}

@@ -18,6 +18,9 @@ type kind struct {
 	// id names what Write.ID refers to ("task", "project", …), which the
 	// write then requires; "" for a write without an ID (most creates).
 	id string
+	// verb says what the write did, for people: "moved", "created
+	// project" (see Verb).
+	verb string
 	// scope is the OAuth scope the command needs (see Scopes); action
 	// words what a token without it is refused ("delete a task"), ""
 	// for "change your Todoist".
@@ -56,50 +59,50 @@ const (
 // filters; sections too, as the fake holds), and a project is deleted
 // only with project:delete, which /undo of a created project needs.
 var kinds = map[agent.WriteKind]kind{
-	agent.AddProject: {scope: scopeWrite, args: projectArgs, describe: describeName, find: findProject,
+	agent.AddProject: {verb: "created project", scope: scopeWrite, args: projectArgs, describe: describeName, find: findProject,
 		check: func(bad badf, w agent.Write) error {
 			return checkName(bad, "project", w.Name, maxProjectName)
 		},
 		missing: func(w agent.Write) (string, string) { return "project", w.ParentID }},
-	agent.AddSection: {scope: scopeWrite, args: sectionArgs, describe: describeName, find: findSection, check: checkSection, missing: containerOf},
-	agent.AddLabel: {scope: scopeWrite, describe: describeName, find: findLabel,
+	agent.AddSection: {verb: "created section", scope: scopeWrite, args: sectionArgs, describe: describeName, find: findSection, check: checkSection, missing: containerOf},
+	agent.AddLabel: {verb: "created label", scope: scopeWrite, describe: describeName, find: findLabel,
 		args: func(w agent.Write) map[string]any { return map[string]any{"name": strings.TrimSpace(w.Name)} },
 		check: func(bad badf, w agent.Write) error {
 			return checkName(bad, "label", w.Name, maxLabelName)
 		}},
-	agent.AddTask: {scope: scopeWrite, args: addTaskArgs, describe: describeContent, find: findTask, missing: containerOf,
+	agent.AddTask: {verb: "added", scope: scopeWrite, args: addTaskArgs, describe: describeContent, find: findTask, missing: containerOf,
 		check: func(bad badf, w agent.Write) error {
 			if w.Content == nil {
 				return bad("the task content is empty; give each task a title")
 			}
 			return checkTask(bad, w)
 		}},
-	agent.UpdateTask: {id: "task", scope: scopeWrite, check: checkTask,
+	agent.UpdateTask: {verb: "updated", id: "task", scope: scopeWrite, check: checkTask,
 		args: func(w agent.Write) map[string]any {
 			args := map[string]any{"id": w.ID}
 			taskArgs(args, w, true)
 			return args
 		}},
-	agent.MoveTask: {id: "task", scope: scopeWrite, args: moveArgs,
+	agent.MoveTask: {verb: "moved", id: "task", scope: scopeWrite, args: moveArgs,
 		check: func(bad badf, w agent.Write) error {
 			if (w.ProjectID == "") == (w.SectionID == "") {
 				return bad("a move needs exactly one destination, a project id or a section id")
 			}
 			return nil
 		}},
-	agent.CloseTask:         {id: "task", scope: scopeWrite},
-	agent.ReopenTask:        {id: "task", scope: scopeWrite},
-	agent.RestoreOccurrence: {id: "task", scope: scopeWrite, args: restoreArgs, check: checkRestore},
-	agent.DeleteTask:        {id: "task", scope: scopeDelete, action: "delete a task"},
-	agent.DeleteProject:     {id: "project", scope: scopeDeleteProject, action: "delete a project"},
-	agent.DeleteSection:     {id: "section", scope: scopeDelete, action: "delete a section"},
+	agent.CloseTask:         {verb: "completed", id: "task", scope: scopeWrite},
+	agent.ReopenTask:        {verb: "reopened", id: "task", scope: scopeWrite},
+	agent.RestoreOccurrence: {verb: "restored", id: "task", scope: scopeWrite, args: restoreArgs, check: checkRestore},
+	agent.DeleteTask:        {verb: "deleted", id: "task", scope: scopeDelete, action: "delete a task"},
+	agent.DeleteProject:     {verb: "deleted project", id: "project", scope: scopeDeleteProject, action: "delete a project"},
+	agent.DeleteSection:     {verb: "deleted section", id: "section", scope: scopeDelete, action: "delete a section"},
 	// Comments are "notes" on /sync: note_add takes item_id (the task)
 	// and content, and as a create a temp_id that temp_id_mapping maps to
 	// the new comment's id; note_delete takes the comment's id
 	// (developer.todoist.com/api/v1 #tag/Sync, command note_add;
 	// Doist/todoist-api-typescript src/types/sync/commands/notes.ts
 	// NoteAddArgs, NoteDeleteArgs).
-	agent.AddComment: {id: "task", scope: scopeWrite, find: findComment,
+	agent.AddComment: {verb: "commented on", id: "task", scope: scopeWrite, find: findComment,
 		args: func(w agent.Write) map[string]any {
 			args := map[string]any{"item_id": w.ID}
 			if w.Content != nil {
@@ -117,7 +120,16 @@ var kinds = map[agent.WriteKind]kind{
 			return nil
 		},
 		describe: func(w agent.Write) string { return fmt.Sprintf("%s on task %s", w.Kind, w.ID) }},
-	agent.DeleteComment: {id: "comment", scope: scopeDelete, action: "delete a comment"},
+	agent.DeleteComment: {verb: "deleted comment", id: "comment", scope: scopeDelete, action: "delete a comment"},
+}
+
+// Verb says what a write of kind k did, in words for people ("moved",
+// "created project"); the kind itself for one the client does not know.
+func Verb(k agent.WriteKind) string {
+	if v := kinds[k].verb; v != "" {
+		return v
+	}
+	return string(k)
 }
 
 // isCreate reports whether a kind creates an object (and so has a
