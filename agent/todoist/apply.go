@@ -199,47 +199,7 @@ func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) er
 		if err := b.c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
 			return err
 		}
-		var again []int
-		var wait time.Duration
-		unmapped := map[string]int{} // temp id → index, of creates done without a new id
-		deferred := map[int]*apiError{}
-		for _, i := range sent {
-			w := subs[i]
-			raw, ok := resp.SyncStatus[w.UUID]
-			if !ok {
-				b.fail(i, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))})
-				continue
-			}
-			ae := commandStatus(raw)
-			if ae == nil {
-				b.results[i].Err = nil
-				b.done[i] = true
-				delete(b.failed, w.TempID)
-				if w.TempID == "" {
-					continue
-				}
-				if id := resp.TempIDMapping[w.TempID]; id != "" {
-					b.results[i].NewID = id
-					b.resolved[w.TempID] = id
-				} else {
-					unmapped[w.TempID] = i
-				}
-				continue
-			}
-			// Once one command must wait, every later failed one is re-sent
-			// with it: Todoist applies a batch in order, so a later command
-			// may have failed only because an earlier one did not run (a
-			// temp id it created, a project it moved). A failure that is
-			// permanent fails again and is reported when the rounds end.
-			if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
-				again = append(again, i)
-				deferred[i] = ae
-				wait = max(wait, d)
-				continue
-			}
-			b.fail(i, commandError(b.ws[i], ae, b.declared))
-			deferred[i] = ae
-		}
+		again, wait, unmapped, deferred := b.record(&resp, sent, subs, round)
 		if len(unmapped) > 0 {
 			if err := b.findCreated(ctx, unmapped); err != nil {
 				return err
@@ -277,6 +237,52 @@ func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) er
 		}
 		sent = again
 	}
+}
+
+// record reads what became of the commands at sent (subs: as sent) from
+// resp. It returns the ones to send again and after how long, the creates
+// done without a new id (temp id → index), and the error of each command
+// that failed.
+func (b *batch) record(resp *syncResponse, sent []int, subs map[int]agent.Write, round int) (again []int, wait time.Duration, unmapped map[string]int, deferred map[int]*apiError) {
+	unmapped, deferred = map[string]int{}, map[int]*apiError{}
+	for _, i := range sent {
+		w := subs[i]
+		raw, ok := resp.SyncStatus[w.UUID]
+		if !ok {
+			b.fail(i, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))})
+			continue
+		}
+		ae := commandStatus(raw)
+		if ae == nil {
+			b.results[i].Err = nil
+			b.done[i] = true
+			delete(b.failed, w.TempID)
+			if w.TempID == "" {
+				continue
+			}
+			if id := resp.TempIDMapping[w.TempID]; id != "" {
+				b.results[i].NewID = id
+				b.resolved[w.TempID] = id
+			} else {
+				unmapped[w.TempID] = i
+			}
+			continue
+		}
+		// Once one command must wait, every later failed one is re-sent
+		// with it: Todoist applies a batch in order, so a later command
+		// may have failed only because an earlier one did not run (a
+		// temp id it created, a project it moved). A failure that is
+		// permanent fails again and is reported when the rounds end.
+		if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
+			again = append(again, i)
+			deferred[i] = ae
+			wait = max(wait, d)
+			continue
+		}
+		b.fail(i, commandError(b.ws[i], ae, b.declared))
+		deferred[i] = ae
+	}
+	return again, wait, unmapped, deferred
 }
 
 // maxCommandRounds bounds how often send re-sends commands of one request.
