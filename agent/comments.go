@@ -19,6 +19,8 @@ type AddCommentsArgs struct {
 	Comments []NewComment `json:"comments" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Every comment to add, all in one call."`
 }
 
+func (*AddCommentsArgs) isAction() {}
+
 func (a *AddCommentsArgs) plan(ctx context.Context, pl *planner) error {
 	return pl.eachTask(ctx, a.touches(), func(i int, t Task) {
 		w := Write{Kind: AddComment, TempID: "tmp-" + NewUUID(), ID: t.ID, Content: strp(a.Comments[i].Content)}
