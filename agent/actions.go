@@ -236,6 +236,7 @@ var actionList = []actionDef{
 	{ActCompleteTasks, "Mark tasks done (a recurring task moves to its next date).", newArgs[CompleteTasksArgs]()},
 	{ActDeleteTasks, "Delete tasks for good. Cannot be undone; prefer complete_tasks.", newArgs[DeleteTasksArgs]()},
 	{ActCreateSection, "Create a section in a project.", newArgs[CreateSectionArgs]()},
+	{ActAddComments, "Add comments to tasks.", newArgs[AddCommentsArgs]()},
 	{ActAskUser, "Ask the user a question when you cannot proceed without their answer. The run pauses until they reply.", newArgs[AskUserArgs]()},
 	{ActFinalAnswer, "Finish with the reply to the user.", newArgs[FinalAnswerArgs]()},
 	{ActFailTask, "Give up with a reason when the request cannot be done.", newArgs[FailTaskArgs]()},
@@ -275,4 +276,15 @@ func ActionNames() []string {
 		names[i] = d.Name
 	}
 	return names
+}
+
+// IsWrite reports whether the action named name changes Todoist; false
+// for a name that is not an action.
+func IsWrite(name string) bool {
+	d, ok := actionByName(name)
+	if !ok {
+		return false
+	}
+	_, w := d.New().(writer)
+	return w
 }

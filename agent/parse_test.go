@@ -235,3 +235,24 @@ func TestEveryActionHasOneKind(t *testing.T) {
 		}
 	}
 }
+
+// IsWrite, which the run inspector marks writes with, follows the
+// actions' own kinds: a new write action needs no list elsewhere.
+func TestIsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{ActMoveTasks, true}, {ActCreateSection, true}, {ActDeleteTasks, true}, {ActAddComments, true},
+		{ActGetTasks, false}, {ActAskUser, false}, {ActFinalAnswer, false}, {"no_such_action", false}, {"", false},
+	} {
+		if got := IsWrite(tc.name); got != tc.want {
+			t.Errorf("IsWrite(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, d := range actionList {
+		if _, w := d.New().(writer); IsWrite(d.Name) != w {
+			t.Errorf("IsWrite(%q) = %v, but it is a writer: %v", d.Name, !w, w)
+		}
+	}
+}

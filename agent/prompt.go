@@ -85,7 +85,7 @@ func SystemPrompt(p Protocol) string {
 Work in steps: think, act, read the observation, repeat; finish with final_answer.
 - Start with get_overview when you need the projects or the inbox, unless the conversation already shows its observation.
 - Use ids exactly as observations show them; never invent one.
-- Batch: move_tasks, add_tasks, update_tasks, complete_tasks and delete_tasks take lists. Put every item in one call.
+- Batch: ` + batchedWrites() + ` take lists. Put every item in one call.
 - To file tasks into a project that may not exist yet, use move_tasks with project_name: it finds or creates the project in the same call.
 - Priorities: p1 urgent, p2 high, p3 medium, p4 none.
 - When an observation reports an error, fix the call; never repeat a failing call unchanged.
@@ -173,4 +173,25 @@ func orderedKeys(schema map[string]any) []string {
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// batchedWrites names the write actions whose one argument is a list
+// ("move_tasks, add_tasks … and delete_tasks"), in actionList's order.
+func batchedWrites() string {
+	var names []string
+	for _, d := range actionList {
+		props, _ := getSchemas().parsed[d.Name]["properties"].(map[string]any)
+		if !IsWrite(d.Name) || len(props) != 1 {
+			continue
+		}
+		for _, p := range props {
+			if p, _ := p.(map[string]any); p["type"] == "array" {
+				names = append(names, d.Name)
+			}
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

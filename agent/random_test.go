@@ -290,14 +290,22 @@ func (w *world) state(skip map[string]bool) string {
 		tasks = append(tasks, t.ID+" "+string(b))
 	}
 	slices.Sort(tasks)
-	return "projects: " + strings.Join(projects, ", ") + "; sections: " + strings.Join(sections, ", ") + "\n" + strings.Join(tasks, "\n")
+	var comments []string
+	for _, c := range w.srv.Comments("") {
+		if !skip[c.TaskID] {
+			comments = append(comments, c.TaskID+": "+c.Content)
+		}
+	}
+	slices.Sort(comments)
+	return "projects: " + strings.Join(projects, ", ") + "; sections: " + strings.Join(sections, ", ") + "; comments: " + strings.Join(comments, ", ") +
+		"\n" + strings.Join(tasks, "\n")
 }
 
 // touches says whether an action changes existing tasks: after text that
 // gives orders, it waits for a yes (the user of the test names no task).
 func touches(name string) bool {
 	switch name {
-	case agent.ActMoveTasks, agent.ActUpdateTasks, agent.ActCompleteTasks, agent.ActDeleteTasks:
+	case agent.ActMoveTasks, agent.ActUpdateTasks, agent.ActCompleteTasks, agent.ActDeleteTasks, agent.ActAddComments:
 		return true
 	}
 	return false
@@ -582,7 +590,13 @@ func (w *world) randomCall() agent.ToolCall {
 }
 
 func (w *world) randomWrite() agent.ToolCall {
-	switch w.rng.IntN(8) {
+	switch w.rng.IntN(9) {
+	case 8:
+		var comments []map[string]any
+		for i := range 1 + w.rng.IntN(2) {
+			comments = append(comments, map[string]any{"task_id": w.taskID(), "content": fmt.Sprintf("note %d.%d", w.step, i)})
+		}
+		return agent.ToolCall{Name: agent.ActAddComments, Arguments: js(map[string]any{"comments": comments})}
 	case 7:
 		return agent.ToolCall{Name: agent.ActCreateSection, Arguments: js(map[string]any{"project_id": w.projectID(), "name": w.pick([]string{"Kitchen", "Later", "Next"})})}
 	case 0, 1:

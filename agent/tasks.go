@@ -150,6 +150,11 @@ const (
 	// item_update_date_complete with is_forward 0, the documented
 	// uncompletion of one occurrence.
 	RestoreOccurrence WriteKind = "item_update_date_complete"
+	// AddComment adds a comment (Content) to the task ID: Todoist's
+	// note_add, its notes being comments.
+	AddComment WriteKind = "note_add"
+	// DeleteComment deletes the comment ID.
+	DeleteComment WriteKind = "note_delete"
 )
 
 // Write is one change to Todoist. Its UUID is chosen by the caller before
@@ -162,7 +167,8 @@ type Write struct {
 	UUID   string    `json:"uuid"`
 	TempID string    `json:"temp_id,omitempty"`
 
-	// ID is the task or project a non-create write acts on.
+	// ID is the task, project, section or comment a non-create write
+	// acts on, and the task a comment is added to.
 	ID string `json:"id,omitempty"`
 
 	// Name is the name of a new project, section or label.
@@ -175,9 +181,10 @@ type Write struct {
 	ProjectID string `json:"project_id,omitempty"`
 	SectionID string `json:"section_id,omitempty"`
 
-	// Task fields for item_add and item_update. In an update, nil means
-	// "leave as is"; a non-nil empty Labels clears the labels, and a
-	// DueString of "no date" clears the due date.
+	// Task fields for item_add and item_update; Content is also a
+	// comment's text. In an update, nil means "leave as is"; a non-nil
+	// empty Labels clears the labels, and a DueString of "no date" clears
+	// the due date.
 	Content     *string   `json:"content,omitempty"`
 	Description *string   `json:"description,omitempty"`
 	DueString   *string   `json:"due_string,omitempty"`

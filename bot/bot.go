@@ -289,6 +289,7 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		}
 		return b.refuse(ctx, in)
 	}
+	in = normalizeCommand(in)
 	if handled, err := b.connectGate(ctx, in); handled || err != nil {
 		return err
 	}
@@ -311,13 +312,8 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 			in.Text = photoless
 		}
 	}
-	switch in.Command {
-	case "disconnect":
-		if b.cfg.Accounts == nil {
-			break
-		}
-		return b.enqueue(ctx, in)
-	case "tidy-inbox", "tidy_inbox", "reset", "undo", "":
+	c := b.command(in.Command)
+	if in.Command == "" || (c != nil && c.Queued) {
 		if in.Command == "" && strings.TrimSpace(in.Text) == "" && in.Attachment == nil {
 			return nil
 		}
@@ -327,22 +323,11 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		return err
 	}
 	b.cfg.Metrics.Event(in.Platform, "command")
-	switch in.Command {
-	case "help", "start":
-		text := b.helpText(in.Platform, in.DM)
-		if b.cfg.Accounts != nil {
-			c := b.namer(in.Platform, in.DM)
-			text += "\n" + c("connect") + ": connect your own Todoist\n" + c("disconnect") + ": revoke my access to your Todoist"
-		}
-		b.replyLater(ctx, in.Platform, reply(in, text))
-	case "cancel":
-		b.cancel(ctx, in)
-	case "usage":
-		b.usage(ctx, in)
-	default:
+	if c == nil {
 		b.replyLater(ctx, in.Platform, reply(in, fmt.Sprintf("I don't know /%s. %s", in.Command, b.helpText(in.Platform, in.DM))))
+		return nil
 	}
-	return nil
+	return c.handle(b, ctx, "", in)
 }
 
 // refuse answers a user who is not allowed and touches nothing else: in
@@ -656,15 +641,9 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		}
 		t := turnOf(ctx)
 		t.atRelease(deleteJob(j.ID))
-		switch {
-		case in.Command == "reset":
-			err = b.reset(ctx, j.ID, in)
-		case in.Command == "undo":
-			err = b.undo(ctx, j.ID, in)
-		case in.Command == "disconnect":
-			err = b.disconnect(ctx, in)
-		case in.Command == "tidy-inbox" || in.Command == "tidy_inbox":
-			err = b.startRun(ctx, j.ID, in, TidyInboxInstruction)
+		switch c := b.command(in.Command); {
+		case c != nil && c.Queued:
+			err = c.handle(b, ctx, j.ID, in)
 		case in.Attachment != nil && in.Attachment.Kind == AttachVoice && !in.Transcribed:
 			var next *Job
 			if next, err = b.transcribe(ctx, j); next != nil {
@@ -768,23 +747,27 @@ func (b *Bot) send(ctx context.Context, platform string, m Outgoing) string {
 	return id
 }
 
-// helpText is the help, with each command as it is typed on platform,
-// in a direct chat (dm) or a shared one.
+// help answers /help.
+func (b *Bot) help(ctx context.Context, in Incoming) {
+	b.replyLater(ctx, in.Platform, reply(in, b.helpText(in.Platform, in.DM)))
+}
+
+// helpText is the help, with each command of the bot's mode as it is
+// typed on platform, in a direct chat (dm) or a shared one.
 func (b *Bot) helpText(platform string, dm bool) string {
 	c := b.namer(platform, dm)
-	last := `In a direct chat the word alone works too ("undo").`
-	if sc, ok := b.sharedChats(platform); ok && !dm {
-		last = sc.SharedChatHelp()
+	var sb strings.Builder
+	sb.WriteString(`I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
+Commands:`)
+	for _, cmd := range Commands(b.cfg.Accounts != nil) {
+		fmt.Fprintf(&sb, "\n%s: %s", c(cmd.Name), cmd.Help)
 	}
-	return fmt.Sprintf(`I manage your Todoist. Tell me what to do in plain words, for example "what's due today?" or "move everything about the birthday into one project".
-Commands:
-%s: sort the inbox into projects
-%s: revert the last run's changes
-%s: stop the current run
-%s: forget this conversation
-%s: tokens used here
-%s: this message
-%s`, c("tidy-inbox"), c("undo"), c("cancel"), c("reset"), c("usage"), c("help"), last)
+	if sc, ok := b.sharedChats(platform); ok && !dm {
+		sb.WriteString("\n" + sc.SharedChatHelp())
+	} else {
+		sb.WriteString("\n" + `In a direct chat the word alone works too ("undo").`)
+	}
+	return sb.String()
 }
 
 // namer spells the bot's commands as typed on platform, in a direct

@@ -3,6 +3,7 @@ package bot
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidybot/tidybot/agent"
@@ -280,5 +281,66 @@ func TestDoneListSaysHowToUndoOnThePlatform(t *testing.T) {
 	}
 	if got := h.bot.doneList("slack", &agent.Transcript{}); got != "Nothing was changed." {
 		t.Errorf("no writes: got %q", got)
+	}
+}
+
+// TestCommandTable: every command has a name, a help line and a handler,
+// and no word names two commands.
+func TestCommandTable(t *testing.T) {
+	seen := map[string]string{}
+	for _, c := range Commands(true) {
+		if c.Name == "" || c.Help == "" || c.handle == nil {
+			t.Errorf("%+v: want a name, a help line and a handler", c)
+		}
+		for _, w := range append([]string{c.Name}, c.Aliases...) {
+			if other, dup := seen[w]; dup {
+				t.Errorf("%q names both %s and %s", w, other, c.Name)
+			}
+			seen[w] = c.Name
+			if got, ok := LookupCommand(strings.ToUpper(w)); !ok || got.Name != c.Name {
+				t.Errorf("LookupCommand(%q) = %q, %v; want %s", strings.ToUpper(w), got.Name, ok, c.Name)
+			}
+		}
+	}
+	if _, ok := LookupCommand(""); ok {
+		t.Error("the empty word is a command")
+	}
+}
+
+// TestEveryCommandIsAnsweredInItsMode: each command of the table is
+// answered in its mode, as a command the bot knows (its help line in
+// /help), and a team command in personal mode is unknown.
+func TestEveryCommandIsAnsweredInItsMode(t *testing.T) {
+	for _, team := range []bool{false, true} {
+		var h *harness
+		if team {
+			h = newTeamHarness(t, &fakeAccounts{agents: map[string]*mockAgent{"slack:U1": {}}}, Config{AllowedUsers: []string{"slack:U1"}})
+		} else {
+			h = startHarness(t, &mockAgent{}, &fakePlatform{name: "slack", interval: time.Second}, Config{Workers: 2, AllowedUsers: []string{"slack:U1"}})
+		}
+		ask := func(cmd string) string {
+			before := len(h.plat.texts())
+			h.handle(t, Incoming{Platform: "slack", ChatID: "D1", UserID: "U1", DM: true, Command: cmd})
+			h.idle(t)
+			if texts := h.plat.texts(); len(texts) > before {
+				return texts[len(texts)-1]
+			}
+			return ""
+		}
+		help := ask("help")
+		for _, c := range Commands(true) {
+			line := "\n/" + c.Name + ": " + c.Help + "\n"
+			got := ask(c.Name)
+			switch known := team || !c.TeamOnly; {
+			case !known && !strings.HasPrefix(got, "I don't know /"+c.Name+"."):
+				t.Errorf("team %v: /%s = %q, want it unknown", team, c.Name, got)
+			case !known && strings.Contains(help, line):
+				t.Errorf("team %v: the help lists /%s:\n%s", team, c.Name, help)
+			case known && (got == "" || strings.HasPrefix(got, "I don't know")):
+				t.Errorf("team %v: /%s = %q, want an answer", team, c.Name, got)
+			case known && !strings.Contains(help, line):
+				t.Errorf("team %v: the help lacks %q:\n%s", team, line, help)
+			}
+		}
 	}
 }

@@ -74,15 +74,9 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 	if b.cfg.Accounts == nil {
 		return false, nil
 	}
-	if in.Command == "connect" {
-		if dup, err := b.seen(ctx, in); err != nil || dup {
-			return true, err
-		}
-		b.promptConnect(ctx, in, "")
-		return true, nil
-	}
-	if in.Command == "help" || in.Command == "start" || in.Command == "usage" || in.Command == "disconnect" || in.Command == "cancel" {
-		return false, nil
+	c := b.command(in.Command)
+	if c != nil && !c.Todoist {
+		return false, nil // /connect among them
 	}
 	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
 	if err == nil {
@@ -94,7 +88,9 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 	if dup, err := b.seen(ctx, in); err != nil || dup {
 		return true, err
 	}
-	if in.Button == "" && (in.Command != "" || strings.TrimSpace(in.Text) != "") && in.Command != "undo" && in.Command != "reset" {
+	// A command on this conversation (/undo) means nothing once they
+	// have connected; anything else runs then.
+	if in.Button == "" && (in.Command != "" || strings.TrimSpace(in.Text) != "") && (c == nil || !c.Thread) {
 		b.keepPending(ctx, in)
 	}
 	if b.promptedLately(ctx, in) {

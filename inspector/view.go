@@ -116,11 +116,6 @@ type WriteView struct {
 	Undone  bool
 }
 
-var writeActions = map[string]bool{
-	agent.ActCreateProject: true, agent.ActMoveTasks: true, agent.ActAddTasks: true, agent.ActUpdateTasks: true,
-	agent.ActCompleteTasks: true, agent.ActDeleteTasks: true, agent.ActCreateSection: true,
-}
-
 func clip(s string) Clip {
 	c := Clip{Short: s, Full: s}
 	if r := []rune(s); len(r) > clipAt {
@@ -284,7 +279,7 @@ func gates(st *Step) {
 
 // action describes one call.
 func action(name string, args []byte, red *agent.Redactor) *ActionView {
-	a := &ActionView{Name: red.String(name), Write: writeActions[name]}
+	a := &ActionView{Name: red.String(name), Write: agent.IsWrite(name)}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, args, "", "  ") == nil {
 		a.Args = clip(red.String(pretty.String()))

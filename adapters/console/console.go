@@ -28,7 +28,7 @@ const (
 
 // Bot is what the console needs from the bot.
 type Bot interface {
-	Handle(ctx context.Context, in bot.Incoming) error
+	bot.Handler
 	// WaitIdle returns once no run is working or queued.
 	WaitIdle(ctx context.Context) error
 }

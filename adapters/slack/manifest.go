@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tidybot/tidybot/bot"
 )
 
 // The Slack app this adapter needs, as `tidybot slack-manifest` prints it
@@ -19,16 +21,35 @@ type SlashCommand struct {
 	Command, Description, UsageHint string
 }
 
-// tidyWords are the words typed after /tidy, as its usage hint lists
-// them (each is a key of commands).
-var tidyWords = []string{"undo", "cancel", "reset", "usage", "help", "connect", "disconnect"}
+// ownSlash is the one bot command registered as a slash command of its
+// own; every other is a word after /tidy.
+const ownSlash = "tidy-inbox"
 
 // SlashCommands are the commands the app registers: /tidy-inbox, and
-// /tidy, whose first word is the bot's command (see CommandName).
-var SlashCommands = []SlashCommand{
-	{Command: "/tidy-inbox", Description: "Sort the inbox into projects"},
-	{Command: "/tidy", Description: "tidybot's commands (undo, cancel, reset, usage, help; team mode connect, disconnect)",
-		UsageHint: strings.Join(tidyWords, " | ")},
+// /tidy, whose first word is the bot's command (see CommandName); both
+// are made from the bot's commands (bot.Commands), team mode's included.
+func SlashCommands() []SlashCommand {
+	own, _ := bot.LookupCommand(ownSlash)
+	var words, personal, team []string
+	for _, c := range bot.Commands(true) {
+		if c.Name == ownSlash {
+			continue
+		}
+		words = append(words, c.Name)
+		if c.TeamOnly {
+			team = append(team, c.Name)
+		} else {
+			personal = append(personal, c.Name)
+		}
+	}
+	about := "tidybot's commands (" + strings.Join(personal, ", ")
+	if len(team) > 0 {
+		about += "; team mode " + strings.Join(team, ", ")
+	}
+	return []SlashCommand{
+		{Command: "/" + ownSlash, Description: own.Menu()},
+		{Command: "/tidy", Description: about + ")", UsageHint: strings.Join(words, " | ")},
+	}
 }
 
 // Subscription is a bot event the app subscribes to and the scope Slack
@@ -109,7 +130,7 @@ func Manifest(w io.Writer, httpURL string) error {
 	line(2, "display_name: tidybot")
 	line(2, "always_online: true")
 	line(1, "slash_commands:")
-	for _, c := range SlashCommands {
+	for _, c := range SlashCommands() {
 		line(2, "- command: %s", c.Command)
 		if httpURL != "" {
 			line(2, "  url: %s", quote(httpURL+"/slack/commands"))

@@ -50,7 +50,7 @@ func TestManifestEventsAreHandled(t *testing.T) {
 func TestManifestCommandsAreRead(t *testing.T) {
 	a, srv := newAdapter(t)
 	var typed []string
-	for _, c := range slack.SlashCommands {
+	for _, c := range slack.SlashCommands() {
 		typed = append(typed, c.Command)
 		if c.UsageHint != "" {
 			for _, w := range strings.Split(c.UsageHint, " | ") {

@@ -33,11 +33,6 @@ const Platform = "slack"
 // 3,000 in a section block).
 const maxText = 3000
 
-// Handler receives incoming events; *bot.Bot implements it.
-type Handler interface {
-	Handle(ctx context.Context, in bot.Incoming) error
-}
-
 // Config configures an Adapter.
 type Config struct {
 	BotToken      string
@@ -75,8 +70,8 @@ type Threads interface {
 
 // Adapter is the Slack platform.
 type Adapter struct {
-	api     *slack.Client // waits out 429s itself: for calls outside the bot's send queue
-	noRetry *slack.Client // no retries: for the calls the bot's send queue makes (it waits out a 429)
+	api     slackAPI // waits out 429s itself: for calls outside the bot's send queue
+	noRetry slackAPI // no retries: for the calls the bot's send queue makes (it waits out a 429)
 	cfg     Config
 	log     *slog.Logger
 	botID   string // the bot's user id, to ignore its own messages
@@ -92,6 +87,8 @@ var (
 	_ bot.Editor       = (*Adapter)(nil)
 	_ bot.CommandNamer = (*Adapter)(nil)
 	_ bot.Resender     = (*Adapter)(nil)
+	_ bot.Adapter      = (*Adapter)(nil)
+	_ bot.Router       = (*Adapter)(nil)
 )
 
 // New connects to Slack (auth.test) and returns the adapter.
@@ -326,7 +323,7 @@ func Verify(secret, ts, sig string, body []byte, now time.Time) bool {
 }
 
 // EventsHandler serves POST /slack/events.
-func (a *Adapter) EventsHandler(h Handler) http.Handler {
+func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -524,18 +521,10 @@ func (l libLog) Output(_ int, s string) error {
 // and /tidy (deploy/slack-manifest.yaml); every other command is a word
 // after /tidy, since Slack rejects an unregistered slash command.
 func (a *Adapter) CommandName(name string) string {
-	if name == "tidy-inbox" {
-		return "/tidy-inbox"
+	if name == ownSlash {
+		return "/" + ownSlash
 	}
 	return "/tidy " + name
-}
-
-// commands maps the words the bot knows as commands, typed after a slash
-// or after /tidy, to the bot's command names.
-var commands = map[string]string{
-	"tidy-inbox": "tidy-inbox", "tidy_inbox": "tidy-inbox", "inbox": "tidy-inbox",
-	"help": "help", "reset": "reset", "undo": "undo", "cancel": "cancel", "usage": "usage",
-	"connect": "connect", "disconnect": "disconnect", // team mode
 }
 
 // command reads a command typed as a message: "/undo" (a typed slash
@@ -550,8 +539,8 @@ func command(text string) (string, string, bool) {
 		cmd, args := subcommand(rest)
 		return cmd, args, true
 	}
-	if name, ok := commands[strings.ToLower(head)]; ok {
-		return name, strings.TrimSpace(rest), true
+	if c, ok := bot.LookupCommand(head); ok {
+		return c.Name, strings.TrimSpace(rest), true
 	}
 	return "", "", false
 }
@@ -565,15 +554,15 @@ func subcommand(text string) (cmd, args string) {
 		return "help", ""
 	}
 	word, rest, _ := strings.Cut(text, " ")
-	if name, ok := commands[strings.ToLower(word)]; ok {
-		return name, strings.TrimSpace(rest)
+	if c, ok := bot.LookupCommand(word); ok {
+		return c.Name, strings.TrimSpace(rest)
 	}
 	return "tidy", text
 }
 
 // CommandsHandler serves POST /slack/commands (slash commands): it answers
 // at once, within Slack's 3 seconds, and the run reports in the channel.
-func (a *Adapter) CommandsHandler(h Handler) http.Handler {
+func (a *Adapter) CommandsHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -597,7 +586,7 @@ func (a *Adapter) CommandsHandler(h Handler) http.Handler {
 }
 
 // InteractivityHandler serves POST /slack/interactivity (button presses).
-func (a *Adapter) InteractivityHandler(h Handler) http.Handler {
+func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
 		if !ok {
@@ -639,13 +628,12 @@ func slashIncoming(sc slack.SlashCommand, dm bool) bot.Incoming {
 	name := strings.ToLower(strings.TrimPrefix(sc.Command, "/"))
 	in := bot.Incoming{Platform: Platform, ChatID: sc.ChannelID, UserID: sc.UserID, UserName: sc.UserName, Text: strings.TrimSpace(sc.Text),
 		EventID: "cmd:" + sc.TriggerID, DM: dm, TeamID: sc.TeamID, At: time.Now()}
-	switch {
-	case name == "tidy":
+	if c, ok := bot.LookupCommand(name); ok {
+		name = c.Name
+	}
+	in.Command = name
+	if name == "tidy" {
 		in.Command, in.Text = subcommand(sc.Text)
-	case commands[name] != "":
-		in.Command = commands[name]
-	default:
-		in.Command = name
 	}
 	return in
 }
@@ -704,16 +692,28 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	return im == channel
 }
 
-// errNoSecret is returned by Routes without a signing secret.
-var errNoSecret = errors.New("slack: SLACK_SIGNING_SECRET is not set")
-
-// Routes registers the three signed endpoints on mux.
-func (a *Adapter) Routes(mux *http.ServeMux, h Handler) error {
+// Routes implements bot.Router: the three signed endpoints of the
+// Events API, when SLACK_SIGNING_SECRET is set (none without it: every
+// request would fail its check).
+func (a *Adapter) Routes(mux *http.ServeMux, h bot.Handler) error {
 	if a.cfg.SigningSecret == "" {
-		return errNoSecret
+		return nil
 	}
 	mux.Handle("POST /slack/events", a.EventsHandler(h))
 	mux.Handle("POST /slack/commands", a.CommandsHandler(h))
 	mux.Handle("POST /slack/interactivity", a.InteractivityHandler(h))
+	a.log.Info("slack Events API ready: /slack/events, /slack/commands, /slack/interactivity")
 	return nil
+}
+
+// Run implements bot.Receiver: Socket Mode when SLACK_APP_TOKEN is set
+// (RunSocketMode); otherwise events arrive on Routes' handlers and Run
+// waits for ctx.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if a.cfg.AppToken == "" {
+		<-ctx.Done()
+		return nil
+	}
+	a.log.Info("slack Socket Mode started")
+	return a.RunSocketMode(ctx, h)
 }

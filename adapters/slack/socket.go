@@ -19,7 +19,7 @@ import (
 // Slack's 3 seconds; one h refuses is not acknowledged, so Slack redelivers
 // it. It returns an error only when the connection cannot be kept (a bad
 // app token).
-func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
+func (a *Adapter) RunSocketMode(ctx context.Context, h bot.Handler) error {
 	if a.cfg.AppToken == "" {
 		return fmt.Errorf("slack: Socket Mode needs SLACK_APP_TOKEN")
 	}
@@ -44,7 +44,7 @@ func (a *Adapter) RunSocketMode(ctx context.Context, h Handler) error {
 }
 
 // socketEvent handles one Socket Mode event.
-func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, h Handler) {
+func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, h bot.Handler) {
 	if evt.Type == socketmode.EventTypeConnectionError {
 		// slack-go retries by itself; say why, without the token an
 		// upstream may echo.

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +29,6 @@ const Platform = "telegram"
 // maxText is Telegram's message limit in UTF-16 units.
 const maxText = 4096
 
-// Handler receives incoming events; *bot.Bot implements it.
-type Handler interface {
-	Handle(ctx context.Context, in bot.Incoming) error
-}
-
 // Config configures an Adapter.
 type Config struct {
 	Token string
@@ -48,7 +42,7 @@ type Config struct {
 	// PollTimeout is the long-polling timeout (default 25s).
 	PollTimeout time.Duration
 	Logger      *slog.Logger
-	// Team registers TeamCommands too (team mode: each person connects
+	// Team registers team mode's commands too (each person connects
 	// their own Todoist).
 	Team bool
 	// Events counts updates the adapter skips because they do not decode
@@ -64,7 +58,9 @@ type Events interface {
 
 // Adapter is the Telegram platform.
 type Adapter struct {
-	api    *tgbotapi.BotAPI
+	api botAPI
+	// poller is api for long polling, bound to a context (see pollerFor).
+	poller func(ctx context.Context) botAPI
 	cfg    Config
 	log    *slog.Logger
 	self   string // the bot's username, from getMe
@@ -76,6 +72,8 @@ var (
 	_ bot.Editor         = (*Adapter)(nil)
 	_ bot.ButtonAnswerer = (*Adapter)(nil)
 	_ bot.CommandNamer   = (*Adapter)(nil)
+	_ bot.Adapter        = (*Adapter)(nil)
+	_ bot.Router         = (*Adapter)(nil)
 )
 
 // New connects to Telegram (getMe) and returns the adapter.
@@ -97,7 +95,7 @@ func New(cfg Config) (*Adapter, error) {
 	if api.Self.UserName == "" {
 		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
 	}
-	a := &Adapter{api: api, cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
+	a := &Adapter{api: api, poller: pollerFor(api, cfg), cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
 	a.logPrivacy(api.Self.CanReadAllGroupMessages)
 	return a, nil
 }
@@ -275,35 +273,38 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 // CommandName implements bot.CommandNamer: Telegram's command names
 // allow no hyphen (https://core.telegram.org/bots/api#botcommand), so
 // tidy-inbox is registered as /tidy_inbox.
-func (a *Adapter) CommandName(name string) string {
+func (a *Adapter) CommandName(name string) string { return commandName(name) }
+
+func commandName(name string) string {
 	return "/" + strings.ReplaceAll(name, "-", "_")
 }
 
-// Commands are the commands registered with Telegram (no hyphens there).
-var Commands = []tgbotapi.BotCommand{
-	{Command: "tidy_inbox", Description: "Sort the inbox into projects"},
-	{Command: "undo", Description: "Revert the last run's changes"},
-	{Command: "cancel", Description: "Stop the current run"},
-	{Command: "reset", Description: "Forget this conversation"},
-	{Command: "usage", Description: "Tokens used here"},
-	{Command: "help", Description: "What I can do"},
+// Commands are the bot's commands as registered with Telegram
+// (setMyCommands): names without hyphens, each with its help line
+// capitalised. team adds team mode's (/connect, /disconnect).
+func Commands(team bool) []tgbotapi.BotCommand {
+	var out []tgbotapi.BotCommand
+	for _, c := range bot.Commands(team) {
+		out = append(out, tgbotapi.BotCommand{Command: strings.TrimPrefix(commandName(c.Name), "/"), Description: c.Menu()})
+	}
+	return out
 }
 
-// TeamCommands are registered as well in team mode.
-var TeamCommands = []tgbotapi.BotCommand{
-	{Command: "connect", Description: "Connect your Todoist"},
-	{Command: "disconnect", Description: "Disconnect your Todoist"},
+// BotFatherList is the command list BotFather's /setcommands takes, one
+// "name - description" line per command: deploy/telegram-commands.txt.
+func BotFatherList(team bool) string {
+	var sb strings.Builder
+	for _, c := range Commands(team) {
+		sb.WriteString(c.Command + " - " + c.Description + "\n")
+	}
+	return sb.String()
 }
 
 // Setup registers the commands and either sets the webhook (webhook mode)
 // or deletes it (long polling).
 func (a *Adapter) Setup(ctx context.Context) error {
 	if err := a.call(ctx, "set commands", func() error {
-		cmds := Commands
-		if a.cfg.Team {
-			cmds = append(slices.Clone(Commands), TeamCommands...)
-		}
-		_, err := a.api.Request(tgbotapi.NewSetMyCommands(cmds...))
+		_, err := a.api.Request(tgbotapi.NewSetMyCommands(Commands(a.cfg.Team)...))
 		return err
 	}); err != nil {
 		return err
@@ -324,6 +325,31 @@ func (a *Adapter) Setup(ctx context.Context) error {
 	})
 }
 
+// Run implements bot.Receiver: it registers the commands and the
+// webhook (Setup), then, without a webhook, polls until ctx ends; with
+// one, updates arrive on Routes' handler and Run waits for ctx.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if err := a.Setup(ctx); err != nil {
+		return err
+	}
+	a.log.Info("telegram ready", slog.Bool("webhook", a.cfg.WebhookURL != ""))
+	if a.cfg.WebhookURL != "" {
+		<-ctx.Done()
+		return nil
+	}
+	return a.Poll(ctx, h)
+}
+
+// Routes implements bot.Router: POST /telegram/webhook in webhook mode
+// (TELEGRAM_WEBHOOK_URL), nothing when polling.
+func (a *Adapter) Routes(mux *http.ServeMux, h bot.Handler) error {
+	if a.cfg.WebhookURL == "" {
+		return nil
+	}
+	mux.Handle("POST /telegram/webhook", a.WebhookHandler(h))
+	return nil
+}
+
 // ctxClient binds the library's requests (which take no context) to ctx,
 // so a long poll ends at shutdown.
 type ctxClient struct {
@@ -340,9 +366,8 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 // the next getUpdates confirms it, so a crash loses nothing. An update
 // that does not decode is logged, counted (Config.Events) and confirmed,
 // so it does not hold up the ones after it.
-func (a *Adapter) Poll(ctx context.Context, h Handler) error {
-	poller := *a.api
-	poller.Client = ctxClient{hc: &http.Client{Timeout: a.cfg.PollTimeout + 30*time.Second, Transport: a.cfg.HTTPClient.Transport}, ctx: ctx}
+func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
+	poller := a.poller(ctx)
 	offset := 0
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -447,7 +472,7 @@ func (a *Adapter) undecodable(id int, err error) {
 
 // dispatch hands one update to h; updates that are not for the bot are
 // dropped.
-func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) error {
+func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, u tgbotapi.Update) error {
 	in, ok := a.Incoming(u)
 	if !ok {
 		return nil
@@ -460,7 +485,7 @@ func (a *Adapter) dispatch(ctx context.Context, h Handler, u tgbotapi.Update) er
 // update_id) 400, an update that does not decode is skipped with a 200
 // (logged and counted), and an update is handed to h before 200
 // (Telegram retries anything else).
-func (a *Adapter) WebhookHandler(h Handler) http.Handler {
+func (a *Adapter) WebhookHandler(h bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if a.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.WebhookSecret)) != 1 {
@@ -571,15 +596,8 @@ func (a *Adapter) Incoming(u tgbotapi.Update) (bot.Incoming, bool) {
 
 // known reports whether cmd is one of the bot's commands.
 func known(cmd string) bool {
-	if cmd == "tidy-inbox" || cmd == "start" {
-		return true
-	}
-	for _, c := range Commands {
-		if c.Command == cmd {
-			return true
-		}
-	}
-	return false
+	_, ok := bot.LookupCommand(cmd)
+	return ok
 }
 
 // stripMentions removes the bot's mentions from a message's text and
@@ -630,8 +648,8 @@ func (a *Adapter) command(text string) (cmd, args string, addressed, ok bool) {
 		return "", "", false, false
 	}
 	name = strings.ToLower(name)
-	if name == "tidy_inbox" {
-		name = "tidy-inbox"
+	if c, ok := bot.LookupCommand(name); ok {
+		name = c.Name // tidy_inbox is tidy-inbox
 	}
 	return name, strings.TrimSpace(rest), hasAt, name != ""
 }

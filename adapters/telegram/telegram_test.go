@@ -433,24 +433,46 @@ func FuzzGroupMessage(f *testing.F) {
 	})
 }
 
-// TestCommandNamesRoundTrip: each command as the help spells it is read
-// back as that command, and is one Telegram has registered.
+// TestCommandNamesRoundTrip: each of the bot's commands (bot.Commands,
+// team mode's included) as the help spells it is read back as that
+// command, in a direct chat and unaddressed in a group, and is one
+// Telegram has registered.
 func TestCommandNamesRoundTrip(t *testing.T) {
 	a, _ := newAdapter(t, "")
 	registered := map[string]bool{}
-	for _, c := range telegram.Commands {
+	for _, c := range telegram.Commands(true) {
 		registered["/"+c.Command] = true
 	}
-	for _, name := range []string{"tidy-inbox", "undo", "cancel", "reset", "usage", "help"} {
-		typed := a.CommandName(name)
+	for _, c := range bot.Commands(true) {
+		typed := a.CommandName(c.Name)
 		if !registered[typed] {
-			t.Errorf("%s is spelled %q, which is not registered", name, typed)
+			t.Errorf("%s is spelled %q, which is not registered", c.Name, typed)
 		}
-		u := tgbotapi.Update{UpdateID: 1, Message: &tgbotapi.Message{MessageID: 1, Text: typed,
-			From: &tgbotapi.User{ID: 42}, Chat: &tgbotapi.Chat{ID: 42, Type: "private"},
-			Entities: []tgbotapi.MessageEntity{{Type: "bot_command", Offset: 0, Length: len(typed)}}}}
-		if in, ok := a.Incoming(u); !ok || in.Command != name {
-			t.Errorf("%q is read as %+v (ok %v), want command %s", typed, in, ok, name)
+		for _, chat := range []tgbotapi.Chat{{ID: 42, Type: "private"}, {ID: -100, Type: "supergroup"}} {
+			u := tgbotapi.Update{UpdateID: 1, Message: &tgbotapi.Message{MessageID: 1, Text: typed,
+				From: &tgbotapi.User{ID: 42}, Chat: &chat,
+				Entities: []tgbotapi.MessageEntity{{Type: "bot_command", Offset: 0, Length: len(typed)}}}}
+			if in, ok := a.Incoming(u); !ok || in.Command != c.Name {
+				t.Errorf("%q in a %s chat is read as %+v (ok %v), want command %s", typed, chat.Type, in, ok, c.Name)
+			}
+		}
+	}
+}
+
+// TestFakeRefusesBadCommands: the fake refuses a command list Telegram
+// would (a hyphen, an empty description), so TestSetup… prove the
+// registered list is one Telegram takes.
+func TestFakeRefusesBadCommands(t *testing.T) {
+	srv := telegramtest.New()
+	defer srv.Close()
+	for _, list := range []string{`[{"command":"tidy-inbox","description":"Sort"}]`, `[{"command":"Undo","description":"Undo"}]`, `[{"command":"undo","description":""}]`} {
+		resp, err := http.PostForm(srv.URL+"/bot"+srv.Token+"/setMyCommands", map[string][]string{"commands": {list}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("setMyCommands %s: status %d, want 400", list, resp.StatusCode)
 		}
 	}
 }

@@ -51,14 +51,6 @@ func commandsBody(cmds []json.RawMessage) []byte {
 	return append(b, "]}"...)
 }
 
-func isCreate(k agent.WriteKind) bool {
-	switch k {
-	case agent.AddProject, agent.AddSection, agent.AddLabel, agent.AddTask:
-		return true
-	}
-	return false
-}
-
 // Apply implements agent.Tasks. Each Write becomes the /sync command its
 // Kind names; the batch goes out in requests of at most 100 commands and
 // 1 MiB, in order, and a later write may name an earlier one's TempID as its ID,
@@ -207,47 +199,7 @@ func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) er
 		if err := b.c.do(ctx, call{method: http.MethodPost, path: "/sync", body: body}, &resp); err != nil {
 			return err
 		}
-		var again []int
-		var wait time.Duration
-		unmapped := map[string]int{} // temp id → index, of creates done without a new id
-		deferred := map[int]*apiError{}
-		for _, i := range sent {
-			w := subs[i]
-			raw, ok := resp.SyncStatus[w.UUID]
-			if !ok {
-				b.fail(i, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))})
-				continue
-			}
-			ae := commandStatus(raw)
-			if ae == nil {
-				b.results[i].Err = nil
-				b.done[i] = true
-				delete(b.failed, w.TempID)
-				if w.TempID == "" {
-					continue
-				}
-				if id := resp.TempIDMapping[w.TempID]; id != "" {
-					b.results[i].NewID = id
-					b.resolved[w.TempID] = id
-				} else {
-					unmapped[w.TempID] = i
-				}
-				continue
-			}
-			// Once one command must wait, every later failed one is re-sent
-			// with it: Todoist applies a batch in order, so a later command
-			// may have failed only because an earlier one did not run (a
-			// temp id it created, a project it moved). A failure that is
-			// permanent fails again and is reported when the rounds end.
-			if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
-				again = append(again, i)
-				deferred[i] = ae
-				wait = max(wait, d)
-				continue
-			}
-			b.fail(i, commandError(b.ws[i], ae, b.declared))
-			deferred[i] = ae
-		}
+		again, wait, unmapped, deferred := b.record(&resp, sent, subs, round)
 		if len(unmapped) > 0 {
 			if err := b.findCreated(ctx, unmapped); err != nil {
 				return err
@@ -285,6 +237,52 @@ func (b *batch) send(ctx context.Context, sent []int, cmds []json.RawMessage) er
 		}
 		sent = again
 	}
+}
+
+// record reads what became of the commands at sent (subs: as sent) from
+// resp. It returns the ones to send again and after how long, the creates
+// done without a new id (temp id → index), and the error of each command
+// that failed.
+func (b *batch) record(resp *syncResponse, sent []int, subs map[int]agent.Write, round int) (again []int, wait time.Duration, unmapped map[string]int, deferred map[int]*apiError) {
+	unmapped, deferred = map[string]int{}, map[int]*apiError{}
+	for _, i := range sent {
+		w := subs[i]
+		raw, ok := resp.SyncStatus[w.UUID]
+		if !ok {
+			b.fail(i, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("Todoist did not report on %s; re-sending the same batch is safe", describe(w))})
+			continue
+		}
+		ae := commandStatus(raw)
+		if ae == nil {
+			b.results[i].Err = nil
+			b.done[i] = true
+			delete(b.failed, w.TempID)
+			if w.TempID == "" {
+				continue
+			}
+			if id := resp.TempIDMapping[w.TempID]; id != "" {
+				b.results[i].NewID = id
+				b.resolved[w.TempID] = id
+			} else {
+				unmapped[w.TempID] = i
+			}
+			continue
+		}
+		// Once one command must wait, every later failed one is re-sent
+		// with it: Todoist applies a batch in order, so a later command
+		// may have failed only because an earlier one did not run (a
+		// temp id it created, a project it moved). A failure that is
+		// permanent fails again and is reported when the rounds end.
+		if d, ok := b.c.commandWait(ae, round); ok || len(again) > 0 {
+			again = append(again, i)
+			deferred[i] = ae
+			wait = max(wait, d)
+			continue
+		}
+		b.fail(i, commandError(b.ws[i], ae, b.declared))
+		deferred[i] = ae
+	}
+	return again, wait, unmapped, deferred
 }
 
 // maxCommandRounds bounds how often send re-sends commands of one request.
@@ -351,59 +349,17 @@ func validate(ws []agent.Write) (map[string]int, error) {
 			}
 			declared[w.TempID] = i
 		}
-		needID := func(what string) error {
-			if strings.TrimSpace(w.ID) == "" {
-				return bad("empty %s id", what)
-			}
-			return nil
+		k, ok := kinds[w.Kind]
+		if !ok {
+			return nil, bad("unknown kind of write %q", w.Kind)
 		}
-		var err error
-		switch w.Kind {
-		case agent.AddProject:
-			err = checkName(bad, "project", w.Name, maxProjectName)
-		case agent.AddLabel:
-			err = checkName(bad, "label", w.Name, maxLabelName)
-		case agent.AddSection:
-			err = checkName(bad, "section", w.Name, maxSectionName)
-			if err == nil && strings.TrimSpace(w.ProjectID) == "" {
-				err = bad("empty project id: a section belongs to a project")
-			}
-		case agent.AddTask:
-			if w.Content == nil {
-				err = bad("the task content is empty; give each task a title")
-				break
-			}
-			err = checkTask(bad, w)
-		case agent.UpdateTask:
-			if err = needID("task"); err == nil {
-				err = checkTask(bad, w)
-			}
-		case agent.MoveTask:
-			if err = needID("task"); err != nil {
-				break
-			}
-			if (w.ProjectID == "") == (w.SectionID == "") {
-				err = bad("a move needs exactly one destination, a project id or a section id")
-			}
-		case agent.CloseTask, agent.ReopenTask, agent.DeleteTask:
-			err = needID("task")
-		case agent.RestoreOccurrence:
-			if err = needID("task"); err == nil {
-				if w.Due == nil {
-					err = bad("the occurrence to go back to is missing")
-				} else {
-					err = checkDue(bad, w.Due)
-				}
-			}
-		case agent.DeleteProject:
-			err = needID("project")
-		case agent.DeleteSection:
-			err = needID("section")
-		default:
-			err = bad("unknown kind of write %q", w.Kind)
+		if k.id != "" && strings.TrimSpace(w.ID) == "" {
+			return nil, bad("empty %s id", k.id)
 		}
-		if err != nil {
-			return nil, err
+		if k.check != nil {
+			if err := k.check(bad, w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return declared, nil
@@ -512,63 +468,6 @@ func substitute(w agent.Write, chunkStart int, declared map[string]int, resolved
 	return w, nil
 }
 
-// idKind says what a write's ID names.
-func idKind(k agent.WriteKind) string {
-	switch k {
-	case agent.DeleteProject, agent.AddProject:
-		return "project"
-	case agent.AddSection, agent.DeleteSection:
-		return "section"
-	case agent.AddLabel:
-		return "label"
-	}
-	return "task"
-}
-
-// toCommand encodes a write as a /sync command.
-func toCommand(w agent.Write) command {
-	args := make(map[string]any, 6)
-	switch w.Kind {
-	case agent.AddProject:
-		args["name"] = strings.TrimSpace(w.Name)
-		if w.ParentID != "" {
-			args["parent_id"] = w.ParentID
-		}
-	case agent.AddSection:
-		args["name"] = strings.TrimSpace(w.Name)
-		args["project_id"] = w.ProjectID
-	case agent.AddLabel:
-		args["name"] = strings.TrimSpace(w.Name)
-	case agent.AddTask:
-		if w.ProjectID != "" {
-			args["project_id"] = w.ProjectID
-		}
-		if w.SectionID != "" {
-			args["section_id"] = w.SectionID
-		}
-		taskArgs(args, w, false)
-	case agent.UpdateTask:
-		args["id"] = w.ID
-		taskArgs(args, w, true)
-	case agent.MoveTask:
-		args["id"] = w.ID
-		if w.ProjectID != "" {
-			args["project_id"] = w.ProjectID
-		} else {
-			args["section_id"] = w.SectionID
-		}
-	case agent.RestoreOccurrence:
-		// is_forward 0: "uncompletion (e.g., via undo)"
-		// (developer.todoist.com/api/v1 #tag/Sync/Tasks/Complete-a-recurring-task).
-		args["id"] = w.ID
-		args["due"] = dueArg(w.Due)
-		args["is_forward"] = 0
-	default: // item_close, item_uncomplete, item_delete, project_delete, section_delete
-		args["id"] = w.ID
-	}
-	return command{Type: string(w.Kind), UUID: w.UUID, TempID: w.TempID, Args: args}
-}
-
 // taskArgs adds the fields item_add and item_update share. In an update,
 // an empty or "no date" due string removes the due date (due: null).
 func taskArgs(args map[string]any, w agent.Write, update bool) {
@@ -600,19 +499,6 @@ func taskArgs(args map[string]any, w agent.Write, update bool) {
 		}
 		args["labels"] = ls
 	}
-}
-
-// describe names a write for a message: `item_move of task X`.
-func describe(w agent.Write) string {
-	switch w.Kind {
-	case agent.AddProject, agent.AddSection, agent.AddLabel:
-		return fmt.Sprintf("%s %q", w.Kind, w.Name)
-	case agent.AddTask:
-		if w.Content != nil {
-			return fmt.Sprintf("%s %q", w.Kind, *w.Content)
-		}
-	}
-	return fmt.Sprintf("%s of %s %s", w.Kind, idKind(w.Kind), w.ID)
 }
 
 // notFoundTags maps the error_tag of a command that names a missing
@@ -653,7 +539,7 @@ func commandError(w agent.Write, ae *apiError, declared map[string]int) *agent.E
 		}
 		return &agent.Error{Code: agent.ErrNotFound, Message: fmt.Sprintf("no %s with id %s", kind, id), Err: ae}
 	case ae.Tag == insufficientScope:
-		return &agent.Error{Code: agent.ErrForbidden, Message: scopeMessage(scopeAction(w.Kind), writeScopes[w.Kind]), Err: ae}
+		return &agent.Error{Code: agent.ErrForbidden, Message: scopeMessage(scopeAction(w.Kind), kinds[w.Kind].scope), Err: ae}
 	case strings.HasPrefix(ae.Tag, "AUTH_") || ae.HTTPCode == http.StatusUnauthorized:
 		return &agent.Error{Code: agent.ErrUnauthorized, Message: "Todoist rejected the token: check TODOIST_TOKEN", Err: ae}
 	case ae.HTTPCode == http.StatusForbidden:
@@ -729,16 +615,8 @@ func missingObject(w agent.Write, ae *apiError, tagKind string, declared map[str
 			return "task", w.ID
 		}
 	}
-	switch w.Kind {
-	case agent.AddTask, agent.AddSection:
-		if w.SectionID != "" {
-			return "section", w.SectionID
-		}
-		return "project", w.ProjectID
-	case agent.AddProject:
-		return "project", w.ParentID
-	case agent.MoveTask:
-		return "task", w.ID
+	if f := kinds[w.Kind].missing; f != nil {
+		return f(w)
 	}
 	return idKind(w.Kind), w.ID
 }

@@ -53,78 +53,93 @@ func (b *batch) findCreated(ctx context.Context, unmapped map[string]int) error 
 	return nil
 }
 
+// candidate is an object a create may have made, with when it was made
+// (RFC 3339, ordered by stamp; "" when unknown).
+type candidate struct {
+	id string
+	at string
+}
+
 // findCreated returns the id of the newest object w could have made, or
 // "" if there is none.
 func (c *Client) findCreated(ctx context.Context, w agent.Write) (string, error) {
-	type found struct {
-		id string
-		at string // RFC 3339, ordered by stamp
-	}
-	var cands []found
-	switch w.Kind {
-	case agent.AddProject:
-		ps, err := list[restProject](ctx, c, call{method: http.MethodGet, path: "/projects"})
-		if err != nil {
-			return "", err
-		}
-		for _, p := range ps {
-			if !p.IsDeleted && p.Name == strings.TrimSpace(w.Name) && p.ParentID == w.ParentID {
-				cands = append(cands, found{p.ID, p.CreatedAt})
-			}
-		}
-	case agent.AddSection:
-		ss, err := list[restSection](ctx, c, call{method: http.MethodGet, path: "/sections", query: url.Values{"project_id": {w.ProjectID}}})
-		if err != nil {
-			return "", err
-		}
-		for _, x := range ss {
-			if !x.IsDeleted && x.Name == strings.TrimSpace(w.Name) {
-				cands = append(cands, found{x.ID, x.AddedAt})
-			}
-		}
-	case agent.AddLabel:
-		ls, err := list[restLabel](ctx, c, call{method: http.MethodGet, path: "/labels"})
-		if err != nil {
-			return "", err
-		}
-		for _, l := range ls {
-			if strings.EqualFold(l.Name, strings.TrimSpace(w.Name)) {
-				cands = append(cands, found{l.ID, ""})
-			}
-		}
-	case agent.AddTask:
-		q := url.Values{}
-		switch {
-		case w.SectionID != "":
-			q.Set("section_id", w.SectionID)
-		case w.ProjectID != "":
-			q.Set("project_id", w.ProjectID)
-		default:
-			inbox, err := c.Inbox(ctx)
-			if err != nil {
-				return "", err
-			}
-			q.Set("project_id", inbox.ID)
-		}
-		ts, err := list[restTask](ctx, c, call{method: http.MethodGet, path: "/tasks", query: q})
-		if err != nil {
-			return "", err
-		}
-		content := ""
-		if w.Content != nil {
-			content = strings.TrimSpace(*w.Content)
-		}
-		for _, t := range ts {
-			if !t.IsDeleted && t.Content == content && (w.SectionID == "" || t.SectionID == w.SectionID) {
-				cands = append(cands, found{t.ID, t.AddedAt})
-			}
-		}
-	}
-	if len(cands) == 0 {
+	find := kinds[w.Kind].find
+	if find == nil {
 		return "", nil
 	}
-	newest := slices.MaxFunc(cands, func(a, b found) int { return cmp.Compare(stamp(a.at), stamp(b.at)) })
+	cands, err := find(ctx, c, w)
+	if err != nil || len(cands) == 0 {
+		return "", err
+	}
+	newest := slices.MaxFunc(cands, func(a, b candidate) int { return cmp.Compare(stamp(a.at), stamp(b.at)) })
 	return newest.id, nil
+}
+
+// findProject: the projects with w's name under w's parent.
+func findProject(ctx context.Context, c *Client, w agent.Write) ([]candidate, error) {
+	ps, err := list[restProject](ctx, c, call{method: http.MethodGet, path: "/projects"})
+	var cands []candidate
+	for _, p := range ps {
+		if !p.IsDeleted && p.Name == strings.TrimSpace(w.Name) && p.ParentID == w.ParentID {
+			cands = append(cands, candidate{p.ID, p.CreatedAt})
+		}
+	}
+	return cands, err
+}
+
+// findSection: the sections with w's name in w's project.
+func findSection(ctx context.Context, c *Client, w agent.Write) ([]candidate, error) {
+	ss, err := list[restSection](ctx, c, call{method: http.MethodGet, path: "/sections", query: url.Values{"project_id": {w.ProjectID}}})
+	var cands []candidate
+	for _, x := range ss {
+		if !x.IsDeleted && x.Name == strings.TrimSpace(w.Name) {
+			cands = append(cands, candidate{x.ID, x.AddedAt})
+		}
+	}
+	return cands, err
+}
+
+// findLabel: the label with w's name (label names are unique, in any
+// case).
+func findLabel(ctx context.Context, c *Client, w agent.Write) ([]candidate, error) {
+	ls, err := list[restLabel](ctx, c, call{method: http.MethodGet, path: "/labels"})
+	var cands []candidate
+	for _, l := range ls {
+		if strings.EqualFold(l.Name, strings.TrimSpace(w.Name)) {
+			cands = append(cands, candidate{l.ID, ""})
+		}
+	}
+	return cands, err
+}
+
+// findTask: the tasks with w's content where w put it (the Inbox when
+// it names no project or section).
+func findTask(ctx context.Context, c *Client, w agent.Write) ([]candidate, error) {
+	q := url.Values{}
+	switch {
+	case w.SectionID != "":
+		q.Set("section_id", w.SectionID)
+	case w.ProjectID != "":
+		q.Set("project_id", w.ProjectID)
+	default:
+		inbox, err := c.Inbox(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q.Set("project_id", inbox.ID)
+	}
+	ts, err := list[restTask](ctx, c, call{method: http.MethodGet, path: "/tasks", query: q})
+	content := ""
+	if w.Content != nil {
+		content = strings.TrimSpace(*w.Content)
+	}
+	var cands []candidate
+	for _, t := range ts {
+		if !t.IsDeleted && t.Content == content && (w.SectionID == "" || t.SectionID == w.SectionID) {
+			cands = append(cands, candidate{t.ID, t.AddedAt})
+		}
+	}
+	return cands, err
 }
 
 // stamp reads an API timestamp for ordering; an unreadable one is oldest.

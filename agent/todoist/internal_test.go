@@ -2,7 +2,9 @@ package todoist
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,5 +178,31 @@ func TestParseAPIError(t *testing.T) {
 	ae = parseAPIError(404, []byte(`{"error":"Task not found","error_code":478,"error_tag":"NOT_FOUND","http_code":404,"error_extra":{"event_id":"x"}}`))
 	if ae.Tag != "NOT_FOUND" || ae.Code != 478 || ae.Error() != "todoist HTTP 404 NOT_FOUND (478): Task not found" {
 		t.Errorf("json: %+v %q", ae, ae.Error())
+	}
+}
+
+// TestKindsTable: every kind of write has words for people and names the
+// scope it needs, one of those asked for at /connect, and every create can
+// be found again.
+func TestKindsTable(t *testing.T) {
+	want := []string{"data:delete", "data:read_write", "project:delete"}
+	if fmt.Sprint(Scopes) != fmt.Sprint(want) {
+		t.Errorf("Scopes = %v, want %v", Scopes, want)
+	}
+	for k, row := range kinds {
+		if row.verb == "" || Verb(k) != row.verb {
+			t.Errorf("%s: no verb for people", k)
+		}
+		if !slices.Contains(Scopes, row.scope) {
+			t.Errorf("%s: scope %q is not among Scopes %v", k, row.scope, Scopes)
+		}
+		if cmd := toCommand(agent.Write{Kind: k, UUID: "u", ID: "x", Due: &agent.Due{Date: "2026-05-20"}}); cmd.Type != string(k) || cmd.Args == nil {
+			t.Errorf("%s: command %+v, want type %s with args", k, cmd, k)
+		}
+	}
+	for _, k := range []agent.WriteKind{agent.AddProject, agent.AddSection, agent.AddLabel, agent.AddTask} {
+		if !isCreate(k) {
+			t.Errorf("%s is not a create", k)
+		}
 	}
 }

@@ -20,41 +20,23 @@ import (
 // DefaultAuthURL is where Todoist's OAuth endpoints live.
 const DefaultAuthURL = "https://todoist.com"
 
-// writeScopes is the OAuth scope each kind of write needs, from the
-// scopes of the official SDKs (Doist/todoist-api-typescript
-// src/authentication.ts PERMISSIONS; Doist/todoist-api-python
-// todoist_api_python/authentication.py joins them with commas):
-// data:read_write reads and writes, data:delete deletes tasks (and labels
-// and filters), and a project is deleted only with project:delete, which
-// /undo of a created project needs.
-var writeScopes = map[agent.WriteKind]string{
-	agent.AddProject: "data:read_write", agent.AddSection: "data:read_write", agent.AddLabel: "data:read_write",
-	agent.AddTask: "data:read_write", agent.UpdateTask: "data:read_write", agent.MoveTask: "data:read_write",
-	agent.CloseTask: "data:read_write", agent.ReopenTask: "data:read_write", agent.RestoreOccurrence: "data:read_write",
-	agent.DeleteTask:    "data:delete",
-	agent.DeleteProject: "project:delete",
-}
-
 // readScope is the scope the reads need.
-const readScope = "data:read_write"
+const readScope = scopeWrite
 
 // Scopes are what tidybot's reads, actions and undo need, asked for when
 // a person connects: data:read_write, data:delete and project:delete.
 var Scopes = func() []string {
 	set := map[string]bool{readScope: true}
-	for _, sc := range writeScopes {
-		set[sc] = true
+	for _, k := range kinds {
+		set[k.scope] = true
 	}
 	return slices.Sorted(maps.Keys(set))
 }()
 
 // scopeAction words what a kind of write does, for scopeMessage.
 func scopeAction(k agent.WriteKind) string {
-	switch k {
-	case agent.DeleteProject:
-		return "delete a project"
-	case agent.DeleteTask:
-		return "delete a task"
+	if a := kinds[k].action; a != "" {
+		return a
 	}
 	return "change your Todoist"
 }

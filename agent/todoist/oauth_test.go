@@ -186,3 +186,22 @@ func TestRevoke(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeErrorNamesTheScope: a write refused for want of a scope is
+// answered with the scope it needs, for every kind (a section delete
+// needs data:delete; it once named none).
+func TestScopeErrorNamesTheScope(t *testing.T) {
+	svc := todoisttest.NewService(t)
+	acct := svc.NewAccount()
+	proj := acct.AddProject(todoisttest.Project{Name: "Home"})
+	sec := acct.AddSection(todoisttest.Section{ProjectID: proj.ID, Name: "Kitchen"})
+	c := todoist.New(acct.Grant("data:read_write"), svc.URL, nil)
+	res, err := c.Apply(t.Context(), []agent.Write{{Kind: agent.DeleteSection, UUID: agent.NewUUID(), ID: sec.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := agent.ErrorMessageOf(res[0].Err)
+	if agent.ErrorCodeOf(res[0].Err) != agent.ErrForbidden || !strings.Contains(msg, "delete a section") || !strings.Contains(msg, "the data:delete permission") {
+		t.Errorf("section delete without data:delete: %s %q, want forbidden, naming what and the scope", agent.ErrorCodeOf(res[0].Err), msg)
+	}
+}

@@ -9,8 +9,10 @@ import (
 )
 
 // Wire types. The REST-style endpoints and /sync name some fields
-// differently (is_shared/shared, order/item_order, tasks/items), so each
-// has its own decoder; only the fields the client maps are declared.
+// differently (is_shared/shared, order/item_order, tasks/items): a REST
+// type embeds its /sync twin and adds only the fields REST alone sends
+// (labels differ in a shared field and keep two types). Only the fields
+// the client maps are declared.
 
 // page is the envelope of every paginated list.
 type page[T any] struct {
@@ -26,19 +28,6 @@ type due struct {
 	Lang        string  `json:"lang"`
 }
 
-// restProject is a project from GET /projects.
-type restProject struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	ParentID     string `json:"parent_id"`
-	ChildOrder   int    `json:"child_order"`
-	InboxProject bool   `json:"inbox_project"`
-	IsShared     bool   `json:"is_shared"`
-	IsArchived   bool   `json:"is_archived"`
-	IsDeleted    bool   `json:"is_deleted"`
-	CreatedAt    string `json:"created_at"`
-}
-
 // syncProject is a project from /sync.
 type syncProject struct {
 	ID           string `json:"id"`
@@ -51,15 +40,12 @@ type syncProject struct {
 	IsDeleted    bool   `json:"is_deleted"`
 }
 
-// restSection is a section from GET /sections.
-type restSection struct {
-	ID           string `json:"id"`
-	ProjectID    string `json:"project_id"`
-	Name         string `json:"name"`
-	SectionOrder int    `json:"section_order"`
-	IsArchived   bool   `json:"is_archived"`
-	IsDeleted    bool   `json:"is_deleted"`
-	AddedAt      string `json:"added_at"`
+// restProject is a project from GET /projects: the /sync fields (REST
+// says is_shared where /sync says shared) and created_at.
+type restProject struct {
+	syncProject
+	IsShared  bool   `json:"is_shared"`
+	CreatedAt string `json:"created_at"`
 }
 
 // syncSection is a section from /sync.
@@ -70,6 +56,13 @@ type syncSection struct {
 	SectionOrder int    `json:"section_order"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
+}
+
+// restSection is a section from GET /sections: the /sync fields and
+// added_at.
+type restSection struct {
+	syncSection
+	AddedAt string `json:"added_at"`
 }
 
 // restLabel is a label from GET /labels.
@@ -87,23 +80,6 @@ type syncLabel struct {
 	IsDeleted bool   `json:"is_deleted"`
 }
 
-// restTask is a task from GET /tasks and /tasks/filter.
-type restTask struct {
-	ID          string   `json:"id"`
-	ProjectID   string   `json:"project_id"`
-	SectionID   string   `json:"section_id"`
-	ParentID    string   `json:"parent_id"`
-	Content     string   `json:"content"`
-	Description string   `json:"description"`
-	Priority    int      `json:"priority"`
-	Labels      []string `json:"labels"`
-	Due         *due     `json:"due"`
-	ChildOrder  int      `json:"child_order"`
-	Checked     bool     `json:"checked"`
-	IsDeleted   bool     `json:"is_deleted"`
-	AddedAt     string   `json:"added_at"`
-}
-
 // syncItem is a task from /sync, where tasks are "items".
 type syncItem struct {
 	ID          string   `json:"id"`
@@ -118,6 +94,13 @@ type syncItem struct {
 	ChildOrder  int      `json:"child_order"`
 	Checked     bool     `json:"checked"`
 	IsDeleted   bool     `json:"is_deleted"`
+}
+
+// restTask is a task from GET /tasks and /tasks/filter: the /sync fields
+// and added_at.
+type restTask struct {
+	syncItem
+	AddedAt string `json:"added_at"`
 }
 
 // restUser is GET /user.
@@ -202,24 +185,12 @@ func labelsOf(ls []string) []string {
 	return ls
 }
 
-func (t restTask) toAgent() agent.Task {
-	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
-		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
-		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
-	setDue(&a, t.Due)
-	return a
-}
-
 func (t syncItem) toAgent() agent.Task {
 	a := agent.Task{ID: t.ID, Content: t.Content, Description: t.Description,
 		ProjectID: t.ProjectID, SectionID: t.SectionID, ParentID: t.ParentID,
 		Priority: fromAPIPriority(t.Priority), Labels: labelsOf(t.Labels)}
 	setDue(&a, t.Due)
 	return a
-}
-
-func (p restProject) toAgent() agent.Project {
-	return agent.Project{ID: p.ID, Name: p.Name, ParentID: p.ParentID, IsInbox: p.InboxProject}
 }
 
 func (p syncProject) toAgent() agent.Project {

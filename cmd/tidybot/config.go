@@ -161,15 +161,6 @@ var (
 	// characters A-Z, a-z, 0-9, _ and - are allowed"
 	// (core.telegram.org/bots/api#setwebhook).
 	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-	// telegramUser is a Telegram user id: a positive integer
-	// (core.telegram.org/bots/api#user); @usernames are not ids.
-	telegramUser = regexp.MustCompile(`^[0-9]+$`)
-	// slackUser is a Slack member id: U… or, on Enterprise Grid, W…
-	// (api.slack.com/changelog/2016-08-11-user-id-format-changes).
-	slackUser = regexp.MustCompile(`^[UW][A-Z0-9]+$`)
-	// slackTeam is a Slack workspace id: T… (the team_id of every event,
-	// docs.slack.dev/apis/events-api/#callback-field).
-	slackTeam = regexp.MustCompile(`^T[A-Z0-9]+$`)
 )
 
 // Validate checks every setting; each problem is one clear line naming
@@ -215,6 +206,40 @@ func (c Config) Validate(serve bool) error {
 	default:
 		bad("TIDYBOT_CONFIRM must be destructive, writes or never, not %q", c.Confirm)
 	}
+	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.validatePlatforms(serve)...)
+	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
+		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
+		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
+	}
+	if strings.TrimSpace(c.DB) == "" {
+		bad("TIDYBOT_DB is empty: name the database file")
+	}
+	if c.PublicURL != "" && !c.TeamMode() { // team mode's stricter check is validateTeam's
+		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
+			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
+		}
+	}
+	if c.SecretKey != "" {
+		if _, err := secretKeys(c.SecretKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RunLinkTTL < 0 {
+		bad("TIDYBOT_RUN_LINK_TTL must be positive, not %s", c.RunLinkTTL)
+	}
+	if serve {
+		errs = append(errs, c.validateServe()...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateLimits checks the numbers and choices that bound a run.
+func (c Config) validateLimits() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, n := range []struct {
 		name string
 		v    int
@@ -240,15 +265,14 @@ func (c Config) Validate(serve bool) error {
 	if c.Temperature < 0 || c.Temperature > 2 {
 		bad("TIDYBOT_TEMPERATURE must be between 0 and 2, not %g", c.Temperature)
 	}
-	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
-		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
-	}
-	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
-		bad("TIDYBOT_LOG_FORMAT must be text or json, not %q", c.LogFormat)
-	}
-	if strings.TrimSpace(c.DB) == "" {
-		bad("TIDYBOT_DB is empty: name the database file")
-	}
+	return errs
+}
+
+// validatePlatforms checks the allowlist and the platforms' settings;
+// serve: that there is a platform to serve, configured completely.
+func (c Config) validatePlatforms(serve bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, u := range c.AllowedUsers {
 		if err := checkAllowedUser(strings.TrimSpace(u), c.TeamMode()); err != nil {
 			errs = append(errs, err)
@@ -278,69 +302,54 @@ func (c Config) Validate(serve bool) error {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
 	}
-	if c.PublicURL != "" && !c.TeamMode() { // team mode's stricter check is validateTeam's
-		if p, err := url.Parse(c.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" {
-			bad("TIDYBOT_PUBLIC_URL must be the http(s) address of serve, e.g. https://tidybot.example.com, not %q", c.PublicURL)
-		}
-	}
-	if c.SecretKey != "" {
-		if _, err := secretKeys(c.SecretKey); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.RunLinkTTL < 0 {
-		bad("TIDYBOT_RUN_LINK_TTL must be positive, not %s", c.RunLinkTTL)
-	}
 	if serve {
-		if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
-			bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
-		}
-		if c.MetricsAddr != "" {
-			if err := checkAddr(c.MetricsAddr); err != nil {
-				bad("TIDYBOT_METRICS_ADDR must be host:port, or empty to turn /metrics off, not %q", c.MetricsAddr)
-			} else if c.MetricsAddr == c.HTTPAddr {
-				bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
-			}
-		}
 		if c.TelegramHook != "" && c.TelegramWebhookSecret == "" {
 			errs = append(errs, errors.New("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is not: webhook requests could not be checked"))
 		}
 		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigningSecret == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
 		}
-		if c.TelegramToken == "" && c.SlackBotToken == "" && !c.HTTPOnly {
+		if !slices.ContainsFunc(platforms, func(p platform) bool { return p.on(c) }) && !c.HTTPOnly {
 			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
 				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
-// checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry: an entry that
-// can never match a real id is refused, with the form it should take.
-func checkAllowedUser(u string, team bool) error {
-	p, id, ok := strings.Cut(u, ":")
-	switch {
-	case u == "telegram:*" && team:
-		return nil
-	case u == "telegram:*":
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET), where each person uses their own Todoist", u)
-	case p == "slack" && strings.HasPrefix(id, "team:"):
-		if !slackTeam.MatchString(strings.TrimPrefix(id, "team:")) {
-			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack workspace ids look like T0ABC123 (slack:team:T0ABC123)", u)
-		}
-		if !team {
-			return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET): in personal mode the whole workspace would use your one Todoist; list member ids instead", u)
-		}
-		return nil
-	case !ok || id == "" || (p != "telegram" && p != "slack"):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not telegram:<user id> or slack:<user id>", u)
-	case p == "telegram" && !telegramUser.MatchString(id):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Telegram user ids are numeric (e.g. telegram:123456, not a @username); the bot tells an unknown user their id", u)
-	case p == "slack" && !slackUser.MatchString(id):
-		return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q can never match: Slack member ids look like U0ABC123 or W0ABC123 (profile → ⋮ → Copy member ID)", u)
+// validateServe checks serve's addresses.
+func (c Config) validateServe() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := checkAddr(c.HTTPAddr); err != nil || c.HTTPAddr == "" {
+		bad("TIDYBOT_HTTP_ADDR must be host:port or :port, not %q", c.HTTPAddr)
 	}
-	return nil
+	if c.MetricsAddr != "" {
+		if err := checkAddr(c.MetricsAddr); err != nil {
+			bad("TIDYBOT_METRICS_ADDR must be host:port, or empty to turn /metrics off, not %q", c.MetricsAddr)
+		} else if c.MetricsAddr == c.HTTPAddr {
+			bad("TIDYBOT_METRICS_ADDR must differ from TIDYBOT_HTTP_ADDR: /metrics is kept off the webhook port")
+		}
+	}
+	return errs
+}
+
+// checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry by its
+// platform's rule (each adapter's AllowedID): an entry that can never
+// match a real id is refused, with the form it should take.
+func checkAllowedUser(u string, team bool) error {
+	name, id, _ := strings.Cut(u, ":")
+	var forms []string
+	for _, p := range platforms {
+		if p.name == name && id != "" {
+			if err := p.allow(id, team); err != nil {
+				return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q %w", u, err)
+			}
+			return nil
+		}
+		forms = append(forms, p.name+":<user id>")
+	}
+	return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not %s", u, strings.Join(forms, " or "))
 }
 
 // checkTelegramURL refuses a TELEGRAM_API_URL that would break the

@@ -18,8 +18,6 @@ import (
 
 	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/console"
-	"github.com/tidybot/tidybot/adapters/slack"
-	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/todoist"
@@ -412,39 +410,12 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	mux := srv.Mux()
-	errc := make(chan error, 5) // one per goroutine below: none blocks
-	var tg *telegram.Adapter
-	var sl *slack.Adapter
-	if cfg.TelegramToken != "" {
-		tg, err = telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-			WebhookSecret: cfg.TelegramWebhookSecret, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
-		if err != nil {
-			return err
-		}
-		if err := tg.Setup(ctx); err != nil {
-			return err
-		}
-		b.AddPlatform(tg)
-		if cfg.TelegramHook != "" {
-			mux.Handle("POST /telegram/webhook", tg.WebhookHandler(b))
-		}
-		log.Info("telegram ready", slog.Bool("webhook", cfg.TelegramHook != ""))
+	errc := make(chan error, 5+len(platforms)) // one per goroutine below: none blocks
+	adapters, err := m.openAdapters(ctx, cfg, log, b, mux)
+	if err != nil {
+		return err
 	}
-	if cfg.SlackBotToken != "" {
-		sl, err = slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
-			Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
-		if err != nil {
-			return err
-		}
-		b.AddPlatform(sl)
-		if cfg.SlackSigningSecret != "" {
-			if err := sl.Routes(mux, b); err != nil {
-				return err
-			}
-			log.Info("slack Events API ready: /slack/events, /slack/commands, /slack/interactivity")
-		}
-	}
-	if cfg.TelegramToken == "" && cfg.SlackBotToken == "" {
+	if len(adapters) == 0 {
 		log.Warn("TIDYBOT_HTTP_ONLY=true and no platform token: serving only the HTTP routes (run pages, /healthz; /metrics on TIDYBOT_METRICS_ADDR)")
 	}
 	if err := b.Start(ctx); err != nil {
@@ -453,17 +424,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if m.Ready != nil {
 		m.Ready(b)
 	}
-	if sl != nil && cfg.SlackAppToken != "" {
+	for _, a := range adapters {
 		go func() {
-			if err := sl.RunSocketMode(ctx, b); err != nil {
-				errc <- err
-			}
-		}()
-		log.Info("slack Socket Mode started")
-	}
-	if tg != nil && cfg.TelegramHook == "" {
-		go func() {
-			if err := tg.Poll(ctx, b); err != nil {
+			if err := a.Run(ctx, b); err != nil {
 				errc <- err
 			}
 		}()

@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidybot/tidybot/adapters/telegram"
 )
 
 // TestSlackManifestsAreGenerated: the manifests in deploy/ are what
@@ -37,5 +42,25 @@ func TestSlackManifestRefusesABadAddress(t *testing.T) {
 		if err == nil || out.Len() != 0 {
 			t.Errorf("slack-manifest %v: %v, printed %q", args, err, out.String())
 		}
+	}
+}
+
+// updateTelegramCommands rewrites deploy/telegram-commands.txt from the
+// bot's commands.
+var updateTelegramCommands = flag.Bool("update-telegram-commands", false, "rewrite deploy/telegram-commands.txt")
+
+// TestTelegramCommandsAreGenerated: the list deploy/telegram-commands.txt
+// gives BotFather (/setcommands) is the one the adapter registers with
+// setMyCommands in personal mode, made from the bot's commands.
+func TestTelegramCommandsAreGenerated(t *testing.T) {
+	const file = "deploy/telegram-commands.txt"
+	want := telegram.BotFatherList(false)
+	if *updateTelegramCommands {
+		if err := os.WriteFile(filepath.Join(root, file), []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readRepoFile(t, file); got != want {
+		t.Errorf("%s is not the bot's command list; regenerate it with\n  go test ./cmd/tidybot -run TestTelegramCommandsAreGenerated -update-telegram-commands\ngot:\n%s\nwant:\n%s", file, got, want)
 	}
 }

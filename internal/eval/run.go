@@ -241,22 +241,12 @@ type written struct {
 	what    string // `deleted "Buy milk"`
 }
 
-var verbs = map[agent.WriteKind]string{
-	agent.AddProject: "created project", agent.AddSection: "created section", agent.AddLabel: "created label",
-	agent.AddTask: "added", agent.UpdateTask: "updated", agent.MoveTask: "moved", agent.CloseTask: "completed",
-	agent.ReopenTask: "reopened", agent.DeleteTask: "deleted", agent.DeleteProject: "deleted project", agent.DeleteSection: "deleted section",
-	agent.RestoreOccurrence: "restored",
-}
-
 // Apply implements agent.Tasks.
 func (r *recorder) Apply(ctx context.Context, writes []agent.Write) ([]agent.WriteResult, error) {
 	r.mu.Lock()
 	for _, wr := range writes {
 		x := written{kind: wr.Kind}
-		verb := verbs[wr.Kind]
-		if verb == "" {
-			verb = string(wr.Kind)
-		}
+		verb := todoist.Verb(wr.Kind)
 		switch {
 		case wr.Kind == agent.DeleteProject:
 			name := wr.ID

@@ -28,8 +28,9 @@ var allowed = map[string][]string{
 	"adapters/telegram/telegramtest": {},
 	"internal/sim":                   {"agent", "agent/openai/openaitest", "internal/eval"},
 	"internal/eval":                  {"agent", "agent/todoist", "agent/todoist/todoisttest", "bot"},
-	"agent/todoist/todoisttest":      {"agent"},
-	"agent/openai/openaitest":        {"agent"},
+	"agent/todoist/todoisttest":      {"agent", "internal/directhttp"},
+	"agent/openai/openaitest":        {"agent", "internal/directhttp"},
+	"internal/directhttp":            {},
 	"inspector":                      {"bot", "agent"},
 	// Team mode: the Connect flow on the Todoist OAuth client, and its
 	// crypto (the standard library's); no adapter, no store.

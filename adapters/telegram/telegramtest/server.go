@@ -154,15 +154,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		reply(w, map[string]any{"id": BotUserID, "is_bot": true, "first_name": "tidybot", "username": BotUserName,
 			"can_join_groups": true, "can_read_all_group_messages": all, "supports_inline_queries": false})
-	case "deleteWebhook", "setMyCommands", "sendChatAction":
-		s.mu.Lock()
-		if method == "setMyCommands" {
-			s.commands = f.Get("commands")
+	case "setMyCommands":
+		if desc := checkCommands(f.Get("commands")); desc != "" {
+			fail(w, http.StatusBadRequest, desc, 0)
+			return
 		}
+		s.mu.Lock()
+		s.commands = f.Get("commands")
 		s.mu.Unlock()
 		reply(w, true)
 	case "getWebhookInfo":
 		s.webhookInfo(w)
+	case "deleteWebhook", "sendChatAction":
+		reply(w, true)
 	case "setWebhook":
 		s.mu.Lock()
 		s.webhook = map[string]string{"url": f.Get("url"), "secret_token": f.Get("secret_token"), "allowed_updates": f.Get("allowed_updates")}
@@ -599,6 +603,39 @@ func (s *Server) Webhook() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.webhook
+}
+
+// checkCommands checks a setMyCommands list as Telegram does
+// (core.telegram.org/bots/api#botcommand: a command is 1-32 characters,
+// only lowercase English letters, digits and underscores; a description
+// 1-256 characters; core.telegram.org/bots/api#setmycommands: at most
+// 100 commands) and returns the error description Telegram gives, or "".
+// Telegram answers a bad command "Bad Request: BOT_COMMAND_INVALID"
+// (tdlib/telegram-bot-api#98, from its maintainer) and an empty
+// description "Bad Request: command description must be non-empty"
+// (williamhorning/lightning#87).
+func checkCommands(raw string) string {
+	var cmds []struct {
+		Command     string `json:"command"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal([]byte(raw), &cmds); err != nil {
+		return "Bad Request: can't parse commands JSON object"
+	}
+	if len(cmds) > 100 {
+		return "Bad Request: too many commands specified"
+	}
+	for _, c := range cmds {
+		if len(c.Command) == 0 || len(c.Command) > 32 || strings.TrimLeft(c.Command, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+			return "Bad Request: BOT_COMMAND_INVALID"
+		}
+		if n := len([]rune(c.Description)); n == 0 {
+			return "Bad Request: command description must be non-empty"
+		} else if n > 256 {
+			return "Bad Request: command description is too long"
+		}
+	}
+	return ""
 }
 
 // Commands returns the JSON of the last setMyCommands call.

@@ -87,6 +87,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tidybot/tidybot/internal/directhttp"
 )
 
 // Server is a fake OpenAI chat-completions API.
@@ -217,29 +219,7 @@ func (s *Server) Handler() http.Handler { return s }
 // bubble, where real network I/O is not allowed, the client then runs on
 // the bubble's fake clock (injected latency included).
 func (s *Server) DirectClient() *http.Client {
-	return &http.Client{Transport: directTransport{s}}
-}
-
-type directTransport struct{ h http.Handler }
-
-func (t directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := req.Context().Err(); err != nil {
-		return nil, err
-	}
-	r := req.Clone(req.Context())
-	if r.Body == nil {
-		r.Body = http.NoBody
-	}
-	r.RequestURI = req.URL.RequestURI()
-	r.RemoteAddr = "192.0.2.1:1234"
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	if err := req.Context().Err(); err != nil {
-		return nil, err
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
+	return directhttp.Client(s)
 }
 
 // SetLatency changes the delay of every answer (see WithLatency).

@@ -28,6 +28,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/tasks/{id}", s.getTask)
 	m.HandleFunc("GET /api/v1/sections", s.listSections)
 	m.HandleFunc("GET /api/v1/labels", s.listLabels)
+	m.HandleFunc("GET /api/v1/comments", s.listComments)
 	m.HandleFunc("GET /api/v1/user", s.getUser)
 	m.HandleFunc("POST /api/v1/sync", s.sync)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

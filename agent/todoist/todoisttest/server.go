@@ -11,11 +11,13 @@
 //     Inbox project (inbox_project: true);
 //   - GET /projects, /projects/{id}, /tasks (project_id, section_id,
 //     parent_id, label, ids), /tasks/filter?query=, /tasks/{id},
-//     /sections?project_id=, /labels, /user, all lists paginated with
-//     opaque cursors (limit default 50, max 200, 400 above);
+//     /sections?project_id=, /labels, /comments?task_id=|project_id=,
+//     /user, all lists paginated with opaque cursors (limit default 50,
+//     max 200, 400 above);
 //   - POST /sync with a JSON or a form-encoded body: reads by resource_types
-//     (projects, sections, labels, items, user, or "all"; "-x" excludes),
-//     a full sync for "*", an incremental one for an earlier token, and
+//     (projects, sections, labels, items, notes, user, or "all"; "-x"
+//     excludes), a full sync for "*", an incremental one for an earlier
+//     token, and
 //     writes: commands applied in order, uuid dedupe across requests (a
 //     re-sent uuid is "ok" without temp_id_mapping), temp_id mapping,
 //     per-command errors with HTTP 200 and /sync error tags, 400 above 100
@@ -37,7 +39,8 @@
 // carries a recurrence). "Today" is the user's day in their time zone
 // (WithTimezone; /user's tz_info). item_update_date_complete completes one
 // occurrence of a recurring task, or with is_forward 0 goes back to the
-// occurrence it names.
+// occurrence it names. Comments ("notes" on /sync) are added with
+// note_add on a task (item_id) or a project and removed with note_delete.
 //
 // Error codes and tags that Todoist does not document (plan limits,
 // unknown commands, bad dates) are plausible stand-ins.
@@ -67,6 +70,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/internal/directhttp"
 )
 
 // DefaultToken is the token a Server accepts unless WithToken says
@@ -244,29 +249,7 @@ func (s *Server) Handler() http.Handler { return s }
 // bubble, where real network I/O is not allowed, the client then runs on
 // the bubble's fake clock (injected latency included).
 func (s *Server) DirectClient() *http.Client {
-	return &http.Client{Transport: directTransport{s}}
-}
-
-type directTransport struct{ h http.Handler }
-
-func (t directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := req.Context().Err(); err != nil {
-		return nil, err
-	}
-	r := req.Clone(req.Context())
-	if r.Body == nil {
-		r.Body = http.NoBody
-	}
-	r.RequestURI = req.URL.RequestURI()
-	r.RemoteAddr = "192.0.2.1:1234"
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	if err := req.Context().Err(); err != nil {
-		return nil, err
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
+	return directhttp.Client(s)
 }
 
 // FailNext makes the next n requests to path answer f instead of being

@@ -80,7 +80,8 @@ type State struct {
 	Sections []Section
 	Labels   []Label
 	// Tasks holds open and completed tasks.
-	Tasks []Task
+	Tasks    []Task
+	Comments []Comment
 }
 
 func (t Task) clone() Task {
@@ -98,11 +99,13 @@ type store struct {
 	sections []*Section
 	labels   []*Label
 	tasks    []*Task
+	comments []*Comment
 
 	projectByID map[string]*Project
 	sectionByID map[string]*Section
 	labelByID   map[string]*Label
 	taskByID    map[string]*Task
+	commentByID map[string]*Comment
 
 	inboxID string
 	userID  string
@@ -125,6 +128,7 @@ func newStore() store {
 		sectionByID: map[string]*Section{},
 		labelByID:   map[string]*Label{},
 		taskByID:    map[string]*Task{},
+		commentByID: map[string]*Comment{},
 		done:        map[string]doneCommand{},
 		applied:     map[string]int{},
 	}
@@ -204,12 +208,14 @@ func (st *store) subprojects(id string) map[string]bool {
 	return ids
 }
 
-// deleteTasks removes the tasks whose ids are in ids.
+// deleteTasks removes the tasks whose ids are in ids, with their
+// comments.
 func (st *store) deleteTasks(ids map[string]bool) {
 	st.tasks = slices.DeleteFunc(st.tasks, func(t *Task) bool { return ids[t.ID] })
 	for id := range ids {
 		delete(st.taskByID, id)
 	}
+	st.deleteComments(func(c *Comment) bool { return ids[c.TaskID] })
 }
 
 // deleteProjects removes the projects in ids with their sections and tasks.
@@ -229,6 +235,7 @@ func (st *store) deleteProjects(ids map[string]bool) {
 		}
 	}
 	st.deleteTasks(tasks)
+	st.deleteComments(func(c *Comment) bool { return ids[c.ProjectID] })
 	for id := range ids {
 		delete(st.projectByID, id)
 	}
@@ -261,6 +268,10 @@ func (st *store) snapshot() State {
 	s.Tasks = make([]Task, len(st.tasks))
 	for i, t := range st.tasks {
 		s.Tasks[i] = t.clone()
+	}
+	s.Comments = make([]Comment, len(st.comments))
+	for i, c := range st.comments {
+		s.Comments[i] = *c
 	}
 	return s
 }

@@ -217,6 +217,11 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 			resp[r] = changes(st.Tasks, since, func(was *State) []Task { return was.Tasks },
 				func(t Task) string { return t.ID }, func(t Task) bool { return t.Checked },
 				func(t Task) any { return s.syncItem(&t) })
+		case "notes":
+			// Task comments; a project's are "project_notes".
+			resp[r] = changes(taskComments(st.Comments), since, func(was *State) []Comment { return taskComments(was.Comments) },
+				func(c Comment) string { return c.ID }, func(Comment) bool { return false },
+				func(c Comment) any { return s.commentJSON(&c) })
 		case "user":
 			resp[r] = s.userJSON()
 		case "user_plan_limits":
@@ -426,6 +431,7 @@ func (s *Server) notFound(kind, id string) *apiError {
 		"Project": {"PROJECT_NOT_FOUND", "Project not found", 21},
 		"Section": {"SECTION_NOT_FOUND", "Section not found", 23},
 		"Label":   {"LABEL_NOT_FOUND", "Label not found", 24},
+		"Comment": {"NOTE_NOT_FOUND", "Note not found", 25},
 	}[kind]
 	return s.newError(http.StatusNotFound, e.code, e.tag, e.msg, nil)
 }
@@ -916,6 +922,9 @@ func (s *Server) exec(typ string, a *cmdArgs) (string, *apiError) {
 		}
 		s.st.deleteTasks(ids)
 		return "", nil
+	}
+	if id, e, ok := s.execNote(typ, a); ok {
+		return id, e
 	}
 	return "", s.newError(http.StatusBadRequest, 20, "INVALID_ARGUMENT_VALUE", "Unknown command "+typ, map[string]any{"argument": "type"})
 }

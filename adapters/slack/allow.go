@@ -1,0 +1,39 @@
+package slack
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+var _ bot.AllowRule = AllowedID
+
+var (
+	// memberID is a Slack member id: U… or, on Enterprise Grid, W…
+	// (api.slack.com/changelog/2016-08-11-user-id-format-changes).
+	memberID = regexp.MustCompile(`^[UW][A-Z0-9]+$`)
+	// teamID is a Slack workspace id: T… (the team_id of every event,
+	// docs.slack.dev/apis/events-api/#callback-field).
+	teamID = regexp.MustCompile(`^T[A-Z0-9]+$`)
+)
+
+// AllowedID is Slack's rule for the id of a TIDYBOT_ALLOWED_USERS entry:
+// a member id ("slack:U0ABC123"), or in team mode a whole workspace
+// ("slack:team:T0ABC123"; the adapter sets Incoming.TeamID).
+func AllowedID(id string, team bool) error {
+	if ws, ok := strings.CutPrefix(id, "team:"); ok {
+		if !teamID.MatchString(ws) {
+			return errors.New("can never match: Slack workspace ids look like T0ABC123 (slack:team:T0ABC123)")
+		}
+		if !team {
+			return errors.New("is for team mode only (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET): in personal mode the whole workspace would use your one Todoist; list member ids instead")
+		}
+		return nil
+	}
+	if !memberID.MatchString(id) {
+		return errors.New("can never match: Slack member ids look like U0ABC123 or W0ABC123 (profile → ⋮ → Copy member ID)")
+	}
+	return nil
+}
