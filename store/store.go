@@ -6,7 +6,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/cipher"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -147,7 +146,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("restrict database %s to its owner (TIDYBOT_DB): %w", path, err)
 	}
-	s := &Store{db: db, path: path, keys: &keyring{now: o.now, opened: map[string]cipher.AEAD{}}}
+	s := &Store{db: db, path: path, keys: &keyring{now: o.now}}
 	if o.bolt.ReadOnly {
 		err = s.check(o.secrets)
 	} else {
