@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent", "store/seal"},
 	"store/seal":                     {},
+	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"adapters/console":               {"bot", "agent"},
 	"adapters/slack":                 {"bot", "agent"},
 	"adapters/slack/slacktest":       {},
