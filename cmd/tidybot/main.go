@@ -80,7 +80,7 @@ type Main struct {
 	registry  *prometheus.Registry
 	metrics   *metrics
 	redact    *agent.Redactor
-	store     *store.Store
+	store     appStore
 	// link makes a run's Details address (nil: no links); see inspect.
 	link   func(*bot.Run) string
 	signer *inspector.Signer
@@ -135,6 +135,7 @@ Usage:
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
+  tidybot migrate   bring the PostgreSQL schema at TIDYBOT_DATABASE_URL to this version
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -194,6 +195,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "runs" {
 		return m.runs(ctx, *cfg, m.Args[1:])
 	}
+	if cmd == "migrate" {
+		return m.migrate(ctx, *cfg)
+	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
 	}
@@ -242,11 +246,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if err != nil {
 		return nil, err
 	}
-	sopts, err := storeOptions(cfg)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(cfg.DB, sopts...)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

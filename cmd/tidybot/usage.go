@@ -42,7 +42,8 @@ with one line saying why (for container health checks).
 		fs.Usage()
 		return nil
 	},
-	"runs": text(runsUsage),
+	"runs":    text(runsUsage),
+	"migrate": text(migrateUsage),
 	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
 
 Prints the Slack app manifest for this build of tidybot: its slash
@@ -66,7 +67,7 @@ func text(s string) func(io.Writer) error {
 // any setting is read.
 func checkArgs(cmd string, args []string) error {
 	switch cmd {
-	case "chat", "serve", "health":
+	case "chat", "serve", "health", "migrate":
 		if len(args) > 0 {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
 		}

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"store":                          {"bot", "agent", "store/seal"},
 	"store/seal":                     {},
 	"store/postgres":                 {"bot", "agent", "store/seal"},
+	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
 	"adapters/slack":                 {"bot", "agent"},
 	"adapters/slack/slacktest":       {},

@@ -2,62 +2,15 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
-
-// defaultTestURL is the database the development and CI machines run.
-const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-// testURL returns the URL of a schema of its own for t (dropped at its
-// end), or skips t, saying why, when no PostgreSQL answers.
-func testURL(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv("TIDYBOT_TEST_DATABASE_URL")
-	if base == "" {
-		base = defaultTestURL
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Skipf("no PostgreSQL at TIDYBOT_TEST_DATABASE_URL (default %s): %v", defaultTestURL, err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "tidybot_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		_ = conn.Close(ctx)
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		_ = conn.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // openTest opens a store on a schema of its own, closed at t's end.
 func openTest(t testing.TB, opts ...Option) (*Store, string) {
 	t.Helper()
-	u := testURL(t)
+	u := pgtest.URL(t)
 	s, err := Open(context.Background(), u, opts...)
 	if err != nil {
 		t.Fatal(err)

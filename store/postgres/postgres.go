@@ -81,6 +81,8 @@ const migrateLock = 0x7469647962 // "tidyb"
 type Store struct {
 	pool *pgxpool.Pool
 	keys *keyring
+	// applied lists the migrations Open applied.
+	applied []int
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -144,8 +146,11 @@ func (s *Store) open(ctx context.Context, o *options) error {
 		if v != SchemaVersion() {
 			return fmt.Errorf("store: the database at %s has schema version %d, this tidybot %d: run tidybot migrate", s.where(), v, SchemaVersion())
 		}
-	} else if _, err := s.Migrate(ctx); err != nil {
-		return err
+	} else {
+		var err error
+		if s.applied, err = s.Migrate(ctx); err != nil {
+			return err
+		}
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
 }
@@ -155,6 +160,9 @@ func (s *Store) where() string {
 	c := s.pool.Config().ConnConfig
 	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
 }
+
+// Applied returns the versions of the migrations Open applied.
+func (s *Store) Applied() []int { return s.applied }
 
 // Close closes the pool.
 func (s *Store) Close() error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
 func TestMigrationsAreNumberedAndEmbedded(t *testing.T) {
@@ -42,7 +43,7 @@ func TestSchemaVersionChecks(t *testing.T) {
 
 func TestReadOnlyOpenRefusesAnEmptyDatabase(t *testing.T) {
 	t.Parallel()
-	u := testURL(t)
+	u := pgtest.URL(t)
 	_, err := Open(context.Background(), u, WithoutMigrate())
 	if err == nil || !strings.Contains(err.Error(), "tidybot migrate") {
 		t.Fatalf("WithoutMigrate on an empty database: %v", err)
