@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,13 +68,53 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // (or an overwrite) left on free pages cannot be opened any more.
 func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error) {
 	var n bot.Pruned
-	var threads [][]byte
-	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
+	var err error
+	if n.Messages, err = s.pruneMessages(ctx, before); err != nil {
 		return n, fmt.Errorf("store: prune: %w", err)
 	}
-	// Messages are appended in time order: each thread's are deleted
-	// from its first up to the first kept, several threads to a
-	// transaction (most have a few old messages each).
+	var old [][]byte
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(id, v []byte) error {
+			r, err := s.decodeRun(tx, v)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			if !busy(r) && r.Updated.Before(before) {
+				old = append(old, bytes.Clone(id))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return n, fmt.Errorf("store: prune: %w", err)
+	}
+	runs, audit, err := s.deleteRuns(ctx, old, func(r *bot.Run) bool { return !busy(r) && r.Updated.Before(before) })
+	n.Runs, n.Audit = runs, audit
+	if err != nil {
+		return n, fmt.Errorf("store: prune runs: %w", err)
+	}
+	if err := s.prunePending(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune pending requests: %w", err)
+	}
+	if err := s.pruneSnapshots(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune snapshots: %w", err)
+	}
+	if err := s.pruneKeys(ctx, before); err != nil {
+		return n, fmt.Errorf("store: prune data keys: %w", err)
+	}
+	return n, nil
+}
+
+// pruneMessages deletes the messages sent before t. Messages are
+// appended in time order: each thread's are deleted from its first up
+// to the first kept, several threads to a transaction (most have a few
+// old messages each).
+func (s *Store) pruneMessages(ctx context.Context, before time.Time) (int, error) {
+	var threads [][]byte
+	if err := s.view(ctx, func(tx *bolt.Tx) error { threads = keys(tx.Bucket(bucketMessages)); return nil }); err != nil {
+		return 0, err
+	}
+	total := 0
 	for ti := 0; ti < len(threads); {
 		var done, next int
 		err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -112,45 +151,15 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 			return nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("store: prune: %w", err)
+			return total, err
 		}
 		if onBatch != nil {
 			onBatch(done)
 		}
-		n.Messages += done
+		total += done
 		ti = next
 	}
-	var old [][]byte
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).ForEach(func(id, v []byte) error {
-			r, err := s.decodeRun(tx, v)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", id, err)
-			}
-			if !busy(r) && r.Updated.Before(before) {
-				old = append(old, bytes.Clone(id))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return n, fmt.Errorf("store: prune: %w", err)
-	}
-	runs, audit, err := s.deleteRuns(ctx, old, func(r *bot.Run) bool { return !busy(r) && r.Updated.Before(before) })
-	n.Runs, n.Audit = runs, audit
-	if err != nil {
-		return n, fmt.Errorf("store: prune runs: %w", err)
-	}
-	if err := s.prunePending(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune pending requests: %w", err)
-	}
-	if err := s.pruneSnapshots(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune snapshots: %w", err)
-	}
-	if err := s.pruneKeys(ctx, before); err != nil {
-		return n, fmt.Errorf("store: prune data keys: %w", err)
-	}
-	return n, nil
+	return total, nil
 }
 
 // deleteRuns deletes the runs ids that still pass doomed, in batches;
@@ -482,89 +491,6 @@ func (s *Store) prunePending(ctx context.Context, before time.Time) error {
 	return nil
 }
 
-// deletePending deletes a pending request and destroys its keys.
-func (s *Store) deletePending(tx *bolt.Tx, key string) error {
-	if err := tx.Bucket(bucketSettings).Delete([]byte(key)); err != nil {
-		return err
-	}
-	return s.keys.destroyScope(tx, key)
-}
-
-// setPending stores a pending request sealed with a key of its own,
-// destroying the key of the one it replaces; "" deletes it.
-func (s *Store) setPending(tx *bolt.Tx, key, value string) error {
-	if err := s.deletePending(tx, key); err != nil || value == "" {
-		return err
-	}
-	return s.putSealed(tx, tx.Bucket(bucketSettings), []byte(key), key, value)
-}
-
-func isPending(key string) bool { return strings.HasPrefix(key, scopePending) }
-
-// LoadSnapshot implements todoist.SnapshotStore.
-func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
-	var out []byte
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		raw := tx.Bucket(bucketSnapshots).Get([]byte(key))
-		if raw == nil {
-			return nil
-		}
-		pt, err := s.keys.open(tx, raw)
-		out = bytes.Clone(pt)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: load snapshot: %w", err)
-	}
-	return out, nil
-}
-
-// SaveSnapshot implements todoist.SnapshotStore: the snapshot is sealed
-// with its account's key, and the time is kept for retention (Prune
-// deletes a snapshot not saved for that long).
-func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		sealed, err := s.keys.seal(tx, scopeSnapshot+key, data)
-		if err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketSnapshots).Put([]byte(key), sealed); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketSnapshotUsed).Put([]byte(key), u64(uint64(s.keys.now().UnixNano())))
-	})
-	if err != nil {
-		return fmt.Errorf("store: save snapshot: %w", err)
-	}
-	return nil
-}
-
-// DeleteSnapshot deletes an account's snapshot and destroys its keys
-// (team mode's /disconnect).
-func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return s.deleteSnapshot(tx, []byte(key)) })
-	if err != nil {
-		return fmt.Errorf("store: delete snapshot: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) deleteSnapshot(tx *bolt.Tx, key []byte) error {
-	if err := tx.Bucket(bucketSnapshots).Delete(key); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bucketSnapshotUsed).Delete(key); err != nil {
-		return err
-	}
-	return s.keys.destroyScope(tx, scopeSnapshot+string(key))
-}
-
 // pruneSnapshots deletes the snapshots last saved before t. A snapshot
 // saved before its time was kept (a file of schema version 2) counts
 // from its migration.
@@ -597,75 +523,26 @@ func (s *Store) pruneSnapshots(ctx context.Context, before time.Time) error {
 	return nil
 }
 
-// sealValues (version 2 to 3) seals every value written in plaintext
-// before, so that deleting it later shreds it too. (What earlier
-// deletions left on free pages stays there: see docs, "Data kept".)
-func (s *Store) sealValues(tx *bolt.Tx) error {
-	type put struct {
-		l     loc
-		scope string
+// PruneEvents implements bot.Store.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	var puts []put
-	var failed error
-	now := u64(uint64(s.keys.now().UnixNano()))
-	allValues(tx, func(l loc, v []byte) {
-		if failed != nil || sealedKeyID(v) != nil {
-			return
-		}
-		scope, err := s.scopeOf(tx, l, v)
-		if err != nil {
-			failed = fmt.Errorf("%s %x: %w", l.top, l.key, err)
-			return
-		}
-		puts = append(puts, put{loc{l.top, bytes.Clone(l.nested), bytes.Clone(l.key)}, scope})
-	})
-	if failed != nil {
-		return failed
-	}
-	for _, p := range puts {
-		b := tx.Bucket(p.l.top)
-		if p.l.nested != nil {
-			b = b.Bucket(p.l.nested)
-		}
-		sealed, err := s.keys.seal(tx, p.scope, bytes.Clone(b.Get(p.l.key)))
-		if err != nil {
-			return err
-		}
-		if err := b.Put(p.l.key, sealed); err != nil {
-			return err
-		}
-		if bytes.Equal(p.l.top, bucketSnapshots) {
-			if err := tx.Bucket(bucketSnapshotUsed).Put(p.l.key, now); err != nil {
-				return err
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketEvents).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune events: %w", err)
 	}
-	return nil
-}
-
-// scopeOf is the scope of a plaintext value at l.
-func (s *Store) scopeOf(tx *bolt.Tx, l loc, v []byte) (string, error) {
-	var owner struct {
-		ThreadKey string `json:"thread_key"`
-	}
-	switch {
-	case bytes.Equal(l.top, bucketMessages):
-		return string(l.nested), nil
-	case bytes.Equal(l.top, bucketOutbox):
-		return scopeOutbox, nil
-	case bytes.Equal(l.top, bucketSnapshots):
-		return scopeSnapshot + string(l.key), nil
-	case bytes.Equal(l.top, bucketSettings):
-		return string(l.key), nil
-	case bytes.Equal(l.top, bucketTranscripts):
-		raw := tx.Bucket(bucketRuns).Get(l.key)
-		if raw == nil {
-			return "", fmt.Errorf("the transcript of run %s has no run", l.key)
-		}
-		v = raw
-	}
-	if err := s.decodeSealed(tx, v, &owner); err != nil {
-		return "", err
-	}
-	return owner.ThreadKey, nil
+	return n, nil
 }

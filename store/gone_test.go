@@ -128,28 +128,6 @@ func TestDeletionTransactionsAreBounded(t *testing.T) {
 	}
 }
 
-// A pending request (a person not yet connected) is pruned with
-// retention: it was kept for ever.
-func TestPrunePendingRequests(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	for k, at := range map[string]time.Time{"pending:telegram:1": t0, "pending:telegram:2": t0.Add(48 * time.Hour)} {
-		raw := fmt.Sprintf(`{"platform":"telegram","text":"file it","at":%q}`, at.Format(time.RFC3339))
-		if err := s.SetSetting(ctx, k, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Prune(ctx, t0.Add(24*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := s.Setting(ctx, "pending:telegram:1"); err == nil && v != "" {
-		t.Errorf("a request older than retention is kept: %s", v)
-	}
-	if v, err := s.Setting(ctx, "pending:telegram:2"); err != nil || v == "" {
-		t.Errorf("a recent request was pruned: %q, %v", v, err)
-	}
-}
-
 // BenchmarkPruneWriterWait is a retention prune of 20,000 messages and
 // 2,000 runs (3 journal entries each) while another conversation keeps
 // committing messages: max-commit-wait-ms is the longest one of those

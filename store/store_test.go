@@ -3,13 +3,11 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +17,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
 )
 
@@ -35,180 +32,6 @@ func open(t testing.TB) (*Store, string) {
 }
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-
-func TestEvents(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	for _, tt := range []struct {
-		key  string
-		at   time.Time
-		want bool
-	}{
-		{"telegram:1", t0, true},
-		{"telegram:1", t0.Add(time.Minute), false},
-		{"slack:Ev1", t0.Add(2 * time.Hour), true},
-	} {
-		got, err := s.MarkEvent(ctx, tt.key, tt.at)
-		if err != nil || got != tt.want {
-			t.Errorf("MarkEvent(%s) = %v, %v; want %v", tt.key, got, err, tt.want)
-		}
-	}
-	n, err := s.PruneEvents(ctx, t0.Add(time.Hour))
-	if err != nil || n != 1 {
-		t.Fatalf("pruned %d (%v), want 1", n, err)
-	}
-	if fresh, _ := s.MarkEvent(ctx, "telegram:1", t0); !fresh {
-		t.Error("a pruned key is still known")
-	}
-}
-
-func TestMarkEventConcurrentlyOnce(t *testing.T) {
-	s, _ := open(t)
-	var fresh atomic.Int32
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := s.MarkEvent(t.Context(), "slack:same", t0)
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				fresh.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if fresh.Load() != 1 {
-		t.Errorf("%d goroutines saw the key as new, want 1", fresh.Load())
-	}
-}
-
-func TestThreadsAndMessages(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	if _, err := s.Thread(ctx, "console:local:"); !errors.Is(err, bot.ErrNotFound) {
-		t.Fatalf("missing thread: %v", err)
-	}
-	th := bot.Thread{Key: "console:local:", Platform: "console", ChatID: "local", ResetAt: t0}
-	if err := s.SaveThread(ctx, th); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Thread(ctx, th.Key); err != nil || got != th {
-		t.Fatalf("thread = %+v, %v", got, err)
-	}
-	for i := range 5 {
-		m := bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: fmt.Sprint("m", i), At: t0.Add(time.Duration(i-2) * time.Minute)}
-		if err := s.Commit(ctx, bot.Change{Message: &m}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: "other", Text: "elsewhere", At: t0}})
-	for _, tt := range []struct {
-		since time.Time
-		n     int
-		want  string
-	}{
-		{time.Time{}, 10, "m0 m1 m2 m3 m4"},
-		{time.Time{}, 2, "m3 m4"},
-		{t0, 10, "m2 m3 m4"},
-		{t0.Add(time.Hour), 10, ""},
-	} {
-		ms, err := s.RecentMessages(ctx, th.Key, tt.since, tt.n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, m := range ms {
-			got = append(got, m.Text)
-		}
-		if strings.Join(got, " ") != tt.want {
-			t.Errorf("RecentMessages(since %v, %d) = %v, want %s", tt.since, tt.n, got, tt.want)
-		}
-	}
-}
-
-func TestRuns(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	tr, _ := json.Marshal(map[string]any{"v": 1, "status": "asking"})
-	runs := []*bot.Run{
-		{ID: "b", ThreadKey: "k1", Status: bot.RunDone, Created: t0.Add(time.Minute), Usage: agent.Usage{PromptTokens: 10, Calls: 1}},
-		{ID: "a", ThreadKey: "k1", Status: bot.RunWaiting, Created: t0, Transcript: tr, Waiting: &bot.Waiting{Kind: "ask", Options: []string{"x"}, Key: "k"}},
-		{ID: "c", ThreadKey: "k2", Status: bot.RunWorking, Created: t0.Add(2 * time.Minute)},
-	}
-	for _, r := range runs {
-		if err := s.SaveRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.Run(ctx, "a")
-	if err != nil || got.Waiting.Options[0] != "x" || string(got.Transcript) != string(tr) {
-		t.Fatalf("run a = %+v, %v", got, err)
-	}
-	if _, err := s.Run(ctx, "zz"); !errors.Is(err, bot.ErrNotFound) {
-		t.Errorf("missing run: %v", err)
-	}
-	ids := func(rs []*bot.Run) string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.ID)
-		}
-		return strings.Join(out, ",")
-	}
-	all, _ := s.Runs(ctx)
-	live, _ := s.Runs(ctx, bot.RunWorking, bot.RunWaiting)
-	k1, _ := s.ThreadRuns(ctx, "k1")
-	if ids(all) != "a,b,c" || ids(live) != "a,c" || ids(k1) != "a,b" {
-		t.Errorf("all %s, live %s, k1 %s", ids(all), ids(live), ids(k1))
-	}
-}
-
-func TestJobs(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	for _, id := range []string{"j3", "j1", "j2", "j1"} {
-		if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: "k"}, Job: &bot.Job{ID: id, ThreadKey: "k", Incoming: bot.Incoming{Text: id}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.DeleteJob(ctx, "j1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteJob(ctx, "nope"); err != nil {
-		t.Fatal(err)
-	}
-	js, _ := s.Jobs(ctx)
-	if len(js) != 2 || js[0].ID != "j3" || js[1].ID != "j2" || js[1].Incoming.Text != "j2" {
-		t.Errorf("jobs = %+v, want j3 then j2", js)
-	}
-}
-
-func TestAuditAndSettings(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	content := "new"
-	entries := []bot.AuditEntry{
-		{RunID: "r1", Write: agent.Write{Kind: agent.MoveTask, ID: "t1", ProjectID: "p2"}, Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t1", ProjectID: "p1"}}, Summary: "moved"},
-		{RunID: "r1", Write: agent.Write{Kind: agent.UpdateTask, ID: "t1", Content: &content}, Summary: "renamed"},
-		{RunID: "r2", Summary: "other run"},
-	}
-	if err := s.Commit(ctx, bot.Change{Audit: entries}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.RunAudit(ctx, "r1")
-	if err != nil || len(got) != 2 || got[0].Inverse[0].ProjectID != "p1" || *got[1].Write.Content != "new" {
-		t.Fatalf("journal = %+v, %v", got, err)
-	}
-	if _, err := s.Setting(ctx, "owner"); !errors.Is(err, bot.ErrNotFound) {
-		t.Errorf("missing setting: %v", err)
-	}
-	_ = s.SetSetting(ctx, "owner", "telegram:42")
-	if v, err := s.Setting(ctx, "owner"); err != nil || v != "telegram:42" {
-		t.Errorf("setting = %q, %v", v, err)
-	}
-}
 
 func TestValueVersions(t *testing.T) {
 	raw, err := encode(bot.Thread{Key: "k"})
@@ -418,28 +241,6 @@ func BenchmarkTenThousandThreads(b *testing.B) {
 	}
 }
 
-func TestCommitKeepsAnExistingThread(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	th := bot.Thread{Key: "telegram:1:", Platform: "telegram", ChatID: "1"}
-	m := &bot.Message{ThreadKey: th.Key, Role: bot.RoleUser, Text: "hi", At: t0}
-	if err := s.Commit(ctx, bot.Change{Thread: &th, Message: m, Job: &bot.Job{ID: "j1", ThreadKey: th.Key}}); err != nil {
-		t.Fatal(err)
-	}
-	// An existing thread keeps its reset time.
-	th.ResetAt = t0
-	_ = s.SaveThread(ctx, th)
-	if err := s.Commit(ctx, bot.Change{Thread: &bot.Thread{Key: th.Key}, Job: &bot.Job{ID: "j2", ThreadKey: th.Key}}); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.Thread(ctx, th.Key)
-	msgs, _ := s.RecentMessages(ctx, th.Key, time.Time{}, 10)
-	jobs, _ := s.Jobs(ctx)
-	if !got.ResetAt.Equal(t0) || len(msgs) != 1 || len(jobs) != 2 {
-		t.Errorf("thread %+v, %d messages, %d jobs", got, len(msgs), len(jobs))
-	}
-}
-
 // BenchmarkThreadRuns measures reading a thread's runs (/undo, /usage)
 // and every waiting run, with 10,000 runs (each with a 4 KiB transcript)
 // in other threads. An incoming message finds its thread's waiting run
@@ -473,20 +274,11 @@ func BenchmarkThreadRuns(b *testing.B) {
 	}
 }
 
+// A file written before the run indexes existed gets them at Open.
 func TestRunIndexes(t *testing.T) {
 	s, path := open(t)
 	ctx := t.Context()
-	r := &bot.Run{ID: "r1", ThreadKey: "k", Status: bot.RunWorking, Created: t0}
-	_ = s.SaveRun(ctx, r)
-	if got, _ := s.Runs(ctx, bot.RunWorking, bot.RunWaiting); len(got) != 1 {
-		t.Fatalf("open runs = %d, want 1", len(got))
-	}
-	r.Status = bot.RunDone
-	_ = s.SaveRun(ctx, r)
-	if got, _ := s.Runs(ctx, bot.RunWorking, bot.RunWaiting); len(got) != 0 {
-		t.Errorf("an ended run is still listed as open")
-	}
-	// A file written before the indexes existed gets them at Open.
+	_ = s.SaveRun(ctx, &bot.Run{ID: "r1", ThreadKey: "k", Status: bot.RunDone, Created: t0})
 	_ = s.SaveRun(ctx, &bot.Run{ID: "r2", ThreadKey: "k", Status: bot.RunWaiting, Created: t0.Add(time.Second)})
 	_ = s.db.Update(func(tx *bolt.Tx) error {
 		_ = tx.DeleteBucket(bucketThreadRn)
@@ -535,34 +327,26 @@ func TestDeleteJobGoneWritesNothing(t *testing.T) {
 	}
 }
 
-// TestCommitCountsAndJournals: a Change's counts are added in its
-// transaction, so runs ending at once lose no tokens of a person's day,
-// and its audit entries join the run's journal.
-func TestCommitCountsAndJournals(t *testing.T) {
-	s, _ := open(t)
-	ctx := t.Context()
-	const runs = 50
-	var wg sync.WaitGroup
-	for i := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := bot.Change{Count: map[string]int{"usage:slack:U1:2026-11-22": 10 + i}}
-			if i == 0 {
-				c.Audit = []bot.AuditEntry{{RunID: "r1", Summary: "moved a"}, {RunID: "r1", Summary: "moved b"}}
-			}
-			if err := s.Commit(ctx, c); err != nil {
-				t.Error(err)
-			}
-		}()
+func TestOpenTightensFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tidybot.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	v, err := s.Setting(ctx, "usage:slack:U1:2026-11-22")
-	if want := strconv.Itoa(runs*10 + runs*(runs-1)/2); err != nil || v != want {
-		t.Errorf("count = %q (%v), want %s", v, err, want)
+	_ = s.Close()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	got, err := s.RunAudit(ctx, "r1")
-	if err != nil || len(got) != 2 || got[0].Summary != "moved a" || got[1].Summary != "moved b" {
-		t.Errorf("journal = %+v (%v), want the two entries in order", got, err)
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode %o, want 600", got)
 	}
 }

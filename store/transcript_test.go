@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -56,7 +55,7 @@ func saveOld(t *testing.T, s *Store, r *bot.Run) {
 }
 
 // A run's transcript is stored apart from its record, byte for byte as
-// given; Run returns it, the lists do not.
+// given (storetest's TranscriptOnlyFromRun tests what Run returns).
 func TestTranscriptKeptApart(t *testing.T) {
 	s, _ := open(t)
 	ctx := t.Context()
@@ -74,100 +73,12 @@ func TestTranscriptKeptApart(t *testing.T) {
 	if rec := record(t, s, "r1"); rec.Transcript != nil {
 		t.Errorf("the record holds the transcript too: %s", rec.Transcript)
 	}
-	got, err := s.Run(ctx, "r1")
-	if err != nil || string(got.Transcript) != string(tr) {
-		t.Fatalf("Run = %s, %v; want its transcript", got.Transcript, err)
-	}
-
-	listed := map[string]func() ([]*bot.Run, error){
-		"Runs":        func() ([]*bot.Run, error) { return s.Runs(ctx) },
-		"Runs(open)":  func() ([]*bot.Run, error) { return s.Runs(ctx, bot.RunWaiting) },
-		"ThreadRuns":  func() ([]*bot.Run, error) { return s.ThreadRuns(ctx, "k") },
-		"WaitingRun":  func() ([]*bot.Run, error) { r, err := s.WaitingRun(ctx, "k"); return []*bot.Run{r}, err },
-		"ByKey(w1)":   func() ([]*bot.Run, error) { r, err := s.WaitingRunByKey(ctx, "w1"); return []*bot.Run{r}, err },
-		"Runs(ended)": func() ([]*bot.Run, error) { return s.Runs(ctx, bot.RunDone, bot.RunWaiting) },
-	}
-	for name, list := range listed {
-		t.Run(name, func(t *testing.T) {
-			runs, err := list()
-			if err != nil || len(runs) != 1 || runs[0] == nil || runs[0].ID != "r1" {
-				t.Fatalf("%s = %v, %v; want r1", name, runs, err)
-			}
-			if runs[0].Transcript != nil {
-				t.Errorf("%s returned a transcript", name)
-			}
-		})
-	}
-
-	// A run taken from a list, saved again, keeps its transcript.
-	ws, _ := s.Runs(ctx, bot.RunWaiting)
-	ws[0].Status, ws[0].Waiting = bot.RunCancelled, nil
-	if err := s.SaveRun(ctx, ws[0]); err != nil {
+	// Deleting the run deletes its transcript.
+	if err := s.DeleteConversation(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Run(ctx, "r1"); got.Status != bot.RunCancelled || string(got.Transcript) != string(tr) {
-		t.Errorf("after saving the listed run: %s %s, want cancelled with its transcript", got.Status, got.Transcript)
-	}
-	// A new transcript replaces the stored one.
-	r.Transcript = json.RawMessage(`{"v":1,"steps":2}`)
-	if err := s.Commit(ctx, bot.Change{Run: r}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Run(ctx, "r1"); string(got.Transcript) != `{"v":1,"steps":2}` {
-		t.Errorf("after a commit: %s", got.Transcript)
-	}
-	if err := s.Check(); err != nil {
-		t.Error(err)
-	}
-}
-
-// Deleting a run, by prune or by /reset, deletes its transcript and its
-// wait key.
-func TestTranscriptDeletedWithItsRun(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		del  func(t *testing.T, s *Store)
-	}{
-		{"Prune", func(t *testing.T, s *Store) {
-			if n, err := s.Prune(t.Context(), t0.Add(time.Hour)); err != nil || n.Runs != 2 {
-				t.Fatalf("pruned %+v, %v; want 2 runs", n, err)
-			}
-		}},
-		{"DeleteConversation", func(t *testing.T, s *Store) {
-			if err := s.DeleteConversation(t.Context(), "k"); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s, _ := open(t)
-			ctx := t.Context()
-			for _, r := range []*bot.Run{
-				{ID: "done", ThreadKey: "k", Status: bot.RunDone, Transcript: json.RawMessage(`{"secret":"a"}`), Created: t0, Updated: t0},
-				{ID: "waits", ThreadKey: "k", Status: bot.RunWaiting, Transcript: json.RawMessage(`{"secret":"b"}`), Created: t0, Updated: t0,
-					Waiting: &bot.Waiting{Kind: "confirm", Key: "w1"}},
-				{ID: "busy", ThreadKey: "k", Status: bot.RunWorking, Transcript: json.RawMessage(`{"step":1}`), Created: t0, Updated: t0},
-			} {
-				if err := s.SaveRun(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tt.del(t, s)
-			for _, id := range []string{"done", "waits"} {
-				if got := transcriptOf(t, s, id); got != nil {
-					t.Errorf("the transcript of %s outlived it: %s", id, got)
-				}
-			}
-			if r, err := s.WaitingRunByKey(ctx, "w1"); r != nil || err != nil {
-				t.Errorf("WaitingRunByKey(w1) = %+v, %v; want none", r, err)
-			}
-			if got, _ := s.Run(ctx, "busy"); string(got.Transcript) != `{"step":1}` {
-				t.Errorf("the working run's transcript: %s", got.Transcript)
-			}
-			if err := s.Check(); err != nil {
-				t.Error(err)
-			}
-		})
+	if got := transcriptOf(t, s, "r1"); got != nil {
+		t.Errorf("the transcript outlived its run: %s", got)
 	}
 }
 
@@ -196,17 +107,11 @@ func TestCheckTranscripts(t *testing.T) {
 	}
 }
 
-// A button press finds its run by the button's key, in any
-// conversation, and only while the run waits on that key.
-func TestWaitingRunByKey(t *testing.T) {
+// A file written before the index of wait keys gets it at Open, from
+// the runs not ended (storetest's WaitingRunByKey tests the lookups).
+func TestWaitKeyIndexBuiltOnOpen(t *testing.T) {
 	s, path := open(t)
 	ctx := t.Context()
-	save := func(r *bot.Run) {
-		t.Helper()
-		if err := s.SaveRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
 	want := func(key, id string) {
 		t.Helper()
 		r, err := s.WaitingRunByKey(ctx, key)
@@ -222,40 +127,14 @@ func TestWaitingRunByKey(t *testing.T) {
 		return &bot.Run{ID: id, ThreadKey: thread, Status: bot.RunWaiting, Created: t0, Transcript: json.RawMessage(`{}`),
 			Waiting: &bot.Waiting{Kind: "ask", Key: key, UserID: "u"}}
 	}
-	a, b := waiting("a", "slack:T:C1::u", "ka"), waiting("b", "telegram:9:", "kb")
-	save(a)
-	save(b)
-	want("ka", "a")
-	want("kb", "b")
-	want("", "")
-	want("nope", "")
-
-	// A new question: the old key no longer finds the run.
-	a.Waiting = &bot.Waiting{Kind: "confirm", Key: "ka2"}
-	save(a)
-	want("ka", "")
-	want("ka2", "a")
-	// Answered: it no longer waits.
-	a.Status, a.Waiting = bot.RunWorking, nil
-	save(a)
-	want("ka2", "")
-	// A run whose Waiting is kept after it ended is not waiting.
+	// Ended with its Waiting kept: not waiting.
+	b := waiting("b", "telegram:9:", "kb")
 	b.Status = bot.RunDone
-	save(b)
-	want("kb", "")
-
-	// Two runs on one key (keys are short): the later save has it, and
-	// the other giving it up leaves it.
-	c, d := waiting("c", "k1", "same"), waiting("d", "k2", "same")
-	save(c)
-	save(d)
-	want("same", "d")
-	c.Status, c.Waiting = bot.RunCancelled, nil
-	save(c)
-	want("same", "d")
-
-	// A file written before the index: it is built on open, from the
-	// runs not ended.
+	for _, r := range []*bot.Run{b, waiting("c", "k1", "same"), waiting("d", "k2", "same")} {
+		if err := s.SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	saveOld(t, s, waiting("old", "k3", "kold"))
 	forgetIndex(t, s, keyWaitKeys, bucketWaitKeys, bucketRunWaitKey)
 	want("kold", "")

@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"bot":                            {"agent"},
 	"store":                          {"bot", "agent", "store/seal"},
 	"store/seal":                     {},
+	"store/storetest":                {"bot", "agent"},
 	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
