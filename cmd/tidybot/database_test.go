@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -72,5 +73,39 @@ func TestBadDatabaseURLIsRefusedWithoutShowingIt(t *testing.T) {
 	err := c.Validate(true)
 	if err == nil || !strings.Contains(err.Error(), "TIDYBOT_DATABASE_URL") || strings.Contains(err.Error(), "pw-do-not-show") {
 		t.Errorf("a MySQL URL: %v", err)
+	}
+}
+
+// TestMigrateFromBoltRoundTrip: a bbolt database that chat populated is
+// copied into PostgreSQL, where a chat on it undoes the run made on
+// bbolt (its record, transcript and journal came along); a second copy
+// copies nothing.
+func TestMigrateFromBoltRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	e.todo.SeedTalkInbox()
+	before := e.layout()
+	mustContain(t, e.chat(t, "remember the word pineapple\n/tidy-inbox\n", nil), "Tidied your inbox")
+	e.cfg.DatabaseURL = pgtest.URL(t)
+	migrate := func() string {
+		t.Helper()
+		var out bytes.Buffer
+		m := &Main{Args: []string{"migrate", "--from", e.cfg.DB}, Stdout: &out, Stderr: &bytes.Buffer{}, Config: &e.cfg}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatalf("migrate --from: %v", err)
+		}
+		return out.String()
+	}
+	out := migrate()
+	mustContain(t, out, "copied ", "audit 12", "messages 3", "runs 2", "snapshots 1", "threads 1")
+	mustContain(t, migrate(), "was copied before: nothing to do")
+	out = e.chat(t, "/undo\nwhat was the word?\n", nil)
+	mustContain(t, out, "↩️ Undid 12 of 12 changes of the last run.")
+	if got := e.layout(); len(got["Inbox"]) != len(before["Inbox"]) {
+		t.Errorf("after undo on PostgreSQL: %v", got)
+	}
+	reqs := e.model.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(fmt.Sprint(last.Messages), "pineapple") {
+		t.Error("the history written on bbolt is not given to the model on PostgreSQL")
 	}
 }

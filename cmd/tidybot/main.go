@@ -135,7 +135,9 @@ Usage:
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
-  tidybot migrate   bring the PostgreSQL schema at TIDYBOT_DATABASE_URL to this version
+  tidybot migrate [--from FILE]
+                    bring the PostgreSQL schema at TIDYBOT_DATABASE_URL to this version
+                    (--from: copy a bbolt database into it)
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -196,7 +198,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return m.runs(ctx, *cfg, m.Args[1:])
 	}
 	if cmd == "migrate" {
-		return m.migrate(ctx, *cfg)
+		return m.migrate(ctx, *cfg, m.Args[1:])
 	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err

@@ -67,7 +67,7 @@ func text(s string) func(io.Writer) error {
 // any setting is read.
 func checkArgs(cmd string, args []string) error {
 	switch cmd {
-	case "chat", "serve", "health", "migrate":
+	case "chat", "serve", "health":
 		if len(args) > 0 {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
 		}
@@ -81,6 +81,9 @@ func checkArgs(cmd string, args []string) error {
 		}
 	case "runs":
 		_, err := runsRequest(args)
+		return err
+	case "migrate":
+		_, err := migrateFrom(args)
 		return err
 	}
 	return nil

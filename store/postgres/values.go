@@ -266,20 +266,23 @@ func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
 // SaveSnapshot implements todoist.SnapshotStore: sealed with its
 // account's key, and dated for retention.
 func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		v, id, err := s.keys.seal(ctx, tx, scopeSnapshot+key, data)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO snapshots (key, used, key_id, value) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (key) DO UPDATE SET used = excluded.used, key_id = excluded.key_id, value = excluded.value`,
-			key, ns(s.keys.now()), id, v)
-		return err
-	})
+	err := s.tx(ctx, func(tx pgx.Tx) error { return s.putSnapshot(ctx, tx, key, data, s.keys.now()) })
 	if err != nil {
 		return fmt.Errorf("store: save snapshot: %w", err)
 	}
 	return nil
+}
+
+// putSnapshot stores an account's snapshot sealed with its key, dated
+// used.
+func (s *Store) putSnapshot(ctx context.Context, q querier, key string, data []byte, used time.Time) error {
+	v, id, err := s.keys.seal(ctx, q, scopeSnapshot+key, data)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO snapshots (key, used, key_id, value) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (key) DO UPDATE SET used = excluded.used, key_id = excluded.key_id, value = excluded.value`, key, ns(used), id, v)
+	return err
 }
 
 // DeleteSnapshot deletes an account's snapshot and destroys its keys
