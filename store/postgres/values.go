@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,35 +126,18 @@ func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) err
 // at or after since, oldest first. Like bbolt's walk backwards, it stops
 // at the first message (newest first) before since.
 func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
-	var out []bot.Message
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT value FROM messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`, threadKey, n)
-		if err != nil {
-			return err
-		}
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return err
-		}
-		for _, v := range vals {
-			var m bot.Message
-			if err := s.decode(ctx, tx, v, &m); err != nil {
-				return err
-			}
-			if m.At.Before(since) {
-				break
-			}
-			out = append(out, m)
-		}
-		return nil
-	})
+	if n <= 0 {
+		return nil, nil
+	}
+	msgs, err := decodeAll[bot.Message](ctx, s, `SELECT value FROM messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`, threadKey, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: messages of %s: %w", threadKey, err)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	if i := slices.IndexFunc(msgs, func(m bot.Message) bool { return m.At.Before(since) }); i >= 0 {
+		msgs = msgs[:i]
 	}
-	return out, nil
+	slices.Reverse(msgs)
+	return msgs, nil
 }
 
 func isPending(key string) bool { return strings.HasPrefix(key, bot.PendingPrefix) }
