@@ -45,7 +45,8 @@ func openStore(ctx context.Context, cfg Config) (appStore, error) {
 		}
 		return st, nil
 	}
-	st, err := openPostgres(ctx, cfg)
+	// One serve or chat per database runs its jobs (no lease yet).
+	st, err := openPostgres(ctx, cfg, postgres.Exclusive())
 	if err != nil {
 		return nil, err
 	}
