@@ -219,23 +219,7 @@ func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create
 		if !create {
 			return nil
 		}
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return fmt.Errorf("store: generate the data master key: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, metaMaster, key); err != nil {
-			return fmt.Errorf("store: keep the data master key: %w", err)
-		}
-		// Another replica may have kept its key first: use the one kept.
-		if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&key); err != nil {
-			return fmt.Errorf("store: master key: %w", err)
-		}
-		a, err := seal.NewAEAD(key)
-		if err != nil {
-			return err
-		}
-		k.masters = append(k.masters, a)
-		return nil
+		return k.generate(ctx, tx)
 	}
 	var reseal []rec
 	failed := 0
@@ -266,5 +250,27 @@ func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create
 			return fmt.Errorf("store: delete the generated master key: %w", err)
 		}
 	}
+	return nil
+}
+
+// generate makes the master key kept in the database when no
+// TIDYBOT_SECRET_KEY is given.
+func (k *keyring) generate(ctx context.Context, tx pgx.Tx) error {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("store: generate the data master key: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, metaMaster, key); err != nil {
+		return fmt.Errorf("store: keep the data master key: %w", err)
+	}
+	// Another process may have kept its key first: use the one kept.
+	if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&key); err != nil {
+		return fmt.Errorf("store: master key: %w", err)
+	}
+	a, err := seal.NewAEAD(key)
+	if err != nil {
+		return err
+	}
+	k.masters = append(k.masters, a)
 	return nil
 }
