@@ -103,6 +103,7 @@ func TestBadDatabaseURLIsRefusedWithoutShowingIt(t *testing.T) {
 // copies nothing.
 func TestMigrateFromBoltRoundTrip(t *testing.T) {
 	e := newEnv(t)
+	e.cfg.DatabaseURL = "" // first on bbolt, whatever TIDYBOT_TEST_STORE says
 	e.cfg.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	e.todo.SeedTalkInbox()
 	before := e.layout()
