@@ -7,13 +7,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// unreachable holds why the server did not answer, once it did not.
+var unreachable atomic.Value
 
 // defaultTestURL is the database the development and CI machines run.
 const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -28,9 +33,14 @@ func URL(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	if reason, ok := unreachable.Load().(string); ok {
+		t.Skip(reason) // asked once: a server that does not answer costs the timeout once
+	}
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Skipf("no PostgreSQL at TIDYBOT_TEST_DATABASE_URL (default %s): %v", defaultTestURL, err)
+		reason := fmt.Sprintf("no PostgreSQL at TIDYBOT_TEST_DATABASE_URL (default %s): %v", defaultTestURL, err)
+		unreachable.Store(reason)
+		t.Skip(reason)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
