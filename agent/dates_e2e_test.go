@@ -73,7 +73,7 @@ func TestTodayIsTheUsersDay(t *testing.T) {
 		t.Errorf("system prompt does not say the user's day:\n%s", sys)
 	}
 	obs := e.model.lastMessage(1)
-	if !strings.Contains(obs, usersToday.ID) || strings.Contains(obs, "Water the plants") {
+	if !strings.Contains(obs, shown(out.Transcript, usersToday.ID)) || strings.Contains(obs, "Water the plants") {
 		t.Errorf("today's tasks are not the user's today's:\n%s", obs)
 	}
 

@@ -193,11 +193,9 @@ func TestFaultsAreRecovered(t *testing.T) {
 			toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_id":%q}]}`, tasks[3].ID, bday.ID+"x"))),
 			toolReply(tc(agent.ActFinalAnswer, `{"answer":"gave up"}`)),
 		))
-		agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
-		before := e.todo.TotalRequests()
-		_ = before
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
 		obs := e.model.lastMessage(3)
-		if !strings.Contains(obs, "no project with id "+bday.ID+"x") || !strings.Contains(obs, bday.ID+` "Birthday"`) {
+		if !strings.Contains(obs, "no project with id "+bday.ID+"x") || !strings.Contains(obs, shown(out.Transcript, bday.ID)+` "Birthday"`) {
 			t.Errorf("observation: %s", obs)
 		}
 		if e.todo.SyncRequests() != 1 {
@@ -210,8 +208,8 @@ func TestFaultsAreRecovered(t *testing.T) {
 			toolReply(tc(agent.ActFinalAnswer, `{"answer":"ok"}`)),
 		))
 		p := e.todo.AddProject(todoisttest.Project{Name: "Birthday Celebration"})
-		agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "x"}, agent.Hooks{})
-		if obs := e.model.lastMessage(1); !strings.Contains(obs, "already exists: id "+p.ID) {
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "x"}, agent.Hooks{})
+		if obs := e.model.lastMessage(1); !strings.Contains(obs, "already exists: id "+shown(out.Transcript, p.ID)) {
 			t.Errorf("observation: %s", obs)
 		}
 		if n := len(e.todo.Projects()); n != 2 {
@@ -435,7 +433,7 @@ func TestPartialBatchIsJournaledThroughTheClient(t *testing.T) {
 			obs = m.Content
 		}
 	}
-	if !strings.Contains(obs, "not confirmed: "+tasks[99].ID) || strings.Count(obs, "✓ Moved") != 99 {
+	if !strings.Contains(obs, "not confirmed: "+shown(out.Transcript, tasks[99].ID)) || strings.Count(obs, "✓ Moved") != 99 {
 		t.Errorf("observation ends with %q", obs[max(0, len(obs)-300):])
 	}
 	e.todo.ClearFaults()
@@ -559,7 +557,18 @@ func TestPartialBatchKeepsEachWritesOwnFailure(t *testing.T) {
 	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 99 {
 		t.Fatalf("outcome %s %q, journal %d, want 99; observation:\n%s", out.Status, out.Answer, len(out.Transcript.Journal), obs[max(0, len(obs)-600):])
 	}
-	if !strings.Contains(obs, "✗ "+tasks[0].ID+": ") || !strings.Contains(obs, "not confirmed: "+tasks[99].ID+".") {
+	if !strings.Contains(obs, "✗ "+shown(out.Transcript, tasks[0].ID)+": ") || !strings.Contains(obs, "not confirmed: "+shown(out.Transcript, tasks[99].ID)+".") {
 		t.Errorf("observation:\n%s", obs[max(0, len(obs)-400):])
 	}
+}
+
+// shown is how observations name id: by the alias the run gave it (see
+// alias.go), or as it is.
+func shown(tr *agent.Transcript, id string) string {
+	for a, x := range tr.Known.Aliases {
+		if x == id {
+			return a
+		}
+	}
+	return id
 }

@@ -450,7 +450,7 @@ func (r *runner) popCall(id string) {
 
 // result appends an action's observation to the conversation.
 func (r *runner) result(callID, obs string) {
-	obs = r.e.cfg.Redact.String(obs)
+	obs = r.tr.Known.shorten(r.e.cfg.Redact.String(obs))
 	if r.tr.Protocol == ProtocolTools {
 		r.tr.Messages = append(r.tr.Messages, Message{Role: RoleTool, ToolCallID: callID, Content: obs})
 		return
@@ -676,6 +676,9 @@ func (r *runner) queue(resp Response) []*replyError {
 		}
 		// A final answer is judged once the reply's other calls have run.
 		slices.SortStableFunc(calls, func(a, b call) int { return cmp.Compare(ends(a), ends(b)) })
+		for i := range calls {
+			calls[i].Args = r.tr.Known.expand(calls[i].Args)
+		}
 		r.tr.Calls = calls
 		return problems
 	}
@@ -696,6 +699,7 @@ func (r *runner) queue(resp Response) []*replyError {
 		msg.ToolCalls = []ToolCall{{ID: c.ID, Name: c.Name, Arguments: string(c.Args)}}
 	}
 	r.tr.Messages = append(r.tr.Messages, msg)
+	c.Args = r.tr.Known.expand(c.Args)
 	r.tr.Calls = []call{c}
 	return nil
 }

@@ -81,7 +81,7 @@ func TestEngineUnknownProjectIDWithoutAPICall(t *testing.T) {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}
 	obs := s.reqs[2].Messages[len(s.reqs[2].Messages)-1].Content
-	if !strings.Contains(obs, "no project with id birthday_id") || !strings.Contains(obs, `p_birthday "Birthday"`) {
+	if !strings.Contains(obs, "no project with id birthday_id") || !strings.Contains(obs, `p1 "Birthday"`) {
 		t.Errorf("observation: %s", obs)
 	}
 	if m.requests != 1 {

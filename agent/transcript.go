@@ -144,6 +144,9 @@ type known struct {
 	// Suspect quotes text read that reads like an instruction to the
 	// assistant (see instructionLike).
 	Suspect []string `json:"suspect,omitempty"`
+	// Aliases are the short ids the model sees (alias → id; see alias.go).
+	Aliases  map[string]string `json:"aliases,omitempty"`
+	aliasIdx *aliasIndex
 }
 
 // stale marks the lists read so far as possibly out of date: ids missing

@@ -474,21 +474,7 @@ func (s *Store) prunePending(ctx context.Context, before time.Time) error {
 	if err != nil {
 		return err
 	}
-	for len(old) > 0 {
-		chunk := old[:min(deleteBatch, len(old))]
-		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
-			for _, k := range chunk {
-				if err := s.deletePending(tx, k); err != nil {
-					return 0, false, err
-				}
-			}
-			return len(chunk), false, nil
-		}); err != nil {
-			return err
-		}
-		old = old[len(chunk):]
-	}
-	return nil
+	return deleteKeys(ctx, s, old, s.deletePending)
 }
 
 // pruneSnapshots deletes the snapshots last saved before t. A snapshot
@@ -506,11 +492,17 @@ func (s *Store) pruneSnapshots(ctx context.Context, before time.Time) error {
 	}); err != nil {
 		return err
 	}
-	for len(old) > 0 {
-		chunk := old[:min(deleteBatch, len(old))]
+	return deleteKeys(ctx, s, old, s.deleteSnapshot)
+}
+
+// deleteKeys deletes keys with del, in write transactions of at most
+// deleteBatch keys.
+func deleteKeys[K any](ctx context.Context, s *Store, keys []K, del func(*bolt.Tx, K) error) error {
+	for len(keys) > 0 {
+		chunk := keys[:min(deleteBatch, len(keys))]
 		if _, err := s.batch(ctx, func(tx *bolt.Tx) (int, bool, error) {
 			for _, k := range chunk {
-				if err := s.deleteSnapshot(tx, k); err != nil {
+				if err := del(tx, k); err != nil {
 					return 0, false, err
 				}
 			}
@@ -518,7 +510,7 @@ func (s *Store) pruneSnapshots(ctx context.Context, before time.Time) error {
 		}); err != nil {
 			return err
 		}
-		old = old[len(chunk):]
+		keys = keys[len(chunk):]
 	}
 	return nil
 }

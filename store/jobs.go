@@ -68,20 +68,7 @@ func deleteJob(tx *bolt.Tx, id string) error {
 
 // Jobs implements bot.Store.
 func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []bot.Job
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
-			var j bot.Job
-			if err := s.decodeSealed(tx, v, &j); err != nil {
-				return err
-			}
-			out = append(out, j)
-			return nil
-		})
-	})
+	out, err := listSealed[bot.Job](ctx, s, bucketJobs)
 	if err != nil {
 		return nil, fmt.Errorf("store: list jobs: %w", err)
 	}
@@ -107,24 +94,30 @@ func (s *Store) putOutbound(tx *bolt.Tx, ob bot.Outbound) error {
 
 // Outbox implements bot.Store.
 func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []bot.Outbound
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketOutbox).ForEach(func(_, v []byte) error {
-			var ob bot.Outbound
-			if err := s.decodeSealed(tx, v, &ob); err != nil {
-				return err
-			}
-			out = append(out, ob)
-			return nil
-		})
-	})
+	out, err := listSealed[bot.Outbound](ctx, s, bucketOutbox)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}
 	return out, nil
+}
+
+// listSealed decodes every sealed value of a bucket, in key order.
+func listSealed[T any](ctx context.Context, s *Store, bucket []byte) ([]T, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
+			var x T
+			if err := s.decodeSealed(tx, v, &x); err != nil {
+				return err
+			}
+			out = append(out, x)
+			return nil
+		})
+	})
+	return out, err
 }
 
 // Delivered implements bot.Store, in one transaction.

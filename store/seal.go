@@ -2,18 +2,16 @@ package store
 
 import (
 	"bytes"
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tidybot/tidybot/store/seal"
 )
 
 // Deleted means unreadable. bbolt frees the pages of a deleted value
@@ -35,7 +33,6 @@ import (
 // master key: with the master key kept in the file, someone who has the
 // file and searches its free pages could still open it; with
 // TIDYBOT_SECRET_KEY kept apart from the file, they cannot.
-const keyPeriod = 24 * time.Hour
 
 var (
 	// bucketDataKeys: key id → dataKey record (period, scope, the key
@@ -54,11 +51,21 @@ var (
 	keyMaster = []byte("data_master_key")
 )
 
-// sealedMagic starts every sealed value. No plaintext value does: an
-// envelope, a transcript and a snapshot are JSON, which starts with '{'.
-var sealedMagic = []byte{0xff, 't', 'b', 's'}
+// The formats are package seal's, shared with the other stores.
+var sealedMagic = seal.Magic
 
-const keyIDLen = 16
+const (
+	keyIDLen  = seal.KeyIDLen
+	keyPeriod = seal.KeyPeriod
+)
+
+var (
+	errNoKeys  = seal.ErrNoKeys
+	errKeyGone = seal.ErrKeyGone
+	periodOf   = seal.PeriodOf
+	newAEAD    = seal.NewAEAD
+	masterFrom = seal.MasterFrom
+)
 
 // scopeNone is the scope of a value that names none (a journal entry
 // without its thread): retention destroys its keys.
@@ -70,53 +77,8 @@ type keyring struct {
 	// rotation lists the new key first).
 	masters []cipher.AEAD
 	now     func() time.Time
-
-	mu     sync.Mutex // protects opened
-	opened map[string]cipher.AEAD
+	opened  seal.Cache
 }
-
-// maxOpened bounds the ciphers kept open (about 1 KB each): a store of
-// 10,000 conversations would otherwise keep 10,000 of them. One more is
-// opened from the file in a few microseconds.
-const maxOpened = 1024
-
-// remember caches data key id's cipher.
-func (k *keyring) remember(id []byte, a cipher.AEAD) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.opened) >= maxOpened {
-		for old := range k.opened { // any one: map order is random
-			delete(k.opened, old)
-			break
-		}
-	}
-	k.opened[string(id)] = a
-}
-
-// errNoKeys is returned for a sealed value when no master key is known
-// (a read-only open of a file whose generated master key is missing).
-var errNoKeys = errors.New("the data is encrypted and no key to open it is known: set TIDYBOT_SECRET_KEY, or start tidybot serve or chat on the file once")
-
-// errKeyGone is a sealed value whose data key was destroyed.
-var errKeyGone = errors.New("the data key of this value was destroyed")
-
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-// masterFrom derives the master key from a TIDYBOT_SECRET_KEY key, apart
-// from the keys cmd/tidybot derives from it for tokens and signatures.
-func masterFrom(secret []byte) (cipher.AEAD, error) {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("tidybot data keys v1"))
-	return newAEAD(m.Sum(nil))
-}
-
-func periodOf(t time.Time) int64 { return t.Truncate(keyPeriod).Unix() }
 
 // dataKey is a data key's record: period (8 bytes, big-endian unix
 // seconds), scope length (2), scope, then the key sealed with the master
@@ -147,25 +109,12 @@ func parseDataKey(raw []byte) (dataKey, error) {
 }
 
 // sealKey seals a data key with the current master key.
-func (k *keyring) sealKey(id, key []byte) []byte {
-	a := k.masters[0]
-	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(key)+a.Overhead())
-	_, _ = rand.Read(nonce)
-	return a.Seal(nonce, nonce, key, id)
-}
+func (k *keyring) sealKey(id, key []byte) []byte { return seal.SealKey(k.masters[0], id, key) }
 
 // openKey opens a sealed data key; current reports whether the current
 // master key sealed it.
 func (k *keyring) openKey(id, sealed []byte) (key []byte, current bool, err error) {
-	for i, a := range k.masters {
-		if len(sealed) < a.NonceSize() {
-			break
-		}
-		if key, err := a.Open(nil, sealed[:a.NonceSize()], sealed[a.NonceSize():], id); err == nil {
-			return key, i == 0, nil
-		}
-	}
-	return nil, false, errors.New("a data key does not open with the master key")
+	return seal.OpenKey(k.masters, id, sealed)
 }
 
 // aead returns data key id's cipher, opening it from tx once.
@@ -173,10 +122,7 @@ func (k *keyring) aead(tx *bolt.Tx, id []byte) (cipher.AEAD, error) {
 	if len(k.masters) == 0 {
 		return nil, errNoKeys
 	}
-	k.mu.Lock()
-	a, ok := k.opened[string(id)]
-	k.mu.Unlock()
-	if ok {
+	if a, ok := k.opened.Get(id); ok {
 		return a, nil
 	}
 	raw := tx.Bucket(bucketDataKeys).Get(id)
@@ -191,13 +137,11 @@ func (k *keyring) aead(tx *bolt.Tx, id []byte) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a, err = newAEAD(key); err != nil {
+	a, err := newAEAD(key)
+	if err != nil {
 		return nil, err
 	}
-	// An id names one key for ever (ids are random and never reused),
-	// so a cached cipher is never stale, even if the transaction that
-	// made it rolls back.
-	k.remember(id, a)
+	k.opened.Put(id, a)
 	return a, nil
 }
 
@@ -222,12 +166,9 @@ func (k *keyring) current(tx *bolt.Tx, scope string) ([]byte, cipher.AEAD, error
 			return nil, nil, err
 		}
 	}
-	id, key := make([]byte, keyIDLen), make([]byte, 32)
-	if _, err := rand.Read(id); err != nil {
-		return nil, nil, fmt.Errorf("new data key: %w", err)
-	}
-	if _, err := rand.Read(key); err != nil {
-		return nil, nil, fmt.Errorf("new data key: %w", err)
+	id, key, err := seal.NewKey()
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := tx.Bucket(bucketDataKeys).Put(id, dataKey{period: period, scope: scope, sealed: k.sealKey(id, key)}.marshal()); err != nil {
 		return nil, nil, err
@@ -242,7 +183,7 @@ func (k *keyring) current(tx *bolt.Tx, scope string) ([]byte, cipher.AEAD, error
 	if err != nil {
 		return nil, nil, err
 	}
-	k.remember(id, a)
+	k.opened.Put(id, a)
 	return id, a, nil
 }
 
@@ -252,22 +193,12 @@ func (k *keyring) seal(tx *bolt.Tx, scope string, plain []byte) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
-	head := len(sealedMagic) + keyIDLen
-	out := make([]byte, head+a.NonceSize(), head+a.NonceSize()+len(plain)+a.Overhead())
-	copy(out, sealedMagic)
-	copy(out[len(sealedMagic):], id)
-	_, _ = rand.Read(out[head:])
-	return a.Seal(out, out[head:], plain, out[:head]), nil
+	return seal.Seal(id, a, plain), nil
 }
 
 // sealedKeyID returns the id of the key that sealed raw, or nil for a
 // plaintext value.
-func sealedKeyID(raw []byte) []byte {
-	if !bytes.HasPrefix(raw, sealedMagic) || len(raw) < len(sealedMagic)+keyIDLen {
-		return nil
-	}
-	return raw[len(sealedMagic) : len(sealedMagic)+keyIDLen]
-}
+func sealedKeyID(raw []byte) []byte { return seal.KeyID(raw) }
 
 // open returns the plaintext of a stored value: raw itself when it is
 // not sealed (a file written before values were sealed).
@@ -285,15 +216,7 @@ func (k *keyring) openTo(dst []byte, tx *bolt.Tx, raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}
-	head := len(sealedMagic) + keyIDLen
-	if len(raw) < head+a.NonceSize() {
-		return nil, errors.New("open: sealed value too short")
-	}
-	pt, err := a.Open(dst, raw[head:head+a.NonceSize()], raw[head+a.NonceSize():], raw[:head])
-	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
-	}
-	return pt, nil
+	return seal.Open(dst, a, raw)
 }
 
 // scopeKeys returns the ids of every data key of scope.
@@ -351,9 +274,7 @@ func (k *keyring) destroy(tx *bolt.Tx, ids [][]byte) error {
 				return err
 			}
 		}
-		k.mu.Lock()
-		delete(k.opened, string(id))
-		k.mu.Unlock()
+		k.opened.Forget(id)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@
 package store
 
 import (
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"os"
@@ -141,7 +140,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("restrict database %s to its owner (TIDYBOT_DB): %w", path, err)
 	}
-	s := &Store{db: db, path: path, keys: &keyring{now: o.now, opened: map[string]cipher.AEAD{}}}
+	s := &Store{db: db, path: path, keys: &keyring{now: o.now}}
 	if o.bolt.ReadOnly {
 		err = s.check(o.secrets)
 	} else {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -10,8 +14,8 @@ import (
 // TestFastRun runs both systems without latency on a small inbox: the
 // benchmark must keep working (its figures are printed, not asserted).
 func TestFastRun(t *testing.T) {
-	st := settings{groups: 5, protocol: agent.ProtocolTools}
-	var calls [2]int
+	st := settings{groups: 5, protocol: agent.ProtocolTools, rates: defaultRates}
+	var rs [2]result
 	for i, sys := range []string{"tidybot", "baseline"} {
 		r, err := measure(t.Context(), sys, 20, st)
 		if err != nil {
@@ -20,10 +24,62 @@ func TestFastRun(t *testing.T) {
 		if r.InboxLeft != 0 {
 			t.Errorf("%s left %d tasks in the inbox", sys, r.InboxLeft)
 		}
-		calls[i] = r.ModelCalls
+		// Every call is charged at least its latency; the cache holds
+		// part of the prompt, never more.
+		if floor := time.Duration(r.ModelCalls) * st.rates.latency; r.ModelTime < floor || r.Wall < r.ModelTime {
+			t.Errorf("%s: %d calls charged %v of model time, wall %v", sys, r.ModelCalls, r.ModelTime, r.Wall)
+		}
+		if r.CachedTokens > r.PromptTokens || r.Cost <= 0 {
+			t.Errorf("%s: %d cached of %d prompt tokens, cost $%f", sys, r.CachedTokens, r.PromptTokens, r.Cost)
+		}
+		rs[i] = r
 	}
-	if calls[0] >= calls[1] {
-		t.Errorf("model calls: tidybot %d, baseline %d", calls[0], calls[1])
+	if rs[0].ModelCalls >= rs[1].ModelCalls || rs[0].Wall >= rs[1].Wall || rs[0].Cost >= rs[1].Cost {
+		t.Errorf("tidybot %+v\nbaseline %+v", rs[0], rs[1])
+	}
+	// The baseline resends its system prompt and history: most of what
+	// it sends is the previous call's prefix.
+	if rs[1].CachedTokens*2 < rs[1].PromptTokens {
+		t.Errorf("baseline: %d cached of %d prompt tokens", rs[1].CachedTokens, rs[1].PromptTokens)
+	}
+}
+
+// TestCallTime charges a call as a real model spends time: latency, fresh
+// prompt tokens at the prefill rate, cached ones at a tenth of it,
+// completion tokens at the generation rate; and prices it.
+func TestCallTime(t *testing.T) {
+	r := rates{latency: 400 * time.Millisecond, prefill: 5000, generation: 80, pricePrompt: 1, priceCached: 0.1, priceCompletion: 10}
+	u := agent.Usage{PromptTokens: 15000, CachedTokens: 10000, CompletionTokens: 160}
+	// 0.4 s + 5,000/5,000 s + 0.1·10,000/5,000 s + 160/80 s.
+	if got, want := r.callTime(u), 3600*time.Millisecond; got != want {
+		t.Errorf("call time %v, want %v", got, want)
+	}
+	// (5,000·1 + 10,000·0.1 + 160·10) / 10⁶ dollars.
+	if got, want := r.cost(u), 0.0076; math.Abs(got-want) > 1e-12 {
+		t.Errorf("cost %v, want %v", got, want)
+	}
+}
+
+// TestCachedPrefix counts as cached the tools and leading messages a call
+// shares with the previous call of the run, and nothing once the tools
+// change.
+func TestCachedPrefix(t *testing.T) {
+	sys := agent.Message{Role: agent.RoleSystem, Content: strings.Repeat("You tidy inboxes. ", 200)}
+	user := agent.Message{Role: agent.RoleUser, Content: "Tidy my inbox."}
+	tools := []agent.Tool{{Name: "move_tasks", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	first := agent.Request{Messages: []agent.Message{sys, user}, Tools: tools}
+	second := agent.Request{Messages: []agent.Message{sys, user, {Role: agent.RoleAssistant, Content: strings.Repeat("moved ", 100)}}, Tools: tools}
+	shared := sharedPrefixTokens(first, second)
+	if want := openai.EstimatePromptTokens(first); shared != want {
+		t.Errorf("shared prefix %d tokens, want the whole first request's %d", shared, want)
+	}
+	if all := openai.EstimatePromptTokens(second); shared >= all {
+		t.Errorf("shared prefix %d tokens of %d", shared, all)
+	}
+	other := second
+	other.Tools = nil
+	if n := sharedPrefixTokens(first, other); n != 0 {
+		t.Errorf("tools changed: %d tokens shared, want 0", n)
 	}
 }
 
@@ -31,7 +87,7 @@ func TestFastRun(t *testing.T) {
 // on the Responses API: both tidy the inbox, and only the Responses run
 // reasons (at low effort) and reports it.
 func TestBothTransports(t *testing.T) {
-	st := settings{groups: 5, protocol: agent.ProtocolTools}
+	st := settings{groups: 5, protocol: agent.ProtocolTools, rates: defaultRates}
 	for _, api := range []string{openai.APIChat, openai.APIResponses} {
 		rs, err := measureAPI(t.Context(), api, 20, st)
 		if err != nil {

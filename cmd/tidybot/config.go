@@ -44,6 +44,7 @@ type Config struct {
 	SlackSigningSecret    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
 	SlackURL              string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
 	DB                    string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
+	DatabaseURL           string        `envconfig:"TIDYBOT_DATABASE_URL" secret:"true" desc:"postgres://user:password@host:5432/db: keep everything in PostgreSQL instead of TIDYBOT_DB (secret: it may hold a password); schema migrated at start or by tidybot migrate"`
 	HTTPAddr              string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, the OAuth callback and run pages (serve only)"`
 	MetricsAddr           string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
 	AllowedUsers          []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
@@ -115,7 +116,7 @@ func (c Config) Secrets() []string {
 			out = append(out, v.FieldByIndex(f.Index).String())
 		}
 	}
-	return out
+	return append(out, databaseSecrets(c.DatabaseURL)...)
 }
 
 // String lists every setting as VARIABLE=value, one a line, in the order
@@ -301,6 +302,9 @@ func (c Config) validatePlatforms(serve bool) []error {
 		if p, err := url.Parse(c.TelegramHook); err != nil || p.Scheme != "https" || p.Host == "" {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
+	}
+	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if serve {
 		if c.TelegramHook != "" && c.TelegramWebhookSecret == "" {

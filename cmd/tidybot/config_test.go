@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -152,7 +153,8 @@ func TestAllowedUsers(t *testing.T) {
 func TestSecretsAreMarked(t *testing.T) {
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
 		name := f.Tag.Get("envconfig")
-		looks := strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_SECRET")
+		looks := strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_SECRET") ||
+			name == "TIDYBOT_DATABASE_URL" // its password
 		if looks != (f.Tag.Get("secret") == "true") {
 			t.Errorf("%s: secret tag %q", name, f.Tag.Get("secret"))
 		}
@@ -162,9 +164,14 @@ func TestSecretsAreMarked(t *testing.T) {
 	c.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	c.TranscribeKey = "sk-speechsecretvalue"
 	c.ClientSecret = "clientsecretvalue"
+	c.DatabaseURL = "postgres://tidybot:dbpasswordvalue@db.internal:5432/tidybot"
 	secrets := c.Secrets()
 	if len(secrets) < 7 {
 		t.Errorf("Secrets() = %d values, want every secret setting", len(secrets))
+	}
+	// A driver's message may quote the database password alone.
+	if !slices.Contains(secrets, "dbpasswordvalue") {
+		t.Errorf("Secrets() lacks the password of TIDYBOT_DATABASE_URL: %q", secrets)
 	}
 	out := c.String()
 	var buf strings.Builder

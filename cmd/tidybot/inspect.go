@@ -17,6 +17,7 @@ import (
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/store"
+	"github.com/tidybot/tidybot/store/postgres"
 	"github.com/tidybot/tidybot/web"
 )
 
@@ -116,6 +117,7 @@ const runsUsage = `Usage:
 
 // runs prints recent runs or one run's timeline. It reads the database
 // itself, or, while serve holds it, asks serve on the socket beside it.
+// PostgreSQL (TIDYBOT_DATABASE_URL) is read beside serve.
 func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "help") {
 		_, err := io.WriteString(m.Stdout, runsUsage)
@@ -125,14 +127,7 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
-	}
-	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(cfg.DB, sopts...)
+	st, err := m.runsStore(ctx, cfg)
 	if errors.Is(err, store.ErrInUse) {
 		return m.runsFromServe(ctx, cfg, path)
 	}
@@ -196,4 +191,32 @@ func (m *Main) runsFromServe(ctx context.Context, cfg Config, path string) error
 		return fmt.Errorf("runs: %s", bad.Body)
 	}
 	return err
+}
+
+// runsStore opens the store for reading: PostgreSQL at
+// TIDYBOT_DATABASE_URL (of this tidybot's schema, not migrated), else the
+// bbolt file, failing with store.ErrInUse while serve holds it.
+func (m *Main) runsStore(ctx context.Context, cfg Config) (appStore, error) {
+	if cfg.DatabaseURL != "" {
+		if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+			return nil, err
+		}
+		st, err := openPostgres(ctx, cfg, postgres.WithoutMigrate())
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
+	}
+	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(cfg.DB, sopts...)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return st, nil
 }

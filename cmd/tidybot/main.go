@@ -74,7 +74,7 @@ type Main struct {
 	transport *http.Transport
 	metrics   *web.Metrics
 	redact    *agent.Redactor
-	store     *store.Store
+	store     appStore
 	// link makes a run's Details address (nil: no links); see inspect.
 	link   func(*bot.Run) string
 	signer *inspector.Signer
@@ -109,6 +109,9 @@ Usage:
   tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
                     the Slack app manifest for this build (Socket Mode; --http URL: the Events API)
+  tidybot migrate [--from FILE]
+                    bring the PostgreSQL schema at TIDYBOT_DATABASE_URL to this version
+                    (--from: copy a bbolt database into it)
   tidybot version   print the version (also tidybot --version)
 
 tidybot COMMAND -h explains COMMAND.
@@ -171,6 +174,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "check" {
 		return m.check(ctx, *cfg)
 	}
+	if cmd == "migrate" {
+		return m.migrate(ctx, *cfg, m.Args[1:])
+	}
 	if err := cfg.Validate(cmd == "serve"); err != nil {
 		return err
 	}
@@ -223,11 +229,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if err != nil {
 		return nil, err
 	}
-	sopts, err := storeOptions(cfg)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(cfg.DB, sopts...)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/store"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
 // env is an end-to-end setup: the fake Todoist, the fake model server
@@ -47,6 +49,12 @@ func newEnv(t testing.TB) *env {
 		// serve in these tests often runs no platform (each test adds
 		// the one it drives): allowed explicitly, as a user must.
 		HTTPOnly: true,
+	}
+	// TIDYBOT_TEST_STORE=postgres runs these end-to-end tests on the
+	// PostgreSQL store (a schema each); the tests of the bbolt file
+	// itself then fail or skip.
+	if os.Getenv("TIDYBOT_TEST_STORE") == "postgres" {
+		e.cfg.DatabaseURL = pgtest.URL(t)
 	}
 	return e
 }

@@ -53,6 +53,7 @@ Telegram (getMe, the webhook, privacy mode); the database (TIDYBOT_DB:
 size, schema version); team mode (the redirect URL to register). Exits 0
 only when every part passes (a warning passes).
 `),
+	"migrate": text(migrateUsage),
 	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
 
 Prints the Slack app manifest for this build of tidybot: its slash
@@ -90,6 +91,9 @@ func checkArgs(cmd string, args []string) error {
 		}
 	case "runs":
 		_, err := runsRequest(args)
+		return err
+	case "migrate":
+		_, err := migrateFrom(args)
 		return err
 	}
 	return nil

@@ -1,0 +1,190 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Short ids. Todoist's ids are 16 opaque characters, several tokens each,
+// and appear in every listing, move and observation. The model sees short
+// aliases instead (t12 for a task, p3 for a project, s2 for a section),
+// given at their first appearance in an observation and kept in the
+// transcript (known.Aliases), so that they are stable within a run and
+// across its resume. They are mapped at the edges only: observations are
+// shortened as they join the conversation (runner.result) and the
+// arguments of the model's calls expanded as they are queued, so the
+// engine and Todoist see real ids. An alias the run never gave is left as
+// it is, and is then reported unknown like any wrong id, which the model
+// can repair.
+
+// maxRawID is the longest id shown as it is: an alias would save nothing.
+const maxRawID = 8
+
+// aliasIndex is the reverse of known.Aliases (id → alias) and the number
+// of aliases given per prefix, rebuilt from the transcript when missing.
+type aliasIndex struct {
+	byID  map[string]string
+	count map[byte]int
+}
+
+func (k *known) index() *aliasIndex {
+	if k.aliasIdx != nil {
+		return k.aliasIdx
+	}
+	x := &aliasIndex{byID: make(map[string]string, len(k.Aliases)), count: map[byte]int{}}
+	for a, id := range k.Aliases {
+		x.byID[id] = a
+		if n, err := strconv.Atoi(a[1:]); err == nil && n > x.count[a[0]] {
+			x.count[a[0]] = n
+		}
+	}
+	k.aliasIdx = x
+	return x
+}
+
+// aliasPrefix is the alias prefix of a known id: t, p or s; 0 when the id
+// is not one the run knows (or is short enough to show as it is).
+func (k *known) aliasPrefix(id string) byte {
+	if len(id) <= maxRawID {
+		return 0
+	}
+	if _, ok := k.Tasks[id]; ok {
+		return 't'
+	}
+	if _, ok := k.Projects[id]; ok || id == k.InboxID {
+		return 'p'
+	}
+	if _, ok := k.Sections[id]; ok {
+		return 's'
+	}
+	return 0
+}
+
+// alias returns id's alias, giving one if the run knows the id, or "".
+func (k *known) alias(id string) string {
+	x := k.index()
+	if a, ok := x.byID[id]; ok {
+		return a
+	}
+	p := k.aliasPrefix(id)
+	if p == 0 {
+		return ""
+	}
+	x.count[p]++
+	a := string(p) + strconv.Itoa(x.count[p])
+	for k.isID(a) { // short ids of a fake: an alias must not shadow one
+		x.count[p]++
+		a = string(p) + strconv.Itoa(x.count[p])
+	}
+	if k.Aliases == nil {
+		k.Aliases = map[string]string{}
+	}
+	k.Aliases[a] = id
+	x.byID[id] = a
+	return a
+}
+
+// isID reports whether s is the id of an object the run knows.
+func (k *known) isID(s string) bool {
+	_, t := k.Tasks[s]
+	_, p := k.Projects[s]
+	_, sec := k.Sections[s]
+	return t || p || sec || s == k.InboxID
+}
+
+// unalias returns the id alias s stands for, or "" (also when s is itself
+// an id the run knows).
+func (k *known) unalias(s string) string {
+	if id, ok := k.Aliases[s]; ok && !k.isID(s) {
+		return id
+	}
+	return ""
+}
+
+func isIDByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-'
+}
+
+// shorten replaces the ids the run knows in text by their aliases.
+func (k *known) shorten(text string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(text); {
+		if !isIDByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isIDByte(text[j]) {
+			j++
+		}
+		if j-i > maxRawID {
+			if a := k.alias(text[i:j]); a != "" {
+				b.WriteString(text[last:i])
+				b.WriteString(a)
+				last = j
+			}
+		}
+		i = j
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// expand replaces the aliases in the id arguments of a call (keys ending
+// in _id or _ids, at any depth) by the ids they stand for. Arguments with
+// no alias are returned unchanged, byte for byte.
+func (k *known) expand(args json.RawMessage) json.RawMessage {
+	if len(k.Aliases) == 0 || len(args) == 0 {
+		return args
+	}
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return args
+	}
+	if !k.expandValue(v, false) {
+		return args
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// expandValue expands v in place; ids is set when v is the value of an id
+// key. It reports whether anything changed.
+func (k *known) expandValue(v any, ids bool) bool {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for key, x := range v {
+			isID := strings.HasSuffix(key, "_id") || strings.HasSuffix(key, "_ids")
+			if s, ok := x.(string); ok && isID {
+				if id := k.unalias(s); id != "" {
+					v[key], changed = id, true
+				}
+				continue
+			}
+			changed = k.expandValue(x, isID) || changed
+		}
+	case []any:
+		for i, x := range v {
+			if s, ok := x.(string); ok && ids {
+				if id := k.unalias(s); id != "" {
+					v[i], changed = id, true
+				}
+				continue
+			}
+			changed = k.expandValue(x, false) || changed
+		}
+	}
+	return changed
+}

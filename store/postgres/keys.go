@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tidybot/tidybot/store/seal"
+)
+
+// Data keys, as in package store (see store/seal.go there): each scope
+// (a conversation's thread key, a Todoist account, a pending request,
+// the outbox) seals its values with a key of the period, kept in
+// data_keys sealed with the master key. Deleting a scope's data destroys
+// its keys, and retention destroys the keys of periods it has passed,
+// sealing again first the few values still sealed with them. On
+// PostgreSQL a deleted row is gone once vacuumed, but the values are
+// sealed the same way, so that a backup, a WAL archive or a dump of the
+// tables shows no one's words without the keys.
+
+const (
+	scopeOutbox   = "outbox"
+	scopeSnapshot = "snapshot:" // + account key
+	scopeNone     = "-"
+)
+
+// metaMaster is the meta row of the master key generated when no
+// TIDYBOT_SECRET_KEY is given.
+const metaMaster = "data_master_key"
+
+// querier is a transaction or the pool.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type keyring struct {
+	masters []cipher.AEAD
+	now     func() time.Time
+	opened  seal.Cache
+}
+
+// aead returns data key id's cipher.
+func (k *keyring) aead(ctx context.Context, q querier, id []byte) (cipher.AEAD, error) {
+	if len(k.masters) == 0 {
+		return nil, seal.ErrNoKeys
+	}
+	if a, ok := k.opened.Get(id); ok {
+		return a, nil
+	}
+	var sealed []byte
+	err := q.QueryRow(ctx, `SELECT sealed FROM data_keys WHERE id = $1`, id).Scan(&sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, seal.ErrKeyGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := seal.OpenKey(k.masters, id, sealed)
+	if err != nil {
+		return nil, err
+	}
+	a, err := seal.NewAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	k.opened.Put(id, a)
+	return a, nil
+}
+
+// current returns the id and cipher of the key sealing scope's new
+// values, making one when the scope has none for this period.
+func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte, cipher.AEAD, error) {
+	if len(k.masters) == 0 {
+		return nil, nil, seal.ErrNoKeys
+	}
+	period := seal.PeriodOf(k.now())
+	var id []byte
+	var p int64
+	err := q.QueryRow(ctx, `SELECT id, period FROM current_keys WHERE scope = $1`, scope).Scan(&id, &p)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, err
+	}
+	if err == nil && p == period {
+		a, err := k.aead(ctx, q, id)
+		if err == nil {
+			return id, a, nil
+		}
+		if !errors.Is(err, seal.ErrKeyGone) {
+			return nil, nil, err
+		}
+	}
+	id, key, err := seal.NewKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := q.Exec(ctx, `INSERT INTO data_keys (id, period, scope, sealed) VALUES ($1, $2, $3, $4)`,
+		id, period, scope, seal.SealKey(k.masters[0], id, key)); err != nil {
+		return nil, nil, err
+	}
+	if _, err := q.Exec(ctx, `INSERT INTO current_keys (scope, id, period) VALUES ($1, $2, $3)
+		ON CONFLICT (scope) DO UPDATE SET id = excluded.id, period = excluded.period`, scope, id, period); err != nil {
+		return nil, nil, err
+	}
+	a, err := seal.NewAEAD(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	k.opened.Put(id, a)
+	return id, a, nil
+}
+
+// seal encrypts plain with scope's current key; it returns the value
+// and the key's id.
+func (k *keyring) seal(ctx context.Context, q querier, scope string, plain []byte) (sealed, id []byte, err error) {
+	if scope == "" {
+		scope = scopeNone
+	}
+	id, a, err := k.current(ctx, q, scope)
+	if err != nil {
+		return nil, nil, fmt.Errorf("seal: %w", err)
+	}
+	return seal.Seal(id, a, plain), id, nil
+}
+
+// open returns the plaintext of a stored value (raw itself when plain).
+func (k *keyring) open(ctx context.Context, q querier, raw []byte) ([]byte, error) {
+	id := seal.KeyID(raw)
+	if id == nil {
+		return raw, nil
+	}
+	a, err := k.aead(ctx, q, id)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	return seal.Open(nil, a, raw)
+}
+
+// destroy deletes data keys: every value they sealed becomes unreadable.
+func (k *keyring) destroy(ctx context.Context, q querier, ids [][]byte) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM current_keys WHERE id = ANY($1)`, ids); err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM data_keys WHERE id = ANY($1)`, ids); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		k.opened.Forget(id)
+	}
+	return nil
+}
+
+// scopeKeys returns the ids of scope's keys.
+func scopeKeys(ctx context.Context, q querier, scope string) ([][]byte, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM data_keys WHERE scope = $1`, scope)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+}
+
+// destroyScope destroys every key of scope (whose values are all gone).
+func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) error {
+	ids, err := scopeKeys(ctx, q, scope)
+	if err != nil {
+		return err
+	}
+	return k.destroy(ctx, q, ids)
+}
+
+// setUp finds the master keys: derived from secrets, else the one kept
+// in meta, generated when create is set and there is none. A data key
+// sealed with another master than the current one is sealed again with
+// it (a rotation of TIDYBOT_SECRET_KEY, or one set after the generated
+// key was used, which is then deleted).
+func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create bool) error {
+	for _, s := range secrets {
+		a, err := seal.MasterFrom(s)
+		if err != nil {
+			return fmt.Errorf("master key: %w", err)
+		}
+		k.masters = append(k.masters, a)
+	}
+	var generated []byte
+	err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&generated)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("store: master key: %w", err)
+	}
+	if generated != nil {
+		a, err := seal.NewAEAD(generated)
+		if err != nil {
+			return fmt.Errorf("store: the data master key kept in the database is damaged: %w", err)
+		}
+		k.masters = append(k.masters, a)
+	}
+	rows, err := tx.Query(ctx, `SELECT id, sealed FROM data_keys`)
+	if err != nil {
+		return fmt.Errorf("store: data keys: %w", err)
+	}
+	type rec struct{ ID, Sealed []byte }
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return fmt.Errorf("store: data keys: %w", err)
+	}
+	if len(k.masters) == 0 {
+		if len(recs) > 0 {
+			return errors.New("store: the data keys are sealed with TIDYBOT_SECRET_KEY, which is not set")
+		}
+		if !create {
+			return nil
+		}
+		return k.generate(ctx, tx)
+	}
+	var reseal []rec
+	failed := 0
+	for _, r := range recs {
+		key, current, err := seal.OpenKey(k.masters, r.ID, r.Sealed)
+		if err != nil {
+			failed++
+			continue
+		}
+		if !current {
+			reseal = append(reseal, rec{r.ID, seal.SealKey(k.masters[0], r.ID, key)})
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("store: %d of %d data keys do not open with TIDYBOT_SECRET_KEY (was it changed without keeping the old key? list the new key, a comma, then the old one)", failed, len(recs))
+	}
+	if !create {
+		return nil
+	}
+	for _, r := range reseal {
+		if _, err := tx.Exec(ctx, `UPDATE data_keys SET sealed = $2 WHERE id = $1`, r.ID, r.Sealed); err != nil {
+			return fmt.Errorf("store: seal data keys again: %w", err)
+		}
+	}
+	if generated != nil && len(secrets) > 0 {
+		k.masters = k.masters[:len(k.masters)-1]
+		if _, err := tx.Exec(ctx, `DELETE FROM meta WHERE key = $1`, metaMaster); err != nil {
+			return fmt.Errorf("store: delete the generated master key: %w", err)
+		}
+	}
+	return nil
+}
+
+// generate makes the master key kept in the database when no
+// TIDYBOT_SECRET_KEY is given.
+func (k *keyring) generate(ctx context.Context, tx pgx.Tx) error {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("store: generate the data master key: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, metaMaster, key); err != nil {
+		return fmt.Errorf("store: keep the data master key: %w", err)
+	}
+	// Another process may have kept its key first: use the one kept.
+	if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&key); err != nil {
+		return fmt.Errorf("store: master key: %w", err)
+	}
+	a, err := seal.NewAEAD(key)
+	if err != nil {
+		return err
+	}
+	k.masters = append(k.masters, a)
+	return nil
+}

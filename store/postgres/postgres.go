@@ -1,0 +1,287 @@
+// Package postgres keeps tidybot's state in PostgreSQL: the shared store
+// several `tidybot serve` replicas may use (TIDYBOT_DATABASE_URL). It
+// implements bot.Store as package store does on bbolt, with the same
+// guarantees: an event's dedupe key, its message and its job commit in
+// one transaction; the outbox commits with a run's end; what people
+// wrote is sealed with per-scope data keys (package store/seal) that
+// /reset, /disconnect and retention destroy.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one numbered SQL file of migrations/.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order; their numbers
+// run from 1 without a gap.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: the name does not start with its number", e.Name())
+		}
+		raw, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(raw)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: want number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion is the newest schema this package knows: Open refuses a
+// database of a newer one.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // embedded at build time: a test catches it
+	}
+	return len(ms)
+}
+
+// migrateLock is the advisory lock key migrations hold, so that replicas
+// starting together migrate once.
+const migrateLock = 0x7469647962 // "tidyb"
+
+// Store is a PostgreSQL-backed bot.Store, safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	keys *keyring
+	// applied lists the migrations Open applied.
+	applied []int
+	// owner, for an Exclusive store, is the connection that holds the
+	// database's serve lock; closing it releases the lock.
+	owner *pgx.Conn
+}
+
+var _ bot.Store = (*Store)(nil)
+
+type options struct {
+	secrets   [][]byte
+	now       func() time.Time
+	noMigrate bool
+	exclusive bool
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithSecretKeys gives the TIDYBOT_SECRET_KEY keys (the current one
+// first, then older ones during a rotation) from which the master key
+// that seals data keys is derived. Without them, a master key is
+// generated at first start and kept in the database.
+func WithSecretKeys(keys [][]byte) Option { return func(o *options) { o.secrets = keys } }
+
+// WithoutMigrate makes Open refuse a database whose schema is older than
+// this tidybot's instead of migrating it (tidybot runs: it only reads).
+func WithoutMigrate() Option { return func(o *options) { o.noMigrate = true } }
+
+// Exclusive makes Open fail with ErrInUse while another process holds
+// the database Exclusive: until several replicas share the job queue
+// with a per-conversation lease, one serve (or chat) per database runs
+// jobs, as bbolt's file lock ensures for a file. The lock is a session
+// advisory lock, released when the store closes or its process dies.
+func Exclusive() Option { return func(o *options) { o.exclusive = true } }
+
+// ErrInUse is returned by an Exclusive Open of a database another
+// process holds.
+var ErrInUse = errors.New("database in use by another tidybot")
+
+// withClock sets the clock that dates data keys (tests).
+func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// Open connects to the database at url (a postgres:// URL), migrates its
+// schema to this tidybot's version and sets up the data keys. A schema
+// newer than this tidybot knows is refused.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := &options{now: time.Now}
+	for _, opt := range opts {
+		opt(o)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message may quote the URL, password included.
+		return nil, errors.New("store: TIDYBOT_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
+	}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}}
+	if err := s.open(ctx, o); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, o *options) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: connect to PostgreSQL at %s (TIDYBOT_DATABASE_URL): %w", s.where(), err)
+	}
+	if o.noMigrate {
+		v, err := s.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if v != SchemaVersion() {
+			return fmt.Errorf("store: the database at %s has schema version %d, this tidybot %d: run tidybot migrate", s.where(), v, SchemaVersion())
+		}
+	} else {
+		var err error
+		if s.applied, err = s.Migrate(ctx); err != nil {
+			return err
+		}
+	}
+	if o.exclusive {
+		if err := s.lock(ctx); err != nil {
+			return err
+		}
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
+}
+
+// lock takes the database's serve lock on a connection of its own, kept
+// out of the pool until Close. The lock is per schema, so that databases
+// kept in several schemas of one server (tests) do not share it.
+func (s *Store) lock(ctx context.Context) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("store: lock the database: %w", err)
+	}
+	conn := c.Hijack()
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot serve ' || current_schema()))`).Scan(&ok); err != nil {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("store: lock the database: %w", err)
+	}
+	if !ok {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("store: the database at %s is in use by another tidybot serve or chat (several replicas on one database are not supported yet): %w", s.where(), ErrInUse)
+	}
+	s.owner = conn
+	return nil
+}
+
+// where names the database without its password.
+func (s *Store) where() string {
+	c := s.pool.Config().ConnConfig
+	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+}
+
+// Applied returns the versions of the migrations Open applied.
+func (s *Store) Applied() []int { return s.applied }
+
+// Close closes the pool, and releases the serve lock of an Exclusive
+// store.
+func (s *Store) Close() error {
+	var err error
+	if s.owner != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = s.owner.Close(ctx)
+		cancel()
+		s.owner = nil
+	}
+	s.pool.Close()
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Version returns the database's schema version (0 for an empty one).
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM tidybot_schema`).Scan(&v)
+	if isUndefinedTable(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Migrate brings the schema to this tidybot's version, each migration in
+// its own transaction under an advisory lock, and returns the versions
+// it applied. A database of a newer version is refused.
+func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+	var done []int
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS tidybot_schema (version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var v int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM tidybot_schema`).Scan(&v); err != nil {
+			return err
+		}
+		if v > len(ms) {
+			return fmt.Errorf("the database at %s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.where(), v, len(ms))
+		}
+		for _, m := range ms[v:] {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO tidybot_schema (version) VALUES ($1)`, m.version); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			done = append(done, m.version)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: migrate: %w", err)
+	}
+	return done, nil
+}
+
+func isUndefinedTable(err error) bool {
+	var pe interface{ SQLState() string }
+	return errors.As(err, &pe) && pe.SQLState() == "42P01"
+}
+
+// tx runs fn in a transaction, committed when fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}

@@ -1,0 +1,327 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// saveRun stores r: its record and, when it has one, its transcript
+// (sealed apart); a run without a transcript keeps the stored one.
+func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
+	rec := *r
+	rec.Transcript = nil
+	v, id, err := s.sealJSON(ctx, q, r.ThreadKey, &rec)
+	if err != nil {
+		return err
+	}
+	var tr, trID []byte
+	if len(r.Transcript) > 0 {
+		if tr, trID, err = s.keys.seal(ctx, q, r.ThreadKey, r.Transcript); err != nil {
+			return err
+		}
+	}
+	var wait *string
+	if r.Status == bot.RunWaiting && r.Waiting != nil {
+		wait = &r.Waiting.Key
+	}
+	_, err = q.Exec(ctx, `INSERT INTO runs (id, thread_key, status, wait_key, created, updated, key_id, value, transcript_key_id, transcript)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (id) DO UPDATE SET thread_key = excluded.thread_key, status = excluded.status, wait_key = excluded.wait_key,
+			created = excluded.created, updated = excluded.updated, key_id = excluded.key_id, value = excluded.value,
+			transcript_key_id = coalesce(excluded.transcript_key_id, runs.transcript_key_id),
+			transcript = coalesce(excluded.transcript, runs.transcript)`,
+		r.ID, r.ThreadKey, string(r.Status), wait, ns(r.Created), ns(r.Updated), id, v, trID, tr)
+	return err
+}
+
+// SaveRun implements bot.Store.
+func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.saveRun(ctx, tx, r) }); err != nil {
+		return fmt.Errorf("store: save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Run implements bot.Store: the run with its transcript.
+func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
+	var r bot.Run
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var v, tr []byte
+		err := tx.QueryRow(ctx, `SELECT value, transcript FROM runs WHERE id = $1`, id).Scan(&v, &tr)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return bot.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.decode(ctx, tx, v, &r); err != nil {
+			return err
+		}
+		if tr != nil {
+			pt, err := s.keys.open(ctx, tx, tr)
+			if err != nil {
+				return fmt.Errorf("transcript: %w", err)
+			}
+			r.Transcript = pt
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// runs decodes the records (no transcript) a query selects, in its order.
+func (s *Store) runs(ctx context.Context, sql string, args ...any) ([]*bot.Run, error) {
+	xs, err := decodeAll[bot.Run](ctx, s, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*bot.Run, len(xs))
+	for i := range xs {
+		out[i] = &xs[i]
+	}
+	return out, nil
+}
+
+// Runs implements bot.Store.
+func (s *Store) Runs(ctx context.Context, statuses ...bot.RunStatus) ([]*bot.Run, error) {
+	var out []*bot.Run
+	var err error
+	if len(statuses) == 0 {
+		out, err = s.runs(ctx, `SELECT value FROM runs ORDER BY created, id`)
+	} else {
+		st := make([]string, len(statuses))
+		for i, x := range statuses {
+			st[i] = string(x)
+		}
+		out, err = s.runs(ctx, `SELECT value FROM runs WHERE status = ANY($1) ORDER BY created, id`, st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// ThreadRuns implements bot.Store.
+func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, error) {
+	out, err := s.runs(ctx, `SELECT value FROM runs WHERE thread_key = $1 ORDER BY created, id`, threadKey)
+	if err != nil {
+		return nil, fmt.Errorf("store: runs of %s: %w", threadKey, err)
+	}
+	return out, nil
+}
+
+// WaitingRun implements bot.Store: the thread's newest waiting run.
+func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
+	out, err := s.runs(ctx, `SELECT value FROM runs WHERE thread_key = $1 AND status = 'waiting' ORDER BY created DESC, id DESC`, threadKey)
+	if err != nil {
+		return nil, fmt.Errorf("store: waiting run of %s: %w", threadKey, err)
+	}
+	for _, r := range out {
+		if r.Waiting != nil {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// WaitingRunByKey implements bot.Store. Keys are short and random: of
+// two runs that took the same one, the one saved last has it.
+func (s *Store) WaitingRunByKey(ctx context.Context, key string) (*bot.Run, error) {
+	if key == "" {
+		return nil, nil
+	}
+	out, err := s.runs(ctx, `SELECT value FROM runs WHERE wait_key = $1 AND status = 'waiting' ORDER BY updated DESC, id DESC`, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: run waiting on %s: %w", key, err)
+	}
+	for _, r := range out {
+		if r.Waiting != nil && r.Waiting.Key == key {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// putJob stores a job in arrival order, once per job id.
+func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
+	v, id, err := s.sealJSON(ctx, q, j.ThreadKey, j)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v)
+	return err
+}
+
+// DeleteJob implements bot.Store.
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("store: delete job %s: %w", id, err)
+	}
+	return nil
+}
+
+// Jobs implements bot.Store.
+func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
+	out, err := decodeAll[bot.Job](ctx, s, `SELECT value FROM jobs ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list jobs: %w", err)
+	}
+	return out, nil
+}
+
+// decodeAll decodes the values a query selects, in its order.
+func decodeAll[T any](ctx context.Context, s *Store, sql string, args ...any) ([]T, error) {
+	var out []T
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			var x T
+			if err := s.decode(ctx, tx, v, &x); err != nil {
+				return err
+			}
+			out = append(out, x)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RunAudit implements bot.Store.
+func (s *Store) RunAudit(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
+	out, err := decodeAll[bot.AuditEntry](ctx, s, `SELECT value FROM audit WHERE run_id = $1 ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: journal of %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Outbox implements bot.Store.
+func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
+	out, err := decodeAll[bot.Outbound](ctx, s, `SELECT value FROM outbox ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox: %w", err)
+	}
+	return out, nil
+}
+
+// Commit implements bot.Store: every part of c in one transaction. A
+// duplicate event key rolls it back and returns bot.ErrDuplicate.
+func (s *Store) Commit(ctx context.Context, c bot.Change) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if c.EventKey != "" {
+			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
+			if err != nil {
+				return err
+			}
+			if !fresh {
+				return bot.ErrDuplicate
+			}
+		}
+		return s.apply(ctx, tx, c)
+	})
+	if errors.Is(err, bot.ErrDuplicate) {
+		return bot.ErrDuplicate
+	}
+	if err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// apply writes c's parts after its event key.
+func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
+	if c.Thread != nil {
+		if err := saveThread(ctx, tx, *c.Thread, false); err != nil {
+			return err
+		}
+	}
+	if c.Message != nil {
+		if err := s.appendMessage(ctx, tx, *c.Message); err != nil {
+			return err
+		}
+	}
+	if c.Job != nil {
+		if err := s.putJob(ctx, tx, *c.Job); err != nil {
+			return err
+		}
+	}
+	if c.DeleteJob != "" {
+		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, c.DeleteJob); err != nil {
+			return err
+		}
+	}
+	if c.Run != nil {
+		if err := s.saveRun(ctx, tx, c.Run); err != nil {
+			return err
+		}
+	}
+	for _, ob := range c.Send {
+		v, id, err := s.sealJSON(ctx, tx, scopeOutbox, ob)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v); err != nil {
+			return err
+		}
+	}
+	for _, e := range c.Audit {
+		v, id, err := s.sealJSON(ctx, tx, e.ThreadKey, e)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit (run_id, key_id, value) VALUES ($1, $2, $3)`, e.RunID, id, v); err != nil {
+			return err
+		}
+	}
+	return addCounts(ctx, tx, c.Count)
+}
+
+// Delivered implements bot.Store, in one transaction: the message leaves
+// the outbox and, for a question its run still waits on, its message id
+// is recorded in the run.
+func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
+			return err
+		}
+		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
+			return nil
+		}
+		var v []byte
+		err := tx.QueryRow(ctx, `SELECT value FROM runs WHERE id = $1 FOR UPDATE`, ob.RunID).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var r bot.Run
+		if err := s.decode(ctx, tx, v, &r); err != nil {
+			return err
+		}
+		if r.Status != bot.RunWaiting || r.Waiting == nil || r.Waiting.Key != ob.WaitKey {
+			return nil // answered (or dropped) already
+		}
+		r.Waiting.MessageID = msgID
+		return s.saveRun(ctx, tx, &r)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
+	}
+	return nil
+}

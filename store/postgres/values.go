@@ -1,0 +1,286 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// ns is t in unix nanoseconds; the zero time sorts first.
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+// sealJSON encodes v and seals it with scope's key.
+func (s *Store) sealJSON(ctx context.Context, q querier, scope string, v any) (value, keyID []byte, err error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.keys.seal(ctx, q, scope, raw)
+}
+
+// decode opens a stored value and decodes it into v.
+func (s *Store) decode(ctx context.Context, q querier, raw []byte, v any) error {
+	pt, err := s.keys.open(ctx, q, raw)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(pt, v); err != nil {
+		return fmt.Errorf("decode value: %w", err)
+	}
+	return nil
+}
+
+// MarkEvent implements bot.Store.
+func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, error) {
+	fresh, err := markEvent(ctx, s.pool, key, at)
+	if err != nil {
+		return false, fmt.Errorf("store: mark event %s: %w", key, err)
+	}
+	return fresh, nil
+}
+
+// markEvent records key; a key recorded before (by any replica) is not
+// fresh. A concurrent insert of the same key waits for the other's
+// transaction, so exactly one of them finds it fresh.
+func markEvent(ctx context.Context, q querier, key string, at time.Time) (bool, error) {
+	tag, err := q.Exec(ctx, `INSERT INTO events (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, ns(at))
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// PruneEvents implements bot.Store.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM events WHERE at < $1`, ns(before))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune events: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Thread implements bot.Store.
+func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
+	var t bot.Thread
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM threads WHERE key = $1`, key).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = bot.ErrNotFound
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &t)
+	}
+	if err != nil {
+		return bot.Thread{}, fmt.Errorf("store: thread %s: %w", key, err)
+	}
+	return t, nil
+}
+
+// SaveThread implements bot.Store.
+func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
+	if err := saveThread(ctx, s.pool, t, true); err != nil {
+		return fmt.Errorf("store: save thread %s: %w", t.Key, err)
+	}
+	return nil
+}
+
+// saveThread stores t; without replace, a stored thread is kept.
+func saveThread(ctx context.Context, q querier, t bot.Thread, replace bool) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	conflict := `DO NOTHING`
+	if replace {
+		conflict = `DO UPDATE SET value = excluded.value`
+	}
+	_, err = q.Exec(ctx, `INSERT INTO threads (key, value) VALUES ($1, $2) ON CONFLICT (key) `+conflict, t.Key, raw)
+	return err
+}
+
+func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) error {
+	v, id, err := s.sealJSON(ctx, q, m.ThreadKey, m)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO messages (thread_key, at, key_id, value) VALUES ($1, $2, $3, $4)`, m.ThreadKey, ns(m.At), id, v)
+	return err
+}
+
+// RecentMessages implements bot.Store: the thread's latest n messages
+// at or after since, oldest first. Like bbolt's walk backwards, it stops
+// at the first message (newest first) before since.
+func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	msgs, err := decodeAll[bot.Message](ctx, s, `SELECT value FROM messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`, threadKey, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of %s: %w", threadKey, err)
+	}
+	if i := slices.IndexFunc(msgs, func(m bot.Message) bool { return m.At.Before(since) }); i >= 0 {
+		msgs = msgs[:i]
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
+
+func isPending(key string) bool { return strings.HasPrefix(key, bot.PendingPrefix) }
+
+// Setting implements bot.Store.
+func (s *Store) Setting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var raw []byte
+		err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return bot.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return s.decode(ctx, tx, raw, &v)
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: setting %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetSetting implements bot.Store. A pending request (bot.PendingPrefix)
+// is sealed with a key of its own, destroyed with the request it
+// replaces; "" deletes it.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if !isPending(key) {
+			raw, err := json.Marshal(value)
+			if err != nil {
+				return err
+			}
+			return putSetting(ctx, tx, key, raw, nil)
+		}
+		if err := s.deletePending(ctx, tx, key); err != nil || value == "" {
+			return err
+		}
+		v, id, err := s.sealJSON(ctx, tx, key, value)
+		if err != nil {
+			return err
+		}
+		return putSetting(ctx, tx, key, v, id)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set %s: %w", key, err)
+	}
+	return nil
+}
+
+func putSetting(ctx context.Context, q querier, key string, value, keyID []byte) error {
+	_, err := q.Exec(ctx, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET key_id = excluded.key_id, value = excluded.value`, key, keyID, value)
+	return err
+}
+
+// deletePending deletes a pending request and destroys its keys.
+func (s *Store) deletePending(ctx context.Context, q querier, key string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM settings WHERE key = $1`, key); err != nil {
+		return err
+	}
+	return s.keys.destroyScope(ctx, q, key)
+}
+
+// addCounts adds to numeric settings (bot.Change.Count); an absent or
+// unreadable one counts from 0. The row is locked for the addition, so
+// replicas adding at once lose no count.
+func addCounts(ctx context.Context, q querier, counts map[string]int) error {
+	for k, n := range counts {
+		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '"0"') ON CONFLICT (key) DO NOTHING`, k); err != nil {
+			return err
+		}
+		var raw []byte
+		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+			return err
+		}
+		var v string
+		_ = json.Unmarshal(raw, &v)
+		have, _ := strconv.Atoi(v)
+		next, _ := json.Marshal(strconv.Itoa(have + n))
+		if err := putSetting(ctx, q, k, next, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadSnapshot implements todoist.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
+	var out []byte
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var raw []byte
+		err := tx.QueryRow(ctx, `SELECT value FROM snapshots WHERE key = $1`, key).Scan(&raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out, err = s.keys.open(ctx, tx, raw)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: load snapshot: %w", err)
+	}
+	return out, nil
+}
+
+// SaveSnapshot implements todoist.SnapshotStore: sealed with its
+// account's key, and dated for retention.
+func (s *Store) SaveSnapshot(ctx context.Context, key string, data []byte) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error { return s.putSnapshot(ctx, tx, key, data, s.keys.now()) })
+	if err != nil {
+		return fmt.Errorf("store: save snapshot: %w", err)
+	}
+	return nil
+}
+
+// putSnapshot stores an account's snapshot sealed with its key, dated
+// used.
+func (s *Store) putSnapshot(ctx context.Context, q querier, key string, data []byte, used time.Time) error {
+	v, id, err := s.keys.seal(ctx, q, scopeSnapshot+key, data)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO snapshots (key, used, key_id, value) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (key) DO UPDATE SET used = excluded.used, key_id = excluded.key_id, value = excluded.value`, key, ns(used), id, v)
+	return err
+}
+
+// DeleteSnapshot deletes an account's snapshot and destroys its keys
+// (team mode's /disconnect).
+func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.deleteSnapshot(ctx, tx, key) }); err != nil {
+		return fmt.Errorf("store: delete snapshot: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) deleteSnapshot(ctx context.Context, q querier, key string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM snapshots WHERE key = $1`, key); err != nil {
+		return err
+	}
+	return s.keys.destroyScope(ctx, q, scopeSnapshot+key)
+}

@@ -1,0 +1,172 @@
+// Package seal is the encryption both stores share: values sealed
+// (AES-256-GCM) with data keys, and data keys sealed with a master key
+// derived from TIDYBOT_SECRET_KEY (or generated and kept in the
+// database). Where the keys are kept, and when they are destroyed, is
+// each store's business; the formats here are one for both, so that a
+// value reads the same wherever it is kept.
+package seal
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// KeyPeriod is how long a scope's data key seals its new values: each
+// period gets a new key, so that retention can destroy the keys of the
+// periods it has passed.
+const KeyPeriod = 24 * time.Hour
+
+// PeriodOf is the period (unix seconds of its start) t falls in.
+func PeriodOf(t time.Time) int64 { return t.Truncate(KeyPeriod).Unix() }
+
+// KeyIDLen is the length of a data key's id.
+const KeyIDLen = 16
+
+// Magic starts every sealed value. No plaintext value does: an
+// envelope, a transcript and a snapshot are JSON, which starts with '{'.
+var Magic = []byte{0xff, 't', 'b', 's'}
+
+// ErrNoKeys is returned for a sealed value when no master key is known
+// (a read-only open of a database whose generated master key is missing).
+var ErrNoKeys = errors.New("the data is encrypted and no key to open it is known: set TIDYBOT_SECRET_KEY, or start tidybot serve or chat on the database once")
+
+// ErrKeyGone is a sealed value whose data key was destroyed.
+var ErrKeyGone = errors.New("the data key of this value was destroyed")
+
+// NewAEAD returns AES-256-GCM with key.
+func NewAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// MasterFrom derives the master key from a TIDYBOT_SECRET_KEY key, apart
+// from the keys cmd/tidybot derives from it for tokens and signatures.
+func MasterFrom(secret []byte) (cipher.AEAD, error) {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("tidybot data keys v1"))
+	return NewAEAD(m.Sum(nil))
+}
+
+// NewKey returns a new data key and its random id.
+func NewKey() (id, key []byte, err error) {
+	id, key = make([]byte, KeyIDLen), make([]byte, 32)
+	if _, err := rand.Read(id); err != nil {
+		return nil, nil, fmt.Errorf("new data key: %w", err)
+	}
+	if _, err := rand.Read(key); err != nil {
+		return nil, nil, fmt.Errorf("new data key: %w", err)
+	}
+	return id, key, nil
+}
+
+// SealKey seals data key id with master, nonce first, its id the
+// additional data.
+func SealKey(master cipher.AEAD, id, key []byte) []byte {
+	nonce := make([]byte, master.NonceSize(), master.NonceSize()+len(key)+master.Overhead())
+	_, _ = rand.Read(nonce)
+	return master.Seal(nonce, nonce, key, id)
+}
+
+// OpenKey opens a sealed data key with any of masters; current reports
+// whether the first (the current one) sealed it.
+func OpenKey(masters []cipher.AEAD, id, sealed []byte) (key []byte, current bool, err error) {
+	for i, a := range masters {
+		if len(sealed) < a.NonceSize() {
+			break
+		}
+		if key, err := a.Open(nil, sealed[:a.NonceSize()], sealed[a.NonceSize():], id); err == nil {
+			return key, i == 0, nil
+		}
+	}
+	return nil, false, errors.New("a data key does not open with the master key")
+}
+
+// Seal encrypts plain with data key id's cipher a: magic, id, nonce,
+// then the ciphertext, whose additional data is magic and id.
+func Seal(id []byte, a cipher.AEAD, plain []byte) []byte {
+	head := len(Magic) + KeyIDLen
+	out := make([]byte, head+a.NonceSize(), head+a.NonceSize()+len(plain)+a.Overhead())
+	copy(out, Magic)
+	copy(out[len(Magic):], id)
+	_, _ = rand.Read(out[head:])
+	return a.Seal(out, out[head:], plain, out[:head])
+}
+
+// KeyID returns the id of the key that sealed raw, or nil for a
+// plaintext value.
+func KeyID(raw []byte) []byte {
+	if !bytes.HasPrefix(raw, Magic) || len(raw) < len(Magic)+KeyIDLen {
+		return nil
+	}
+	return raw[len(Magic) : len(Magic)+KeyIDLen]
+}
+
+// Open appends the plaintext of raw, sealed with a (the cipher of
+// KeyID(raw)), to dst.
+func Open(dst []byte, a cipher.AEAD, raw []byte) ([]byte, error) {
+	head := len(Magic) + KeyIDLen
+	if len(raw) < head+a.NonceSize() {
+		return nil, errors.New("open: sealed value too short")
+	}
+	pt, err := a.Open(dst, raw[head:head+a.NonceSize()], raw[head+a.NonceSize():], raw[:head])
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	return pt, nil
+}
+
+// maxOpened bounds the ciphers a Cache keeps (about 1 KB each): a store
+// of 10,000 conversations would otherwise keep 10,000 of them. One more
+// is opened from the database in a few microseconds.
+const maxOpened = 1024
+
+// Cache keeps the ciphers of data keys opened. An id names one key for
+// ever (ids are random and never reused), so a cached cipher is never
+// stale, even if the transaction that made it rolls back. Its zero
+// value is ready; it is safe for concurrent use.
+type Cache struct {
+	mu     sync.Mutex
+	opened map[string]cipher.AEAD
+}
+
+// Get returns id's cipher if kept.
+func (c *Cache) Get(id []byte) (cipher.AEAD, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.opened[string(id)]
+	return a, ok
+}
+
+// Put keeps id's cipher.
+func (c *Cache) Put(id []byte, a cipher.AEAD) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opened == nil {
+		c.opened = map[string]cipher.AEAD{}
+	}
+	if len(c.opened) >= maxOpened {
+		for old := range c.opened { // any one: map order is random
+			delete(c.opened, old)
+			break
+		}
+	}
+	c.opened[string(id)] = a
+}
+
+// Forget drops id's cipher (a destroyed key).
+func (c *Cache) Forget(id []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.opened, string(id))
+}
