@@ -121,3 +121,25 @@ func (s *Server) Arrived(update int) time.Time {
 	defer s.mu.Unlock()
 	return s.pushed[update]
 }
+
+// Deliver makes a text message from a user, as PushText does, for a bot
+// in webhook mode: the update is not queued for getUpdates (Telegram
+// keeps none while a webhook is set, core.telegram.org/bots/api#getupdates);
+// it is returned for the test to POST to the webhook. The message can be
+// replied and reacted to, and Arrived(update) is now.
+func (s *Server) Deliver(chatID, userID int64, text string) (update int, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	update = s.nextUpd
+	s.nextUpd++
+	u := textUpdate(update, chatID, userID, text)
+	msg := u["message"].(map[string]any)
+	msg["message_id"] = s.userMessageID(update)
+	s.userMsgs[msg["message_id"].(int)] = msg
+	if s.pushed == nil {
+		s.pushed = map[int]time.Time{}
+	}
+	s.pushed[update] = time.Now()
+	body, _ = json.Marshal(u)
+	return update, body
+}
