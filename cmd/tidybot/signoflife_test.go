@@ -110,3 +110,22 @@ func reactionDelays(b *testing.B, tg *telegramtest.Server, updates []int) []time
 	}
 	return out
 }
+
+// Through serve, a person's message gets 👀 on Telegram, and a chat that
+// refuses reactions still gets the status message and the answer.
+func TestTelegramReactsThenAnswers(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.AllowedUsers = []string{"telegram:42", "telegram:43"}
+	tg := serveTelegram(t, e)
+	tg.ReactionsOff(43)
+	id := tg.MessageID(tg.PushText(42, 42, "hello"))
+	tg.PushText(43, 43, "hello")
+	waitFor(t, "the reaction", func() bool {
+		r := tg.Reactions()
+		return len(r) == 1 && r[0].ChatID == 42 && r[0].MessageID == id && r[0].Emoji[0] == "👀"
+	})
+	waitFor(t, "both answers", func() bool { return len(tg.Messages(42)) >= 2 && len(tg.Messages(43)) >= 2 })
+	if r := tg.Reactions(); len(r) != 1 {
+		t.Errorf("reactions: %+v", r)
+	}
+}
