@@ -394,6 +394,7 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	default:
 		b.cfg.Metrics.Event(in.Platform, "accepted")
 	}
+	b.ack(in)
 	b.sched.add(j, false)
 	return nil
 }

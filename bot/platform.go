@@ -142,3 +142,12 @@ type noMetrics struct{}
 
 func (noMetrics) Event(string, string)            {}
 func (noMetrics) RunEnded(RunStatus, agent.Usage) {}
+
+// Acknowledger is a Platform that can show a person at once that their
+// message was received, before any answer (Telegram's 👀 reaction). The
+// bot calls it once the message is stored, outside the send queue; an
+// error changes nothing else (the status message follows as without it).
+type Acknowledger interface {
+	// Ack marks message messageID of chat chatID as seen.
+	Ack(ctx context.Context, chatID, messageID string) error
+}

@@ -76,6 +76,11 @@ type Server struct {
 
 	// webhookError is getWebhookInfo's last_error_message (webhook.go).
 	webhookError string
+
+	// Reactions (reactions.go).
+	reactions   []Reaction
+	noReactions map[int64]bool
+	pushed      map[int]time.Time // when each update was pushed
 }
 
 // New starts a fake; close it with Close.
@@ -180,6 +185,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.sendMessage(w, f)
 	case "editMessageText":
 		s.editMessage(w, f)
+	case "setMessageReaction":
+		s.setReaction(w, f)
 	case "answerCallbackQuery":
 		// Only a query Telegram sent can be answered, once
 		// (core.telegram.org/bots/api#answercallbackquery).
@@ -378,6 +385,10 @@ func (s *Server) push(build func(id int) map[string]any) int {
 	s.nextUpd++
 	b, _ := json.Marshal(build(id))
 	s.updates = append(s.updates, b)
+	if s.pushed == nil {
+		s.pushed = map[int]time.Time{}
+	}
+	s.pushed[id] = time.Now()
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 	return id

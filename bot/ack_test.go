@@ -1,0 +1,112 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// ackPlatform is a fakePlatform that acknowledges messages (Acknowledger);
+// each Ack's "chat/message" goes to acks, and fails with err when set.
+type ackPlatform struct {
+	*fakePlatform
+	acks chan string
+	err  error
+}
+
+func (p *ackPlatform) Ack(_ context.Context, chatID, messageID string) error {
+	p.acks <- chatID + "/" + messageID
+	return p.err
+}
+
+func newAckHarness(t *testing.T, ag *mockAgent, err error) (*harness, *ackPlatform) {
+	t.Helper()
+	plat := newTelegram()
+	ap := &ackPlatform{fakePlatform: plat, acks: make(chan string, 10), err: err}
+	h := &harness{store: newMemStore(), agent: ag, plat: plat}
+	h.bot = New(h.store, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	h.bot.AddPlatform(ap)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := h.bot.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.bot.Stop(); cancel() })
+	return h, ap
+}
+
+func waitAck(t *testing.T, acks chan string) string {
+	t.Helper()
+	select {
+	case a := <-acks:
+		return a
+	case <-time.After(5 * time.Second):
+		t.Fatal("no acknowledgement")
+		return ""
+	}
+}
+
+// A stored message is acknowledged at once, while its run has not even
+// started (the model is busy elsewhere): the first sign of life does not
+// wait for the queue, the model or the status message (issue 26 item 3).
+func TestAckBeforeTheRun(t *testing.T) {
+	release := make(chan struct{})
+	ag := &mockAgent{StartFn: func(ctx context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		<-release
+		return done(newTranscript(in), "did: "+in.Instruction)
+	}}
+	h, ap := newAckHarness(t, ag, nil)
+	in := msg("tidy", "e1")
+	in.MessageID = "m1"
+	h.handle(t, in)
+	if got := waitAck(t, ap.acks); got != "c1/m1" {
+		t.Errorf("ack = %q, want c1/m1", got)
+	}
+	close(release)
+	h.idle(t)
+	// The same event delivered again is a duplicate: no second ack.
+	h.handle(t, in)
+	h.idle(t)
+	select {
+	case a := <-ap.acks:
+		t.Errorf("a duplicate was acknowledged: %q", a)
+	default:
+	}
+}
+
+// A message the store refused is not acknowledged: the 👀 would promise
+// an answer that never comes if the platform's retry is lost.
+func TestNoAckWhenNotStored(t *testing.T) {
+	h, ap := newAckHarness(t, &mockAgent{}, nil)
+	h.store.mu.Lock()
+	h.store.commitErr = func(Change) error { return errors.New("disk full") }
+	h.store.mu.Unlock()
+	in := msg("tidy", "e1")
+	in.MessageID = "m1"
+	if err := h.bot.Handle(t.Context(), in); err == nil {
+		t.Fatal("Handle of an unstored message returned nil")
+	}
+	select {
+	case a := <-ap.acks:
+		t.Errorf("an unstored message was acknowledged: %q", a)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// An acknowledgement the platform refuses (an old Bot API server, a chat
+// with reactions off) changes nothing: the run posts its status message
+// and its answer as without it.
+func TestAckFailureFallsBack(t *testing.T) {
+	h, ap := newAckHarness(t, &mockAgent{}, errors.New("telegram: REACTION_INVALID"))
+	in := msg("tidy", "e1")
+	in.MessageID = "m1"
+	h.handle(t, in)
+	waitAck(t, ap.acks)
+	h.idle(t)
+	if texts := h.plat.texts(); !slices.Contains(texts, "🤔 Working on it…") || texts[len(texts)-1] != "did: tidy" {
+		t.Errorf("sent %q", texts)
+	}
+}
