@@ -434,7 +434,7 @@ func labelsPtr(ls []string) *[]string {
 // plan plans move_tasks: project names are found case-insensitively or
 // created in the same request, through temp ids.
 func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
-	k, moves := pl.k, a.Moves
+	moves := a.Moves
 	needProjects := false
 	ids := make([]string, len(moves))
 	for i, m := range moves {
@@ -448,72 +448,12 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 			return err
 		}
 	}
-	created := map[string]string{}      // lower name → temp id
-	createdNames := map[string]string{} // lower name → the name used
+	created := newProjects{ids: map[string]string{}, names: map[string]string{}}
 	return pl.eachTask(ctx, ids, func(i int, t Task) {
 		m := moves[i]
 		w := Write{Kind: MoveTask, ID: m.TaskID}
-		var dest string
-		switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
-		case sec != "":
-			s, ok := k.Sections[sec]
-			if !ok && k.TasksFresh && len(k.Sections) > 0 {
-				pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
-				return
-			}
-			if sec == t.SectionID {
-				pl.note("%s %q is already in that section.", t.ID, t.Content)
-				return
-			}
-			w.SectionID = sec
-			dest = "section " + sec
-			if ok {
-				dest = k.projectName(s.ProjectID) + " / " + s.Name
-			}
-		case proj != "":
-			if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
-				proj = k.InboxID
-			}
-			if _, ok := k.Projects[proj]; !ok {
-				if byName, ok := k.projectByName(proj); ok {
-					proj = byName.ID
-				} else {
-					pl.reject(m.TaskID, pl.noProject(proj))
-					return
-				}
-			}
-			if proj == t.ProjectID && t.SectionID == "" {
-				pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
-				return
-			}
-			w.ProjectID = proj
-			dest = k.projectName(proj)
-		case name != "":
-			if first, ok := createdNames[strings.ToLower(name)]; ok {
-				name = first
-			}
-			if ex, ok := k.projectByName(name); ok {
-				if ex.ID == t.ProjectID && t.SectionID == "" {
-					pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
-					return
-				}
-				w.ProjectID = ex.ID
-				dest = ex.Name
-				break
-			}
-			tmp, ok := created[strings.ToLower(name)]
-			if !ok {
-				tmp = "tmp-" + NewUUID()
-				created[strings.ToLower(name)] = tmp
-				createdNames[strings.ToLower(name)] = name
-				pl.add(Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
-					Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
-					Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})
-			}
-			w.ProjectID = tmp
-			dest = name
-		default:
-			pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
+		dest, ok := pl.destination(m, t, &w, created)
+		if !ok {
 			return
 		}
 		back := Write{Kind: MoveTask, ID: t.ID, ProjectID: t.ProjectID}
@@ -523,6 +463,84 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		pl.add(w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
 			Summary: fmt.Sprintf("moved %q to %s", t.Content, dest), Inverse: []Write{back}, Dest: dest})
 	})
+}
+
+// newProjects are the projects a move_tasks plan creates, by lower-cased
+// name: their temp ids and the name first used for each.
+type newProjects struct{ ids, names map[string]string }
+
+// destination resolves where move m takes task t, setting w's section or
+// project, and names it. It reports false when the move was rejected or
+// needs no write (then the plan says why).
+func (pl *planner) destination(m Move, t Task, w *Write, created newProjects) (string, bool) {
+	k := pl.k
+	switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
+	case sec != "":
+		s, ok := k.Sections[sec]
+		if !ok && k.TasksFresh && len(k.Sections) > 0 {
+			pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
+			return "", false
+		}
+		if sec == t.SectionID {
+			pl.note("%s %q is already in that section.", t.ID, t.Content)
+			return "", false
+		}
+		w.SectionID = sec
+		if ok {
+			return k.projectName(s.ProjectID) + " / " + s.Name, true
+		}
+		return "section " + sec, true
+	case proj != "":
+		if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
+			proj = k.InboxID
+		}
+		if _, ok := k.Projects[proj]; !ok {
+			if byName, ok := k.projectByName(proj); ok {
+				proj = byName.ID
+			} else {
+				pl.reject(m.TaskID, pl.noProject(proj))
+				return "", false
+			}
+		}
+		if proj == t.ProjectID && t.SectionID == "" {
+			pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
+			return "", false
+		}
+		w.ProjectID = proj
+		return k.projectName(proj), true
+	case name != "":
+		return pl.namedProject(m, t, w, name, created)
+	default:
+		pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
+		return "", false
+	}
+}
+
+// namedProject moves to the project called name, planning to create it
+// (once per name) when the user has none.
+func (pl *planner) namedProject(m Move, t Task, w *Write, name string, created newProjects) (string, bool) {
+	if first, ok := created.names[strings.ToLower(name)]; ok {
+		name = first
+	}
+	if ex, ok := pl.k.projectByName(name); ok {
+		if ex.ID == t.ProjectID && t.SectionID == "" {
+			pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
+			return "", false
+		}
+		w.ProjectID = ex.ID
+		return ex.Name, true
+	}
+	tmp, ok := created.ids[strings.ToLower(name)]
+	if !ok {
+		tmp = "tmp-" + NewUUID()
+		created.ids[strings.ToLower(name)] = tmp
+		created.names[strings.ToLower(name)] = name
+		pl.add(Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
+			Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
+			Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})
+	}
+	w.ProjectID = tmp
+	return name, true
 }
 
 // applyResults records what became of a plan's writes: the observation,
