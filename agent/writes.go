@@ -45,59 +45,60 @@ func NewUUID() string {
 func strp(s string) *string { return &s }
 
 // planner is what a write action plans with: what the run knows (read
-// more with r.ensureProjects and r.ensureTasks) and the plan being built. The
-// runner's lock is held while a planner is in use.
+// more with run.ensureProjects and run.ensureTasks) and the plan being
+// built with its writes. The runner's lock is held while a planner is in
+// use.
 type planner struct {
-	r  *runner
-	k  *known
-	p  *plan
-	ws []Write
+	run    *runner
+	known  *known
+	plan   *plan
+	writes []Write
 }
 
 // add appends a write to the plan with a fresh uuid; item says what
 // becomes of it once applied, its inverse included.
 func (pl *planner) add(w Write, item planItem) {
 	w.UUID = NewUUID()
-	pl.ws = append(pl.ws, w)
-	pl.p.Items = append(pl.p.Items, item)
+	pl.writes = append(pl.writes, w)
+	pl.plan.Items = append(pl.plan.Items, item)
 }
 
 // reject reports an item that was not sent, and why.
 func (pl *planner) reject(ref, why string) {
-	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
-	pl.p.Rejected++
+	pl.plan.Notes = append(pl.plan.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
+	pl.plan.Rejected++
 }
 
 // note adds a line to the observation for an item that needs no write.
 func (pl *planner) note(format string, args ...any) {
-	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf(format, args...))
+	pl.plan.Notes = append(pl.plan.Notes, fmt.Sprintf(format, args...))
 }
 
 // project resolves a project reference ("inbox" or an id) and reports
 // whether it may be used: an id is refused only when the run holds a
 // fresh project list without it.
 func (pl *planner) project(ref string) (string, bool) {
-	if strings.EqualFold(ref, "inbox") && pl.k.InboxID != "" {
-		return pl.k.InboxID, true
+	if strings.EqualFold(ref, "inbox") && pl.known.InboxID != "" {
+		return pl.known.InboxID, true
 	}
-	_, ok := pl.k.Projects[ref]
-	return ref, ok || !pl.k.ProjectsFresh
+	_, ok := pl.known.Projects[ref]
+	return ref, ok || !pl.known.ProjectsFresh
 }
 
 // noProject is why a project reference was rejected.
 func (pl *planner) noProject(id string) string {
-	return "no project with id " + id + "; " + pl.k.projectHint(id)
+	return "no project with id " + id + "; " + pl.known.projectHint(id)
 }
 
 // noTask is why a task id was rejected.
 func (pl *planner) noTask(id string) string {
-	return "no task with id " + id + "; " + pl.k.taskHint(id)
+	return "no task with id " + id + "; " + pl.known.taskHint(id)
 }
 
 // eachTask reads the tasks ids name, rejects the ones that do not exist
 // and calls fn with the index and the task of each other.
 func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t Task)) error {
-	missing, err := pl.r.ensureTasks(ctx, ids)
+	missing, err := pl.run.ensureTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t 
 			pl.reject(id, pl.noTask(id))
 			continue
 		}
-		fn(i, pl.k.Tasks[id])
+		fn(i, pl.known.Tasks[id])
 	}
 	return nil
 }
@@ -114,14 +115,14 @@ func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t 
 // taskNames names tasks for a question, reading the unknown ones first (a
 // failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
 func (pl *planner) taskNames(ctx context.Context, ids []string) string {
-	_, _ = pl.r.ensureTasks(ctx, ids)
+	_, _ = pl.run.ensureTasks(ctx, ids)
 	var out []string
 	for i, id := range ids {
 		if i == 5 {
 			out = append(out, fmt.Sprintf("and %d more", len(ids)-5))
 			break
 		}
-		if t, ok := pl.k.Tasks[id]; ok {
+		if t, ok := pl.known.Tasks[id]; ok {
 			out = append(out, fmt.Sprintf("%q", t.Content))
 		} else {
 			out = append(out, id)
@@ -182,11 +183,11 @@ func (r *runner) ensureTasks(ctx context.Context, ids []string) (missing map[str
 func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, []Write, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pl := &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}}
+	pl := &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}}
 	if err := w.plan(ctx, pl); err != nil {
 		return nil, nil, err
 	}
-	return pl.p, pl.ws, nil
+	return pl.plan, pl.writes, nil
 }
 
 // gate returns the confirmation a write waits for, or an empty label
@@ -200,7 +201,7 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 	if !r.gated(w) && len(odd) == 0 {
 		return "", ""
 	}
-	label, question = w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	label, question = w.gate(ctx, &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}})
 	if len(odd) > 0 {
 		question = injectionQuestion(&r.tr.Known, question, odd)
 	}
@@ -208,17 +209,17 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
-	if err := pl.r.ensureProjects(ctx); err != nil {
+	if err := pl.run.ensureProjects(ctx); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(a.Name)
-	if ex, ok := pl.k.projectByName(name); ok {
+	if ex, ok := pl.known.projectByName(name); ok {
 		pl.note("Project %q already exists: id %s. Nothing was created; use that id.", ex.Name, ex.ID)
 		return nil
 	}
 	w := Write{Kind: AddProject, TempID: "tmp-" + NewUUID(), Name: name}
 	if parent := deref(a.ParentID); parent != "" {
-		if _, ok := pl.k.Projects[parent]; !ok {
+		if _, ok := pl.known.Projects[parent]; !ok {
 			pl.reject(parent, pl.noProject(parent))
 			return nil
 		}
@@ -249,7 +250,7 @@ func (a *CreateSectionArgs) plan(_ context.Context, pl *planner) error {
 		pl.reject(proj, pl.noProject(proj))
 		return nil
 	}
-	k := pl.k
+	k := pl.known
 	for _, s := range k.Sections {
 		if s.ProjectID == proj && strings.EqualFold(s.Name, strings.TrimSpace(a.Name)) {
 			pl.note("Section %q already exists in %s: id %s. Nothing was created.", s.Name, k.projectName(proj), s.ID)
@@ -293,7 +294,7 @@ func (*MoveTasksArgs) progress(t tally) string {
 }
 
 func (a *AddTasksArgs) plan(_ context.Context, pl *planner) error {
-	k := pl.k
+	k := pl.known
 	for _, t := range a.Tasks {
 		w := Write{Kind: AddTask, TempID: "tmp-" + NewUUID(), Content: strp(t.Content), Description: t.Description, DueString: t.DueString, Labels: labelsPtr(t.Labels)}
 		if t.Priority != nil {
@@ -444,7 +445,7 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 	}
 	if needProjects {
-		if err := pl.r.ensureProjects(ctx); err != nil {
+		if err := pl.run.ensureProjects(ctx); err != nil {
 			return err
 		}
 	}
@@ -473,7 +474,7 @@ type newProjects struct{ ids, names map[string]string }
 // project, and names it. It reports false when the move was rejected or
 // needs no write (then the plan says why).
 func (pl *planner) destination(m Move, t Task, w *Write, created newProjects) (string, bool) {
-	k := pl.k
+	k := pl.known
 	switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
 	case sec != "":
 		s, ok := k.Sections[sec]
@@ -522,7 +523,7 @@ func (pl *planner) namedProject(m Move, t Task, w *Write, name string, created n
 	if first, ok := created.names[strings.ToLower(name)]; ok {
 		name = first
 	}
-	if ex, ok := pl.k.projectByName(name); ok {
+	if ex, ok := pl.known.projectByName(name); ok {
 		if ex.ID == t.ProjectID && t.SectionID == "" {
 			pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
 			return "", false
