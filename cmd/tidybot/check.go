@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/internal/config"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -80,7 +81,7 @@ func (m *Main) check(ctx context.Context, cfg Config) error {
 
 func checkSettings(cfg Config) finding {
 	serve := cfg.TeamMode() || cfg.TelegramToken != "" || cfg.SlackBotToken != ""
-	if err := cfg.Validate(serve); err != nil {
+	if err := validate(cfg, serve); err != nil {
 		return finding{"settings", failed, err.Error()}
 	}
 	return finding{"settings", passed, "every setting is valid"}
@@ -254,10 +255,10 @@ func checkDatabase(cfg Config) finding {
 // Console, and the secret key that seals the tokens.
 func checkTeam(cfg Config) finding {
 	const part = "team mode"
-	if err := checkPublicURL(cfg.PublicURL); err != nil {
+	if err := config.CheckPublicURL(cfg.PublicURL); err != nil {
 		return finding{part, failed, err.Error()}
 	}
-	if _, err := secretKeys(cfg.SecretKey); err != nil {
+	if _, err := config.SecretKeys(cfg.SecretKey); err != nil {
 		return finding{part, failed, err.Error()}
 	}
 	return finding{part, passed, "register " + strings.TrimRight(cfg.PublicURL, "/") + accounts.CallbackPath +

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/tidybot/tidybot/internal/config"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -22,7 +23,7 @@ func validConfig() Config {
 }
 
 func TestValidateRefusesEveryBadValue(t *testing.T) {
-	if err := validConfig().Validate(true); err != nil {
+	if err := validate(validConfig(), true); err != nil {
 		t.Fatalf("the valid config is refused: %v", err)
 	}
 	for _, tt := range []struct {
@@ -66,7 +67,7 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validConfig()
 			tt.edit(&c)
-			err := c.Validate(true)
+			err := validate(c, true)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to name %s", err, tt.want)
 			}
@@ -81,7 +82,7 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 
 func TestLoadConfigNamesTheVariable(t *testing.T) {
 	t.Setenv("TIDYBOT_MAX_STEPS", "many")
-	_, err := LoadConfig()
+	_, err := config.Load()
 	if err == nil || !strings.Contains(err.Error(), "TIDYBOT_MAX_STEPS") {
 		t.Errorf("err = %v, want it to name TIDYBOT_MAX_STEPS", err)
 	}
@@ -106,7 +107,7 @@ func TestTelegramAPIURL(t *testing.T) {
 		t.Run(tt.url, func(t *testing.T) {
 			c := validConfig()
 			c.TelegramToken, c.TelegramURL = token, tt.url
-			err := c.Validate(true)
+			err := validate(c, true)
 			if (err == nil) != tt.ok {
 				t.Fatalf("Validate(%q) = %v, want ok=%v", tt.url, err, tt.ok)
 			}
@@ -137,7 +138,7 @@ func TestAllowedUsers(t *testing.T) {
 		t.Run(tt.entry, func(t *testing.T) {
 			c := validConfig()
 			c.AllowedUsers = []string{tt.entry}
-			err := c.Validate(false)
+			err := validate(c, false)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

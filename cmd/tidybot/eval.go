@@ -62,7 +62,7 @@ func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
 	// not apply, every other setting is checked as chat checks it.
 	check := cfg
 	check.TodoistToken = "unused by eval"
-	if err := check.Validate(false); err != nil {
+	if err := validate(check, false); err != nil {
 		return err
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/config"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -30,7 +31,7 @@ var _ inspector.Source = (*store.Store)(nil)
 func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool) ([]byte, error) {
 	var secret []byte
 	if cfg.SecretKey != "" {
-		ks, err := secretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
+		ks, err := config.SecretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +199,7 @@ func (m *Main) runsFromServe(ctx context.Context, cfg Config, path string) error
 // bbolt file, failing with store.ErrInUse while serve holds it.
 func (m *Main) runsStore(ctx context.Context, cfg Config) (appStore, error) {
 	if cfg.DatabaseURL != "" {
-		if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+		if err := config.CheckDatabaseURL(cfg.DatabaseURL); err != nil {
 			return nil, err
 		}
 		st, err := openPostgres(ctx, cfg, postgres.WithoutMigrate())

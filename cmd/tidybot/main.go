@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/config"
 	"io"
 	"log/slog"
 	"net/http"
@@ -154,7 +155,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	cfg := m.Config
 	if cfg == nil {
-		c, err := LoadConfig()
+		c, err := config.Load()
 		if err != nil {
 			return err
 		}
@@ -177,7 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "migrate" {
 		return m.migrate(ctx, *cfg, m.Args[1:])
 	}
-	if err := cfg.Validate(cmd == "serve"); err != nil {
+	if err := validate(*cfg, cmd == "serve"); err != nil {
 		return err
 	}
 	if cmd == "chat" {
@@ -199,7 +200,7 @@ func (m *Main) Close() error {
 // logger logs to m.Stderr in TIDYBOT_LOG_FORMAT, every record redacted
 // of every configured secret (the adapters' records included).
 func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
-	level, ok := logLevels[strings.ToLower(cfg.LogLevel)]
+	level, ok := config.LogLevels[strings.ToLower(cfg.LogLevel)]
 	if !ok {
 		level = slog.LevelInfo
 	}
@@ -258,7 +259,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if cfg.TeamMode() {
 		// Team mode: every person's runs use an engine on their own
 		// token; the engine above (no token) is never used.
-		keys, err := secretKeys(cfg.SecretKey)
+		keys, err := config.SecretKeys(cfg.SecretKey)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +295,7 @@ func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
 	if cfg.SecretKey == "" {
 		return more, nil
 	}
-	keys, err := secretKeys(cfg.SecretKey)
+	keys, err := config.SecretKeys(cfg.SecretKey)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"github.com/tidybot/tidybot/internal/config"
 	"html"
 	"io"
 
@@ -299,7 +300,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 
 	// No token is in the log or stored in clear.
 	stop()
-	secrets, err := secretKeys(e.cfg.SecretKey)
+	secrets, err := config.SecretKeys(e.cfg.SecretKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/tidybot/tidybot/internal/config"
 	"io"
 	"slices"
 )
@@ -110,7 +111,7 @@ func (m *Main) help(cmd string) error {
 		if _, err := io.WriteString(m.Stdout, usageText); err != nil {
 			return err
 		}
-		return Usage(m.Stdout)
+		return config.Usage(m.Stdout)
 	}
 	usage, ok := subcommands[cmd]
 	if !ok {

@@ -41,6 +41,9 @@ var allowed = map[string][]string{
 	// serve's HTTP surface (net/http, Prometheus): no adapter, no store;
 	// cmd/tidybot adds the adapters' and accounts' routes to its mux.
 	"web": {"bot", "agent"},
+	// The settings table, its validation and -h listing; the platforms it
+	// checks the allowlist against come from cmd/tidybot.
+	"internal/config": {"agent/openai"},
 }
 
 // TestImportDirection checks that no package imports one of ours it
