@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/tidybot/tidybot/internal/config"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // hookAdapter is a platform as serve sees it (bot.Adapter and

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"github.com/tidybot/tidybot/internal/config"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // validConfig is a config that passes Validate for serve.

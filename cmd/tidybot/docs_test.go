@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/tidybot/tidybot/internal/config"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // docPages are README.md and every page under docs/, relative to root.

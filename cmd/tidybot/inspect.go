@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/config"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/store/postgres"
 	"github.com/tidybot/tidybot/web"

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/tidybot/tidybot/internal/config"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 func TestModelSettings(t *testing.T) {

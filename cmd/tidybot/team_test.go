@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"github.com/tidybot/tidybot/internal/config"
 	"html"
 	"io"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 )
 

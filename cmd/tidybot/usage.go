@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/tidybot/tidybot/internal/config"
 	"io"
 	"slices"
+
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // subcommands are tidybot's subcommands, each with the usage that
