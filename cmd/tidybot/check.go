@@ -17,7 +17,7 @@ import (
 func (m *Main) check(ctx context.Context, cfg Config) error {
 	hc := m.httpClient()
 	model := openai.New(modelConfig(cfg, slog.New(slog.DiscardHandler)), hc)
-	findings := []checkup.Finding{checkup.Settings(cfg, validate), checkup.Model(ctx, cfg, model, unknownModel(cfg)),
+	findings := []checkup.Finding{checkup.Settings(cfg, validate), checkup.Model(ctx, cfg, model),
 		checkup.Todoist(ctx, cfg, todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, m.todoistBackoff()))}
 	if cfg.SlackBotToken != "" {
 		findings = append(findings, checkup.Slack(ctx, cfg, hc))

@@ -23,6 +23,7 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
+	"github.com/tidybot/tidybot/internal/checkup"
 	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/web"
@@ -226,7 +227,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		mc.BackoffBase, mc.BackoffMax = m.backoff, m.backoff
 	}
 	model := openai.New(mc, hc)
-	notice, err := checkModel(ctx, model, cfg, log)
+	notice, err := checkup.StartModel(ctx, model, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	// incremental, across restarts too.
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff())
 	if !cfg.TeamMode() {
-		if err := checkTodoist(ctx, tasks, log); err != nil {
+		if err := checkup.StartTodoist(ctx, tasks, log); err != nil {
 			return nil, err
 		}
 	}
@@ -494,43 +495,4 @@ func (m *Main) health(ctx context.Context, cfg Config) error {
 	}
 	_, err := fmt.Fprintln(m.Stdout, "ok")
 	return err
-}
-
-// checkModel stops start-up, with one line naming the setting, when the
-// model cannot work: go-openai would refuse every call, or the server
-// says the model does not exist. A model with a shutdown date is logged
-// and returned as a notice for each conversation.
-func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog.Logger) (string, error) {
-	if err := model.Check(cfg.Protocol == "tools"); err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	info, err := model.LookUp(ctx)
-	if err != nil {
-		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", unknownModel(cfg)
-		}
-		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
-			return "", err
-		}
-		// Not fatal: a laptop may start offline.
-		log.Warn(unreachableWarning(err))
-	}
-	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
-	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {
-		log.Warn("TIDYBOT_TEMPERATURE is not sent while the model reasons: set TIDYBOT_REASONING_EFFORT=none to use it",
-			slog.String("model", cfg.OpenAIModel), slog.String("reasoning_effort", e))
-	}
-	if info.ShutdownDate.IsZero() {
-		return "", nil
-	}
-	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s (the shutdown_date the model API gives for it)", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
-	if info.Replacement != "" {
-		notice += "; OpenAI's deprecations page names " + info.Replacement + " as its replacement"
-	}
-	notice += ": set OPENAI_MODEL to a model that will still be served."
-	log.Warn("the model has a shutdown date", slog.String("model", cfg.OpenAIModel), slog.String("shutdown_date", info.ShutdownDate.Format(time.DateOnly)),
-		slog.String("replacement", info.Replacement))
-	return notice, nil
 }

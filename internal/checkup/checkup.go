@@ -60,9 +60,8 @@ func Settings(cfg config.Config, validate func(cfg config.Config, serve bool) er
 }
 
 // Model: the model API answers, knows OPENAI_MODEL, and has announced no
-// shutdown date for it; unknown is the error for a model it does not
-// serve.
-func Model(ctx context.Context, cfg config.Config, model *openai.Client, unknown error) Finding {
+// shutdown date for it.
+func Model(ctx context.Context, cfg config.Config, model *openai.Client) Finding {
 	const part = "model"
 	if err := model.Check(cfg.Protocol == "tools"); err != nil {
 		return Finding{part, Failed, err.Error()}
@@ -73,7 +72,7 @@ func Model(ctx context.Context, cfg config.Config, model *openai.Client, unknown
 	where := fmt.Sprintf("%s at %s", cfg.OpenAIModel, HostOfURL(cfg.OpenAIBaseURL))
 	switch {
 	case errors.Is(err, openai.ErrUnknownModel):
-		return Finding{part, Failed, unknown.Error()}
+		return Finding{part, Failed, UnknownModel(cfg).Error()}
 	case err != nil:
 		return Finding{part, Failed, agent.ErrorMessageOf(err)}
 	case !info.Known:
