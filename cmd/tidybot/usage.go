@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tidybot/tidybot/internal/config"
+	"github.com/tidybot/tidybot/internal/evalcmd"
 )
 
 // subcommands are tidybot's subcommands, each with the usage that
@@ -40,7 +41,7 @@ Exits 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR, else 1
 with one line saying why (for container health checks).
 `),
 	"eval": func(w io.Writer) error {
-		fs, _ := evalFlags(w)
+		fs, _ := evalcmd.Flags(w)
 		fs.Usage()
 		return nil
 	},
@@ -84,7 +85,7 @@ func checkArgs(cmd string, args []string) error {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
 		}
 	case "eval":
-		fs, _ := evalFlags(io.Discard)
+		fs, _ := evalcmd.Flags(io.Discard)
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("eval: %w (try tidybot eval -h)", err)
 		}
