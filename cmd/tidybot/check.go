@@ -16,7 +16,7 @@ import (
 // pass (a warning passes).
 func (m *Main) check(ctx context.Context, cfg Config) error {
 	hc := m.httpClient()
-	model := openai.New(modelConfig(cfg, slog.New(slog.DiscardHandler)), hc)
+	model := openai.New(cfg.Model(slog.New(slog.DiscardHandler)), hc)
 	findings := []checkup.Finding{checkup.Settings(cfg, validate), checkup.Model(ctx, cfg, model),
 		checkup.Todoist(ctx, cfg, todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, m.todoistBackoff()))}
 	if cfg.SlackBotToken != "" {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,22 +41,6 @@ func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool
 		return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
 	}
 	return key, err
-}
-
-// pageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
-// serve's own address on this machine (for a tunnel or a local browser).
-func pageBase(cfg Config, addr string) string {
-	if cfg.PublicURL != "" {
-		return cfg.PublicURL
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "http://" + addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port)
 }
 
 func linkTTL(cfg Config) time.Duration {
@@ -105,7 +88,7 @@ func socketPath(db string) string { return db + ".sock" }
 // runsText is what serve answers `tidybot runs` with on the socket
 // beside the database; run links point at serve's addr.
 func (m *Main) runsText(cfg Config, addr string) http.Handler {
-	base, ttl, signer := pageBase(cfg, addr), linkTTL(cfg), m.signer
+	base, ttl, signer := cfg.PageBase(addr), linkTTL(cfg), m.signer
 	link := func(id string) string { return signer.Link(base, id, ttl) }
 	return inspector.TextHandler(m.store, m.redact, nil, link)
 }
@@ -147,7 +130,7 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 		if err != nil {
 			return err
 		}
-		base, ttl := pageBase(cfg, cfg.HTTPAddr), linkTTL(cfg)
+		base, ttl := cfg.PageBase(cfg.HTTPAddr), linkTTL(cfg)
 		link = func(id string) string { return signer.Link(base, id, ttl) }
 	} else if len(args) > 0 && args[0] == "link" {
 		return fmt.Errorf("runs: %w", err)

@@ -222,7 +222,7 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 // model has passed its start-up check.
 func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	hc := m.httpClient()
-	mc := modelConfig(cfg, log)
+	mc := cfg.Model(log)
 	if m.backoff > 0 {
 		mc.BackoffBase, mc.BackoffMax = m.backoff, m.backoff
 	}
@@ -254,7 +254,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
 	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
-	if tc := transcribeConfig(cfg, log); tc.Model != "" {
+	if tc := cfg.Transcribe(log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
 	if cfg.TeamMode() {
@@ -303,21 +303,6 @@ func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
 	return append(more, store.WithSecretKeys(keys)), nil
 }
 
-// transcribeConfig is the speech server's configuration: the model API's
-// address and key unless TIDYBOT_TRANSCRIBE_URL names another server (then
-// only TIDYBOT_TRANSCRIBE_API_KEY is sent to it, never OPENAI_API_KEY).
-// An empty Model turns voice notes off.
-func transcribeConfig(cfg Config, log *slog.Logger) openai.Config {
-	tc := openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, Model: strings.TrimSpace(cfg.TranscribeModel), Logger: log}
-	if cfg.TranscribeURL != "" {
-		tc.BaseURL, tc.APIKey = cfg.TranscribeURL, ""
-	}
-	if cfg.TranscribeKey != "" {
-		tc.APIKey = cfg.TranscribeKey
-	}
-	return tc
-}
-
 // httpClient reaches the model and Todoist.
 func (m *Main) httpClient() *http.Client {
 	if m.HTTPClient != nil {
@@ -342,16 +327,9 @@ func (m *Main) pool() *http.Transport {
 	return m.transport
 }
 
-// modelConfig is the model client's configuration; log hears what the
-// client learns about the server.
-func modelConfig(cfg Config, log *slog.Logger) openai.Config {
-	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
-		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
-}
-
 // newModel is the model eval uses (chat and serve check theirs first).
 func newModel(cfg Config, hc *http.Client) agent.Model {
-	return openai.New(modelConfig(cfg, nil), hc)
+	return openai.New(cfg.Model(nil), hc)
 }
 
 // engineConfig is the agent's configuration chat, serve and eval use.

@@ -505,3 +505,41 @@ func CheckDatabaseURL(raw string) error {
 	}
 	return nil
 }
+
+// Model is the model client's configuration; log hears what the
+// client learns about the server.
+func (cfg Config) Model(log *slog.Logger) openai.Config {
+	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
+		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
+}
+
+// Transcribe is the speech server's configuration: the model API's
+// address and key unless TIDYBOT_TRANSCRIBE_URL names another server (then
+// only TIDYBOT_TRANSCRIBE_API_KEY is sent to it, never OPENAI_API_KEY).
+// An empty Model turns voice notes off.
+func (cfg Config) Transcribe(log *slog.Logger) openai.Config {
+	tc := openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, Model: strings.TrimSpace(cfg.TranscribeModel), Logger: log}
+	if cfg.TranscribeURL != "" {
+		tc.BaseURL, tc.APIKey = cfg.TranscribeURL, ""
+	}
+	if cfg.TranscribeKey != "" {
+		tc.APIKey = cfg.TranscribeKey
+	}
+	return tc
+}
+
+// PageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
+// serve's own address on this machine (for a tunnel or a local browser).
+func (cfg Config) PageBase(addr string) string {
+	if cfg.PublicURL != "" {
+		return cfg.PublicURL
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
