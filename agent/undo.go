@@ -43,47 +43,9 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 		}
 	}
 	if len(containerDeletes) > 0 {
-		snap, err := e.tasks.Snapshot(ctx)
-		if err != nil {
-			return rep, fmt.Errorf("undo: read projects: %w", err)
-		}
-		// What each project and section holds once the other undo
-		// writes have run.
-		leaving := map[string]bool{}
-		for _, p := range ws {
-			if p.w.Kind == MoveTask || p.w.Kind == DeleteTask {
-				leaving[p.w.ID] = true
-			}
-		}
-		remaining := map[string]int{}
-		for _, t := range snap.Tasks {
-			if !leaving[t.ID] {
-				remaining[t.ProjectID]++
-				if t.SectionID != "" {
-					remaining[t.SectionID]++
-				}
-			}
-		}
-		exists := map[string]bool{}
-		for _, p := range snap.Projects {
-			exists[p.ID] = true
-		}
-		for _, s := range snap.Sections {
-			exists[s.ID] = true
-		}
-		// Sections first: a project's deletion takes its sections along.
-		slices.SortStableFunc(containerDeletes, func(a, b pending) int {
-			return cmp.Compare(containerRank(a.w.Kind), containerRank(b.w.Kind))
-		})
-		for _, p := range containerDeletes {
-			switch {
-			case !exists[p.w.ID]:
-				rep.Undone = append(rep.Undone, p.summary+" (already gone)")
-			case remaining[p.w.ID] > 0:
-				rep.NotUndone = append(rep.NotUndone, fmt.Sprintf("%s: kept, it holds %s added since", p.summary, plural(remaining[p.w.ID], "other task")))
-			default:
-				ws = append(ws, p)
-			}
+		var err error
+		if ws, err = e.emptyContainers(ctx, ws, containerDeletes, &rep); err != nil {
+			return rep, err
 		}
 	}
 	if len(ws) == 0 {
@@ -110,6 +72,55 @@ func (e *Engine) Undo(ctx context.Context, journal []Applied) (UndoReport, error
 		}
 	}
 	return rep, nil
+}
+
+// emptyContainers adds to ws the deletions of the projects and sections a
+// run created that will hold nothing once ws has run; it reports the ones
+// kept or already gone in rep.
+func (e *Engine) emptyContainers(ctx context.Context, ws, containerDeletes []pending, rep *UndoReport) ([]pending, error) {
+	snap, err := e.tasks.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("undo: read projects: %w", err)
+	}
+	// What each project and section holds once the other undo
+	// writes have run.
+	leaving := map[string]bool{}
+	for _, p := range ws {
+		if p.w.Kind == MoveTask || p.w.Kind == DeleteTask {
+			leaving[p.w.ID] = true
+		}
+	}
+	remaining := map[string]int{}
+	for _, t := range snap.Tasks {
+		if !leaving[t.ID] {
+			remaining[t.ProjectID]++
+			if t.SectionID != "" {
+				remaining[t.SectionID]++
+			}
+		}
+	}
+	exists := map[string]bool{}
+	for _, p := range snap.Projects {
+		exists[p.ID] = true
+	}
+	for _, s := range snap.Sections {
+		exists[s.ID] = true
+	}
+	// Sections first: a project's deletion takes its sections along.
+	slices.SortStableFunc(containerDeletes, func(a, b pending) int {
+		return cmp.Compare(containerRank(a.w.Kind), containerRank(b.w.Kind))
+	})
+	for _, p := range containerDeletes {
+		switch {
+		case !exists[p.w.ID]:
+			rep.Undone = append(rep.Undone, p.summary+" (already gone)")
+		case remaining[p.w.ID] > 0:
+			rep.NotUndone = append(rep.NotUndone, fmt.Sprintf("%s: kept, it holds %s added since", p.summary, plural(remaining[p.w.ID], "other task")))
+		default:
+			ws = append(ws, p)
+		}
+	}
+	return ws, nil
 }
 
 // containerRank orders the deletion of what a run created: sections

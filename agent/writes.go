@@ -45,59 +45,60 @@ func NewUUID() string {
 func strp(s string) *string { return &s }
 
 // planner is what a write action plans with: what the run knows (read
-// more with r.ensureProjects and r.ensureTasks) and the plan being built. The
-// runner's lock is held while a planner is in use.
+// more with run.ensureProjects and run.ensureTasks) and the plan being
+// built with its writes. The runner's lock is held while a planner is in
+// use.
 type planner struct {
-	r  *runner
-	k  *known
-	p  *plan
-	ws []Write
+	run    *runner
+	known  *known
+	plan   *plan
+	writes []Write
 }
 
 // add appends a write to the plan with a fresh uuid; item says what
 // becomes of it once applied, its inverse included.
 func (pl *planner) add(w Write, item planItem) {
 	w.UUID = NewUUID()
-	pl.ws = append(pl.ws, w)
-	pl.p.Items = append(pl.p.Items, item)
+	pl.writes = append(pl.writes, w)
+	pl.plan.Items = append(pl.plan.Items, item)
 }
 
 // reject reports an item that was not sent, and why.
 func (pl *planner) reject(ref, why string) {
-	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
-	pl.p.Rejected++
+	pl.plan.Notes = append(pl.plan.Notes, fmt.Sprintf("✗ %s: %s", ref, why))
+	pl.plan.Rejected++
 }
 
 // note adds a line to the observation for an item that needs no write.
 func (pl *planner) note(format string, args ...any) {
-	pl.p.Notes = append(pl.p.Notes, fmt.Sprintf(format, args...))
+	pl.plan.Notes = append(pl.plan.Notes, fmt.Sprintf(format, args...))
 }
 
 // project resolves a project reference ("inbox" or an id) and reports
 // whether it may be used: an id is refused only when the run holds a
 // fresh project list without it.
 func (pl *planner) project(ref string) (string, bool) {
-	if strings.EqualFold(ref, "inbox") && pl.k.InboxID != "" {
-		return pl.k.InboxID, true
+	if strings.EqualFold(ref, "inbox") && pl.known.InboxID != "" {
+		return pl.known.InboxID, true
 	}
-	_, ok := pl.k.Projects[ref]
-	return ref, ok || !pl.k.ProjectsFresh
+	_, ok := pl.known.Projects[ref]
+	return ref, ok || !pl.known.ProjectsFresh
 }
 
 // noProject is why a project reference was rejected.
 func (pl *planner) noProject(id string) string {
-	return "no project with id " + id + "; " + pl.k.projectHint(id)
+	return "no project with id " + id + "; " + pl.known.projectHint(id)
 }
 
 // noTask is why a task id was rejected.
 func (pl *planner) noTask(id string) string {
-	return "no task with id " + id + "; " + pl.k.taskHint(id)
+	return "no task with id " + id + "; " + pl.known.taskHint(id)
 }
 
 // eachTask reads the tasks ids name, rejects the ones that do not exist
 // and calls fn with the index and the task of each other.
 func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t Task)) error {
-	missing, err := pl.r.ensureTasks(ctx, ids)
+	missing, err := pl.run.ensureTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t 
 			pl.reject(id, pl.noTask(id))
 			continue
 		}
-		fn(i, pl.k.Tasks[id])
+		fn(i, pl.known.Tasks[id])
 	}
 	return nil
 }
@@ -114,14 +115,14 @@ func (pl *planner) eachTask(ctx context.Context, ids []string, fn func(i int, t 
 // taskNames names tasks for a question, reading the unknown ones first (a
 // failed read leaves their ids): "\"Buy cake\", \"Call mum\" and 3 more".
 func (pl *planner) taskNames(ctx context.Context, ids []string) string {
-	_, _ = pl.r.ensureTasks(ctx, ids)
+	_, _ = pl.run.ensureTasks(ctx, ids)
 	var out []string
 	for i, id := range ids {
 		if i == 5 {
 			out = append(out, fmt.Sprintf("and %d more", len(ids)-5))
 			break
 		}
-		if t, ok := pl.k.Tasks[id]; ok {
+		if t, ok := pl.known.Tasks[id]; ok {
 			out = append(out, fmt.Sprintf("%q", t.Content))
 		} else {
 			out = append(out, id)
@@ -182,11 +183,11 @@ func (r *runner) ensureTasks(ctx context.Context, ids []string) (missing map[str
 func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, []Write, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pl := &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}}
+	pl := &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}}
 	if err := w.plan(ctx, pl); err != nil {
 		return nil, nil, err
 	}
-	return pl.p, pl.ws, nil
+	return pl.plan, pl.writes, nil
 }
 
 // gate returns the confirmation a write waits for, or an empty label
@@ -200,7 +201,7 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 	if !r.gated(w) && len(odd) == 0 {
 		return "", ""
 	}
-	label, question = w.gate(ctx, &planner{r: r, k: &r.tr.Known, p: &plan{Action: name}})
+	label, question = w.gate(ctx, &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}})
 	if len(odd) > 0 {
 		question = injectionQuestion(&r.tr.Known, question, odd)
 	}
@@ -208,17 +209,17 @@ func (r *runner) gate(ctx context.Context, name string, w writer) (label, questi
 }
 
 func (a *CreateProjectArgs) plan(ctx context.Context, pl *planner) error {
-	if err := pl.r.ensureProjects(ctx); err != nil {
+	if err := pl.run.ensureProjects(ctx); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(a.Name)
-	if ex, ok := pl.k.projectByName(name); ok {
+	if ex, ok := pl.known.projectByName(name); ok {
 		pl.note("Project %q already exists: id %s. Nothing was created; use that id.", ex.Name, ex.ID)
 		return nil
 	}
 	w := Write{Kind: AddProject, TempID: "tmp-" + NewUUID(), Name: name}
 	if parent := deref(a.ParentID); parent != "" {
-		if _, ok := pl.k.Projects[parent]; !ok {
+		if _, ok := pl.known.Projects[parent]; !ok {
 			pl.reject(parent, pl.noProject(parent))
 			return nil
 		}
@@ -249,7 +250,7 @@ func (a *CreateSectionArgs) plan(_ context.Context, pl *planner) error {
 		pl.reject(proj, pl.noProject(proj))
 		return nil
 	}
-	k := pl.k
+	k := pl.known
 	for _, s := range k.Sections {
 		if s.ProjectID == proj && strings.EqualFold(s.Name, strings.TrimSpace(a.Name)) {
 			pl.note("Section %q already exists in %s: id %s. Nothing was created.", s.Name, k.projectName(proj), s.ID)
@@ -293,7 +294,7 @@ func (*MoveTasksArgs) progress(t tally) string {
 }
 
 func (a *AddTasksArgs) plan(_ context.Context, pl *planner) error {
-	k := pl.k
+	k := pl.known
 	for _, t := range a.Tasks {
 		w := Write{Kind: AddTask, TempID: "tmp-" + NewUUID(), Content: strp(t.Content), Description: t.Description, DueString: t.DueString, Labels: labelsPtr(t.Labels)}
 		if t.Priority != nil {
@@ -434,7 +435,7 @@ func labelsPtr(ls []string) *[]string {
 // plan plans move_tasks: project names are found case-insensitively or
 // created in the same request, through temp ids.
 func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
-	k, moves := pl.k, a.Moves
+	moves := a.Moves
 	needProjects := false
 	ids := make([]string, len(moves))
 	for i, m := range moves {
@@ -444,76 +445,16 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		}
 	}
 	if needProjects {
-		if err := pl.r.ensureProjects(ctx); err != nil {
+		if err := pl.run.ensureProjects(ctx); err != nil {
 			return err
 		}
 	}
-	created := map[string]string{}      // lower name → temp id
-	createdNames := map[string]string{} // lower name → the name used
+	created := newProjects{ids: map[string]string{}, names: map[string]string{}}
 	return pl.eachTask(ctx, ids, func(i int, t Task) {
 		m := moves[i]
 		w := Write{Kind: MoveTask, ID: m.TaskID}
-		var dest string
-		switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
-		case sec != "":
-			s, ok := k.Sections[sec]
-			if !ok && k.TasksFresh && len(k.Sections) > 0 {
-				pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
-				return
-			}
-			if sec == t.SectionID {
-				pl.note("%s %q is already in that section.", t.ID, t.Content)
-				return
-			}
-			w.SectionID = sec
-			dest = "section " + sec
-			if ok {
-				dest = k.projectName(s.ProjectID) + " / " + s.Name
-			}
-		case proj != "":
-			if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
-				proj = k.InboxID
-			}
-			if _, ok := k.Projects[proj]; !ok {
-				if byName, ok := k.projectByName(proj); ok {
-					proj = byName.ID
-				} else {
-					pl.reject(m.TaskID, pl.noProject(proj))
-					return
-				}
-			}
-			if proj == t.ProjectID && t.SectionID == "" {
-				pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
-				return
-			}
-			w.ProjectID = proj
-			dest = k.projectName(proj)
-		case name != "":
-			if first, ok := createdNames[strings.ToLower(name)]; ok {
-				name = first
-			}
-			if ex, ok := k.projectByName(name); ok {
-				if ex.ID == t.ProjectID && t.SectionID == "" {
-					pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
-					return
-				}
-				w.ProjectID = ex.ID
-				dest = ex.Name
-				break
-			}
-			tmp, ok := created[strings.ToLower(name)]
-			if !ok {
-				tmp = "tmp-" + NewUUID()
-				created[strings.ToLower(name)] = tmp
-				createdNames[strings.ToLower(name)] = name
-				pl.add(Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
-					Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
-					Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})
-			}
-			w.ProjectID = tmp
-			dest = name
-		default:
-			pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
+		dest, ok := pl.destination(m, t, &w, created)
+		if !ok {
 			return
 		}
 		back := Write{Kind: MoveTask, ID: t.ID, ProjectID: t.ProjectID}
@@ -523,6 +464,84 @@ func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
 		pl.add(w, planItem{Ref: m.TaskID, Obs: fmt.Sprintf("Moved %s %q to %s", t.ID, t.Content, dest),
 			Summary: fmt.Sprintf("moved %q to %s", t.Content, dest), Inverse: []Write{back}, Dest: dest})
 	})
+}
+
+// newProjects are the projects a move_tasks plan creates, by lower-cased
+// name: their temp ids and the name first used for each.
+type newProjects struct{ ids, names map[string]string }
+
+// destination resolves where move m takes task t, setting w's section or
+// project, and names it. It reports false when the move was rejected or
+// needs no write (then the plan says why).
+func (pl *planner) destination(m Move, t Task, w *Write, created newProjects) (string, bool) {
+	k := pl.known
+	switch sec, proj, name := deref(m.SectionID), deref(m.ProjectID), deref(m.ProjectName); {
+	case sec != "":
+		s, ok := k.Sections[sec]
+		if !ok && k.TasksFresh && len(k.Sections) > 0 {
+			pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
+			return "", false
+		}
+		if sec == t.SectionID {
+			pl.note("%s %q is already in that section.", t.ID, t.Content)
+			return "", false
+		}
+		w.SectionID = sec
+		if ok {
+			return k.projectName(s.ProjectID) + " / " + s.Name, true
+		}
+		return "section " + sec, true
+	case proj != "":
+		if strings.EqualFold(proj, "inbox") && k.InboxID != "" {
+			proj = k.InboxID
+		}
+		if _, ok := k.Projects[proj]; !ok {
+			if byName, ok := k.projectByName(proj); ok {
+				proj = byName.ID
+			} else {
+				pl.reject(m.TaskID, pl.noProject(proj))
+				return "", false
+			}
+		}
+		if proj == t.ProjectID && t.SectionID == "" {
+			pl.note("%s %q is already in %s.", t.ID, t.Content, k.projectName(proj))
+			return "", false
+		}
+		w.ProjectID = proj
+		return k.projectName(proj), true
+	case name != "":
+		return pl.namedProject(m, t, w, name, created)
+	default:
+		pl.reject(m.TaskID, "no destination: give project_id, project_name or section_id")
+		return "", false
+	}
+}
+
+// namedProject moves to the project called name, planning to create it
+// (once per name) when the user has none.
+func (pl *planner) namedProject(m Move, t Task, w *Write, name string, created newProjects) (string, bool) {
+	if first, ok := created.names[strings.ToLower(name)]; ok {
+		name = first
+	}
+	if ex, ok := pl.known.projectByName(name); ok {
+		if ex.ID == t.ProjectID && t.SectionID == "" {
+			pl.note("%s %q is already in %s.", t.ID, t.Content, ex.Name)
+			return "", false
+		}
+		w.ProjectID = ex.ID
+		return ex.Name, true
+	}
+	tmp, ok := created.ids[strings.ToLower(name)]
+	if !ok {
+		tmp = "tmp-" + NewUUID()
+		created.ids[strings.ToLower(name)] = tmp
+		created.names[strings.ToLower(name)] = name
+		pl.add(Write{Kind: AddProject, TempID: tmp, Name: name}, planItem{Ref: name,
+			Obs: fmt.Sprintf("Created project %q: id %s", name, tmp), Summary: fmt.Sprintf("created project %q", name),
+			Inverse: []Write{{Kind: DeleteProject, ID: tmp}}})
+	}
+	w.ProjectID = tmp
+	return name, true
 }
 
 // applyResults records what became of a plan's writes: the observation,

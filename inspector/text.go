@@ -87,52 +87,7 @@ func WriteRun(w io.Writer, v *View) error {
 		}
 	}
 	for _, s := range v.Steps {
-		fmt.Fprintf(&b, "\nStep %d", s.N)
-		for _, m := range s.Model {
-			fmt.Fprintf(&b, " · model %s, %s + %s tokens", Dur(m.Dur), num(m.PromptTokens), num(m.CompletionTokens))
-			if m.Failed {
-				b.WriteString(" (failed)")
-			}
-		}
-		for _, c := range s.Todoist {
-			fmt.Fprintf(&b, " · Todoist %s %s", c.Op, Dur(c.Dur))
-			if c.Failed {
-				b.WriteString(" (failed)")
-			}
-		}
-		if s.Wait > 0 {
-			fmt.Fprintf(&b, " · waited %s for you", Dur(s.Wait))
-		}
-		b.WriteString("\n")
-		if s.Thought != "" {
-			fmt.Fprintf(&b, "  thought: %s\n", indent(s.Thought))
-		}
-		for _, a := range s.Actions {
-			kind := ""
-			if a.Write {
-				kind = " [write]"
-			}
-			if a.Confirmed {
-				kind += " [you confirmed it]"
-			}
-			if a.Declined {
-				kind += " [you said no]"
-			}
-			if a.Question != "" {
-				fmt.Fprintf(&b, "  %s%s: %s\n", a.Name, kind, indent(a.Question))
-				if a.Answer != "" {
-					fmt.Fprintf(&b, "    answer: %s\n", indent(a.Answer))
-				}
-				continue
-			}
-			fmt.Fprintf(&b, "  %s%s %s\n", a.Name, kind, oneLine(a.Args.Full, 200))
-			if a.HasResult {
-				fmt.Fprintf(&b, "    → %s\n", indent(a.Observation.Short))
-			}
-		}
-		for _, n := range s.Notes {
-			fmt.Fprintf(&b, "  note: %s\n", indent(n.Short))
-		}
+		writeStep(&b, s)
 	}
 	if len(v.Writes) > 0 {
 		b.WriteString("\nChanges:\n")
@@ -146,6 +101,57 @@ func WriteRun(w io.Writer, v *View) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeStep prints one step of a run: its timings, thought, actions and
+// notes.
+func writeStep(b *strings.Builder, s Step) {
+	fmt.Fprintf(b, "\nStep %d", s.N)
+	for _, m := range s.Model {
+		fmt.Fprintf(b, " · model %s, %s + %s tokens", Dur(m.Dur), num(m.PromptTokens), num(m.CompletionTokens))
+		if m.Failed {
+			b.WriteString(" (failed)")
+		}
+	}
+	for _, c := range s.Todoist {
+		fmt.Fprintf(b, " · Todoist %s %s", c.Op, Dur(c.Dur))
+		if c.Failed {
+			b.WriteString(" (failed)")
+		}
+	}
+	if s.Wait > 0 {
+		fmt.Fprintf(b, " · waited %s for you", Dur(s.Wait))
+	}
+	b.WriteString("\n")
+	if s.Thought != "" {
+		fmt.Fprintf(b, "  thought: %s\n", indent(s.Thought))
+	}
+	for _, a := range s.Actions {
+		kind := ""
+		if a.Write {
+			kind = " [write]"
+		}
+		if a.Confirmed {
+			kind += " [you confirmed it]"
+		}
+		if a.Declined {
+			kind += " [you said no]"
+		}
+		if a.Question != "" {
+			fmt.Fprintf(b, "  %s%s: %s\n", a.Name, kind, indent(a.Question))
+			if a.Answer != "" {
+				fmt.Fprintf(b, "    answer: %s\n", indent(a.Answer))
+			}
+			continue
+		}
+		fmt.Fprintf(b, "  %s%s %s\n", a.Name, kind, oneLine(a.Args.Full, 200))
+		if a.HasResult {
+			fmt.Fprintf(b, "    → %s\n", indent(a.Observation.Short))
+		}
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(b, "  note: %s\n", indent(n.Short))
+	}
 }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }

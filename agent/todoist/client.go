@@ -204,21 +204,7 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-			return 0, nil
-		}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out); err != nil {
-			if ctx.Err() != nil {
-				return -1, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) { // an empty 2xx body is a success too
-				return 0, nil
-			}
-			// A body cut off mid-read is worth another try.
-			return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "Todoist sent an unreadable answer to " + r.String(), Err: err}
-		}
-		return 0, nil
+		return c.decode(ctx, r, resp.Body, out, n)
 	}
 
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -252,6 +238,26 @@ func (c *Client) attempt(ctx context.Context, r call, out any, n int) (time.Dura
 		return wait, e
 	}
 	return -1, statusError(r, ae)
+}
+
+// decode reads a successful answer to r into out (or discards it when
+// out is nil). An empty body is a success too; a body cut off mid-read is
+// worth another try.
+func (c *Client) decode(ctx context.Context, r call, body io.Reader, out any, n int) (time.Duration, error) {
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, maxBody))
+		return 0, nil
+	}
+	if err := json.NewDecoder(io.LimitReader(body, maxBody)).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return -1, ctx.Err()
+		}
+		if errors.Is(err, io.EOF) { // an empty 2xx body is a success too
+			return 0, nil
+		}
+		return c.backoff(n), &agent.Error{Code: agent.ErrServer, Message: "Todoist sent an unreadable answer to " + r.String(), Err: err}
+	}
+	return 0, nil
 }
 
 // backoff returns the wait before retry n (0-based) when the server did

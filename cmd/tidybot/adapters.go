@@ -9,25 +9,36 @@ import (
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/config"
 )
 
-// platform is a chat platform tidybot serve can run: its name (as in
-// TIDYBOT_ALLOWED_USERS entries), its allowlist id rule, and how it is
-// built from the configuration. Adding a platform is an adapter package
-// and one row in platforms (docs/adapters.md).
+// platform is a chat platform tidybot serve can run: what validation
+// knows of it (its name as in TIDYBOT_ALLOWED_USERS entries, its allowlist
+// id rule, whether the configuration enables it) and how it is built from
+// the configuration. Adding a platform is an adapter package and one row
+// in platforms (docs/adapters.md).
 type platform struct {
-	name  string
-	allow bot.AllowRule
-	// on reports whether the configuration enables it (its token is set).
-	on func(cfg Config) bool
+	config.Platform
 	// open connects it; b is the bot it will hand events to.
 	open func(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bot.Bot) (bot.Adapter, error)
 }
 
 // platforms are the platforms serve knows, in the order it starts them.
 var platforms = []platform{
-	{name: telegram.Platform, allow: telegram.AllowedID, on: func(cfg Config) bool { return cfg.TelegramToken != "" }, open: openTelegram},
-	{name: slack.Platform, allow: slack.AllowedID, on: func(cfg Config) bool { return cfg.SlackBotToken != "" }, open: openSlack},
+	{config.Platform{Name: telegram.Platform, Allow: telegram.AllowedID, On: func(cfg Config) bool { return cfg.TelegramToken != "" }}, openTelegram},
+	{config.Platform{Name: slack.Platform, Allow: slack.AllowedID, On: func(cfg Config) bool { return cfg.SlackBotToken != "" }}, openSlack},
+}
+
+// Config is every setting (package config).
+type Config = config.Config
+
+// validate checks cfg against the platforms serve knows.
+func validate(cfg Config, serve bool) error {
+	rules := make([]config.Platform, len(platforms))
+	for i, p := range platforms {
+		rules[i] = p.Platform
+	}
+	return cfg.Validate(serve, rules)
 }
 
 func openTelegram(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
@@ -45,7 +56,7 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 func (m *Main) openAdapters(ctx context.Context, cfg Config, log *slog.Logger, b *bot.Bot, mux *http.ServeMux) ([]bot.Adapter, error) {
 	var out []bot.Adapter
 	for _, p := range platforms {
-		if !p.on(cfg) {
+		if !p.On(cfg) {
 			continue
 		}
 		a, err := p.open(ctx, m, cfg, log, b)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // hookAdapter is a platform as serve sees it (bot.Adapter and
@@ -70,14 +71,14 @@ func TestServeRunsEveryConfiguredAdapter(t *testing.T) {
 	a := &hookAdapter{ran: make(chan struct{}), ended: make(chan struct{})}
 	saved := platforms
 	t.Cleanup(func() { platforms = saved })
-	platforms = append(slices.Clone(saved), platform{name: "hook",
-		allow: func(id string, _ bool) error {
+	platforms = append(slices.Clone(saved), platform{Platform: config.Platform{Name: "hook",
+		Allow: func(id string, _ bool) error {
 			if id != "7" {
 				return errFakeID
 			}
 			return nil
 		},
-		on: func(Config) bool { return true },
+		On: func(Config) bool { return true }},
 		open: func(context.Context, *Main, Config, *slog.Logger, *bot.Bot) (bot.Adapter, error) {
 			return a, nil
 		}})
@@ -106,7 +107,7 @@ func TestServeRunsEveryConfiguredAdapter(t *testing.T) {
 
 	c := validConfig()
 	c.AllowedUsers = []string{"hook:8"}
-	if err := c.Validate(false); err == nil || !strings.Contains(err.Error(), `"hook:8" `+errFakeID.Error()) {
+	if err := validate(c, false); err == nil || !strings.Contains(err.Error(), `"hook:8" `+errFakeID.Error()) {
 		t.Errorf("the hook platform's rule was not asked: %v", err)
 	}
 }

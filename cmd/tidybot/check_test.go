@@ -16,6 +16,7 @@ import (
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/internal/checkup"
 	"github.com/tidybot/tidybot/store"
 )
 
@@ -72,7 +73,7 @@ func TestCheckAllPass(t *testing.T) {
 	}
 	want := map[string]string{
 		"settings": "ok every setting is valid",
-		"model":    "ok scripted at " + hostOfURL(e.cfg.OpenAIBaseURL) + ": served (chat API), no shutdown date announced",
+		"model":    "ok scripted at " + checkup.HostOfURL(e.cfg.OpenAIBaseURL) + ": served (chat API), no shutdown date announced",
 		"Todoist":  "ok token valid: the account of Test User, time zone ",
 		"Slack":    "ok bot @tidybot in Tidy Team; all ",
 		"Telegram": "ok bot @tidybot; long polling; privacy mode on: in groups only /command@tidybot and replies to the bot reach it",

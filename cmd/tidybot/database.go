@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/store/postgres"
 )
@@ -57,39 +57,13 @@ func openStore(ctx context.Context, cfg Config) (appStore, error) {
 // openPostgres opens TIDYBOT_DATABASE_URL with TIDYBOT_SECRET_KEY.
 func openPostgres(ctx context.Context, cfg Config, more ...postgres.Option) (*postgres.Store, error) {
 	if cfg.SecretKey != "" {
-		keys, err := secretKeys(cfg.SecretKey)
+		keys, err := config.SecretKeys(cfg.SecretKey)
 		if err != nil {
 			return nil, err
 		}
 		more = append(more, postgres.WithSecretKeys(keys))
 	}
 	return postgres.Open(ctx, cfg.DatabaseURL, more...)
-}
-
-// databaseSecrets are the parts of TIDYBOT_DATABASE_URL to redact besides
-// the whole: its password, which a driver's message may quote alone.
-func databaseSecrets(raw string) []string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return nil
-	}
-	if p, ok := u.User.Password(); ok && p != "" {
-		return []string{p}
-	}
-	return nil
-}
-
-// checkDatabaseURL says what is wrong with TIDYBOT_DATABASE_URL, never
-// quoting it (it may hold a password).
-func checkDatabaseURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return errors.New("TIDYBOT_DATABASE_URL must be a PostgreSQL URL, postgres://user:password@host:5432/database (unset: bbolt at TIDYBOT_DB)")
-	}
-	return nil
 }
 
 const migrateUsage = `Usage: tidybot migrate [--from FILE]
@@ -132,7 +106,7 @@ func (m *Main) migrate(ctx context.Context, cfg Config, args []string) error {
 	if cfg.DatabaseURL == "" {
 		return errors.New("migrate: TIDYBOT_DATABASE_URL is not set (bbolt at TIDYBOT_DB is migrated by serve and chat at start)")
 	}
-	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+	if err := config.CheckDatabaseURL(cfg.DatabaseURL); err != nil {
 		return err
 	}
 	st, err := openPostgres(ctx, cfg)

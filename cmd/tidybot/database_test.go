@@ -91,7 +91,7 @@ func TestMigrateCommand(t *testing.T) {
 func TestBadDatabaseURLIsRefusedWithoutShowingIt(t *testing.T) {
 	c := validConfig()
 	c.DatabaseURL = "mysql://root:pw-do-not-show@db/x"
-	err := c.Validate(true)
+	err := validate(c, true)
 	if err == nil || !strings.Contains(err.Error(), "TIDYBOT_DATABASE_URL") || strings.Contains(err.Error(), "pw-do-not-show") {
 		t.Errorf("a MySQL URL: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 // docPages are README.md and every page under docs/, relative to root.
@@ -199,17 +201,17 @@ func TestDocsCommandsRun(t *testing.T) {
 func TestOllamaExampleIsOneModel(t *testing.T) {
 	cfg := validConfig()
 	cfg.OpenAIKey = ""
-	if err := cfg.Validate(false); err == nil || !strings.Contains(err.Error(), "OPENAI_MODEL="+ollamaExample+")") {
-		t.Errorf("the no-model error does not suggest %s: %v", ollamaExample, err)
+	if err := validate(cfg, false); err == nil || !strings.Contains(err.Error(), "OPENAI_MODEL="+config.OllamaExample+")") {
+		t.Errorf("the no-model error does not suggest %s: %v", config.OllamaExample, err)
 	}
-	if !strings.Contains(readRepoFile(t, "deploy/tidybot.env.example"), "11434/v1\n#OPENAI_MODEL="+ollamaExample+"\n") {
-		t.Errorf("tidybot.env.example's Ollama lines do not name %s", ollamaExample)
+	if !strings.Contains(readRepoFile(t, "deploy/tidybot.env.example"), "11434/v1\n#OPENAI_MODEL="+config.OllamaExample+"\n") {
+		t.Errorf("tidybot.env.example's Ollama lines do not name %s", config.OllamaExample)
 	}
-	if !strings.Contains(readRepoFile(t, "README.md"), "OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample) {
-		t.Errorf("README.md's Ollama line does not name %s", ollamaExample)
+	if !strings.Contains(readRepoFile(t, "README.md"), "OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+config.OllamaExample) {
+		t.Errorf("README.md's Ollama line does not name %s", config.OllamaExample)
 	}
 	row := regexp.MustCompile(`(?m)^\| Ollama \|.*$`).FindString(readRepoFile(t, "docs/models.md"))
-	if !strings.Contains(row, "`"+ollamaExample+"`") {
-		t.Errorf("docs/models.md's Ollama row does not name %s: %s", ollamaExample, row)
+	if !strings.Contains(row, "`"+config.OllamaExample+"`") {
+		t.Errorf("docs/models.md's Ollama row does not name %s: %s", config.OllamaExample, row)
 	}
 }

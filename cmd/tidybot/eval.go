@@ -2,124 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"regexp"
-	"slices"
-	"strings"
 
-	"github.com/tidybot/tidybot/internal/eval"
-	"github.com/tidybot/tidybot/internal/sim"
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/evalcmd"
 )
 
-// eval runs the evaluation suite (internal/eval) against the configured
-// model, each task on its own in-process fake Todoist: no Todoist account
-// is needed or touched. With -sim the model is a script (internal/sim),
-// and the report says so.
+// eval runs the evaluation suite against the configured model (see
+// package evalcmd).
 func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
-	fs, f := evalFlags(m.Stderr)
-	k, run, asJSON, parallel, simulated, fault := f.k, f.run, f.asJSON, f.parallel, f.simulated, f.fault
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("eval: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
-	}
-	if *k < 1 || *parallel < 1 {
-		return fmt.Errorf("eval: -k and -parallel must be at least 1")
-	}
-	var re *regexp.Regexp
-	if *run != "" {
-		var err error
-		if re, err = regexp.Compile(*run); err != nil {
-			return fmt.Errorf("eval: -run: %w", err)
-		}
-	}
-	suite := eval.Suite()
-	if len(eval.Select(suite, re)) == 0 {
-		return fmt.Errorf("eval: -run %q matches no task", *run)
-	}
-	if *fault != "" && (!*simulated || !slices.Contains(sim.Faults, sim.Fault(*fault))) {
-		return fmt.Errorf("eval: -sim-fault %q: want -sim and one of %s", *fault, faultNames())
-	}
-	if *simulated {
-		srv, err := sim.StartModel((&sim.Solver{Suite: suite, Fault: sim.Fault(*fault)}).Reply, 0)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		cfg.OpenAIKey, cfg.OpenAIBaseURL, cfg.OpenAIModel = "sk-simulated", srv.URL, "simulated"
-		if *fault != "" {
-			cfg.OpenAIModel += " (fault: " + *fault + ")"
-		}
-	}
-	// The suite runs on fake accounts: the check of TODOIST_TOKEN does
-	// not apply, every other setting is checked as chat checks it.
-	check := cfg
-	check.TodoistToken = "unused by eval"
-	if err := check.Validate(false); err != nil {
-		return err
-	}
-
-	progress := eval.PrintProgress(m.Stderr)
-	rep := eval.Run(ctx, suite, eval.Options{
-		Model:    newModel(cfg, m.httpClient()),
-		Engine:   m.engineConfig(cfg),
-		K:        *k,
-		Run:      re,
-		Parallel: *parallel,
-		Progress: progress,
-	})
-	if progress != nil {
-		progress(eval.Progress{}) // end the progress line
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("eval: interrupted: %w", err)
-	}
-	if rep.Err != nil {
-		return fmt.Errorf("eval: stopped: %w", rep.Err)
-	}
-	rep.Model, rep.Protocol, rep.Simulated = cfg.OpenAIModel, cfg.Protocol, *simulated
-	if *asJSON {
-		return rep.WriteJSON(m.Stdout)
-	}
-	return rep.WriteTable(m.Stdout)
-}
-
-type evalOptions struct {
-	k, parallel       *int
-	run, fault        *string
-	asJSON, simulated *bool
-}
-
-// evalFlags is eval's command line; its usage goes to out.
-func evalFlags(out io.Writer) (*flag.FlagSet, evalOptions) {
-	fs := flag.NewFlagSet("tidybot eval", flag.ContinueOnError)
-	fs.SetOutput(out)
-	var f evalOptions
-	f.k = fs.Int("k", 3, "attempts per task; pass^k counts a task solved only if every attempt solves it")
-	f.run = fs.String("run", "", "run only the tasks whose name matches this regular expression")
-	f.asJSON = fs.Bool("json", false, "print the report as JSON instead of a table")
-	f.parallel = fs.Int("parallel", 1, "attempts run at once")
-	f.simulated = fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
-	f.fault = fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n\n"+
-			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
-		fs.PrintDefaults()
-	}
-	return fs, f
-}
-
-func faultNames() string {
-	var names []string
-	for _, f := range sim.Faults {
-		names = append(names, string(f))
-	}
-	return strings.Join(names, ", ")
+	return evalcmd.Run(ctx, cfg, args, evalcmd.Wiring{Stdout: m.Stdout, Stderr: m.Stderr,
+		Validate: func(c Config) error { return validate(c, false) },
+		Model:    func(c Config) agent.Model { return newModel(c, m.httpClient()) },
+		Engine:   m.engineConfig})
 }

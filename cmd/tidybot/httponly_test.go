@@ -27,18 +27,18 @@ func TestServeRefusesToStartWithNoPlatform(t *testing.T) {
 
 	cfg := validConfig()
 	cfg.HTTPOnly = false
-	if err := cfg.Validate(true); err == nil {
+	if err := validate(cfg, true); err == nil {
 		t.Error("Validate(serve) accepts no platform without TIDYBOT_HTTP_ONLY")
 	}
-	if err := cfg.Validate(false); err != nil {
+	if err := validate(cfg, false); err != nil {
 		t.Errorf("chat needs no platform: %v", err)
 	}
 	cfg.TelegramToken = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"
-	if err := cfg.Validate(true); err != nil {
+	if err := validate(cfg, true); err != nil {
 		t.Errorf("a Telegram token is a platform: %v", err)
 	}
 	cfg.TelegramToken, cfg.SlackBotToken, cfg.SlackAppToken = "", "xoxb-1", "xapp-1"
-	if err := cfg.Validate(true); err != nil {
+	if err := validate(cfg, true); err != nil {
 		t.Errorf("a Slack token is a platform: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/store/postgres"
 	"github.com/tidybot/tidybot/web"
@@ -30,7 +30,7 @@ var _ inspector.Source = (*store.Store)(nil)
 func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool) ([]byte, error) {
 	var secret []byte
 	if cfg.SecretKey != "" {
-		ks, err := secretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
+		ks, err := config.SecretKeys(cfg.SecretKey) // the first: the current key (a rotation lists new,old)
 		if err != nil {
 			return nil, err
 		}
@@ -41,22 +41,6 @@ func linkKey(ctx context.Context, cfg Config, st inspector.KeyStore, create bool
 		return nil, fmt.Errorf("the run link key kept in %s is damaged: set TIDYBOT_SECRET_KEY", cfg.DB)
 	}
 	return key, err
-}
-
-// pageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
-// serve's own address on this machine (for a tunnel or a local browser).
-func pageBase(cfg Config, addr string) string {
-	if cfg.PublicURL != "" {
-		return cfg.PublicURL
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "http://" + addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port)
 }
 
 func linkTTL(cfg Config) time.Duration {
@@ -104,7 +88,7 @@ func socketPath(db string) string { return db + ".sock" }
 // runsText is what serve answers `tidybot runs` with on the socket
 // beside the database; run links point at serve's addr.
 func (m *Main) runsText(cfg Config, addr string) http.Handler {
-	base, ttl, signer := pageBase(cfg, addr), linkTTL(cfg), m.signer
+	base, ttl, signer := cfg.PageBase(addr), linkTTL(cfg), m.signer
 	link := func(id string) string { return signer.Link(base, id, ttl) }
 	return inspector.TextHandler(m.store, m.redact, nil, link)
 }
@@ -146,7 +130,7 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 		if err != nil {
 			return err
 		}
-		base, ttl := pageBase(cfg, cfg.HTTPAddr), linkTTL(cfg)
+		base, ttl := cfg.PageBase(cfg.HTTPAddr), linkTTL(cfg)
 		link = func(id string) string { return signer.Link(base, id, ttl) }
 	} else if len(args) > 0 && args[0] == "link" {
 		return fmt.Errorf("runs: %w", err)
@@ -198,7 +182,7 @@ func (m *Main) runsFromServe(ctx context.Context, cfg Config, path string) error
 // bbolt file, failing with store.ErrInUse while serve holds it.
 func (m *Main) runsStore(ctx context.Context, cfg Config) (appStore, error) {
 	if cfg.DatabaseURL != "" {
-		if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+		if err := config.CheckDatabaseURL(cfg.DatabaseURL); err != nil {
 			return nil, err
 		}
 		st, err := openPostgres(ctx, cfg, postgres.WithoutMigrate())

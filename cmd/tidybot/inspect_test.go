@@ -178,7 +178,7 @@ func TestSecretKeyAndPublicURLChecked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := e.cfg
 			tt.edit(&cfg)
-			err := cfg.Validate(true)
+			err := validate(cfg, true)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tt.want)
 			}

@@ -23,6 +23,8 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
+	"github.com/tidybot/tidybot/internal/checkup"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/web"
 )
@@ -154,7 +156,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	cfg := m.Config
 	if cfg == nil {
-		c, err := LoadConfig()
+		c, err := config.Load()
 		if err != nil {
 			return err
 		}
@@ -177,7 +179,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cmd == "migrate" {
 		return m.migrate(ctx, *cfg, m.Args[1:])
 	}
-	if err := cfg.Validate(cmd == "serve"); err != nil {
+	if err := validate(*cfg, cmd == "serve"); err != nil {
 		return err
 	}
 	if cmd == "chat" {
@@ -199,7 +201,7 @@ func (m *Main) Close() error {
 // logger logs to m.Stderr in TIDYBOT_LOG_FORMAT, every record redacted
 // of every configured secret (the adapters' records included).
 func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
-	level, ok := logLevels[strings.ToLower(cfg.LogLevel)]
+	level, ok := config.LogLevels[strings.ToLower(cfg.LogLevel)]
 	if !ok {
 		level = slog.LevelInfo
 	}
@@ -220,12 +222,12 @@ func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
 // model has passed its start-up check.
 func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bot, error) {
 	hc := m.httpClient()
-	mc := modelConfig(cfg, log)
+	mc := cfg.Model(log)
 	if m.backoff > 0 {
 		mc.BackoffBase, mc.BackoffMax = m.backoff, m.backoff
 	}
 	model := openai.New(mc, hc)
-	notice, err := checkModel(ctx, model, cfg, log)
+	notice, err := checkup.StartModel(ctx, model, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	// incremental, across restarts too.
 	tasks := todoist.New(cfg.TodoistToken, cfg.TodoistURL, hc, todoist.WithSnapshotStore(st), m.todoistBackoff())
 	if !cfg.TeamMode() {
-		if err := checkTodoist(ctx, tasks, log); err != nil {
+		if err := checkup.StartTodoist(ctx, tasks, log); err != nil {
 			return nil, err
 		}
 	}
@@ -252,13 +254,13 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens}
 	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
-	if tc := transcribeConfig(cfg, log); tc.Model != "" {
+	if tc := cfg.Transcribe(log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
 	if cfg.TeamMode() {
 		// Team mode: every person's runs use an engine on their own
 		// token; the engine above (no token) is never used.
-		keys, err := secretKeys(cfg.SecretKey)
+		keys, err := config.SecretKeys(cfg.SecretKey)
 		if err != nil {
 			return nil, err
 		}
@@ -294,26 +296,11 @@ func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
 	if cfg.SecretKey == "" {
 		return more, nil
 	}
-	keys, err := secretKeys(cfg.SecretKey)
+	keys, err := config.SecretKeys(cfg.SecretKey)
 	if err != nil {
 		return nil, err
 	}
 	return append(more, store.WithSecretKeys(keys)), nil
-}
-
-// transcribeConfig is the speech server's configuration: the model API's
-// address and key unless TIDYBOT_TRANSCRIBE_URL names another server (then
-// only TIDYBOT_TRANSCRIBE_API_KEY is sent to it, never OPENAI_API_KEY).
-// An empty Model turns voice notes off.
-func transcribeConfig(cfg Config, log *slog.Logger) openai.Config {
-	tc := openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, Model: strings.TrimSpace(cfg.TranscribeModel), Logger: log}
-	if cfg.TranscribeURL != "" {
-		tc.BaseURL, tc.APIKey = cfg.TranscribeURL, ""
-	}
-	if cfg.TranscribeKey != "" {
-		tc.APIKey = cfg.TranscribeKey
-	}
-	return tc
 }
 
 // httpClient reaches the model and Todoist.
@@ -340,16 +327,9 @@ func (m *Main) pool() *http.Transport {
 	return m.transport
 }
 
-// modelConfig is the model client's configuration; log hears what the
-// client learns about the server.
-func modelConfig(cfg Config, log *slog.Logger) openai.Config {
-	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
-		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
-}
-
 // newModel is the model eval uses (chat and serve check theirs first).
 func newModel(cfg Config, hc *http.Client) agent.Model {
-	return openai.New(modelConfig(cfg, nil), hc)
+	return openai.New(cfg.Model(nil), hc)
 }
 
 // engineConfig is the agent's configuration chat, serve and eval use.
@@ -493,43 +473,4 @@ func (m *Main) health(ctx context.Context, cfg Config) error {
 	}
 	_, err := fmt.Fprintln(m.Stdout, "ok")
 	return err
-}
-
-// checkModel stops start-up, with one line naming the setting, when the
-// model cannot work: go-openai would refuse every call, or the server
-// says the model does not exist. A model with a shutdown date is logged
-// and returned as a notice for each conversation.
-func checkModel(ctx context.Context, model *openai.Client, cfg Config, log *slog.Logger) (string, error) {
-	if err := model.Check(cfg.Protocol == "tools"); err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	info, err := model.LookUp(ctx)
-	if err != nil {
-		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", unknownModel(cfg)
-		}
-		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
-			return "", err
-		}
-		// Not fatal: a laptop may start offline.
-		log.Warn(unreachableWarning(err))
-	}
-	log.Info("model", slog.String("model", cfg.OpenAIModel), slog.String("api", model.API()), slog.String("reasoning_effort", model.Effort()))
-	if e := model.Effort(); cfg.Temperature != 0 && e != "" && e != "none" {
-		log.Warn("TIDYBOT_TEMPERATURE is not sent while the model reasons: set TIDYBOT_REASONING_EFFORT=none to use it",
-			slog.String("model", cfg.OpenAIModel), slog.String("reasoning_effort", e))
-	}
-	if info.ShutdownDate.IsZero() {
-		return "", nil
-	}
-	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s (the shutdown_date the model API gives for it)", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
-	if info.Replacement != "" {
-		notice += "; OpenAI's deprecations page names " + info.Replacement + " as its replacement"
-	}
-	notice += ": set OPENAI_MODEL to a model that will still be served."
-	log.Warn("the model has a shutdown date", slog.String("model", cfg.OpenAIModel), slog.String("shutdown_date", info.ShutdownDate.Format(time.DateOnly)),
-		slog.String("replacement", info.Replacement))
-	return notice, nil
 }

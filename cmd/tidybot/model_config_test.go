@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/internal/config"
 )
 
 func TestModelSettings(t *testing.T) {
@@ -13,7 +14,7 @@ func TestModelSettings(t *testing.T) {
 		t.Setenv(k, "") // restored after the test
 		_ = os.Unsetenv(k)
 	}
-	c, err := LoadConfig()
+	c, err := config.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestModelSettings(t *testing.T) {
 	} {
 		bad := c
 		tt.edit(&bad)
-		if err := bad.Validate(false); err == nil || !strings.Contains(err.Error(), tt.want) || strings.Count(err.Error(), "\n") != 0 {
+		if err := validate(bad, false); err == nil || !strings.Contains(err.Error(), tt.want) || strings.Count(err.Error(), "\n") != 0 {
 			t.Errorf("err = %v, want one line with %q", err, tt.want)
 		}
 	}

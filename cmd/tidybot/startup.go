@@ -3,50 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/console"
-	"github.com/tidybot/tidybot/agent"
-	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 )
-
-// startupWait bounds each service's check at start-up.
-const startupWait = 15 * time.Second
-
-// checkTodoist asks Todoist who the token belongs to (GET /user) before
-// chat or serve starts: a rejected token stops start-up with one line
-// naming TODOIST_TOKEN; a Todoist that cannot be reached, or does not
-// answer, is a warning (a laptop may start offline).
-func checkTodoist(ctx context.Context, tasks *todoist.Client, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, startupWait)
-	defer cancel()
-	_, err := tasks.User(ctx)
-	switch agent.ErrorCodeOf(err) {
-	case "":
-		if err != nil {
-			log.Warn("could not check the Todoist token at start-up; starting anyway", slog.String("error", err.Error()))
-		}
-		return nil
-	case agent.ErrUnauthorized:
-		return err
-	case agent.ErrUnreachable:
-		log.Warn(unreachableWarning(err))
-		return nil
-	}
-	log.Warn("could not check the Todoist token at start-up; starting anyway", slog.String("error", agent.ErrorMessageOf(err)))
-	return nil
-}
-
-// unreachableWarning is the start-up line for a service that cannot be
-// reached: its error's message (the service and the setting to check).
-func unreachableWarning(err error) string {
-	return agent.ErrorMessageOf(err) + "; starting anyway: messages will fail until it can be reached"
-}
 
 // failedRuns returns an error when a run of the terminal's conversation
 // that ended after since failed, so that `tidybot chat` fed by a script
@@ -85,10 +49,4 @@ func (m *Main) todoistBackoff() todoist.Option {
 		return func(*todoist.Client) {}
 	}
 	return todoist.WithBackoff(m.backoff, m.backoff)
-}
-
-// unknownModel is the error for an OPENAI_MODEL the server says it does
-// not serve.
-func unknownModel(cfg Config) error {
-	return fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 )
 
@@ -299,7 +300,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 
 	// No token is in the log or stored in clear.
 	stop()
-	secrets, err := secretKeys(e.cfg.SecretKey)
+	secrets, err := config.SecretKeys(e.cfg.SecretKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestTeamModeSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validConfig()
 			tt.edit(&c)
-			err := c.Validate(true)
+			err := validate(c, true)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -47,7 +47,7 @@ func TestTeamModeSettings(t *testing.T) {
 	}
 	c := validConfig()
 	team(&c)
-	if err := c.Validate(false); err == nil || !strings.Contains(err.Error(), "serve only") {
+	if err := validate(c, false); err == nil || !strings.Contains(err.Error(), "serve only") {
 		t.Errorf("chat in team mode: %v, want refused", err)
 	}
 }

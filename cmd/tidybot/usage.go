@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/tidybot/tidybot/internal/config"
+	"github.com/tidybot/tidybot/internal/evalcmd"
 )
 
 // subcommands are tidybot's subcommands, each with the usage that
@@ -38,7 +41,7 @@ Exits 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR, else 1
 with one line saying why (for container health checks).
 `),
 	"eval": func(w io.Writer) error {
-		fs, _ := evalFlags(w)
+		fs, _ := evalcmd.Flags(w)
 		fs.Usage()
 		return nil
 	},
@@ -82,7 +85,7 @@ func checkArgs(cmd string, args []string) error {
 			return fmt.Errorf("%s: unexpected argument %q (try tidybot %s -h)", cmd, args[0], cmd)
 		}
 	case "eval":
-		fs, _ := evalFlags(io.Discard)
+		fs, _ := evalcmd.Flags(io.Discard)
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("eval: %w (try tidybot eval -h)", err)
 		}
@@ -110,7 +113,7 @@ func (m *Main) help(cmd string) error {
 		if _, err := io.WriteString(m.Stdout, usageText); err != nil {
 			return err
 		}
-		return Usage(m.Stdout)
+		return config.Usage(m.Stdout)
 	}
 	usage, ok := subcommands[cmd]
 	if !ok {

@@ -274,7 +274,7 @@ func TestTranscribeConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := base
 			c.TranscribeURL, c.TranscribeKey = tt.url, tt.key
-			got := transcribeConfig(c, nil)
+			got := c.Transcribe(nil)
 			if got.BaseURL != tt.wantURL || got.APIKey != tt.wantKey || got.Model != tt.wantModel {
 				t.Errorf("got %s key %q model %s, want %s key %q model %s", got.BaseURL, got.APIKey, got.Model, tt.wantURL, tt.wantKey, tt.wantModel)
 			}

@@ -41,6 +41,14 @@ var allowed = map[string][]string{
 	// serve's HTTP surface (net/http, Prometheus): no adapter, no store;
 	// cmd/tidybot adds the adapters' and accounts' routes to its mux.
 	"web": {"bot", "agent"},
+	// The settings table, its validation and -h listing; the platforms it
+	// checks the allowlist against come from cmd/tidybot.
+	"internal/config": {"agent/openai"},
+	// tidybot check's per-part logic: it asks each configured service
+	// through our clients and reads the database read-only.
+	// tidybot eval: its flags and a run of the suite, real or simulated.
+	"internal/evalcmd": {"agent", "internal/config", "internal/eval", "internal/sim"},
+	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store"},
 }
 
 // TestImportDirection checks that no package imports one of ours it

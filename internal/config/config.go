@@ -1,4 +1,7 @@
-package main
+// Package config is tidybot's configuration: one table of settings read
+// from the environment (the Config type and its envconfig tags), their
+// validation and the listing `tidybot -h` prints.
+package config
 
 import (
 	"encoding/base64"
@@ -75,17 +78,17 @@ type Config struct {
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
 
-// ollamaExample is the model the error messages, docs/models.md and
+// OllamaExample is the model the error messages, docs/models.md and
 // deploy/tidybot.env.example name for Ollama (one model everywhere: a test
 // checks them).
-const ollamaExample = "qwen2.5:14b"
+const OllamaExample = "qwen2.5:14b"
 
 // TeamMode reports whether each person connects their own Todoist
 // (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
 func (c Config) TeamMode() bool { return c.ClientID != "" && c.ClientSecret != "" }
 
-// LoadConfig reads the environment.
-func LoadConfig() (Config, error) {
+// Load reads the environment.
+func Load() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
 		// envconfig names the variable and the bad value; values of our
@@ -116,7 +119,7 @@ func (c Config) Secrets() []string {
 			out = append(out, v.FieldByIndex(f.Index).String())
 		}
 	}
-	return append(out, databaseSecrets(c.DatabaseURL)...)
+	return append(out, DatabaseSecrets(c.DatabaseURL)...)
 }
 
 // String lists every setting as VARIABLE=value, one a line, in the order
@@ -152,7 +155,7 @@ func (c Config) LogValue() slog.Value {
 }
 
 // Log levels by TIDYBOT_LOG_LEVEL.
-var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+var LogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
 var (
 	// telegramToken is BotFather's format: the bot's numeric id, a colon,
@@ -164,13 +167,23 @@ var (
 	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 )
 
-// Validate checks every setting; each problem is one clear line naming
-// the variable, and no line shows a secret's value.
-func (c Config) Validate(serve bool) error {
+// Platform is what validation knows of a chat platform: its name (as in
+// TIDYBOT_ALLOWED_USERS entries), its allowlist id rule, and whether the
+// configuration enables it (its token is set).
+type Platform struct {
+	Name  string
+	Allow func(id string, team bool) error
+	On    func(c Config) bool
+}
+
+// Validate checks every setting against the platforms serve knows; each
+// problem is one clear line naming the variable, and no line shows a
+// secret's value.
+func (c Config) Validate(serve bool, platforms []Platform) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.OpenAIKey == "" && strings.TrimRight(c.OpenAIBaseURL, "/") == "https://api.openai.com/v1" {
-		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+ollamaExample+")"))
+		errs = append(errs, errors.New("no model configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for a local server (for Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL="+OllamaExample+")"))
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")
@@ -208,8 +221,8 @@ func (c Config) Validate(serve bool) error {
 		bad("TIDYBOT_CONFIRM must be destructive, writes or never, not %q", c.Confirm)
 	}
 	errs = append(errs, c.validateLimits()...)
-	errs = append(errs, c.validatePlatforms(serve)...)
-	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
+	errs = append(errs, c.validatePlatforms(serve, platforms)...)
+	if _, ok := LogLevels[strings.ToLower(c.LogLevel)]; !ok && c.LogLevel != "" {
 		bad("TIDYBOT_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
 	}
 	if f := strings.ToLower(c.LogFormat); f != "" && f != "text" && f != "json" {
@@ -224,7 +237,7 @@ func (c Config) Validate(serve bool) error {
 		}
 	}
 	if c.SecretKey != "" {
-		if _, err := secretKeys(c.SecretKey); err != nil {
+		if _, err := SecretKeys(c.SecretKey); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -271,11 +284,11 @@ func (c Config) validateLimits() []error {
 
 // validatePlatforms checks the allowlist and the platforms' settings;
 // serve: that there is a platform to serve, configured completely.
-func (c Config) validatePlatforms(serve bool) []error {
+func (c Config) validatePlatforms(serve bool, platforms []Platform) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, u := range c.AllowedUsers {
-		if err := checkAllowedUser(strings.TrimSpace(u), c.TeamMode()); err != nil {
+		if err := checkAllowedUser(strings.TrimSpace(u), c.TeamMode(), platforms); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -303,7 +316,7 @@ func (c Config) validatePlatforms(serve bool) []error {
 			bad("TELEGRAM_WEBHOOK_URL must be an https URL (Telegram sends webhooks over HTTPS only), not %q", c.TelegramHook)
 		}
 	}
-	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+	if err := CheckDatabaseURL(c.DatabaseURL); err != nil {
 		errs = append(errs, err)
 	}
 	if serve {
@@ -313,7 +326,7 @@ func (c Config) validatePlatforms(serve bool) []error {
 		if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigningSecret == "" {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
 		}
-		if !slices.ContainsFunc(platforms, func(p platform) bool { return p.on(c) }) && !c.HTTPOnly {
+		if !slices.ContainsFunc(platforms, func(p Platform) bool { return p.On(c) }) && !c.HTTPOnly {
 			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
 				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
@@ -341,17 +354,17 @@ func (c Config) validateServe() []error {
 // checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry by its
 // platform's rule (each adapter's AllowedID): an entry that can never
 // match a real id is refused, with the form it should take.
-func checkAllowedUser(u string, team bool) error {
+func checkAllowedUser(u string, team bool, platforms []Platform) error {
 	name, id, _ := strings.Cut(u, ":")
 	var forms []string
 	for _, p := range platforms {
-		if p.name == name && id != "" {
-			if err := p.allow(id, team); err != nil {
+		if p.Name == name && id != "" {
+			if err := p.Allow(id, team); err != nil {
 				return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q %w", u, err)
 			}
 			return nil
 		}
-		forms = append(forms, p.name+":<user id>")
+		forms = append(forms, p.Name+":<user id>")
 	}
 	return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not %s", u, strings.Join(forms, " or "))
 }
@@ -424,7 +437,7 @@ func (c Config) validateTeam(serve bool) []error {
 	}
 	if c.PublicURL == "" {
 		bad("team mode needs TIDYBOT_PUBLIC_URL: the https address Todoist redirects people back to (<it>/oauth/todoist/callback)")
-	} else if err := checkPublicURL(c.PublicURL); err != nil {
+	} else if err := CheckPublicURL(c.PublicURL); err != nil {
 		errs = append(errs, err)
 	}
 	if !serve {
@@ -433,9 +446,9 @@ func (c Config) validateTeam(serve bool) []error {
 	return errs
 }
 
-// checkPublicURL: https, or http on a loopback host (a test, a tunnel's
+// CheckPublicURL: https, or http on a loopback host (a test, a tunnel's
 // local end); no query.
-func checkPublicURL(raw string) error {
+func CheckPublicURL(raw string) error {
 	p, err := url.Parse(raw)
 	ok := err == nil && p.Host != "" && p.RawQuery == "" && (p.Scheme == "https" || (p.Scheme == "http" && isLoopback(p.Hostname())))
 	if !ok {
@@ -452,10 +465,10 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// secretKeys decodes TIDYBOT_SECRET_KEY: one key, or during a rotation
+// SecretKeys decodes TIDYBOT_SECRET_KEY: one key, or during a rotation
 // the new key, a comma, and the old one(s). The first encrypts and signs;
 // every one decrypts and verifies.
-func secretKeys(v string) ([][]byte, error) {
+func SecretKeys(v string) ([][]byte, error) {
 	var keys [][]byte
 	for _, part := range strings.Split(v, ",") {
 		k, err := secretKey(part)
@@ -465,4 +478,68 @@ func secretKeys(v string) ([][]byte, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// DatabaseSecrets are the parts of TIDYBOT_DATABASE_URL to redact besides
+// the whole: its password, which a driver's message may quote alone.
+func DatabaseSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// CheckDatabaseURL says what is wrong with TIDYBOT_DATABASE_URL, never
+// quoting it (it may hold a password).
+func CheckDatabaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return errors.New("TIDYBOT_DATABASE_URL must be a PostgreSQL URL, postgres://user:password@host:5432/database (unset: bbolt at TIDYBOT_DB)")
+	}
+	return nil
+}
+
+// Model is the model client's configuration; log hears what the
+// client learns about the server.
+func (cfg Config) Model(log *slog.Logger) openai.Config {
+	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
+		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
+}
+
+// Transcribe is the speech server's configuration: the model API's
+// address and key unless TIDYBOT_TRANSCRIBE_URL names another server (then
+// only TIDYBOT_TRANSCRIBE_API_KEY is sent to it, never OPENAI_API_KEY).
+// An empty Model turns voice notes off.
+func (cfg Config) Transcribe(log *slog.Logger) openai.Config {
+	tc := openai.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIKey, Model: strings.TrimSpace(cfg.TranscribeModel), Logger: log}
+	if cfg.TranscribeURL != "" {
+		tc.BaseURL, tc.APIKey = cfg.TranscribeURL, ""
+	}
+	if cfg.TranscribeKey != "" {
+		tc.APIKey = cfg.TranscribeKey
+	}
+	return tc
+}
+
+// PageBase is the address run links start with: TIDYBOT_PUBLIC_URL, else
+// serve's own address on this machine (for a tunnel or a local browser).
+func (cfg Config) PageBase(addr string) string {
+	if cfg.PublicURL != "" {
+		return cfg.PublicURL
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLoadConfigNamesTheVariable(t *testing.T) {
+	t.Setenv("TIDYBOT_MAX_STEPS", "many")
+	_, err := Load()
+	if err == nil || !strings.Contains(err.Error(), "TIDYBOT_MAX_STEPS") {
+		t.Errorf("err = %v, want it to name TIDYBOT_MAX_STEPS", err)
+	}
+}
+
+// TestSecretsAreMarked: every setting that holds a credential is tagged
+// secret, so that it is redacted everywhere and never printed.
+func TestSecretsAreMarked(t *testing.T) {
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
+		name := f.Tag.Get("envconfig")
+		looks := strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_SECRET") ||
+			name == "TIDYBOT_DATABASE_URL" // its password
+		if looks != (f.Tag.Get("secret") == "true") {
+			t.Errorf("%s: secret tag %q", name, f.Tag.Get("secret"))
+		}
+	}
+	c := Config{OpenAIBaseURL: "https://api.openai.com/v1", OpenAIModel: "gpt-4.1-mini", OpenAIKey: "sk-test-0123456789",
+		TodoistToken: "0123456789abcdef0123456789abcdef01234567", MetricsAddr: "127.0.0.1:9090", LogFormat: "text"}
+	c.TelegramToken, c.SlackBotToken, c.SlackAppToken, c.SlackSigningSecret, c.TelegramWebhookSecret = "1:tgsecretvalue", "xoxb-botsecret", "xapp-appsecret", "signingsecretvalue", "hooksecretvalue"
+	c.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	c.TranscribeKey = "sk-speechsecretvalue"
+	c.ClientSecret = "clientsecretvalue"
+	c.DatabaseURL = "postgres://tidybot:dbpasswordvalue@db.internal:5432/tidybot"
+	secrets := c.Secrets()
+	if len(secrets) < 7 {
+		t.Errorf("Secrets() = %d values, want every secret setting", len(secrets))
+	}
+	// A driver's message may quote the database password alone.
+	if !slices.Contains(secrets, "dbpasswordvalue") {
+		t.Errorf("Secrets() lacks the password of TIDYBOT_DATABASE_URL: %q", secrets)
+	}
+	out := c.String()
+	var buf strings.Builder
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("settings", slog.Any("config", c))
+	for _, s := range secrets {
+		if strings.Contains(out, s) || strings.Contains(buf.String(), s) {
+			t.Errorf("the printed config shows the secret %q:\n%s\n%s", s, out, buf.String())
+		}
+	}
+	for _, want := range []string{"TODOIST_TOKEN=(set, hidden)", "TIDYBOT_METRICS_ADDR=127.0.0.1:9090", "TIDYBOT_LOG_FORMAT=text"} {
+		if !strings.Contains(out, want) || !strings.Contains(buf.String(), strings.ReplaceAll(want, "(set, hidden)", `"(set, hidden)"`)) {
+			t.Errorf("the printed config lacks %s:\n%s\n%s", want, out, buf.String())
+		}
+	}
+}
