@@ -136,7 +136,7 @@ func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 			delete(l.people, k) // an earlier day's
 		}
 	}
-	t := &tally{spent: b.counted(ctx, key), changed: make(chan struct{})}
+	t := &tally{spent: b.usageOf(ctx, key), changed: make(chan struct{})}
 	l.people[key] = t
 	return t
 }
@@ -196,16 +196,4 @@ func (l *ledger) spent(ctx context.Context, b *Bot, key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.get(ctx, b, key).spent
-}
-
-// counted returns the tokens the store counts under key (0 when it
-// cannot tell: the cap then errs on the side of serving).
-func (b *Bot) counted(ctx context.Context, key string) int {
-	v, err := b.store.Setting(ctx, key)
-	if err != nil {
-		return 0
-	}
-	var n int
-	_, _ = fmt.Sscan(v, &n)
-	return n
 }

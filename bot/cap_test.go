@@ -107,7 +107,7 @@ func TestDailyCapHoldsAcrossParallelConversations(t *testing.T) {
 	if got := h.spent(); got >= limit+callTokens {
 		t.Errorf("spent %d tokens with a cap of %d, want less than %d (the cap plus one call)", got, limit, limit+callTokens)
 	}
-	if got := h.bot.counted(t.Context(), usageKey("telegram", "42", time.Now())); got != h.spent() {
+	if got := h.bot.usageOf(t.Context(), usageKey("telegram", "42", time.Now())); got != h.spent() {
 		t.Errorf("the day's count = %d, want every token spent: %d", got, h.spent())
 	}
 	stopped := 0
@@ -135,10 +135,10 @@ func TestDailyCapCountsTokensAsTheRunGoes(t *testing.T) {
 	<-h.entered // the sixth call: five were made and saved
 	key := usageKey("telegram", "42", time.Now())
 	deadline := time.Now().Add(5 * time.Second)
-	for h.bot.counted(t.Context(), key) < 5*callTokens && time.Now().Before(deadline) {
+	for h.bot.usageOf(t.Context(), key) < 5*callTokens && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := h.bot.counted(t.Context(), key); got != 5*callTokens {
+	if got := h.bot.usageOf(t.Context(), key); got != 5*callTokens {
 		t.Errorf("counted mid-run: %d tokens, want %d (five calls, each saved)", got, 5*callTokens)
 	}
 	close(h.hold)
@@ -146,7 +146,7 @@ func TestDailyCapCountsTokensAsTheRunGoes(t *testing.T) {
 	h.hold = nil
 	h.mu.Unlock()
 	h.idle(t)
-	if got := h.bot.counted(t.Context(), key); got != h.spent() {
+	if got := h.bot.usageOf(t.Context(), key); got != h.spent() {
 		t.Errorf("counted at the end: %d tokens, want %d", got, h.spent())
 	}
 }

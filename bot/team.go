@@ -245,7 +245,13 @@ func usageKey(platform, userID string, day time.Time) string {
 
 // personUsage returns a person's tokens on day.
 func (b *Bot) personUsage(ctx context.Context, platform, userID string, day time.Time) int {
-	v, err := b.store.Setting(ctx, usageKey(platform, userID, day))
+	return b.usageOf(ctx, usageKey(platform, userID, day))
+}
+
+// usageOf returns the tokens the store counts under key (0 when it cannot
+// tell: the daily cap then errs on the side of serving).
+func (b *Bot) usageOf(ctx context.Context, key string) int {
+	v, err := b.store.Setting(ctx, key)
 	if err != nil {
 		return 0
 	}
