@@ -141,7 +141,8 @@ type queuedEditor struct {
 
 // Edit implements Editor: it waits for its turn in the queue.
 func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
-	return e.editQueued(ctx, func() string { return id }, m)
+	m = redacted(e.q.redact, m)
+	return e.q.s.Do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, func() string { return id }, m) })
 }
 
 // editLater queues a status message's edit (droppable: see outbound.Queue.PostDroppable) of
@@ -166,13 +167,6 @@ func (e queuedEditor) editLater(id func() string, m Outgoing, text func() string
 			e.q.log.Warn("edit status message", slog.String("platform", e.q.p.Name()), slog.Any("err", err))
 		}
 	})
-}
-
-// editQueued is Edit with id asked when the edit is made (see
-// editLater); it waits for its turn in the queue.
-func (e queuedEditor) editQueued(ctx context.Context, id func() string, m Outgoing) error {
-	m = redacted(e.q.redact, m)
-	return e.q.s.Do(ctx, m.ChatID, "edit", func(ctx context.Context) error { return e.editNow(ctx, id, m) })
 }
 
 func (e queuedEditor) editNow(ctx context.Context, id func() string, m Outgoing) error {
