@@ -91,29 +91,28 @@ func (q *queuedPlatform) Send(ctx context.Context, m Outgoing) (string, error) {
 // sendThen queues m without waiting and calls then with the posted
 // message's id, or the error, once the call is made.
 func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
-	m = redacted(q.redact, m)
-	var id string
-	q.s.PostThen(m.ChatID, "send", func(ctx context.Context) error {
-		var err error
-		id, err = q.p.Send(ctx, m)
-		return err
-	}, func(err error) { then(id, err) })
+	q.postThen(m, q.p.Send, then)
 }
 
 // resendThen is sendThen for an entry that may have been posted already:
 // a Resender looks for it first (see Resender); other platforms post it
 // again.
 func (q *queuedPlatform) resendThen(m Outgoing, since time.Time, then func(id string, err error)) {
-	rs, ok := q.p.(Resender)
-	if !ok {
-		q.sendThen(m, then)
-		return
+	send := q.p.Send
+	if rs, ok := q.p.(Resender); ok {
+		send = func(ctx context.Context, m Outgoing) (string, error) { return rs.Resend(ctx, m, since) }
 	}
+	q.postThen(m, send, then)
+}
+
+// postThen queues send of m, redacted, without waiting and calls then
+// with the posted message's id, or the error, once the call is made.
+func (q *queuedPlatform) postThen(m Outgoing, send func(context.Context, Outgoing) (string, error), then func(id string, err error)) {
 	m = redacted(q.redact, m)
 	var id string
 	q.s.PostThen(m.ChatID, "send", func(ctx context.Context) error {
 		var err error
-		id, err = rs.Resend(ctx, m, since)
+		id, err = send(ctx, m)
 		return err
 	}, func(err error) { then(id, err) })
 }
