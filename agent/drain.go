@@ -132,40 +132,32 @@ func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
 	return r.send(ctx)
 }
 
-// finishing reports whether the reply's final_answer or fail_task may end
-// the run: only when every other call of the reply succeeded. If not, the
-// call is answered and dropped, and the model goes on.
-func (r *runner) finishing(callID string) bool {
+// finish ends the run with the reply's final_answer or fail_task, whose
+// observation is obs, and answer for the user. It ends the run
+// only when every other call of the reply succeeded; if not, the call is
+// answered and dropped, and the model goes on (nil).
+func (r *runner) finish(ctx context.Context, callID, obs string, status Status, answer string) *Outcome {
 	if r.tr.Failures > 0 {
 		r.result(callID, "Not accepted: another action in this reply failed. Read its observation, fix it, then answer.")
 		r.popCall(callID)
-		return false
+		return nil
 	}
-	return true
+	r.result(callID, obs)
+	r.popCall(callID)
+	r.skipRest(0, "Not run: the run ended before it.")
+	return r.end(ctx, status, answer, nil)
 }
 
 func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
-	if !r.finishing(callID) {
-		return nil
-	}
-	r.result(callID, "Done.")
-	r.popCall(callID)
-	r.skipRest(0, "Not run: the run ended before it.")
-	return r.end(ctx, StatusDone, strings.TrimSpace(a.Answer), nil)
+	return r.finish(ctx, callID, "Done.", StatusDone, strings.TrimSpace(a.Answer))
 }
 
 func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
-	if !r.finishing(callID) {
-		return nil
-	}
-	r.result(callID, "Stopped.")
-	r.popCall(callID)
-	r.skipRest(0, "Not run: the run ended before it.")
 	answer := "I couldn't do that: " + strings.TrimSpace(a.Reason)
 	if len(r.tr.Journal) > 0 {
 		answer += "\n" + r.tr.DoneList()
 	}
-	return r.end(ctx, StatusFailed, answer, nil)
+	return r.finish(ctx, callID, "Stopped.", StatusFailed, answer)
 }
 
 func (a *AskUserArgs) control(ctx context.Context, r *runner, callID string) *Outcome {

@@ -68,10 +68,12 @@ func (r *runner) queue(resp Response) []*replyError {
 	return nil
 }
 
-// ends is 1 for a call that ends the run, else 0.
+// ends is 1 for a call that ends the run, else 0. Its action's type
+// says so; the arguments need not be decoded (the sort asks per
+// comparison).
 func ends(c call) int {
-	if a, ok := decode(c); ok {
-		if _, ok := a.(ender); ok {
+	if d, ok := actionByName(c.Name); ok {
+		if _, ok := d.New().(ender); ok {
 			return 1
 		}
 	}

@@ -12,17 +12,17 @@ import (
 
 // Client returns an *http.Client whose requests h serves directly.
 func Client(h http.Handler) *http.Client {
-	return &http.Client{Transport: Transport{h}}
+	return &http.Client{Transport: transport{h}}
 }
 
-// Transport serves each request with H, as a server would receive it: a
+// transport serves each request with h, as a server would receive it: a
 // body (http.NoBody when none), RequestURI and a RemoteAddr set. A
 // request whose context ends before or while it is served fails with the
 // context's error, as over a network.
-type Transport struct{ H http.Handler }
+type transport struct{ h http.Handler }
 
 // RoundTrip implements http.RoundTripper.
-func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.RequestURI = req.URL.RequestURI()
 	r.RemoteAddr = "192.0.2.1:1234"
 	rec := httptest.NewRecorder()
-	t.H.ServeHTTP(rec, r)
+	t.h.ServeHTTP(rec, r)
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}

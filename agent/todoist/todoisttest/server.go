@@ -459,7 +459,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet && !scopesOf(r).allow(canRead) {
-		s.writeError(w, http.StatusForbidden, 403, "AUTH_INSUFFICIENT_TOKEN_SCOPE", "Insufficient Token scope", map[string]any{"access_type": "access_token"})
+		s.mu.Lock()
+		e := s.scopeError()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusForbidden, e)
 		return
 	}
 	s.mux.ServeHTTP(w, r)

@@ -209,7 +209,8 @@ func (st *store) subprojects(id string) map[string]bool {
 }
 
 // deleteTasks removes the tasks whose ids are in ids, with their
-// comments.
+// comments. No source says what becomes of a deleted task's (or
+// project's) comments; that they go with it is this fake's assumption.
 func (st *store) deleteTasks(ids map[string]bool) {
 	st.tasks = slices.DeleteFunc(st.tasks, func(t *Task) bool { return ids[t.ID] })
 	for id := range ids {

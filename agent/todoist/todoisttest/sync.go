@@ -113,7 +113,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(types) > 0 && !granted.allow(canRead) {
-		s.writeErrorLocked(w, http.StatusForbidden, 403, "AUTH_INSUFFICIENT_TOKEN_SCOPE", "Insufficient Token scope", map[string]any{"access_type": "access_token"})
+		writeJSON(w, http.StatusForbidden, s.scopeError())
 		return
 	}
 	s.syncCount++
