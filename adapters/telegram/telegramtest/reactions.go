@@ -36,7 +36,12 @@ func init() {
 // A message that is not in the chat is "message to react not found"; a
 // chat where reactions are off (ReactionsOff) refuses every emoji with
 // REACTION_INVALID, as the live Bot API does for reactions a chat does
-// not allow.
+// not allow. The error texts: "Can't parse reaction types JSON object"
+// and "message to react" + " not found" are the Bot API server's
+// (tdlib/telegram-bot-api telegram-bot-api/Client.cpp,
+// get_reaction_types and process_set_message_reaction_query's
+// check_message); REACTION_INVALID and REACTIONS_TOO_MANY are Telegram's
+// own errors the server passes on (core.telegram.org/method/messages.sendReaction).
 func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 	get := func(k string) string {
 		if v := f[k]; len(v) > 0 {
