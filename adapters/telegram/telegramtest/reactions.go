@@ -49,10 +49,16 @@ func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 		}
 		return ""
 	}
+	// Client.cpp's check_chat and check_message: an empty chat_id, then
+	// a message_id that is not a positive number.
+	if get("chat_id") == "" {
+		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", 0)
+		return
+	}
 	chat, err1 := strconv.ParseInt(get("chat_id"), 10, 64)
 	id, err2 := strconv.Atoi(get("message_id"))
-	if err1 != nil || err2 != nil {
-		fail(w, http.StatusBadRequest, "Bad Request: chat_id and message_id are required", 0)
+	if err1 != nil || err2 != nil || id <= 0 {
+		fail(w, http.StatusBadRequest, "Bad Request: message to react not found", 0)
 		return
 	}
 	var types []struct {
@@ -61,7 +67,7 @@ func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 	}
 	if r := get("reaction"); r != "" {
 		if err := json.Unmarshal([]byte(r), &types); err != nil {
-			fail(w, http.StatusBadRequest, "Bad Request: can't parse reaction types JSON object", 0)
+			fail(w, http.StatusBadRequest, "Bad Request: Can't parse reaction types JSON object", 0)
 			return
 		}
 	}
