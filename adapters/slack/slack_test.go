@@ -672,20 +672,6 @@ func TestCommandNamesRoundTrip(t *testing.T) {
 func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
 	srv := slacktest.New()
 	defer srv.Close()
-	call := func(method string, form url.Values) map[string]any {
-		t.Helper()
-		form.Set("token", slacktest.Token)
-		resp, err := http.PostForm(srv.URL+method, form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		post, tsField string
 		form          url.Values
@@ -694,12 +680,12 @@ func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
 		{"chat.postMessage", "ts", url.Values{"channel": {"D1"}, "text": {"hi"}}, true},
 		{"chat.postEphemeral", "message_ts", url.Values{"channel": {"D1"}, "user": {"U1"}, "text": {"hi"}}, false},
 	} {
-		posted := call(tc.post, tc.form)
+		posted := slackCall(t, srv, tc.post, tc.form)
 		ts, _ := posted[tc.tsField].(string)
 		if posted["ok"] != true || ts == "" {
 			t.Fatalf("%s: %v", tc.post, posted)
 		}
-		got := call("chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
+		got := slackCall(t, srv, "chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
 		if got["ok"] != tc.wantOK {
 			t.Errorf("chat.update of a %s message: %v, want ok %v", tc.post, got, tc.wantOK)
 		}

@@ -49,15 +49,17 @@ func TestFakeSetMessageReactionRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := strconv.Itoa(srv.MessageID(srv.PushText(42, 7, "hi")))
-	for _, c := range []struct{ reaction, msg, want string }{
-		{`[{"type":"emoji","emoji":"🦖"}]`, id, "REACTION_INVALID"},
-		{`[{"type":"emoji","emoji":"👀"},{"type":"emoji","emoji":"👍"}]`, id, "REACTIONS_TOO_MANY"},
-		{`[{"type":"emoji","emoji":"👀"}]`, "99999", "message to react not found"},
-		{`not json`, id, "can't parse"},
-		{`[{"type":"emoji","emoji":"👍"}]`, id, ""},
-		{`[]`, id, ""},
+	for _, c := range []struct{ reaction, chat, msg, want string }{
+		{`[{"type":"emoji","emoji":"🦖"}]`, "42", id, "REACTION_INVALID"},
+		{`[{"type":"emoji","emoji":"👀"},{"type":"emoji","emoji":"👍"}]`, "42", id, "REACTIONS_TOO_MANY"},
+		{`[{"type":"emoji","emoji":"👀"}]`, "42", "99999", "message to react not found"},
+		{`[{"type":"emoji","emoji":"👀"}]`, "42", "0", "message to react not found"},
+		{`[{"type":"emoji","emoji":"👀"}]`, "", id, "chat_id is empty"},
+		{`not json`, "42", id, "Can't parse reaction types JSON object"},
+		{`[{"type":"emoji","emoji":"👍"}]`, "42", id, ""},
+		{`[]`, "42", id, ""},
 	} {
-		_, err := api.MakeRequest("setMessageReaction", tgbotapi.Params{"chat_id": "42", "message_id": c.msg, "reaction": c.reaction})
+		_, err := api.MakeRequest("setMessageReaction", tgbotapi.Params{"chat_id": c.chat, "message_id": c.msg, "reaction": c.reaction})
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s on %s: err = %v, want %q", c.reaction, c.msg, err, c.want)
 		}

@@ -446,19 +446,28 @@ func decodeUpdates(result json.RawMessage) ([]update, error) {
 	}
 	out := make([]update, 0, len(raws))
 	for _, raw := range raws {
-		var id struct {
-			UpdateID int `json:"update_id"`
-		}
-		if err := json.Unmarshal(raw, &id); err != nil || id.UpdateID <= 0 {
+		u, ok := decodeUpdate(raw)
+		if !ok {
 			return nil, fmt.Errorf("telegram: read updates: an update without update_id: %.80s", raw)
-		}
-		u := update{id: id.UpdateID}
-		if err := json.Unmarshal(raw, &u.Update); err != nil {
-			u.err = err
 		}
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// decodeUpdate decodes one update; ok is false when raw has no numeric
+// update_id (it is no update), and u.err says why an update with one
+// does not decode.
+func decodeUpdate(raw []byte) (u update, ok bool) {
+	var id struct {
+		UpdateID int `json:"update_id"`
+	}
+	if err := json.Unmarshal(raw, &id); err != nil || id.UpdateID <= 0 {
+		return update{}, false
+	}
+	u.id = id.UpdateID
+	u.err = json.Unmarshal(raw, &u.Update)
+	return u, true
 }
 
 // undecodable logs and counts an update that is skipped because it does
@@ -497,22 +506,19 @@ func (a *Adapter) WebhookHandler(h bot.Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var id struct {
-			UpdateID int `json:"update_id"`
-		}
-		if err := json.Unmarshal(body, &id); err != nil || id.UpdateID <= 0 {
+		u, ok := decodeUpdate(body)
+		if !ok {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var u tgbotapi.Update
-		if err := json.Unmarshal(body, &u); err != nil {
+		if u.err != nil {
 			// An update we cannot use: a 200, or Telegram sends it
 			// again and again.
-			a.undecodable(id.UpdateID, err)
+			a.undecodable(u.id, u.err)
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		if err := a.dispatch(r.Context(), h, u); err != nil {
+		if err := a.dispatch(r.Context(), h, u.Update); err != nil {
 			a.log.Error("telegram webhook update", slog.Int("update_id", u.UpdateID), slog.Any("err", redact(err, a.cfg.Token)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return

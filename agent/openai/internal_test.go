@@ -14,38 +14,6 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name   string
-		header map[string]string
-		want   time.Duration
-		wantOK bool
-	}{
-		{"none", nil, 0, false},
-		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second, true},
-		{"fractional seconds", map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond, true},
-		{"zero", map[string]string{"Retry-After": "0"}, 0, true},
-		{"HTTP date", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second, true},
-		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Hour).Format(http.TimeFormat)}, 0, true},
-		{"milliseconds first", map[string]string{"Retry-After": "2", "Retry-After-Ms": "250"}, 250 * time.Millisecond, true},
-		{"garbage", map[string]string{"Retry-After": "soon"}, 0, false},
-		{"negative", map[string]string{"Retry-After": "-3"}, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := http.Header{}
-			for k, v := range tt.header {
-				h.Set(k, v)
-			}
-			got, ok := retryAfter(h, now)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("retryAfter = %s, %v; want %s, %v", got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
 func TestFormatUnsupported(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -210,18 +178,6 @@ func FuzzWithZeroTemperature(f *testing.F) {
 			t.Errorf("%s became %s", body, out)
 		}
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	c := New(Config{BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second}, nil)
-	for n := range 40 {
-		d := min(100*time.Millisecond<<min(n, 30), 2*time.Second)
-		for range 20 {
-			if got := c.backoff(n); got < d/2 || got > d {
-				t.Fatalf("backoff(%d) = %s, want %s..%s", n, got, d/2, d)
-			}
-		}
-	}
 }
 
 func TestReasoningModel(t *testing.T) {

@@ -945,6 +945,22 @@ func page(w http.ResponseWriter, ms []seen, f url.Values, def int) {
 	answer(w, out)
 }
 
+// readable answers the error of a read of channel the bot may not make,
+// and reports whether it may: channel_not_found without a channel,
+// not_in_channel when the bot is no member
+// (docs.slack.dev/reference/methods/conversations.history#errors).
+func (s *Server) readable(w http.ResponseWriter, ch, tok string) bool {
+	switch {
+	case ch == "":
+		s.fail(w, "channel_not_found", tok)
+		return false
+	case !s.member(ch):
+		s.fail(w, "not_in_channel", tok)
+		return false
+	}
+	return true
+}
+
 // history is conversations.history
 // (docs.slack.dev/reference/methods/conversations.history): a channel's
 // messages, newest first, 100 by default; replies in threads are not
@@ -952,12 +968,7 @@ func page(w http.ResponseWriter, ms []seen, f url.Values, def int) {
 // (not_in_channel).
 func (s *Server) history(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
-	switch ch := f.Get("channel"); {
-	case ch == "":
-		s.fail(w, "channel_not_found", tok)
-		return
-	case !s.member(ch):
-		s.fail(w, "not_in_channel", tok)
+	if !s.readable(w, f.Get("channel"), tok) {
 		return
 	}
 	var top []seen
@@ -977,12 +988,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, tok string) {
 func (s *Server) replies(w http.ResponseWriter, r *http.Request, tok string) {
 	f := r.Form
 	ts := f.Get("ts")
-	switch ch := f.Get("channel"); {
-	case ch == "":
-		s.fail(w, "channel_not_found", tok)
-		return
-	case !s.member(ch):
-		s.fail(w, "not_in_channel", tok)
+	if !s.readable(w, f.Get("channel"), tok) {
 		return
 	}
 	all := s.channel(f.Get("channel"))

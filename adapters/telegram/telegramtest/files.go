@@ -122,15 +122,21 @@ func (s *Server) pushMedia(chatID, userID int64, caption string, media map[strin
 	})
 }
 
+// fileSize returns the size of file fileID, 0 when the fake has no such
+// file (a message may name one the bot cannot fetch).
+func (s *Server) fileSize(fileID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[fileID]; f != nil {
+		return f.size
+	}
+	return 0
+}
+
 // PushVoice queues a voice note (core.telegram.org/bots/api#voice) of
 // file fileID, seconds long.
 func (s *Server) PushVoice(chatID, userID int64, fileID string, seconds int) int {
-	s.mu.Lock()
-	size := 0
-	if f := s.files[fileID]; f != nil {
-		size = f.size
-	}
-	s.mu.Unlock()
+	size := s.fileSize(fileID)
 	return s.pushMedia(chatID, userID, "", map[string]any{"voice": map[string]any{
 		"file_id": fileID, "file_unique_id": "u" + fileID, "duration": seconds, "mime_type": "audio/ogg", "file_size": size}})
 }
@@ -155,12 +161,7 @@ func (s *Server) PushPhoto(chatID, userID int64, caption string, sizes ...PhotoS
 // file"): a Document carries file_name, mime_type and file_size but no
 // duration (core.telegram.org/bots/api#document).
 func (s *Server) PushAudioDocument(chatID, userID int64, fileID, name, mime string) int {
-	s.mu.Lock()
-	size := 0
-	if f := s.files[fileID]; f != nil {
-		size = f.size
-	}
-	s.mu.Unlock()
+	size := s.fileSize(fileID)
 	return s.pushMedia(chatID, userID, "", map[string]any{"document": map[string]any{
 		"file_id": fileID, "file_unique_id": "u" + fileID, "file_name": name, "mime_type": mime, "file_size": size}})
 }

@@ -36,7 +36,12 @@ func init() {
 // A message that is not in the chat is "message to react not found"; a
 // chat where reactions are off (ReactionsOff) refuses every emoji with
 // REACTION_INVALID, as the live Bot API does for reactions a chat does
-// not allow.
+// not allow. The error texts: "Can't parse reaction types JSON object"
+// and "message to react" + " not found" are the Bot API server's
+// (tdlib/telegram-bot-api telegram-bot-api/Client.cpp,
+// get_reaction_types and process_set_message_reaction_query's
+// check_message); REACTION_INVALID and REACTIONS_TOO_MANY are Telegram's
+// own errors the server passes on (core.telegram.org/method/messages.sendReaction).
 func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 	get := func(k string) string {
 		if v := f[k]; len(v) > 0 {
@@ -44,10 +49,16 @@ func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 		}
 		return ""
 	}
+	// Client.cpp's check_chat and check_message: an empty chat_id, then
+	// a message_id that is not a positive number.
+	if get("chat_id") == "" {
+		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", 0)
+		return
+	}
 	chat, err1 := strconv.ParseInt(get("chat_id"), 10, 64)
 	id, err2 := strconv.Atoi(get("message_id"))
-	if err1 != nil || err2 != nil {
-		fail(w, http.StatusBadRequest, "Bad Request: chat_id and message_id are required", 0)
+	if err1 != nil || err2 != nil || id <= 0 {
+		fail(w, http.StatusBadRequest, "Bad Request: message to react not found", 0)
 		return
 	}
 	var types []struct {
@@ -56,7 +67,7 @@ func (s *Server) setReaction(w http.ResponseWriter, f map[string][]string) {
 	}
 	if r := get("reaction"); r != "" {
 		if err := json.Unmarshal([]byte(r), &types); err != nil {
-			fail(w, http.StatusBadRequest, "Bad Request: can't parse reaction types JSON object", 0)
+			fail(w, http.StatusBadRequest, "Bad Request: Can't parse reaction types JSON object", 0)
 			return
 		}
 	}

@@ -202,10 +202,19 @@ var audioTypes = map[string][]string{
 	"mp3":  {"audio/mpeg", "audio/mp3"},
 }
 
-// sniffAudio tells an audio file's format from its first bytes: Ogg's
-// capture pattern "OggS" (RFC 3533 §6), the EBML magic of WebM
-// (1A 45 DF A3), an ISO BMFF "ftyp" box (MP4, M4A), RIFF/WAVE, "fLaC",
-// and MP3's ID3 tag or frame sync; "" when none matches.
+// sniffAudio tells an audio file's format from its first bytes; "" when
+// none matches. It is written from the formats' own specifications, not
+// from the client's reading (agent/openai/transcribe.go), so that the
+// two can disagree and a test catch it:
+//   - Ogg: the capture pattern "OggS" (RFC 3533 §6);
+//   - WebM: the EBML header's element ID 1A 45 DF A3 (RFC 8794 §11.2.1);
+//   - MP4, M4A: a FileTypeBox, type "ftyp", at bytes 4-8 of the file
+//     (ISO/IEC 14496-12 §4.3; RFC 4337 for audio-only MP4);
+//   - WAV: a "RIFF" chunk of form type "WAVE" (RFC 2361, Appendix A);
+//   - FLAC: the stream marker "fLaC" (RFC 9639 §6);
+//   - MP3: an ID3v2 tag, "ID3" (id3.org/id3v2.4.0-structure §3.1), or an
+//     MPEG audio frame header's 11-bit sync word (ISO/IEC 11172-3
+//     §2.4.1.3).
 func sniffAudio(b []byte) string {
 	switch {
 	case bytes.HasPrefix(b, []byte("OggS")):
