@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// HealthPath answers "ok" while serve runs (container health checks).
-const HealthPath = "/healthz"
+// healthPath answers "ok" while serve runs (container health checks).
+const healthPath = "/healthz"
 
 // CheckHealth asks the serve listening on addr (TIDYBOT_HTTP_ADDR) for
-// HealthPath, and returns a one-line reason when it does not answer ok.
+// healthPath, and returns a one-line reason when it does not answer ok.
 // A host left out or unspecified is this machine's loopback.
 func CheckHealth(ctx context.Context, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
@@ -24,7 +24,7 @@ func CheckHealth(ctx context.Context, addr string) error {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1" // serve listens on every interface, loopback included
 	}
-	u := "http://" + net.JoinHostPort(host, port) + HealthPath
+	u := "http://" + net.JoinHostPort(host, port) + healthPath
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -36,11 +36,7 @@ var (
 // when set (migrated to this tidybot's schema), else bbolt at TIDYBOT_DB.
 func openStore(ctx context.Context, cfg Config) (appStore, error) {
 	if cfg.DatabaseURL == "" {
-		sopts, err := storeOptions(cfg)
-		if err != nil {
-			return nil, err
-		}
-		st, err := store.Open(cfg.DB, sopts...)
+		st, err := openBolt(cfg, cfg.DB)
 		if err != nil {
 			return nil, err // not a typed nil in the interface
 		}
@@ -131,11 +127,7 @@ func (m *Main) importBolt(ctx context.Context, cfg Config, st *postgres.Store, p
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("migrate --from: %w", err)
 	}
-	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(time.Second))
-	if err != nil {
-		return err
-	}
-	src, err := store.Open(path, sopts...)
+	src, err := openBolt(cfg, path, store.ReadOnly(), store.WithLockTimeout(time.Second))
 	if err != nil {
 		return fmt.Errorf("migrate --from: %w (stop the tidybot using it first)", err)
 	}

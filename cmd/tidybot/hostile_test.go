@@ -33,7 +33,9 @@ type teamEnv struct {
 	logs *syncBuffer
 }
 
-func serveTeamTelegram(t *testing.T) *teamEnv {
+// serveTeamTelegram serves team mode on the fake Telegram and Todoist
+// (clock, if given, is the OAuth state's clock).
+func serveTeamTelegram(t *testing.T, clock ...func() time.Time) *teamEnv {
 	t.Helper()
 	e := newEnv(t)
 	svc := todoisttest.NewService(t)
@@ -48,7 +50,7 @@ func serveTeamTelegram(t *testing.T) *teamEnv {
 	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
 	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"telegram:*"}, addr
 	logs := &syncBuffer{}
-	serveTeam(t, e, logs)
+	serveTeam(t, e, logs, clock...)
 	return &teamEnv{env: e, svc: svc, tg: tg, base: base, logs: logs}
 }
 

@@ -194,11 +194,7 @@ func (m *Main) runsStore(ctx context.Context, cfg Config) (appStore, error) {
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("runs: no database at %s (TIDYBOT_DB): no run yet, or set TIDYBOT_DB to serve's", cfg.DB)
 	}
-	sopts, err := storeOptions(cfg, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(cfg.DB, sopts...)
+	st, err := openBolt(cfg, cfg.DB, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

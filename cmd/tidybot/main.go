@@ -290,17 +290,18 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	return b, nil
 }
 
-// storeOptions are the store's options from cfg: TIDYBOT_SECRET_KEY,
-// when set, seals the data keys that seal what people wrote.
-func storeOptions(cfg Config, more ...store.Option) ([]store.Option, error) {
-	if cfg.SecretKey == "" {
-		return more, nil
+// openBolt opens the bbolt file at path with more options;
+// TIDYBOT_SECRET_KEY, when set, seals the data keys that seal what people
+// wrote.
+func openBolt(cfg Config, path string, more ...store.Option) (*store.Store, error) {
+	if cfg.SecretKey != "" {
+		keys, err := config.SecretKeys(cfg.SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		more = append(more, store.WithSecretKeys(keys))
 	}
-	keys, err := config.SecretKeys(cfg.SecretKey)
-	if err != nil {
-		return nil, err
-	}
-	return append(more, store.WithSecretKeys(keys)), nil
+	return store.Open(path, more...)
 }
 
 // httpClient reaches the model and Todoist.

@@ -31,18 +31,10 @@ var aimedKills = flag.Int("kills", 0, "kills per platform in TestKillRightAfterT
 // answered), reports it, so that the test can kill tidybot in the
 // moments after a post.
 type afterPost struct {
+	armedText
 	next   http.Handler
 	method string // the path's suffix: "/chat.postMessage", "/sendMessage"
 	posted chan struct{}
-
-	mu    sync.Mutex // protects armed
-	armed string
-}
-
-func (p *afterPost) arm(text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed = text
 }
 
 func (p *afterPost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,19 +42,10 @@ func (p *afterPost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	hit, ok := p.take(w, r)
+	if !ok {
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	p.mu.Lock()
-	hit := p.armed != "" && form.Get("text") == p.armed
-	if hit {
-		p.armed = ""
-	}
-	p.mu.Unlock()
 	p.next.ServeHTTP(w, r)
 	if hit {
 		if f, ok := w.(http.Flusher); ok {

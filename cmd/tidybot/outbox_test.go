@@ -20,41 +20,56 @@ import (
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 )
 
+// armedText picks out the one platform call that posts the armed text,
+// once: the kill tests' proxies arm it with the answer to catch.
+type armedText struct {
+	mu   sync.Mutex // protects text
+	text string
+}
+
+func (a *armedText) arm(text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.text = text
+}
+
+// take reports whether r's form posts the armed text, disarming it if so;
+// r's body stays readable for the next handler.
+func (a *armedText) take(w http.ResponseWriter, r *http.Request) (hit, ok bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	form, _ := url.ParseQuery(string(body))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hit = a.text != "" && form.Get("text") == a.text
+	if hit {
+		a.text = ""
+	}
+	return hit, true
+}
+
 // holdProxy stands between tidybot and the fake Telegram: it holds the
 // sendMessage call whose text is the armed one (never passing it
 // on) and reports it, so that the test can kill tidybot exactly while
 // the final answer is being posted.
 type holdProxy struct {
+	armedText
 	next http.Handler
-	held chan string
-
-	mu   sync.Mutex // protects hold
-	hold string
-}
-
-func (p *holdProxy) arm(text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hold = text
+	held chan struct{}
 }
 
 func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/sendMessage") {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		hold, ok := p.take(w, r)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		form, _ := url.ParseQuery(string(body))
-		p.mu.Lock()
-		hold := p.hold != "" && form.Get("text") == p.hold
 		if hold {
-			p.hold = ""
-		}
-		p.mu.Unlock()
-		if hold {
-			p.held <- form.Get("text")
+			p.held <- struct{}{}
 			<-r.Context().Done() // until the process is killed
 			return
 		}
@@ -99,7 +114,7 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // the killed process's calls
-	proxy := &holdProxy{next: rp, held: make(chan string, 1)}
+	proxy := &holdProxy{next: rp, held: make(chan struct{}, 1)}
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 

@@ -334,23 +334,11 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 // TestTeamModeExpiredStateRefused: a Connect link opened after it
 // expired gets a 400 page and connects nothing; a new one works.
 func TestTeamModeExpiredStateRefused(t *testing.T) {
-	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
-	dana := svc.NewAccount()
-	tg := telegramtest.New()
-	t.Cleanup(tg.Close)
-	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
-	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"telegram:*"}, addr
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	serveTeam(t, e, io.Discard, clock)
+	te := serveTeamTelegram(t, clock)
+	tg, dana := te.tg, te.svc.NewAccount()
 
 	tg.PushText(7, 7, "/connect")
 	waitFor(t, "the Connect link", func() bool { return connectLink(lastText(tg, 7)) != "" })

@@ -72,7 +72,7 @@ func Model(ctx context.Context, cfg config.Config, model *openai.Client) Finding
 	where := fmt.Sprintf("%s at %s", cfg.OpenAIModel, HostOfURL(cfg.OpenAIBaseURL))
 	switch {
 	case errors.Is(err, openai.ErrUnknownModel):
-		return Finding{part, Failed, UnknownModel(cfg).Error()}
+		return Finding{part, Failed, unknownModel(cfg).Error()}
 	case err != nil:
 		return Finding{part, Failed, agent.ErrorMessageOf(err)}
 	case !info.Known:
@@ -207,7 +207,7 @@ func Database(cfg config.Config) Finding {
 	if err != nil {
 		return Finding{part, Failed, fmt.Sprintf("%s: %v: check TIDYBOT_DB", cfg.DB, err)}
 	}
-	where := fmt.Sprintf("%s (%s)", cfg.DB, ByteSize(fi.Size()))
+	where := fmt.Sprintf("%s (%s)", cfg.DB, byteSize(fi.Size()))
 	st, err := store.Open(cfg.DB, store.ReadOnly(), store.WithLockTimeout(300*time.Millisecond))
 	switch {
 	case errors.Is(err, store.ErrInUse):
@@ -244,8 +244,8 @@ func HostOfURL(raw string) string {
 	return u.Host
 }
 
-// ByteSize writes n bytes for people: 812 B, 64 KB, 1.5 MB.
-func ByteSize(n int64) string {
+// byteSize writes n bytes for people: 812 B, 64 KB, 1.5 MB.
+func byteSize(n int64) string {
 	switch {
 	case n < 1<<10:
 		return fmt.Sprintf("%d B", n)

@@ -59,7 +59,7 @@ func StartModel(ctx context.Context, model *openai.Client, cfg config.Config, lo
 	info, err := model.LookUp(ctx)
 	if err != nil {
 		if errors.Is(err, openai.ErrUnknownModel) {
-			return "", UnknownModel(cfg)
+			return "", unknownModel(cfg)
 		}
 		if agent.ErrorCodeOf(err) != agent.ErrUnreachable {
 			return "", err
@@ -85,8 +85,8 @@ func StartModel(ctx context.Context, model *openai.Client, cfg config.Config, lo
 	return notice, nil
 }
 
-// UnknownModel is the error for an OPENAI_MODEL the server says it does
+// unknownModel is the error for an OPENAI_MODEL the server says it does
 // not serve.
-func UnknownModel(cfg config.Config) error {
+func unknownModel(cfg config.Config) error {
 	return fmt.Errorf("OPENAI_MODEL=%s does not exist at %s: choose a model it serves (default %s)", cfg.OpenAIModel, cfg.OpenAIBaseURL, openai.DefaultModel)
 }

@@ -119,7 +119,7 @@ func (c Config) Secrets() []string {
 			out = append(out, v.FieldByIndex(f.Index).String())
 		}
 	}
-	return append(out, DatabaseSecrets(c.DatabaseURL)...)
+	return append(out, databaseSecrets(c.DatabaseURL)...)
 }
 
 // String lists every setting as VARIABLE=value, one a line, in the order
@@ -480,9 +480,9 @@ func SecretKeys(v string) ([][]byte, error) {
 	return keys, nil
 }
 
-// DatabaseSecrets are the parts of TIDYBOT_DATABASE_URL to redact besides
+// databaseSecrets are the parts of TIDYBOT_DATABASE_URL to redact besides
 // the whole: its password, which a driver's message may quote alone.
-func DatabaseSecrets(raw string) []string {
+func databaseSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return nil
