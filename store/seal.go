@@ -119,30 +119,14 @@ func (k *keyring) openKey(id, sealed []byte) (key []byte, current bool, err erro
 
 // aead returns data key id's cipher, opening it from tx once.
 func (k *keyring) aead(tx *bolt.Tx, id []byte) (cipher.AEAD, error) {
-	if len(k.masters) == 0 {
-		return nil, errNoKeys
-	}
-	if a, ok := k.opened.Get(id); ok {
-		return a, nil
-	}
-	raw := tx.Bucket(bucketDataKeys).Get(id)
-	if raw == nil {
-		return nil, errKeyGone
-	}
-	d, err := parseDataKey(raw)
-	if err != nil {
-		return nil, err
-	}
-	key, _, err := k.openKey(id, d.sealed)
-	if err != nil {
-		return nil, err
-	}
-	a, err := newAEAD(key)
-	if err != nil {
-		return nil, err
-	}
-	k.opened.Put(id, a)
-	return a, nil
+	return k.opened.Cipher(k.masters, id, func() ([]byte, error) {
+		raw := tx.Bucket(bucketDataKeys).Get(id)
+		if raw == nil {
+			return nil, errKeyGone
+		}
+		d, err := parseDataKey(raw)
+		return d.sealed, err
+	})
 }
 
 // current returns the id and cipher of the key that seals scope's new

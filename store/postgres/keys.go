@@ -49,30 +49,14 @@ type keyring struct {
 
 // aead returns data key id's cipher.
 func (k *keyring) aead(ctx context.Context, q querier, id []byte) (cipher.AEAD, error) {
-	if len(k.masters) == 0 {
-		return nil, seal.ErrNoKeys
-	}
-	if a, ok := k.opened.Get(id); ok {
-		return a, nil
-	}
-	var sealed []byte
-	err := q.QueryRow(ctx, `SELECT sealed FROM data_keys WHERE id = $1`, id).Scan(&sealed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, seal.ErrKeyGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	key, _, err := seal.OpenKey(k.masters, id, sealed)
-	if err != nil {
-		return nil, err
-	}
-	a, err := seal.NewAEAD(key)
-	if err != nil {
-		return nil, err
-	}
-	k.opened.Put(id, a)
-	return a, nil
+	return k.opened.Cipher(k.masters, id, func() ([]byte, error) {
+		var sealed []byte
+		err := q.QueryRow(ctx, `SELECT sealed FROM data_keys WHERE id = $1`, id).Scan(&sealed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, seal.ErrKeyGone
+		}
+		return sealed, err
+	})
 }
 
 // current returns the id and cipher of the key sealing scope's new

@@ -164,6 +164,31 @@ func (c *Cache) Put(id []byte, a cipher.AEAD) {
 	c.opened[string(id)] = a
 }
 
+// Cipher returns data key id's cipher: the one kept, else the key load
+// reads (sealed with one of masters), opened and kept.
+func (c *Cache) Cipher(masters []cipher.AEAD, id []byte, load func() (sealed []byte, err error)) (cipher.AEAD, error) {
+	if len(masters) == 0 {
+		return nil, ErrNoKeys
+	}
+	if a, ok := c.Get(id); ok {
+		return a, nil
+	}
+	sealed, err := load()
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := OpenKey(masters, id, sealed)
+	if err != nil {
+		return nil, err
+	}
+	a, err := NewAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	c.Put(id, a)
+	return a, nil
+}
+
 // Forget drops id's cipher (a destroyed key).
 func (c *Cache) Forget(id []byte) {
 	c.mu.Lock()
