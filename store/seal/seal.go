@@ -183,8 +183,8 @@ type Cache struct {
 	opened map[string]cipher.AEAD
 }
 
-// Get returns id's cipher if kept.
-func (c *Cache) Get(id []byte) (cipher.AEAD, bool) {
+// get returns id's cipher if kept.
+func (c *Cache) get(id []byte) (cipher.AEAD, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a, ok := c.opened[string(id)]
@@ -213,7 +213,7 @@ func (c *Cache) Cipher(masters []cipher.AEAD, id []byte, load func() (sealed []b
 	if len(masters) == 0 {
 		return nil, ErrNoKeys
 	}
-	if a, ok := c.Get(id); ok {
+	if a, ok := c.get(id); ok {
 		return a, nil
 	}
 	sealed, err := load()
