@@ -13,11 +13,8 @@ import (
 
 // Setting implements bot.Store.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
 	var v string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketSettings).Get([]byte(key))
 		if raw == nil {
 			return bot.ErrNotFound

@@ -120,30 +120,11 @@ func (s *Store) pruneMessages(ctx context.Context, before time.Time) (int, error
 		err := s.update(ctx, func(tx *bolt.Tx) error {
 			done, next = 0, ti
 			for next < len(threads) && done < deleteBatch {
-				finished := true
-				if b := tx.Bucket(bucketMessages).Bucket(threads[next]); b != nil {
-					c := b.Cursor()
-					for k, v := c.First(); k != nil; k, v = c.First() {
-						if done == deleteBatch {
-							finished = false
-							break
-						}
-						// A message whose key is gone is unreadable
-						// already: it goes too.
-						var m bot.Message
-						err := s.decodeSealed(tx, v, &m)
-						if err != nil && !errors.Is(err, errKeyGone) {
-							return fmt.Errorf("messages of %s: %w", threads[next], err)
-						}
-						if err == nil && !m.At.Before(before) {
-							break
-						}
-						if err := c.Delete(); err != nil {
-							return err
-						}
-						done++
-					}
+				n, finished, err := s.pruneThread(tx, threads[next], before, deleteBatch-done)
+				if err != nil {
+					return err
 				}
+				done += n
 				if finished {
 					next++
 				}
@@ -160,6 +141,36 @@ func (s *Store) pruneMessages(ctx context.Context, before time.Time) (int, error
 		ti = next
 	}
 	return total, nil
+}
+
+// pruneThread deletes up to limit of thread's messages sent before t,
+// oldest first; finished reports that none of them is left.
+func (s *Store) pruneThread(tx *bolt.Tx, thread []byte, before time.Time, limit int) (n int, finished bool, err error) {
+	b := tx.Bucket(bucketMessages).Bucket(thread)
+	if b == nil {
+		return 0, true, nil
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.First() {
+		if n == limit {
+			return n, false, nil
+		}
+		// A message whose key is gone is unreadable already: it goes
+		// too.
+		var m bot.Message
+		err := s.decodeSealed(tx, v, &m)
+		if err != nil && !errors.Is(err, errKeyGone) {
+			return n, false, fmt.Errorf("messages of %s: %w", thread, err)
+		}
+		if err == nil && !m.At.Before(before) {
+			break
+		}
+		if err := c.Delete(); err != nil {
+			return n, false, err
+		}
+		n++
+	}
+	return n, true, nil
 }
 
 // deleteRuns deletes the runs ids that still pass doomed, in batches;

@@ -103,11 +103,8 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 
 // listSealed decodes every sealed value of a bucket, in key order.
 func listSealed[T any](ctx context.Context, s *Store, bucket []byte) ([]T, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var out []T
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
 			var x T
 			if err := s.decodeSealed(tx, v, &x); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store/storetest"
 )
 
 // A file written before the index of each thread's runs not ended gets
@@ -27,21 +28,10 @@ func TestWaitingRunIndex(t *testing.T) {
 		Waiting: &bot.Waiting{Kind: "ask", Question: "which?"}}); err != nil {
 		t.Fatal(err)
 	}
-	want := func(key, id string) {
-		t.Helper()
-		r, err := s.WaitingRun(ctx, key)
-		got := ""
-		if r != nil {
-			got = r.ID
-		}
-		if err != nil || got != id {
-			t.Errorf("waiting run of %s = %q (%v), want %q", key, got, err, id)
-		}
-	}
 	forgetIndex(t, s, keyThreadOpen, bucketThreadOpen)
-	want("k3", "")
+	storetest.WantWaiting(t, s, "k3", "")
 	s = reopen(t, s, path)
-	want("k3", "later")
+	storetest.WantWaiting(t, s, "k3", "later")
 }
 
 // BenchmarkLongThread is a person's DM thread after months: 10,000 runs

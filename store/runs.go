@@ -126,11 +126,8 @@ func indexWaitKey(tx *bolt.Tx, id []byte, key string) error {
 // runs not ended only (an index), not their transcripts, so its cost
 // does not grow with the thread's history.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var best *bot.Run
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		to := tx.Bucket(bucketThreadOpen).Bucket([]byte(threadKey))
 		if to == nil {
 			return nil
@@ -198,11 +195,8 @@ func (s *Store) WaitingRunByKey(ctx context.Context, key string) (*bot.Run, erro
 
 // Run implements bot.Store: the run with its transcript.
 func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var r bot.Run
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketRuns).Get([]byte(id))
 		if raw == nil {
 			return bot.ErrNotFound
@@ -237,11 +231,8 @@ func (s *Store) decodeRun(tx *bolt.Tx, raw []byte) (*bot.Run, error) {
 // runs loads the runs that keep selects, oldest first. ids, when not nil,
 // lists the candidates (from an index); otherwise every run is read.
 func (s *Store) runs(ctx context.Context, ids func(tx *bolt.Tx) [][]byte, keep func(*bot.Run) bool) ([]*bot.Run, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var out []*bot.Run
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		load := func(v []byte) error {
 			r, err := s.decodeRun(tx, v)
@@ -368,11 +359,8 @@ func (s *Store) appendAudit(tx *bolt.Tx, entries []bot.AuditEntry) error {
 
 // RunAudit implements bot.Store.
 func (s *Store) RunAudit(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var out []bot.AuditEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAudit).Bucket([]byte(runID))
 		if b == nil {
 			return nil

@@ -64,7 +64,6 @@ var (
 	errKeyGone = seal.ErrKeyGone
 	periodOf   = seal.PeriodOf
 	newAEAD    = seal.NewAEAD
-	masterFrom = seal.MasterFrom
 )
 
 // scopeNone is the scope of a value that names none (a journal entry
@@ -111,38 +110,16 @@ func parseDataKey(raw []byte) (dataKey, error) {
 // sealKey seals a data key with the current master key.
 func (k *keyring) sealKey(id, key []byte) []byte { return seal.SealKey(k.masters[0], id, key) }
 
-// openKey opens a sealed data key; current reports whether the current
-// master key sealed it.
-func (k *keyring) openKey(id, sealed []byte) (key []byte, current bool, err error) {
-	return seal.OpenKey(k.masters, id, sealed)
-}
-
 // aead returns data key id's cipher, opening it from tx once.
 func (k *keyring) aead(tx *bolt.Tx, id []byte) (cipher.AEAD, error) {
-	if len(k.masters) == 0 {
-		return nil, errNoKeys
-	}
-	if a, ok := k.opened.Get(id); ok {
-		return a, nil
-	}
-	raw := tx.Bucket(bucketDataKeys).Get(id)
-	if raw == nil {
-		return nil, errKeyGone
-	}
-	d, err := parseDataKey(raw)
-	if err != nil {
-		return nil, err
-	}
-	key, _, err := k.openKey(id, d.sealed)
-	if err != nil {
-		return nil, err
-	}
-	a, err := newAEAD(key)
-	if err != nil {
-		return nil, err
-	}
-	k.opened.Put(id, a)
-	return a, nil
+	return k.opened.Cipher(k.masters, id, func() ([]byte, error) {
+		raw := tx.Bucket(bucketDataKeys).Get(id)
+		if raw == nil {
+			return nil, errKeyGone
+		}
+		d, err := parseDataKey(raw)
+		return d.sealed, err
+	})
 }
 
 // current returns the id and cipher of the key that seals scope's new
@@ -291,21 +268,12 @@ func (k *keyring) destroyScope(tx *bolt.Tx, scope string) error {
 // the generated key was used, which is then deleted).
 func (k *keyring) setUp(tx *bolt.Tx, secrets [][]byte, create bool) error {
 	meta := tx.Bucket(bucketMeta)
-	for _, s := range secrets {
-		a, err := masterFrom(s)
-		if err != nil {
-			return fmt.Errorf("master key: %w", err)
-		}
-		k.masters = append(k.masters, a)
-	}
 	generated := meta.Get(keyMaster)
-	if generated != nil {
-		a, err := newAEAD(generated)
-		if err != nil {
-			return fmt.Errorf("the data master key kept in the file is damaged: %w", err)
-		}
-		k.masters = append(k.masters, a)
+	masters, err := seal.Masters(secrets, generated, "the file")
+	if err != nil {
+		return err
 	}
+	k.masters = append(k.masters, masters...)
 	dk := tx.Bucket(bucketDataKeys)
 	if len(k.masters) == 0 && dk.Stats().KeyN > 0 {
 		return errors.New("the data keys are sealed with TIDYBOT_SECRET_KEY, which is not set")
@@ -330,18 +298,18 @@ func (k *keyring) setUp(tx *bolt.Tx, secrets [][]byte, create bool) error {
 	}
 	var reseal [][2][]byte
 	opened := 0
-	err := dk.ForEach(func(id, raw []byte) error {
+	err = dk.ForEach(func(id, raw []byte) error {
 		d, err := parseDataKey(raw)
 		if err != nil {
 			return err
 		}
-		key, current, err := k.openKey(id, d.sealed)
-		if err != nil {
+		again, ok := seal.Reseal(k.masters, id, d.sealed)
+		if !ok {
 			return nil // counted below
 		}
 		opened++
-		if !current {
-			d.sealed = k.sealKey(id, key)
+		if again != nil {
+			d.sealed = again
 			reseal = append(reseal, [2][]byte{bytes.Clone(id), d.marshal()})
 		}
 		return nil
@@ -350,7 +318,7 @@ func (k *keyring) setUp(tx *bolt.Tx, secrets [][]byte, create bool) error {
 		return err
 	}
 	if n := dk.Stats().KeyN; opened < n {
-		return fmt.Errorf("%d of %d data keys do not open with TIDYBOT_SECRET_KEY (was it changed without keeping the old key? list the new key, a comma, then the old one)", n-opened, n)
+		return seal.Unopened(n-opened, n)
 	}
 	if !create {
 		return nil

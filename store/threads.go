@@ -13,10 +13,7 @@ import (
 // Thread implements bot.Store.
 func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
 	var t bot.Thread
-	if err := ctx.Err(); err != nil {
-		return t, err
-	}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketThreads).Get([]byte(key))
 		if raw == nil {
 			return bot.ErrNotFound
@@ -56,11 +53,8 @@ func (s *Store) appendMessage(tx *bolt.Tx, m bot.Message) error {
 // RecentMessages implements bot.Store: it walks the thread backwards and
 // stops after n messages or at the first one before since.
 func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var out []bot.Message
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMessages).Bucket([]byte(threadKey))
 		if b == nil {
 			return nil

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store/storetest"
 )
 
 // transcriptOf is the transcript stored apart for run id; nil for none.
@@ -112,17 +113,7 @@ func TestCheckTranscripts(t *testing.T) {
 func TestWaitKeyIndexBuiltOnOpen(t *testing.T) {
 	s, path := open(t)
 	ctx := t.Context()
-	want := func(key, id string) {
-		t.Helper()
-		r, err := s.WaitingRunByKey(ctx, key)
-		got := ""
-		if r != nil {
-			got = r.ID
-		}
-		if err != nil || got != id {
-			t.Errorf("WaitingRunByKey(%q) = %q (%v), want %q", key, got, err, id)
-		}
-	}
+	want := func(key, id string) { t.Helper(); storetest.WantWaitingByKey(t, s, key, id) }
 	waiting := func(id, thread, key string) *bot.Run {
 		return &bot.Run{ID: id, ThreadKey: thread, Status: bot.RunWaiting, Created: t0, Transcript: json.RawMessage(`{}`),
 			Waiting: &bot.Waiting{Kind: "ask", Key: key, UserID: "u"}}

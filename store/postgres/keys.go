@@ -49,30 +49,14 @@ type keyring struct {
 
 // aead returns data key id's cipher.
 func (k *keyring) aead(ctx context.Context, q querier, id []byte) (cipher.AEAD, error) {
-	if len(k.masters) == 0 {
-		return nil, seal.ErrNoKeys
-	}
-	if a, ok := k.opened.Get(id); ok {
-		return a, nil
-	}
-	var sealed []byte
-	err := q.QueryRow(ctx, `SELECT sealed FROM data_keys WHERE id = $1`, id).Scan(&sealed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, seal.ErrKeyGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	key, _, err := seal.OpenKey(k.masters, id, sealed)
-	if err != nil {
-		return nil, err
-	}
-	a, err := seal.NewAEAD(key)
-	if err != nil {
-		return nil, err
-	}
-	k.opened.Put(id, a)
-	return a, nil
+	return k.opened.Cipher(k.masters, id, func() ([]byte, error) {
+		var sealed []byte
+		err := q.QueryRow(ctx, `SELECT sealed FROM data_keys WHERE id = $1`, id).Scan(&sealed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, seal.ErrKeyGone
+		}
+		return sealed, err
+	})
 }
 
 // current returns the id and cipher of the key sealing scope's new
@@ -184,25 +168,16 @@ func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) err
 // it (a rotation of TIDYBOT_SECRET_KEY, or one set after the generated
 // key was used, which is then deleted).
 func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create bool) error {
-	for _, s := range secrets {
-		a, err := seal.MasterFrom(s)
-		if err != nil {
-			return fmt.Errorf("master key: %w", err)
-		}
-		k.masters = append(k.masters, a)
-	}
 	var generated []byte
 	err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&generated)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: master key: %w", err)
 	}
-	if generated != nil {
-		a, err := seal.NewAEAD(generated)
-		if err != nil {
-			return fmt.Errorf("store: the data master key kept in the database is damaged: %w", err)
-		}
-		k.masters = append(k.masters, a)
+	masters, err := seal.Masters(secrets, generated, "the database")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
+	k.masters = append(k.masters, masters...)
 	rows, err := tx.Query(ctx, `SELECT id, sealed FROM data_keys`)
 	if err != nil {
 		return fmt.Errorf("store: data keys: %w", err)
@@ -224,17 +199,17 @@ func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create
 	var reseal []rec
 	failed := 0
 	for _, r := range recs {
-		key, current, err := seal.OpenKey(k.masters, r.ID, r.Sealed)
-		if err != nil {
+		again, ok := seal.Reseal(k.masters, r.ID, r.Sealed)
+		if !ok {
 			failed++
 			continue
 		}
-		if !current {
-			reseal = append(reseal, rec{r.ID, seal.SealKey(k.masters[0], r.ID, key)})
+		if again != nil {
+			reseal = append(reseal, rec{r.ID, again})
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("store: %d of %d data keys do not open with TIDYBOT_SECRET_KEY (was it changed without keeping the old key? list the new key, a comma, then the old one)", failed, len(recs))
+		return fmt.Errorf("store: %w", seal.Unopened(failed, len(recs)))
 	}
 	if !create {
 		return nil

@@ -50,12 +50,55 @@ func NewAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// MasterFrom derives the master key from a TIDYBOT_SECRET_KEY key, apart
+// masterFrom derives the master key from a TIDYBOT_SECRET_KEY key, apart
 // from the keys cmd/tidybot derives from it for tokens and signatures.
-func MasterFrom(secret []byte) (cipher.AEAD, error) {
+func masterFrom(secret []byte) (cipher.AEAD, error) {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("tidybot data keys v1"))
 	return NewAEAD(m.Sum(nil))
+}
+
+// Masters returns the master keys: derived from each of secrets (the
+// current one first), then generated (the key kept in the database when
+// no TIDYBOT_SECRET_KEY was given) when not nil; where names the
+// database in an error.
+func Masters(secrets [][]byte, generated []byte, where string) ([]cipher.AEAD, error) {
+	var out []cipher.AEAD
+	for _, s := range secrets {
+		a, err := masterFrom(s)
+		if err != nil {
+			return nil, fmt.Errorf("master key: %w", err)
+		}
+		out = append(out, a)
+	}
+	if generated != nil {
+		a, err := NewAEAD(generated)
+		if err != nil {
+			return nil, fmt.Errorf("the data master key kept in %s is damaged: %w", where, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Reseal opens sealed data key id with any of masters: again is the key
+// sealed with the current master when another sealed it (nil when the
+// current one did); ok is false when none opens it.
+func Reseal(masters []cipher.AEAD, id, sealed []byte) (again []byte, ok bool) {
+	key, current, err := openKey(masters, id, sealed)
+	if err != nil {
+		return nil, false
+	}
+	if !current {
+		again = SealKey(masters[0], id, key)
+	}
+	return again, true
+}
+
+// Unopened is the error for failed of n data keys that open with none
+// of the master keys.
+func Unopened(failed, n int) error {
+	return fmt.Errorf("%d of %d data keys do not open with TIDYBOT_SECRET_KEY (was it changed without keeping the old key? list the new key, a comma, then the old one)", failed, n)
 }
 
 // NewKey returns a new data key and its random id.
@@ -78,9 +121,9 @@ func SealKey(master cipher.AEAD, id, key []byte) []byte {
 	return master.Seal(nonce, nonce, key, id)
 }
 
-// OpenKey opens a sealed data key with any of masters; current reports
+// openKey opens a sealed data key with any of masters; current reports
 // whether the first (the current one) sealed it.
-func OpenKey(masters []cipher.AEAD, id, sealed []byte) (key []byte, current bool, err error) {
+func openKey(masters []cipher.AEAD, id, sealed []byte) (key []byte, current bool, err error) {
 	for i, a := range masters {
 		if len(sealed) < a.NonceSize() {
 			break
@@ -140,8 +183,8 @@ type Cache struct {
 	opened map[string]cipher.AEAD
 }
 
-// Get returns id's cipher if kept.
-func (c *Cache) Get(id []byte) (cipher.AEAD, bool) {
+// get returns id's cipher if kept.
+func (c *Cache) get(id []byte) (cipher.AEAD, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a, ok := c.opened[string(id)]
@@ -162,6 +205,31 @@ func (c *Cache) Put(id []byte, a cipher.AEAD) {
 		}
 	}
 	c.opened[string(id)] = a
+}
+
+// Cipher returns data key id's cipher: the one kept, else the key load
+// reads (sealed with one of masters), opened and kept.
+func (c *Cache) Cipher(masters []cipher.AEAD, id []byte, load func() (sealed []byte, err error)) (cipher.AEAD, error) {
+	if len(masters) == 0 {
+		return nil, ErrNoKeys
+	}
+	if a, ok := c.get(id); ok {
+		return a, nil
+	}
+	sealed, err := load()
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := openKey(masters, id, sealed)
+	if err != nil {
+		return nil, err
+	}
+	a, err := NewAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	c.Put(id, a)
+	return a, nil
 }
 
 // Forget drops id's cipher (a destroyed key).

@@ -166,17 +166,7 @@ func testWaitingRun(t *testing.T, open Open) {
 		}
 		return r
 	}
-	want := func(key, id string) {
-		t.Helper()
-		r, err := s.WaitingRun(ctx, key)
-		got := ""
-		if r != nil {
-			got = r.ID
-		}
-		if err != nil || got != id {
-			t.Errorf("waiting run of %s = %q (%v), want %q", key, got, err, id)
-		}
-	}
+	want := func(key, id string) { t.Helper(); WantWaiting(t, s, key, id) }
 	want("k", "")
 	save("done", "k", bot.RunDone, t0)
 	old := save("old", "k", bot.RunWaiting, t0.Add(time.Minute))
@@ -208,17 +198,7 @@ func testWaitingRunByKey(t *testing.T, open Open) {
 			t.Fatal(err)
 		}
 	}
-	want := func(key, id string) {
-		t.Helper()
-		r, err := s.WaitingRunByKey(ctx, key)
-		got := ""
-		if r != nil {
-			got = r.ID
-		}
-		if err != nil || got != id {
-			t.Errorf("WaitingRunByKey(%q) = %q (%v), want %q", key, got, err, id)
-		}
-	}
+	want := func(key, id string) { t.Helper(); WantWaitingByKey(t, s, key, id) }
 	waiting := func(id, thread, key string) *bot.Run {
 		return &bot.Run{ID: id, ThreadKey: thread, Status: bot.RunWaiting, Created: t0, Transcript: json.RawMessage(`{}`),
 			Waiting: &bot.Waiting{Kind: "ask", Key: key, UserID: "u"}}

@@ -11,6 +11,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -92,6 +93,33 @@ func check(t *testing.T, s Store) {
 		if err := c.Check(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// WantWaiting fails t unless the waiting run of thread key in s is id
+// ("" for none).
+func WantWaiting(t testing.TB, s bot.Store, key, id string) {
+	t.Helper()
+	r, err := s.WaitingRun(t.Context(), key)
+	wantRun(t, fmt.Sprintf("waiting run of %s", key), r, err, id)
+}
+
+// WantWaitingByKey fails t unless the run waiting on key in s is id
+// ("" for none).
+func WantWaitingByKey(t testing.TB, s bot.Store, key, id string) {
+	t.Helper()
+	r, err := s.WaitingRunByKey(t.Context(), key)
+	wantRun(t, fmt.Sprintf("WaitingRunByKey(%q)", key), r, err, id)
+}
+
+func wantRun(t testing.TB, what string, r *bot.Run, err error, id string) {
+	t.Helper()
+	got := ""
+	if r != nil {
+		got = r.ID
+	}
+	if err != nil || got != id {
+		t.Errorf("%s = %q (%v), want %q", what, got, err, id)
 	}
 }
 
