@@ -96,7 +96,7 @@ func TestCheckAllPass(t *testing.T) {
 // the other parts still pass, and check exits non-zero; a warning alone
 // passes.
 func TestCheckFailures(t *testing.T) {
-	refused := "http://" + freeAddr(t)
+	refused := "http://" + refusedAddr(t)
 	tests := []struct {
 		name     string
 		setup    func(t *testing.T, e *checkEnv)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func (e *env) runChat(t *testing.T, input string, interactive bool) (stdout, std
 // pipe exits non-zero; on a terminal the person has read the answer, and
 // chat ends normally.
 func TestChatUnreachableServiceIsNamed(t *testing.T) {
-	refused := freeAddr(t)
+	refused := refusedAddr(t)
 	tests := []struct {
 		name, model, todoist, input, want string
 	}{
@@ -84,13 +85,27 @@ func TestChatUnreachableServiceIsNamed(t *testing.T) {
 	}
 }
 
+// refusedAddr is an address nothing listens on. It is on 127.0.0.2, where
+// the fakes' httptest servers (127.0.0.1) never listen: a port freed on
+// 127.0.0.1 was seen taken again by a later subtest's fake Todoist, which
+// then answered the "unreachable" requests.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address to refuse connections on: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // TestChatExitsZeroWhenRunsSucceed: a pipe whose runs all succeed exits 0
 // even after an earlier chat's run failed.
 func TestChatExitsZeroWhenRunsSucceed(t *testing.T) {
 	e := newEnv(t)
 	e.todo.SeedTalkInbox()
 	good := e.cfg.OpenAIBaseURL
-	e.cfg.OpenAIBaseURL = "http://" + freeAddr(t) + "/v1"
+	e.cfg.OpenAIBaseURL = "http://" + refusedAddr(t) + "/v1"
 	if _, _, err := e.runChat(t, "hello\n", false); err == nil {
 		t.Fatal("first chat: want an error")
 	}
