@@ -146,7 +146,7 @@ func TestStartupRejectedTodoistTokenIsFatal(t *testing.T) {
 // each.
 func TestServeStartsWithServicesUnreachable(t *testing.T) {
 	e := newEnv(t)
-	refused := freeAddr(t)
+	refused := refusedAddr(t)
 	e.cfg.OpenAIBaseURL = "http://" + refused + "/v1"
 	e.cfg.TodoistURL = "http://nonexistent.invalid/api/v1"
 	e.cfg.HTTPAddr = freeAddr(t)
