@@ -1,0 +1,71 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// PersonSettings is what one person chose with /settings (issue 27). A
+// zero field means "the default": the environment's setting, or
+// Todoist's own (the time zone from the account's tz_info).
+type PersonSettings struct {
+	// TimeZone is an IANA name (Europe/Amsterdam); empty: Todoist's.
+	TimeZone string `json:"tz,omitempty"`
+	// Confirm is when a write needs a yes: "destructive", "writes" or
+	// "never"; empty: the bot's configured default.
+	Confirm string `json:"confirm,omitempty"`
+	// Autopilot files new inbox tasks without being asked.
+	Autopilot bool `json:"autopilot,omitempty"`
+	// AutopilotScope limits what autopilot may set: "all" (project,
+	// section, labels, due date from the text) or "projects"; empty:
+	// "all".
+	AutopilotScope string `json:"autopilot_scope,omitempty"`
+	// Digest is the morning digest's local time, "08:00", or "off";
+	// empty: off.
+	Digest string `json:"digest,omitempty"`
+	// Language answers in this language (a name or BCP 47 tag); empty:
+	// the language the person writes in.
+	Language string `json:"lang,omitempty"`
+	// ModelTier names one of TIDYBOT_MODELS's tiers; empty: the first.
+	ModelTier string `json:"model_tier,omitempty"`
+	// Conversation is where autopilot and the digest post for this
+	// person: the thread key of the conversation they last used in
+	// private (set by the bot, not by /settings).
+	Conversation string `json:"conversation,omitempty"`
+}
+
+// PersonSettingPrefix starts the key of the setting holding a person's
+// PersonSettings as JSON.
+const PersonSettingPrefix = "person:"
+
+func personKey(platform, userID string) string { return PersonSettingPrefix + platform + ":" + userID }
+
+// Settings returns a person's settings; zero when they set none.
+func (b *Bot) Settings(ctx context.Context, platform, userID string) (PersonSettings, error) {
+	var ps PersonSettings
+	raw, err := b.store.Setting(ctx, personKey(platform, userID))
+	if errors.Is(err, ErrNotFound) || (err == nil && raw == "") {
+		return ps, nil
+	}
+	if err != nil {
+		return ps, fmt.Errorf("bot: read settings of %s:%s: %w", platform, userID, err)
+	}
+	if err := json.Unmarshal([]byte(raw), &ps); err != nil {
+		return ps, fmt.Errorf("bot: decode settings of %s:%s: %w", platform, userID, err)
+	}
+	return ps, nil
+}
+
+// SaveSettings stores a person's settings.
+func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps PersonSettings) error {
+	raw, err := json.Marshal(ps)
+	if err != nil {
+		return fmt.Errorf("bot: encode settings of %s:%s: %w", platform, userID, err)
+	}
+	if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
+		return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
+	}
+	return nil
+}
