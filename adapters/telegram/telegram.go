@@ -363,7 +363,9 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 
 // Poll receives updates by long polling until ctx ends. Each update is
 // handed to h (which stores it durably and dedupes by update id) before
-// the next getUpdates confirms it, so a crash loses nothing. An update
+// the next getUpdates confirms it, so a crash loses nothing; the updates
+// of different chats are stored at once, those of one chat in order
+// (storeBatch). An update
 // that does not decode is logged, counted (Config.Events) and confirmed,
 // so it does not hold up the ones after it.
 func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
@@ -402,26 +404,18 @@ func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
 			continue
 		}
 		backoff = time.Second
-		for _, u := range updates {
-			if u.err != nil {
-				a.undecodable(u.id, u.err)
-				offset = u.id + 1 // confirmed: Telegram drops it
-				continue
+		next, stop, failed := a.storeBatch(ctx, h, updates, offset)
+		if stop {
+			return nil // what was not stored is not confirmed: Telegram redelivers it
+		}
+		offset = next
+		if failed {
+			// Not stored: left unconfirmed; try again shortly.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
 			}
-			if err := a.dispatch(ctx, h, u.Update); err != nil {
-				if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
-					return nil // not confirmed: Telegram redelivers it
-				}
-				// Not stored: leave it unconfirmed and try again shortly.
-				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.id), slog.Any("err", redact(err, a.cfg.Token)))
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-				break
-			}
-			offset = u.id + 1
 		}
 	}
 	return nil
