@@ -23,7 +23,7 @@ const ackTimeout = 5 * time.Second
 // debug: an old Bot API server or a chat with reactions off gets what
 // it got before, the "Working on it…" status message.
 func (b *Bot) ack(in Incoming) {
-	if in.MessageID == "" || in.Button != "" {
+	if in.MessageID == "" || in.Button != "" || b.ackStatus(in) {
 		return
 	}
 	q := b.queue(in.Platform)

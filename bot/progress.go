@@ -19,6 +19,9 @@ import (
 type progress struct {
 	q   *queuedPlatform
 	ed  *queuedEditor // nil when the platform cannot edit
+	// line, when set, is the thread's own status line (ThreadStatus),
+	// shown instead of a status message; set back to nil if refused.
+	line ThreadStatus
 	r   *Run
 	log *slog.Logger
 
@@ -41,6 +44,7 @@ func newProgress(q *queuedPlatform, r *Run, log *slog.Logger) *progress {
 	if ed, ok := q.p.(Editor); ok {
 		pr.ed = &queuedEditor{q, ed}
 	}
+	pr.line = statusOf(q.p, r)
 	pr.lines = append(pr.lines, r.Notes...)
 	pr.sent = len(pr.lines)
 	return pr
@@ -48,6 +52,10 @@ func newProgress(q *queuedPlatform, r *Run, log *slog.Logger) *progress {
 
 // start queues the status message and starts the updater.
 func (pr *progress) start(_ context.Context, first string) {
+	if pr.lineMode() {
+		pr.startLine(first)
+		return
+	}
 	pr.mu.Lock()
 	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
 	pr.mu.Unlock()
@@ -136,6 +144,10 @@ func (pr *progress) flush() {
 	fresh := pr.lines[pr.sent:]
 	pr.sent = len(pr.lines)
 	pr.mu.Unlock()
+	if pr.lineMode() {
+		pr.showLine()
+		return
+	}
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
 	if pr.editable() {
 		pr.edit(m)
@@ -186,6 +198,10 @@ func (pr *progress) stop(context.Context) {
 // lines already says what was done; a platform that cannot edit posted
 // nothing more.
 func (pr *progress) settle(st agent.Status) {
+	if pr.lineMode() {
+		pr.clearLine()
+		return
+	}
 	pr.mu.Lock()
 	empty := len(pr.lines) == 0
 	pr.mu.Unlock()

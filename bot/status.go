@@ -1,0 +1,164 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// ThreadStatus is a Platform whose threads can show a status line of
+// their own beside the conversation (Slack's assistant pane:
+// assistant.threads.setStatus). In such a thread a run's progress notes
+// are that line, not a status message edited in place, and the line is
+// cleared when the run ends; elsewhere nothing changes.
+type ThreadStatus interface {
+	// HasStatus reports whether thread threadID of chat chatID shows a
+	// status line.
+	HasStatus(chatID, threadID string) bool
+	// SetStatus shows text as the thread's status line; "" clears it.
+	// An error means the thread shows none after all: the bot posts a
+	// status message as it does elsewhere.
+	SetStatus(ctx context.Context, chatID, threadID, text string) error
+}
+
+// Status lines, as the platform shows them after the app's name
+// ("tidybot is working on it…").
+const (
+	statusReading = "is reading your message…"
+	statusWorking = "is working on it…"
+)
+
+// statusOf is the thread status line of r's thread, nil when its
+// platform or thread shows none.
+func statusOf(p Platform, r *Run) ThreadStatus {
+	ts, ok := p.(ThreadStatus)
+	if !ok || !ts.HasStatus(r.ChatID, r.ThreadID) {
+		return nil
+	}
+	return ts
+}
+
+// statusNote is a progress note as a status line: "is working… moved
+// 3 tasks to Birthday", clipped to one short line.
+func statusNote(note string) string {
+	note = strings.Join(strings.Fields(note), " ")
+	if r := []rune(note); len(r) > 0 {
+		note = strings.ToLower(string(r[:1])) + string(r[1:])
+	}
+	return clipRunes("is working… "+note, 150)
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// ackStatus is ack for a message in a thread with a status line: the
+// line says the message is being read, at once. It goes through the
+// chat's send queue lane, so that it cannot land after the run's own
+// status calls and the line it clears at the end. It reports whether it
+// acknowledged the message.
+func (b *Bot) ackStatus(in Incoming) bool {
+	q := b.queue(in.Platform)
+	if q == nil || in.ThreadID == "" {
+		return false
+	}
+	ts := statusOf(q.p, &Run{ChatID: in.ChatID, ThreadID: in.ThreadID})
+	if ts == nil {
+		return false
+	}
+	q.s.Post(in.ChatID, "status", func(ctx context.Context) error {
+		if err := ts.SetStatus(ctx, in.ChatID, in.ThreadID, statusReading); err != nil {
+			b.log.Debug("acknowledge message: no status line", slog.String("platform", in.Platform), slog.Any("err", err))
+		}
+		return nil
+	})
+	return true
+}
+
+// startLine begins a run's progress on its thread's status line. Should
+// the platform refuse the line, the status message is posted instead,
+// in the same call, so the chat's later calls find it.
+func (pr *progress) startLine(first string) {
+	pr.mu.Lock()
+	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
+	pr.mu.Unlock()
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
+		err := pr.line.SetStatus(ctx, m.ChatID, m.ThreadID, statusWorking)
+		if err == nil {
+			return nil
+		}
+		pr.log.Info("thread status line refused; posting a status message", slog.Any("err", err))
+		pr.mu.Lock()
+		pr.line = nil
+		m.Text = strings.Join(append([]string{first}, pr.lines...), "\n")
+		pr.mu.Unlock()
+		id, err := pr.q.p.Send(ctx, redacted(pr.q.redact, m))
+		pr.mu.Lock()
+		pr.msgID = id
+		pr.mu.Unlock()
+		return err
+	}, func(err error) {
+		if err != nil {
+			pr.log.Warn("post status message", slog.Any("err", err))
+		}
+		pr.mu.Lock()
+		pr.posting = false
+		pr.mu.Unlock()
+	})
+	go pr.loop()
+}
+
+// lineMode reports whether the run's progress is its thread's status
+// line.
+func (pr *progress) lineMode() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.line != nil
+}
+
+// showLine queues the newest note as the status line (droppable, as an
+// edit is: a later note shows anyway).
+func (pr *progress) showLine() {
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	pr.q.s.PostDroppable(m.ChatID, "status", func(ctx context.Context) error {
+		pr.mu.Lock()
+		line := pr.line
+		text := ""
+		if n := len(pr.lines); n > 0 {
+			text = pr.lines[n-1]
+		}
+		pr.mu.Unlock()
+		if line == nil || text == "" {
+			return nil
+		}
+		return line.SetStatus(ctx, m.ChatID, m.ThreadID, statusNote(pr.q.redact.String(text)))
+	}, func(err error) {
+		if err != nil {
+			pr.log.Debug("thread status line", slog.Any("err", err))
+		}
+	})
+}
+
+// clearLine queues the clearing of the status line as the run ends,
+// before its answer (which the worker queues after it).
+func (pr *progress) clearLine() {
+	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
+		pr.mu.Lock()
+		line := pr.line
+		pr.mu.Unlock()
+		if line == nil {
+			return nil
+		}
+		return line.SetStatus(ctx, m.ChatID, m.ThreadID, "")
+	}, func(err error) {
+		if err != nil {
+			pr.log.Debug("clear thread status line", slog.Any("err", err))
+		}
+	})
+}
