@@ -17,13 +17,13 @@ import (
 // (edits, the answer) queue behind it in the chat's lane and ask for the
 // message's id when they are made.
 type progress struct {
-	q   *queuedPlatform
-	ed  *queuedEditor // nil when the platform cannot edit
+	q  *queuedPlatform
+	ed *queuedEditor // nil when the platform cannot edit
 	// line, when set, is the thread's own status line (ThreadStatus),
 	// shown instead of a status message; set back to nil if refused.
 	line ThreadStatus
-	r   *Run
-	log *slog.Logger
+	r    *Run
+	log  *slog.Logger
 
 	// mu protects the fields below.
 	mu      sync.Mutex
