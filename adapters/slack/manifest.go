@@ -61,13 +61,17 @@ type Subscription struct {
 
 // BotEvents are the events the adapter turns into messages for the bot
 // (see incoming): messages in DMs, public and private channels, group
-// DMs, and mentions.
+// DMs, and mentions; and the assistant pane's own events (assistant.go),
+// which need no scope (docs.slack.dev/reference/events/assistant_thread_started:
+// "No scopes required").
 var BotEvents = []Subscription{
 	{Event: "message.im", Scope: "im:history"},
 	{Event: "message.channels", Scope: "channels:history"},
 	{Event: "message.groups", Scope: "groups:history"},
 	{Event: "message.mpim", Scope: "mpim:history"}, // group DMs: shared chats
 	{Event: "app_mention", Scope: "app_mentions:read"},
+	{Event: "assistant_thread_started"},
+	{Event: "assistant_thread_context_changed"},
 }
 
 // callScopes are the bot scopes of the Web API methods the adapter calls
@@ -77,6 +81,7 @@ var callScopes = []string{
 	"chat:write.public", // chat.postMessage in a public channel the bot has not joined
 	"commands",          // SlashCommands
 	"im:write",          // conversations.open: is a D… channel the bot's own IM with the user?
+	"assistant:write",   // assistant.threads.setSuggestedPrompts, .setTitle (the pane; setStatus takes chat:write)
 }
 
 // fileScope downloads the files of voice notes and photos (see Download).
@@ -86,7 +91,9 @@ const fileScope = "files:read"
 func BotScopes() []string {
 	scopes := append([]string(nil), callScopes...)
 	for _, s := range BotEvents {
-		scopes = append(scopes, s.Scope)
+		if s.Scope != "" {
+			scopes = append(scopes, s.Scope)
+		}
 	}
 	return append(scopes, fileScope)
 }
@@ -126,6 +133,10 @@ func Manifest(w io.Writer, httpURL string) error {
 	line(1, "app_home:")
 	line(2, "messages_tab_enabled: true")
 	line(2, "messages_tab_read_only_enabled: false")
+	// The assistant pane: tidybot opens beside any channel from the
+	// app's icon (docs.slack.dev/reference/app-manifest, features.assistant_view).
+	line(1, "assistant_view:")
+	line(2, "assistant_description: %s", quote("Tidies and plans your Todoist beside any channel"))
 	line(1, "bot_user:")
 	line(2, "display_name: tidybot")
 	line(2, "always_online: true")

@@ -33,6 +33,9 @@ func TestManifestEventsAreHandled(t *testing.T) {
 				if !strings.Contains(string(body), `"app_mention"`) {
 					t.Fatalf("no app_mention event: %s", body)
 				}
+			} else if strings.HasPrefix(sub.Event, "assistant_thread_") {
+				paneEventHandled(t, a, srv, sub.Event)
+				return
 			} else {
 				t.Fatalf("the manifest subscribes to %s, which this test does not know how to send", sub.Event)
 			}
@@ -95,4 +98,33 @@ func TestManifestModes(t *testing.T) {
 			t.Errorf("scope %s missing", s)
 		}
 	}
+}
+
+// paneEventHandled: the assistant pane's events are answered 200 and
+// reach the bot as no message; a started thread gets its suggested
+// prompts.
+func paneEventHandled(t *testing.T, a *slack.Adapter, srv *slacktest.Server, event string) {
+	t.Helper()
+	srv.Subscribe("message.im", "assistant_thread_started", "assistant_thread_context_changed")
+	ts, body := srv.StartAssistantThread("U1", "C1")
+	if event == "assistant_thread_context_changed" {
+		body = srv.ChangeAssistantContext(srv.IM("U1"), ts, "C2")
+	}
+	rec := &recorder{}
+	w := httptest.NewRecorder()
+	a.EventsHandler(rec).ServeHTTP(w, signed(t, "/slack/events", "application/json", body, secret, time.Now()))
+	if w.Code != 200 || len(rec.got()) != 0 {
+		t.Errorf("%s: status %d, handled %+v", event, w.Code, rec.got())
+	}
+	if event != "assistant_thread_started" {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if p, _ := srv.AssistantThread(srv.IM("U1"), ts); len(p.Prompts) == len(slack.Prompts) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%s: no suggested prompts", event)
 }

@@ -80,6 +80,8 @@ type Adapter struct {
 	hooks   map[string]*hook // by channel: the latest response_url there
 	hookSeq int
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
+
+	panes panes // the assistant pane's threads (assistant.go)
 }
 
 var (
@@ -402,6 +404,7 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		dm = a.ownIM(ctx, channel, user)
 		att = attachment(e.Files)
 	default:
+		a.assistantEvent(inner)
 		return bot.Incoming{}, false, nil
 	}
 	text, mentioned := stripMention(text, a.botID)
@@ -421,6 +424,9 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		return bot.Incoming{}, false, nil
 	}
 	thread := threadTS
+	if dm && thread != "" {
+		a.titlePane(channel, thread, text)
+	}
 	if !dm && thread == "" {
 		thread = ts // in a channel, a run's posts go in the thread of its message
 	}

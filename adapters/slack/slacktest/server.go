@@ -1,7 +1,8 @@
 // Package slacktest is a fake Slack on httptest: the Web API methods the
 // adapter calls (auth.test, chat.postMessage, chat.update,
 // conversations.open, conversations.history, conversations.replies,
-// apps.connections.open) speaking the real wire protocol (form-encoded
+// apps.connections.open, and the assistant pane's assistant.threads.*
+// and events: assistant.go) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack
@@ -59,6 +60,10 @@ type Posted struct {
 	Ephemeral   bool
 	// Metadata is the message metadata posted with it, nil for none.
 	Metadata *Metadata
+	// Feedback are the values of its feedback buttons (👍 then 👎) and
+	// FeedbackAction their action_id; nil without (see assistant.go).
+	Feedback       []string
+	FeedbackAction string
 }
 
 // Metadata is a message's metadata: "event_type" and "event_payload"
@@ -112,6 +117,7 @@ type Server struct {
 	heard      []Message          // people's messages sent as events (see Events)
 	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
 	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
+	panes      map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
 }
 
 // New starts a fake; close it with Close.
@@ -237,7 +243,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "conversations.replies":
 		s.replies(w, r, tok)
 	default:
-		s.fail(w, "unknown_method", tok)
+		if !s.assistant(w, r, method, tok) {
+			s.fail(w, "unknown_method", tok)
+		}
 	}
 }
 
@@ -342,7 +350,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 // argument: "JSON object with event_type and event_payload fields").
 func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral bool) (*Posted, bool) {
 	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
-	if !ok {
+	feedback, action, fbOK := readFeedback(f.Get("blocks"))
+	if !ok || !fbOK {
 		s.fail(w, "invalid_blocks", tok)
 		return nil, false
 	}
@@ -362,7 +371,7 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 	// api.slack.com/messaging/retrieving); conversations.history's oldest
 	// and latest compare against it.
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Metadata: meta}
+		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Metadata: meta, Feedback: feedback, FeedbackAction: action}
 	if ephemeral {
 		p.Ephemeral, p.User = true, f.Get("user")
 	}
@@ -371,6 +380,7 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 		// chat.update finds only these: "Ephemeral messages can't be
 		// updated in this way" (api.slack.com/messaging/modifying).
 		s.byTS[p.Channel+" "+p.TS] = p
+		s.replied(p.Channel, p.ThreadTS)
 	}
 	return p, true
 }

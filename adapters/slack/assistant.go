@@ -1,0 +1,167 @@
+package slack
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// The assistant pane (the manifest's assistant_view; Slack's "Agents &
+// AI Apps"): a person opens tidybot beside any channel. Slack starts a
+// thread in their DM with the app and sends assistant_thread_started
+// (docs.slack.dev/reference/events/assistant_thread_started); the adapter
+// sets its suggested prompts. Their messages there are ordinary DM
+// messages in that thread (message.im with thread_ts), so they reach the
+// bot as today, one conversation per pane thread; the first one titles
+// the thread (assistant.threads.setTitle), and the run's progress is the
+// thread's status line (assistant.threads.setStatus, bot.ThreadStatus)
+// instead of a status message.
+
+// Prompts are the suggested prompts of a new pane thread: each sends its
+// title as the person's message.
+var Prompts = []string{"Tidy my inbox", "What's due today?", "Plan my week"}
+
+// paneCallTimeout bounds one call about the pane made outside the send
+// queue (prompts, title): the event was acknowledged already.
+const paneCallTimeout = 10 * time.Second
+
+// titleLen is the most characters of a thread's title taken from the
+// person's first message.
+const titleLen = 60
+
+// panes are the assistant threads the adapter knows of: started while
+// it ran (assistant_thread_started), by channel and thread ts.
+type panes struct {
+	mu sync.Mutex
+	m  map[string]*pane
+}
+
+type pane struct {
+	titled bool
+	// viewing is the channel the person has open beside the pane (the
+	// event's context); kept for the logs, not given to the model.
+	viewing string
+}
+
+func paneKey(channel, threadTS string) string { return channel + " " + threadTS }
+
+// get returns the pane of a thread, making it when make is set.
+func (p *panes) get(channel, threadTS string, make bool) *pane {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := paneKey(channel, threadTS)
+	if p.m[k] == nil && make {
+		if p.m == nil {
+			p.m = map[string]*pane{}
+		}
+		p.m[k] = &pane{}
+	}
+	return p.m[k]
+}
+
+var _ bot.ThreadStatus = (*Adapter)(nil)
+
+// assistantEvent handles the pane's own events; ok is false for any
+// other event. A new thread gets its suggested prompts, in the
+// background: the event is acknowledged at once.
+func (a *Adapter) assistantEvent(inner any) (ok bool) {
+	var th slackevents.AssistantThread
+	started := false
+	switch e := inner.(type) {
+	case *slackevents.AssistantThreadStartedEvent:
+		th, started = e.AssistantThread, true
+	case *slackevents.AssistantThreadContextChangedEvent:
+		th = e.AssistantThread
+	default:
+		return false
+	}
+	if th.ChannelID == "" || th.ThreadTimeStamp == "" {
+		return true
+	}
+	p := a.panes.get(th.ChannelID, th.ThreadTimeStamp, true)
+	a.panes.mu.Lock()
+	p.viewing = th.Context.ChannelID
+	a.panes.mu.Unlock()
+	a.log.Debug("slack assistant thread", slog.Bool("started", started), slog.String("channel", th.ChannelID),
+		slog.String("thread_ts", th.ThreadTimeStamp), slog.String("viewing", th.Context.ChannelID))
+	if !started {
+		return true
+	}
+	params := slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: th.ChannelID, ThreadTS: th.ThreadTimeStamp, Title: "Try"}
+	for _, s := range Prompts {
+		params.AddPrompt(s, s)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), paneCallTimeout)
+		defer cancel()
+		if err := a.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params); err != nil {
+			a.log.Warn("slack: suggested prompts not set", slog.Any("err", a.redact(err)))
+		}
+	}()
+	return true
+}
+
+// titlePane titles a pane thread after the person's first message
+// there, once, in the background.
+func (a *Adapter) titlePane(channel, threadTS, text string) {
+	p := a.panes.get(channel, threadTS, false)
+	if p == nil {
+		return
+	}
+	a.panes.mu.Lock()
+	done := p.titled
+	p.titled = true
+	a.panes.mu.Unlock()
+	title := clip(strings.Join(strings.Fields(text), " "), titleLen)
+	if done || title == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), paneCallTimeout)
+		defer cancel()
+		err := a.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: channel, ThreadTS: threadTS, Title: title})
+		if err != nil {
+			a.log.Warn("slack: thread title not set", slog.Any("err", a.redact(err)))
+		}
+	}()
+}
+
+// HasStatus implements bot.ThreadStatus: a pane thread the adapter saw
+// start, or, after a restart, any thread of the bot's own IM with a
+// person (with assistant_view on, the app's DM threads are pane
+// threads; where Slack refuses the status line, the bot posts a status
+// message instead).
+func (a *Adapter) HasStatus(chatID, threadID string) bool {
+	if threadID == "" || !dm(chatID) {
+		return false
+	}
+	if a.panes.get(chatID, threadID, false) != nil {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, im := range a.ims {
+		if im == chatID {
+			return true
+		}
+	}
+	return false
+}
+
+// SetStatus implements bot.ThreadStatus with
+// assistant.threads.setStatus; "" clears the line. It goes through the
+// bot's send queue, which waits out a 429.
+func (a *Adapter) SetStatus(ctx context.Context, chatID, threadID, text string) error {
+	err := a.noRetry.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: chatID, ThreadTS: threadID, Status: text})
+	if err != nil {
+		return a.queueError(err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package slack_test
+
+import (
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/tidybot/tidybot/adapters/slack"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+)
+
+func waitPane(t *testing.T, srv *slacktest.Server, ch, ts, what string, ok func(slacktest.Pane) bool) slacktest.Pane {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, _ := srv.AssistantThread(ch, ts)
+		if ok(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: pane %+v", what, p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPaneThread: opening the pane sets the three suggested prompts; a
+// message there reaches the bot as a DM in the pane's thread and titles
+// the thread after it, once; the thread shows a status line (HasStatus,
+// SetStatus), a channel thread does not, and a thread no pane started is
+// refused (invalid_thread_ts).
+func TestPaneThread(t *testing.T) {
+	a, srv := newAdapter(t)
+	srv.Subscribe("message.im", "assistant_thread_started")
+	rec := &recorder{}
+	h := a.EventsHandler(rec)
+	post := func(body []byte) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, signed(t, "/slack/events", "application/json", body, secret, time.Now()))
+		if w.Code != 200 {
+			t.Fatalf("event: %d", w.Code)
+		}
+	}
+	ts, started := srv.StartAssistantThread("U1", "C1")
+	post(started)
+	im := srv.IM("U1")
+	p := waitPane(t, srv, im, ts, "the prompts", func(p slacktest.Pane) bool { return len(p.Prompts) == 3 })
+	if len(p.Prompts) != len(slack.Prompts) || p.Prompts[0].Title != "Tidy my inbox" || p.Prompts[1].Message != "What's due today?" || p.Prompts[2].Title != "Plan my week" {
+		t.Errorf("prompts %+v", p.Prompts)
+	}
+	for i, text := range []string{"What's due today? And please also look at everything that is overdue since last week", "thanks"} {
+		post(srv.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: text, TS: srv.NextTS(), ThreadTS: ts})[0])
+		got := rec.got()
+		if len(got) != i+1 || got[i].ThreadID != ts || !got[i].DM || got[i].Text != text {
+			t.Fatalf("handed over %+v", got)
+		}
+	}
+	p = waitPane(t, srv, im, ts, "the title", func(p slacktest.Pane) bool { return p.Title != "" })
+	if p.Title != "What's due today? And please also look at everything that i…" {
+		t.Errorf("title %q: want the first message, clipped", p.Title)
+	}
+	if !a.HasStatus(im, ts) || a.HasStatus("C1", "1.1") || a.HasStatus(im, "") {
+		t.Errorf("HasStatus: pane %v, channel thread %v, DM without thread %v", a.HasStatus(im, ts), a.HasStatus("C1", "1.1"), a.HasStatus(im, ""))
+	}
+	if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "is working on it…" {
+		t.Errorf("status %q", p.Status)
+	}
+	if err := a.SetStatus(t.Context(), im, "1.1", "is working on it…"); err == nil {
+		t.Error("a status in a thread no pane started was accepted")
+	} else if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != "invalid_thread_ts" {
+		t.Errorf("err %v, want invalid_thread_ts", err)
+	}
+}
+
+// TestFakeAssistantMethodErrors: the fake Slack answers the assistant
+// methods' documented errors, through slack-go.
+func TestFakeAssistantMethodErrors(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	api := goslack.New(slacktest.Token, goslack.OptionAPIURL(srv.URL))
+	ts, _ := srv.StartAssistantThread("U1", "C1")
+	im := srv.IM("U1")
+	five := goslack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: im, ThreadTS: ts}
+	for range 5 {
+		five.AddPrompt("p", "p")
+	}
+	for _, tt := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"status without channel", func() error {
+			return api.SetAssistantThreadsStatus(goslack.AssistantThreadsSetStatusParameters{ThreadTS: ts, Status: "x"})
+		}, "channel_not_found"},
+		{"status in an unknown thread", func() error {
+			return api.SetAssistantThreadsStatus(goslack.AssistantThreadsSetStatusParameters{ChannelID: im, ThreadTS: "9.9", Status: "x"})
+		}, "invalid_thread_ts"},
+		{"five prompts", func() error { return api.SetAssistantThreadsSuggestedPrompts(five) }, "invalid_arguments"},
+		{"empty title", func() error {
+			return api.SetAssistantThreadsTitle(goslack.AssistantThreadsSetTitleParameters{ChannelID: im, ThreadTS: ts})
+		}, "invalid_arguments"},
+	} {
+		err := tt.call()
+		if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != tt.want {
+			t.Errorf("%s: %v, want %s", tt.name, err, tt.want)
+		}
+	}
+	srv.Grant("chat:write")
+	err := api.SetAssistantThreadsTitle(goslack.AssistantThreadsSetTitleParameters{ChannelID: im, ThreadTS: ts, Title: "x"})
+	if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != "missing_scope" {
+		t.Errorf("title without assistant:write: %v", err)
+	}
+	if err := api.SetAssistantThreadsStatus(goslack.AssistantThreadsSetStatusParameters{ChannelID: im, ThreadTS: ts, Status: "is busy"}); err != nil {
+		t.Errorf("status with chat:write: %v", err)
+	}
+}
