@@ -1,0 +1,56 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+)
+
+// The Slack assistant pane through `tidybot serve`: opening it sets the
+// suggested prompts; a message there titles the thread, shows the status
+// line at once and through the run, clears it, and the answer is posted
+// in the pane's thread with no status message beside it. A DM outside
+// the pane keeps today's status message.
+func TestSlackPaneStatusAndAnswer(t *testing.T) {
+	e := newEnv(t)
+	sl, base := serveSlack(t, e)
+	sl.Subscribe("message.im", "app_mention", "assistant_thread_started", "assistant_thread_context_changed")
+	ts, started := sl.StartAssistantThread("U1", "C1")
+	if code := postSigned(t, base+"/slack/events", "application/json", started, slackSecret); code != 200 {
+		t.Fatalf("assistant_thread_started: %d", code)
+	}
+	im := sl.IM("U1")
+	waitFor(t, "the suggested prompts", func() bool { p, _ := sl.AssistantThread(im, ts); return len(p.Prompts) == 3 })
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.ChangeAssistantContext(im, ts, "C2"), slackSecret); code != 200 {
+		t.Fatalf("assistant_thread_context_changed: %d", code)
+	}
+	ev := sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "hello", TS: sl.NextTS(), ThreadTS: ts})
+	if code := postSigned(t, base+"/slack/events", "application/json", ev[0], slackSecret); code != 200 {
+		t.Fatalf("message: %d", code)
+	}
+	waitFor(t, "the answer in the pane", func() bool { return lastPost(sl, im).Text == "You said: hello" })
+	p, _ := sl.AssistantThread(im, ts)
+	if len(p.Statuses) < 3 || p.Statuses[0] != "is reading your message…" || !slices.Contains(p.Statuses, "is working on it…") || p.Statuses[len(p.Statuses)-1] != "" {
+		t.Errorf("statuses %q: want reading, working, …, cleared", p.Statuses)
+	}
+	if p.Title != "hello" || p.Status != "" {
+		t.Errorf("pane %+v: want titled hello, no status left", p)
+	}
+	for _, m := range sl.Posts(im) {
+		if m.ThreadTS != ts || strings.Contains(m.Text, "Working on it") {
+			t.Errorf("post %+v: want only the answer, in the pane's thread", m)
+		}
+	}
+	// A DM outside the pane: the status message, as before.
+	out := sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "again", TS: sl.NextTS()})
+	if code := postSigned(t, base+"/slack/events", "application/json", out[0], slackSecret); code != 200 {
+		t.Fatalf("message: %d", code)
+	}
+	waitFor(t, "the DM's answer", func() bool { return lastPost(sl, im).Text == "You said: again" })
+	status := sl.Posts(im)[len(sl.Posts(im))-2]
+	if status.ThreadTS != "" || status.Text != "✅ Done" || status.Updates == 0 {
+		t.Errorf("no status message outside the pane (settled to ✅ Done): %s", fmtPosts(sl.Posts(im)))
+	}
+}
