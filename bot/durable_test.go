@@ -137,7 +137,7 @@ func TestQuestionPostedOnlyOnceTheRunWaits(t *testing.T) {
 	h := newHarness(t, ag)
 	var checked bool
 	h.plat.onSend = func(m Outgoing) error {
-		if len(m.Buttons) == 0 {
+		if len(m.Buttons) == 0 || !m.Question {
 			return nil
 		}
 		checked = true

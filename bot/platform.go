@@ -17,6 +17,11 @@ type Button struct {
 	// question. A platform without real buttons may leave such a button
 	// out.
 	Command string
+	// Feedback is set on a feedback button under an answer: FeedbackGood
+	// (👍) or FeedbackBad (👎). A platform with a rating control of its
+	// own (Slack's feedback_buttons) shows the pair as that; one without
+	// buttons may leave them out.
+	Feedback string
 }
 
 // Outgoing is a message to post.

@@ -473,7 +473,7 @@ func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) 
 // the run wrote, an Undo button.
 func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
 	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
-	return b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, tr), r))
+	return b.outbound(r.Platform, b.details(withFeedback(withUndo(reply(in, r.Answer), r, tr), r), r))
 }
 
 // commitEnd saves c with what every end of e's run saves: its audit, its
@@ -552,6 +552,9 @@ func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) 
 func (b *Bot) press(ctx context.Context, in Incoming) error {
 	if runID, ok := undoButton(in.Button); ok {
 		return b.pressUndo(ctx, in, runID)
+	}
+	if runID, rating, ok := feedbackButton(in.Button); ok {
+		return b.pressFeedback(ctx, in, runID, rating)
 	}
 	key, _, ok := parseButton(in.Button)
 	if !ok {
@@ -694,6 +697,9 @@ func (b *Bot) usage(ctx context.Context, in Incoming) {
 	}
 	if u.Estimated {
 		text += " Some counts are estimates: the model server reported none."
+	}
+	if fb := feedbackText(runs); fb != "" {
+		text += "\n" + fb
 	}
 	if b.cfg.Accounts != nil || b.cfg.UserDailyTokens > 0 {
 		text += "\n" + b.personUsageText(ctx, in)

@@ -164,6 +164,10 @@ type Run struct {
 	// DM is set for a run in a direct conversation.
 	DM bool `json:"dm,omitempty"`
 
+	// Feedback is the asker's 👍 or 👎 on the run's answer, nil
+	// before any (bot/feedback.go).
+	Feedback *Feedback `json:"feedback,omitempty"`
+
 	// Early holds what the asked person wrote while the run's question
 	// was on its way (sent before it was posted): never an answer, it is
 	// given to the model with the answer (see Bot.early).

@@ -59,7 +59,7 @@ func (a *Adapter) Send(_ context.Context, m bot.Outgoing) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seq++
-	m.Buttons = slices.DeleteFunc(slices.Clone(m.Buttons), func(b bot.Button) bool { return b.Command != "" })
+	m.Buttons = slices.DeleteFunc(slices.Clone(m.Buttons), func(b bot.Button) bool { return b.Command != "" || b.Feedback != "" })
 	var b strings.Builder
 	b.WriteString(m.Text)
 	b.WriteString("\n")
