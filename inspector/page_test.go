@@ -1,6 +1,7 @@
 package inspector
 
 import (
+	"github.com/tidybot/tidybot/bot"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,7 +119,9 @@ func TestPageEscapesHostileContentAndRedactsSecrets(t *testing.T) {
 
 func TestPageQuestionGatedWriteUndo(t *testing.T) {
 	signer, _ := NewSigner(testKey, func() time.Time { return t0 })
-	src := memSource{"r": questionRun(t, "r", "Buy cake")}
+	run := questionRun(t, "r", "Buy cake")
+	run.Feedback = &bot.Feedback{Rating: bot.FeedbackGood, At: t0}
+	src := memSource{"r": run}
 	rec := serveRun(t, src, signer, nil, "r", signer.Sign("r", time.Hour))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
@@ -143,9 +146,10 @@ func TestPageQuestionGatedWriteUndo(t *testing.T) {
 		"4 calls · 3.6s · 6,900 prompt + 107 completion tokens", // totals
 		"3 requests · 980ms",
 		"<svg", `class="wait cut"`, // the timeline; the 2h wait is drawn cut
-		"<details><summary>",           // the long observation is clipped
-		"END-OF-OBSERVATION",           // and all of it is there behind <details>
-		"💭 I need the projects first.", // a thought
+		"<details><summary>",              // the long observation is clipped
+		"END-OF-OBSERVATION",              // and all of it is there behind <details>
+		"💭 I need the projects first.",    // a thought
+		"Rated 👍 by the person who asked", // the asker's feedback
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)

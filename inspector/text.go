@@ -23,9 +23,13 @@ func WriteList(w io.Writer, runs []*bot.Run, n int, now time.Time, red *agent.Re
 		runs = runs[:n]
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCONVERSATION\tSTATUS\tSTEPS\tTOKENS\tAGE")
+	fmt.Fprintln(tw, "ID\tCONVERSATION\tSTATUS\tSTEPS\tTOKENS\tAGE\tRATED")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, oneLine(conversation(red.String(r.ThreadKey)), 40), r.Status, r.Usage.Calls, num(r.Usage.Total()), age(now.Sub(r.Created)))
+		rated := Rating(r)
+		if rated == "" {
+			rated = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, oneLine(conversation(red.String(r.ThreadKey)), 40), r.Status, r.Usage.Calls, num(r.Usage.Total()), age(now.Sub(r.Created)), rated)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(tw, "(no runs)")
@@ -67,6 +71,9 @@ func WriteRun(w io.Writer, v *View) error {
 		fmt.Fprintf(&b, "Asking: %s\n", indent(v.Question))
 	} else {
 		fmt.Fprintf(&b, "Answer: %s\n", indent(v.Answer))
+	}
+	if v.Feedback != "" {
+		fmt.Fprintf(&b, "Rated:  %s by the person who asked\n", v.Feedback)
 	}
 	t := v.Totals
 	fmt.Fprintf(&b, "\nTotals: model %d calls %s, %s prompt + %s completion tokens · Todoist %d requests %s · waiting for you %s\n",

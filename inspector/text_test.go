@@ -45,6 +45,7 @@ func TestTextHandlerListsAndShows(t *testing.T) {
 	young := questionRun(t, "young", "Call mum")
 	young.Created = t0.Add(50 * time.Minute)
 	young.Status = bot.RunWaiting
+	old.Feedback = &bot.Feedback{Rating: bot.FeedbackBad, At: t0}
 	h := TextHandler(memSource{"old": old, "young": young}, nil, func() time.Time { return t0.Add(time.Hour) }, func(id string) string { return "https://x/runs/" + id + "?sig=s" })
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
@@ -59,18 +60,21 @@ func TestTextHandlerListsAndShows(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[1], "young") || !strings.HasPrefix(lines[2], "old") {
 		t.Fatalf("list, want newest first:\n%s", list)
 	}
-	for _, want := range []string{"CONVERSATION", "STATUS", "STEPS", "TOKENS", "AGE"} {
+	for _, want := range []string{"CONVERSATION", "STATUS", "STEPS", "TOKENS", "AGE", "RATED"} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("header lacks %s: %s", want, lines[0])
 		}
 	}
-	if f := strings.Fields(lines[1]); strings.Join(f[1:], " ") != "telegram:42 waiting 4 7,007 10m" {
+	if f := strings.Fields(lines[1]); strings.Join(f[1:], " ") != "telegram:42 waiting 4 7,007 10m -" {
 		t.Errorf("row %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); f[len(f)-1] != "👎" {
+		t.Errorf("row of the rated run %q, want 👎 last", lines[2])
 	}
 	if _, one := get("/runs?n=1"); strings.Count(one, "\n") != 2 {
 		t.Errorf("n=1 listed:\n%s", one)
 	}
-	if code, body := get("/runs/old"); code != http.StatusOK || !strings.Contains(body, "Asked:  clean up Buy cake") {
+	if code, body := get("/runs/old"); code != http.StatusOK || !strings.Contains(body, "Asked:  clean up Buy cake") || !strings.Contains(body, "Rated:  👎 by the person who asked") {
 		t.Errorf("show: HTTP %d\n%s", code, body)
 	}
 	if code, _ := get("/runs/nope"); code != http.StatusNotFound {

@@ -43,6 +43,8 @@ type View struct {
 	Steps    []Step
 	Writes   []WriteView
 	Undone   bool
+	// Feedback is the asker's rating of the answer: "👍", "👎" or "".
+	Feedback string
 	Totals   Totals
 	// Timeline is the per-step time drawing's geometry.
 	Timeline Timeline
@@ -131,6 +133,7 @@ func Build(r *bot.Run, red *agent.Redactor) (*View, error) {
 	if r.Waiting != nil {
 		v.Question = red.String(r.Waiting.Question)
 	}
+	v.Feedback = Rating(r)
 	if len(r.Transcript) == 0 {
 		v.Timeline = timeline(nil)
 		return v, nil
@@ -317,4 +320,17 @@ func envelope(content string) (thought, name string, args []byte, ok bool) {
 // thread, shows as "console:local").
 func conversation(threadKey string) string {
 	return strings.TrimRight(threadKey, ":")
+}
+
+// Rating is r's feedback as shown: "👍", "👎", or "" before any.
+func Rating(r *bot.Run) string {
+	switch {
+	case r.Feedback == nil:
+		return ""
+	case r.Feedback.Rating == bot.FeedbackGood:
+		return "👍"
+	case r.Feedback.Rating == bot.FeedbackBad:
+		return "👎"
+	}
+	return ""
 }

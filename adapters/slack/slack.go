@@ -144,12 +144,19 @@ func blocks(text string, bs []bot.Button) []slack.Block {
 		return nil
 	}
 	out := sections(text)
+	bs, good, bad := splitFeedback(bs)
 	var els []slack.BlockElement
 	for i, b := range bs {
 		btn := slack.NewButtonBlockElement("choice_"+strconv.Itoa(i), b.Data, slack.NewTextBlockObject(slack.PlainTextType, clip(b.Label, 75), false, false))
 		els = append(els, btn)
 	}
-	return append(out, slack.NewActionBlock("choices", els...))
+	if len(els) > 0 {
+		out = append(out, slack.NewActionBlock("choices", els...))
+	}
+	if fb := feedbackBlock(good, bad); fb != nil {
+		out = append(out, fb)
+	}
+	return out
 }
 
 // clipMiddle keeps the start and the end of a text longer than n

@@ -178,12 +178,20 @@ func keyboard(bs []bot.Button) *tgbotapi.InlineKeyboardMarkup {
 		return nil
 	}
 	var rows [][]tgbotapi.InlineKeyboardButton
+	pair := false // the last row holds a lone feedback button
 	for _, b := range bs {
 		label := b.Label
 		if label == "" {
 			label = "…"
 		}
-		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(clipUnits(label, 64), b.Data)))
+		btn := tgbotapi.NewInlineKeyboardButtonData(clipUnits(label, 64), b.Data)
+		if b.Feedback != "" && pair {
+			rows[len(rows)-1] = append(rows[len(rows)-1], btn) // 👍 👎 side by side
+			pair = false
+			continue
+		}
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(btn))
+		pair = b.Feedback != ""
 	}
 	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 	return &kb

@@ -236,3 +236,36 @@ func testWaitingRunByKey(t *testing.T, open Open) {
 	want("same", "d")
 	check(t, s)
 }
+
+// A run's feedback (the asker's 👍 or 👎) is saved on a run that already
+// has its transcript, without losing it, and comes back from every
+// method that returns runs, across a restart.
+func testFeedbackKeptWithTheRun(t *testing.T, open Open) {
+	s, reopen := open(t)
+	ctx := t.Context()
+	tr, _ := json.Marshal(map[string]any{"v": 1, "status": "done"})
+	r := &bot.Run{ID: "r", ThreadKey: "k", Status: bot.RunDone, Created: t0, Transcript: tr, Answer: "Done."}
+	if err := s.SaveRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Run(ctx, "r")
+	if err != nil || got.Feedback != nil {
+		t.Fatalf("run before feedback = %+v, %v", got, err)
+	}
+	got.Feedback = &bot.Feedback{Rating: bot.FeedbackBad, At: t0.Add(time.Minute)}
+	if err := s.SaveRun(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen()
+	one, err := s.Run(ctx, "r")
+	if err != nil || one.Feedback == nil || one.Feedback.Rating != bot.FeedbackBad || !one.Feedback.At.Equal(t0.Add(time.Minute)) || string(one.Transcript) != string(tr) {
+		t.Fatalf("run = %+v, %v: want the 👎 and the transcript", one, err)
+	}
+	all, _ := s.Runs(ctx)
+	thread, _ := s.ThreadRuns(ctx, "k")
+	for _, list := range [][]*bot.Run{all, thread} {
+		if len(list) != 1 || list[0].Feedback == nil || list[0].Feedback.Rating != bot.FeedbackBad {
+			t.Errorf("listed %+v: want the run with its 👎", list)
+		}
+	}
+}

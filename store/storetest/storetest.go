@@ -68,6 +68,7 @@ var tests = []test{
 	{"TranscriptOnlyFromRun", testTranscriptOnlyFromRun},
 	{"WaitingRun", testWaitingRun},
 	{"WaitingRunByKey", testWaitingRunByKey},
+	{"FeedbackKeptWithTheRun", testFeedbackKeptWithTheRun},
 
 	{"PruneDeletesWhatIsOlderThanRetention", testPruneDeletesWhatIsOlderThanRetention},
 	{"PrunePendingRequests", testPrunePendingRequests},
