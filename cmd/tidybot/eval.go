@@ -13,5 +13,12 @@ func (m *Main) eval(ctx context.Context, cfg Config, args []string) error {
 	return evalcmd.Run(ctx, cfg, args, evalcmd.Wiring{Stdout: m.Stdout, Stderr: m.Stderr,
 		Validate: func(c Config) error { return validate(c, false) },
 		Model:    func(c Config) agent.Model { return newModel(c, m.httpClient()) },
-		Engine:   m.engineConfig})
+		Engine:   m.engineConfig, Redact: m.redact,
+		Runs: func(ctx context.Context) (evalcmd.RunStore, error) {
+			st, err := m.runsStore(ctx, cfg)
+			if err == nil {
+				m.closers = append(m.closers, st.Close)
+			}
+			return st, err
+		}})
 }

@@ -26,6 +26,10 @@ type Wiring struct {
 	Validate       func(cfg config.Config) error
 	Model          func(cfg config.Config) agent.Model
 	Engine         func(cfg config.Config) agent.Config
+	// Runs opens the bot's store for reading (--from-feedback); Redact
+	// hides the configured secrets in what it prints.
+	Runs   func(ctx context.Context) (RunStore, error)
+	Redact *agent.Redactor
 }
 
 // Run runs the evaluation suite (internal/eval) against the configured
@@ -43,6 +47,9 @@ func Run(ctx context.Context, cfg config.Config, args []string, m Wiring) error 
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
+	}
+	if *f.fromFeedback {
+		return fromFeedback(ctx, m)
 	}
 	if *k < 1 || *parallel < 1 {
 		return fmt.Errorf("eval: -k and -parallel must be at least 1")
@@ -109,6 +116,7 @@ type options struct {
 	k, parallel       *int
 	run, fault        *string
 	asJSON, simulated *bool
+	fromFeedback      *bool
 }
 
 // Flags is eval's command line; its usage goes to out.
@@ -122,8 +130,9 @@ func Flags(out io.Writer) (*flag.FlagSet, options) {
 	f.parallel = fs.Int("parallel", 1, "attempts run at once")
 	f.simulated = fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
 	f.fault = fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
+	f.fromFeedback = fs.Bool("from-feedback", false, "run nothing: print a draft task (Go source for internal/eval/suite.go) for each run rated 👎, from the database (TIDYBOT_DB or TIDYBOT_DATABASE_URL)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n       tidybot eval -from-feedback\n\n"+
 			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
 		fs.PrintDefaults()
 	}
@@ -136,4 +145,23 @@ func faultNames() string {
 		names = append(names, string(f))
 	}
 	return strings.Join(names, ", ")
+}
+
+// fromFeedback prints the draft tasks of the runs rated 👎.
+func fromFeedback(ctx context.Context, m Wiring) error {
+	if m.Runs == nil {
+		return errors.New("eval: -from-feedback: no database to read")
+	}
+	st, err := m.Runs(ctx)
+	if err != nil {
+		return fmt.Errorf("eval: -from-feedback: %w", err)
+	}
+	n, err := FromFeedback(ctx, m.Stdout, st, m.Redact)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(m.Stderr, "No run is rated 👎 yet: nothing to draft.")
+	}
+	return nil
 }

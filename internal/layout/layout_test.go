@@ -47,7 +47,7 @@ var allowed = map[string][]string{
 	// tidybot check's per-part logic: it asks each configured service
 	// through our clients and reads the database read-only.
 	// tidybot eval: its flags and a run of the suite, real or simulated.
-	"internal/evalcmd": {"agent", "internal/config", "internal/eval", "internal/sim"},
+	"internal/evalcmd": {"agent", "bot", "internal/config", "internal/eval", "internal/sim"},
 	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store"},
 }
 
