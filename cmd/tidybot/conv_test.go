@@ -43,8 +43,8 @@ func TestTelegramUndoButton(t *testing.T) {
 	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
 	ms := tg.Messages(42)
 	answer := ms[len(ms)-1]
-	if len(answer.Buttons) != 1 || answer.Labels[0] != "↩️ Undo" {
-		t.Fatalf("answer %+v: want one Undo button", answer)
+	if len(answer.Buttons) != 3 || answer.Labels[0] != "↩️ Undo" || answer.Labels[1] != "👍" || answer.Labels[2] != "👎" {
+		t.Fatalf("answer %+v: want the Undo button, then 👍 and 👎", answer)
 	}
 	tg.PushCallback(42, 43, answer.MessageID, answer.Buttons[0]) // not allowed
 	tg.PushCallback(42, 42, answer.MessageID, answer.Buttons[0])
