@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ type panes struct {
 
 type pane struct {
 	titled bool
+	// refused is set once Slack refused the thread a status line: it is
+	// no pane thread (an app without assistant_view, a plain DM thread).
+	refused bool
 	// viewing is the channel the person has open beside the pane (the
 	// event's context); kept for the logs, not given to the model.
 	viewing string
@@ -133,35 +137,41 @@ func (a *Adapter) titlePane(channel, threadTS, text string) {
 	}()
 }
 
-// HasStatus implements bot.ThreadStatus: a pane thread the adapter saw
-// start, or, after a restart, any thread of the bot's own IM with a
-// person (with assistant_view on, the app's DM threads are pane
-// threads; where Slack refuses the status line, the bot posts a status
-// message instead).
+// HasStatus implements bot.ThreadStatus: a thread of a DM (D…) — a
+// pane thread the adapter saw start or, after a restart, any DM thread
+// (with assistant_view on, the app's DM threads are pane threads) —
+// unless Slack refused it a status line before. Where Slack refuses the
+// line, the bot posts a status message instead.
 func (a *Adapter) HasStatus(chatID, threadID string) bool {
 	if threadID == "" || !dm(chatID) {
 		return false
 	}
-	if a.panes.get(chatID, threadID, false) != nil {
-		return true
+	if p := a.panes.get(chatID, threadID, false); p != nil {
+		a.panes.mu.Lock()
+		defer a.panes.mu.Unlock()
+		return !p.refused
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, im := range a.ims {
-		if im == chatID {
-			return true
-		}
-	}
-	return false
+	return true
 }
 
 // SetStatus implements bot.ThreadStatus with
 // assistant.threads.setStatus; "" clears the line. It goes through the
-// bot's send queue, which waits out a 429.
+// bot's send queue, which waits out a 429. A thread Slack refuses
+// (invalid_thread_ts, channel_not_found) is remembered: HasStatus says
+// no from then on.
 func (a *Adapter) SetStatus(ctx context.Context, chatID, threadID, text string) error {
 	err := a.noRetry.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: chatID, ThreadTS: threadID, Status: text})
-	if err != nil {
-		return a.queueError(err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		if code, _, _ := strings.Cut(se.Err, " "); code == "invalid_thread_ts" || code == "channel_not_found" {
+			p := a.panes.get(chatID, threadID, true)
+			a.panes.mu.Lock()
+			p.refused = true
+			a.panes.mu.Unlock()
+		}
+	}
+	return a.queueError(err)
 }

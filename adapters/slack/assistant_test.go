@@ -63,7 +63,7 @@ func TestPaneThread(t *testing.T) {
 	if p.Title != "What's due today? And please also look at everything that i…" {
 		t.Errorf("title %q: want the first message, clipped", p.Title)
 	}
-	if !a.HasStatus(im, ts) || a.HasStatus("C1", "1.1") || a.HasStatus(im, "") {
+	if !a.HasStatus(im, ts) || !a.HasStatus(im, "1.1") || a.HasStatus("C1", "1.1") || a.HasStatus(im, "") {
 		t.Errorf("HasStatus: pane %v, channel thread %v, DM without thread %v", a.HasStatus(im, ts), a.HasStatus("C1", "1.1"), a.HasStatus(im, ""))
 	}
 	if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
@@ -76,6 +76,9 @@ func TestPaneThread(t *testing.T) {
 		t.Error("a status in a thread no pane started was accepted")
 	} else if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != "invalid_thread_ts" {
 		t.Errorf("err %v, want invalid_thread_ts", err)
+	}
+	if a.HasStatus(im, "1.1") {
+		t.Error("a thread Slack refused a status line still has one")
 	}
 }
 
