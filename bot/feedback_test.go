@@ -1,9 +1,12 @@
 package bot
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // actions are the buttons of bs other than the feedback pair.
@@ -75,5 +78,40 @@ func TestFeedbackButtons(t *testing.T) {
 	h.say(t, msg("delete the old lists", ""))
 	if q := h.tg.last(); !q.Question || len(actions(q.Buttons)) != len(q.Buttons) {
 		t.Errorf("question %+v has feedback buttons", q)
+	}
+}
+
+// A 👎 pressed while /undo reverts the run is kept: the undo's save of
+// the run does not write over it.
+func TestFeedbackDuringUndoKept(t *testing.T) {
+	var h *harness
+	ag := &mockAgent{
+		StartFn: func(_ context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+			tr := newTranscript(in)
+			tr.Journal = []agent.Applied{{Write: agent.Write{Kind: agent.CloseTask, ID: "t1"}, Inverse: []agent.Write{{Kind: agent.ReopenTask, ID: "t1"}}, Summary: "completed t1"}}
+			return done(tr, "Completed it.")
+		},
+	}
+	h = newHarness(t, ag)
+	h.handle(t, msg("complete t1", "e1"))
+	h.idle(t)
+	runs, _ := h.store.ThreadRuns(t.Context(), msg("", "").ThreadKey())
+	id := runs[0].ID
+	ag.mu.Lock()
+	ag.UndoFn = func(ctx context.Context, _ []agent.Applied) (agent.UndoReport, error) {
+		if err := h.bot.Handle(ctx, Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true, Button: "f:" + id + ":b", ButtonRef: "cb", EventID: "press"}); err != nil {
+			t.Error(err)
+		}
+		return agent.UndoReport{Undone: []string{"reopened t1"}}, nil
+	}
+	ag.mu.Unlock()
+	h.handle(t, Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true, Command: "undo", EventID: "e2"})
+	h.idle(t)
+	r, err := h.store.Run(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Undone || r.Feedback == nil || r.Feedback.Rating != FeedbackBad {
+		t.Errorf("run undone %v, feedback %+v: want undone and rated 👎", r.Undone, r.Feedback)
 	}
 }

@@ -804,6 +804,11 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 			sb.WriteString("\n• " + s)
 		}
 	}
+	// A rating given while the undo ran is kept: pressFeedback saves the
+	// run on its own.
+	if cur, err := b.store.Run(ctx, r.ID); err == nil {
+		r.Feedback = cur.Feedback
+	}
 	// The report goes into the outbox in the transaction that marks the
 	// run undone, as finish does with an answer: a crash before the post
 	// keeps it for the next start.
