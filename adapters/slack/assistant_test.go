@@ -124,3 +124,35 @@ func TestFakeAssistantMethodErrors(t *testing.T) {
 		t.Errorf("status with chat:write: %v", err)
 	}
 }
+
+// TestFakeFeedbackBlocks: the fake Slack keeps a message's feedback
+// buttons and refuses what Slack refuses: feedback_buttons outside a
+// context_actions block, more than 5 elements in one, a button without
+// a value (invalid_blocks).
+func TestFakeFeedbackBlocks(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	api := goslack.New(slacktest.Token, goslack.OptionAPIURL(srv.URL))
+	btn := func(label, value string) *goslack.FeedbackButton {
+		return goslack.NewFeedbackButton(goslack.NewTextBlockObject(goslack.PlainTextType, label, false, false), value)
+	}
+	fb := goslack.NewFeedbackButtonsBlockElement("feedback", btn("👍", "up"), btn("👎", "down"))
+	text := goslack.NewSectionBlock(goslack.NewTextBlockObject(goslack.PlainTextType, "answer", false, false), nil, nil)
+	if _, _, err := api.PostMessage("D1", goslack.MsgOptionText("answer", false), goslack.MsgOptionBlocks(text, goslack.NewContextActionsBlock("f", fb))); err != nil {
+		t.Fatal(err)
+	}
+	if p := srv.Posts("D1")[0]; len(p.Feedback) != 2 || p.Feedback[0] != "up" || p.Feedback[1] != "down" || p.FeedbackAction != "feedback" {
+		t.Errorf("posted %+v", p)
+	}
+	six := []goslack.BlockElement{fb, fb, fb, fb, fb, fb}
+	for name, bs := range map[string][]goslack.Block{
+		"in an actions block": {goslack.NewActionBlock("a", fb)},
+		"six elements":        {goslack.NewContextActionsBlock("f", six...)},
+		"no value":            {goslack.NewContextActionsBlock("f", goslack.NewFeedbackButtonsBlockElement("x", btn("👍", ""), btn("👎", "down")))},
+	} {
+		_, _, err := api.PostMessage("D1", goslack.MsgOptionText("answer", false), goslack.MsgOptionBlocks(bs...))
+		if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != "invalid_blocks" {
+			t.Errorf("%s: %v, want invalid_blocks", name, err)
+		}
+	}
+}
