@@ -20,7 +20,8 @@ type progress struct {
 	q  *queuedPlatform
 	ed *queuedEditor // nil when the platform cannot edit
 	// line, when set, is the thread's own status line (ThreadStatus),
-	// shown instead of a status message; set back to nil if refused.
+	// shown instead of a status message; set back to nil, under mu, if
+	// the platform refuses it (startLine).
 	line ThreadStatus
 	r    *Run
 	log  *slog.Logger
