@@ -27,10 +27,12 @@ func TestAliasesSurviveResume(t *testing.T) {
 		workRef string
 	)
 	ref := func(msgs []agent.Message, quoted string) string {
-		re := regexp.MustCompile(`(?m)^- (\S+) ` + regexp.QuoteMeta(fmt.Sprintf("%q", quoted)))
+		// A project line quotes its name; the compact inbox listing
+		// shows a task's content bare.
+		re := regexp.MustCompile(`(?m)^(?:- (\S+) ` + regexp.QuoteMeta(fmt.Sprintf("%q", quoted)) + `|(\S+) ` + regexp.QuoteMeta(quoted) + `$)`)
 		for _, m := range msgs {
 			if s := re.FindStringSubmatch(m.Content); s != nil {
-				return s[1]
+				return s[1] + s[2]
 			}
 		}
 		return ""

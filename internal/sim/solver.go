@@ -218,7 +218,6 @@ var (
 	// `Added "content" to Inbox: id ID`, `Created project "X": id ID`.
 	nameThenID = regexp.MustCompile(`(\w+) ("(?:[^"\\]|\\.)*")[^"\n]*?: id ([A-Za-z0-9_-]+)`)
 	closedLine = regexp.MustCompile(`(?m)^(?:Completed|Deleted) ([A-Za-z0-9_-]+) "`)
-	listLine   = regexp.MustCompile(`^- ([A-Za-z0-9_-]+) ("(?:[^"\\]|\\.)*")`)
 )
 
 // readIDs reads ids from the run's observations.
@@ -256,15 +255,16 @@ func readIDs(run []agent.Message) ids {
 		}
 		tasks := false
 		for _, line := range strings.Split(obs, "\n") {
-			if strings.HasPrefix(line, "Projects (") {
-				tasks = false
-			} else if strings.Contains(strings.ToLower(line), "tasks (") {
+			if strings.Contains(strings.ToLower(line), "tasks (") {
 				tasks = true
+				continue
 			}
-			if m := listLine.FindStringSubmatch(line); m != nil && tasks {
-				if name, err := unquote(m[2]); err == nil {
-					addTask(m[1], name)
-				}
+			if endOfList(line) {
+				tasks = false
+			}
+			if t, ok := parseTaskLine(line); ok && tasks {
+				addTask(t.id, t.content)
+				set(t.content, t.id)
 			}
 		}
 	}
