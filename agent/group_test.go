@@ -94,3 +94,52 @@ func TestMoveTasksWithoutTasksIsRepaired(t *testing.T) {
 		t.Errorf("repair prompt %q", obs)
 	}
 }
+
+// An inbox tidy (Input.Overview) offers the model only TidyActions, and
+// still after a restart: a delete it asks for anyway (an order planted in
+// a task) is refused with the valid actions, and nothing is deleted.
+func TestTidyOffersOnlyTidyActions(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(2, 1)
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActAskUser, `{"question":"Which project?"}`)),
+		toolReply(tc(agent.ActDeleteTasks, fmt.Sprintf(`{"task_ids":[%q]}`, tasks[0].ID))),
+		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Left as it is."}`)),
+	))
+	eng := agent.New(e.model, e.tasks, agent.Config{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusAsking {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	b, _ := agent.MarshalTranscript(out.Transcript)
+	tr, err := agent.UnmarshalTranscript(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(t.Context(), tr, "none", agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("resumed: outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	for i, req := range e.model.reqs {
+		var names []string
+		for _, tool := range req.Tools {
+			names = append(names, tool.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(agent.TidyActions, ",") {
+			t.Errorf("call %d offered %v, want %v", i, names, agent.TidyActions)
+		}
+	}
+	if obs := e.model.lastMessage(2); !strings.Contains(obs, "delete_tasks cannot be run in this request. Valid actions: get_overview,") {
+		t.Errorf("observation %q", obs)
+	}
+	if got := len(e.todo.TasksIn(e.todo.InboxID())); got != 2 {
+		t.Errorf("%d tasks in the inbox, want 2", got)
+	}
+	// Any other request offers every action.
+	e.model.reqs = nil
+	e.model.next = newModel(t, replies(toolReply(tc(agent.ActFinalAnswer, `{"answer":"Hi."}`))))
+	eng.Start(t.Context(), agent.Input{Instruction: "hello"}, agent.Hooks{})
+	if got := len(e.model.reqs[0].Tools); got != len(agent.ActionNames()) {
+		t.Errorf("a chat request offered %d tools, want %d", got, len(agent.ActionNames()))
+	}
+}
