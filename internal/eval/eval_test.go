@@ -127,6 +127,7 @@ func TestFaultsFailExactly(t *testing.T) {
 		{sim.MovesOneWrong, map[string]string{
 			"inbox-talk":             `the "PyData" tasks are split: "Finish slides for PyData talk" is in Misc`,
 			"inbox-50-themes":        `is in Misc`,
+			"inbox-200-lookalikes":   `"Plan PyData talk #1" is in Misc, want PyData Talk`,
 			"move-by-label":          `"Pick up dry cleaning" is in Misc, want Errands`,
 			"create-section":         `"Paint the fence" is in Misc, want Home`,
 			"ask-two-projects":       `"Write the launch post" is in Misc, want Side project: blog`,

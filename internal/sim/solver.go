@@ -191,9 +191,28 @@ func mayDelete(t *eval.Task, content string) bool {
 	return false
 }
 
-// moveFirstToMisc sends the first move elsewhere.
+// moveFirstToMisc sends the first move (or the first task of the first
+// group) elsewhere.
 func moveFirstToMisc(args map[string]any) map[string]any {
 	moves, _ := args["moves"].([]any)
+	if groups, _ := args["groups"].([]any); len(moves) == 0 && len(groups) > 0 {
+		first, _ := groups[0].(map[string]any)
+		ids, _ := first["task_ids"].([]any)
+		if len(ids) == 0 {
+			return args
+		}
+		rest := map[string]any{}
+		for k, v := range first {
+			rest[k] = v
+		}
+		rest["task_ids"] = ids[1:]
+		misc := map[string]any{"task_ids": ids[:1], "project_name": "Misc"}
+		out := []any{misc}
+		if len(ids) > 1 {
+			out = append(out, rest)
+		}
+		return map[string]any{"groups": append(out, groups[1:]...)}
+	}
 	if len(moves) == 0 {
 		return args
 	}
