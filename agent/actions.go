@@ -70,17 +70,17 @@ type Move struct {
 // MoveGroup moves several tasks to one destination: the grouped form of
 // Move, which names the destination once instead of once per task.
 type MoveGroup struct {
-	TaskIDs     []string `json:"task_ids" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"The tasks to move there."`
-	ProjectID   *string  `json:"project_id,omitempty" jsonschema_description:"Destination project id."`
-	ProjectName *string  `json:"project_name,omitempty" jsonschema:"maxLength=120" jsonschema_description:"Destination project by name, found case-insensitively or created."`
-	SectionID   *string  `json:"section_id,omitempty" jsonschema_description:"Destination section id."`
+	TaskIDs     []string `json:"task_ids" jsonschema:"minItems=1,maxItems=100"`
+	ProjectID   *string  `json:"project_id,omitempty"`
+	ProjectName *string  `json:"project_name,omitempty" jsonschema:"maxLength=120"`
+	SectionID   *string  `json:"section_id,omitempty"`
 }
 
 // MoveTasksArgs are move_tasks' arguments: moves, groups or both (at
 // least one task in all).
 type MoveTasksArgs struct {
 	Moves  []Move      `json:"moves,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks to move, one destination each."`
-	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks to move, grouped by destination: shorter than moves when several tasks go to one place."`
+	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks grouped by destination (fields as in moves): shorter when many go to one place."`
 }
 
 // all returns every move, the groups' after the single moves, one per
