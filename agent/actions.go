@@ -80,7 +80,7 @@ type MoveGroup struct {
 // least one task in all).
 type MoveTasksArgs struct {
 	Moves  []Move      `json:"moves,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks to move, one destination each."`
-	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks grouped by destination (fields as in moves): shorter when many go to one place."`
+	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=10" jsonschema_description:"Tasks grouped by destination (fields as in moves): shorter when many go to one place."`
 }
 
 // all returns every move, the groups' after the single moves, one per
