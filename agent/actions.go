@@ -67,9 +67,32 @@ type Move struct {
 	SectionID   *string `json:"section_id,omitempty" jsonschema_description:"Destination section id."`
 }
 
-// MoveTasksArgs are move_tasks' arguments.
+// MoveGroup moves several tasks to one destination: the grouped form of
+// Move, which names the destination once instead of once per task.
+type MoveGroup struct {
+	TaskIDs     []string `json:"task_ids" jsonschema:"minItems=1,maxItems=100"`
+	ProjectID   *string  `json:"project_id,omitempty"`
+	ProjectName *string  `json:"project_name,omitempty" jsonschema:"maxLength=120"`
+	SectionID   *string  `json:"section_id,omitempty"`
+}
+
+// MoveTasksArgs are move_tasks' arguments: moves, groups or both (at
+// least one task in all).
 type MoveTasksArgs struct {
-	Moves []Move `json:"moves" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Every task to move, all in one call."`
+	Moves  []Move      `json:"moves,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks to move, one destination each."`
+	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=10" jsonschema_description:"Tasks grouped by destination (fields as in moves): shorter when many go to one place."`
+}
+
+// all returns every move, the groups' after the single moves, one per
+// task, in order.
+func (a *MoveTasksArgs) all() []Move {
+	out := append([]Move(nil), a.Moves...)
+	for _, g := range a.Groups {
+		for _, id := range g.TaskIDs {
+			out = append(out, Move{TaskID: id, ProjectID: g.ProjectID, ProjectName: g.ProjectName, SectionID: g.SectionID})
+		}
+	}
+	return out
 }
 
 // NewTask is one task to add.

@@ -1,13 +1,17 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -27,10 +31,12 @@ func TestAliasesSurviveResume(t *testing.T) {
 		workRef string
 	)
 	ref := func(msgs []agent.Message, quoted string) string {
-		re := regexp.MustCompile(`(?m)^- (\S+) ` + regexp.QuoteMeta(fmt.Sprintf("%q", quoted)))
+		// A project line quotes its name; the compact inbox listing
+		// shows a task's content bare.
+		re := regexp.MustCompile(`(?m)^(?:- (\S+) ` + regexp.QuoteMeta(fmt.Sprintf("%q", quoted)) + `|(\S+) ` + regexp.QuoteMeta(quoted) + `$)`)
 		for _, m := range msgs {
 			if s := re.FindStringSubmatch(m.Content); s != nil {
-				return s[1]
+				return s[1] + s[2]
 			}
 		}
 		return ""
@@ -84,5 +90,75 @@ func TestAliasesSurviveResume(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAliasesSurviveACrash: an inbox tidy crashes right after its first
+// write reached Todoist (the response lost, the process gone); resumed
+// from the last saved transcript by a new engine, the write is not
+// applied twice, the inbox read again names the remaining tasks by the
+// aliases the model saw before the crash, and the model's next moves by
+// those aliases reach the right tasks.
+func TestAliasesSurviveACrash(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(4, 2)
+	var (
+		mu       sync.Mutex
+		step     int
+		before   string // the first prompt's inbox listing
+		afterObs string // the inbox read after the resume
+	)
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		step++
+		last := req.Messages[len(req.Messages)-1].Content
+		switch step {
+		case 1:
+			before = last
+			return toolReply(tc(agent.ActMoveTasks, `{"groups":[{"task_ids":["t1","t3"],"project_name":"A"}]}`), tc(agent.ActGetInboxTasks, `{}`))
+		case 2:
+			afterObs = last
+			return toolReply(tc(agent.ActMoveTasks, `{"groups":[{"task_ids":["t2","t4"],"project_name":"B"}]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed four."}`))
+		}
+		return toolReply(tc(agent.ActFailTask, `{"reason":"out of script"}`))
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	lossy := &lossyTransport{next: e.todo.Client().Transport, stop: cancel}
+	if lossy.next == nil {
+		lossy.next = http.DefaultTransport
+	}
+	crashing := todoist.New(e.todo.Token, e.todo.URL, &http.Client{Transport: lossy, Timeout: 10 * time.Second})
+	var saved []byte
+	out := agent.New(e.model, crashing, agent.Config{}).Start(ctx, agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {
+		saved, _ = agent.MarshalTranscript(tr)
+		return nil
+	}})
+	if out.Status != agent.StatusInterrupted || !lossy.tripped {
+		t.Fatalf("outcome %s (tripped %v)", out.Status, lossy.tripped)
+	}
+	for i, task := range tasks {
+		if want := fmt.Sprintf("\nt%d %s", i+1, task.Content); !strings.Contains(before, want) {
+			t.Fatalf("the first prompt does not list %q:\n%s", want, before)
+		}
+	}
+	applied := e.todo.AppliedCommands()
+	tr, err := agent.UnmarshalTranscript(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(t.Context(), tr, "", agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("resumed: outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if want := fmt.Sprintf("Inbox tasks (2):\nt2 %s\nt4 %s", tasks[1].Content, tasks[3].Content); afterObs != want {
+		t.Errorf("the inbox after the resume reads\n%s\nwant\n%s", afterObs, want)
+	}
+	if got := e.todo.AppliedCommands(); got != applied+3 {
+		t.Errorf("%d commands applied after the resume, want %d (the project and two moves): a write was applied twice", got-applied, 3)
+	}
+	where := e.where()
+	if a, b := where["A"], where["B"]; len(a) != 2 || len(b) != 2 || a[0] != tasks[0].Content || a[1] != tasks[2].Content || b[0] != tasks[1].Content || b[1] != tasks[3].Content {
+		t.Errorf("after the tidy: %v", where)
 	}
 }

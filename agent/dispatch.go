@@ -64,7 +64,7 @@ func (*GetOverviewArgs) read(ctx context.Context, r *runner) readResult {
 			inbox = append(inbox, t)
 		}
 	}
-	obs := k.projectList(snap.Projects, counts, bySection) + "\n" + k.taskList("Inbox tasks", inbox, false)
+	obs := k.projectList(snap.Projects, counts, bySection) + "\n" + k.inboxList(inbox)
 	if len(snap.Labels) > 0 {
 		obs += "\n" + labelList(snap.Labels)
 	}
@@ -100,7 +100,7 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 			}
 		}
 		r.tr.Known.setTasks(ts, false)
-		return readResult{Obs: r.tr.Known.taskList("Inbox tasks", ts, false), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+		return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
 	}
 	inbox, err := r.inboxID(ctx)
 	if err != nil {
@@ -113,7 +113,7 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Known.setTasks(ts, false)
-	return readResult{Obs: r.tr.Known.taskList("Inbox tasks", ts, false), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+	return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
 }
 
 func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {

@@ -18,9 +18,13 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 		}
 		c := r.tr.Calls[0]
 		a, ok := decode(c)
-		if !ok {
+		if !ok || !r.offered(c.Name) {
+			valid := r.tr.Actions
+			if len(valid) == 0 {
+				valid = ActionNames()
+			}
 			r.tr.Failures++
-			r.result(c.ID, fmt.Sprintf("Error: %s cannot be run. Valid actions: %s.", c.Name, strings.Join(ActionNames(), ", ")))
+			r.result(c.ID, fmt.Sprintf("Error: %s cannot be run in this request. Valid actions: %s.", c.Name, strings.Join(valid, ", ")))
 			r.popCall(c.ID)
 			continue
 		}
@@ -53,7 +57,7 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 	for i, c := range r.tr.Calls {
 		a, _ := decode(c)
 		rd, ok := a.(reader)
-		if !ok {
+		if !ok || !r.offered(c.Name) {
 			break
 		}
 		if i > 0 && r.loops(c) { // the first was counted by drain

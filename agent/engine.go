@@ -188,10 +188,12 @@ type Input struct {
 	History     []HistoryMessage
 	// Images go to the model with the instruction (a photo the user sent).
 	Images []Image
-	// Overview says the request certainly needs the projects and the
-	// inbox (/tidy-inbox): they are read before the first model call and
-	// put in the first prompt as get_overview's observation, instead of
-	// spending a model call to ask for them.
+	// Overview says the request is the inbox tidy (/tidy-inbox), which
+	// certainly needs the projects and the inbox: they are read before
+	// the first model call and put in the first prompt as get_overview's
+	// observation, instead of spending a model call to ask for them. In
+	// the tools protocol the model is then offered only TidyActions: the
+	// tools it has no use for cost every call about 800 prompt tokens.
 	Overview bool
 }
 
@@ -214,6 +216,9 @@ type Outcome struct {
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
+	if in.Overview && e.cfg.Protocol == ProtocolTools {
+		tr.Actions = TidyActions
+	}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
 	var pre readResult
@@ -237,6 +242,21 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 		}
 	}
 	return r.run(ctx)
+}
+
+// TidyActions are the actions an inbox tidy is offered (Input.Overview):
+// it reads, files tasks into projects and sections (found or created),
+// asks and answers; it adds, changes, completes, deletes and comments on
+// nothing, so an instruction planted in a task cannot make it.
+var TidyActions = []string{
+	ActGetOverview, ActGetProjects, ActGetInboxTasks, ActGetTasks, ActGetSections,
+	ActCreateProject, ActMoveTasks, ActCreateSection,
+	ActAskUser, ActFinalAnswer, ActFailTask,
+}
+
+// offered reports whether the run offers the action name.
+func (r *runner) offered(name string) bool {
+	return len(r.tr.Actions) == 0 || slices.Contains(r.tr.Actions, name)
 }
 
 // prefetchID is the call id of a read made before the first model call.
@@ -568,7 +588,7 @@ func (r *runner) request() Request {
 	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
-		req.Tools = tools(strict)
+		req.Tools = tools(strict, r.tr.Actions)
 		req.ToolChoice = "required"
 		req.ParallelToolCalls = true
 	} else {

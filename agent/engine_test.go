@@ -457,7 +457,7 @@ func TestPromptBoundCoversTheEstimate(t *testing.T) {
 		{},
 		{Messages: []Message{{Role: RoleUser}}},
 		{Messages: []Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, ToolCalls: []ToolCall{{Name: "f", Arguments: "{}"}}}}},
-		{Messages: []Message{{Role: RoleSystem, Content: SystemPrompt(ProtocolTools)}}, Tools: tools(true)},
+		{Messages: []Message{{Role: RoleSystem, Content: SystemPrompt(ProtocolTools)}}, Tools: tools(true, nil)},
 		{Messages: []Message{{Role: RoleSystem, Content: SystemPrompt(ProtocolJSON)}}, Format: &ResponseFormat{Kind: FormatJSONSchema, Schema: EnvelopeSchema()}},
 		{Tools: []Tool{{}}, Format: &ResponseFormat{}},
 	} {

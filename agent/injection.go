@@ -117,8 +117,9 @@ type toucher interface {
 }
 
 func (a *MoveTasksArgs) touches() []string {
-	ids := make([]string, len(a.Moves))
-	for i, m := range a.Moves {
+	moves := a.all()
+	ids := make([]string, len(moves))
+	for i, m := range moves {
 		ids[i] = m.TaskID
 	}
 	return ids

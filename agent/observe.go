@@ -17,26 +17,32 @@ func (k *known) taskLine(t Task, showProject bool) string {
 	if showProject {
 		fmt.Fprintf(&b, " · %s", k.projectName(t.ProjectID))
 	}
+	k.taskFields(&b, t)
+	return b.String()
+}
+
+// taskFields appends a task's section, due date, priority and labels
+// where set, and a warning when its text reads like an instruction.
+func (k *known) taskFields(b *strings.Builder, t Task) {
 	if t.SectionID != "" {
 		if s, ok := k.Sections[t.SectionID]; ok {
-			fmt.Fprintf(&b, " / %q", s.Name)
+			fmt.Fprintf(b, " / %q", s.Name)
 		} else {
-			fmt.Fprintf(&b, " / section %s", t.SectionID)
+			fmt.Fprintf(b, " / section %s", t.SectionID)
 		}
 	}
 	if t.Due != "" {
-		fmt.Fprintf(&b, " · due %s", t.Due)
+		fmt.Fprintf(b, " · due %s", t.Due)
 	}
 	if t.Priority != "" && t.Priority != P4 {
-		fmt.Fprintf(&b, " · %s", t.Priority)
+		fmt.Fprintf(b, " · %s", t.Priority)
 	}
 	for _, l := range t.Labels {
-		fmt.Fprintf(&b, " @%s", l)
+		fmt.Fprintf(b, " @%s", l)
 	}
 	if instructionLike(t.Content) || instructionLike(t.Description) {
 		b.WriteString(dataNote)
 	}
-	return b.String()
 }
 
 // dataNote marks an object whose text reads like an instruction.
@@ -65,6 +71,43 @@ func (k *known) taskList(title string, tasks []Task, showProject bool) string {
 		b.WriteString(k.taskLine(t, showProject))
 	}
 	return b.String()
+}
+
+// maxInboxListed is how many tasks an inbox listing shows: the compact
+// lines of a whole 1,000-task inbox cost about 9,000 tokens, and a model
+// that sees every task files them all in one reply instead of reading
+// the inbox 200 at a time.
+const maxInboxListed = 1000
+
+// inboxList renders inbox tasks compactly, one a line: the id, the
+// content bare (quoted only where it could be misread), then due date,
+// priority, labels and section only where set. It is the cheapest form
+// the filing decision needs; see docs/performance.md (compact listings).
+func (k *known) inboxList(tasks []Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Inbox tasks (%d):", len(tasks))
+	if len(tasks) == 0 {
+		b.WriteString(" none")
+	}
+	for i, t := range tasks {
+		if i == maxInboxListed {
+			fmt.Fprintf(&b, "\n… and %d more; file these, then get_inbox_tasks lists the rest.", len(tasks)-maxInboxListed)
+			break
+		}
+		fmt.Fprintf(&b, "\n%s %s", t.ID, bareText(t.Content))
+		k.taskFields(&b, t)
+	}
+	return b.String()
+}
+
+// bareText is s as it is when a reader cannot mistake where it ends in a
+// compact line, else quoted.
+func bareText(s string) string {
+	if s == "" || s != strings.TrimSpace(s) || strings.HasPrefix(s, `"`) || strings.ContainsAny(s, "\n\r\t") ||
+		strings.Contains(s, " · ") || strings.Contains(s, " @") || strings.Contains(s, " / ") || strings.Contains(s, "⚠️") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
 }
 
 // projectList renders projects with their open-task counts and sections.

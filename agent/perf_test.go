@@ -33,7 +33,7 @@ func TestEnginePrefetchesTheOverview(t *testing.T) {
 				t.Errorf("%d model calls, want 1", len(s.reqs))
 			}
 			last := first.Messages[len(first.Messages)-1].Content
-			if !strings.Contains(last, "Inbox tasks (3)") || !strings.Contains(last, `t2 "Buy birthday cake"`) {
+			if !strings.Contains(last, "Inbox tasks (3)") || !strings.Contains(last, "\nt2 Buy birthday cake\n") {
 				t.Errorf("the first prompt ends with %q, want the overview's observation", last)
 			}
 			var asked bool

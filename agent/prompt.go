@@ -86,7 +86,7 @@ Work in steps: think, act, read the observation, repeat; finish with final_answe
 - Start with get_overview when you need the projects or the inbox, unless the conversation already shows its observation.
 - Use ids exactly as observations show them; never invent one.
 - Batch: ` + batchedWrites() + ` take lists. Put every item in one call.
-- To file tasks into a project that may not exist yet, use move_tasks with project_name: it finds or creates the project in the same call.
+- To file tasks into a project that may not exist yet, use move_tasks with project_name: it finds or creates the project in the same call. Several tasks going to one place: use groups.
 - Priorities: p1 urgent, p2 high, p3 medium, p4 none.
 - When an observation reports an error, fix the call; never repeat a failing call unchanged.
 - Use ask_user only when you cannot go on without the user's answer. It ends your reply, as does a write awaiting the user's yes: later calls are not run.
@@ -175,19 +175,23 @@ func orderedKeys(schema map[string]any) []string {
 	return append(out, rest...)
 }
 
-// batchedWrites names the write actions whose one argument is a list
+// batchedWrites names the write actions whose arguments are all lists
 // ("move_tasks, add_tasks … and delete_tasks"), in actionList's order.
 func batchedWrites() string {
 	var names []string
 	for _, d := range actionList {
 		props, _ := getSchemas().parsed[d.Name]["properties"].(map[string]any)
-		if !IsWrite(d.Name) || len(props) != 1 {
+		if !IsWrite(d.Name) || len(props) == 0 {
 			continue
 		}
+		lists := true
 		for _, p := range props {
-			if p, _ := p.(map[string]any); p["type"] == "array" {
-				names = append(names, d.Name)
+			if p, _ := p.(map[string]any); unwrapNullable(p)["type"] != "array" {
+				lists = false
 			}
+		}
+		if lists {
+			names = append(names, d.Name)
 		}
 	}
 	if len(names) < 2 {

@@ -642,6 +642,14 @@ func (w *world) randomWrite() agent.ToolCall {
 				// reply, which read through /sync too).
 				w.srv.FailAfter("/sync", 1+w.overviews, -1, todoisttest.Fault{Status: []int{403, 500}[w.rng.IntN(2)]})
 			}
+			if w.rng.IntN(2) == 0 {
+				// The grouped form: the destination named once.
+				ids := make([]string, 100)
+				for i := range ids {
+					ids[i] = ts[i%len(ts)].ID
+				}
+				return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"groups": []map[string]any{{"task_ids": ids, "project_name": name}}})}
+			}
 			for i := range 100 {
 				moves = append(moves, map[string]any{"task_id": ts[i%len(ts)].ID, "project_name": name})
 			}
@@ -664,6 +672,22 @@ func (w *world) randomWrite() agent.ToolCall {
 				m["project_name"] = w.pick([]string{"Errands", "Trip", "work", "Home"})
 			}
 			moves = append(moves, m)
+		}
+		if w.rng.IntN(3) == 0 {
+			// The same moves, each as a group of one, beside a group of
+			// two to the first destination.
+			var groups []map[string]any
+			for _, m := range moves {
+				g := map[string]any{"task_ids": []any{m["task_id"]}}
+				for k, v := range m {
+					if k != "task_id" {
+						g[k] = v
+					}
+				}
+				groups = append(groups, g)
+			}
+			groups[0]["task_ids"] = []any{moves[0]["task_id"], w.taskID()}
+			return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"groups": groups})}
 		}
 		return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"moves": moves})}
 	case 2:

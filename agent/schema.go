@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -190,12 +191,16 @@ func ActionSchema(name string, strict bool) (json.RawMessage, bool) {
 // {"thought": "...", "action": {"type": "<name>", ...}}.
 func EnvelopeSchema() json.RawMessage { return getSchemas().envelope }
 
-// tools returns every action as a tool.
-func tools(strict bool) []Tool {
-	out := make([]Tool, len(actionList))
-	for i, spec := range actionList {
+// tools returns the actions named in only as tools, or every action
+// when only is empty, in actionList's order.
+func tools(strict bool, only []string) []Tool {
+	out := make([]Tool, 0, len(actionList))
+	for _, spec := range actionList {
+		if len(only) > 0 && !slices.Contains(only, spec.Name) {
+			continue
+		}
 		schema, _ := ActionSchema(spec.Name, strict)
-		out[i] = Tool{Name: spec.Name, Description: spec.Description, Parameters: schema, Strict: strict}
+		out = append(out, Tool{Name: spec.Name, Description: spec.Description, Parameters: schema, Strict: strict})
 	}
 	return out
 }

@@ -106,6 +106,9 @@ type Transcript struct {
 	Status      Status   `json:"status"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
+	// Actions are the actions the model is offered as tools; empty
+	// offers every action.
+	Actions []string `json:"actions,omitempty"`
 	// Calls are the actions of the last reply not yet run.
 	Calls   []call        `json:"calls,omitempty"`
 	Wait    *wait         `json:"wait,omitempty"`

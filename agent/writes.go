@@ -275,7 +275,8 @@ func (*CreateSectionArgs) progress(t tally) string {
 }
 
 func (a *MoveTasksArgs) gate(context.Context, *planner) (label, question string) {
-	return "Move " + plural(len(a.Moves), "task"), "Move " + plural(len(a.Moves), "task") + "?"
+	n := len(a.all())
+	return "Move " + plural(n, "task"), "Move " + plural(n, "task") + "?"
 }
 
 func (*MoveTasksArgs) progress(t tally) string {
@@ -433,9 +434,14 @@ func labelsPtr(ls []string) *[]string {
 }
 
 // plan plans move_tasks: project names are found case-insensitively or
-// created in the same request, through temp ids.
+// created in the same request, through temp ids. A group is planned as
+// one move per task, so each has its own observation line, journal entry
+// and inverse, as a single move has.
 func (a *MoveTasksArgs) plan(ctx context.Context, pl *planner) error {
-	moves := a.Moves
+	moves := a.all()
+	if len(moves) == 0 {
+		return &Error{Code: ErrInvalid, Message: "move_tasks needs at least one task: give moves, or groups with task_ids"}
+	}
 	needProjects := false
 	ids := make([]string, len(moves))
 	for i, m := range moves {

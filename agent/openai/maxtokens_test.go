@@ -11,8 +11,9 @@ import (
 )
 
 // TestDefaultMaxTokensHoldsTheLargestBatch measures the largest write the
-// action schemas allow in one call (100 items, every bounded string at
-// its maxLength, written out in strict form with nulls) and checks that
+// action schemas allow in one call (100 items, and move_tasks' 10 groups
+// of 100, every bounded string at its maxLength, written out in strict
+// form with nulls) and checks that
 // agent.DefaultMaxTokens holds it with a thought, plus the reasoning a
 // model does at high effort before it answers.
 func TestDefaultMaxTokensHoldsTheLargestBatch(t *testing.T) {
@@ -29,8 +30,18 @@ func TestDefaultMaxTokensHoldsTheLargestBatch(t *testing.T) {
 		updates = append(updates, map[string]any{"task_id": id(i), "content": words(500), "description": nil, "due_string": words(150),
 			"priority": "p2", "labels": []string{"errands"}})
 	}
+	// move_tasks may carry groups beside its moves: 10 destinations of
+	// 100 tasks each.
+	var groups []map[string]any
+	for g := range 10 {
+		var ids []string
+		for i := range 100 {
+			ids = append(ids, id(g*100+i))
+		}
+		groups = append(groups, map[string]any{"task_ids": ids, "project_id": nil, "project_name": words(120), "section_id": nil})
+	}
 	largest := 0
-	for name, args := range map[string]any{"add_tasks": map[string]any{"tasks": adds}, "move_tasks": map[string]any{"moves": moves},
+	for name, args := range map[string]any{"add_tasks": map[string]any{"tasks": adds}, "move_tasks": map[string]any{"moves": moves, "groups": groups},
 		"update_tasks": map[string]any{"updates": updates}} {
 		b, err := json.Marshal(args)
 		if err != nil {

@@ -109,3 +109,38 @@ func TestBothTransports(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenTargets checks issue 28's targets through the real Todoist
+// client against todoisttest and the simulated model on the fake model
+// server (calls, requests and tokens counted there, tokens with the real
+// tokenizer): at N = 1,000 at most 3 model calls, 12 Todoist requests
+// (one read, ten write batches of 100, the projects), 60,000 prompt and
+// 10,000 completion tokens, and an empty inbox; at N = 50 one model call,
+// two Todoist requests, at most 600 completion tokens and a sixtieth of
+// the baseline's prompt tokens.
+func TestTokenTargets(t *testing.T) {
+	st := settings{groups: 5, protocol: agent.ProtocolTools, rates: defaultRates}
+	big, err := measure(t.Context(), "tidybot", 1000, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.ModelCalls > 3 || big.TodoistRequests > 12 || big.PromptTokens > 60_000 || big.CompletionTokens > 10_000 || big.InboxLeft != 0 {
+		t.Errorf("N=1000: %d model calls (≤ 3), %d Todoist requests (≤ 12), %d prompt tokens (≤ 60,000), %d completion tokens (≤ 10,000), %d left in the inbox (0)",
+			big.ModelCalls, big.TodoistRequests, big.PromptTokens, big.CompletionTokens, big.InboxLeft)
+	}
+	small, err := measure(t.Context(), "tidybot", 50, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := measure(t.Context(), "baseline", 50, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.ModelCalls != 1 || small.TodoistRequests != 2 || small.CompletionTokens > 600 || small.InboxLeft != 0 {
+		t.Errorf("N=50: %d model calls (1), %d Todoist requests (2), %d completion tokens (≤ 600), %d left in the inbox (0)",
+			small.ModelCalls, small.TodoistRequests, small.CompletionTokens, small.InboxLeft)
+	}
+	if small.PromptTokens*60 > base.PromptTokens {
+		t.Errorf("N=50: %d prompt tokens, more than a sixtieth of the baseline's %d", small.PromptTokens, base.PromptTokens)
+	}
+}

@@ -43,7 +43,9 @@ func wrote(req agent.Request) bool {
 	return false
 }
 
-var taskRe = regexp.MustCompile(`(?m)^- (\S+) ("(?:[^"\\]|\\.)*")`)
+// taskRe reads a listing line: `- ID "content" …`, or the inbox
+// listing's compact `ID content …` (the content quoted where needed).
+var taskRe = regexp.MustCompile(`(?m)^(?:- (\S+) ("(?:[^"\\]|\\.)*")|(\S+) (.+)$)`)
 
 func (s *scenario) reply(req agent.Request) agent.Response {
 	// The instruction is the last user message; what follows it is this
@@ -82,9 +84,15 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 	}
 	findTask := func(word string) string {
 		for _, m := range taskRe.FindAllStringSubmatch(lastTool, -1) {
-			content, _ := strconv.Unquote(m[2])
+			id, content := m[1], m[2]
+			if id == "" {
+				id, content = m[3], m[4]
+			}
+			if c, err := strconv.Unquote(content); err == nil {
+				content = c
+			}
 			if strings.Contains(strings.ToLower(content), word) {
-				return m[1]
+				return id
 			}
 		}
 		return ""

@@ -116,6 +116,23 @@ func InProject(sel, project string) Predicate {
 	})
 }
 
+// AllIn: every open task like sel is in the project named project (any
+// case), and there is at least one.
+func AllIn(sel, project string) Predicate {
+	return predicate(func(w *World) error {
+		ts := w.open(sel)
+		if len(ts) == 0 {
+			return fmt.Errorf("no open task like %q", sel)
+		}
+		for _, t := range ts {
+			if got := w.projectName(t.ProjectID); !strings.EqualFold(got, project) {
+				return fmt.Errorf("%q is in %s, want %s", t.Content, got, project)
+			}
+		}
+		return nil
+	})
+}
+
 // InSection: the one open task like sel is in that section of that project.
 func InSection(sel, project, section string) Predicate {
 	return predicate(func(w *World) error {

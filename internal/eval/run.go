@@ -12,6 +12,7 @@ import (
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
 )
 
 // Options configure a run of the suite.
@@ -131,7 +132,10 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 		asked   int
 	)
 	for n, turn := range t.Turns {
-		out := eng.Start(ctx, agent.Input{Instruction: turn.Message, History: history}, agent.Hooks{})
+		// /tidy-inbox runs as the bot runs it: the overview read first,
+		// the tidy's actions only.
+		in := agent.Input{Instruction: turn.Message, History: history, Overview: turn.Message == bot.TidyInboxInstruction}
+		out := eng.Start(ctx, in, agent.Hooks{})
 		next := 0
 		for q := 0; out.Status.Waiting() && q < maxQuestions; q++ {
 			reply := "yes" // a confirmation: let the write happen, and score it

@@ -49,6 +49,7 @@ func Suite() []Task {
 	return []Task{
 		inboxTalk(),
 		inbox50(),
+		inbox200(),
 		{
 			Name:  "add-call-mom",
 			About: "add a task with a time and a priority from plain words; the due date is checked in the user's zone (Auckland, a day ahead of UTC)",
@@ -498,6 +499,55 @@ func inbox50() Task {
 			answer("Filed 50 tasks into 5 projects; the inbox is empty."),
 		}}},
 		Goal: []Predicate{InboxEmpty(), Grouped(keys...), NoDuplicateProjects()},
+	}
+}
+
+// inbox200 is a 200-task inbox in 5 themes, interleaved, in an account
+// that has a project for each theme and, beside it, one named alike (an
+// archive, last year's) holding a task of its own. Each theme must go to
+// its own project, never to the look-alike or a new one.
+func inbox200() Task {
+	verbs := []string{"Plan", "Research", "Email about", "Schedule", "Buy supplies for", "Review notes on", "Call about", "Budget for", "Draft a checklist for", "Follow up on"}
+	homes := []struct{ project, lookalike, kept string }{
+		{"PyData Talk", "PyData Talks Archive", "Slides from 2024"},
+		{"Birthday Party", "Birthday Party 2025", "Thank-you cards sent"},
+		{"Personal Website", "Personal Website (old)", "Old domain expired"},
+		{"Tax Return", "Tax Return 2024", "Receipts from 2024"},
+		{"Garden", "Garden Furniture Shop", "Compare bench prices"},
+	}
+	var projects []SeedProject
+	var tasks []SeedTask
+	var goal []Predicate
+	var kept []string
+	for g, h := range homes {
+		projects = append(projects, SeedProject{Name: h.project}, SeedProject{Name: h.lookalike})
+		tasks = append(tasks, SeedTask{Content: h.kept, Project: h.lookalike})
+		kept = append(kept, h.kept)
+		goal = append(goal, AllIn(todoisttest.GroupKeyword(g), h.project))
+	}
+	ids := make([][]any, len(homes))
+	for i := range 200 {
+		g := i % len(homes)
+		c := fmt.Sprintf("%s %s #%d", verbs[(i/len(homes))%len(verbs)], todoisttest.GroupKeyword(g), i/len(homes)+1)
+		tasks = append(tasks, SeedTask{Content: c})
+		ids[g] = append(ids[g], "{task:"+c+"}")
+	}
+	var groups []any
+	for g, h := range homes {
+		groups = append(groups, M{"project_id": "{project:" + h.project + "}", "task_ids": ids[g]})
+	}
+	goal = append(goal, InboxEmpty(), NoDuplicateProjects(), Unchanged(kept...))
+	return Task{
+		Name:  "inbox-200-lookalikes",
+		About: "/tidy-inbox on 200 tasks in 5 themes, each filed into its existing project beside one named alike",
+		Seed:  Seed{Projects: projects, Tasks: tasks},
+		Turns: []Turn{{Message: bot.TidyInboxInstruction, Solution: []Step{
+			overview(),
+			step("Five themes, each with its project.", agent.ActMoveTasks, M{"groups": groups}),
+			step("Check the inbox.", agent.ActGetInboxTasks, nil),
+			answer("Filed 200 tasks into PyData Talk, Birthday Party, Personal Website, Tax Return and Garden; the inbox is empty."),
+		}}},
+		Goal: goal,
 	}
 }
 

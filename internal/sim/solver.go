@@ -191,9 +191,28 @@ func mayDelete(t *eval.Task, content string) bool {
 	return false
 }
 
-// moveFirstToMisc sends the first move elsewhere.
+// moveFirstToMisc sends the first move (or the first task of the first
+// group) elsewhere.
 func moveFirstToMisc(args map[string]any) map[string]any {
 	moves, _ := args["moves"].([]any)
+	if groups, _ := args["groups"].([]any); len(moves) == 0 && len(groups) > 0 {
+		first, _ := groups[0].(map[string]any)
+		ids, _ := first["task_ids"].([]any)
+		if len(ids) == 0 {
+			return args
+		}
+		rest := map[string]any{}
+		for k, v := range first {
+			rest[k] = v
+		}
+		rest["task_ids"] = ids[1:]
+		misc := map[string]any{"task_ids": ids[:1], "project_name": "Misc"}
+		out := []any{misc}
+		if len(ids) > 1 {
+			out = append(out, rest)
+		}
+		return map[string]any{"groups": append(out, groups[1:]...)}
+	}
 	if len(moves) == 0 {
 		return args
 	}
@@ -218,7 +237,6 @@ var (
 	// `Added "content" to Inbox: id ID`, `Created project "X": id ID`.
 	nameThenID = regexp.MustCompile(`(\w+) ("(?:[^"\\]|\\.)*")[^"\n]*?: id ([A-Za-z0-9_-]+)`)
 	closedLine = regexp.MustCompile(`(?m)^(?:Completed|Deleted) ([A-Za-z0-9_-]+) "`)
-	listLine   = regexp.MustCompile(`^- ([A-Za-z0-9_-]+) ("(?:[^"\\]|\\.)*")`)
 )
 
 // readIDs reads ids from the run's observations.
@@ -256,15 +274,16 @@ func readIDs(run []agent.Message) ids {
 		}
 		tasks := false
 		for _, line := range strings.Split(obs, "\n") {
-			if strings.HasPrefix(line, "Projects (") {
-				tasks = false
-			} else if strings.Contains(strings.ToLower(line), "tasks (") {
+			if strings.Contains(strings.ToLower(line), "tasks (") {
 				tasks = true
+				continue
 			}
-			if m := listLine.FindStringSubmatch(line); m != nil && tasks {
-				if name, err := unquote(m[2]); err == nil {
-					addTask(m[1], name)
-				}
+			if endOfList(line) {
+				tasks = false
+			}
+			if t, ok := parseTaskLine(line); ok && tasks {
+				addTask(t.id, t.content)
+				set(t.content, t.id)
 			}
 		}
 	}

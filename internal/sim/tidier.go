@@ -6,9 +6,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/tidybot/tidybot/agent"
@@ -33,8 +31,8 @@ var TalkGroups = []Group{
 
 // Tidier tidies an inbox: it reads the overview unless the conversation
 // already shows it (a prefetched read), files every inbox task into a
-// project by keyword with move_tasks and project_name (100 per call, every
-// listed task in one reply), and answers in the same reply as the last
+// project by keyword with move_tasks, grouped by project_name (100 tasks
+// a call, every listed task in one reply), and answers in the same reply as the last
 // moves: the engine accepts the answer only when the moves succeeded. An
 // inbox listed only in part (more than the observation shows) is read
 // again after its listed tasks are filed. When they did not (the answer is
@@ -64,14 +62,11 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		calls = []action{{Name: agent.ActGetOverview, Args: map[string]any{}}}
 	case len(st.pending) > 0:
 		thought = "I group the inbox tasks by topic and file each group into its project."
-		// Every task listed, 100 moves a call; the json protocol sends
-		// one call a reply.
+		// Every task listed, 100 a call, grouped by destination (each
+		// project named once a call); the json protocol sends one call
+		// a reply.
 		for i := 0; i < len(st.pending); i += batch {
-			var args []any
-			for _, task := range st.pending[i:min(i+batch, len(st.pending))] {
-				args = append(args, map[string]any{"task_id": task.id, "project_name": t.Project(task.content)})
-			}
-			calls = append(calls, action{Name: agent.ActMoveTasks, Args: map[string]any{"moves": args}})
+			calls = append(calls, action{Name: agent.ActMoveTasks, Args: map[string]any{"groups": t.groups(st.pending[i:min(i+batch, len(st.pending))])}})
 			if !tools {
 				break
 			}
@@ -96,6 +91,25 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		calls = []action{{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}}}
 	}
 	return render(thought, calls, tools, len(req.Messages))
+}
+
+// groups groups tasks by their project, in the order the projects first
+// appear.
+func (t *Tidier) groups(tasks []task) []any {
+	var order []string
+	ids := map[string][]string{}
+	for _, task := range tasks {
+		p := t.Project(task.content)
+		if _, ok := ids[p]; !ok {
+			order = append(order, p)
+		}
+		ids[p] = append(ids[p], task.id)
+	}
+	out := make([]any, len(order))
+	for i, p := range order {
+		out[i] = map[string]any{"project_name": p, "task_ids": ids[p]}
+	}
+	return out
 }
 
 // answer says what the moves did.
@@ -163,23 +177,6 @@ type state struct {
 	verified bool // the last read showed an empty inbox
 }
 
-var taskLine = regexp.MustCompile(`(?m)^- (\S+) ("(?:[^"\\]|\\.)*")`)
-
-// tasksIn reads the task lines of an observation from its heading on.
-func tasksIn(obs, heading string) []task {
-	i := strings.Index(obs, heading)
-	if i < 0 {
-		return nil
-	}
-	var out []task
-	for _, mt := range taskLine.FindAllStringSubmatch(obs[i:], -1) {
-		if content, err := strconv.Unquote(mt[2]); err == nil {
-			out = append(out, task{mt[1], content})
-		}
-	}
-	return out
-}
-
 // state reads where the run is from the conversation.
 func (t *Tidier) state(msgs []agent.Message, tools bool) state {
 	st := state{moved: map[string]string{}}
@@ -197,7 +194,7 @@ func (t *Tidier) state(msgs []agent.Message, tools bool) state {
 					continue
 				}
 				st.overview = true
-				st.inbox = tasksIn(obs, "Inbox tasks (")
+				st.inbox = listedTasks(obs, "Inbox tasks (")
 				for _, task := range st.inbox {
 					content[task.id] = task.content
 				}
@@ -210,12 +207,19 @@ func (t *Tidier) state(msgs []agent.Message, tools bool) state {
 				_ = json.Unmarshal(b, &a)
 				failed := strings.Contains(obs, "✗") || strings.Contains(obs, "Error")
 				st.failed = st.failed || failed
+				var moved []string
 				for _, mv := range a.Moves {
+					moved = append(moved, mv.TaskID)
+				}
+				for _, g := range a.Groups {
+					moved = append(moved, g.TaskIDs...)
+				}
+				for _, id := range moved {
 					if since != nil {
-						since[mv.TaskID] = true
+						since[id] = true
 					}
 					if !failed {
-						st.moved[mv.TaskID] = content[mv.TaskID]
+						st.moved[id] = content[id]
 					}
 				}
 				st.verified = false
