@@ -86,6 +86,8 @@ type Store struct {
 	// owner, for an Exclusive store, is the connection that holds the
 	// database's serve lock; closing it releases the lock.
 	owner *pgx.Conn
+	// retry, when set, replaces leadRetry (tests).
+	retry time.Duration
 }
 
 var _ bot.Store = (*Store)(nil)
