@@ -214,3 +214,79 @@ func TestTelegramWebhookUpdateAtTwoReplicasIsStoredOnce(t *testing.T) {
 		t.Errorf("%d jobs for 5 updates each delivered to two replicas, want 5", n)
 	}
 }
+
+// texts records the texts of the updates a replica's poller hands over.
+type texts struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *texts) Handle(_ context.Context, in bot.Incoming) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, in.Text)
+	return nil
+}
+
+func (r *texts) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// Telegram long polling on one database: one replica polls (Telegram
+// sees no overlapping getUpdates), and when it stops, the other leads
+// within seconds and goes on from the offset saved in the database.
+func TestTelegramLongPollingOneReplicaAtATimeOnPostgres(t *testing.T) {
+	u := pgtest.URL(t)
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	type replica struct {
+		rec    *texts
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	start := func() *replica {
+		st, err := postgres.Open(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := telegram.New(telegram.Config{Token: tg.Token, APIURL: tg.URL, PollTimeout: time.Second, Leader: st, Offsets: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		r := &replica{rec: &texts{}, cancel: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); _ = a.Poll(ctx, r.rec); _ = st.Close() }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		return r
+	}
+	all := func(rs ...*replica) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.rec.list()...)
+		}
+		return out
+	}
+	a, b := start(), start()
+	tg.PushText(7, 7, "one")
+	tg.PushText(7, 7, "two")
+	waitFor(t, "two updates", func() bool { return len(all(a, b)) == 2 })
+	time.Sleep(2500 * time.Millisecond) // two long polls and more
+	if n := tg.Conflicts(); n != 0 {
+		t.Fatalf("%d overlapping getUpdates, want 0: both replicas poll", n)
+	}
+	leader, other := a, b
+	if len(a.rec.list()) == 0 {
+		leader, other = b, a
+	}
+	leader.cancel()
+	<-leader.done
+	stopped := time.Now()
+	tg.PushText(7, 7, "three")
+	waitFor(t, "the third update", func() bool { return len(all(a, b)) == 3 })
+	t.Logf("the other replica handed an update over %v after the leader stopped", time.Since(stopped).Round(time.Millisecond))
+	if got := strings.Join(all(leader, other), ","); got != "one,two,three" {
+		t.Errorf("handed over %s, want each update once", got)
+	}
+}
