@@ -160,6 +160,9 @@ func (s *Store) open(ctx context.Context, o *options) error {
 		if err != nil {
 			return err
 		}
+		if v > SchemaVersion() {
+			return fmt.Errorf("store: the database at %s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.where(), v, SchemaVersion())
+		}
 		if v != SchemaVersion() {
 			return fmt.Errorf("store: the database at %s has schema version %d, this tidybot %d: run tidybot migrate", s.where(), v, SchemaVersion())
 		}
