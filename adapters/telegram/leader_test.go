@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/bot"
 )
 
 // memLeader is a telegram.Leader and telegram.Offsets shared by the
@@ -283,5 +284,38 @@ func TestANewLeaderStartsAtTheSavedOffset(t *testing.T) {
 	waitFor(t, "two updates", func() bool { return len(texts(p)) >= 2 })
 	if got := strings.Join(texts(p), ","); got != "three,four" {
 		t.Errorf("handed over %s, want three,four", got)
+	}
+}
+
+// stopped is a bot that has stopped taking updates.
+type stopped struct{}
+
+func (stopped) Handle(context.Context, bot.Incoming) error { return bot.ErrStopped }
+
+// A stopped bot ends polling, leader or not: Poll returns instead of
+// leading and polling again.
+func TestPollEndsWhenTheBotStops(t *testing.T) {
+	srv := telegramtest.New()
+	t.Cleanup(srv.Close)
+	l := &memLeader{}
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, PollTimeout: time.Second, Leader: l, Offsets: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.PushText(42, 7, "hello")
+	done := make(chan error, 1)
+	go func() { done <- a.Poll(t.Context(), stopped{}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Poll = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Poll goes on after the bot stopped")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.next != 1 || l.holder != 0 {
+		t.Errorf("led %d times, holder %d: want one lead, released", l.next, l.holder)
 	}
 }

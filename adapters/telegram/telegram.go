@@ -395,6 +395,9 @@ func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
 		}
 		offset, err = a.poll(ctx, lead, h, a.startOffset(ctx, offset))
 		release()
+		if errors.Is(err, errStopped) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -412,6 +415,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// errStopped ends polling: the bot takes no more updates.
+var errStopped = errors.New("telegram: the bot stopped")
 
 // conflictWait is how long a poller that got 409 waits to see whether
 // it lost its lead (a new leader polled before this one noticed) before
@@ -475,7 +481,7 @@ func (a *Adapter) poll(ctx, lead context.Context, h bot.Handler, offset int) (in
 			if err := a.dispatch(ctx, h, u.Update); err != nil {
 				if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
 					a.saveOffset(ctx, offset)
-					return offset, nil // not confirmed: Telegram redelivers it
+					return offset, errStopped // not confirmed: Telegram redelivers it
 				}
 				// Not stored: leave it unconfirmed and try again shortly.
 				a.log.Error("telegram update not stored; retrying", slog.Int("update_id", u.id), slog.Any("err", redact(err, a.cfg.Token)))
