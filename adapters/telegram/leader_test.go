@@ -3,6 +3,8 @@ package telegram_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -317,5 +319,53 @@ func TestPollEndsWhenTheBotStops(t *testing.T) {
 	defer l.mu.Unlock()
 	if l.next != 1 || l.holder != 0 {
 		t.Errorf("led %d times, holder %d: want one lead, released", l.next, l.holder)
+	}
+}
+
+// getUpdates polls the fake once as a poller outside tidybot would.
+func getUpdates(t *testing.T, srv *telegramtest.Server) {
+	t.Helper()
+	resp, err := http.PostForm(srv.URL+"/bot"+srv.Token+"/getUpdates", url.Values{"timeout": {"0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// A poller outside the leadership (another deployment on the same
+// token) ends the leader's getUpdates with 409: the leader, still
+// leading once it has waited, stops with an error saying so. One whose
+// lead ended meanwhile (a new leader polled first) just stands down.
+func TestConflictWhileLeading(t *testing.T) {
+	t.Cleanup(telegram.SetConflictWait(time.Second))
+	srv := telegramtest.New()
+	t.Cleanup(srv.Close)
+	l := &memLeader{}
+	p := startPoller(t, srv, telegram.Config{Leader: l, Offsets: l})
+	srv.PushText(42, 7, "one")
+	waitFor(t, "one", func() bool { return len(texts(p)) == 1 })
+	getUpdates(t, srv)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err == nil || !strings.Contains(err.Error(), "409") {
+			t.Errorf("Poll = %v, want the 409 conflict", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader polls on beside a foreign poller")
+	}
+
+	l2 := &memLeader{}
+	q := startPoller(t, srv, telegram.Config{Leader: l2, Offsets: l2})
+	waitFor(t, "a lead", func() bool { l2.mu.Lock(); defer l2.mu.Unlock(); return l2.holder != 0 })
+	time.Sleep(100 * time.Millisecond) // its getUpdates waits
+	getUpdates(t, srv)
+	l2.loseLead() // the lead ended while the 409 was on its way
+	srv.PushText(42, 7, "two")
+	waitFor(t, "two", func() bool { return len(texts(q)) == 1 })
+	select {
+	case err := <-q.done:
+		t.Fatalf("Poll ended: %v", err)
+	default:
 	}
 }

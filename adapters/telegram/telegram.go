@@ -422,7 +422,7 @@ var errStopped = errors.New("telegram: the bot stopped")
 // conflictWait is how long a poller that got 409 waits to see whether
 // it lost its lead (a new leader polled before this one noticed) before
 // it concludes that a poller outside tidybot's leadership holds the bot.
-const conflictWait = 5 * time.Second
+var conflictWait = 5 * time.Second
 
 // poll polls from offset while lead lasts and returns the offset it
 // reached. Updates go to h under ctx, so one being stored when the lead
