@@ -22,11 +22,10 @@ const leadRetry = time.Second
 // The leader checks its connection every leadRetry; when the check
 // fails, lead ends (the lock may be gone with the connection).
 func (s *Store) LeadPolling(ctx context.Context, name string) (context.Context, func(), error) {
-	c, err := s.pool.Acquire(ctx)
+	conn, err := s.leaderConn(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: lead %s: %w", name, err)
 	}
-	conn := c.Hijack()
 	closeConn := func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -79,6 +78,28 @@ func (s *Store) LeadPolling(ctx context.Context, name string) (context.Context, 
 		closeConn() // releases the lock
 	}
 	return lead, release, nil
+}
+
+// leaderConn takes a connection out of the pool for a lead. PostgreSQL
+// frees the lead's lock when it notices the connection is dead: at once
+// when the replica's process dies (its socket closes), but when the
+// network to the replica is cut, only once TCP keepalives go
+// unanswered. The connection asks for them after 5 s of silence, every
+// second, giving up after 3 (by default the server's system waits two
+// hours), so another replica leads about 10 s after such a cut.
+func (s *Store) leaderConn(ctx context.Context) (*pgx.Conn, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.Hijack()
+	if _, err := conn.Exec(ctx, `SELECT set_config('tcp_keepalives_idle', '5', false), set_config('tcp_keepalives_interval', '1', false), set_config('tcp_keepalives_count', '3', false)`); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+		return nil, err
+	}
+	return conn, nil
 }
 
 func (s *Store) leadRetry() time.Duration {

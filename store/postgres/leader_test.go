@@ -110,3 +110,20 @@ func TestReplicasShareThePollOffset(t *testing.T) {
 		t.Errorf("the other replica reads %d (%v), want 42", off, err)
 	}
 }
+
+// The lead's connection asks for TCP keepalives, so that PostgreSQL
+// notices a replica cut off by the network within seconds, not hours.
+func TestLeadConnectionKeepsAlive(t *testing.T) {
+	s, _ := openTest(t)
+	conn, err := s.leaderConn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for name, want := range map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3"} {
+		var got string
+		if err := conn.QueryRow(t.Context(), `SELECT current_setting($1)`, name).Scan(&got); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %s", name, got, err, want)
+		}
+	}
+}
