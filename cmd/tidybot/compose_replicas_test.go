@@ -13,6 +13,10 @@ import (
 )
 
 type composeService struct {
+	Build *struct {
+		Context    string `yaml:"context"`
+		Dockerfile string `yaml:"dockerfile"`
+	} `yaml:"build"`
 	Image       string            `yaml:"image"`
 	Command     []string          `yaml:"command"`
 	EnvFile     string            `yaml:"env_file"`
@@ -89,6 +93,9 @@ func TestComposeReplicas(t *testing.T) {
 	}
 	known := settings()
 	for _, s := range []composeService{mig, app} {
+		if s.Build == nil || s.Build.Context != ".." || s.Build.Dockerfile != "deploy/Dockerfile" {
+			t.Errorf("%s is not built from deploy/Dockerfile: compose would pull it from a registry", s.Image)
+		}
 		for k := range s.Environment {
 			if _, ok := known[k]; !ok {
 				t.Errorf("compose sets %s, which is no setting", k)
