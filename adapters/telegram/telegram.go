@@ -48,6 +48,11 @@ type Config struct {
 	// Events counts updates the adapter skips because they do not decode
 	// (outcome "undecodable"); nil counts nothing.
 	Events Events
+	// Leader chooses the one replica that long-polls (nil: this process
+	// always does); Offsets keeps the getUpdates offset for the next
+	// leader (nil: in memory only).
+	Leader  Leader
+	Offsets Offsets
 }
 
 // Events hears what the adapter does with updates; cmd/tidybot counts
@@ -369,18 +374,78 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 	return c.hc.Do(req.WithContext(c.ctx))
 }
 
-// Poll receives updates by long polling until ctx ends. Each update is
-// handed to h (which stores it durably and dedupes by update id) before
-// the next getUpdates confirms it, so a crash loses nothing; the updates
-// of different chats are stored at once, those of one chat in order
-// (storeBatch). An update
-// that does not decode is logged, counted (Config.Events) and confirmed,
-// so it does not hold up the ones after it.
+// Poll receives updates by long polling until ctx ends, while this
+// process leads (Config.Leader): it waits to lead, polls from the
+// offset the last leader saved (Config.Offsets), and when its
+// leadership is lost, waits to lead again. Each update is handed to h
+// (which stores it durably and dedupes by update id) before the next
+// getUpdates confirms it, so a crash loses nothing; the updates of
+// different chats are stored at once, those of one chat in order
+// (storeBatch). An update that does not decode is logged, counted
+// (Config.Events) and confirmed, so it does not hold up the ones after
+// it.
 func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
-	poller := a.poller(ctx)
+	leader := a.cfg.Leader
+	if leader == nil {
+		leader = alwaysLeader{}
+	}
 	offset := 0
-	backoff := time.Second
 	for ctx.Err() == nil {
+		lead, release, err := leader.LeadPolling(ctx, a.pollName())
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			a.log.Warn("telegram: could not take the polling lead; retrying", slog.Any("err", err), slog.Duration("retry_in", time.Second))
+			sleep(ctx, time.Second)
+			continue
+		}
+		if a.cfg.Leader != nil {
+			a.log.Info("telegram: this replica long-polls")
+		}
+		offset, err = a.poll(ctx, lead, h, a.startOffset(ctx, offset))
+		release()
+		if errors.Is(err, errStopped) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() == nil {
+			a.log.Warn("telegram: polling lead lost; waiting to lead again")
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// errStopped ends polling: the bot takes no more updates.
+var errStopped = errors.New("telegram: the bot stopped")
+
+// conflictWait is how long a poller that got 409 waits to see whether
+// it lost its lead (a new leader polled before this one noticed) before
+// it concludes that a poller outside tidybot's leadership holds the bot.
+var conflictWait = 5 * time.Second
+
+// poll polls from offset while lead lasts and returns the offset it
+// reached. Updates go to h under ctx, so one being stored when the lead
+// ends is stored whole.
+func (a *Adapter) poll(ctx, lead context.Context, h bot.Handler, offset int) (int, error) {
+	poller := a.poller(lead)
+	saved := offset
+	backoff := time.Second
+	for lead.Err() == nil {
+		if offset != saved {
+			a.saveOffset(ctx, offset)
+			saved = offset
+		}
 		cfg := tgbotapi.UpdateConfig{Offset: offset, Timeout: int(a.cfg.PollTimeout / time.Second), AllowedUpdates: []string{"message", "callback_query"}}
 		// Not GetUpdates: it decodes the whole array at once, so one
 		// update the library's types do not take failed every poll.
@@ -390,43 +455,48 @@ func (a *Adapter) Poll(ctx context.Context, h bot.Handler) error {
 			updates, err = decodeUpdates(resp.Result)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
+			if lead.Err() != nil {
 				break
 			}
 			wait := backoff
 			var te *tgbotapi.Error
 			if errors.As(err, &te) {
 				if te.Code == http.StatusConflict {
-					return fmt.Errorf("telegram: another poller or a webhook holds this bot (409): %w", redact(err, a.cfg.Token))
+					// A new leader may have polled before this one saw
+					// its lead end: wait to see.
+					if a.cfg.Leader != nil {
+						sleep(lead, conflictWait)
+						if lead.Err() != nil {
+							break
+						}
+					}
+					return offset, fmt.Errorf("telegram: another poller or a webhook holds this bot (409): %w", redact(err, a.cfg.Token))
 				}
 				if te.RetryAfter > 0 {
 					wait = time.Duration(te.RetryAfter) * time.Second
 				}
 			}
 			a.log.Warn("telegram getUpdates failed", slog.Any("err", redact(err, a.cfg.Token)), slog.Duration("retry_in", wait))
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
+			sleep(lead, wait)
 			backoff = min(backoff*2, time.Minute)
 			continue
 		}
 		backoff = time.Second
 		next, stop, failed := a.storeBatch(ctx, h, updates, offset)
-		if stop {
-			return nil // what was not stored is not confirmed: Telegram redelivers it
-		}
 		offset = next
+		if stop {
+			a.saveOffset(ctx, offset)
+			return offset, errStopped // what was not stored is not confirmed: Telegram redelivers it
+		}
 		if failed {
 			// Not stored: left unconfirmed; try again shortly.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
+			sleep(lead, time.Second)
 		}
 	}
-	return nil
+	if offset != saved {
+		a.saveOffset(ctx, offset)
+	}
+	return offset, nil
 }
 
 // update is one update of a getUpdates answer: decoded, or err says why

@@ -43,7 +43,7 @@ func validate(cfg Config, serve bool) error {
 
 func openTelegram(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
 	return telegram.New(telegram.Config{Token: cfg.TelegramToken, APIURL: cfg.TelegramURL, WebhookURL: cfg.TelegramHook,
-		WebhookSecret: cfg.TelegramWebhookSecret, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
+		WebhookSecret: cfg.TelegramWebhookSecret, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, Leader: m.store, Offsets: m.store, HTTPClient: &http.Client{Timeout: 60 * time.Second, Transport: m.pool()}})
 }
 
 func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bot.Bot) (bot.Adapter, error) {

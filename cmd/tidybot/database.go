@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/internal/config"
@@ -19,11 +20,14 @@ import (
 )
 
 // appStore is what the wiring needs of a store: bot's contract, the
-// Todoist snapshots per account, and closing.
+// Todoist snapshots per account, Telegram's polling lead and offset,
+// and closing.
 type appStore interface {
 	bot.Store
 	todoist.SnapshotStore
 	accounts.SnapshotDeleter
+	telegram.Leader
+	telegram.Offsets
 	Close() error
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,20 +193,20 @@ func TestSystemdUnit(t *testing.T) {
 	}
 }
 
-// TestDockerImageBuilds builds the image when a Docker daemon answers.
+// TestDockerImageBuilds builds the image when a Docker daemon answers
+// and its base images are here or can be pulled.
 func TestDockerImageBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Docker image")
 	}
-	if _, err := exec.LookPath("docker"); err != nil {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
 		t.Skip("no docker command: the image is checked by TestDockerfile only")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
-		t.Skipf("no Docker daemon (docker info: %v): the image is checked by TestDockerfile only\n%s", err, lastLine(string(out)))
+	if why := dockerSkip(t.Context(), docker, readRepoFile(t, "deploy/Dockerfile")); why != "" {
+		t.Skip(why + ": the image is checked by TestDockerfile only")
 	}
-	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	tag := "tidybot-test:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	build := exec.CommandContext(ctx, "docker", "build", "-f", "deploy/Dockerfile", "-t", tag, ".")
@@ -232,4 +233,108 @@ func TestDockerImageBuilds(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// baseImages returns the images the Dockerfile's stages start FROM,
+// without the stages it builds itself.
+func baseImages(dockerfile string) []string {
+	stages := map[string]bool{}
+	var out []string
+	for _, l := range strings.Split(dockerfile, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
+			continue
+		}
+		f = f[1:]
+		for len(f) > 0 && strings.HasPrefix(f[0], "--") {
+			f = f[1:] // --platform=…
+		}
+		if len(f) == 0 {
+			continue
+		}
+		if !stages[strings.ToLower(f[0])] {
+			out = append(out, f[0])
+		}
+		if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+			stages[strings.ToLower(f[2])] = true
+		}
+	}
+	return out
+}
+
+// dockerSkip says why the image cannot be built with docker here, or ""
+// when it can: no daemon answers, or a base image is neither here nor
+// pullable (a machine that reaches no image registry).
+func dockerSkip(ctx context.Context, docker, dockerfile string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	info, cancelInfo := context.WithTimeout(ctx, 15*time.Second)
+	defer cancelInfo()
+	if out, err := exec.CommandContext(info, docker, "info").CombinedOutput(); err != nil {
+		return fmt.Sprintf("no Docker daemon (docker info: %v): %s", err, lastLine(string(out)))
+	}
+	for _, img := range baseImages(dockerfile) {
+		if exec.CommandContext(ctx, docker, "image", "inspect", img).Run() == nil {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, docker, "pull", img).CombinedOutput(); err != nil {
+			return fmt.Sprintf("the base image %s is not here and cannot be pulled (no image registry reachable?): docker pull: %v: %s", img, err, lastLine(string(out)))
+		}
+	}
+	return ""
+}
+
+func TestBaseImagesOfTheDockerfile(t *testing.T) {
+	got := baseImages(readRepoFile(t, "deploy/Dockerfile"))
+	if len(got) != 2 || !strings.HasPrefix(got[0], "golang:") || !strings.HasPrefix(got[1], "gcr.io/distroless/") {
+		t.Errorf("base images %v, want the Go builder and distroless", got)
+	}
+	if got := baseImages("FROM --platform=$BUILDPLATFORM golang:1 AS build\nFROM build AS test\nFROM scratch\n"); strings.Join(got, ",") != "golang:1,scratch" {
+		t.Errorf("base images %v, want golang:1,scratch (a stage is no image)", got)
+	}
+}
+
+// fakeDocker writes a docker command that answers info, and image
+// inspect and pull as script says, and returns its path.
+func fakeDocker(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "docker")
+	body := "#!/bin/sh\ncase \"$1\" in\ninfo) exit 0 ;;\n" + script + "\nesac\nexit 2\n"
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Where a Docker daemon answers but no registry does, the image test
+// skips saying which image could not be pulled and why, instead of
+// failing make test.
+func TestDockerImageTestSkipsWithoutARegistry(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh for the fake docker command")
+	}
+	dockerfile := readRepoFile(t, "deploy/Dockerfile")
+	offline := fakeDocker(t, `image) exit 1 ;;
+pull) echo 'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host' >&2; exit 1 ;;`)
+	why := dockerSkip(t.Context(), offline, dockerfile)
+	for _, want := range []string{"golang:", "cannot be pulled", "no such host"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("skip reason %q lacks %q", why, want)
+		}
+	}
+	present := fakeDocker(t, "image) exit 0 ;;\npull) exit 1 ;;")
+	if why := dockerSkip(t.Context(), present, dockerfile); why != "" {
+		t.Errorf("with the base images here: skip %q, want a build", why)
+	}
+	pullable := fakeDocker(t, "image) exit 1 ;;\npull) exit 0 ;;")
+	if why := dockerSkip(t.Context(), pullable, dockerfile); why != "" {
+		t.Errorf("with the base images pullable: skip %q, want a build", why)
+	}
+	noDaemon := filepath.Join(t.TempDir(), "docker")
+	if err := os.WriteFile(noDaemon, []byte("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock.' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if why := dockerSkip(t.Context(), noDaemon, dockerfile); !strings.Contains(why, "no Docker daemon") {
+		t.Errorf("without a daemon: skip %q", why)
+	}
 }

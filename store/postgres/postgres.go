@@ -86,6 +86,8 @@ type Store struct {
 	// owner, for an Exclusive store, is the connection that holds the
 	// database's serve lock; closing it releases the lock.
 	owner *pgx.Conn
+	// retry, when set, replaces leadRetry (tests).
+	retry time.Duration
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -157,6 +159,9 @@ func (s *Store) open(ctx context.Context, o *options) error {
 		v, err := s.Version(ctx)
 		if err != nil {
 			return err
+		}
+		if v > SchemaVersion() {
+			return fmt.Errorf("store: the database at %s has schema version %d, newer than this tidybot (%d): upgrade tidybot", s.where(), v, SchemaVersion())
 		}
 		if v != SchemaVersion() {
 			return fmt.Errorf("store: the database at %s has schema version %d, this tidybot %d: run tidybot migrate", s.where(), v, SchemaVersion())

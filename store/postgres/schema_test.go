@@ -36,8 +36,8 @@ func TestSchemaVersionChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "newer than this tidybot") {
 		t.Fatalf("Open of a newer schema: %v", err)
 	}
-	if _, err := Open(ctx, u, WithoutMigrate()); err == nil {
-		t.Fatal("a read-only Open of a newer schema succeeded")
+	if _, err := Open(ctx, u, WithoutMigrate()); err == nil || !strings.Contains(err.Error(), "upgrade tidybot") {
+		t.Fatalf("a read-only Open of a newer schema: %v, want a refusal saying to upgrade tidybot", err)
 	}
 }
 

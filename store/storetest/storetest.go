@@ -26,6 +26,16 @@ type Store interface {
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 	DeleteSnapshot(ctx context.Context, key string) error
+	Poller
+}
+
+// Poller is the Telegram long poll's leadership and saved offset
+// (telegram.Leader and telegram.Offsets): which replica polls, and
+// where the next one goes on.
+type Poller interface {
+	LeadPolling(ctx context.Context, bot string) (lead context.Context, release func(), err error)
+	PollOffset(ctx context.Context, bot string) (offset int, saved time.Time, err error)
+	SavePollOffset(ctx context.Context, bot string, offset int) error
 }
 
 // Checker is a Store that can verify its own consistency (the bbolt
@@ -47,8 +57,8 @@ type test struct {
 	fn   func(t *testing.T, open Open)
 }
 
-// tests lists the suite, by concern (see intake.go, runs.go and
-// retention.go).
+// tests lists the suite, by concern (see intake.go, runs.go,
+// retention.go and poll.go).
 var tests = []test{
 	{"Events", testEvents},
 	{"MarkEventConcurrentlyOnce", testMarkEventConcurrentlyOnce},
@@ -61,6 +71,8 @@ var tests = []test{
 	{"Outbox", testOutbox},
 	{"Snapshots", testSnapshots},
 	{"DeleteSnapshot", testDeleteSnapshot},
+	{"PollOffsets", testPollOffsets},
+	{"LeadPolling", testLeadPolling},
 
 	{"Runs", testRuns},
 	{"RunsNotEndedFollowTheirStatus", testRunsNotEndedFollowTheirStatus},

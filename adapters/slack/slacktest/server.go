@@ -798,6 +798,14 @@ func (s *Server) Connected() bool {
 	return len(s.conns) > 0
 }
 
+// Connections returns how many Socket Mode clients are connected (each
+// replica of a serve holds its own).
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // Push sends a Socket Mode envelope ("events_api", "slash_commands" or
 // "interactive") with payload to the connected clients and returns its id.
 func (s *Server) Push(kind string, payload any) string {

@@ -81,6 +81,11 @@ type Server struct {
 	reactions   []Reaction
 	noReactions map[int64]bool
 	pushed      map[int]time.Time // when each update was pushed
+
+	// poll is the getUpdates request waiting now (nil: none); conflicts
+	// counts the requests a later one terminated.
+	poll      chan struct{}
+	conflicts int
 }
 
 // New starts a fake; close it with Close.
@@ -206,10 +211,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// getUpdates answers a long poll. Two pollers of one bot conflict:
+// a getUpdates arriving while another waits ends the waiting one with
+// 409 "Conflict: terminated by other getUpdates request; make sure that
+// only one bot instance is running", as Telegram does (the error every
+// bot library reports when two instances poll, e.g.
+// github.com/python-telegram-bot/python-telegram-bot/issues/4237;
+// core.telegram.org/bots/api#getupdates: long polling is for one
+// receiver).
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 	offset, _ := strconv.Atoi(r.Form.Get("offset"))
 	timeout, _ := strconv.Atoi(r.Form.Get("timeout"))
 	deadline := time.Now().Add(time.Duration(min(timeout, 2)) * time.Second)
+	mine := make(chan struct{})
+	s.mu.Lock()
+	if s.poll != nil {
+		close(s.poll)
+		s.conflicts++
+	}
+	s.poll = mine
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.poll == mine {
+			s.poll = nil
+		}
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		var out []json.RawMessage
@@ -248,8 +276,19 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(time.Until(deadline)):
 		case <-r.Context().Done():
 			return
+		case <-mine:
+			fail(w, http.StatusConflict, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", 0)
+			return
 		}
 	}
+}
+
+// Conflicts returns how many getUpdates requests a later one
+// terminated (409): more than zero means two pollers overlapped.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
 }
 
 func buttons(markup string) (data, labels []string) {
