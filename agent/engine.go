@@ -188,6 +188,14 @@ type Input struct {
 	History     []HistoryMessage
 	// Images go to the model with the instruction (a photo the user sent).
 	Images []Image
+	// Confirm, when set, is this run's confirmation policy (the person's
+	// /settings confirm), instead of Config.Confirm; a resumed run keeps
+	// it.
+	Confirm ConfirmPolicy
+	// Language, when set, is the language the run answers in (the
+	// person's /settings language): a name or tag such as "Dutch" or
+	// "nl". Empty: the language the person writes in.
+	Language string
 	// Overview says the request certainly needs the projects and the
 	// inbox (/tidy-inbox): they are read before the first model call and
 	// put in the first prompt as get_overview's observation, instead of
@@ -226,6 +234,10 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	// request; what changes (the date, the history) comes after.
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(e.now(ctx))})
+	tr.Confirm = in.Confirm
+	if in.Language != "" {
+		tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: LanguageMessage(in.Language)})
+	}
 	tr.Messages = append(tr.Messages, e.history(in.History)...)
 	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction, Images: in.Images})
 	if in.Overview {

@@ -104,6 +104,9 @@ type Transcript struct {
 	Protocol    Protocol `json:"protocol"`
 	Instruction string   `json:"instruction"`
 	Status      Status   `json:"status"`
+	// Confirm is Input.Confirm: the run's own confirmation policy
+	// (empty: the engine's), kept so that a resumed run keeps it.
+	Confirm ConfirmPolicy `json:"confirm,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Calls are the actions of the last reply not yet run.

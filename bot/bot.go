@@ -183,6 +183,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		sendQuit:  make(chan struct{}),
 		tailRoom:  make(chan struct{}, cfg.Workers),
 	}
+	b.registerDigest()
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
 			b.allowed[u] = true
