@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,5 +194,48 @@ func TestDigestButtons(t *testing.T) {
 	e.runTimers(t)
 	if n := len(digests(e.plat)); n != 2 {
 		t.Errorf("%d digests later, want 2 (a snooze fires once)", n)
+	}
+}
+
+// Two bots sharing a store (replicas), both finding the digest due at
+// once, send it once.
+func TestDigestOnceAcrossReplicas(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	other := New(e.st, e.agent, Config{AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour})
+	other.AddPlatform(e.plat)
+	if err := other.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
+	var wg sync.WaitGroup
+	for _, b := range []*Bot{e.bot, other, e.bot, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.RunTimers(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, b := range []*Bot{e.bot, other} {
+		if err := b.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(digests(e.plat)); n != 1 {
+		t.Errorf("%d digests from two replicas, want 1", n)
+	}
+	// Even when a claim lapsed mid-send and another replica ran the
+	// timer again: the day's key is taken.
+	if err := e.st.SetTimer(t.Context(), Timer{Kind: TimerDigest, Key: "telegram:42", Due: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 1 {
+		t.Errorf("%d digests after the timer ran again the same day, want 1", n)
 	}
 }
