@@ -118,6 +118,11 @@ func (b *Bot) digestTimer(ctx context.Context, t Timer) (time.Time, error) {
 		log.Info("digest not sent: no private conversation with the person yet")
 		return next, nil
 	}
+	if b.queue(platform) == nil {
+		// This process does not post there (tidybot chat on a shared
+		// database): it leaves the day's digest to one that does.
+		return now.Add(timerRetry), nil
+	}
 	ag, err := b.agentFor(ctx, platform, userID)
 	if errors.Is(err, ErrNotConnected) {
 		return next, nil

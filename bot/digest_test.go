@@ -239,3 +239,18 @@ func TestDigestOnceAcrossReplicas(t *testing.T) {
 		t.Errorf("%d digests after the timer ran again the same day, want 1", n)
 	}
 }
+
+// A digest whose timer is gone (a copied database) is set again at the
+// person's next message in private.
+func TestDigestTimerRestoredAtTheNextMessage(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.say(t, settingsIn("digest 08:00"))
+	if err := e.st.DeleteTimer(t.Context(), TimerDigest, "telegram:42"); err != nil {
+		t.Fatal(err)
+	}
+	e.say(t, msg("hello", "m1"))
+	tm, err := e.st.Timer(t.Context(), TimerDigest, "telegram:42")
+	if err != nil || !tm.Due.Equal(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("timer %+v (%v), want 07:00 UTC", tm, err)
+	}
+}

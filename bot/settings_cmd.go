@@ -328,7 +328,9 @@ func (b *Bot) zone(ctx context.Context, platform, userID string, ps PersonSettin
 
 // personal returns the settings of in's person and, for a message in
 // private, records that conversation as where autopilot and the digest
-// post to them.
+// post to them. A person with a digest whose timer is gone (a database
+// copied by tidybot migrate --from, which copies no timers) has it set
+// again.
 func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error) {
 	ps, err := b.Settings(ctx, in.Platform, in.UserID)
 	if err != nil {
@@ -338,6 +340,15 @@ func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error)
 		ps.Conversation = in.ThreadKey()
 		if err := b.SaveSettings(ctx, in.Platform, in.UserID, ps); err != nil {
 			return ps, err
+		}
+	}
+	if _, on := digestOn(ps); on {
+		if ts, ok := b.store.(TimerStore); ok {
+			if _, err := ts.Timer(ctx, TimerDigest, in.Platform+":"+in.UserID); errors.Is(err, ErrNotFound) {
+				if err := b.scheduleDigest(ctx, in.Platform, in.UserID, ps); err != nil {
+					return ps, err
+				}
+			}
 		}
 	}
 	return ps, nil
