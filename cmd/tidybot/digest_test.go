@@ -104,7 +104,11 @@ func TestTelegramDigestAtEightInAmsterdam(t *testing.T) {
 		t.Fatalf("%d digests at 07:59 in Amsterdam", n)
 	}
 	clk.Set(time.Date(2026, 11, 25, 7, 0, 1, 0, time.UTC))
+	reqs := e.todo.TotalRequests()
 	runTimers(t, b)
+	if n := e.todo.TotalRequests() - reqs; n != 1 {
+		t.Errorf("the digest made %d Todoist requests, want 1 (one /sync)", n)
+	}
 	ds := telegramDigests(tg, 42)
 	if len(ds) != 1 {
 		t.Fatalf("%d digests at 08:00 in Amsterdam, want 1", len(ds))

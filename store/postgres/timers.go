@@ -16,8 +16,8 @@ var _ bot.TimerStore = (*Store)(nil)
 
 // SetTimer implements bot.TimerStore.
 func (s *Store) SetTimer(ctx context.Context, t bot.Timer) error {
-	if t.Kind == "" || t.Key == "" {
-		return fmt.Errorf("store: set timer: kind and key are required")
+	if t.Kind == "" || t.Key == "" || t.Due.Before(time.Unix(0, 0)) {
+		return fmt.Errorf("store: set timer: a kind, a key and a due time are required")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO timers (kind, key, due, data) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, key) DO UPDATE SET due = excluded.due, data = excluded.data, claim = '', lease_until = 0`,

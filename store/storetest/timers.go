@@ -36,8 +36,10 @@ func testTimers(t *testing.T, open Open) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Due: t0}); err == nil {
-		t.Error("SetTimer without a key: no error")
+	for _, bad := range []bot.Timer{{Kind: "digest", Due: t0}, {Key: "k", Due: t0}, {Kind: "digest", Key: "k"}} {
+		if err := s.SetTimer(ctx, bad); err == nil {
+			t.Errorf("SetTimer(%+v): no error", bad)
+		}
 	}
 	got, err := s.Timer(ctx, "digest", "telegram:1")
 	if err != nil || !got.Due.Equal(t0.Add(time.Hour)) || got.Data != "2026-11-22" || got.Claim != "" {
