@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/bot"
@@ -213,5 +214,51 @@ func TestChatSettings(t *testing.T) {
 	mustContain(t, out, "✓ I answer in Dutch.", "Morning digest: 09:00", `I don't know the time zone "Nowhere/Else"`, "/settings confirm destructive|writes|never")
 	if strings.Contains(out, "Turn autopilot on") {
 		t.Errorf("the terminal shows buttons it cannot press:\n%s", out)
+	}
+}
+
+// The digest on Slack, in the person's DM, and its Snooze button.
+func TestSlackDigestAndSnooze(t *testing.T) {
+	e := newEnv(t)
+	e.todo.AddTask(todoisttest.Task{Content: "Pay rent", Due: &todoisttest.Due{Date: "2026-11-23", String: "Nov 23"}})
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	clk := &testClock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}
+	b, _ := serveClocked(t, e, clk)
+	base := "http://" + e.cfg.HTTPAddr
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev1", "D1", "im", "U1", "settings", "1.1", ""), slackSecret); code != 200 {
+		t.Fatalf("dm: %d", code)
+	}
+	waitFor(t, "the settings", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "Your settings:") })
+	form := sl.SlashCommand("D1", "U1", "/tidy", "settings digest 07:30")
+	if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("slash command: %d", code)
+	}
+	waitFor(t, "the digest time", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "Morning digest: 07:30") })
+	clk.Set(time.Date(2026, 11, 25, 7, 30, 0, 0, time.UTC)) // the fake Todoist's zone is UTC
+	runTimers(t, b)
+	d := lastPost(sl, "D1")
+	if !strings.HasPrefix(d.Text, "☀️") || !strings.Contains(d.Text, "Overdue (1):\n• Pay rent") || len(d.Buttons) != 3 {
+		t.Fatalf("digest %+v", d)
+	}
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tr2", "user": map[string]any{"id": "U1"}, "channel": map[string]any{"id": "D1"},
+		"container": map[string]any{"type": "message", "message_ts": d.TS, "channel_id": "D1"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_2", "block_id": "choices", "value": d.Buttons[2]}}})
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(url.Values{"payload": {string(payload)}}.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "the snooze", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "again in an hour") })
+	clk.Set(time.Date(2026, 11, 25, 8, 30, 1, 0, time.UTC))
+	runTimers(t, b)
+	n := 0
+	for _, p := range sl.Posts("D1") {
+		if strings.HasPrefix(p.Text, "☀️") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d digests after the snooze, want 2", n)
 	}
 }
