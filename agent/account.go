@@ -41,3 +41,14 @@ func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	return snap, nil
 }
+
+// now is the current time in the run's own time zone (Input.TimeZone)
+// when it has one, else as Engine.now reads it.
+func (r *runner) now(ctx context.Context) time.Time {
+	if r.tr.TimeZone != "" {
+		if loc, err := time.LoadLocation(r.tr.TimeZone); err == nil {
+			return r.e.cfg.Now().In(loc)
+		}
+	}
+	return r.e.now(ctx)
+}

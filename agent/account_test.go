@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A person's own confirmation policy (Input.Confirm) wins over the
@@ -55,6 +56,19 @@ func TestInputLanguageIsInThePrompt(t *testing.T) {
 	for _, m := range s.reqs[0].Messages {
 		if strings.Contains(m.Content, "Always answer in") {
 			t.Errorf("a language message without a language: %q", m.Content)
+		}
+	}
+}
+
+// Input.TimeZone dates the prompt in the person's zone, not the to-do
+// service's.
+func TestInputTimeZoneDatesThePrompt(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 25, 23, 30, 0, 0, time.UTC) }
+	for _, tt := range []struct{ zone, want string }{{"Asia/Tokyo", "26"}, {"", "25"}} {
+		s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+		New(s, newTalkTasks(), Config{Now: now}).Start(t.Context(), Input{Instruction: "x", TimeZone: tt.zone}, Hooks{})
+		if got := s.reqs[0].Messages[1].Content; !strings.Contains(got, ", "+tt.want+" November") {
+			t.Errorf("zone %q: %q, want the %s", tt.zone, got, tt.want)
 		}
 	}
 }

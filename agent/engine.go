@@ -192,6 +192,9 @@ type Input struct {
 	// /settings confirm), instead of Config.Confirm; a resumed run keeps
 	// it.
 	Confirm ConfirmPolicy
+	// TimeZone, when set, is the IANA zone the run's "today" is in (the
+	// person's /settings timezone), instead of the to-do service's.
+	TimeZone string
 	// Language, when set, is the language the run answers in (the
 	// person's /settings language): a name or tag such as "Dutch" or
 	// "nl". Empty: the language the person writes in.
@@ -233,8 +236,8 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
-	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(e.now(ctx))})
-	tr.Confirm = in.Confirm
+	tr.Confirm, tr.TimeZone = in.Confirm, in.TimeZone
+	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
 	if in.Language != "" {
 		tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: LanguageMessage(in.Language)})
 	}

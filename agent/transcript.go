@@ -107,6 +107,9 @@ type Transcript struct {
 	// Confirm is Input.Confirm: the run's own confirmation policy
 	// (empty: the engine's), kept so that a resumed run keeps it.
 	Confirm ConfirmPolicy `json:"confirm,omitempty"`
+	// TimeZone is Input.TimeZone: the zone of the run's "today" (empty:
+	// the to-do service's).
+	TimeZone string `json:"tz,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Calls are the actions of the last reply not yet run.

@@ -128,8 +128,8 @@ func TestSettingsShowsAndChanges(t *testing.T) {
 	}
 	// Runs get the person's confirmation level and language.
 	e.say(t, msg("what's due?", "run1"))
-	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Confirm != agent.ConfirmWrites || in.Language != "Nederlands" {
-		t.Errorf("run input confirm %q language %q", in.Confirm, in.Language)
+	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Confirm != agent.ConfirmWrites || in.Language != "Nederlands" || in.TimeZone != "America/New_York" {
+		t.Errorf("run input confirm %q language %q zone %q", in.Confirm, in.Language, in.TimeZone)
 	}
 	// Off deletes the timer.
 	e.say(t, settingsIn("digest off"))
