@@ -188,6 +188,17 @@ type Input struct {
 	History     []HistoryMessage
 	// Images go to the model with the instruction (a photo the user sent).
 	Images []Image
+	// Confirm, when set, is this run's confirmation policy (the person's
+	// /settings confirm), instead of Config.Confirm; a resumed run keeps
+	// it.
+	Confirm ConfirmPolicy
+	// TimeZone, when set, is the IANA zone the run's "today" is in (the
+	// person's /settings timezone), instead of the to-do service's.
+	TimeZone string
+	// Language, when set, is the language the run answers in (the
+	// person's /settings language): a name or tag such as "Dutch" or
+	// "nl". Empty: the language the person writes in.
+	Language string
 	// Overview says the request is the inbox tidy (/tidy-inbox), which
 	// certainly needs the projects and the inbox: they are read before
 	// the first model call and put in the first prompt as get_overview's
@@ -230,7 +241,11 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
-	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(e.now(ctx))})
+	tr.Confirm, tr.TimeZone = in.Confirm, in.TimeZone
+	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
+	if in.Language != "" {
+		tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: LanguageMessage(in.Language)})
+	}
 	tr.Messages = append(tr.Messages, e.history(in.History)...)
 	tr.Messages = append(tr.Messages, Message{Role: RoleUser, Content: in.Instruction, Images: in.Images})
 	if in.Overview {

@@ -46,7 +46,7 @@ func (r *runner) redate(ctx context.Context) {
 			continue
 		}
 		if now.IsZero() {
-			now = r.e.now(ctx)
+			now = r.now(ctx)
 		}
 		m.Content = withToday(m.Content, now)
 	}

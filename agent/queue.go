@@ -152,7 +152,11 @@ func (r *runner) loops(c call) bool {
 
 // gated reports whether a write waits for the user's yes.
 func (r *runner) gated(w writer) bool {
-	switch r.e.cfg.Confirm {
+	policy := r.e.cfg.Confirm
+	if r.tr.Confirm != "" {
+		policy = r.tr.Confirm
+	}
+	switch policy {
 	case ConfirmWrites:
 		return true
 	case ConfirmNever:

@@ -104,6 +104,12 @@ type Transcript struct {
 	Protocol    Protocol `json:"protocol"`
 	Instruction string   `json:"instruction"`
 	Status      Status   `json:"status"`
+	// Confirm is Input.Confirm: the run's own confirmation policy
+	// (empty: the engine's), kept so that a resumed run keeps it.
+	Confirm ConfirmPolicy `json:"confirm,omitempty"`
+	// TimeZone is Input.TimeZone: the zone of the run's "today" (empty:
+	// the to-do service's).
+	TimeZone string `json:"tz,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Actions are the actions the model is offered as tools; empty

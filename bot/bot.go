@@ -72,6 +72,9 @@ type Config struct {
 	// UserDailyTokens caps the model tokens of one person per UTC day (0:
 	// no cap).
 	UserDailyTokens int
+	// TimerEvery is how often the bot looks for due timers (default
+	// 15s): a digest comes at most this late.
+	TimerEvery time.Duration
 }
 
 func (c *Config) defaults() {
@@ -105,6 +108,9 @@ func (c *Config) defaults() {
 	if c.Vision == "" {
 		c.Vision = VisionAuto
 	}
+	if c.TimerEvery <= 0 {
+		c.TimerEvery = 15 * time.Second
+	}
 }
 
 // ErrStopped is returned by Handle once the bot is shutting down.
@@ -129,7 +135,8 @@ type Bot struct {
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
 	started   bool
-	noticed   map[string]bool // threads told Config.Notice
+	noticed   map[string]bool         // threads told Config.Notice
+	timerFns  map[string]TimerHandler // by timer kind (HandleTimer)
 	stopped   bool
 
 	quit chan struct{} // closed by Stop: intake and workers stop
@@ -176,6 +183,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		sendQuit:  make(chan struct{}),
 		tailRoom:  make(chan struct{}, cfg.Workers),
 	}
+	b.registerDigest()
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
 			b.allowed[u] = true
@@ -493,8 +501,9 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 		case <-b.quit:
 		}
 	}()
-	b.workLoops.Add(1)
+	b.workLoops.Add(2)
 	go b.pruneLoop(ctx)
+	go b.timerLoop(ctx)
 	return nil
 }
 

@@ -60,6 +60,7 @@ func init() {
 		{Name: "cancel", Help: "stop the current run", Thread: true, Bare: true, handle: now((*Bot).cancel)},
 		{Name: "reset", Help: "forget this conversation", Todoist: true, Queued: true, Thread: true, Bare: true, handle: (*Bot).reset},
 		{Name: "usage", Help: "tokens used here", Thread: true, Bare: true, handle: now((*Bot).usage)},
+		{Name: "settings", Help: "your time zone, confirmations, autopilot, morning digest and language", Todoist: true, Queued: true, Bare: true, handle: (*Bot).settingsCmd},
 		{Name: "help", Aliases: []string{"start"}, Help: "what I can do", Bare: true, handle: now((*Bot).help)},
 		{Name: "connect", Help: "connect your own Todoist", TeamOnly: true, handle: now(func(b *Bot, ctx context.Context, in Incoming) {
 			b.promptConnect(ctx, in, "")

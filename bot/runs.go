@@ -38,6 +38,10 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if err := b.rememberThread(ctx, in); err != nil {
 		return err
 	}
+	ps, err := b.personal(ctx, in)
+	if err != nil {
+		return err
+	}
 	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
 		return nil
@@ -70,7 +74,8 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	return b.execute(ctx, r, runID, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
-		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction}, h)
+		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction,
+			Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone}, h)
 		if len(images) > 0 && agent.ErrorCodeOf(out.Err) == agent.ErrUnsupported {
 			// The model takes no images: say so plainly, and on auto
 			// stop sending them.
@@ -555,6 +560,12 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 	}
 	if runID, rating, ok := feedbackButton(in.Button); ok {
 		return b.pressFeedback(ctx, in, runID, rating)
+	}
+	if arg, ok := strings.CutPrefix(in.Button, settingButton); ok {
+		return b.pressSetting(ctx, in, arg)
+	}
+	if strings.HasPrefix(in.Button, "dg:") {
+		return b.pressDigest(ctx, in)
 	}
 	key, _, ok := parseButton(in.Button)
 	if !ok {

@@ -61,11 +61,17 @@ var (
 	// bucketSnapshotUsed: account key → when its snapshot was last
 	// saved (unix nanoseconds), for retention.
 	bucketSnapshotUsed = []byte("todoist_snapshots_used")
-	allBuckets         = [][]byte{bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey, bucketDataKeys, bucketScopeKeys, bucketCurrentKeys, bucketSnapshotUsed}
-	keySchema          = []byte("schema_version")
-	keyRunIndex        = []byte("runs_indexed")
-	keyThreadOpen      = []byte("thread_open_runs_indexed")
-	keyWaitKeys        = []byte("wait_keys_indexed")
+	// bucketTimers holds the durable timers (bot.Timer): kind NUL key →
+	// timerRecord.
+	bucketTimers = []byte("timers")
+	// bucketTimersDue indexes the timers by due time (dueKey → ""), so
+	// that a claim reads only what is due.
+	bucketTimersDue = []byte("timers_due")
+	allBuckets      = [][]byte{bucketTimers, bucketTimersDue, bucketMeta, bucketThreads, bucketMessages, bucketRuns, bucketThreadRn, bucketOpenRuns, bucketJobs, bucketJobIDs, bucketEvents, bucketSettings, bucketAudit, bucketOutbox, bucketOutIDs, bucketThreadOpen, bucketSnapshots, bucketTranscripts, bucketWaitKeys, bucketRunWaitKey, bucketDataKeys, bucketScopeKeys, bucketCurrentKeys, bucketSnapshotUsed}
+	keySchema       = []byte("schema_version")
+	keyRunIndex     = []byte("runs_indexed")
+	keyThreadOpen   = []byte("thread_open_runs_indexed")
+	keyWaitKeys     = []byte("wait_keys_indexed")
 	// keyCompact marks a file to copy without its free pages (compact).
 	keyCompact = []byte("compact_pending")
 )

@@ -84,6 +84,8 @@ type Main struct {
 	team *accounts.Team
 	// teamClock, when set, is team mode's clock (tests: an expired state).
 	teamClock func() time.Time
+	// clock, when set, is the bot's clock (tests: the digest's hour).
+	clock func() time.Time
 	// backoff, when set, is the model's and Todoist's wait between
 	// retries (tests: a millisecond, not the default half second).
 	backoff time.Duration
@@ -252,7 +254,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	m.metrics = web.NewMetrics()
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
-		UserDailyTokens: cfg.DailyTokens}
+		UserDailyTokens: cfg.DailyTokens, Now: m.clock}
 	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
 	if tc := cfg.Transcribe(log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)

@@ -23,6 +23,7 @@ import (
 // /disconnect).
 type Store interface {
 	bot.Store
+	bot.TimerStore
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 	DeleteSnapshot(ctx context.Context, key string) error
@@ -87,6 +88,11 @@ var tests = []test{
 	{"PruneUnusedSnapshots", testPruneUnusedSnapshots},
 	{"DeleteConversation", testDeleteConversation},
 	{"DeletedRunsLeaveNothing", testDeletedRunsLeaveNothing},
+
+	{"Timers", testTimers},
+	{"TimersClaimedOnce", testTimersClaimedOnce},
+	{"TimerSetDuringClaimWins", testTimerSetDuringClaimWins},
+	{"TimersSurviveReopen", testTimersSurviveReopen},
 }
 
 // Run runs the suite, each test on a new database that open opens.

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A person's own confirmation policy (Input.Confirm) wins over the
+// engine's, also after a restart (it is kept in the transcript).
+func TestInputConfirmOverridesTheEngine(t *testing.T) {
+	move := `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`
+	t.Run("writes under an engine that never asks", func(t *testing.T) {
+		s := &script{replies: []Response{tool(ActMoveTasks, move)}}
+		out := New(s, newTalkTasks(), Config{Confirm: ConfirmNever}).Start(t.Context(), Input{Instruction: "x", Confirm: ConfirmWrites}, Hooks{})
+		if out.Status != StatusConfirming {
+			t.Fatalf("status %s, want confirming", out.Status)
+		}
+		raw, err := json.Marshal(out.Transcript)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr Transcript
+		if err := json.Unmarshal(raw, &tr); err != nil || tr.Confirm != ConfirmWrites {
+			t.Errorf("saved transcript's policy %q (%v), want writes", tr.Confirm, err)
+		}
+	})
+	t.Run("never under an engine that asks for writes", func(t *testing.T) {
+		s := &script{replies: []Response{tool(ActMoveTasks, move), tool(ActFinalAnswer, `{"answer":"Moved."}`)}}
+		out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x", Confirm: ConfirmNever}, Hooks{})
+		if out.Status != StatusDone {
+			t.Fatalf("status %s (%s), want done without asking", out.Status, out.Question)
+		}
+	})
+	t.Run("empty: the engine's", func(t *testing.T) {
+		s := &script{replies: []Response{tool(ActMoveTasks, move)}}
+		out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		if out.Status != StatusConfirming {
+			t.Fatalf("status %s, want confirming", out.Status)
+		}
+	})
+}
+
+// Input.Language puts one system message after the date; without it the
+// prompt is as before.
+func TestInputLanguageIsInThePrompt(t *testing.T) {
+	s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"Klaar."}`)}}
+	New(s, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: "x", Language: "Dutch"}, Hooks{})
+	msgs := s.reqs[0].Messages
+	if len(msgs) < 3 || msgs[2].Role != RoleSystem || !strings.Contains(msgs[2].Content, "Always answer in Dutch") {
+		t.Errorf("third message %+v, want the language", msgs[2])
+	}
+	s = &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"Done."}`)}}
+	New(s, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	for _, m := range s.reqs[0].Messages {
+		if strings.Contains(m.Content, "Always answer in") {
+			t.Errorf("a language message without a language: %q", m.Content)
+		}
+	}
+}
+
+// Input.TimeZone dates the prompt in the person's zone, not the to-do
+// service's.
+func TestInputTimeZoneDatesThePrompt(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 25, 23, 30, 0, 0, time.UTC) }
+	for _, tt := range []struct{ zone, want string }{{"Asia/Tokyo", "26"}, {"", "25"}} {
+		s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+		New(s, newTalkTasks(), Config{Now: now}).Start(t.Context(), Input{Instruction: "x", TimeZone: tt.zone}, Hooks{})
+		if got := s.reqs[0].Messages[1].Content; !strings.Contains(got, ", "+tt.want+" November") {
+			t.Errorf("zone %q: %q, want the %s", tt.zone, got, tt.want)
+		}
+	}
+}

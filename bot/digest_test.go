@@ -1,0 +1,256 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+func digestSnapshot() agent.Snapshot {
+	return agent.Snapshot{
+		Projects: []agent.Project{{ID: "inbox", Name: "Inbox", IsInbox: true}, {ID: "home", Name: "Home"}},
+		Tasks: []agent.Task{
+			{ID: "1", Content: "Call mum", ProjectID: "home", DueDate: "2026-11-25"},
+			{ID: "2", Content: "Pay rent", ProjectID: "home", DueDate: "2026-11-23"},
+			{ID: "3", Content: "Dentist", ProjectID: "home", DueDate: "2026-11-24T23:30:00Z"}, // 00:30 on the 25th in Amsterdam
+			{ID: "4", Content: "Buy milk", ProjectID: "inbox"},
+			{ID: "5", Content: "Someday", ProjectID: "home", DueDate: "2026-12-01"},
+		},
+	}
+}
+
+func (e *settingsEnv) runTimers(t *testing.T) int {
+	t.Helper()
+	n, err := e.bot.RunTimers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := e.bot.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func digests(p *fakePlatform) []Outgoing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Outgoing
+	for _, m := range p.sent {
+		if strings.HasPrefix(m.Text, "☀️") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestDigestAtEightInThePersonsZone(t *testing.T) {
+	e := newSettingsEnv(t) // 06:00 UTC; Todoist's zone Europe/Amsterdam
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	e.clk.Set(time.Date(2026, 11, 25, 6, 59, 0, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 0 {
+		t.Fatalf("%d digests before 08:00 in Amsterdam", n)
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 5, 0, time.UTC)) // 08:00:05 in Amsterdam
+	e.runTimers(t)
+	ds := digests(e.plat)
+	if len(ds) != 1 {
+		t.Fatalf("%d digests at 08:00 in Amsterdam, want 1", len(ds))
+	}
+	d := ds[0]
+	for _, want := range []string{"Wednesday 25 November", "Due today (2):\n• Call mum\n• Dentist", "Overdue (1):\n• Pay rent (due 23 Nov)", "Inbox: 1 task waiting"} {
+		if !strings.Contains(d.Text, want) {
+			t.Errorf("digest lacks %q:\n%s", want, d.Text)
+		}
+	}
+	if strings.Contains(d.Text, "Someday") {
+		t.Errorf("digest lists a task due later:\n%s", d.Text)
+	}
+	var labels []string
+	for _, b := range d.Buttons {
+		labels = append(labels, b.Label)
+	}
+	if got := strings.Join(labels, "|"); got != "Move overdue to today|Tidy inbox|Snooze digest" {
+		t.Errorf("buttons %s", got)
+	}
+	if d.ChatID != "c1" {
+		t.Errorf("digest posted in chat %q, want the private one", d.ChatID)
+	}
+	// The next one is tomorrow at 08:00 there, and nothing more today.
+	tm, _ := e.st.Timer(t.Context(), TimerDigest, "telegram:42")
+	if want := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC); !tm.Due.Equal(want) {
+		t.Errorf("next digest %s, want %s", tm.Due, want)
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 1 {
+		t.Errorf("%d digests by 09:00, want 1", n)
+	}
+	if e.agent.reads != 1 {
+		t.Errorf("%d Todoist reads, want 1", e.agent.reads)
+	}
+	if len(e.agent.inputs) != 0 {
+		t.Errorf("the digest started %d runs (model calls)", len(e.agent.inputs))
+	}
+}
+
+func TestDigestNothingToSaySendsNothing(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = agent.Snapshot{Projects: []agent.Project{{ID: "inbox", IsInbox: true}},
+		Tasks: []agent.Task{{ID: "5", Content: "Someday", ProjectID: "x", DueDate: "2026-12-01"}}}
+	e.say(t, settingsIn("digest 08:00"))
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
+	if n := e.runTimers(t); n != 1 {
+		t.Fatalf("%d timers ran", n)
+	}
+	if n := len(digests(e.plat)); n != 0 {
+		t.Errorf("%d digests on a day with nothing to say", n)
+	}
+}
+
+// After downtime a digest is sent once when under two hours late, and
+// skipped when later.
+func TestDigestAfterDowntime(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		start time.Time
+		want  int
+	}{
+		{"an hour late: sent once", time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), 1},
+		{"three hours late: skipped", time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newSettingsEnv(t)
+			e.agent.snap = digestSnapshot()
+			e.say(t, settingsIn("digest 08:00"))
+			e.bot.Stop()
+			// Two restarts later, on the same store.
+			for range 2 {
+				e.clk.Set(tt.start)
+				b := New(e.st, e.agent, Config{AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour})
+				b.AddPlatform(e.plat)
+				if err := b.Start(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.RunTimers(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.WaitIdle(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				b.Stop()
+			}
+			if n := len(digests(e.plat)); n != tt.want {
+				t.Errorf("%d digests, want %d", n, tt.want)
+			}
+			tm, _ := e.st.Timer(t.Context(), TimerDigest, "telegram:42")
+			if want := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC); !tm.Due.Equal(want) {
+				t.Errorf("next digest %s, want %s", tm.Due, want)
+			}
+		})
+	}
+}
+
+func TestDigestButtons(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
+	e.runTimers(t)
+	press := func(data, event string) {
+		t.Helper()
+		in := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: data, ButtonRef: "cb-" + event, EventID: event, DM: true}
+		if err := e.bot.Handle(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.bot.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	press(digestMove, "p1")
+	press(digestTidy, "p2")
+	got := e.agent.startedList()
+	if len(got) != 2 || got[0] != MoveOverdueInstruction || got[1] != TidyInboxInstruction {
+		t.Errorf("runs %q", got)
+	}
+	press(digestSnooze, "p3")
+	press(digestSnooze, "p3") // delivered twice
+	if last := e.plat.last(); !strings.Contains(last.Text, "again in an hour") {
+		t.Errorf("snooze answered %q", last.Text)
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 8, 0, 30, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 2 {
+		t.Errorf("%d digests after the snooze, want 2", n)
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 2 {
+		t.Errorf("%d digests later, want 2 (a snooze fires once)", n)
+	}
+}
+
+// Two bots sharing a store (replicas), both finding the digest due at
+// once, send it once.
+func TestDigestOnceAcrossReplicas(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	other := New(e.st, e.agent, Config{AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour})
+	other.AddPlatform(e.plat)
+	if err := other.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
+	var wg sync.WaitGroup
+	for _, b := range []*Bot{e.bot, other, e.bot, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.RunTimers(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, b := range []*Bot{e.bot, other} {
+		if err := b.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(digests(e.plat)); n != 1 {
+		t.Errorf("%d digests from two replicas, want 1", n)
+	}
+	// Even when a claim lapsed mid-send and another replica ran the
+	// timer again: the day's key is taken.
+	if err := e.st.SetTimer(t.Context(), Timer{Kind: TimerDigest, Key: "telegram:42", Due: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 1 {
+		t.Errorf("%d digests after the timer ran again the same day, want 1", n)
+	}
+}
+
+// A digest whose timer is gone (a copied database) is set again at the
+// person's next message in private.
+func TestDigestTimerRestoredAtTheNextMessage(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.say(t, settingsIn("digest 08:00"))
+	if err := e.st.DeleteTimer(t.Context(), TimerDigest, "telegram:42"); err != nil {
+		t.Fatal(err)
+	}
+	e.say(t, msg("hello", "m1"))
+	tm, err := e.st.Timer(t.Context(), TimerDigest, "telegram:42")
+	if err != nil || !tm.Due.Equal(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("timer %+v (%v), want 07:00 UTC", tm, err)
+	}
+}

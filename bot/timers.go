@@ -1,0 +1,178 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Timer is a durable timer: once Due has passed, the handler registered
+// for Kind (HandleTimer) runs with it, in one process of however many
+// share the store. Timers live in the store, not in memory, so a restart
+// finds them and a timer due during downtime fires at the next start
+// (its handler decides whether it is too late).
+type Timer struct {
+	// Kind names the handler ("digest", "autopilot").
+	Kind string `json:"kind"`
+	// Key is the timer's name within its kind (a person:
+	// "telegram:42"); Kind and Key identify a timer.
+	Key string `json:"key"`
+	// Due is when it fires.
+	Due time.Time `json:"due"`
+	// Data is the handler's own small state (no personal text: it is
+	// stored in the clear).
+	Data string `json:"data,omitempty"`
+	// Claim is set on a timer ClaimTimers returned: the claimant's
+	// token, which FinishTimer must show.
+	Claim string `json:"claim,omitempty"`
+}
+
+// TimerStore keeps durable timers. The bbolt and PostgreSQL stores
+// implement it; the bot uses it when its Store does.
+type TimerStore interface {
+	// SetTimer creates or replaces timer (t.Kind, t.Key). It drops any
+	// claim on it: the claimant's FinishTimer then changes nothing.
+	SetTimer(ctx context.Context, t Timer) error
+	// Timer returns a timer, or ErrNotFound.
+	Timer(ctx context.Context, kind, key string) (Timer, error)
+	// DeleteTimer deletes a timer; one that does not exist is no error.
+	DeleteTimer(ctx context.Context, kind, key string) error
+	// ClaimTimers claims up to n timers of the given kinds due at or
+	// before now that hold no live claim, until now+lease, and returns
+	// them, earliest first, with Claim set to claim. A timer is claimed
+	// by one caller at a time, also across processes sharing the store;
+	// a claim not finished within its lease (its process died) lapses
+	// and the timer may be claimed again.
+	ClaimTimers(ctx context.Context, now time.Time, kinds []string, claim string, lease time.Duration, n int) ([]Timer, error)
+	// FinishTimer ends t's claim: the timer is due again at next, or
+	// deleted when next is zero. When the timer was set or deleted
+	// meanwhile, or is claimed by another (t.Claim differs), nothing
+	// changes.
+	FinishTimer(ctx context.Context, t Timer, next time.Time) error
+}
+
+// TimerHandler handles a timer that is due. It returns when the timer
+// is due next (zero: never, it is deleted). An error is logged and the
+// timer is tried again after timerRetry.
+type TimerHandler func(ctx context.Context, t Timer) (next time.Time, err error)
+
+const (
+	// timerLease is how long a claimed timer is held: a handler that
+	// takes longer may find its timer handled twice.
+	timerLease = 5 * time.Minute
+	// timerRetry is when a timer whose handler failed is tried again.
+	timerRetry = 5 * time.Minute
+	// timerBatch is the most timers one pass claims.
+	timerBatch = 50
+)
+
+// HandleTimer registers the handler of a timer kind; call it before
+// Start. Timers of a kind without a handler stay stored, unclaimed.
+func (b *Bot) HandleTimer(kind string, fn TimerHandler) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timerFns == nil {
+		b.timerFns = map[string]TimerHandler{}
+	}
+	b.timerFns[kind] = fn
+}
+
+// timers returns the store's timers, or an error when it keeps none.
+func (b *Bot) timers() (TimerStore, error) {
+	ts, ok := b.store.(TimerStore)
+	if !ok {
+		return nil, fmt.Errorf("bot: the store keeps no timers")
+	}
+	return ts, nil
+}
+
+// SetTimer stores a timer (see TimerStore.SetTimer).
+func (b *Bot) SetTimer(ctx context.Context, t Timer) error {
+	ts, err := b.timers()
+	if err != nil {
+		return err
+	}
+	if err := ts.SetTimer(ctx, t); err != nil {
+		return fmt.Errorf("bot: set timer %s %s: %w", t.Kind, t.Key, err)
+	}
+	return nil
+}
+
+// DeleteTimer deletes a timer.
+func (b *Bot) DeleteTimer(ctx context.Context, kind, key string) error {
+	ts, err := b.timers()
+	if err != nil {
+		return err
+	}
+	if err := ts.DeleteTimer(ctx, kind, key); err != nil {
+		return fmt.Errorf("bot: delete timer %s %s: %w", kind, key, err)
+	}
+	return nil
+}
+
+// RunTimers claims the timers due now (by Config.Now) and runs their
+// handlers, one after another, and returns how many ran. The bot calls
+// it every Config.TimerEvery once started; tests with a settable clock
+// call it after moving the clock.
+func (b *Bot) RunTimers(ctx context.Context) (int, error) {
+	b.mu.Lock()
+	fns := maps.Clone(b.timerFns)
+	b.mu.Unlock()
+	if len(fns) == 0 {
+		return 0, nil
+	}
+	ts, err := b.timers()
+	if err != nil {
+		return 0, err
+	}
+	kinds := slices.Sorted(maps.Keys(fns))
+	ran := 0
+	for {
+		now := b.cfg.Now()
+		due, err := ts.ClaimTimers(ctx, now, kinds, newID(), timerLease, timerBatch)
+		if err != nil {
+			return ran, fmt.Errorf("bot: claim timers: %w", err)
+		}
+		for _, t := range due {
+			log := b.log.With(slog.String("timer_kind", t.Kind), slog.String("timer_key", t.Key))
+			next, err := fns[t.Kind](ctx, t)
+			if err != nil {
+				log.Error("timer failed; trying again later", slog.Any("err", err))
+				next = b.cfg.Now().Add(timerRetry)
+			}
+			if err := ts.FinishTimer(context.WithoutCancel(ctx), t, next); err != nil {
+				log.Error("finish timer", slog.Any("err", err))
+			}
+			ran++
+		}
+		if len(due) < timerBatch {
+			return ran, nil
+		}
+	}
+}
+
+// timerLoop runs the due timers at start (what fell due during
+// downtime) and then every Config.TimerEvery.
+func (b *Bot) timerLoop(ctx context.Context) {
+	defer b.workLoops.Done()
+	if _, ok := b.store.(TimerStore); !ok {
+		return
+	}
+	t := time.NewTicker(b.cfg.TimerEvery)
+	defer t.Stop()
+	for {
+		if _, err := b.RunTimers(ctx); err != nil {
+			b.log.Error("timers", slog.Any("err", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.quit:
+			return
+		case <-t.C:
+		}
+	}
+}
