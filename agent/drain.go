@@ -24,6 +24,13 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 			r.popCall(c.ID)
 			continue
 		}
+		if !r.allowed(c.Name) {
+			r.tr.Failures++
+			r.result(c.ID, fmt.Sprintf("Error: %s is not allowed in this run; nothing was done. Allowed actions: %s.", c.Name, strings.Join(r.tr.Allow, ", ")))
+			r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (not allowed here)"})
+			r.popCall(c.ID)
+			continue
+		}
 		if _, ctl := a.(controller); !ctl && !c.Confirmed && r.loops(c) {
 			return r.stop(ctx, "I was repeating the same action ("+c.Name+") without progress")
 		}
@@ -53,7 +60,7 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 	for i, c := range r.tr.Calls {
 		a, _ := decode(c)
 		rd, ok := a.(reader)
-		if !ok {
+		if !ok || !r.allowed(c.Name) {
 			break
 		}
 		if i > 0 && r.loops(c) { // the first was counted by drain

@@ -193,6 +193,12 @@ type Input struct {
 	// put in the first prompt as get_overview's observation, instead of
 	// spending a model call to ask for them.
 	Overview bool
+	// Allow, when set, is the only actions the run may take (by name):
+	// the model is offered only these tools, and a call of any other
+	// action is refused without running, whatever the model was told
+	// (autopilot's runs, which nobody watches, may not complete, delete
+	// or comment). Empty: every action.
+	Allow []string
 }
 
 // Outcome is how Start or Resume left the run.
@@ -213,7 +219,7 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
 	var pre readResult
@@ -568,7 +574,7 @@ func (r *runner) request() Request {
 	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
-		req.Tools = tools(strict)
+		req.Tools = allowedTools(tools(strict), r.tr.Allow)
 		req.ToolChoice = "required"
 		req.ParallelToolCalls = true
 	} else {

@@ -104,6 +104,9 @@ type Transcript struct {
 	Protocol    Protocol `json:"protocol"`
 	Instruction string   `json:"instruction"`
 	Status      Status   `json:"status"`
+	// Allow is Input.Allow: the only actions the run may take (empty:
+	// every action). It is kept so that a resumed run keeps its limits.
+	Allow []string `json:"allow,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Calls are the actions of the last reply not yet run.
