@@ -22,3 +22,18 @@ func allowedTools(ts []Tool, allow []string) []Tool {
 	}
 	return out
 }
+
+// outside returns a task w would change that the run may not touch
+// (Input.Touch), or "".
+func (r *runner) outside(w writer) string {
+	tw, ok := w.(toucher)
+	if len(r.tr.Touch) == 0 || !ok {
+		return ""
+	}
+	for _, id := range tw.touches() {
+		if !slices.Contains(r.tr.Touch, id) {
+			return id
+		}
+	}
+	return ""
+}

@@ -68,3 +68,29 @@ func TestEngineAllowEmptyIsEverything(t *testing.T) {
 		t.Errorf("%d tools, want %d", got, want)
 	}
 }
+
+// TestEngineTouchRefusesOtherTasks: a run limited to some tasks cannot
+// move another, even one it read.
+func TestEngineTouchRefusesOtherTasks(t *testing.T) {
+	m := newTalkTasks()
+	m.projects = append(m.projects, Project{ID: "home", Name: "Home"})
+	s := &script{replies: []Response{
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t1","project_id":"home"},{"task_id":"t2","project_id":"home"}]}`),
+		tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_id":"home"}]}`),
+		tool(ActFinalAnswer, `{"answer":"Filed."}`),
+	}}
+	e := New(s, m, Config{})
+	out := e.Start(t.Context(), Input{Instruction: "file t2", Touch: []string{"t2"}}, Hooks{})
+	if out.Status != StatusDone {
+		t.Fatalf("status %s (%s)", out.Status, out.Answer)
+	}
+	if m.tasks["t1"].ProjectID != "inbox1" {
+		t.Errorf("t1 moved to %s; it was outside the run", m.tasks["t1"].ProjectID)
+	}
+	if m.tasks["t2"].ProjectID != "home" {
+		t.Errorf("t2 in %s, want home", m.tasks["t2"].ProjectID)
+	}
+	if obs := lastObs(s.reqs[1], "c_"+ActMoveTasks); !strings.Contains(obs, "may not be changed") {
+		t.Errorf("observation %q", obs)
+	}
+}

@@ -39,6 +39,13 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 		case reader:
 			o = r.readAll(ctx)
 		case writer:
+			if out := r.outside(a); out != "" {
+				r.tr.Failures++
+				r.result(c.ID, fmt.Sprintf("Error: task %s may not be changed in this run; nothing was done. Change only these tasks: %s.", out, strings.Join(r.tr.Touch, ", ")))
+				r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (a task outside this run)"})
+				r.popCall(c.ID)
+				continue
+			}
 			o = r.write(ctx, c, a)
 		case controller:
 			o = a.control(ctx, r, c.ID)

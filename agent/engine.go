@@ -199,6 +199,10 @@ type Input struct {
 	// (autopilot's runs, which nobody watches, may not complete, delete
 	// or comment). Empty: every action.
 	Allow []string
+	// Touch, when set, is the only existing tasks the run's writes may
+	// change (by id): a move or update of any other task is refused
+	// without running. Autopilot files the new tasks and nothing else.
+	Touch []string
 }
 
 // Outcome is how Start or Resume left the run.
@@ -219,7 +223,7 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow}
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
 	var pre readResult

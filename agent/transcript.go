@@ -107,6 +107,8 @@ type Transcript struct {
 	// Allow is Input.Allow: the only actions the run may take (empty:
 	// every action). It is kept so that a resumed run keeps its limits.
 	Allow []string `json:"allow,omitempty"`
+	// Touch is Input.Touch: the only existing tasks writes may change.
+	Touch []string `json:"touch,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Calls are the actions of the last reply not yet run.
