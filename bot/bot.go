@@ -72,6 +72,9 @@ type Config struct {
 	// UserDailyTokens caps the model tokens of one person per UTC day (0:
 	// no cap).
 	UserDailyTokens int
+	// AutopilotPerHour bounds one person's autopilot runs per hour
+	// (default DefaultAutopilotPerHour); new tasks beyond it wait.
+	AutopilotPerHour int
 }
 
 func (c *Config) defaults() {
@@ -105,6 +108,9 @@ func (c *Config) defaults() {
 	if c.Vision == "" {
 		c.Vision = VisionAuto
 	}
+	if c.AutopilotPerHour <= 0 {
+		c.AutopilotPerHour = DefaultAutopilotPerHour
+	}
 }
 
 // ErrStopped is returned by Handle once the bot is shutting down.
@@ -122,6 +128,8 @@ type Bot struct {
 	noVision atomic.Bool
 	// ledger holds each person's tokens of the day (see cap.go).
 	ledger ledger
+	// autopilotLocks serialise the autopilot's looks per person.
+	autopilotLocks autopilotLocks
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -627,9 +635,12 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	log := b.log.With(slog.String("job_id", j.ID), slog.String("thread_key", j.ThreadKey))
 	in := j.Incoming
 	var err error
-	if j.Kind == JobResume {
+	switch j.Kind {
+	case JobResume:
 		err = b.resumeRun(ctx, j.RunID, "", "")
-	} else {
+	case JobAutopilot:
+		err = b.autopilotRun(ctx, j)
+	default:
 		// A job is deleted once handled: when its turn is released, after
 		// the end of the run it started is in the store (usually with the
 		// job's deletion, so that this finds it gone).
@@ -657,7 +668,9 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
-		b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
+		if j.Kind != JobAutopilot { // nobody asked: the log says it
+			b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
+		}
 	}
 }
 

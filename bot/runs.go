@@ -38,6 +38,9 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if err := b.rememberThread(ctx, in); err != nil {
 		return err
 	}
+	if err := b.rememberConversation(ctx, in); err != nil {
+		return err
+	}
 	if b.overCap(ctx, in.Platform, in.UserID) {
 		b.send(ctx, in.Platform, reply(in, b.capMessage()))
 		return nil
@@ -250,7 +253,9 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	before := r.Usage
 	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	prog := newProgress(q, r, b.log)
-	prog.start(ctx, first)
+	if first != "" { // "": no status message (autopilot posts only its answer)
+		prog.start(ctx, first)
+	}
 	hooks := agent.Hooks{
 		Save: func(ctx context.Context, tr *agent.Transcript) error {
 			return b.saveStep(ctx, e, prog, tr, cancel)
@@ -473,7 +478,11 @@ func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) 
 // the run wrote, an Undo button.
 func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
 	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
-	return b.outbound(r.Platform, b.details(withUndo(reply(in, r.Answer), r, tr), r))
+	m := withUndo(reply(in, r.Answer), r, tr)
+	if r.Autopilot {
+		m = autopilotButtons(m)
+	}
+	return b.outbound(r.Platform, b.details(m, r))
 }
 
 // commitEnd saves c with what every end of e's run saves: its audit, its
@@ -552,6 +561,9 @@ func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) 
 func (b *Bot) press(ctx context.Context, in Incoming) error {
 	if runID, ok := undoButton(in.Button); ok {
 		return b.pressUndo(ctx, in, runID)
+	}
+	if in.Button == stopAutopilotButton {
+		return b.pressStopAutopilot(ctx, in)
 	}
 	key, _, ok := parseButton(in.Button)
 	if !ok {
