@@ -325,36 +325,34 @@ func autopilotInstruction(tasks []agent.Task, habits, scope string) string {
 }
 
 // autopilotAnswer is the run's one message: the tasks filed, from the
-// run's journal (what was done, whatever the model said), then the
-// model's lines about the tasks left.
+// run's journal (what was done, whatever the model said: "“Buy milk” →
+// Groceries"), then the model's lines about the tasks left.
 func autopilotAnswer(tasks []agent.Task, out agent.Outcome) string {
-	var filed []string
+	var lines []string
+	filed := map[string]bool{}
 	if out.Transcript != nil {
 		for _, a := range out.Transcript.Journal {
-			filed = append(filed, "• "+a.Summary)
+			filed[a.Write.ID] = true
+			if title, dest, ok := movedSummary(a.Summary); ok {
+				lines = append(lines, fmt.Sprintf("• “%s” → %s", title, dest))
+			} else {
+				lines = append(lines, "• "+a.Summary)
+			}
 		}
 	}
 	var sb strings.Builder
-	switch len(filed) {
-	case 0:
+	if len(lines) == 0 {
 		fmt.Fprintf(&sb, "🤖 Autopilot looked at %s in your inbox and filed none.", plural(len(tasks), "new task"))
-	default:
-		fmt.Fprintf(&sb, "🤖 Filed %s:\n%s", plural(len(tasks), "new task"), strings.Join(filed, "\n"))
-		if n := len(filed); n != len(tasks) {
-			sb.Reset()
-			fmt.Fprintf(&sb, "🤖 Autopilot made %s to %s:\n%s", plural(n, "change"), plural(len(tasks), "new task"), strings.Join(filed, "\n"))
-		}
+	} else {
+		fmt.Fprintf(&sb, "🤖 Filed %s:\n%s", plural(len(filed), "new task"), strings.Join(lines, "\n"))
 	}
 	rest := strings.TrimSpace(out.Answer)
-	switch out.Status {
-	case agent.StatusDone:
-		if rest != "" && !strings.EqualFold(strings.Trim(rest, ". "), "none left") {
-			sb.WriteString("\nLeft in the inbox:\n" + rest)
-		}
-	default:
-		if rest != "" {
-			sb.WriteString("\n" + rest)
-		}
+	switch {
+	case rest == "":
+	case out.Status != agent.StatusDone:
+		sb.WriteString("\n" + rest)
+	case !strings.EqualFold(strings.Trim(rest, ". "), "none left"):
+		sb.WriteString("\nLeft in the inbox:\n" + rest)
 	}
 	return sb.String()
 }

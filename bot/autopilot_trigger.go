@@ -98,6 +98,9 @@ func (b *Bot) AutopilotLoop(ctx context.Context, ticks <-chan time.Time) {
 			if err := b.AutopilotAll(ctx); err != nil && !errors.Is(err, ErrStopped) {
 				b.log.Warn("autopilot", slog.Any("err", err))
 			}
+			if b.cfg.autopilotPassed != nil {
+				b.cfg.autopilotPassed()
+			}
 		}
 	}
 }

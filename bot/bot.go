@@ -75,6 +75,10 @@ type Config struct {
 	// AutopilotPerHour bounds one person's autopilot runs per hour
 	// (default DefaultAutopilotPerHour); new tasks beyond it wait.
 	AutopilotPerHour int
+
+	// autopilotPassed, when set (by tests), hears the end of each pass
+	// of AutopilotLoop.
+	autopilotPassed func()
 }
 
 func (c *Config) defaults() {
