@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -121,7 +122,7 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"
 
 // newAPHarness starts the bot; the inbox holds before when autopilot is
 // turned on.
-func newAPHarness(t *testing.T, cfg Config, before ...string) *apHarness {
+func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 	t.Helper()
 	h := &apHarness{clock: &apClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, ticks: make(chan time.Time), passed: make(chan struct{})}
 	h.todo = todoisttest.New(t)
@@ -147,7 +148,9 @@ func newAPHarness(t *testing.T, cfg Config, before ...string) *apHarness {
 	t.Cleanup(func() { h.bot.Stop(); cancel() })
 	// The person talks to the bot once in private (their conversation
 	// is where autopilot posts), then turns autopilot on.
-	h.handle(t, msg("hi", "e-hi"))
+	if err := h.bot.Handle(t.Context(), msg("hi", "e-hi")); err != nil {
+		t.Fatal(err)
+	}
 	h.idle(t)
 	ps, err := h.bot.Settings(t.Context(), "telegram", "42")
 	if err != nil {
@@ -164,7 +167,7 @@ func newAPHarness(t *testing.T, cfg Config, before ...string) *apHarness {
 	return h
 }
 
-func (h *apHarness) idle(t *testing.T) {
+func (h *apHarness) idle(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -174,7 +177,7 @@ func (h *apHarness) idle(t *testing.T) {
 }
 
 // tick moves the clock one interval on and lets the trigger look.
-func (h *apHarness) tick(t *testing.T) {
+func (h *apHarness) tick(t testing.TB) {
 	t.Helper()
 	h.clock.add(time.Minute)
 	h.ticks <- h.clock.Now()
@@ -357,4 +360,35 @@ func TestAutopilotDailyCap(t *testing.T) {
 	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.groceries.ID {
 		t.Errorf("the next day the task is in %s, want Groceries", got.ProjectID)
 	}
+}
+
+// BenchmarkAutopilotBatch measures what one autopilot batch costs in
+// model tokens (the fake model server's estimate of a real model's
+// count: the system prompt, the tools, the prefetched overview of an
+// inbox of 20 tasks in 6 projects, the instruction) and calls: two new
+// tasks a batch.
+//
+//	go test ./bot -run '^$' -bench AutopilotBatch -benchtime 5x
+func BenchmarkAutopilotBatch(b *testing.B) {
+	var before []string
+	for i := range 20 {
+		before = append(before, fmt.Sprintf("Inbox task %d waiting to be sorted", i))
+	}
+	h := newAPHarness(b, Config{AutopilotPerHour: 1 << 20}, before...)
+	for _, name := range []string{"Errands", "Home", "Work", "Garden", "Taxes"} {
+		h.todo.AddProject(todoisttest.Project{Name: name})
+	}
+	h.tick(b)
+	u0, c0 := h.model.Usage(), h.model.Calls()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.add(fmt.Sprintf("Buy milk %d", i))
+		h.add(fmt.Sprintf("Think about the offsite agenda %d", i))
+		h.tick(b)
+	}
+	b.StopTimer()
+	u := h.model.Usage()
+	b.ReportMetric(float64(u.PromptTokens-u0.PromptTokens)/float64(b.N), "prompt-tokens/batch")
+	b.ReportMetric(float64(u.CompletionTokens-u0.CompletionTokens)/float64(b.N), "completion-tokens/batch")
+	b.ReportMetric(float64(h.model.Calls()-c0)/float64(b.N), "model-calls/batch")
 }
