@@ -430,7 +430,7 @@ func (c Config) validateTeam(serve bool) []error {
 	if c.DailyTokens < 0 {
 		bad("TIDYBOT_USER_DAILY_TOKENS must be 0 (no cap) or positive, not %d", c.DailyTokens)
 	}
-	if c.AutopilotInterval < time.Second {
+	if c.AutopilotInterval != 0 && c.AutopilotInterval < time.Second {
 		bad("TIDYBOT_AUTOPILOT_INTERVAL must be at least 1s, not %s", c.AutopilotInterval)
 	}
 	if !c.TeamMode() {
@@ -546,4 +546,13 @@ func (cfg Config) PageBase(addr string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// AutopilotEvery is TIDYBOT_AUTOPILOT_INTERVAL, its default (1m) when
+// unset.
+func (c Config) AutopilotEvery() time.Duration {
+	if c.AutopilotInterval <= 0 {
+		return time.Minute
+	}
+	return c.AutopilotInterval
 }
