@@ -78,9 +78,30 @@ type autopilotState struct {
 // replicas looking at once may queue the same task twice; the second
 // run finds it gone from the inbox and files nothing.
 type autopilotLocks struct {
-	// mu protects people.
+	// mu protects the fields below.
 	mu     sync.Mutex
 	people map[string]*sync.Mutex
+	// nobody holds when a Todoist user id last matched nobody (see
+	// AutopilotWebhook).
+	nobody map[string]time.Time
+}
+
+// unmatched reports whether a Todoist user id matched nobody within
+// unmatchedFor of now.
+func (l *autopilotLocks) unmatched(id string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.nobody[id]
+	return ok && now.Sub(at) < unmatchedFor
+}
+
+func (l *autopilotLocks) noMatch(id string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nobody == nil {
+		l.nobody = map[string]time.Time{}
+	}
+	l.nobody[id] = now
 }
 
 func (l *autopilotLocks) of(key string) *sync.Mutex {

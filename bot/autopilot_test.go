@@ -2,7 +2,11 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -391,4 +395,53 @@ func BenchmarkAutopilotBatch(b *testing.B) {
 	b.ReportMetric(float64(u.PromptTokens-u0.PromptTokens)/float64(b.N), "prompt-tokens/batch")
 	b.ReportMetric(float64(u.CompletionTokens-u0.CompletionTokens)/float64(b.N), "completion-tokens/batch")
 	b.ReportMetric(float64(h.model.Calls()-c0)/float64(b.N), "model-calls/batch")
+}
+
+// TestAutopilotWebhookFilesAtOnceAndTheLookIsTheSafetyNet: with Todoist
+// sending webhooks, a task added is filed at once, without a tick; the
+// person behind the Todoist user id is learned; a dropped webhook's task
+// is filed at the next periodic look.
+func TestAutopilotWebhookFilesAtOnceAndTheLookIsTheSafetyNet(t *testing.T) {
+	h := newAPHarness(t, Config{})
+	// The receiver (accounts.Webhook in serve; its signature check is
+	// tested there) hands item:added to the bot.
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			EventName string `json:"event_name"`
+			UserID    string `json:"user_id"`
+			EventData struct {
+				ID string `json:"id"`
+			} `json:"event_data"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(todoisttest.WebhookSignatureHeader) != todoisttest.SignWebhook(body, "app-secret") || json.Unmarshal(body, &ev) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if err := h.bot.AutopilotWebhook(r.Context(), ev.UserID, ev.EventData.ID); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer rcv.Close()
+	h.todo.SendWebhooks(rcv.URL, "app-secret", rcv.Client())
+
+	milk := h.add("Buy milk")
+	h.idle(t)
+	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.groceries.ID {
+		t.Fatalf("milk in %s after the webhook, want Groceries", got.ProjectID)
+	}
+	if who, _ := h.store.Setting(t.Context(), autopilotUserPrefix+h.todo.UserID()); who != "telegram:42" {
+		t.Errorf("the Todoist user is %q, want telegram:42", who)
+	}
+
+	h.todo.DropWebhooks(1)
+	bread := h.add("Buy bread")
+	h.idle(t)
+	if got, _ := h.todo.Task(bread.ID); got.ProjectID != h.todo.InboxID() {
+		t.Fatalf("bread filed though its webhook was dropped")
+	}
+	h.tick(t)
+	if got, _ := h.todo.Task(bread.ID); got.ProjectID != h.groceries.ID {
+		t.Errorf("bread in %s after the periodic look, want Groceries", got.ProjectID)
+	}
 }

@@ -104,3 +104,66 @@ func (b *Bot) AutopilotLoop(ctx context.Context, ticks <-chan time.Time) {
 		}
 	}
 }
+
+// Todoist's webhooks (team mode) say that a task was added to some
+// Todoist account, by the account's Todoist user id. The person it
+// belongs to is learned: the first webhook of an unknown user id looks
+// at every person with autopilot on, and the one whose look finds the
+// task is recorded for that id (setting autopilotUserPrefix+id); later
+// webhooks of the id look at that person only. A user id that matched
+// nobody (a person without autopilot) is not searched again for
+// unmatchedFor, per process: the periodic look covers them meanwhile.
+
+// autopilotUserPrefix starts the key of the setting naming the person
+// ("platform:user id") a Todoist user id belongs to.
+const autopilotUserPrefix = "autopilot-todoist-user:"
+
+// unmatchedFor is how long a Todoist user id that matched nobody is not
+// searched for again.
+const unmatchedFor = 10 * time.Minute
+
+// AutopilotWebhook handles Todoist's item:added for taskID in the
+// account of Todoist user todoistUserID: it looks at once at the inbox
+// of the person it belongs to, if their autopilot is on.
+func (b *Bot) AutopilotWebhook(ctx context.Context, todoistUserID, taskID string) error {
+	if todoistUserID == "" {
+		return nil
+	}
+	who, err := b.store.Setting(ctx, autopilotUserPrefix+todoistUserID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("bot: autopilot: read the person of Todoist user %s: %w", todoistUserID, err)
+	}
+	if who != "" {
+		platform, userID, _ := strings.Cut(who, ":")
+		return b.Autopilot(ctx, platform, userID)
+	}
+	if b.autopilotLocks.unmatched(todoistUserID, b.cfg.Now()) {
+		return nil
+	}
+	people, err := b.AutopilotPeople(ctx)
+	if err != nil {
+		return err
+	}
+	for _, who := range people {
+		platform, userID, _ := strings.Cut(who, ":")
+		if err := b.Autopilot(ctx, platform, userID); err != nil {
+			if errors.Is(err, ErrStopped) {
+				return err
+			}
+			b.log.Warn("autopilot look failed", slog.String("platform", platform), slog.String("user_id", userID), slog.Any("err", err))
+			continue
+		}
+		st, err := b.autopilotState(ctx, platform, userID)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(st.Seen, taskID) {
+			if err := b.store.SetSetting(ctx, autopilotUserPrefix+todoistUserID, who); err != nil {
+				return fmt.Errorf("bot: autopilot: remember the person of Todoist user %s: %w", todoistUserID, err)
+			}
+			return nil
+		}
+	}
+	b.autopilotLocks.noMatch(todoistUserID, b.cfg.Now())
+	return nil
+}

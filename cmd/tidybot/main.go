@@ -286,6 +286,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	b := bot.New(st, eng, bc)
 	if m.team != nil {
 		m.team.OnConnected(b.Connected)
+		m.team.OnItemAdded(b.AutopilotWebhook)
 	}
 	return b, nil
 }
