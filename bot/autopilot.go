@@ -67,7 +67,9 @@ const autopilotPrefix = "autopilot:"
 // autopilotState is what the autopilot keeps per person.
 type autopilotState struct {
 	// Seen are the inbox task ids already looked at (filed, left, or
-	// there when autopilot was turned on). Nil: never looked.
+	// there when autopilot was turned on), oldest first, the last
+	// maxSeen of them: a task autopilot filed and the person put back
+	// (Undo) is not new again. Nil: never looked.
 	Seen []string `json:"seen"`
 	// Runs are the times of the autopilot runs of the last hour.
 	Runs []time.Time `json:"runs,omitempty"`
@@ -193,21 +195,22 @@ func (b *Bot) Autopilot(ctx context.Context, platform, userID string) error {
 		return err
 	}
 	now := b.cfg.Now()
-	ids := make([]string, len(inbox))
+	seen := make(map[string]bool, len(st.Seen))
+	for _, id := range st.Seen {
+		seen[id] = true
+	}
 	var fresh []string
-	for i, t := range inbox {
-		ids[i] = t.ID
-		if st.Seen != nil && !slices.Contains(st.Seen, t.ID) {
+	for _, t := range inbox {
+		if !seen[t.ID] {
 			fresh = append(fresh, t.ID)
 		}
 	}
-	if st.Seen == nil || len(fresh) == 0 {
-		// The first look notes the inbox as it is; a later one with
-		// nothing new forgets the tasks that left it.
-		if st.Seen == nil || !sameSet(st.Seen, ids) {
-			st.Seen = nonNil(ids)
-			return b.saveAutopilotState(ctx, platform, userID, st)
-		}
+	if st.Seen == nil {
+		// The first look notes the inbox as it is.
+		st.Seen = append([]string{}, fresh...)
+		return b.saveAutopilotState(ctx, platform, userID, st)
+	}
+	if len(fresh) == 0 {
 		return nil
 	}
 	st.Runs = slices.DeleteFunc(st.Runs, func(t time.Time) bool { return now.Sub(t) >= time.Hour })
@@ -227,7 +230,10 @@ func (b *Bot) Autopilot(ctx context.Context, platform, userID string) error {
 	if err := b.store.Commit(ctx, Change{Job: &j}); err != nil {
 		return fmt.Errorf("bot: autopilot: queue a run for %s: %w", th.Key, err)
 	}
-	st.Seen, st.Runs = nonNil(ids), append(st.Runs, now)
+	st.Seen, st.Runs = append(st.Seen, fresh...), append(st.Runs, now)
+	if n := len(st.Seen) - maxSeen; n > 0 {
+		st.Seen = slices.Delete(st.Seen, 0, n)
+	}
 	if err := b.saveAutopilotState(ctx, platform, userID, st); err != nil {
 		return err
 	}
@@ -236,24 +242,9 @@ func (b *Bot) Autopilot(ctx context.Context, platform, userID string) error {
 	return nil
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			return false
-		}
-	}
-	return true
-}
+// maxSeen bounds the task ids an autopilot state keeps (Todoist never
+// reuses one): far more than an inbox holds.
+const maxSeen = 2000
 
 // autopilotRun is the job JobAutopilot: one run that files the new
 // tasks still in the inbox, posting one message.
@@ -394,7 +385,7 @@ func autopilotAnswer(tasks []agent.Task, out agent.Outcome) string {
 // autopilotButtons are the buttons of an autopilot run's message: Undo
 // (when it changed something) and Stop autopilot.
 func autopilotButtons(m Outgoing) Outgoing {
-	m.Buttons = append(m.Buttons, Button{Label: "⏹ Stop autopilot", Data: stopAutopilotButton})
+	m.Buttons = append(m.Buttons, Button{Label: "⏹ Stop autopilot", Data: stopAutopilotButton, Command: "settings"})
 	return m
 }
 

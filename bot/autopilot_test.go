@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,6 +247,7 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 	if undo == "" || stop == "" {
 		t.Fatalf("buttons %+v, want Undo and Stop autopilot", ann.Buttons)
 	}
+	h.tick(t) // a look before the Undo: the filed task left the inbox
 
 	// Undo restores it.
 	h.handle(t, Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true, Button: undo, ButtonRef: "q1", EventID: "press-undo"})
@@ -443,5 +445,28 @@ func TestAutopilotWebhookFilesAtOnceAndTheLookIsTheSafetyNet(t *testing.T) {
 	h.tick(t)
 	if got, _ := h.todo.Task(bread.ID); got.ProjectID != h.groceries.ID {
 		t.Errorf("bread in %s after the periodic look, want Groceries", got.ProjectID)
+	}
+}
+
+// TestAutopilotInputScope: scope "projects" offers no update_tasks; the
+// run may touch only the new tasks.
+func TestAutopilotInputScope(t *testing.T) {
+	tasks := []agent.Task{{ID: "a1", Content: "Buy milk"}, {ID: "b2", Content: "Call Bob"}}
+	all, projects := AutopilotInput(tasks, "", ""), AutopilotInput(tasks, "", "projects")
+	if !slices.Contains(all.Allow, agent.ActUpdateTasks) || slices.Contains(projects.Allow, agent.ActUpdateTasks) {
+		t.Errorf("allow %v and %v: update_tasks only in scope all", all.Allow, projects.Allow)
+	}
+	for _, in := range []agent.Input{all, projects} {
+		for _, a := range []string{agent.ActDeleteTasks, agent.ActCompleteTasks, agent.ActAddComments, agent.ActAskUser, agent.ActAddTasks} {
+			if slices.Contains(in.Allow, a) {
+				t.Errorf("%s allowed", a)
+			}
+		}
+		if strings.Join(in.Touch, ",") != "a1,b2" || !in.Overview || !strings.HasPrefix(in.Instruction, AutopilotPrefix) {
+			t.Errorf("input %+v", in)
+		}
+	}
+	if strings.Contains(projects.Instruction, "labels") {
+		t.Errorf("scope projects asks for labels: %s", projects.Instruction)
 	}
 }
