@@ -216,10 +216,20 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 	if calls := h.model.Calls(); calls != 1 {
 		t.Fatalf("%d model calls; a task there before autopilot was on is not filed", calls)
 	}
+	// A look with nothing new is one incremental /sync, no model call.
+	syncs, full := h.todo.SyncRequests(), h.todo.FullSyncs()
+	h.tick(t)
+	if got := h.todo.SyncRequests() - syncs; got != 1 || h.todo.FullSyncs() != full {
+		t.Errorf("a look made %d /sync requests (%d full), want 1 incremental", got, h.todo.FullSyncs()-full)
+	}
 	sentBefore := len(h.plat.texts())
+	tokens := h.bot.personUsage(t.Context(), "telegram", "42", h.clock.Now())
 	milk := h.add("Buy milk")
 	plumber := h.add("Call the plumber about the leak")
 	h.tick(t)
+	if h.bot.personUsage(t.Context(), "telegram", "42", h.clock.Now()) <= tokens {
+		t.Error("the autopilot run's tokens were not counted in the person's day")
+	}
 
 	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.groceries.ID {
 		t.Errorf("milk in %s, want Groceries", got.ProjectID)
