@@ -366,7 +366,6 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
-	go b.AutopilotLoop(ctx, time.NewTicker(cfg.AutopilotEvery()).C) // new inbox tasks, for people with autopilot on
 	if m.Ready != nil {
 		m.Ready(b)
 	}
@@ -406,6 +405,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
+	go b.AutopilotLoop(ctx, time.NewTicker(cfg.AutopilotEvery()).C) // new inbox tasks, for people with autopilot on
 	if m.Ready != nil {
 		m.Ready(b)
 	}
