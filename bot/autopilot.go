@@ -426,3 +426,25 @@ func (b *Bot) rememberConversation(ctx context.Context, in Incoming) error {
 	ps.Conversation = in.ThreadKey()
 	return b.SaveSettings(ctx, in.Platform, in.UserID, ps)
 }
+
+// dropAutopilot cancels an autopilot run stored without a transcript
+// (never, as autopilotRun saves the run with its first step): it is not
+// started again without its limits; the next look queues its tasks again
+// only if they are new.
+func (b *Bot) dropAutopilot(ctx context.Context, r *Run) error {
+	r.Status, r.Updated = RunCancelled, b.cfg.Now()
+	if err := b.store.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("bot: drop autopilot run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// touched are the tasks an autopilot run may change (its transcript's
+// Touch), for its message.
+func touched(tr *agent.Transcript) []agent.Task {
+	tasks := make([]agent.Task, len(tr.Touch))
+	for i, id := range tr.Touch {
+		tasks[i] = agent.Task{ID: id}
+	}
+	return tasks
+}

@@ -74,7 +74,7 @@ func (h *apHarness) filer(req agent.Request) agent.Response {
 		if m.Role == agent.RoleTool && strings.Contains(m.Content, "not allowed") {
 			refused = true
 		}
-		if m.Role == agent.RoleTool && strings.HasPrefix(m.Content, "Moved") {
+		if m.Role == agent.RoleTool && strings.Contains(m.Content, "Moved ") {
 			wrote = true
 		}
 	}
@@ -129,6 +129,12 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"
 // turned on.
 func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 	t.Helper()
+	return newAPHarnessEngine(t, cfg, agent.Config{}, before...)
+}
+
+// newAPHarnessEngine is newAPHarness with the engine configured as ecfg.
+func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...string) *apHarness {
+	t.Helper()
 	h := &apHarness{clock: &apClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, ticks: make(chan time.Time), passed: make(chan struct{})}
 	h.todo = todoisttest.New(t)
 	h.groceries = h.todo.AddProject(todoisttest.Project{Name: "Groceries"})
@@ -140,7 +146,8 @@ func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 	t.Cleanup(h.model.Close)
 	model := openai.New(openai.Config{APIKey: "sk-test", BaseURL: h.model.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, h.model.Client())
 	tasks := todoist.New(h.todo.Token, h.todo.URL, h.todo.Client(), todoist.WithBackoff(1e6, 1e7))
-	eng := agent.New(Metered(model), tasks, agent.Config{Now: h.clock.Now})
+	ecfg.Now = h.clock.Now
+	eng := agent.New(Metered(model), tasks, ecfg)
 	cfg.Workers, cfg.AllowedUsers, cfg.Now = 2, []string{"telegram:42"}, h.clock.Now
 	h.harness = &harness{store: newMemStore(), plat: newTelegram()}
 	h.bot = New(h.store, eng, cfg)
@@ -478,5 +485,35 @@ func TestAutopilotInputScope(t *testing.T) {
 	}
 	if strings.Contains(projects.Instruction, "labels") {
 		t.Errorf("scope projects asks for labels: %s", projects.Instruction)
+	}
+}
+
+// TestAutopilotWaitsForAYesWhenEveryWriteNeedsOne: with TIDYBOT_CONFIRM
+// writes, autopilot's moves wait for the person's yes like any write;
+// the yes files them and the answer is autopilot's one message.
+func TestAutopilotWaitsForAYesWhenEveryWriteNeedsOne(t *testing.T) {
+	h := newAPHarnessEngine(t, Config{}, agent.Config{Confirm: agent.ConfirmWrites})
+	milk := h.add("Buy milk")
+	h.tick(t)
+	q := h.plat.last()
+	yes := ""
+	for _, b := range q.Buttons {
+		if strings.HasSuffix(b.Data, ":y") {
+			yes = b.Data
+		}
+	}
+	if yes == "" {
+		t.Fatalf("message %q %+v: want a confirmation", q.Text, q.Buttons)
+	}
+	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.todo.InboxID() {
+		t.Fatal("filed before the yes")
+	}
+	h.handle(t, Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true, Button: yes, ButtonRef: "q1", EventID: "press-yes"})
+	h.idle(t)
+	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.groceries.ID {
+		t.Errorf("milk in %s after the yes, want Groceries", got.ProjectID)
+	}
+	if last := h.plat.last(); !strings.HasPrefix(last.Text, "🤖 Filed 1 new task") || buttonData(last, "Stop autopilot") == "" {
+		t.Errorf("answer %q %+v; all %q", last.Text, last.Buttons, h.plat.texts())
 	}
 }

@@ -178,6 +178,12 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	if answer != "" {
 		first = "🤔 Working on it…"
 	}
+	if r.Autopilot {
+		first = "" // autopilot posts only its answer
+		if len(r.Transcript) == 0 {
+			return b.dropAutopilot(ctx, r)
+		}
+	}
 	if len(r.Transcript) == 0 {
 		// Stopped before its first step was saved: start it again.
 		var images []agent.Image
@@ -211,7 +217,11 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-		return ag.Resume(ctx, tr, answer, h)
+		out := ag.Resume(ctx, tr, answer, h)
+		if r.Autopilot {
+			out.Answer = autopilotAnswer(touched(tr), out)
+		}
+		return out
 	})
 }
 
