@@ -168,7 +168,7 @@ func (b *Bot) Autopilot(ctx context.Context, platform, userID string) error {
 		return nil
 	}
 	if ps.Conversation == "" {
-		log.Info("autopilot is on but the person has no conversation to post in yet")
+		log.Debug("autopilot is on but the person has no conversation to post in yet")
 		return nil
 	}
 	th, err := b.store.Thread(ctx, ps.Conversation)
