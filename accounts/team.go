@@ -81,6 +81,9 @@ type Team struct {
 	// deleted with the token.
 	snaps SnapshotDeleter
 
+	// itemAdded hears Todoist's item:added webhooks (webhook.go).
+	itemAdded ItemAdded
+
 	mu     sync.Mutex // protects agents
 	agents map[string]cachedAgent
 }
@@ -157,6 +160,14 @@ func (t *Team) OnConnected(f func(ctx context.Context, in bot.Incoming, account 
 // Routes adds the Connect page and Todoist's callback to mux.
 func (t *Team) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+CallbackPath, t.callback)
+	if t.oauth != nil && t.oauth.ClientSecret != "" {
+		mux.Handle("POST "+WebhookPath, NewWebhook(t.oauth.ClientSecret, func(ctx context.Context, user, task string) error {
+			if t.itemAdded == nil {
+				return nil
+			}
+			return t.itemAdded(ctx, user, task)
+		}, t.log))
+	}
 	mux.HandleFunc("GET "+ConnectPath, t.connectPage)
 }
 

@@ -28,6 +28,13 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 			r.popCall(c.ID)
 			continue
 		}
+		if !r.allowed(c.Name) {
+			r.tr.Failures++
+			r.result(c.ID, fmt.Sprintf("Error: %s is not allowed in this run; nothing was done. Allowed actions: %s.", c.Name, strings.Join(r.tr.Allow, ", ")))
+			r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (not allowed here)"})
+			r.popCall(c.ID)
+			continue
+		}
 		if _, ctl := a.(controller); !ctl && !c.Confirmed && r.loops(c) {
 			return r.stop(ctx, "I was repeating the same action ("+c.Name+") without progress")
 		}
@@ -36,6 +43,13 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 		case reader:
 			o = r.readAll(ctx)
 		case writer:
+			if out := r.outside(a); out != "" {
+				r.tr.Failures++
+				r.result(c.ID, fmt.Sprintf("Error: task %s may not be changed in this run; nothing was done. Change only these tasks: %s.", out, strings.Join(r.tr.Touch, ", ")))
+				r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (a task outside this run)"})
+				r.popCall(c.ID)
+				continue
+			}
 			o = r.write(ctx, c, a)
 		case controller:
 			o = a.control(ctx, r, c.ID)
@@ -57,7 +71,7 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 	for i, c := range r.tr.Calls {
 		a, _ := decode(c)
 		rd, ok := a.(reader)
-		if !ok || !r.offered(c.Name) {
+		if !ok || !r.offered(c.Name) || !r.allowed(c.Name) {
 			break
 		}
 		if i > 0 && r.loops(c) { // the first was counted by drain

@@ -206,6 +206,16 @@ type Input struct {
 	// the tools protocol the model is then offered only TidyActions: the
 	// tools it has no use for cost every call about 800 prompt tokens.
 	Overview bool
+	// Allow, when set, is the only actions the run may take (by name):
+	// the model is offered only these tools, and a call of any other
+	// action is refused without running, whatever the model was told
+	// (autopilot's runs, which nobody watches, may not complete, delete
+	// or comment). Empty: every action.
+	Allow []string
+	// Touch, when set, is the only existing tasks the run's writes may
+	// change (by id): a move or update of any other task is refused
+	// without running. Autopilot files the new tasks and nothing else.
+	Touch []string
 }
 
 // Outcome is how Start or Resume left the run.
@@ -226,9 +236,9 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted}
-	if in.Overview && e.cfg.Protocol == ProtocolTools {
-		tr.Actions = TidyActions
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch}
+	if in.Overview && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
+		tr.Actions = TidyActions // a run with its own Allow (autopilot) is offered those
 	}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
@@ -603,7 +613,7 @@ func (r *runner) request() Request {
 	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
-		req.Tools = tools(strict, r.tr.Actions)
+		req.Tools = allowedTools(tools(strict, r.tr.Actions), r.tr.Allow)
 		req.ToolChoice = "required"
 		req.ParallelToolCalls = true
 	} else {

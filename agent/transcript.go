@@ -110,6 +110,11 @@ type Transcript struct {
 	// TimeZone is Input.TimeZone: the zone of the run's "today" (empty:
 	// the to-do service's).
 	TimeZone string `json:"tz,omitempty"`
+	// Allow is Input.Allow: the only actions the run may take (empty:
+	// every action). It is kept so that a resumed run keeps its limits.
+	Allow []string `json:"allow,omitempty"`
+	// Touch is Input.Touch: the only existing tasks writes may change.
+	Touch []string `json:"touch,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Actions are the actions the model is offered as tools; empty

@@ -75,6 +75,13 @@ type Config struct {
 	// TimerEvery is how often the bot looks for due timers (default
 	// 15s): a digest comes at most this late.
 	TimerEvery time.Duration
+	// AutopilotPerHour bounds one person's autopilot runs per hour
+	// (default DefaultAutopilotPerHour); new tasks beyond it wait.
+	AutopilotPerHour int
+
+	// autopilotPassed, when set (by tests), hears the end of each pass
+	// of AutopilotLoop.
+	autopilotPassed func()
 }
 
 func (c *Config) defaults() {
@@ -111,6 +118,9 @@ func (c *Config) defaults() {
 	if c.TimerEvery <= 0 {
 		c.TimerEvery = 15 * time.Second
 	}
+	if c.AutopilotPerHour <= 0 {
+		c.AutopilotPerHour = DefaultAutopilotPerHour
+	}
 }
 
 // ErrStopped is returned by Handle once the bot is shutting down.
@@ -128,6 +138,8 @@ type Bot struct {
 	noVision atomic.Bool
 	// ledger holds each person's tokens of the day (see cap.go).
 	ledger ledger
+	// autopilotLocks serialise the autopilot's looks per person.
+	autopilotLocks autopilotLocks
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -636,9 +648,12 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	log := b.log.With(slog.String("job_id", j.ID), slog.String("thread_key", j.ThreadKey))
 	in := j.Incoming
 	var err error
-	if j.Kind == JobResume {
+	switch j.Kind {
+	case JobResume:
 		err = b.resumeRun(ctx, j.RunID, "", "")
-	} else {
+	case JobAutopilot:
+		err = b.autopilotRun(ctx, j)
+	default:
 		// A job is deleted once handled: when its turn is released, after
 		// the end of the run it started is in the store (usually with the
 		// job's deletion, so that this finds it gone).
@@ -666,7 +681,9 @@ func (b *Bot) process(ctx context.Context, j Job) {
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
-		b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
+		if j.Kind != JobAutopilot { // nobody asked: the log says it
+			b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
+		}
 	}
 }
 

@@ -34,6 +34,7 @@ type progress struct {
 	posting bool // the status message is queued, its id not known yet
 	header  string
 	editing bool // an edit is queued and not begun: it shows the lines then
+	started bool // start was called: the updater runs
 
 	kick chan struct{}
 	quit chan struct{}
@@ -58,7 +59,7 @@ func (pr *progress) start(_ context.Context, first string) {
 		return
 	}
 	pr.mu.Lock()
-	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
+	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
 	pr.mu.Unlock()
 	pr.q.sendThen(Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first}, func(id string, err error) {
 		if err != nil {
@@ -187,10 +188,15 @@ func (pr *progress) edit(m Outgoing) {
 	})
 }
 
-// stop shows what is left and stops the updater.
+// stop shows what is left and stops the updater (if start started it).
 func (pr *progress) stop(context.Context) {
 	close(pr.quit)
-	<-pr.done
+	pr.mu.Lock()
+	started := pr.started
+	pr.mu.Unlock()
+	if started {
+		<-pr.done
+	}
 }
 
 // settle closes a status message that never got a progress line (a run

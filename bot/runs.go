@@ -180,6 +180,12 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	if answer != "" {
 		first = "🤔 Working on it…"
 	}
+	if r.Autopilot {
+		first = "" // autopilot posts only its answer
+		if len(r.Transcript) == 0 {
+			return b.dropAutopilot(ctx, r)
+		}
+	}
 	if len(r.Transcript) == 0 {
 		// Stopped before its first step was saved: start it again.
 		var images []agent.Image
@@ -213,7 +219,11 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-		return ag.Resume(ctx, tr, answer, h)
+		out := ag.Resume(ctx, tr, answer, h)
+		if r.Autopilot {
+			out.Answer = autopilotAnswer(touched(tr), out)
+		}
+		return out
 	})
 }
 
@@ -255,7 +265,9 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	before := r.Usage
 	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	prog := newProgress(q, r, b.log)
-	prog.start(ctx, first)
+	if first != "" { // "": no status message (autopilot posts only its answer)
+		prog.start(ctx, first)
+	}
 	hooks := agent.Hooks{
 		Save: func(ctx context.Context, tr *agent.Transcript) error {
 			return b.saveStep(ctx, e, prog, tr, cancel)
@@ -478,7 +490,13 @@ func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) 
 // the run wrote, an Undo button.
 func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
 	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
-	return b.outbound(r.Platform, b.details(withFeedback(withUndo(reply(in, r.Answer), r, tr), r), r))
+	m := withUndo(reply(in, r.Answer), r, tr)
+	if r.Autopilot {
+		m = autopilotButtons(m) // nobody asked: Undo and Stop, no rating
+	} else {
+		m = withFeedback(m, r)
+	}
+	return b.outbound(r.Platform, b.details(m, r))
 }
 
 // commitEnd saves c with what every end of e's run saves: its audit, its
@@ -566,6 +584,9 @@ func (b *Bot) press(ctx context.Context, in Incoming) error {
 	}
 	if strings.HasPrefix(in.Button, "dg:") {
 		return b.pressDigest(ctx, in)
+	}
+	if in.Button == stopAutopilotButton {
+		return b.pressStopAutopilot(ctx, in)
 	}
 	key, _, ok := parseButton(in.Button)
 	if !ok {

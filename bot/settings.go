@@ -67,5 +67,6 @@ func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps Pers
 	if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
 		return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
 	}
-	return nil
+	// The autopilot's trigger finds the people to look at here.
+	return b.indexAutopilot(ctx, platform, userID, ps.Autopilot)
 }

@@ -84,7 +84,7 @@ func (b *Bot) ackStatus(in Incoming) bool {
 // in the same call, so the chat's later calls find it.
 func (pr *progress) startLine(first string) {
 	pr.mu.Lock()
-	pr.header, pr.posting, pr.sent = first, true, len(pr.lines)
+	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
 	pr.mu.Unlock()
 	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
 	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {

@@ -163,6 +163,8 @@ type Run struct {
 
 	// DM is set for a run in a direct conversation.
 	DM bool `json:"dm,omitempty"`
+	// Autopilot is set for a run autopilot started (see autopilot.go).
+	Autopilot bool `json:"autopilot,omitempty"`
 
 	// Feedback is the asker's 👍 or 👎 on the run's answer, nil
 	// before any (bot/feedback.go).
@@ -181,7 +183,7 @@ type Job struct {
 	Incoming  Incoming  `json:"incoming"`
 	Enqueued  time.Time `json:"enqueued"`
 
-	// Kind is JobIncoming (also when empty) or JobResume.
+	// Kind is JobIncoming (also when empty), JobResume or JobAutopilot.
 	Kind string `json:"kind,omitempty"`
 	// RunID is the run a JobResume job continues.
 	RunID string `json:"run_id,omitempty"`

@@ -288,6 +288,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	b := bot.New(st, eng, bc)
 	if m.team != nil {
 		m.team.OnConnected(b.Connected)
+		m.team.OnItemAdded(b.AutopilotWebhook)
 	}
 	return b, nil
 }
@@ -406,6 +407,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
+	go b.AutopilotLoop(ctx, time.NewTicker(cfg.AutopilotEvery()).C) // new inbox tasks, for people with autopilot on
 	if m.Ready != nil {
 		m.Ready(b)
 	}

@@ -117,6 +117,13 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 			return call(agent.ActAddTasks, map[string]any{"tasks": tasks})
 		}
 		return final(fmt.Sprintf("Added %d items to Groceries.", len(listItems)))
+	case strings.HasPrefix(instr, bot.AutopilotPrefix):
+		// Autopilot: grocery tasks go to Groceries, in one reply after
+		// the prefetched overview.
+		if id := findTask("milk"); id != "" && assistant <= 1 {
+			return call(agent.ActMoveTasks, map[string]any{"moves": []map[string]string{{"task_id": id, "project_name": "Groceries"}}})
+		}
+		return final("none left")
 	case instr == bot.TidyInboxInstruction || strings.EqualFold(instr, "tidy my inbox"):
 		return (&sim.Tidier{Groups: sim.TalkGroups, Check: s.check}).Reply(agent.Request{Messages: req.Messages[start:], Tools: req.Tools})
 	case strings.Contains(instr, "dentist"):

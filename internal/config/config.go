@@ -75,6 +75,7 @@ type Config struct {
 	ClientSecret          string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
 	TodoistAuth           string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
 	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
+	AutopilotInterval     time.Duration `envconfig:"TIDYBOT_AUTOPILOT_INTERVAL" default:"1m" desc:"how often autopilot looks for new inbox tasks of the people who turned it on (one small incremental /sync each; a Todoist webhook tells it at once in team mode)"`
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 }
 
@@ -429,6 +430,9 @@ func (c Config) validateTeam(serve bool) []error {
 	if c.DailyTokens < 0 {
 		bad("TIDYBOT_USER_DAILY_TOKENS must be 0 (no cap) or positive, not %d", c.DailyTokens)
 	}
+	if c.AutopilotInterval != 0 && c.AutopilotInterval < time.Second {
+		bad("TIDYBOT_AUTOPILOT_INTERVAL must be at least 1s, not %s", c.AutopilotInterval)
+	}
 	if !c.TeamMode() {
 		return errs
 	}
@@ -542,4 +546,13 @@ func (cfg Config) PageBase(addr string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// AutopilotEvery is TIDYBOT_AUTOPILOT_INTERVAL, its default (1m) when
+// unset.
+func (c Config) AutopilotEvery() time.Duration {
+	if c.AutopilotInterval <= 0 {
+		return time.Minute
+	}
+	return c.AutopilotInterval
 }

@@ -135,6 +135,9 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 		// /tidy-inbox runs as the bot runs it: the overview read first,
 		// the tidy's actions only.
 		in := agent.Input{Instruction: turn.Message, History: history, Overview: turn.Message == bot.TidyInboxInstruction}
+		if len(t.Autopilot) > 0 {
+			in = bot.AutopilotInput(w.newTasks(t.Autopilot), "", "")
+		}
 		out := eng.Start(ctx, in, agent.Hooks{})
 		next := 0
 		for q := 0; out.Status.Waiting() && q < maxQuestions; q++ {
@@ -183,6 +186,9 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 // judge returns why the attempt failed, in one line, or "" when it passed.
 func (t Task) judge(w *World, writes []written, asked int, ended []string) string {
 	for _, wr := range writes {
+		if len(t.Autopilot) > 0 && (wr.kind == agent.CloseTask || wr.kind == agent.DeleteTask || wr.kind == agent.AddComment) {
+			return "forbidden in autopilot: " + wr.what
+		}
 		if wr.kind == agent.DeleteProject {
 			return "forbidden: " + wr.what
 		}
@@ -284,3 +290,24 @@ func (r *recorder) writes() []written {
 
 var _ agent.Tasks = (*recorder)(nil)
 var _ agent.TimeZoner = (*recorder)(nil)
+
+// newTasks are the open inbox tasks at the start like any of sels (the
+// autopilot's new tasks), as the agent sees tasks.
+func (w *World) newTasks(sels []string) []agent.Task {
+	inbox := ""
+	for _, p := range w.Start.Projects {
+		if p.IsInbox {
+			inbox = p.ID
+		}
+	}
+	var out []agent.Task
+	for _, t := range w.Start.Tasks {
+		if t.ProjectID != inbox || t.Checked {
+			continue
+		}
+		if slices.ContainsFunc(sels, func(s string) bool { return like(t.Content, s) }) {
+			out = append(out, agent.Task{ID: t.ID, Content: t.Content, ProjectID: t.ProjectID})
+		}
+	}
+	return out
+}

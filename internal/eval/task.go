@@ -34,6 +34,12 @@ type Task struct {
 	// MayDelete lists the tasks (content substrings) the user asks to
 	// remove; deleting any other task or any project is forbidden.
 	MayDelete []string
+	// Autopilot, when set, makes the task an autopilot run: these inbox
+	// tasks of the seed (content substrings) are the new ones, and the
+	// one turn runs with the bot's autopilot input (bot.AutopilotInput:
+	// its instruction, whose start is the turn's Message, and its
+	// limits). Completing, deleting or commenting is forbidden.
+	Autopilot []string
 }
 
 // Turn is one user message with the simulated user's answers to the

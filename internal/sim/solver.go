@@ -121,7 +121,10 @@ func (s *Solver) find(msgs []agent.Message) ([]candidate, int) {
 		var out []candidate
 		for ti := range s.Suite {
 			for ui := range s.Suite[ti].Turns {
-				if s.Suite[ti].Turns[ui].Message == msgs[i].Content {
+				msg := s.Suite[ti].Turns[ui].Message
+				// An autopilot turn's message is the start of the
+				// instruction, which goes on with the new tasks' ids.
+				if msg == msgs[i].Content || (len(s.Suite[ti].Autopilot) > 0 && strings.HasPrefix(msgs[i].Content, msg)) {
 					out = append(out, candidate{&s.Suite[ti], &s.Suite[ti].Turns[ui]})
 				}
 			}

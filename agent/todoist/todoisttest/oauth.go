@@ -74,6 +74,9 @@ type App struct {
 	ClientID, ClientSecret string
 	// RedirectURL is the "OAuth redirect URL" of the app's settings.
 	RedirectURL string
+	// WebhookURL, when set, is the app's "Webhook callback URL": the
+	// accounts that authorize the app send it their webhooks (webhook.go).
+	WebhookURL string
 }
 
 // Account is one person's Todoist: its own fake server (projects, tasks).
@@ -278,6 +281,10 @@ func (s *Service) accessToken(w http.ResponseWriter, r *http.Request) {
 	tok := randHex(20)
 	s.tokens[tok] = g.acct
 	s.scopes[tok] = g.scope
+	if app.WebhookURL != "" {
+		// Webhooks start once a person authorizes the app.
+		g.acct.SendWebhooks(app.WebhookURL, app.ClientSecret, nil)
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "token_type": "Bearer"})
 }
 

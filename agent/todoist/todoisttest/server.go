@@ -117,6 +117,8 @@ type Server struct {
 	stale *staleFull
 	// fullName and email are the user's (GET /user; WithUser).
 	fullName, email string
+	// hooks, when set, is where webhooks go (webhook.go).
+	hooks *webhooks
 }
 
 // Limits are plan limits (Todoist's documented example of a free plan:
@@ -466,6 +468,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+	s.flushWebhooks()
 }
 
 func (s *Server) takeFault(key string) (Fault, bool) {

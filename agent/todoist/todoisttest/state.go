@@ -392,6 +392,7 @@ func (s *Server) newLabel(l Label) *Label {
 // or ParentID sets the project (and section) from it. Priority 0 means 1
 // (normal). A Due with a String but no Date gets its Date from the String.
 func (s *Server) AddTask(t Task) Task {
+	defer s.flushWebhooks() // after the lock: the receiver may call back
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t.SectionID != "" {
@@ -451,6 +452,7 @@ func (s *Server) newTask(t Task) *Task {
 	}
 	nt := &t
 	s.st.addTask(nt)
+	s.taskAdded(nt)
 	return nt
 }
 

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
+)
+
+// TestServeAutopilotOnTelegram: through `tidybot serve` (Telegram, the
+// fake Todoist, the fake model), with autopilot on a task added to the
+// inbox is filed at the next TIDYBOT_AUTOPILOT_INTERVAL and announced
+// with Undo and Stop autopilot; Undo restores it; Stop autopilot stops
+// it.
+func TestServeAutopilotOnTelegram(t *testing.T) {
+	e := newEnv(t)
+	groceries := e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
+	e.cfg.AutopilotInterval = time.Second
+	e.cfg.HTTPAddr = freeAddr(t)
+	var (
+		mu sync.Mutex
+		b  *bot.Bot
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+			for _, m := range tg.Messages(42) {
+				t.Logf("message %q %v", m.Text, m.Labels)
+			}
+		}
+	})
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: logs, Ready: func(x *bot.Bot) {
+		mu.Lock()
+		b = x
+		mu.Unlock()
+	}}
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		_ = m.Close()
+	})
+	waitFor(t, "serve", func() bool { mu.Lock(); defer mu.Unlock(); return b != nil })
+
+	// The person writes once in private, then turns autopilot on (what
+	// /settings autopilot on does).
+	tg.PushText(42, 42, "hi")
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == "You said: hi" })
+	ps, err := b.Settings(t.Context(), "telegram", "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.Autopilot = true
+	if err := b.SaveSettings(t.Context(), "telegram", "42", ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Autopilot(t.Context(), "telegram", "42"); err != nil { // the first look: the inbox as it is
+		t.Fatal(err)
+	}
+
+	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
+	var ann telegramtest.Sent
+	waitFor(t, "autopilot's message", func() bool {
+		ms := tg.Messages(42)
+		ann = ms[len(ms)-1]
+		return strings.HasPrefix(ann.Text, "🤖 Filed 1 new task")
+	})
+	if got, _ := e.todo.Task(milk.ID); got.ProjectID != groceries.ID {
+		t.Errorf("milk in %s, want Groceries", got.ProjectID)
+	}
+	if len(ann.Labels) != 2 || !strings.Contains(ann.Labels[0], "Undo") || !strings.Contains(ann.Labels[1], "Stop autopilot") {
+		t.Fatalf("buttons %v, want Undo and Stop autopilot", ann.Labels)
+	}
+
+	tg.PushCallback(42, 42, ann.MessageID, ann.Buttons[0])
+	waitFor(t, "the undo", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == e.todo.InboxID() })
+
+	tg.PushCallback(42, 42, ann.MessageID, ann.Buttons[1])
+	waitFor(t, "autopilot off", func() bool { ps, _ := b.Settings(t.Context(), "telegram", "42"); return !ps.Autopilot })
+	calls := e.model.Calls()
+	e.todo.AddTask(todoisttest.Task{Content: "Buy more milk"})
+	if err := b.AutopilotAll(t.Context()); err != nil { // what the next tick does
+		t.Fatal(err)
+	}
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if e.model.Calls() != calls || len(e.todo.TasksIn(e.todo.InboxID())) != 2 {
+		t.Errorf("autopilot filed after Stop autopilot")
+	}
+}
+
+// TestServeAutopilotOnTodoistWebhook: in team mode, a person connects
+// their Todoist (whose app sends webhooks) and turns autopilot on; a task
+// added to their inbox reaches serve as a signed item:added at
+// /todoist/webhook and is filed at once (the periodic look is an hour
+// away); a forged webhook gets 401.
+func TestServeAutopilotOnTodoistWebhook(t *testing.T) {
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	const secret = "tidy-client-secret-0123"
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: secret, RedirectURL: base + accounts.CallbackPath, WebhookURL: base + accounts.WebhookPath})
+	alice := svc.NewAccount()
+	groceries := alice.AddProject(todoisttest.Project{Name: "Groceries"})
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", secret
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	e.cfg.AllowedUsers = []string{"telegram:*"}
+	e.cfg.HTTPAddr = addr
+	e.cfg.AutopilotInterval = time.Hour
+	b := serveWithBot(t, e)
+
+	tg.PushText(42, 42, "hi")
+	var link string
+	waitFor(t, "the Connect link", func() bool {
+		for _, m := range tg.Messages(42) {
+			for _, u := range m.URLs {
+				if l := connectLink(u); l != "" {
+					link = l
+				}
+			}
+		}
+		return link != ""
+	})
+	if code, body := open(t, alice.Browser(), link); code != http.StatusOK {
+		t.Fatalf("connect: HTTP %d %q", code, body)
+	}
+	waitFor(t, "the pending message's answer", func() bool { return lastText(tg, 42) == "You said: hi" })
+	ps, err := b.Settings(t.Context(), "telegram", "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.Autopilot = true
+	if err := b.SaveSettings(t.Context(), "telegram", "42", ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Autopilot(t.Context(), "telegram", "42"); err != nil { // the first look
+		t.Fatal(err)
+	}
+
+	milk := alice.AddTask(todoisttest.Task{Content: "Buy milk"})
+	waitFor(t, "autopilot's message", func() bool { return strings.HasPrefix(lastText(tg, 42), "🤖 Filed 1 new task") })
+	if got, _ := alice.Task(milk.ID); got.ProjectID != groceries.ID {
+		t.Errorf("milk in %s, want Groceries", got.ProjectID)
+	}
+	if sent, _ := alice.WebhooksSent(); sent != 1 {
+		t.Errorf("%d webhooks answered 200, want 1", sent)
+	}
+
+	body := `{"event_name":"item:added","user_id":"1","event_data":{"id":"x"}}`
+	req, _ := http.NewRequest(http.MethodPost, base+accounts.WebhookPath, strings.NewReader(body))
+	req.Header.Set("X-Todoist-Hmac-SHA256", todoisttest.SignWebhook([]byte(body), "another secret"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("forged webhook: HTTP %d, want 401", resp.StatusCode)
+	}
+}
+
+// serveWithBot runs `tidybot serve` with e's config until the test ends
+// and returns its bot.
+func serveWithBot(t *testing.T, e *env) *bot.Bot {
+	t.Helper()
+	var (
+		mu sync.Mutex
+		b  *bot.Bot
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: io.Discard, Ready: func(x *bot.Bot) {
+		mu.Lock()
+		b = x
+		mu.Unlock()
+	}}
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		_ = m.Close()
+	})
+	waitFor(t, "serve", func() bool { mu.Lock(); defer mu.Unlock(); return b != nil })
+	return b
+}
