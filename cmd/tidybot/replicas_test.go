@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
@@ -37,6 +40,7 @@ type replica struct {
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	ended chan error
+	gone  bool // cmd has ended
 }
 
 // startReplica starts the built binary's serve with environ (the
@@ -61,7 +65,7 @@ func (r *replica) start() {
 	ended := make(chan error, 1)
 	go func() { ended <- cmd.Wait() }()
 	r.mu.Lock()
-	r.cmd, r.ended = cmd, ended
+	r.cmd, r.ended, r.gone = cmd, ended, false
 	r.mu.Unlock()
 	waitServing(r.t, r.base, ended, r.logs)
 }
@@ -69,22 +73,25 @@ func (r *replica) start() {
 // kill SIGKILLs the process and waits for its end.
 func (r *replica) kill() {
 	r.mu.Lock()
-	cmd, ended := r.cmd, r.ended
-	r.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-ended
+	defer r.mu.Unlock()
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.ended
+	r.gone = true
 }
 
 // stop ends the process with SIGTERM, as a rolling deploy does.
 func (r *replica) stop() {
 	r.mu.Lock()
-	cmd, ended := r.cmd, r.ended
-	r.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	defer r.mu.Unlock()
+	if r.gone {
+		return
+	}
+	r.gone = true
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-ended:
+	case <-r.ended:
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = r.cmd.Process.Kill()
 		r.t.Errorf("serve did not stop within 30 s of SIGTERM")
 	}
 }
@@ -100,7 +107,8 @@ type replicaSet struct {
 	hc       *http.Client
 }
 
-func newReplicaSet(t testing.TB, e *env, n, people int) *replicaSet {
+// extra settings come last (the last of a duplicate wins).
+func newReplicaSet(t testing.TB, e *env, n, people int, extra ...string) *replicaSet {
 	t.Helper()
 	rs := &replicaSet{e: e, sl: slacktest.New(), logs: &syncBuffer{}, hc: &http.Client{Timeout: 10 * time.Second}}
 	t.Cleanup(rs.sl.Close)
@@ -112,9 +120,10 @@ func newReplicaSet(t testing.TB, e *env, n, people int) *replicaSet {
 		"OPENAI_API_KEY=" + e.cfg.OpenAIKey, "OPENAI_BASE_URL=" + e.cfg.OpenAIBaseURL, "OPENAI_MODEL=" + e.cfg.OpenAIModel,
 		"TODOIST_TOKEN=" + e.cfg.TodoistToken, "TODOIST_API_URL=" + e.cfg.TodoistURL,
 		"TIDYBOT_DB=" + e.cfg.DB, "TIDYBOT_DATABASE_URL=" + e.cfg.DatabaseURL, "TIDYBOT_METRICS_ADDR=",
-		"TIDYBOT_MAX_TOKENS=" + strconv.Itoa(e.cfg.MaxTokens), "TIDYBOT_LOG_LEVEL=warn",
+		"TIDYBOT_MAX_TOKENS=" + strconv.Itoa(e.cfg.MaxTokens), "TIDYBOT_LOG_LEVEL=info",
 		"SLACK_BOT_TOKEN=" + slacktest.Token, "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + rs.sl.URL,
 		"TIDYBOT_ALLOWED_USERS=" + strings.Join(allowed, ",")}
+	environ = append(environ, extra...)
 	for range n {
 		rs.replicas = append(rs.replicas, startReplica(t, environ, rs.logs))
 	}
@@ -277,6 +286,8 @@ func TestReplicasSurviveKills(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("runs resumed by another replica or a restart: %d; answers a dead replica left, posted by another: %d batches",
+		strings.Count(rs.logs.String(), "resuming run"), strings.Count(rs.logs.String(), "stopped process left"))
 	t.Logf("lost %d, answered twice %d, out of order %d, writes doubled %d, writes missing %d", lost, twice, disorder, doubled, unwritten)
 	if lost+twice+disorder+doubled+unwritten > 0 {
 		logs := rs.logs.String()
@@ -284,5 +295,88 @@ func TestReplicasSurviveKills(t *testing.T) {
 			logs = logs[len(logs)-20000:]
 		}
 		t.Errorf("lost %d, answered twice %d, out of order %d, writes doubled %d, writes missing %d; logs:\n%s", lost, twice, disorder, doubled, unwritten, logs)
+	}
+}
+
+// BenchmarkReplicaThroughput sends 2,000 messages from 200 people (each
+// person's in order, people side by side, each message a run that
+// writes a task to Todoist and answers) to `tidybot serve` processes on
+// one store, with the fake Slack, model and Todoist answering at once,
+// and reports messages per second from the first POST to the last
+// answer: one replica on bbolt, one on PostgreSQL, two on PostgreSQL
+// (POSTs spread over them). The serves, the fakes and the senders share
+// the machine's cores.
+//
+//	go test ./cmd/tidybot -run '^$' -bench ReplicaThroughput -benchtime 1x
+func BenchmarkReplicaThroughput(b *testing.B) {
+	const people, each = 200, 10
+	for _, c := range []struct {
+		name     string
+		postgres bool
+		replicas int
+	}{{"bbolt-1", false, 1}, {"postgres-1", true, 1}, {"postgres-2", true, 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				e := newEnv(b)
+				e.cfg.DatabaseURL = ""
+				if c.postgres {
+					e.cfg.DatabaseURL = pgtest.URL(b)
+				}
+				rs := newReplicaSet(b, e, c.replicas, people, "TIDYBOT_LOG_LEVEL=error")
+				start := time.Now()
+				rs.sendAll(b, people, each)
+				for deadline := time.Now().Add(5 * time.Minute); rs.sl.Calls("chat.postMessage") < 2*people*each; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d posts", rs.sl.Calls("chat.postMessage"), 2*people*each)
+					}
+				}
+				elapsed := time.Since(start)
+				n := 0
+				for p := range people {
+					n += len(rs.answers(p))
+				}
+				if n != people*each {
+					b.Errorf("%d of %d answered", n, people*each)
+				}
+				b.ReportMetric(float64(people*each)/elapsed.Seconds(), "msgs/s")
+				for _, r := range rs.replicas {
+					r.stop()
+				}
+			}
+		})
+	}
+}
+
+// TestButtonPressAtAnotherReplica: a run that waits for a confirmation
+// asked on one replica is resumed by a press that reaches another,
+// which finds the run in the database (the first is stopped before the
+// press, so that only the other can take it).
+func TestButtonPressAtAnotherReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts tidybot serve twice")
+	}
+	e := newEnv(t)
+	e.cfg.DatabaseURL = pgtest.URL(t)
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	rs := newReplicaSet(t, e, 2, 1)
+	a, b := rs.replicas[0].base, rs.replicas[1].base
+	if code := postSigned(t, a+"/slack/events", "application/json", slacktest.MessageEvent("EvB1", "D0", "im", "U0", "delete the cake task", "2.1", ""), slackSecret); code != 200 {
+		t.Fatalf("dm: %d", code)
+	}
+	waitFor(t, "the confirmation", func() bool { return len(lastPost(rs.sl, "D0").Buttons) == 2 })
+	q := lastPost(rs.sl, "D0")
+	rs.replicas[0].stop()
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tr1", "user": map[string]any{"id": "U0"}, "channel": map[string]any{"id": "D0"},
+		"container": map[string]any{"type": "message", "message_ts": q.TS, "channel_id": "D0"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_0", "block_id": "choices", "value": q.Buttons[0]}}})
+	if code := postSigned(t, b+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(url.Values{"payload": {string(payload)}}.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "the deletion", func() bool { return lastPost(rs.sl, "D0").Text == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 0 {
+		t.Errorf("tasks left: %d, want 0", n)
+	}
+	if n := strings.Count(fmtPosts(rs.sl.Posts("D0")), "Deleted the cake task."); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
 	}
 }
