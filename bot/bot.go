@@ -493,7 +493,7 @@ func (b *Bot) startShared(ctx context.Context) error {
 	b.workLoops.Add(2)
 	go func() {
 		defer b.workLoops.Done()
-		if err := b.feed.q.Listen(listen, b.feed.wake); err != nil {
+		if err := b.feed.q.Listen(listen, b.feed.wake, func(key string) { b.stopRun(key) }); err != nil {
 			b.log.Error("listen for new jobs; the sweep finds them", slog.Any("err", err))
 		}
 	}()

@@ -30,9 +30,13 @@ type Shared interface {
 	// without transcripts) and its jobs, oldest first; the caller holds
 	// its lease.
 	Work(ctx context.Context, key string) ([]*Run, []Job, error)
-	// Listen calls wake each time any process commits a job, until ctx
-	// ends.
-	Listen(ctx context.Context, wake func()) error
+	// Listen calls wake each time any process commits a job, and cancel
+	// with a conversation's key each time any process calls Cancel,
+	// until ctx ends.
+	Listen(ctx context.Context, wake func(), cancel func(key string)) error
+	// Cancel asks every process to stop the run of conversation key it
+	// is running (/cancel that reached another replica).
+	Cancel(ctx context.Context, key string) error
 	// ClaimOutbox makes the outbox entries of the given platforms whose
 	// process died (or that have none) this process's, and returns them,
 	// oldest first. An entry committed by this process is its own: no

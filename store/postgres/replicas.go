@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,10 @@ var _ bot.Shared = (*Store)(nil)
 // with the schema as its payload (databases kept in several schemas of
 // one server, as in tests, share the channel).
 const jobsChannel = "tidybot_jobs"
+
+// cancelChannel carries /cancel to the replica running the run: the
+// schema, a newline and the conversation's key.
+const cancelChannel = "tidybot_cancel"
 
 // leases is this process's connection for session advisory locks: the
 // lease of each conversation it works on, and its replica lock, which
@@ -128,9 +133,9 @@ func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, er
 // Listen implements bot.Shared: LISTEN on a connection of its own,
 // made again after a failure (wake is then called, as a notification
 // may have been missed).
-func (s *Store) Listen(ctx context.Context, wake func()) error {
+func (s *Store) Listen(ctx context.Context, wake func(), cancel func(key string)) error {
 	for ctx.Err() == nil {
-		err := s.listen(ctx, wake)
+		err := s.listen(ctx, wake, cancel)
 		if ctx.Err() != nil {
 			break
 		}
@@ -144,7 +149,7 @@ func (s *Store) Listen(ctx context.Context, wake func()) error {
 	return nil
 }
 
-func (s *Store) listen(ctx context.Context, wake func()) error {
+func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -159,7 +164,7 @@ func (s *Store) listen(ctx context.Context, wake func()) error {
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+jobsChannel+"; LISTEN "+cancelChannel); err != nil {
 		return err
 	}
 	for {
@@ -167,10 +172,25 @@ func (s *Store) listen(ctx context.Context, wake func()) error {
 		if err != nil {
 			return err
 		}
-		if n.Payload == schema {
-			wake()
+		switch n.Channel {
+		case jobsChannel:
+			if n.Payload == schema {
+				wake()
+			}
+		case cancelChannel:
+			if key, ok := strings.CutPrefix(n.Payload, schema+"\n"); ok {
+				cancel(key)
+			}
 		}
 	}
+}
+
+// Cancel implements bot.Shared.
+func (s *Store) Cancel(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, current_schema() || E'\n' || $2)`, cancelChannel, key); err != nil {
+		return fmt.Errorf("store: cancel %s: %w", key, err)
+	}
+	return nil
 }
 
 // notifyJob signals the jobs channel at the commit of q's transaction.

@@ -96,16 +96,17 @@ func TestPendingAndWork(t *testing.T) {
 }
 
 // TestListenWakesOnAJob: a job committed by one replica wakes the other
-// at once.
+// at once, and a Cancel of one reaches the other with its key.
 func TestListenWakesOnAJob(t *testing.T) {
 	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	woke := make(chan struct{}, 16)
+	cancels := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func() { woke <- struct{}{} })
+		_ = b.Listen(ctx, func() { woke <- struct{}{} }, func(key string) { cancels <- key })
 	}()
 	defer func() { cancel(); <-done }()
 	// The listener may not be listening yet: commit until it wakes.
@@ -117,6 +118,17 @@ func TestListenWakesOnAJob(t *testing.T) {
 		}
 		select {
 		case <-woke:
+			if err := a.Cancel(context.Background(), "slack:C1:7 U1"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case key := <-cancels:
+				if key != "slack:C1:7 U1" {
+					t.Errorf("cancel of %q, want slack:C1:7 U1", key)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("a Cancel did not reach the other replica")
+			}
 			return
 		case <-time.After(200 * time.Millisecond):
 		case <-deadline:
