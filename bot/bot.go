@@ -491,12 +491,7 @@ func (b *Bot) startShared(ctx context.Context) error {
 	}
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b.workLoops.Add(2)
-	go func() {
-		defer b.workLoops.Done()
-		if err := b.feed.q.Listen(listen, b.feed.wake, func(key string) { b.stopRun(key) }); err != nil {
-			b.log.Error("listen for new jobs; the sweep finds them", slog.Any("err", err))
-		}
-	}()
+	go b.feed.listen(listen)
 	go func() {
 		defer stop()
 		b.feed.loop(context.WithoutCancel(ctx))

@@ -123,7 +123,7 @@ type ledger struct {
 type tally struct {
 	read     time.Time // when spent was last read from the store
 	spent    int       // counted in the store, or about to be (calls that ended)
-	reserved int // the bounds of calls in flight
+	reserved int       // the bounds of calls in flight
 	// changed is closed and replaced when a call ends.
 	changed chan struct{}
 }

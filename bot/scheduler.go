@@ -129,6 +129,22 @@ func (s *scheduler) waitIdle(ctx context.Context) error {
 	}
 }
 
+// expect counts work about to be added (a conversation being leased and
+// read, see feeder.offer) as running, so that waitIdle waits for it;
+// settle ends that count.
+func (s *scheduler) expect() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running++
+}
+
+func (s *scheduler) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	s.broadcast()
+}
+
 // inFlight reports how many jobs are running and queued.
 func (s *scheduler) inFlight() (running, queued int) {
 	s.mu.Lock()

@@ -32,7 +32,8 @@ type Shared interface {
 	Work(ctx context.Context, key string) ([]*Run, []Job, error)
 	// Listen calls wake each time any process commits a job, and cancel
 	// with a conversation's key each time any process calls Cancel,
-	// until ctx ends.
+	// until ctx ends (nil) or it fails (what was sent meanwhile is
+	// missed).
 	Listen(ctx context.Context, wake func(), cancel func(key string)) error
 	// Cancel asks every process to stop the run of conversation key it
 	// is running (/cancel that reached another replica).
@@ -113,6 +114,25 @@ func (f *feeder) loop(ctx context.Context) {
 	}
 }
 
+// listen runs Listen until ctx ends, again after a failure (with a
+// fill, for what was missed).
+func (f *feeder) listen(ctx context.Context) {
+	defer f.b.workLoops.Done()
+	for {
+		err := f.q.Listen(ctx, f.wake, func(key string) { f.b.stopRun(key) })
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		f.b.log.Warn("listen for new jobs; trying again in 1 s, the sweep finds what comes meanwhile", slog.Any("err", err))
+		f.wake()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // claimOutbox posts the outbox entries of dead processes.
 func (f *feeder) claimOutbox(ctx context.Context) {
 	obs, err := f.q.ClaimOutbox(ctx, f.platforms())
@@ -160,6 +180,8 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	}
 	f.held[key] = true
 	f.mu.Unlock()
+	f.b.sched.expect()
+	defer f.b.sched.settle()
 	ok, err := f.q.Hold(ctx, key)
 	if err != nil || !ok {
 		if err != nil {

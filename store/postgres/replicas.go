@@ -46,10 +46,15 @@ func newReplicaID() string {
 
 // leaseConn returns the lease connection, made at the first call (a
 // store that never leases, as tidybot runs, holds none), with this
-// process's replica lock taken. mu must be held.
+// process's replica lock taken. A connection that was lost (its leases
+// with it) is made again. mu must be held.
+//
+// Its queries run on a context that the caller's end does not cancel:
+// pgx closes a connection whose query is cancelled, which would drop
+// every lease.
 func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
-	if s.leases.conn != nil {
-		return s.leases.conn, nil
+	if c := s.leases.conn; c != nil && !c.IsClosed() {
+		return c, nil
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -67,6 +72,8 @@ func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 // Hold implements bot.Shared: a session advisory lock on the
 // conversation, on the lease connection.
 func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	conn, err := s.leaseConn(ctx)
@@ -82,6 +89,8 @@ func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
 
 // Release implements bot.Shared.
 func (s *Store) Release(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	conn, err := s.leaseConn(ctx)
@@ -131,22 +140,13 @@ func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, er
 }
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,
-// made again after a failure (wake is then called, as a notification
-// may have been missed).
+// until ctx ends (nil) or the connection fails.
 func (s *Store) Listen(ctx context.Context, wake func(), cancel func(key string)) error {
-	for ctx.Err() == nil {
-		err := s.listen(ctx, wake, cancel)
-		if ctx.Err() != nil {
-			break
-		}
-		wake()
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-		_ = err // the caller's slow poll covers the gap; the next try says more
+	err := s.listen(ctx, wake, cancel)
+	if ctx.Err() != nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("store: listen: %w", err)
 }
 
 func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)) error {
@@ -232,6 +232,8 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 // lockDead runs fn while holding owner's replica lock, if it is free
 // (its process is gone), and reports whether it was.
 func (s *Store) lockDead(ctx context.Context, owner string, fn func() error) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	conn, err := s.leaseConn(ctx)
