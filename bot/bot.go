@@ -403,7 +403,7 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	}
 	b.ack(in)
 	if b.feed != nil {
-		b.feed.offer(ctx, key) // or the process that holds key takes it
+		b.feed.offer(context.WithoutCancel(ctx), key) // or the process that holds key takes it
 	} else {
 		b.sched.add(j, false)
 	}
