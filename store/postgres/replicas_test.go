@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -188,4 +189,61 @@ func TestOutboxIsClaimedOnlyFromADeadReplica(t *testing.T) {
 	if got, err := c.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(got) != 0 {
 		t.Errorf("a third replica claimed a live replica's entry: %v %v", got, err)
 	}
+}
+
+// BenchmarkWakeUp measures how long after one replica commits a job
+// another replica's Listen wakes (LISTEN/NOTIFY), commit included.
+//
+//	go test ./store/postgres -run '^$' -bench WakeUp -benchtime 200x
+func BenchmarkWakeUp(b *testing.B) {
+	u := pgtest.URL(b)
+	ctx := context.Background()
+	x, err := Open(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	y, err := Open(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer y.Close()
+	woke := make(chan struct{}, 1)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = y.Listen(lctx, func() {
+			select {
+			case woke <- struct{}{}:
+			default:
+			}
+		}, func(string) {})
+	}()
+	defer func() { cancel(); <-done }()
+	commit := func(i int) {
+		j := bot.Job{ID: fmt.Sprint("w", i), ThreadKey: "slack:C1:", Kind: bot.JobIncoming}
+		if err := x.Commit(ctx, bot.Change{Job: &j}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Wait until the listener listens.
+	for i := 0; ; i++ {
+		commit(-1 - i)
+		select {
+		case <-woke:
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	var total time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		commit(i)
+		<-woke
+		total += time.Since(t0)
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/wake")
 }
