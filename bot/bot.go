@@ -134,6 +134,9 @@ type Bot struct {
 	log     *slog.Logger
 	allowed map[string]bool
 	sched   *scheduler
+	// feed, with a Shared store, fills sched with the work of
+	// conversations this process leases; nil with a store of its own.
+	feed *feeder
 	// noVision is set once the model rejected an image (TIDYBOT_VISION=auto).
 	noVision atomic.Bool
 	// ledger holds each person's tokens of the day (see cap.go).
@@ -200,6 +203,10 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		if u = strings.TrimSpace(u); u != "" {
 			b.allowed[u] = true
 		}
+	}
+	if q, ok := store.(Shared); ok {
+		b.feed = newFeeder(b, q)
+		b.sched.refill = b.feed.refill
 	}
 	return b
 }
@@ -415,7 +422,11 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 		b.cfg.Metrics.Event(in.Platform, "accepted")
 	}
 	b.ack(in)
-	b.sched.add(j, false)
+	if b.feed != nil {
+		b.feed.offer(context.WithoutCancel(ctx), key) // or the process that holds key takes it
+	} else {
+		b.sched.add(j, false)
+	}
 	return nil
 }
 
@@ -452,6 +463,9 @@ func (b *Bot) WaitIdle(ctx context.Context) error {
 // (queued jobs stay for the next start); Stop waits for them.
 func (b *Bot) Start(ctx context.Context) error {
 	b.prune(ctx)
+	if b.feed != nil {
+		return b.startShared(ctx)
+	}
 	runs, err := b.store.Runs(ctx, RunWorking, RunQueued)
 	if err != nil {
 		return fmt.Errorf("bot: list unfinished runs: %w", err)
@@ -470,8 +484,7 @@ func (b *Bot) Start(ctx context.Context) error {
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
 		b.log.Info("resuming run", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey))
-		b.sched.add(Job{ID: "resume-" + r.ID, Kind: JobResume, RunID: r.ID, ThreadKey: r.ThreadKey,
-			Incoming: Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, DM: r.DM}, Enqueued: b.cfg.Now()}, true)
+		b.sched.add(resumeJob(r, b.cfg.Now()), true)
 	}
 	if err := b.startWorkers(ctx); err != nil {
 		return err
@@ -480,6 +493,30 @@ func (b *Bot) Start(ctx context.Context) error {
 		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
 		b.redeliver(ctx, outbox)
 	}
+	return nil
+}
+
+// startShared starts on a Shared store: what dead processes left in the
+// outbox is posted, and the feeder leases conversations with work as
+// jobs are committed (Listen) and at each sweep.
+func (b *Bot) startShared(ctx context.Context) error {
+	if err := b.startWorkers(ctx); err != nil {
+		return err
+	}
+	b.feed.claimOutbox(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil
+	}
+	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b.workLoops.Add(2)
+	go b.feed.listen(listen)
+	go func() {
+		defer stop()
+		b.feed.loop(context.WithoutCancel(ctx))
+	}()
+	b.feed.wake()
 	return nil
 }
 

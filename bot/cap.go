@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -105,6 +106,11 @@ func (rm *runMeter) wasMetered() bool {
 	return rm.metered
 }
 
+// rereadTally is how old a person's count may be, with a Shared store,
+// before it is read again from the store (where other replicas add
+// theirs) when no call of theirs is in flight here.
+const rereadTally = time.Second
+
 // ledger is every person's running total of the day, by usageKey: the
 // tokens counted (read from the store once, then kept up to date) and
 // the reservations of calls in flight.
@@ -115,8 +121,9 @@ type ledger struct {
 }
 
 type tally struct {
-	spent    int // counted in the store, or about to be (calls that ended)
-	reserved int // the bounds of calls in flight
+	read     time.Time // when spent was last read from the store
+	spent    int       // counted in the store, or about to be (calls that ended)
+	reserved int       // the bounds of calls in flight
 	// changed is closed and replaced when a call ends.
 	changed chan struct{}
 }
@@ -125,6 +132,10 @@ type tally struct {
 // first time. mu must be held.
 func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 	if t := l.people[key]; t != nil {
+		if b.feed != nil && t.reserved == 0 && time.Since(t.read) > rereadTally {
+			// Other replicas count this person's calls in the store.
+			t.spent, t.read = max(t.spent, b.usageOf(ctx, key)), time.Now()
+		}
 		return t
 	}
 	if l.people == nil {
@@ -136,7 +147,7 @@ func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 			delete(l.people, k) // an earlier day's
 		}
 	}
-	t := &tally{spent: b.usageOf(ctx, key), changed: make(chan struct{})}
+	t := &tally{spent: b.usageOf(ctx, key), read: time.Now(), changed: make(chan struct{})}
 	l.people[key] = t
 	return t
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
@@ -211,4 +212,31 @@ func TestLedgerAdmitsWhatFits(t *testing.T) {
 	if err := b.ledger.reserve(ctx, b, other, 5000); err != nil {
 		t.Errorf("a lone call under the cap: %v", err)
 	}
+}
+
+// TestLedgerReadsOtherReplicasCounts: with a Shared store, a person's
+// count is read again from the store (where other replicas add theirs)
+// once no call of theirs is in flight here.
+func TestLedgerReadsOtherReplicasCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newMemStore()
+		b := New(st, &mockAgent{}, Config{UserDailyTokens: 1000})
+		b.feed = &feeder{} // as New does for a Shared store
+		key := usageKey("telegram", "42", time.Now())
+		ctx := t.Context()
+		if err := b.ledger.reserve(ctx, b, key, 100); err != nil {
+			t.Fatal(err)
+		}
+		b.ledger.settle(key, 100, 100)
+		if err := st.SetSetting(ctx, key, "1000"); err != nil { // another replica's calls
+			t.Fatal(err)
+		}
+		if got := b.ledger.spent(ctx, b, key); got != 100 {
+			t.Errorf("spent at once = %d, want 100 (read a moment ago)", got)
+		}
+		time.Sleep(2 * rereadTally)
+		if err := b.ledger.reserve(ctx, b, key, 1); !errors.Is(err, errDailyCap) {
+			t.Errorf("reserve once another replica reached the cap = %v, want errDailyCap", err)
+		}
+	})
 }

@@ -685,14 +685,7 @@ func (b *Bot) drop(ctx context.Context, r *Run, why string) error {
 // question it waits on.
 func (b *Bot) cancel(ctx context.Context, in Incoming) {
 	key := in.ThreadKey()
-	b.mu.Lock()
-	ar := b.running[key]
-	if ar != nil {
-		ar.cancelled = true
-		ar.cancel(errCancelled)
-	}
-	b.mu.Unlock()
-	if ar != nil {
+	if b.stopRun(key) || b.stopElsewhere(ctx, key) {
 		b.replyLater(ctx, in.Platform, reply(in, "Stopping at the next step…"))
 		return
 	}
@@ -708,6 +701,40 @@ func (b *Bot) cancel(ctx context.Context, in Incoming) {
 		b.log.Error("cancel", slog.Any("err", err))
 	}
 	b.replyLater(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))
+}
+
+// stopRun stops the run of thread key this process is running, at its
+// next step, and reports whether there was one.
+func (b *Bot) stopRun(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ar := b.running[key]
+	if ar != nil {
+		ar.cancelled = true
+		ar.cancel(errCancelled)
+	}
+	return ar != nil
+}
+
+// stopElsewhere, with a Shared store, asks the other processes to stop
+// the thread's run when one is working there, and reports whether it
+// did.
+func (b *Bot) stopElsewhere(ctx context.Context, key string) bool {
+	if b.feed == nil {
+		return false
+	}
+	runs, _, err := b.feed.q.Work(ctx, key)
+	if err != nil || len(runs) == 0 {
+		if err != nil {
+			b.log.Error("cancel", slog.Any("err", err))
+		}
+		return false
+	}
+	if err := b.feed.q.Cancel(ctx, key); err != nil {
+		b.log.Error("cancel", slog.Any("err", err))
+		return false
+	}
+	return true
 }
 
 // usage reports the tokens this thread's runs used.

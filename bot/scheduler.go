@@ -18,6 +18,9 @@ type scheduler struct {
 	// changed is closed and replaced whenever the state changes, waking
 	// every waiter (next, waitIdle).
 	changed chan struct{}
+	// refill, when set (a Shared store), is asked for more of a thread's
+	// work when its queue runs out, before the thread goes idle.
+	refill func(key string) []Job
 }
 
 func newScheduler() *scheduler {
@@ -80,6 +83,13 @@ func (s *scheduler) next(ctx context.Context) (j Job, ok bool) {
 // thread's next job becomes ready, or the thread goes idle.
 func (s *scheduler) done(key string) {
 	s.mu.Lock()
+	if len(s.queues[key]) == 0 && !s.stopped && s.refill != nil {
+		// Still counted as running, so waitIdle does not see a gap.
+		s.mu.Unlock()
+		more := s.refill(key)
+		s.mu.Lock()
+		s.queues[key] = append(s.queues[key], more...)
+	}
 	defer s.mu.Unlock()
 	s.running--
 	if len(s.queues[key]) > 0 && !s.stopped {
@@ -117,6 +127,22 @@ func (s *scheduler) waitIdle(ctx context.Context) error {
 		case <-changed:
 		}
 	}
+}
+
+// expect counts work about to be added (a conversation being leased and
+// read, see feeder.offer) as running, so that waitIdle waits for it;
+// settle ends that count.
+func (s *scheduler) expect() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running++
+}
+
+func (s *scheduler) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	s.broadcast()
 }
 
 // inFlight reports how many jobs are running and queued.

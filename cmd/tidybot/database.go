@@ -46,8 +46,8 @@ func openStore(ctx context.Context, cfg Config) (appStore, error) {
 		}
 		return st, nil
 	}
-	// One serve or chat per database runs its jobs (no lease yet).
-	st, err := openPostgres(ctx, cfg, postgres.Exclusive())
+	// Several serve replicas share it (bot.Shared: a lease per conversation).
+	st, err := openPostgres(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -44,26 +44,6 @@ func TestChatOnPostgres(t *testing.T) {
 	}
 }
 
-// TestSecondChatOnOnePostgresIsRefused: until replicas share the queue
-// with a lease, a second serve or chat on the database is refused, as a
-// second one on a bbolt file is.
-func TestSecondChatOnOnePostgresIsRefused(t *testing.T) {
-	e := newEnv(t)
-	e.cfg.DatabaseURL = pgtest.URL(t)
-	holder, err := postgres.Open(context.Background(), e.cfg.DatabaseURL, postgres.Exclusive())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	var out bytes.Buffer
-	m := &Main{Args: []string{"chat"}, Stdin: strings.NewReader("hi\n"), Stdout: &out, Stderr: &bytes.Buffer{}, Config: &e.cfg}
-	err = m.Run(context.Background())
-	_ = m.Close()
-	if err == nil || !strings.Contains(err.Error(), "in use by another tidybot") {
-		t.Errorf("a chat beside another on one database: %v", err)
-	}
-}
-
 func TestMigrateCommand(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.DatabaseURL = pgtest.URL(t)

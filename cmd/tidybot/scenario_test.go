@@ -24,6 +24,8 @@ import (
 //   - "delete the cake task": find it and delete it (a gated write);
 //   - "tidy my inbox" (a voice note): as /tidy-inbox;
 //   - "move the milk task to groceries": find it and move it there;
+//   - "add task X": add the task X, then answer "Added: X" (a write, two
+//     model calls: a run a kill can cut between its steps);
 //   - "Add these to Groceries" with listPhoto: add listItems there, in one
 //     add_tasks call (the scripted model "reads" only that photo);
 //   - anything else: a final answer echoing it.
@@ -164,6 +166,12 @@ func (s *scenario) reply(req agent.Request) agent.Response {
 			return final("I kept the cake task. " + lastTool)
 		}
 		return final("Deleted the cake task.")
+	}
+	if content, ok := strings.CutPrefix(instr, "add task "); ok {
+		if assistant == 0 {
+			return call(agent.ActAddTasks, map[string]any{"tasks": []map[string]string{{"content": content}}})
+		}
+		return final("Added: " + content)
 	}
 	if instr == "say a lot" {
 		return final(strings.Repeat("blah ", 200_000)) // a runaway 1 MB answer

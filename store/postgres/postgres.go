@@ -83,11 +83,12 @@ type Store struct {
 	keys *keyring
 	// applied lists the migrations Open applied.
 	applied []int
-	// owner, for an Exclusive store, is the connection that holds the
-	// database's serve lock; closing it releases the lock.
-	owner *pgx.Conn
 	// retry, when set, replaces leadRetry (tests).
 	retry time.Duration
+	// replica names this process in the outbox entries it owns; its
+	// replica lock (see leases) says it is alive.
+	replica string
+	leases  leases
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -96,7 +97,6 @@ type options struct {
 	secrets   [][]byte
 	now       func() time.Time
 	noMigrate bool
-	exclusive bool
 }
 
 // Option configures Open.
@@ -111,17 +111,6 @@ func WithSecretKeys(keys [][]byte) Option { return func(o *options) { o.secrets 
 // WithoutMigrate makes Open refuse a database whose schema is older than
 // this tidybot's instead of migrating it (tidybot runs: it only reads).
 func WithoutMigrate() Option { return func(o *options) { o.noMigrate = true } }
-
-// Exclusive makes Open fail with ErrInUse while another process holds
-// the database Exclusive: until several replicas share the job queue
-// with a per-conversation lease, one serve (or chat) per database runs
-// jobs, as bbolt's file lock ensures for a file. The lock is a session
-// advisory lock, released when the store closes or its process dies.
-func Exclusive() Option { return func(o *options) { o.exclusive = true } }
-
-// ErrInUse is returned by an Exclusive Open of a database another
-// process holds.
-var ErrInUse = errors.New("database in use by another tidybot")
 
 // withClock sets the clock that dates data keys (tests).
 func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -143,7 +132,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID()}
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
@@ -172,34 +161,7 @@ func (s *Store) open(ctx context.Context, o *options) error {
 			return err
 		}
 	}
-	if o.exclusive {
-		if err := s.lock(ctx); err != nil {
-			return err
-		}
-	}
 	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
-}
-
-// lock takes the database's serve lock on a connection of its own, kept
-// out of the pool until Close. The lock is per schema, so that databases
-// kept in several schemas of one server (tests) do not share it.
-func (s *Store) lock(ctx context.Context) error {
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("store: lock the database: %w", err)
-	}
-	conn := c.Hijack()
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot serve ' || current_schema()))`).Scan(&ok); err != nil {
-		_ = conn.Close(ctx)
-		return fmt.Errorf("store: lock the database: %w", err)
-	}
-	if !ok {
-		_ = conn.Close(ctx)
-		return fmt.Errorf("store: the database at %s is in use by another tidybot serve or chat (several replicas on one database are not supported yet): %w", s.where(), ErrInUse)
-	}
-	s.owner = conn
-	return nil
 }
 
 // where names the database without its password.
@@ -211,21 +173,11 @@ func (s *Store) where() string {
 // Applied returns the versions of the migrations Open applied.
 func (s *Store) Applied() []int { return s.applied }
 
-// Close closes the pool, and releases the serve lock of an Exclusive
-// store.
+// Close closes the pool and the lease connection (its leases end).
 func (s *Store) Close() error {
-	var err error
-	if s.owner != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = s.owner.Close(ctx)
-		cancel()
-		s.owner = nil
-	}
+	err := s.closeLeases()
 	s.pool.Close()
-	if err != nil {
-		return fmt.Errorf("store: close: %w", err)
-	}
-	return nil
+	return err
 }
 
 // Version returns the database's schema version (0 for an empty one).

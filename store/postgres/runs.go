@@ -156,8 +156,10 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v)
-	return err
+	if _, err = q.Exec(ctx, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
+		return err
+	}
+	return notifyJob(ctx, q)
 }
 
 // DeleteJob implements bot.Store.
@@ -275,7 +277,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.replica, ob.Platform); err != nil {
 			return err
 		}
 	}

@@ -183,30 +183,3 @@ func TestPruneRetention(t *testing.T) {
 		t.Errorf("data keys of old periods: %d before, %d left", oldKeys, left)
 	}
 }
-
-func TestExclusiveOpenRefusesASecondServe(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	u := pgtest.URL(t)
-	first, err := Open(ctx, u, Exclusive())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(ctx, u, Exclusive()); !errors.Is(err, ErrInUse) {
-		t.Fatalf("a second exclusive Open: %v, want ErrInUse", err)
-	}
-	// Readers (tidybot runs, tidybot migrate) are not refused.
-	reader, err := Open(ctx, u, WithoutMigrate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader.Close()
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second, err := Open(ctx, u, Exclusive())
-	if err != nil {
-		t.Fatalf("exclusive Open after the first closed: %v", err)
-	}
-	second.Close()
-}

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
+)
+
+var (
+	replicaMsgs   = flag.Int("replica-msgs", 400, "messages in TestReplicasSurviveKills (the issue's full size: 2000)")
+	replicaPeople = flag.Int("replica-people", 40, "people sending them in TestReplicasSurviveKills (full size: 200)")
+	replicaKill   = flag.Duration("replica-kill-every", time.Second, "how often TestReplicasSurviveKills SIGKILLs a replica")
+)
+
+// replica is one `tidybot serve` process of a replicated set, started
+// again on the same address after a kill.
+type replica struct {
+	t       testing.TB
+	environ []string
+	base    string
+	logs    *syncBuffer
+
+	// mu protects the fields below.
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	ended chan error
+	gone  bool // cmd has ended
+}
+
+// startReplica starts the built binary's serve with environ (the
+// settings of every replica) on an address of its own.
+func startReplica(t testing.TB, environ []string, logs *syncBuffer) *replica {
+	t.Helper()
+	addr := freeAddr(t)
+	r := &replica{t: t, environ: append(append([]string{}, environ...), "TIDYBOT_HTTP_ADDR="+addr), base: "http://" + addr, logs: logs}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *replica) start() {
+	r.t.Helper()
+	cmd := exec.Command(tidybotBinary(r.t), "serve")
+	cmd.Env = r.environ
+	cmd.Stdout, cmd.Stderr = r.logs, r.logs
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	r.mu.Lock()
+	r.cmd, r.ended, r.gone = cmd, ended, false
+	r.mu.Unlock()
+	waitServing(r.t, r.base, ended, r.logs)
+}
+
+// kill SIGKILLs the process and waits for its end.
+func (r *replica) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.ended
+	r.gone = true
+}
+
+// stop ends the process with SIGTERM, as a rolling deploy does.
+func (r *replica) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone {
+		return
+	}
+	r.gone = true
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.ended:
+	case <-time.After(30 * time.Second):
+		_ = r.cmd.Process.Kill()
+		r.t.Errorf("serve did not stop within 30 s of SIGTERM")
+	}
+}
+
+// replicaSet is several serves on one store against one fake Slack and
+// the env's fake model and Todoist; people are the Slack users U0… who
+// each write in their direct chat D0….
+type replicaSet struct {
+	e        *env
+	sl       *slacktest.Server
+	replicas []*replica
+	logs     *syncBuffer
+	hc       *http.Client
+}
+
+// extra settings come last (the last of a duplicate wins).
+func newReplicaSet(t testing.TB, e *env, n, people int, extra ...string) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{e: e, sl: slacktest.New(), logs: &syncBuffer{}, hc: &http.Client{Timeout: 10 * time.Second}}
+	t.Cleanup(rs.sl.Close)
+	allowed := make([]string, people)
+	for i := range allowed {
+		allowed[i] = fmt.Sprintf("slack:U%d", i)
+	}
+	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+		"OPENAI_API_KEY=" + e.cfg.OpenAIKey, "OPENAI_BASE_URL=" + e.cfg.OpenAIBaseURL, "OPENAI_MODEL=" + e.cfg.OpenAIModel,
+		"TODOIST_TOKEN=" + e.cfg.TodoistToken, "TODOIST_API_URL=" + e.cfg.TodoistURL,
+		"TIDYBOT_DB=" + e.cfg.DB, "TIDYBOT_DATABASE_URL=" + e.cfg.DatabaseURL, "TIDYBOT_METRICS_ADDR=",
+		"TIDYBOT_MAX_TOKENS=" + strconv.Itoa(e.cfg.MaxTokens), "TIDYBOT_LOG_LEVEL=info",
+		"SLACK_BOT_TOKEN=" + slacktest.Token, "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + rs.sl.URL,
+		"TIDYBOT_ALLOWED_USERS=" + strings.Join(allowed, ",")}
+	environ = append(environ, extra...)
+	for range n {
+		rs.replicas = append(rs.replicas, startReplica(t, environ, rs.logs))
+	}
+	return rs
+}
+
+// instruction is person p's message m.
+func instruction(p, m int) string { return fmt.Sprintf("add task p%d m%d", p, m) }
+
+// send posts person p's message m to replica k, or, when it does not
+// take it (killed meanwhile), to the next, as a load balancer does; a
+// retry has the same event id, as Slack's own retries do.
+func (rs *replicaSet) send(t testing.TB, p, m, k int) {
+	ts := fmt.Sprintf("%d.%06d", 1700000000+m, p)
+	body := slacktest.MessageEvent(fmt.Sprintf("EvR%d-%d", p, m), fmt.Sprint("D", p), "im", fmt.Sprint("U", p), instruction(p, m), ts, "")
+	for try := 0; ; try++ {
+		r := rs.replicas[(k+try)%len(rs.replicas)]
+		req, _ := http.NewRequest(http.MethodPost, r.base+"/slack/events", bytes.NewReader(body))
+		now := strconv.FormatInt(time.Now().Unix(), 10)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Slack-Request-Timestamp", now)
+		req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, now, body))
+		resp, err := rs.hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if try > 200 {
+			t.Errorf("message %d of person %d taken by no replica: %v", m, p, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sendAll sends each person's messages in order (each acknowledged
+// before the next), people side by side, spread over the replicas.
+func (rs *replicaSet) sendAll(t testing.TB, people, each int) {
+	var wg sync.WaitGroup
+	for p := range people {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range each {
+				rs.send(t, p, m, p+m)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// answers counts the answers posted: how many, and those of person p in
+// the order posted.
+func (rs *replicaSet) answers(p int) []string {
+	var out []string
+	for _, post := range rs.sl.Posts(fmt.Sprint("D", p)) {
+		if a, ok := strings.CutPrefix(post.Text, "Added: "); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TestReplicasSurviveKills runs three `tidybot serve` replicas on one
+// PostgreSQL database against the fake Slack, model and Todoist: people
+// each send their messages in order (each one a run that writes a task
+// to Todoist, then answers), POSTed to the replicas in turn, while one
+// replica after another is SIGKILLed every -replica-kill-every and
+// started again. Every message must be answered once on Slack, in its
+// conversation's order, and every task written once. By default 400
+// messages from 40 people (CI time); the issue's size is
+// -replica-msgs 2000 -replica-people 200.
+func TestReplicasSurviveKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts tidybot serve many times")
+	}
+	e := newEnv(t)
+	e.cfg.DatabaseURL = pgtest.URL(t)
+	people := *replicaPeople
+	each := max(*replicaMsgs/people, 1)
+	total := people * each
+	rs := newReplicaSet(t, e, 3, people)
+	done := make(chan struct{})
+	var kills atomic.Int64
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for k := 0; ; k++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(*replicaKill):
+			}
+			r := rs.replicas[k%len(rs.replicas)]
+			r.kill()
+			kills.Add(1)
+			r.start()
+		}
+	}()
+	start := time.Now()
+	rs.sendAll(t, people, each)
+	answered := func() int {
+		n := 0
+		for p := range people {
+			n += len(rs.answers(p))
+		}
+		return n
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for answered() < total && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(done)
+	<-killed
+	// What the last kill left is posted by the survivors.
+	time.Sleep(500 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); answered() < total && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d messages from %d people, 3 replicas, %d SIGKILLs in %v", total, people, kills.Load(), time.Since(start).Round(time.Millisecond))
+	var lost, twice, disorder int
+	for p := range people {
+		got := rs.answers(p)
+		seen := map[string]int{}
+		next := 0
+		for _, a := range got {
+			seen[a]++
+			if seen[a] > 1 {
+				continue
+			}
+			if a != strings.TrimPrefix(instruction(p, next), "add task ") {
+				disorder++
+				t.Errorf("person %d: answer %q posted where m%d was due (all: %v)", p, a, next, got)
+			}
+			next++
+		}
+		for m := range each {
+			switch n := seen[strings.TrimPrefix(instruction(p, m), "add task ")]; {
+			case n == 0:
+				lost++
+			case n > 1:
+				twice++
+			}
+		}
+	}
+	written := map[string]int{}
+	for _, task := range e.todo.Tasks() {
+		written[task.Content]++
+	}
+	var doubled, unwritten int
+	for p := range people {
+		for m := range each {
+			switch n := written[strings.TrimPrefix(instruction(p, m), "add task ")]; {
+			case n == 0:
+				unwritten++
+			case n > 1:
+				doubled++
+			}
+		}
+	}
+	t.Logf("runs resumed by another replica or a restart: %d; answers a dead replica left, posted by another: %d batches",
+		strings.Count(rs.logs.String(), "resuming run"), strings.Count(rs.logs.String(), "stopped process left"))
+	t.Logf("lost %d, answered twice %d, out of order %d, writes doubled %d, writes missing %d", lost, twice, disorder, doubled, unwritten)
+	if lost+twice+disorder+doubled+unwritten > 0 {
+		logs := rs.logs.String()
+		if len(logs) > 20000 {
+			logs = logs[len(logs)-20000:]
+		}
+		t.Errorf("lost %d, answered twice %d, out of order %d, writes doubled %d, writes missing %d; logs:\n%s", lost, twice, disorder, doubled, unwritten, logs)
+	}
+}
+
+// BenchmarkReplicaThroughput sends 2,000 messages from 200 people (each
+// person's in order, people side by side, each message a run that
+// writes a task to Todoist and answers) to `tidybot serve` processes on
+// one store, with the fake Slack, model and Todoist answering at once,
+// and reports messages per second from the first POST to the last
+// answer: one replica on bbolt, one on PostgreSQL, two on PostgreSQL
+// (POSTs spread over them). The serves, the fakes and the senders share
+// the machine's cores.
+//
+//	go test ./cmd/tidybot -run '^$' -bench ReplicaThroughput -benchtime 1x
+func BenchmarkReplicaThroughput(b *testing.B) {
+	const people, each = 200, 10
+	for _, c := range []struct {
+		name     string
+		postgres bool
+		replicas int
+	}{{"bbolt-1", false, 1}, {"postgres-1", true, 1}, {"postgres-2", true, 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				e := newEnv(b)
+				e.cfg.DatabaseURL = ""
+				if c.postgres {
+					e.cfg.DatabaseURL = pgtest.URL(b)
+				}
+				rs := newReplicaSet(b, e, c.replicas, people, "TIDYBOT_LOG_LEVEL=error")
+				start := time.Now()
+				rs.sendAll(b, people, each)
+				for deadline := time.Now().Add(5 * time.Minute); rs.sl.Calls("chat.postMessage") < 2*people*each; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d posts", rs.sl.Calls("chat.postMessage"), 2*people*each)
+					}
+				}
+				elapsed := time.Since(start)
+				n := 0
+				for p := range people {
+					n += len(rs.answers(p))
+				}
+				if n != people*each {
+					b.Errorf("%d of %d answered", n, people*each)
+				}
+				b.ReportMetric(float64(people*each)/elapsed.Seconds(), "msgs/s")
+				for _, r := range rs.replicas {
+					r.stop()
+				}
+			}
+		})
+	}
+}
+
+// TestButtonPressAtAnotherReplica: a run that waits for a confirmation
+// asked on one replica is resumed by a press that reaches another,
+// which finds the run in the database (the first is stopped before the
+// press, so that only the other can take it).
+func TestButtonPressAtAnotherReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts tidybot serve twice")
+	}
+	e := newEnv(t)
+	e.cfg.DatabaseURL = pgtest.URL(t)
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	rs := newReplicaSet(t, e, 2, 1)
+	a, b := rs.replicas[0].base, rs.replicas[1].base
+	if code := postSigned(t, a+"/slack/events", "application/json", slacktest.MessageEvent("EvB1", "D0", "im", "U0", "delete the cake task", "2.1", ""), slackSecret); code != 200 {
+		t.Fatalf("dm: %d", code)
+	}
+	waitFor(t, "the confirmation", func() bool { return len(lastPost(rs.sl, "D0").Buttons) == 2 })
+	q := lastPost(rs.sl, "D0")
+	rs.replicas[0].stop()
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tr1", "user": map[string]any{"id": "U0"}, "channel": map[string]any{"id": "D0"},
+		"container": map[string]any{"type": "message", "message_ts": q.TS, "channel_id": "D0"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_0", "block_id": "choices", "value": q.Buttons[0]}}})
+	if code := postSigned(t, b+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(url.Values{"payload": {string(payload)}}.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "the deletion", func() bool { return lastPost(rs.sl, "D0").Text == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 0 {
+		t.Errorf("tasks left: %d, want 0", n)
+	}
+	if n := strings.Count(fmtPosts(rs.sl.Posts("D0")), "Deleted the cake task."); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+	}
+}

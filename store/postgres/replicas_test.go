@@ -1,0 +1,249 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
+)
+
+// twoReplicas opens two stores on one database, as two serve processes.
+func twoReplicas(t *testing.T) (a, b *Store) {
+	t.Helper()
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	var err error
+	if a, err = Open(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Open(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b
+}
+
+// TestLeaseIsOneProcessAtATime: a conversation's lease is held by one
+// store at a time, released by Release or by its holder's end.
+func TestLeaseIsOneProcessAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	hold := func(s *Store, key string) bool {
+		t.Helper()
+		ok, err := s.Hold(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !hold(a, "slack:C1:1") || hold(b, "slack:C1:1") {
+		t.Fatal("both replicas hold one conversation, or the first none")
+	}
+	if !hold(b, "slack:C1:2") {
+		t.Error("another conversation is not free")
+	}
+	if err := a.Release(ctx, "slack:C1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if !hold(b, "slack:C1:1") || hold(a, "slack:C1:1") {
+		t.Fatal("a released lease is not taken by the other replica only")
+	}
+	// b dies (its connection ends): a takes its conversations, once the
+	// server has seen the connection end.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	soon(t, "the leases of a closed replica free", func() bool { return hold(a, "slack:C1:1") })
+	if !hold(a, "slack:C1:2") {
+		t.Error("the second lease of a closed replica is not free")
+	}
+}
+
+// soon waits up to 5 s for cond.
+func soon(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestPendingAndWork: conversations with a job or an unfinished run are
+// pending, runs first, only of the platforms asked for; Work reads one.
+func TestPendingAndWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := twoReplicas(t)
+	now := time.Now()
+	for i, key := range []string{"slack:C1:1", "telegram:5:", "slack:C1:1", "slack:C2:"} {
+		j := bot.Job{ID: string(rune('a' + i)), ThreadKey: key, Kind: bot.JobIncoming, Enqueued: now}
+		if err := a.Commit(ctx, bot.Change{Job: &j}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &bot.Run{ID: "r1", ThreadKey: "slack:C3:", Platform: "slack", Status: bot.RunWorking, Created: now, Updated: now}
+	if err := a.SaveRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Pending(ctx, []string{"slack"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"slack:C3:", "slack:C1:1", "slack:C2:"}; !slices.Equal(got, want) {
+		t.Errorf("pending: got %v, want %v", got, want)
+	}
+	runs, jobs, err := a.Work(ctx, "slack:C1:1")
+	if err != nil || len(runs) != 0 || len(jobs) != 2 || jobs[0].ID != "a" || jobs[1].ID != "c" {
+		t.Errorf("work of slack:C1:1: %v %v %v", runs, jobs, err)
+	}
+	runs, _, err = a.Work(ctx, "slack:C3:")
+	if err != nil || len(runs) != 1 || runs[0].ID != "r1" {
+		t.Errorf("work of slack:C3: %v %v", runs, err)
+	}
+}
+
+// TestListenWakesOnAJob: a job committed by one replica wakes the other
+// at once, and a Cancel of one reaches the other with its key.
+func TestListenWakesOnAJob(t *testing.T) {
+	t.Parallel()
+	a, b := twoReplicas(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	woke := make(chan struct{}, 16)
+	cancels := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.Listen(ctx, func() { woke <- struct{}{} }, func(key string) { cancels <- key })
+	}()
+	defer func() { cancel(); <-done }()
+	// The listener may not be listening yet: commit until it wakes.
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; i++ {
+		j := bot.Job{ID: "j" + string(rune('a'+i)), ThreadKey: "slack:C1:", Kind: bot.JobIncoming}
+		if err := a.Commit(context.Background(), bot.Change{Job: &j}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-woke:
+			if err := a.Cancel(context.Background(), "slack:C1:7 U1"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case key := <-cancels:
+				if key != "slack:C1:7 U1" {
+					t.Errorf("cancel of %q, want slack:C1:7 U1", key)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("a Cancel did not reach the other replica")
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no wake-up for a committed job")
+		}
+	}
+}
+
+// TestOutboxIsClaimedOnlyFromADeadReplica: an entry is its committer's
+// while it lives; once it is gone one replica claims it, once.
+func TestOutboxIsClaimedOnlyFromADeadReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	if _, err := a.Hold(ctx, "x"); err != nil { // a is a running replica
+		t.Fatal(err)
+	}
+	ob := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "C1", Text: "the answer"}, Created: time.Now()}
+	tg := bot.Outbound{ID: "o2", Platform: "telegram", Msg: bot.Outgoing{ChatID: "5", Text: "other"}, Created: time.Now()}
+	if err := a.Commit(ctx, bot.Change{Send: []bot.Outbound{ob, tg}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ClaimOutbox(ctx, []string{"slack"})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("claimed from a live replica: %v %v", got, err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	soon(t, "the entry of a closed replica claimed", func() bool {
+		got, err = b.ClaimOutbox(ctx, []string{"slack"})
+		return err != nil || len(got) > 0
+	})
+	if err != nil || len(got) != 1 || got[0].Msg.Text != "the answer" {
+		t.Fatalf("claim after its replica ended: %v %v", got, err)
+	}
+	if again, err := b.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(again) != 0 {
+		t.Errorf("claimed twice: %v %v", again, err)
+	}
+	c, err := Open(ctx, b.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(got) != 0 {
+		t.Errorf("a third replica claimed a live replica's entry: %v %v", got, err)
+	}
+}
+
+// BenchmarkWakeUp measures how long after one replica commits a job
+// another replica's Listen wakes (LISTEN/NOTIFY), commit included.
+//
+//	go test ./store/postgres -run '^$' -bench WakeUp -benchtime 200x
+func BenchmarkWakeUp(b *testing.B) {
+	u := pgtest.URL(b)
+	ctx := context.Background()
+	x, err := Open(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	y, err := Open(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer y.Close()
+	woke := make(chan struct{}, 1)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = y.Listen(lctx, func() {
+			select {
+			case woke <- struct{}{}:
+			default:
+			}
+		}, func(string) {})
+	}()
+	defer func() { cancel(); <-done }()
+	commit := func(i int) {
+		j := bot.Job{ID: fmt.Sprint("w", i), ThreadKey: "slack:C1:", Kind: bot.JobIncoming}
+		if err := x.Commit(ctx, bot.Change{Job: &j}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Wait until the listener listens.
+	for i := 0; ; i++ {
+		commit(-1 - i)
+		select {
+		case <-woke:
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	var total time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		commit(i)
+		<-woke
+		total += time.Since(t0)
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/wake")
+}
