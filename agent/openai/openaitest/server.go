@@ -147,6 +147,8 @@ type Server struct {
 	// issuedCalls the item ids of the function calls by call_id.
 	issued      map[string]issuedItem
 	issuedCalls map[string]string
+	// tokenRate is the streaming rate in tokens a second (0: at once).
+	tokenRate float64
 }
 
 // The endpoints a request can come to (Request.API).
@@ -382,6 +384,10 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, api str
 		return
 	}
 	reply, u, cut, sendUsage := s.outcome(req, withOutput(req, reply), noUsage)
+	if req.Stream {
+		s.writeStream(w, r, req, reply, u, cut, sendUsage)
+		return
+	}
 	if api == APIResponses {
 		s.writeResponse(w, req, reply, u, cut, sendUsage)
 		return
