@@ -284,9 +284,14 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 			out agent.Response
 			err error
 		)
-		if p.transport == APIResponses {
+		switch {
+		case p.transport == APIResponses && req.Stream != nil:
+			out, err = c.completeResponsesStream(ctx, req, p)
+		case p.transport == APIResponses:
 			out, err = c.completeResponses(ctx, req, p)
-		} else {
+		case req.Stream != nil:
+			out, err = c.completeChatStream(ctx, req, p)
+		default:
 			out, err = c.completeChat(ctx, req, p)
 		}
 		if err != nil {
