@@ -40,7 +40,7 @@ func TestStreamedCallIsTheSameReply(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			srv, model, _ := start(t, func(openaitest.Request) openaitest.Reply { return reply }, openai.Config{API: api})
 			req := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "tidy"}},
-				Tools: []agent.Tool{{Name: "final_answer", Parameters: []byte(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`), Strict: true}},
+				Tools:      []agent.Tool{{Name: "final_answer", Parameters: []byte(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`), Strict: true}},
 				ToolChoice: "required", MaxTokens: 500}
 			plain, err := model.Complete(t.Context(), req)
 			if err != nil {
