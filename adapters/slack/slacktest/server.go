@@ -112,6 +112,7 @@ type Server struct {
 	heard      []Message          // people's messages sent as events (see Events)
 	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
 	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
+	streams    streaming          // streamed messages (stream.go)
 }
 
 // New starts a fake; close it with Close.
@@ -237,6 +238,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "conversations.replies":
 		s.replies(w, r, tok)
 	default:
+		if s.serveStream(w, r, method, tok) {
+			return
+		}
 		s.fail(w, "unknown_method", tok)
 	}
 }
