@@ -54,11 +54,11 @@ type preview struct {
 	r   *Run
 	log *slog.Logger
 
-	mu     sync.Mutex // protects the fields below
-	heard  string     // the answer as last heard
-	shown  string     // what the preview shows
-	st     Stream     // nil until opened
-	off    bool       // given up: nothing more is shown
+	mu    sync.Mutex // protects the fields below
+	heard string     // the answer as last heard
+	shown string     // what the preview shows
+	st    Stream     // nil until opened
+	off   bool       // given up: nothing more is shown
 
 	kick chan struct{}
 	quit chan struct{}
