@@ -23,56 +23,41 @@ type Delta struct {
 // written, for Hooks.Answer: the answer string of a final_answer call's
 // arguments (tools protocol) or of the reply's {"action": {"type":
 // "final_answer", "answer": …}} (json protocol), decoded from the
-// partial JSON as it arrives.
+// partial JSON as it arrives. In the tools protocol only a final_answer
+// that is the reply's first call is heard: one after other calls (the
+// writes of the same reply) would show its claims before the writes are
+// made, and is refused when one fails.
 type answerStream struct {
 	tools bool
 	hear  func(string)
-	// content and args are the reply so far; names the calls' names.
-	content strings.Builder
-	args    map[int]*strings.Builder
-	names   map[int]string
-	last    string
+	scan  *answerScanner
+	call  int // the call being scanned (tools)
+	names map[int]string
 }
 
 func newAnswerStream(tools bool, hear func(string)) *answerStream {
-	return &answerStream{tools: tools, hear: hear, args: map[int]*strings.Builder{}, names: map[int]string{}}
+	return &answerStream{tools: tools, hear: hear, scan: newAnswerScanner("answer"), names: map[int]string{}}
 }
 
 // add takes one piece; it calls hear when the answer grew.
 func (s *answerStream) add(d Delta) {
 	if d.Reset {
-		s.content.Reset()
-		s.args, s.names = map[int]*strings.Builder{}, map[int]string{}
+		s.scan, s.names = newAnswerScanner("answer"), map[int]string{}
 		return
 	}
-	var text string
-	var ok bool
+	piece := d.Content
 	if s.tools {
 		if d.Name != "" {
 			s.names[d.Call] = d.Name
 		}
-		if d.Arguments == "" || s.names[d.Call] != "final_answer" {
+		if d.Call != 0 || s.names[0] != "final_answer" {
 			return
 		}
-		b := s.args[d.Call]
-		if b == nil {
-			b = &strings.Builder{}
-			s.args[d.Call] = b
-		}
-		b.WriteString(d.Arguments)
-		text, ok = PartialString(b.String(), "answer")
-	} else {
-		if d.Content == "" {
-			return
-		}
-		s.content.WriteString(d.Content)
-		text, ok = PartialString(s.content.String(), "answer")
+		piece = d.Arguments
 	}
-	if !ok || text == s.last {
-		return
+	if piece != "" && s.scan.write(piece) {
+		s.hear(s.scan.value())
 	}
-	s.last = text
-	s.hear(text)
 }
 
 // PartialString returns the value, decoded so far, of the first string
@@ -81,39 +66,96 @@ func (s *answerStream) add(d Delta) {
 // surrogate pairs), an escape cut off at the end is left out until it is
 // whole. ok is false until the member's value has begun.
 func PartialString(json, key string) (value string, ok bool) {
-	i := 0
-	n := len(json)
-	for i < n {
-		c := json[i]
-		if c != '"' {
-			i++
-			continue
+	sc := newAnswerScanner(key)
+	sc.write(json)
+	return sc.value(), sc.state >= scanValue
+}
+
+// answerScanner finds the string member key in JSON text written to it
+// piece by piece, each byte looked at once, and decodes its value as it
+// grows.
+type answerScanner struct {
+	key   string
+	state int
+	// In a string before the value: esc follows a backslash; name is the
+	// string so far while it may still be key (long ones are not kept).
+	esc     bool
+	name    []byte
+	long    bool
+	pending string // the value's text not decoded yet (an escape cut off)
+	out     strings.Builder
+}
+
+// Scanner states.
+const (
+	scanOutside = iota // between tokens
+	scanString         // in a string that may be a member's name
+	scanAfter          // after a string: a ':' makes it a name
+	scanColon          // after key's ':', before its value
+	scanValue          // in key's string value
+	scanDone           // past the value
+)
+
+func newAnswerScanner(key string) *answerScanner { return &answerScanner{key: key} }
+
+func (sc *answerScanner) value() string { return sc.out.String() }
+
+// write takes the next piece of text; it reports whether the value grew.
+func (sc *answerScanner) write(p string) bool {
+	before := sc.out.Len()
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch sc.state {
+		case scanOutside:
+			if c == '"' {
+				sc.state, sc.esc, sc.name, sc.long = scanString, false, sc.name[:0], false
+			}
+		case scanString:
+			switch {
+			case sc.esc:
+				sc.esc = false
+				sc.long = true // an escaped name is not key
+			case c == '\\':
+				sc.esc = true
+			case c == '"':
+				sc.state = scanAfter
+			case len(sc.name) < len(sc.key):
+				sc.name = append(sc.name, c)
+			default:
+				sc.long = true
+			}
+		case scanAfter:
+			switch {
+			case c == ':' && !sc.long && string(sc.name) == sc.key:
+				sc.state = scanColon
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			default:
+				sc.state = scanOutside
+				i-- // look at it again
+			}
+		case scanColon:
+			switch {
+			case c == '"':
+				sc.state = scanValue
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			default:
+				sc.state = scanOutside // not a string: a later member may be
+				i--
+			}
+		case scanValue:
+			text := sc.pending + p[i:]
+			v, end, whole := decodeString(text, 0)
+			sc.out.WriteString(v)
+			sc.pending = text[end:]
+			if whole {
+				sc.state, sc.pending = scanDone, ""
+			}
+			return sc.out.Len() > before
+		case scanDone:
+			return sc.out.Len() > before
 		}
-		s, end, whole := decodeString(json, i+1)
-		if !whole {
-			return "", false // a key or value cut off: not the answer's yet
-		}
-		i = end
-		j := skipSpace(json, i)
-		if j >= n || json[j] != ':' {
-			continue // a value, not a member's name
-		}
-		if s != key {
-			i = j + 1
-			continue
-		}
-		j = skipSpace(json, j+1)
-		if j >= n {
-			return "", false // not begun
-		}
-		if json[j] != '"' {
-			i = j // not a string: a later member may be
-			continue
-		}
-		v, _, _ := decodeString(json, j+1)
-		return v, true
 	}
-	return "", false
+	return sc.out.Len() > before
 }
 
 func skipSpace(s string, i int) int {

@@ -31,8 +31,9 @@ import (
 //     response. No [DONE]: the stream ends there.
 //
 // A piece is one "token" of about four characters (EstimateUsage's
-// rate), sent at the server's token rate (WithTokenRate; default: at
-// once) after its latency. A Reply made with FailAfter breaks the
+// rate), sent at the server's token rate (WithTokenRate) after its
+// latency; with no rate set, pieces are sent at once, and a long text
+// in at most maxInstantPieces of them. A Reply made with FailAfter breaks the
 // stream with an error event after that many characters: Chat
 // Completions' `data: {"error": {…}}` (what go-openai's stream reader
 // turns into an *APIError), the Responses API's "error" event (code,
@@ -62,12 +63,17 @@ func (r Reply) FailAfter(n int) Reply {
 // pieceLen is the characters of one streamed token.
 const pieceLen = 4
 
-// pieces cuts s into tokens of about pieceLen bytes, never inside a
-// UTF-8 sequence.
-func pieces(s string) []string {
+// maxInstantPieces bounds the pieces of one text streamed at no rate:
+// a runaway reply (a megabyte) then costs a few thousand events, not a
+// quarter of a million.
+const maxInstantPieces = 2048
+
+// pieces cuts s into tokens of about size bytes, never inside a UTF-8
+// sequence.
+func pieces(s string, size int) []string {
 	var out []string
 	for len(s) > 0 {
-		n := min(pieceLen, len(s))
+		n := min(size, len(s))
 		for n < len(s) && !utf8.RuneStart(s[n]) {
 			n++
 		}
@@ -131,7 +137,11 @@ func (st *streamer) event(name string, v any) bool {
 // text streams s in pieces through send, waiting the token interval
 // before each; false when the stream failed or the client has gone.
 func (st *streamer) text(s string, send func(piece string) bool) bool {
-	for _, p := range pieces(s) {
+	size := pieceLen
+	if st.every == 0 {
+		size = max(size, len(s)/maxInstantPieces+1)
+	}
+	for _, p := range pieces(s, size) {
 		if st.left >= 0 {
 			if st.left < len(p) {
 				st.failed = true
