@@ -284,12 +284,15 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 			out agent.Response
 			err error
 		)
+		// A server that refused stream (400 unsupported_parameter) is
+		// asked without it from then on (adapt).
+		stream := req.Stream != nil && !p.dropped["stream"]
 		switch {
-		case p.transport == APIResponses && req.Stream != nil:
+		case p.transport == APIResponses && stream:
 			out, err = c.completeResponsesStream(ctx, req, p)
 		case p.transport == APIResponses:
 			out, err = c.completeResponses(ctx, req, p)
-		case req.Stream != nil:
+		case stream:
 			out, err = c.completeChatStream(ctx, req, p)
 		default:
 			out, err = c.completeChat(ctx, req, p)

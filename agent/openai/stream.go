@@ -106,6 +106,11 @@ func readChatStream(st *goopenai.ChatCompletionStream, hear func(agent.Delta)) (
 			hear(agent.Delta{Call: i, Name: calls[i].Function.Name, Arguments: tc.Function.Arguments})
 		}
 	}
+	if finish == "" {
+		// The stream ended without its last chunk: a connection cut
+		// short, not an answer.
+		return goopenai.ChatCompletionResponse{}, fmt.Errorf("the stream ended before the reply was complete: %w", io.ErrUnexpectedEOF)
+	}
 	for i := range calls {
 		calls[i].Function.Arguments = args[i].String()
 	}
