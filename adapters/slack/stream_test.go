@@ -98,3 +98,23 @@ func TestStreamRules(t *testing.T) {
 		t.Errorf("a workspace without streams: %v", err)
 	}
 }
+
+// TestStreamAnswerStartedOver: an answer that does not extend what was
+// streamed (the model started over) replaces it once the stream stops.
+func TestStreamAnswerStartedOver(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob3"}
+	id, ok, err := st.Finish(ctx, final)
+	if err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
+		t.Errorf("posts %+v", posts)
+	}
+}

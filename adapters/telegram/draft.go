@@ -57,6 +57,7 @@ type draft struct {
 	a    *Adapter
 	chat string
 	id   string
+	last string // the text the draft shows
 }
 
 // Update implements bot.Stream: the draft shows text (its first 4,096
@@ -68,8 +69,15 @@ func (d *draft) Update(ctx context.Context, text string) error {
 	if parts := Split(text, maxText); len(parts) > 0 {
 		text = parts[0]
 	}
+	if text == d.last && text != "" {
+		return nil // a long answer's draft is full
+	}
 	_, err := d.a.api.MakeRequest("sendMessageDraft", tgbotapi.Params{"chat_id": d.chat, "draft_id": d.id, "text": text})
-	return d.a.wrap("show draft", err)
+	if err != nil {
+		return d.a.wrap("show draft", err)
+	}
+	d.last = text
+	return nil
 }
 
 // Interval implements bot.Stream.
