@@ -782,8 +782,17 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		}
 		req = r
 	}
-	return d.hc.Do(req)
+	resp, err := d.hc.Do(req)
+	if h, ok := req.Context().Value(headerKey{}).(*http.Header); ok && resp != nil {
+		*h = resp.Header
+	}
+	return resp, err
 }
+
+// headerKey marks, in a request's context, where to keep the answer's
+// headers: go-openai's stream calls return none with an error, and a
+// 429's Retry-After is among them.
+type headerKey struct{}
 
 // dataURL is an image as a base64 data URL.
 func dataURL(im agent.Image) string {

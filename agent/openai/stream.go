@@ -38,9 +38,10 @@ func (c *Client) completeChatStream(ctx context.Context, req agent.Request, p pl
 	var resp goopenai.ChatCompletionResponse
 	err := c.send(ctx, edit, func(ctx context.Context) (http.Header, error) {
 		req.Stream(agent.Delta{Reset: true})
-		st, err := c.api.CreateChatCompletionStream(ctx, creq)
+		var h http.Header
+		st, err := c.api.CreateChatCompletionStream(context.WithValue(ctx, headerKey{}, &h), creq)
 		if err != nil {
-			return nil, err
+			return h, err
 		}
 		defer st.Close()
 		resp, err = readChatStream(st, req.Stream)
@@ -124,9 +125,10 @@ func (c *Client) completeResponsesStream(ctx context.Context, req agent.Request,
 	var resp goopenai.CreateResponseResponse
 	err := c.send(ctx, bodyEdit{drop: p.dropped}, func(ctx context.Context) (http.Header, error) {
 		req.Stream(agent.Delta{Reset: true})
-		st, err := c.api.CreateResponseStream(ctx, rreq)
+		var h http.Header
+		st, err := c.api.CreateResponseStream(context.WithValue(ctx, headerKey{}, &h), rreq)
 		if err != nil {
-			return nil, err
+			return h, err
 		}
 		defer st.Close()
 		resp, err = readResponseStream(st, req.Stream)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
@@ -141,5 +142,22 @@ func TestEngineStreamsTheAnswer(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStreamedCallHonoursRetryAfter: a 429 before the stream begins is
+// waited out for its Retry-After, as without streaming.
+func TestStreamedCallHonoursRetryAfter(t *testing.T) {
+	for _, api := range []string{openai.APIChat, openai.APIResponses} {
+		t.Run(api, func(t *testing.T) {
+			_, model, sl := start(t, openaitest.Replies(openaitest.RateLimited("7"), openaitest.Text("ok")), openai.Config{API: api})
+			h := &heard{}
+			if _, err := model.Complete(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, Stream: h.delta}); err != nil {
+				t.Fatal(err)
+			}
+			if len(sl.waits) != 1 || sl.waits[0] < 7*time.Second {
+				t.Errorf("waits %v, want one of 7 s", sl.waits)
+			}
+		})
 	}
 }
