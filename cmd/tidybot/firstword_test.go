@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 )
@@ -28,6 +30,78 @@ func BenchmarkTelegramFirstWord(b *testing.B) {
 	}
 }
 
+// BenchmarkSlackFirstWord is BenchmarkTelegramFirstWord on Slack: each
+// person's DM is a signed Events API POST to `tidybot serve`; the time
+// from the POST to the fake Slack answering the chat.startStream that
+// shows the answer's first whole word.
+//
+//	go test ./cmd/tidybot -run '^$' -bench SlackFirstWord -benchtime 5x
+func BenchmarkSlackFirstWord(b *testing.B) {
+	for _, people := range []int{1, 20} {
+		b.Run(fmt.Sprint(people), func(b *testing.B) { slackFirstWord(b, people) })
+	}
+}
+
+func slackFirstWord(b *testing.B, people int) {
+	var lat []time.Duration
+	for range b.N {
+		b.StopTimer()
+		e := firstWordEnv(b, people)
+		sl := slacktest.New()
+		e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+		e.cfg.AllowedUsers = nil
+		for p := 1; p <= people; p++ {
+			e.cfg.AllowedUsers = append(e.cfg.AllowedUsers, fmt.Sprint("slack:U", p))
+		}
+		base := startServe(b, e, nil).base
+		b.StartTimer()
+		sent := make([]time.Time, people)
+		var wg sync.WaitGroup
+		for p := range people {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := slacktest.MessageEvent(fmt.Sprint("EvFW", p), fmt.Sprint("D", p+1), "im", fmt.Sprint("U", p+1), "tidy the birthday tasks", fmt.Sprintf("%d.%06d", time.Now().Unix(), p+1), "")
+				sent[p] = time.Now()
+				if code := postSigned(b, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+					b.Errorf("event %d: %d", p, code)
+				}
+			}()
+		}
+		wg.Wait()
+		waitFor(b, "every answer", func() bool {
+			for p := 1; p <= people; p++ {
+				ss := sl.Streams(fmt.Sprint("D", p))
+				if len(ss) == 0 || ss[0].Open {
+					return false
+				}
+			}
+			return true
+		})
+		b.StopTimer()
+		for p := range people {
+			lat = append(lat, sl.Streams(fmt.Sprint("D", p+1))[0].Started.Sub(sent[p]))
+		}
+		sl.Close()
+		e.model.Close()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// firstWordEnv is an env whose model answers after 0.4 s at 80 tokens a
+// second, with a worker per person.
+func firstWordEnv(b *testing.B, people int) *env {
+	e := newEnv(b)
+	e.model = openaitest.New(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Call("final_answer", `{"answer":"`+firstWordAnswer+`"}`)
+	}, openaitest.WithLatency(400*time.Millisecond), openaitest.WithTokenRate(80))
+	e.cfg.OpenAIBaseURL = e.model.URL
+	e.cfg.HTTPOnly, e.cfg.Workers = false, people
+	return e
+}
+
 // firstWordAnswer is the streamed answer: about 60 tokens.
 var firstWordAnswer = "I moved your three birthday tasks into the Birthday project and left the rest of the inbox as it was. Nothing was deleted; say undo to put them back."
 
@@ -35,12 +109,7 @@ func firstWord(b *testing.B, people int) {
 	var lat []time.Duration
 	for range b.N {
 		b.StopTimer()
-		e := newEnv(b)
-		e.model = openaitest.New(func(openaitest.Request) openaitest.Reply {
-			return openaitest.Call("final_answer", `{"answer":"`+firstWordAnswer+`"}`)
-		}, openaitest.WithLatency(400*time.Millisecond), openaitest.WithTokenRate(80))
-		e.cfg.OpenAIBaseURL = e.model.URL
-		e.cfg.HTTPOnly, e.cfg.Workers = false, people
+		e := firstWordEnv(b, people)
 		e.cfg.AllowedUsers = nil
 		for p := 1; p <= people; p++ {
 			e.cfg.AllowedUsers = append(e.cfg.AllowedUsers, fmt.Sprint("telegram:", p))

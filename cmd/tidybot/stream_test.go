@@ -101,6 +101,9 @@ func TestSlackStreamRefusedFallsBack(t *testing.T) {
 				}
 				return false
 			})
+			if st := sl.Posts("D1")[0]; st.Updates == 0 {
+				t.Errorf("the status message was not edited: %+v", st)
+			}
 			var whole int
 			for _, p := range answers(sl, "D1") {
 				if p.Shown() == streamAnswer || p.Text == streamAnswer {

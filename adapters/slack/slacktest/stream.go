@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Streamed messages (docs.slack.dev/reference/methods/chat.startStream,
@@ -46,6 +47,8 @@ type Stream struct {
 	Chunks  []string
 	// RecipientUser and RecipientTeam are startStream's.
 	RecipientUser, RecipientTeam string
+	// Started is when chat.startStream was answered.
+	Started time.Time
 }
 
 type streaming struct {
@@ -145,7 +148,7 @@ func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
 	}
 	s.mu.Lock()
 	st := &streamed{Stream: Stream{Channel: ch, TS: p.TS, Open: true, Chunks: []string{f.Get("markdown_text")},
-		RecipientUser: f.Get("recipient_user_id"), RecipientTeam: f.Get("recipient_team_id")}, post: p}
+		RecipientUser: f.Get("recipient_user_id"), RecipientTeam: f.Get("recipient_team_id"), Started: time.Now()}, post: p}
 	if s.streams.byKey == nil {
 		s.streams.byKey = map[string]*streamed{}
 	}
