@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -359,6 +360,9 @@ type runner struct {
 	h  Hooks
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
+	// answering is set while a model call's answer is being heard
+	// (Hooks.Answer): the person sees it grow, so no "slow" note.
+	answering atomic.Bool
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -606,7 +610,11 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
 	if r.h.Answer != nil {
-		req.Stream = newAnswerStream(r.tr.Protocol == ProtocolTools, r.h.Answer).add
+		req.Stream = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
+			r.answering.Store(true)
+			r.h.Answer(text)
+		}).add
+		defer r.answering.Store(false)
 	}
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})
 	var resp Response

@@ -161,3 +161,34 @@ func TestStreamedCallHonoursRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamingAnswerIsNotSlow: while the answer is heard growing (it
+// streams for about 600 ms), the run posts no "the model is slow" note
+// after 300 ms; a model silent for 1 s before its answer gets one.
+func TestStreamingAnswerIsNotSlow(t *testing.T) {
+	for _, latency := range []time.Duration{0, time.Second} {
+		todo := todoisttest.New(t)
+		tasks := todoist.New(todo.Token, todo.URL, todo.Client())
+		reply := openaitest.Call("final_answer", `{"answer":"`+strings.Repeat("word ", 48)+`"}`)
+		_, model, _ := start(t, openaitest.Replies(reply), openai.Config{}, openaitest.WithTokenRate(100), openaitest.WithLatency(latency))
+		var mu sync.Mutex
+		var notes []string
+		h := agent.Hooks{Answer: func(string) {}, Observe: func(ev agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ev.Kind == agent.EventNote {
+				notes = append(notes, ev.Summary)
+			}
+		}}
+		out := agent.New(model, tasks, agent.Config{MaxTokens: 1024, SlowAfter: 300 * time.Millisecond}).Start(t.Context(), agent.Input{Instruction: "hi"}, h)
+		if out.Status != agent.StatusDone {
+			t.Fatalf("outcome %s %v", out.Status, out.Err)
+		}
+		mu.Lock()
+		slow := len(notes) > 0
+		mu.Unlock()
+		if slow != (latency > 0) {
+			t.Errorf("latency %v: notes %q", latency, notes)
+		}
+	}
+}
