@@ -1,7 +1,8 @@
 // Package slacktest is a fake Slack on httptest: the Web API methods the
 // adapter calls (auth.test, chat.postMessage, chat.update,
 // conversations.open, conversations.history, conversations.replies,
-// apps.connections.open) speaking the real wire protocol (form-encoded
+// apps.connections.open, and chat.startStream, chat.appendStream and
+// chat.stopStream: stream.go) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack

@@ -70,6 +70,10 @@
 // (EstimateUsage: a quarter of the characters sent and received) unless
 // WithoutUsage or Reply.NoUsage asks for none, as some local servers do.
 //
+// A request with "stream": true is answered as server-sent events, on
+// both APIs, at the rate WithTokenRate sets, and can be broken midway
+// (Reply.FailAfter): see stream.go.
+//
 // A Server is safe for concurrent use; the script is called with one
 // request at a time, so it need not be.
 package openaitest
