@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -174,6 +175,13 @@ type Hooks struct {
 	Save func(ctx context.Context, t *Transcript) error
 	// Observe hears progress. It must not block.
 	Observe func(Event)
+	// Answer, when set, hears the final answer as the model writes it:
+	// the whole text so far, each time it grows (the model is asked to
+	// stream). A reply whose answer is then refused (next to a failed
+	// write), or a call made again, starts over: a text that does not
+	// extend the last one replaces it. The answer in the Outcome is
+	// what counts. It must not block.
+	Answer func(text string)
 }
 
 // HistoryMessage is an earlier message of the conversation.
@@ -397,6 +405,9 @@ type runner struct {
 	h  Hooks
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
+	// answering is set while a model call's answer is being heard
+	// (Hooks.Answer): the person sees it grow, so no "slow" note.
+	answering atomic.Bool
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -643,6 +654,13 @@ func (r *runner) step(ctx context.Context) *Outcome {
 		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget))
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
+	if r.h.Answer != nil {
+		req.Stream = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
+			r.answering.Store(true)
+			r.h.Answer(text)
+		}).add
+		defer r.answering.Store(false)
+	}
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})
 	var resp Response
 	err := r.slow(ctx, "The model is slow to answer; still waiting…", func() error {

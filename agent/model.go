@@ -85,6 +85,11 @@ type Request struct {
 	Format      *ResponseFormat
 	MaxTokens   int
 	Temperature float32
+	// Stream, when set, asks for the reply to be streamed and hears its
+	// pieces as they arrive (see Delta); the Response is the same as
+	// without it. A Model that cannot stream ignores it. It must not
+	// block.
+	Stream func(Delta)
 }
 
 // Overheads of PromptBound, in tokens: more than any chat format adds

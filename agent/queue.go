@@ -125,7 +125,11 @@ func (r *runner) slow(ctx context.Context, note string, fn func() error) error {
 	// The note may fire after fn returned and the run went on: it reads
 	// nothing of the transcript.
 	ev := Event{Kind: EventNote, Step: r.tr.Steps, Summary: "⏳ " + note}
-	t := time.AfterFunc(r.e.cfg.SlowAfter, func() { r.observe(ev) })
+	t := time.AfterFunc(r.e.cfg.SlowAfter, func() {
+		if !r.answering.Load() {
+			r.observe(ev)
+		}
+	})
 	defer t.Stop()
 	return fn()
 }

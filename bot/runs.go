@@ -274,7 +274,14 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		},
 		Observe: prog.add,
 	}
+	pv := newPreview(q, r, b.log)
+	if pv != nil {
+		hooks.Answer = pv.hear
+	}
 	out := call(runCtx, hooks)
+	if pv != nil {
+		e.preview = pv.stop()
+	}
 	prog.stop(ctx)
 	prog.settle(out.Status)
 	r.Notes = prog.notes()
@@ -318,6 +325,8 @@ type runEnd struct {
 	// to connect Todoist again after the answer (see rejected).
 	stopped   string
 	reconnect bool
+	// preview is the answer's open preview (see Streamer), nil if none.
+	preview Stream
 	// audit and count go into the transaction that saves the end: the
 	// run's writes not journaled yet, its tokens not counted yet.
 	audit []AuditEntry
@@ -520,7 +529,15 @@ func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what st
 		if err := b.commitEnd(bg, e, c); err != nil {
 			return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
 		}
-		b.deliver(bg, ob)
+		switch {
+		case e.preview != nil && what == "answer":
+			b.deliverStreamed(bg, ob, e.preview)
+		case e.preview != nil:
+			b.endPreview(r.Platform, e.preview, r)
+			b.deliver(bg, ob)
+		default:
+			b.deliver(bg, ob)
+		}
 		b.afterEnd(ctx, e)
 		msg := "run ended"
 		if status == RunWaiting {

@@ -75,6 +75,7 @@ type Adapter struct {
 	cfg     Config
 	log     *slog.Logger
 	botID   string // the bot's user id, to ignore its own messages
+	teamID  string // the workspace's id (auth.test), a stream's recipient_team_id
 
 	mu      sync.Mutex       // protects the fields below
 	hooks   map[string]*hook // by channel: the latest response_url there
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", a.redact(err))
 	}
-	a.botID = auth.UserID
+	a.botID, a.teamID = auth.UserID, auth.TeamID
 	return a, nil
 }
 

@@ -284,9 +284,17 @@ func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Respons
 			out agent.Response
 			err error
 		)
-		if p.transport == APIResponses {
+		// A server that refused stream (400 unsupported_parameter) is
+		// asked without it from then on (adapt).
+		stream := req.Stream != nil && !p.dropped["stream"]
+		switch {
+		case p.transport == APIResponses && stream:
+			out, err = c.completeResponsesStream(ctx, req, p)
+		case p.transport == APIResponses:
 			out, err = c.completeResponses(ctx, req, p)
-		} else {
+		case stream:
+			out, err = c.completeChatStream(ctx, req, p)
+		default:
 			out, err = c.completeChat(ctx, req, p)
 		}
 		if err != nil {
@@ -774,8 +782,17 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		}
 		req = r
 	}
-	return d.hc.Do(req)
+	resp, err := d.hc.Do(req)
+	if h, ok := req.Context().Value(headerKey{}).(*http.Header); ok && resp != nil {
+		*h = resp.Header
+	}
+	return resp, err
 }
+
+// headerKey marks, in a request's context, where to keep the answer's
+// headers: go-openai's stream calls return none with an error, and a
+// 429's Retry-After is among them.
+type headerKey struct{}
 
 // dataURL is an image as a base64 data URL.
 func dataURL(im agent.Image) string {

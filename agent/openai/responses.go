@@ -208,17 +208,23 @@ func (c *Client) completeResponses(ctx context.Context, req agent.Request, p pla
 		resp, err = c.api.CreateResponse(ctx, rreq)
 		return resp.Header(), err
 	})
+	if err != nil {
+		return agent.Response{}, c.responsesError(err)
+	}
+	return c.responsesResponse(req, p.format, resp)
+}
+
+// responsesError words a failed Responses call: a server without the
+// API gets its own message.
+func (c *Client) responsesError(err error) error {
 	var e *apiError
 	if errors.As(err, &e) && routeMissing(e) {
 		// With OPENAI_API=auto the client falls back to Chat Completions
 		// (adapt); this message is for OPENAI_API=responses.
-		return agent.Response{}, &agent.Error{Code: agent.ErrInvalid, Err: e,
+		return &agent.Error{Code: agent.ErrInvalid, Err: e,
 			Message: fmt.Sprintf("the model API at %s has no Responses API (HTTP 404 for /responses): set OPENAI_API=chat (or auto)", c.host)}
 	}
-	if err != nil {
-		return agent.Response{}, err
-	}
-	return c.responsesResponse(req, p.format, resp)
+	return err
 }
 
 // responsesResponse maps a response onto the agent's.

@@ -38,11 +38,17 @@ type afterPost struct {
 }
 
 func (p *afterPost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, p.method) {
+	// On Slack an answer that was streamed is posted by the stream's
+	// chat.stopStream (its text is what was streamed plus the rest).
+	stop := p.method == "/chat.postMessage" && strings.HasSuffix(r.URL.Path, "/chat.stopStream")
+	if !strings.HasSuffix(r.URL.Path, p.method) && !stop {
 		p.next.ServeHTTP(w, r)
 		return
 	}
 	hit, ok := p.take(w, r)
+	if stop && ok {
+		hit = p.disarm()
+	}
 	if !ok {
 		return
 	}

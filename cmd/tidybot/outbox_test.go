@@ -52,6 +52,15 @@ func (a *armedText) take(w http.ResponseWriter, r *http.Request) (hit, ok bool) 
 	return hit, true
 }
 
+// disarm disarms the text, reporting whether it was armed.
+func (a *armedText) disarm() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	armed := a.text != ""
+	a.text = ""
+	return armed
+}
+
 // holdProxy stands between tidybot and the fake Telegram: it holds the
 // sendMessage call whose text is the armed one (never passing it
 // on) and reports it, so that the test can kill tidybot exactly while

@@ -28,7 +28,7 @@ func serveSlack(t *testing.T, e *env) (*slacktest.Server, string) {
 	return sl, base
 }
 
-func postSigned(t *testing.T, url, contentType string, body []byte, secret string) int {
+func postSigned(t testing.TB, url, contentType string, body []byte, secret string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	ts := strconv.FormatInt(time.Now().Unix(), 10)

@@ -1,8 +1,9 @@
 // Package slacktest is a fake Slack on httptest: the Web API methods the
 // adapter calls (auth.test, chat.postMessage, chat.update,
 // conversations.open, conversations.history, conversations.replies,
-// apps.connections.open, and the assistant pane's assistant.threads.*
-// and events: assistant.go) speaking the real wire protocol (form-encoded
+// apps.connections.open, the assistant pane's assistant.threads.* and
+// events (assistant.go), and chat.startStream, chat.appendStream and
+// chat.stopStream (stream.go)) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack
@@ -118,6 +119,7 @@ type Server struct {
 	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
 	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
 	panes      map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
+	streams    streaming          // streamed messages (stream.go)
 }
 
 // New starts a fake; close it with Close.
@@ -243,6 +245,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "conversations.replies":
 		s.replies(w, r, tok)
 	default:
+		if s.serveStream(w, r, method, tok) {
+			return
+		}
 		if !s.assistant(w, r, method, tok) {
 			s.fail(w, "unknown_method", tok)
 		}

@@ -80,6 +80,8 @@ type Server struct {
 	// Reactions (reactions.go).
 	reactions   []Reaction
 	noReactions map[int64]bool
+	drafts      []Draft // sendMessageDraft calls (draft.go)
+	noDrafts    bool
 	pushed      map[int]time.Time // when each update was pushed
 
 	// poll is the getUpdates request waiting now (nil: none); conflicts
@@ -192,6 +194,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.editMessage(w, f)
 	case "setMessageReaction":
 		s.setReaction(w, f)
+	case "sendMessageDraft":
+		s.sendDraft(w, f)
 	case "answerCallbackQuery":
 		// Only a query Telegram sent can be answered, once
 		// (core.telegram.org/bots/api#answercallbackquery).

@@ -57,6 +57,11 @@ type Request struct {
 	Header http.Header
 	// Body is the request body as sent.
 	Body []byte
+	// Stream is set when the answer is asked for as server-sent events
+	// (stream: true; see stream.go); IncludeUsage when a chat completion
+	// asks for its usage in the stream (stream_options.include_usage).
+	Stream       bool
+	IncludeUsage bool
 }
 
 // Message is one chat message of a request.
@@ -134,6 +139,9 @@ type (
 		TopP                *float64        `json:"top_p"`
 		ReasoningEffort     string          `json:"reasoning_effort"`
 		Stream              bool            `json:"stream"`
+		StreamOptions       *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 	}
 	wireMessage struct {
 		Role       string          `json:"role"`
@@ -240,8 +248,12 @@ func decodeRequest(body []byte) (Request, *statusError) {
 	if bad != nil {
 		return req, bad
 	}
-	if w.Stream {
-		return req, invalid("stream", "", "openaitest: streaming is not supported")
+	req.Stream = w.Stream
+	req.IncludeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
+	if w.StreamOptions != nil && !w.Stream {
+		// "stream_options … Only set this when you set stream: true"
+		// (API reference, Create chat completion); the API refuses it.
+		return req, invalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	return req, validate(req, w)
 }

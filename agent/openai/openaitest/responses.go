@@ -118,9 +118,7 @@ func (s *Server) decodeResponses(body []byte) (Request, *statusError) {
 		return req, err
 	}
 	req.Replay = s.replay(w.Input)
-	if w.Stream {
-		return req, invalid("stream", "", "openaitest: streaming is not supported")
-	}
+	req.Stream = w.Stream
 	return req, s.validateResponses(req)
 }
 
@@ -402,6 +400,12 @@ type (
 // (commentary) or the final answer (final_answer)", and OutputMessage.phase).
 // Every item is remembered, for replay (see Request.Replay).
 func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, u Usage, cut bool, sendUsage bool) {
+	s.writeJSON(w, s.response(req, reply, u, cut, sendUsage), u)
+}
+
+// response is the response writeResponse sends (and a stream's last
+// event carries), its output items recorded as issued.
+func (s *Server) response(req Request, reply Reply, u Usage, cut bool, sendUsage bool) wireResponse {
 	out := wireResponse{
 		ID:        fmt.Sprintf("resp_openaitest_%d", req.Call),
 		Object:    "response",
@@ -461,7 +465,7 @@ func (s *Server) writeResponse(w http.ResponseWriter, req Request, reply Reply, 
 		wu.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
 		out.Usage = wu
 	}
-	s.writeJSON(w, out, u)
+	return out
 }
 
 // defaultOutput is the output of a reply without Output of its own.

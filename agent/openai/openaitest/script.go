@@ -52,6 +52,11 @@ type Reply struct {
 
 	// Delay is added to the server's latency before this reply.
 	Delay time.Duration
+
+	// StreamError, when set, breaks a streamed answer after
+	// StreamFailAfter characters (see FailAfter in stream.go).
+	StreamError     *APIError
+	StreamFailAfter int
 }
 
 // Item is one output item of a Responses reply (Reply.Output).

@@ -70,6 +70,10 @@
 // (EstimateUsage: a quarter of the characters sent and received) unless
 // WithoutUsage or Reply.NoUsage asks for none, as some local servers do.
 //
+// A request with "stream": true is answered as server-sent events, on
+// both APIs, at the rate WithTokenRate sets, and can be broken midway
+// (Reply.FailAfter): see stream.go.
+//
 // A Server is safe for concurrent use; the script is called with one
 // request at a time, so it need not be.
 package openaitest
@@ -147,6 +151,8 @@ type Server struct {
 	// issuedCalls the item ids of the function calls by call_id.
 	issued      map[string]issuedItem
 	issuedCalls map[string]string
+	// tokenRate is the streaming rate in tokens a second (0: at once).
+	tokenRate float64
 }
 
 // The endpoints a request can come to (Request.API).
@@ -382,6 +388,10 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, api str
 		return
 	}
 	reply, u, cut, sendUsage := s.outcome(req, withOutput(req, reply), noUsage)
+	if req.Stream {
+		s.writeStream(w, r, req, reply, u, cut, sendUsage)
+		return
+	}
 	if api == APIResponses {
 		s.writeResponse(w, req, reply, u, cut, sendUsage)
 		return

@@ -1,0 +1,208 @@
+package slacktest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Streamed messages (docs.slack.dev/reference/methods/chat.startStream,
+// chat.appendStream, chat.stopStream): a message the bot starts with
+// chat.startStream, appends markdown_text to with chat.appendStream and
+// finalizes with chat.stopStream (more markdown_text, blocks "rendered
+// at the bottom of the finalized message", metadata). Rules the fake
+// enforces:
+//   - markdown_text is at most 12,000 characters in each call ("Limit
+//     this field to 12,000 characters", all three pages): msg_too_long;
+//   - recipient_user_id and recipient_team_id are "Required when
+//     streaming to channels" (chat.startStream): outside a D… channel
+//     their absence is invalid_arguments, Slack's answer to arguments
+//     missing (the page names no error of its own for it);
+//   - the bot must be in the channel (not_in_channel), the channel must
+//     be given (channel_not_found);
+//   - appendStream and stopStream need the ts of a stream
+//     (message_not_found), still streaming: once stopped, a stream
+//     answers message_not_in_streaming_state (the error Slack's
+//     clients treat as "the stream has ended", e.g. bolt apps handling
+//     a stream stopped by the user or expired);
+//   - stopStream's blocks and metadata are checked as chat.postMessage's
+//     are (invalid_blocks, invalid_metadata_format).
+//
+// RefuseStreams makes every stream method answer a code (an older or
+// restricted workspace: unknown_method, as Slack answers a method it
+// does not offer); FailNext makes the next call of one method fail.
+// Rate limits: startStream and appendStream are Tier 4, stopStream Tier
+// 2 (the pages' Facts); RateLimit applies to them as to any method.
+
+// Stream is what the fake knows of a streamed message.
+type Stream struct {
+	Channel, TS string
+	// Open until chat.stopStream.
+	Open bool
+	// Appends counts chat.appendStream calls; Chunks are the
+	// markdown_text of every call, start and stop included, in order.
+	Appends int
+	Chunks  []string
+	// RecipientUser and RecipientTeam are startStream's.
+	RecipientUser, RecipientTeam string
+	// Started is when chat.startStream was answered.
+	Started time.Time
+}
+
+type streaming struct {
+	byKey  map[string]*streamed // by channel and ts
+	order  []*streamed
+	refuse string
+	next   map[string]string // method → the error of its next call
+}
+
+type streamed struct {
+	Stream
+	post *Posted
+}
+
+// RefuseStreams makes chat.startStream, chat.appendStream and
+// chat.stopStream answer code.
+func (s *Server) RefuseStreams(code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams.refuse = code
+}
+
+// FailNext makes the next call of method answer code.
+func (s *Server) FailNext(method, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams.next == nil {
+		s.streams.next = map[string]string{}
+	}
+	s.streams.next[method] = code
+}
+
+// Streams returns the streamed messages of channel, oldest first.
+func (s *Server) Streams(channel string) []Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Stream
+	for _, st := range s.streams.order {
+		if st.Channel == channel {
+			c := st.Stream
+			c.Chunks = append([]string(nil), st.Chunks...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// serveStream answers the stream methods; false for any other method.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, method, tok string) bool {
+	switch method {
+	case "chat.startStream", "chat.appendStream", "chat.stopStream":
+	default:
+		return false
+	}
+	f := r.Form
+	s.mu.Lock()
+	code := s.streams.refuse
+	if c, ok := s.streams.next[method]; ok && code == "" {
+		code = c
+		delete(s.streams.next, method)
+	}
+	s.mu.Unlock()
+	ch := f.Get("channel")
+	text := f.Get("markdown_text")
+	switch {
+	case code != "":
+	case ch == "":
+		code = "channel_not_found"
+	case !s.member(ch):
+		code = "not_in_channel"
+	case len([]rune(text)) > 12000:
+		code = "msg_too_long"
+	}
+	if code != "" {
+		s.fail(w, code, tok)
+		return true
+	}
+	switch method {
+	case "chat.startStream":
+		s.startStream(w, f, tok)
+	default:
+		s.continueStream(w, f, tok, method == "chat.stopStream")
+	}
+	return true
+}
+
+func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
+	ch := f.Get("channel")
+	if !strings.HasPrefix(ch, "D") && (f.Get("recipient_user_id") == "" || f.Get("recipient_team_id") == "") {
+		s.fail(w, "invalid_arguments", tok)
+		return
+	}
+	post := url.Values{"channel": {ch}, "thread_ts": {f.Get("thread_ts")}, "text": {f.Get("markdown_text")}}
+	p, ok := s.keep(w, post, tok, false)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	st := &streamed{Stream: Stream{Channel: ch, TS: p.TS, Open: true, Chunks: []string{f.Get("markdown_text")},
+		RecipientUser: f.Get("recipient_user_id"), RecipientTeam: f.Get("recipient_team_id"), Started: time.Now()}, post: p}
+	if s.streams.byKey == nil {
+		s.streams.byKey = map[string]*streamed{}
+	}
+	s.streams.byKey[ch+" "+p.TS] = st
+	s.streams.order = append(s.streams.order, st)
+	s.mu.Unlock()
+	answer(w, map[string]any{"ok": true, "channel": ch, "ts": p.TS})
+}
+
+func (s *Server) continueStream(w http.ResponseWriter, f url.Values, tok string, stop bool) {
+	ch, ts, text := f.Get("channel"), f.Get("ts"), f.Get("markdown_text")
+	var meta *Metadata
+	if raw := f.Get("metadata"); stop && raw != "" {
+		meta = &Metadata{}
+		if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+			s.fail(w, "invalid_metadata_format", tok)
+			return
+		}
+	}
+	_, values, labels, urls, ok := readLinks(f.Get("blocks"))
+	feedback, action, fbOK := readFeedback(f.Get("blocks"))
+	if !ok || !fbOK {
+		s.fail(w, "invalid_blocks", tok)
+		return
+	}
+	s.mu.Lock()
+	st := s.streams.byKey[ch+" "+ts]
+	switch {
+	case st == nil:
+		s.mu.Unlock()
+		s.fail(w, "message_not_found", tok)
+		return
+	case !st.Open:
+		s.mu.Unlock()
+		s.fail(w, "message_not_in_streaming_state", tok)
+		return
+	}
+	st.Chunks = append(st.Chunks, text)
+	st.post.Text += text
+	if stop {
+		st.Open = false
+		st.post.Metadata = meta
+		if f.Has("blocks") {
+			st.post.Buttons, st.post.Labels, st.post.URLs = values, labels, urls
+			st.post.Feedback, st.post.FeedbackAction = feedback, action
+		}
+	} else {
+		st.Appends++
+	}
+	msg := map[string]any{"type": "message", "ts": ts, "text": st.post.Text, "bot_id": BotID, "user": BotUserID}
+	s.mu.Unlock()
+	out := map[string]any{"ok": true, "channel": ch, "ts": ts}
+	if stop {
+		out["message"] = msg
+	}
+	answer(w, out)
+}

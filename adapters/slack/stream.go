@@ -1,0 +1,148 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+var _ bot.Streamer = (*Adapter)(nil)
+
+// streamAPI is the part of slack-go's *slack.Client a stream calls
+// (v0.35: StartStream, AppendStream, StopStream).
+type streamAPI interface {
+	StartStreamContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	AppendStreamContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, error)
+	StopStreamContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, error)
+}
+
+var _ streamAPI = (*slack.Client)(nil)
+
+// streamInterval spaces a stream's appends. chat.appendStream is Tier 4
+// (100+ per minute per workspace, docs.slack.dev/reference/methods/chat.appendStream);
+// one append a second per answer leaves room for several answers at once.
+const streamInterval = time.Second
+
+// maxStreamText is the most markdown_text one call takes ("Limit this
+// field to 12,000 characters": chat.startStream, chat.appendStream and
+// chat.stopStream).
+const maxStreamText = 12000
+
+// StartStream implements bot.Streamer with chat.startStream: the answer
+// is streamed as markdown into m's chat, in its thread, to userID (the
+// recipient Slack asks for outside a DM). A workspace without streaming
+// answers an error, and the bot goes on without a preview.
+func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string) (bot.Stream, error) {
+	api, ok := a.noRetry.(streamAPI)
+	if !ok {
+		return nil, fmt.Errorf("slack: this client cannot stream")
+	}
+	if len([]rune(m.Text)) > maxStreamText {
+		return nil, fmt.Errorf("slack: start stream in %s: the first text is longer than %d characters", m.ChatID, maxStreamText)
+	}
+	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(m.Text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID)}
+	if m.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
+	}
+	_, ts, err := api.StartStreamContext(ctx, m.ChatID, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("slack: start stream in %s: %w", m.ChatID, a.queueError(err))
+	}
+	return &stream{a: a, api: api, channel: m.ChatID, ts: ts, sent: m.Text}, nil
+}
+
+// stream is one answer streamed into a message.
+type stream struct {
+	a       *Adapter
+	api     streamAPI
+	channel string
+	ts      string
+	sent    string // the markdown the message shows so far
+}
+
+// Update implements bot.Stream: what text adds to the message is
+// appended (chat.appendStream).
+func (s *stream) Update(ctx context.Context, text string) error {
+	add, ok := strings.CutPrefix(text, s.sent)
+	if !ok {
+		return fmt.Errorf("slack: stream %s: the text does not extend what is shown", s.ts)
+	}
+	if add == "" {
+		return nil
+	}
+	if len([]rune(add)) > maxStreamText {
+		return fmt.Errorf("slack: stream %s: more than %d characters at once", s.ts, maxStreamText)
+	}
+	if _, _, err := s.api.AppendStreamContext(ctx, s.channel, s.ts, slack.MsgOptionMarkdownText(add)); err != nil {
+		return fmt.Errorf("slack: append to stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+	}
+	s.sent = text
+	return nil
+}
+
+// Interval implements bot.Stream.
+func (s *stream) Interval() time.Duration { return streamInterval }
+
+// Finish implements bot.Stream with chat.stopStream: the rest of the
+// answer, its buttons (Undo) and, in a DM, its Details link go with it,
+// and the message is tagged with the outbox entry (m.Ref) as Send tags
+// a post, so that a Resend after a crash finds it and posts nothing
+// twice. An answer that does not extend what was streamed (the model
+// started over) is put in place with chat.update once the stream has
+// stopped. An answer too long for one message ends the stream as it is
+// and is posted as usual (final false).
+func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
+	text := strings.TrimSpace(m.Text)
+	if text == "" || len(split(text, maxMessage)) > 1 {
+		if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts); err != nil {
+			return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+		}
+		return "", false, nil
+	}
+	rest, extends := strings.CutPrefix(text, s.sent)
+	var opts []slack.MsgOption
+	if extends && rest != "" {
+		opts = append(opts, slack.MsgOptionMarkdownText(rest))
+	}
+	if bs := tail(m); len(bs) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(bs...))
+	}
+	if m.Ref != "" {
+		opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
+	}
+	if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
+		return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+	}
+	if !extends {
+		if err := s.a.Edit(ctx, s.ts, m); err != nil {
+			return s.ts, true, err
+		}
+	}
+	if m.Link != nil && !dm(m.ChatID) {
+		s.a.sendLink(ctx, m)
+	}
+	return s.ts, true, nil
+}
+
+// tail is the blocks under a streamed answer: its buttons and feedback
+// buttons (chat.stopStream's blocks argument,
+// docs.slack.dev/reference/methods/chat.stopStream, takes the
+// context_actions block of docs.slack.dev/reference/block-kit/blocks/context-actions-block),
+// and in a DM its Details link.
+func tail(m bot.Outgoing) []slack.Block {
+	var out []slack.Block
+	for _, b := range blocks("", m.Buttons) {
+		if b.BlockType() != slack.MBTSection { // the text is the stream's
+			out = append(out, b)
+		}
+	}
+	if m.Link != nil && dm(m.ChatID) {
+		out = append(out, linkBlock(m.Link))
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package slack_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// TestStreamInADM streams an answer into a DM: started with the first
+// words, appended, stopped with the rest, the Undo button and the
+// outbox tag; a Resend of the same entry (a crash between the stop and
+// its record) finds the message and posts nothing.
+func TestStreamInADM(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, "Moved three tasks to"); err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Moved three tasks to Family.", Ref: "ob1",
+		Buttons: []bot.Button{{Label: "Undo", Data: "undo:r1", Command: "undo"}}}
+	id, ok, err := st.Finish(ctx, final)
+	if err != nil || !ok || id == "" {
+		t.Fatalf("finish: %q %v %v", id, ok, err)
+	}
+	ss := srv.Streams("D1")
+	if len(ss) != 1 || ss[0].Open || ss[0].Appends != 1 || len(ss[0].Chunks) != 3 || ss[0].TS != id {
+		t.Fatalf("streams %+v", ss)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].Text != final.Text || len(posts[0].Buttons) != 1 || posts[0].Buttons[0] != "undo:r1" || posts[0].Metadata == nil {
+		t.Fatalf("posts %+v", posts)
+	}
+	again, err := a.Resend(ctx, final, time.Now())
+	if err != nil || again != id {
+		t.Errorf("resend: %q %v, want the streamed message %q", again, err, id)
+	}
+	if n := len(srv.Posts("D1")); n != 1 {
+		t.Errorf("%d posts after the resend, want 1", n)
+	}
+}
+
+// TestStreamCrashBeforeStop: a process that died before stopping the
+// stream left no tagged message; the restart's Resend posts the answer,
+// once.
+func TestStreamCrashBeforeStop(t *testing.T) {
+	a, srv := newAdapter(t)
+	if _, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "D1", Text: "Moved"}, "U1"); err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Moved it.", Ref: "ob2"}
+	if _, err := a.Resend(t.Context(), final, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Resend(t.Context(), final, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range srv.Posts("D1") {
+		if p.Text == final.Text {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the answer was posted %d times, want 1", n)
+	}
+}
+
+// TestStreamRules: the fake's documented refusals reach the adapter as
+// errors: a workspace without streaming, a channel stream without its
+// recipient (the adapter always sends one), a stopped stream.
+func TestStreamRules(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Hi"}, "U1")
+	if err != nil {
+		t.Fatalf("a channel stream with its recipient: %v", err)
+	}
+	if ss := srv.Streams("C1"); len(ss) != 1 || ss[0].RecipientUser != "U1" || ss[0].RecipientTeam != "T1" {
+		t.Errorf("streams %+v", ss)
+	}
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	var se goslack.SlackErrorResponse
+	if err := st.Update(ctx, "Hi there"); !errors.As(err, &se) || se.Err != "message_not_in_streaming_state" {
+		t.Errorf("append after stop: %v", err)
+	}
+	srv.RefuseStreams("unknown_method")
+	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Hi"}, "U1"); !errors.As(err, &se) || se.Err != "unknown_method" {
+		t.Errorf("a workspace without streams: %v", err)
+	}
+}
+
+// TestStreamAnswerStartedOver: an answer that does not extend what was
+// streamed (the model started over) replaces it once the stream stops.
+func TestStreamAnswerStartedOver(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob3"}
+	id, ok, err := st.Finish(ctx, final)
+	if err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
+		t.Errorf("posts %+v", posts)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
+)
+
+// streamAnswer is a final answer long enough to stream over a few
+// seconds' worth of updates at streamRate.
+var streamAnswer = "I added \"Buy milk\" to your inbox. " + strings.Repeat("Everything else stays where it was. ", 8) + "Tell me if you want it due today."
+
+const streamRate = 40 // tokens a second: the answer streams over about 2.3 s
+
+// streamingModel makes e's model add a task, then answer streamAnswer
+// in a final_answer call, streamed at streamRate; first, when set, is
+// the reply of the first answer attempt (a broken stream).
+func streamingModel(t *testing.T, e *env, first ...openaitest.Reply) {
+	t.Helper()
+	answer := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer}))
+	replies := append([]openaitest.Reply{openaitest.Call("add_tasks", `{"tasks":[{"content":"Buy milk"}]}`)}, first...)
+	e.model = openaitest.New(openaitest.Replies(append(replies, answer)...), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+}
+
+func mustMarshal(t *testing.T, v map[string]string) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// answers counts the posts of channel that show the answer.
+func answers(sl *slacktest.Server, channel string) []slacktest.Posted {
+	var out []slacktest.Posted
+	for _, p := range sl.Posts(channel) {
+		if strings.Contains(p.Text, "Tell me if you want it due today.") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestSlackDMStreamsTheAnswer: a DM shows the answer streamed into one
+// message (started, appended, stopped) which ends with the Undo button
+// and is the answer: posted once, nothing posted after it.
+func TestSlackDMStreamsTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	streamingModel(t, e)
+	sl, base := serveSlack(t, e)
+	slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+	waitFor(t, "the streamed answer", func() bool {
+		ss := sl.Streams("D1")
+		return len(ss) == 1 && !ss[0].Open && len(answers(sl, "D1")) == 1 && len(answers(sl, "D1")[0].Buttons) > 0
+	})
+	s := sl.Streams("D1")[0]
+	a := answers(sl, "D1")[0]
+	if a.TS != s.TS || a.Text != streamAnswer || a.Metadata == nil {
+		t.Errorf("the answer %+v is not the stream %+v", a, s)
+	}
+	if s.Appends < 1 {
+		t.Errorf("the stream was appended %d times; chunks %q", s.Appends, s.Chunks)
+	}
+	if !strings.HasPrefix(a.Buttons[0], "undo") && !strings.Contains(strings.Join(a.Labels, ","), "Undo") {
+		t.Errorf("buttons %q %q, want Undo", a.Buttons, a.Labels)
+	}
+	if n := sl.Calls("chat.postMessage"); n != 1 {
+		t.Errorf("%d chat.postMessage calls, want 1 (the status message)", n)
+	}
+}
+
+// TestSlackStreamRefusedFallsBack: a workspace without streams, and a
+// stream whose stop fails, both end with the answer posted once as a
+// message with its Undo button.
+func TestSlackStreamRefusedFallsBack(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail func(*slacktest.Server)
+	}{
+		{"no streams", func(sl *slacktest.Server) { sl.RefuseStreams("unknown_method") }},
+		{"stop fails", func(sl *slacktest.Server) { sl.FailNext("chat.stopStream", "internal_error") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			streamingModel(t, e)
+			sl, base := serveSlack(t, e)
+			tt.fail(sl)
+			slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+			waitFor(t, "the answer", func() bool {
+				for _, p := range answers(sl, "D1") {
+					if len(p.Buttons) > 0 && p.Metadata != nil {
+						return true
+					}
+				}
+				return false
+			})
+			if st := sl.Posts("D1")[0]; st.Updates == 0 {
+				t.Errorf("the status message was not edited: %+v", st)
+			}
+			var whole int
+			for _, p := range answers(sl, "D1") {
+				if p.Shown() == streamAnswer || p.Text == streamAnswer {
+					whole++
+				}
+			}
+			if whole != 1 {
+				t.Errorf("the whole answer was posted %d times, want 1: %s", whole, fmtPosts(sl.Posts("D1")))
+			}
+		})
+	}
+}
+
+// TestTelegramPrivateChatDrafts: a private chat sees the answer as
+// growing drafts, then as the message (with Undo); a group sees no
+// draft, and gets the answer as before.
+func TestTelegramPrivateChatDrafts(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.AllowedUsers = []string{"telegram:42"}
+	streamingModel(t, e)
+	tg := serveTelegram(t, e)
+	tg.PushText(42, 42, "add buy milk")
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == streamAnswer })
+	ds := tg.Drafts(42)
+	if len(ds) < 2 {
+		t.Fatalf("drafts %+v, want the answer growing", ds)
+	}
+	for i, d := range ds {
+		if !strings.HasPrefix(streamAnswer, d.Text) || d.DraftID != ds[0].DraftID || (i > 0 && len(d.Text) <= len(ds[i-1].Text)) {
+			t.Errorf("draft %d %q does not grow the answer under one id", i, d.Text)
+		}
+	}
+	ms := tg.Messages(42)
+	if last := ms[len(ms)-1]; len(last.Buttons) == 0 {
+		t.Errorf("the answer has no Undo button: %+v", last)
+	}
+}
+
+func TestTelegramGroupGetsNoDrafts(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.AllowedUsers = []string{"telegram:42"}
+	streamingModel(t, e)
+	tg := serveTelegram(t, e)
+	tg.PrivacyOff()
+	const group = -100
+	tg.PushText(group, 42, "@"+telegramtest.BotUserName+" add buy milk")
+	waitFor(t, "the answer", func() bool { return lastText(tg, group) == streamAnswer })
+	if ds := tg.Drafts(group); len(ds) != 0 {
+		t.Errorf("a group got drafts: %+v", ds)
+	}
+}
+
+// TestStreamBrokenByTheModel: the model's stream breaks in the middle of
+// the answer; the call is made again, the drafts catch up and go on, and
+// the answer arrives whole, once.
+func TestStreamBrokenByTheModel(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.AllowedUsers = []string{"telegram:42"}
+	broken := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer})).FailAfter(120)
+	streamingModel(t, e, broken)
+	tg := serveTelegram(t, e)
+	tg.PushText(42, 42, "add buy milk")
+	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == streamAnswer })
+	n := 0
+	for _, m := range tg.Messages(42) {
+		if m.Text == streamAnswer {
+			n++
+		}
+	}
+	if n != 1 || e.model.Calls() != 3 {
+		t.Errorf("the answer was sent %d times after %d model calls; want once after 3", n, e.model.Calls())
+	}
+	for _, d := range tg.Drafts(42) {
+		if !strings.HasPrefix(streamAnswer, d.Text) {
+			t.Errorf("draft %q is not a beginning of the answer", d.Text)
+		}
+	}
+}
