@@ -89,7 +89,7 @@ type Request struct {
 	// pieces as they arrive (see Delta); the Response is the same as
 	// without it. A Model that cannot stream ignores it. It must not
 	// block.
-	Stream func(Delta)
+	Stream func(Delta) `json:"-"`
 }
 
 // Overheads of PromptBound, in tokens: more than any chat format adds

@@ -31,7 +31,6 @@ type answerStream struct {
 	tools bool
 	hear  func(string)
 	scan  *answerScanner
-	call  int // the call being scanned (tools)
 	names map[int]string
 }
 
@@ -156,13 +155,6 @@ func (sc *answerScanner) write(p string) bool {
 		}
 	}
 	return sc.out.Len() > before
-}
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // decodeString decodes the JSON string whose text starts at s[i] (after

@@ -186,11 +186,3 @@ func TestFaultsFailExactly(t *testing.T) {
 		})
 	}
 }
-
-// except drops names from m.
-func except(m map[string]string, names ...string) map[string]string {
-	for _, n := range names {
-		delete(m, n)
-	}
-	return m
-}
