@@ -254,7 +254,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	m.metrics = web.NewMetrics()
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
-		UserDailyTokens: cfg.DailyTokens, Now: m.clock}
+		UserDailyTokens: cfg.DailyTokens, Now: m.clock, AutopilotEvery: cfg.AutopilotEvery()}
 	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
 	if tc := cfg.Transcribe(log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
@@ -407,7 +407,6 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
-	go b.AutopilotLoop(ctx, time.NewTicker(cfg.AutopilotEvery()).C) // new inbox tasks, for people with autopilot on
 	if m.Ready != nil {
 		m.Ready(b)
 	}
