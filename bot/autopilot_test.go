@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -299,6 +300,9 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 	h.idle(t)
 	if ps, _ := h.bot.Settings(t.Context(), "telegram", "42"); ps.Autopilot {
 		t.Fatal("autopilot still on after Stop autopilot")
+	}
+	if _, err := h.timers.Timer(t.Context(), TimerAutopilot, "telegram:42"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stop autopilot left its timer (%v)", err)
 	}
 	calls := h.model.Calls()
 	eggs := h.add("Buy eggs")
