@@ -217,7 +217,10 @@ func TestSettingsAutopilotTimer(t *testing.T) {
 		t.Fatalf("autopilot timer %+v (%v), want due now", tm, err)
 	}
 	// Saving the settings again (a new conversation) keeps its due time.
-	e.clk.Set(e.clk.Now().Add(time.Minute))
+	tm.Due = e.clk.Now().Add(time.Hour)
+	if err := e.st.SetTimer(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
 	e.say(t, Incoming{Platform: "telegram", ChatID: "c2", UserID: "42", Text: "hi", EventID: "hi-c2", DM: true})
 	if again, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || !again.Due.Equal(tm.Due) {
 		t.Errorf("timer after a save %+v (%v), want still due %v", again, err, tm.Due)
