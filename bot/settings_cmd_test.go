@@ -209,12 +209,23 @@ func TestHelpListsSettings(t *testing.T) {
 // next message; /settings autopilot off deletes it, and a timer left
 // over for a person whose autopilot is off deletes itself when due.
 func TestSettingsAutopilotTimer(t *testing.T) {
-	e := newSettingsEnv(t)
 	ctx := t.Context()
+	// On a bot not started (no timer pass to race with) turning it on
+	// sets the timer due now.
+	st, clk := newTimerStore(), &clock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}
+	if err := New(st, &mockAgent{}, Config{Now: clk.Now}).SaveSettings(ctx, "telegram", "42", PersonSettings{Autopilot: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tm, err := st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || !tm.Due.Equal(clk.Now()) {
+		t.Errorf("autopilot timer %+v (%v), want due now", tm, err)
+	}
+
+	e := newSettingsEnv(t)
 	e.say(t, settingsIn("autopilot on"))
+	// Due now, or a minute on if the bot's start pass already looked.
 	tm, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42")
-	if err != nil || !tm.Due.Equal(e.clk.Now()) {
-		t.Fatalf("autopilot timer %+v (%v), want due now", tm, err)
+	if err != nil || tm.Due.After(e.clk.Now().Add(time.Minute)) {
+		t.Fatalf("autopilot timer %+v (%v), want due within a minute", tm, err)
 	}
 	// Saving the settings again (a new conversation) keeps its due time.
 	tm.Due = e.clk.Now().Add(time.Hour)
