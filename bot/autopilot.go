@@ -25,8 +25,8 @@ import (
 // once for the batch, limited at the engine to reads, moves and updates
 // of those very tasks (AutopilotActions, agent.Input.Touch), and posts
 // one message: what it filed and what it left in the inbox, with Undo
-// and Stop autopilot buttons. Something calls Autopilot: the periodic
-// trigger (autopilot_trigger.go) and, in team mode, a Todoist webhook.
+// and Stop autopilot buttons. Something calls Autopilot: the person's
+// autopilot timer (autopilot_trigger.go) and, in team mode, a Todoist webhook.
 
 // JobAutopilot files the new inbox tasks Job.Incoming.Text lists (ids
 // separated by spaces) for Job.Incoming's person.

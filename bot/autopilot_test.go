@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,8 +24,9 @@ import (
 
 // The autopilot end to end: the real Todoist client against the fake
 // Todoist, the real model client against the fake model server (a
-// scripted filer), the bot on a memStore with an injected clock, and
-// the periodic trigger driven by ticks the test sends.
+// scripted filer), the bot on a memStore that keeps timers with an
+// injected clock, and the person's autopilot timer run by the test
+// (RunTimers) after it moves the clock.
 
 type apClock struct {
 	mu  sync.Mutex
@@ -48,8 +50,7 @@ type apHarness struct {
 	todo      *todoisttest.Server
 	model     *openaitest.Server
 	clock     *apClock
-	ticks     chan time.Time
-	passed    chan struct{}
+	timers    *timerStore
 	groceries todoisttest.Project
 	// mu protects the fields below.
 	mu      sync.Mutex
@@ -135,13 +136,15 @@ func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 // newAPHarnessEngine is newAPHarness with the engine configured as ecfg.
 func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...string) *apHarness {
 	t.Helper()
-	h := &apHarness{clock: &apClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, ticks: make(chan time.Time), passed: make(chan struct{})}
+	h := &apHarness{clock: &apClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, timers: newTimerStore()}
 	h.todo = todoisttest.New(t)
 	h.groceries = h.todo.AddProject(todoisttest.Project{Name: "Groceries"})
 	for _, c := range before {
 		h.add(c)
 	}
-	cfg.autopilotPassed = func() { h.passed <- struct{}{} }
+	// The bot's own timer pass runs at Start only: the test runs the
+	// others, so a look is over when tick returns.
+	cfg.TimerEvery = 24 * time.Hour
 	h.model = openaitest.New(openaitest.FromAgent(h.filer))
 	t.Cleanup(h.model.Close)
 	model := openai.New(openai.Config{APIKey: "sk-test", BaseURL: h.model.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, h.model.Client())
@@ -149,14 +152,13 @@ func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...s
 	ecfg.Now = h.clock.Now
 	eng := agent.New(Metered(model), tasks, ecfg)
 	cfg.Workers, cfg.AllowedUsers, cfg.Now = 2, []string{"telegram:42"}, h.clock.Now
-	h.harness = &harness{store: newMemStore(), plat: newTelegram()}
-	h.bot = New(h.store, eng, cfg)
+	h.harness = &harness{store: h.timers.memStore, plat: newTelegram()}
+	h.bot = New(h.timers, eng, cfg)
 	h.bot.AddPlatform(h.plat)
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := h.bot.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	go h.bot.AutopilotLoop(ctx, h.ticks)
 	t.Cleanup(func() { h.bot.Stop(); cancel() })
 	// The person talks to the bot once in private (their conversation
 	// is where autopilot posts), then turns autopilot on.
@@ -188,12 +190,14 @@ func (h *apHarness) idle(t testing.TB) {
 	}
 }
 
-// tick moves the clock one interval on and lets the trigger look.
+// tick moves the clock one interval (the default, a minute) on and runs
+// the due timers: the person's autopilot timer looks, when it is on.
 func (h *apHarness) tick(t testing.TB) {
 	t.Helper()
 	h.clock.add(time.Minute)
-	h.ticks <- h.clock.Now()
-	<-h.passed
+	if _, err := h.bot.RunTimers(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	h.idle(t)
 }
 
@@ -296,6 +300,9 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 	h.idle(t)
 	if ps, _ := h.bot.Settings(t.Context(), "telegram", "42"); ps.Autopilot {
 		t.Fatal("autopilot still on after Stop autopilot")
+	}
+	if _, err := h.timers.Timer(t.Context(), TimerAutopilot, "telegram:42"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stop autopilot left its timer (%v)", err)
 	}
 	calls := h.model.Calls()
 	eggs := h.add("Buy eggs")

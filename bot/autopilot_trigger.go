@@ -11,11 +11,82 @@ import (
 	"time"
 )
 
-// The periodic trigger of the autopilot: every TIDYBOT_AUTOPILOT_INTERVAL
-// it looks at the inbox of every person with autopilot on (Autopilot),
-// the safety net behind Todoist's webhooks, which may be late or lost.
-// It is in memory: several replicas each look (a look is one small
-// incremental /sync; see autopilotLocks for what two at once do).
+// The periodic trigger of the autopilot is a durable timer (timers.go)
+// of kind TimerAutopilot per person with autopilot on, keyed
+// "platform:user id": every Config.AutopilotEvery it looks at their
+// inbox (Autopilot), the safety net behind Todoist's webhooks, which may
+// be late or lost. The timer lives in the store, so it survives a
+// restart, and one process at a time claims it, so a person's inbox is
+// looked at once per interval however many replicas share the store. It
+// runs at the bot's timer passes (Config.TimerEvery), so a look comes at
+// most TimerEvery late.
+
+// TimerAutopilot is the kind of the autopilot's timers.
+const TimerAutopilot = "autopilot"
+
+// registerAutopilot makes the bot look at inboxes at the autopilot's
+// timers.
+func (b *Bot) registerAutopilot() { b.HandleTimer(TimerAutopilot, b.autopilotTimer) }
+
+// armAutopilot sets the person's autopilot timer, due now (the first
+// look notes the inbox as it is), when autopilot is on and it has none
+// (turned on, or lost: a database copied by tidybot migrate --from holds
+// no timers); it deletes it when autopilot is off.
+func (b *Bot) armAutopilot(ctx context.Context, platform, userID string, on bool) error {
+	ts, ok := b.store.(TimerStore)
+	if !ok {
+		if on {
+			return fmt.Errorf("bot: autopilot needs a store that keeps timers")
+		}
+		return nil
+	}
+	key := platform + ":" + userID
+	if !on {
+		if err := ts.DeleteTimer(ctx, TimerAutopilot, key); err != nil {
+			return fmt.Errorf("bot: delete the autopilot timer of %s: %w", key, err)
+		}
+		return nil
+	}
+	_, err := ts.Timer(ctx, TimerAutopilot, key)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("bot: read the autopilot timer of %s: %w", key, err)
+	}
+	return b.SetTimer(ctx, Timer{Kind: TimerAutopilot, Key: key, Due: b.cfg.Now()})
+}
+
+// autopilotTimer looks once at the inbox of the timer's person and
+// returns when to look next: Config.AutopilotEvery from now (after
+// downtime one look, never a burst), never when autopilot is off. A
+// failed look is logged and the next comes an interval later, as usual.
+func (b *Bot) autopilotTimer(ctx context.Context, t Timer) (time.Time, error) {
+	platform, userID := personOf(t.Key)
+	ps, err := b.Settings(ctx, platform, userID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ps.Autopilot {
+		return time.Time{}, nil // turned off meanwhile: no timer
+	}
+	if b.queue(platform) == nil {
+		// This process does not serve the person's platform (tidybot
+		// chat on a shared database): due again at once, for one that
+		// does.
+		return b.cfg.Now(), nil
+	}
+	if err := b.Autopilot(ctx, platform, userID); err != nil {
+		if errors.Is(err, ErrStopped) {
+			return b.cfg.Now(), nil // shutting down: the next start looks
+		}
+		b.log.Warn("autopilot look failed", slog.String("platform", platform), slog.String("user_id", userID), slog.Any("err", err))
+	}
+	return b.cfg.Now().Add(b.cfg.AutopilotEvery), nil
+}
+
+// The webhook below finds the people with autopilot on in a list kept
+// beside their settings (SaveSettings).
 
 // autopilotPeopleKey is the setting listing, as JSON, the people
 // ("platform:user id") whose autopilot is on; SaveSettings keeps it.
@@ -65,46 +136,6 @@ func (b *Bot) indexAutopilot(ctx context.Context, platform, userID string, on bo
 	return nil
 }
 
-// AutopilotAll looks once at the inbox of every person with autopilot
-// on; a failure for one is logged and the others are looked at.
-func (b *Bot) AutopilotAll(ctx context.Context) error {
-	people, err := b.AutopilotPeople(ctx)
-	if err != nil {
-		return err
-	}
-	for _, who := range people {
-		platform, userID, _ := strings.Cut(who, ":")
-		if err := b.Autopilot(ctx, platform, userID); err != nil {
-			if errors.Is(err, ErrStopped) {
-				return err
-			}
-			b.log.Warn("autopilot look failed", slog.String("platform", platform), slog.String("user_id", userID), slog.Any("err", err))
-		}
-	}
-	return nil
-}
-
-// AutopilotLoop calls AutopilotAll at every tick until ctx ends or the
-// bot stops. cmd/tidybot passes a time.Ticker's channel at
-// TIDYBOT_AUTOPILOT_INTERVAL; a test sends the ticks itself.
-func (b *Bot) AutopilotLoop(ctx context.Context, ticks <-chan time.Time) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.quit:
-			return
-		case <-ticks:
-			if err := b.AutopilotAll(ctx); err != nil && !errors.Is(err, ErrStopped) {
-				b.log.Warn("autopilot", slog.Any("err", err))
-			}
-			if b.cfg.autopilotPassed != nil {
-				b.cfg.autopilotPassed()
-			}
-		}
-	}
-}
-
 // Todoist's webhooks (team mode) say that a task was added to some
 // Todoist account, by the account's Todoist user id. The person it
 // belongs to is learned: the first webhook of an unknown user id looks
@@ -112,7 +143,7 @@ func (b *Bot) AutopilotLoop(ctx context.Context, ticks <-chan time.Time) {
 // task is recorded for that id (setting autopilotUserPrefix+id); later
 // webhooks of the id look at that person only. A user id that matched
 // nobody (a person without autopilot) is not searched again for
-// unmatchedFor, per process: the periodic look covers them meanwhile.
+// unmatchedFor, per process: the timer's look covers them meanwhile.
 
 // autopilotUserPrefix starts the key of the setting naming the person
 // ("platform:user id") a Todoist user id belongs to.

@@ -78,10 +78,10 @@ type Config struct {
 	// AutopilotPerHour bounds one person's autopilot runs per hour
 	// (default DefaultAutopilotPerHour); new tasks beyond it wait.
 	AutopilotPerHour int
-
-	// autopilotPassed, when set (by tests), hears the end of each pass
-	// of AutopilotLoop.
-	autopilotPassed func()
+	// AutopilotEvery is how often autopilot looks at the inbox of a
+	// person who turned it on (default 1m; TIDYBOT_AUTOPILOT_INTERVAL),
+	// at most TimerEvery late.
+	AutopilotEvery time.Duration
 }
 
 func (c *Config) defaults() {
@@ -117,6 +117,9 @@ func (c *Config) defaults() {
 	}
 	if c.TimerEvery <= 0 {
 		c.TimerEvery = 15 * time.Second
+	}
+	if c.AutopilotEvery <= 0 {
+		c.AutopilotEvery = time.Minute
 	}
 	if c.AutopilotPerHour <= 0 {
 		c.AutopilotPerHour = DefaultAutopilotPerHour
@@ -199,6 +202,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		tailRoom:  make(chan struct{}, cfg.Workers),
 	}
 	b.registerDigest()
+	b.registerAutopilot()
 	for _, u := range cfg.AllowedUsers {
 		if u = strings.TrimSpace(u); u != "" {
 			b.allowed[u] = true

@@ -67,6 +67,10 @@ func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps Pers
 	if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
 		return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
 	}
-	// The autopilot's trigger finds the people to look at here.
+	// The autopilot's timer follows the setting; the webhook finds the
+	// people to look at in the index.
+	if err := b.armAutopilot(ctx, platform, userID, ps.Autopilot); err != nil {
+		return err
+	}
 	return b.indexAutopilot(ctx, platform, userID, ps.Autopilot)
 }

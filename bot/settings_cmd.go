@@ -328,9 +328,9 @@ func (b *Bot) zone(ctx context.Context, platform, userID string, ps PersonSettin
 
 // personal returns the settings of in's person and, for a message in
 // private, records that conversation as where autopilot and the digest
-// post to them. A person with a digest whose timer is gone (a database
-// copied by tidybot migrate --from, which copies no timers) has it set
-// again.
+// post to them. A person with a digest or autopilot whose timer is gone
+// (a database copied by tidybot migrate --from, which copies no timers)
+// has it set again.
 func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error) {
 	ps, err := b.Settings(ctx, in.Platform, in.UserID)
 	if err != nil {
@@ -349,6 +349,11 @@ func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error)
 					return ps, err
 				}
 			}
+		}
+	}
+	if ps.Autopilot {
+		if err := b.armAutopilot(ctx, in.Platform, in.UserID, true); err != nil {
+			return ps, err
 		}
 	}
 	return ps, nil

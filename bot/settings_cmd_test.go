@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +200,65 @@ func TestHelpListsSettings(t *testing.T) {
 	// "settings" alone in a direct chat is the command.
 	if m := e.say(t, msg("settings", "bare1")); !strings.Contains(m.Text, "Your settings:") {
 		t.Errorf("bare settings answered %q", m.Text)
+	}
+}
+
+// TestSettingsAutopilotTimer: /settings autopilot on arms the person's
+// autopilot timer, due at once (the first look notes the inbox); a lost
+// timer (a database copied without timers) is set again at the person's
+// next message; /settings autopilot off deletes it, and a timer left
+// over for a person whose autopilot is off deletes itself when due.
+func TestSettingsAutopilotTimer(t *testing.T) {
+	ctx := t.Context()
+	// On a bot not started (no timer pass to race with) turning it on
+	// sets the timer due now.
+	st, clk := newTimerStore(), &clock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}
+	if err := New(st, &mockAgent{}, Config{Now: clk.Now}).SaveSettings(ctx, "telegram", "42", PersonSettings{Autopilot: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tm, err := st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || !tm.Due.Equal(clk.Now()) {
+		t.Errorf("autopilot timer %+v (%v), want due now", tm, err)
+	}
+
+	e := newSettingsEnv(t)
+	e.say(t, settingsIn("autopilot on"))
+	// Due now, or a minute on if the bot's start pass already looked.
+	tm, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42")
+	if err != nil || tm.Due.After(e.clk.Now().Add(time.Minute)) {
+		t.Fatalf("autopilot timer %+v (%v), want due within a minute", tm, err)
+	}
+	// Saving the settings again (a new conversation) keeps its due time.
+	tm.Due = e.clk.Now().Add(time.Hour)
+	if err := e.st.SetTimer(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
+	e.say(t, Incoming{Platform: "telegram", ChatID: "c2", UserID: "42", Text: "hi", EventID: "hi-c2", DM: true})
+	if again, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || !again.Due.Equal(tm.Due) {
+		t.Errorf("timer after a save %+v (%v), want still due %v", again, err, tm.Due)
+	}
+
+	if err := e.st.DeleteTimer(ctx, TimerAutopilot, "telegram:42"); err != nil {
+		t.Fatal(err)
+	}
+	e.say(t, msg("hi", "hi-lost"))
+	if _, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil {
+		t.Errorf("a lost autopilot timer is not restored at the next message: %v", err)
+	}
+
+	e.say(t, settingsIn("autopilot off"))
+	if _, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("autopilot off left its timer (%v)", err)
+	}
+
+	// A timer left over (set by a replica before the change) finds
+	// autopilot off and deletes itself without a look.
+	if err := e.st.SetTimer(ctx, Timer{Kind: TimerAutopilot, Key: "telegram:42", Due: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.bot.RunTimers(ctx); err != nil || n != 1 {
+		t.Fatalf("RunTimers = %d, %v; want the leftover timer", n, err)
+	}
+	if _, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the leftover timer stayed (%v)", err)
 	}
 }

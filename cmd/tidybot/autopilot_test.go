@@ -18,76 +18,72 @@ import (
 )
 
 // TestServeAutopilotOnTelegram: through `tidybot serve` (Telegram, the
-// fake Todoist, the fake model), with autopilot on a task added to the
-// inbox is filed at the next TIDYBOT_AUTOPILOT_INTERVAL and announced
-// with Undo and Stop autopilot; Undo restores it; Stop autopilot stops
-// it.
+// fake Todoist, the fake model) on a settable clock, with autopilot
+// turned on by /settings a task added to the inbox is filed when the
+// person's autopilot timer is next due (TIDYBOT_AUTOPILOT_INTERVAL) and
+// announced with Undo and Stop autopilot; Undo restores it; Stop
+// autopilot stops it and deletes the timer. A task added while serve
+// was down is filed at the next start: the timer is in the store.
 func TestServeAutopilotOnTelegram(t *testing.T) {
 	e := newEnv(t)
 	groceries := e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
 	tg := telegramtest.New()
 	t.Cleanup(tg.Close)
 	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
-	e.cfg.AutopilotInterval = time.Second
-	e.cfg.HTTPAddr = freeAddr(t)
-	var (
-		mu sync.Mutex
-		b  *bot.Bot
-	)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs := &syncBuffer{}
+	e.cfg.AutopilotInterval = time.Minute
+	clk := &testClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+	b, stop := serveClocked(t, e, clk)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
 			for _, m := range tg.Messages(42) {
 				t.Logf("message %q %v", m.Text, m.Labels)
 			}
 		}
 	})
-	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: logs, Ready: func(x *bot.Bot) {
-		mu.Lock()
-		b = x
-		mu.Unlock()
-	}}
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+	tick := func() int { // a minute on, and the due timers run
+		t.Helper()
+		clk.Set(clk.Now().Add(time.Minute))
+		n, err := b.RunTimers(t.Context())
+		if err != nil {
+			t.Fatal(err)
 		}
-		_ = m.Close()
-	})
-	waitFor(t, "serve", func() bool { mu.Lock(); defer mu.Unlock(); return b != nil })
-
-	// The person writes once in private, then turns autopilot on (what
-	// /settings autopilot on does).
-	tg.PushText(42, 42, "hi")
-	waitFor(t, "the answer", func() bool { return lastText(tg, 42) == "You said: hi" })
-	ps, err := b.Settings(t.Context(), "telegram", "42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps.Autopilot = true
-	if err := b.SaveSettings(t.Context(), "telegram", "42", ps); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Autopilot(t.Context(), "telegram", "42"); err != nil { // the first look: the inbox as it is
-		t.Fatal(err)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if err := b.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 
+	tg.PushText(42, 42, "/settings autopilot on")
+	waitFor(t, "autopilot on", func() bool { return strings.Contains(lastText(tg, 42), "Autopilot is on") })
+	if n := tick(); n != 1 { // the first look: the inbox as it is
+		t.Fatalf("%d timers ran, want the autopilot's", n)
+	}
+
+	// Down for ten minutes; a task added meanwhile is filed at the next
+	// start, in one batch.
+	stop()
 	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
-	var ann telegramtest.Sent
-	waitFor(t, "autopilot's message", func() bool {
-		ms := tg.Messages(42)
-		ann = ms[len(ms)-1]
-		return strings.HasPrefix(ann.Text, "🤖 Filed 1 new task")
-	})
-	if got, _ := e.todo.Task(milk.ID); got.ProjectID != groceries.ID {
-		t.Errorf("milk in %s, want Groceries", got.ProjectID)
+	clk.Set(clk.Now().Add(10 * time.Minute))
+	b, _ = serveClocked(t, e, clk)
+	waitFor(t, "milk filed after the restart", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == groceries.ID })
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ms := tg.Messages(42)
+	if n := countPrefix(ms, "🤖"); n != 1 {
+		t.Errorf("%d autopilot messages, want one (one look, one batch)", n)
+	}
+	ann := ms[len(ms)-1]
+	if !strings.HasPrefix(ann.Text, "🤖 Filed 1 new task") {
+		t.Fatalf("last message %q, want autopilot's", ann.Text)
 	}
 	if len(ann.Labels) != 2 || !strings.Contains(ann.Labels[0], "Undo") || !strings.Contains(ann.Labels[1], "Stop autopilot") {
 		t.Fatalf("buttons %v, want Undo and Stop autopilot", ann.Labels)
+	}
+	if n := tick(); n != 1 { // the timer goes on after the start
+		t.Errorf("%d timers ran a minute after the start, want the autopilot's", n)
 	}
 
 	tg.PushCallback(42, 42, ann.MessageID, ann.Buttons[0])
@@ -97,11 +93,8 @@ func TestServeAutopilotOnTelegram(t *testing.T) {
 	waitFor(t, "autopilot off", func() bool { ps, _ := b.Settings(t.Context(), "telegram", "42"); return !ps.Autopilot })
 	calls := e.model.Calls()
 	e.todo.AddTask(todoisttest.Task{Content: "Buy more milk"})
-	if err := b.AutopilotAll(t.Context()); err != nil { // what the next tick does
-		t.Fatal(err)
-	}
-	if err := b.WaitIdle(t.Context()); err != nil {
-		t.Fatal(err)
+	if n := tick(); n != 0 {
+		t.Errorf("%d timers ran after Stop autopilot, want none (its timer deleted)", n)
 	}
 	if e.model.Calls() != calls || len(e.todo.TasksIn(e.todo.InboxID())) != 2 {
 		t.Errorf("autopilot filed after Stop autopilot")
@@ -208,4 +201,14 @@ func serveWithBot(t *testing.T, e *env) *bot.Bot {
 	})
 	waitFor(t, "serve", func() bool { mu.Lock(); defer mu.Unlock(); return b != nil })
 	return b
+}
+
+func countPrefix(ms []telegramtest.Sent, prefix string) int {
+	n := 0
+	for _, m := range ms {
+		if strings.HasPrefix(m.Text, prefix) {
+			n++
+		}
+	}
+	return n
 }

@@ -247,15 +247,13 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 			return nil, err
 		}
 	}
-	// Every run's model calls are reserved against its person's daily
-	// tokens (TIDYBOT_USER_DAILY_TOKENS) before they are made.
+	// Each run's model calls are reserved against TIDYBOT_USER_DAILY_TOKENS.
 	metered := bot.Metered(model)
 	eng := agent.New(metered, tasks, m.engineConfig(cfg))
 	m.metrics = web.NewMetrics()
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
-		UserDailyTokens: cfg.DailyTokens, Now: m.clock}
-	var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
+		UserDailyTokens: cfg.DailyTokens, Now: m.clock, AutopilotEvery: cfg.AutopilotInterval}
 	if tc := cfg.Transcribe(log); tc.Model != "" {
 		bc.Transcriber = openai.NewTranscriber(tc, hc)
 	}
@@ -407,7 +405,6 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
-	go b.AutopilotLoop(ctx, time.NewTicker(cfg.AutopilotEvery()).C) // new inbox tasks, for people with autopilot on
 	if m.Ready != nil {
 		m.Ready(b)
 	}

@@ -12,9 +12,14 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
+	"github.com/tidybot/tidybot/agent/openai"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+	"github.com/tidybot/tidybot/bot"
 )
+
+// serve gives the bot a transcriber that reports a voice note's length.
+var _ bot.TimedTranscriber = (*openai.Transcriber)(nil)
 
 // withSpeech replaces e's model server by one that also transcribes: the
 // real voice note (openaitest.VoiceNote) reads as said; anything else

@@ -547,12 +547,3 @@ func (cfg Config) PageBase(addr string) string {
 	}
 	return "http://" + net.JoinHostPort(host, port)
 }
-
-// AutopilotEvery is TIDYBOT_AUTOPILOT_INTERVAL, its default (1m) when
-// unset.
-func (c Config) AutopilotEvery() time.Duration {
-	if c.AutopilotInterval <= 0 {
-		return time.Minute
-	}
-	return c.AutopilotInterval
-}
