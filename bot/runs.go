@@ -274,7 +274,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		},
 		Observe: prog.add,
 	}
-	pv := newPreview(q, r, b.log)
+	pv := newPreview(b, q, r)
 	if pv != nil {
 		hooks.Answer = pv.hear
 	}
@@ -521,6 +521,7 @@ func (b *Bot) commitEnd(ctx context.Context, e *runEnd, c Change) error {
 // worker's job (see handOff).
 func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what string) error {
 	r := e.r
+	ob.RunID = r.ID // its preview, if a dead process left one, is deleted first (orphan.go)
 	c := Change{Run: r, Send: []Outbound{ob},
 		Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
 	status := r.Status

@@ -49,6 +49,7 @@ type Stream interface {
 // after the status message). It gives up, leaving the answer to the
 // outbox, when the platform refuses or the answer starts over.
 type preview struct {
+	b   *Bot
 	q   *queuedPlatform
 	s   Streamer
 	r   *Run
@@ -67,12 +68,12 @@ type preview struct {
 
 // newPreview returns a preview for r's answer, or nil where the
 // platform cannot stream.
-func newPreview(q *queuedPlatform, r *Run, log *slog.Logger) *preview {
+func newPreview(b *Bot, q *queuedPlatform, r *Run) *preview {
 	s, ok := q.p.(Streamer)
 	if !ok {
 		return nil
 	}
-	pv := &preview{q: q, s: s, r: r, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	pv := &preview{b: b, q: q, s: s, r: r, log: b.log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go pv.loop()
 	return pv
 }
@@ -136,6 +137,8 @@ func (pv *preview) show() time.Duration {
 		return 0
 	}
 	if st == nil {
+		// A preview of this run left by a process that died goes first.
+		pv.b.dropOrphan(context.Background(), pv.q, pv.r.ID)
 		m := Outgoing{ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, Text: text}
 		var opened Stream
 		err := pv.call("start stream", false, func(ctx context.Context) error {
@@ -147,6 +150,7 @@ func (pv *preview) show() time.Duration {
 			pv.giveUp("the platform shows no preview here", err)
 			return 0
 		}
+		pv.b.recordStream(context.Background(), pv.q.p.Name(), pv.r, opened)
 		pv.mu.Lock()
 		pv.st, pv.shown = opened, text
 		pv.mu.Unlock()
@@ -200,7 +204,9 @@ func wholeWords(text string) string {
 // platform says the preview became it), or gives way to the answer
 // posted as usual. When ending the preview fails, the post may have
 // been made: the entry is posted again the way a restart posts it
-// (Resender looks for it first), never lost.
+// (Resender looks for it first), never lost. Either way the post
+// deletes the preview first (see dropOrphan): the person sees the
+// answer once.
 func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 	q := b.queue(ob.Platform)
 	if q == nil {
@@ -226,6 +232,7 @@ func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 		case !final:
 			b.post(ctx, d)
 		default:
+			b.forgetStream(ctx, ob.RunID)
 			b.delivered(ctx, d, id, nil)
 		}
 	})
@@ -237,6 +244,7 @@ func (b *Bot) endPreview(platform string, st Stream, r *Run) {
 	if q == nil {
 		return
 	}
+	b.forgetStream(context.Background(), r.ID) // before the question's post looks for it
 	q.s.PostThen(r.ChatID, "end stream", func(ctx context.Context) error {
 		_, _, err := st.Finish(ctx, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID})
 		return err

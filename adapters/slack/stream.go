@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 )
 
 var _ bot.Streamer = (*Adapter)(nil)
+var _ bot.Deleter = (*Adapter)(nil)
 
 // streamAPI is the part of slack-go's *slack.Client a stream calls
 // (v0.35: StartStream, AppendStream, StopStream).
@@ -82,6 +84,24 @@ func (s *stream) Update(ctx context.Context, text string) error {
 		return fmt.Errorf("slack: append to stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
 	}
 	s.sent = text
+	return nil
+}
+
+// ID implements bot.LastingStream: the streamed message's ts, which
+// stays in the channel if the process dies before Finish.
+func (s *stream) ID() string { return s.ts }
+
+// DeleteMessage implements bot.Deleter with chat.delete
+// (docs.slack.dev/reference/methods/chat.delete): it removes a message
+// the bot posted, such as a stream left by a process that died. A
+// message already gone (message_not_found) is no error.
+func (a *Adapter) DeleteMessage(ctx context.Context, chatID, id string) error {
+	if _, _, err := a.noRetry.DeleteMessageContext(ctx, chatID, id); err != nil {
+		if se := (slack.SlackErrorResponse{}); errors.As(err, &se) && se.Err == "message_not_found" {
+			return nil
+		}
+		return fmt.Errorf("slack: delete message %s in %s: %w", id, chatID, a.queueError(err))
+	}
 	return nil
 }
 
