@@ -7,31 +7,34 @@ import (
 	"log/slog"
 )
 
-// LastingStream is a Stream whose preview is a message that stays in
-// the chat when the process dies before Finish (Slack's
-// chat.startStream; a Telegram draft is ephemeral and is none).
-type LastingStream interface {
-	Stream
-	// ID is the preview message's id.
-	ID() string
-}
-
-// Deleter is a Platform that can remove a message it posted.
-type Deleter interface {
+// Unfinisher is a Streamer whose preview is a message that stays in the
+// chat when the process dies before Stream.Finish (Slack's
+// chat.startStream; a Telegram draft is ephemeral and is none), and
+// that can find and delete such messages.
+type Unfinisher interface {
+	// Unfinished returns the ids of the bot's messages in chatID (in
+	// thread threadID, "" for none) posted after message after that
+	// carry no outbox tag (see Resender): previews a dead process left.
+	Unfinished(ctx context.Context, chatID, threadID, after string) ([]string, error)
 	// DeleteMessage removes message id from chatID; a message already
 	// gone is no error.
 	DeleteMessage(ctx context.Context, chatID, id string) error
 }
 
 // A lasting preview is recorded, as the store's setting streamKey(run
-// id), when it opens (one small write per streamed answer) and
-// forgotten when it becomes the answer or ends without one. A record
-// still there when the run's answer (or question) is delivered again —
-// by a restart, a run resumed on another replica, the outbox of a dead
-// replica taken over, or a fallback post — is an orphan: a half answer
-// whose process died. It is deleted first, in the chat's lane ahead of
-// the post, so that the person sees the answer once. A resumed run that
-// streams again deletes it before opening its own.
+// id), in the chat's lane just before it opens: the chat and thread,
+// and the run's status message, which comes before it there. It is
+// forgotten when the preview becomes the answer or ends without one:
+// two small writes per streamed answer. A record still there when the
+// run's answer (or question) is posted — by a restart, a run resumed on
+// another replica, the outbox of a dead replica taken over, or a
+// fallback post — marks an orphan: a half answer whose process died,
+// perhaps before it learnt the message's id. So the messages after the
+// status message that carry no outbox tag are looked up and deleted,
+// in the chat's lane ahead of the post: the person sees the answer
+// once. A resumed run does the same as it starts, ahead of its own
+// status message (which would come after the old one untagged too). An answer that the preview became carries its tag,
+// is kept, and Resender finds it.
 
 // streamKeyPrefix starts the setting recording a run's open preview.
 const streamKeyPrefix = "stream:"
@@ -42,22 +45,30 @@ func streamKey(runID string) string { return streamKeyPrefix + runID }
 type openStream struct {
 	Platform string `json:"platform"`
 	ChatID   string `json:"chat_id"`
-	ID       string `json:"id"`
+	ThreadID string `json:"thread_id,omitempty"`
+	// After is the id of the run's status message.
+	After string `json:"after"`
 }
 
-// recordStream records st, run r's preview on platform, if it lasts.
-func (b *Bot) recordStream(ctx context.Context, platform string, r *Run, st Stream) {
-	ls, ok := st.(LastingStream)
-	if !ok {
-		return
+// recordStream records that run r opens a lasting preview on q after
+// status message after; false when it cannot be recorded (then no
+// preview is opened: a crash would leave it for good).
+func (b *Bot) recordStream(ctx context.Context, q *queuedPlatform, r *Run, after string) bool {
+	if _, ok := q.p.(Unfinisher); !ok {
+		return true // nothing of it lasts
 	}
-	raw, err := json.Marshal(openStream{Platform: platform, ChatID: r.ChatID, ID: ls.ID()})
+	if after == "" {
+		return false
+	}
+	raw, err := json.Marshal(openStream{Platform: q.p.Name(), ChatID: r.ChatID, ThreadID: r.ThreadID, After: after})
 	if err == nil {
 		err = b.store.SetSetting(ctx, streamKey(r.ID), string(raw))
 	}
 	if err != nil {
-		b.log.Warn("answer preview: could not record it; a crash may leave it in the chat", slog.String("run_id", r.ID), slog.Any("err", err))
+		b.log.Warn("answer preview: could not record it; none shown", slog.String("run_id", r.ID), slog.Any("err", err))
+		return false
 	}
+	return true
 }
 
 // forgetStream forgets run runID's preview record.
@@ -67,44 +78,47 @@ func (b *Bot) forgetStream(ctx context.Context, runID string) {
 	}
 }
 
-// orphanStream returns run runID's recorded preview on platform, if
-// one is recorded and q's platform can delete it.
-func (b *Bot) orphanStream(ctx context.Context, q *queuedPlatform, runID string) (openStream, Deleter, bool) {
-	d, ok := q.p.(Deleter)
+// dropOrphan queues, when run runID has a preview record, the deletion
+// of what its previews left in its chat's lane (ahead of what is queued
+// next there), and forgets the record once done. When that fails the
+// answer is posted all the same: twice shown beats lost.
+func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID string) {
+	u, ok := q.p.(Unfinisher)
 	if !ok || runID == "" {
-		return openStream{}, nil, false
+		return
 	}
 	raw, err := b.store.Setting(ctx, streamKey(runID))
 	if err != nil || raw == "" {
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			b.log.Warn("answer preview: could not read its record", slog.String("run_id", runID), slog.Any("err", err))
 		}
-		return openStream{}, nil, false
-	}
-	var os openStream
-	if err := json.Unmarshal([]byte(raw), &os); err != nil || os.Platform != q.p.Name() || os.ID == "" {
-		return openStream{}, nil, false
-	}
-	return os, d, true
-}
-
-// dropOrphan queues the deletion of run runID's orphan preview, if
-// any, in its chat's lane (ahead of what is queued next there), and
-// forgets it once deleted. When the deletion fails the answer is
-// posted all the same: twice shown beats lost.
-func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID string) {
-	os, d, ok := b.orphanStream(ctx, q, runID)
-	if !ok {
 		return
 	}
+	var os openStream
+	if err := json.Unmarshal([]byte(raw), &os); err != nil || os.Platform != q.p.Name() || os.After == "" {
+		return
+	}
+	n := 0
 	q.s.PostThen(os.ChatID, "delete orphan preview", func(ctx context.Context) error {
-		return d.DeleteMessage(ctx, os.ChatID, os.ID)
+		ids, err := u.Unfinished(ctx, os.ChatID, os.ThreadID, os.After)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := u.DeleteMessage(ctx, os.ChatID, id); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
 	}, func(err error) {
 		if err != nil {
-			b.log.Warn("answer preview: could not delete the one a dead process left", slog.String("run_id", runID), slog.Any("err", err))
+			b.log.Warn("answer preview: could not delete what a dead process left", slog.String("run_id", runID), slog.Any("err", err))
 			return
 		}
-		b.log.Info("answer preview: deleted the one a dead process left", slog.String("run_id", runID))
+		if n > 0 {
+			b.log.Info("answer preview: deleted what a dead process left", slog.String("run_id", runID), slog.Int("messages", n))
+		}
 		b.forgetStream(context.WithoutCancel(ctx), runID)
 	})
 }

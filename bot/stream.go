@@ -49,8 +49,9 @@ type Stream interface {
 // after the status message). It gives up, leaving the answer to the
 // outbox, when the platform refuses or the answer starts over.
 type preview struct {
-	b   *Bot
-	q   *queuedPlatform
+	b      *Bot
+	q      *queuedPlatform
+	status func() string // the run's status message id
 	s   Streamer
 	r   *Run
 	log *slog.Logger
@@ -68,12 +69,12 @@ type preview struct {
 
 // newPreview returns a preview for r's answer, or nil where the
 // platform cannot stream.
-func newPreview(b *Bot, q *queuedPlatform, r *Run) *preview {
+func newPreview(b *Bot, q *queuedPlatform, r *Run, status func() string) *preview {
 	s, ok := q.p.(Streamer)
 	if !ok {
 		return nil
 	}
-	pv := &preview{b: b, q: q, s: s, r: r, log: b.log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	pv := &preview{b: b, q: q, status: status, s: s, r: r, log: b.log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go pv.loop()
 	return pv
 }
@@ -137,11 +138,14 @@ func (pv *preview) show() time.Duration {
 		return 0
 	}
 	if st == nil {
-		// A preview of this run left by a process that died goes first.
-		pv.b.dropOrphan(context.Background(), pv.q, pv.r.ID)
 		m := Outgoing{ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, Text: text}
 		var opened Stream
 		err := pv.call("start stream", false, func(ctx context.Context) error {
+			// Recorded first (see orphan.go): a process that dies after
+			// this leaves its preview to whoever posts the answer.
+			if !pv.b.recordStream(ctx, pv.q, pv.r, pv.status()) {
+				return errors.New("bot: the preview could not be recorded")
+			}
 			var err error
 			opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
 			return err
@@ -150,7 +154,6 @@ func (pv *preview) show() time.Duration {
 			pv.giveUp("the platform shows no preview here", err)
 			return 0
 		}
-		pv.b.recordStream(context.Background(), pv.q.p.Name(), pv.r, opened)
 		pv.mu.Lock()
 		pv.st, pv.shown = opened, text
 		pv.mu.Unlock()

@@ -13,7 +13,7 @@ import (
 )
 
 var _ bot.Streamer = (*Adapter)(nil)
-var _ bot.Deleter = (*Adapter)(nil)
+var _ bot.Unfinisher = (*Adapter)(nil)
 
 // streamAPI is the part of slack-go's *slack.Client a stream calls
 // (v0.35: StartStream, AppendStream, StopStream).
@@ -87,11 +87,7 @@ func (s *stream) Update(ctx context.Context, text string) error {
 	return nil
 }
 
-// ID implements bot.LastingStream: the streamed message's ts, which
-// stays in the channel if the process dies before Finish.
-func (s *stream) ID() string { return s.ts }
-
-// DeleteMessage implements bot.Deleter with chat.delete
+// DeleteMessage implements bot.Unfinisher with chat.delete
 // (docs.slack.dev/reference/methods/chat.delete): it removes a message
 // the bot posted, such as a stream left by a process that died. A
 // message already gone (message_not_found) is no error.
