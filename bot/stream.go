@@ -52,9 +52,9 @@ type preview struct {
 	b      *Bot
 	q      *queuedPlatform
 	status func() string // the run's status message id
-	s   Streamer
-	r   *Run
-	log *slog.Logger
+	s      Streamer
+	r      *Run
+	log    *slog.Logger
 
 	mu    sync.Mutex // protects the fields below
 	heard string     // the answer as last heard
