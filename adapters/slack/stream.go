@@ -111,7 +111,8 @@ func (s *stream) Interval() time.Duration { return streamInterval }
 // twice. An answer that does not extend what was streamed (the model
 // started over) is put in place with chat.update once the stream has
 // stopped. An answer too long for one message ends the stream as it is
-// and is posted as usual (final false).
+// and is posted as usual (final false), the bot deleting the stopped
+// stream first (bot/orphan.go).
 func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" || len(split(text, maxMessage)) > 1 {
