@@ -63,6 +63,7 @@ func (b *Bot) post(ctx context.Context, d *delivery) {
 		b.delivered(ctx, d, "", fmt.Errorf("bot: no platform %q", d.ob.Platform))
 		return
 	}
+	b.dropOrphan(ctx, q, d.ob.RunID)
 	m := d.ob.Msg
 	m.Ref = d.ob.ID
 	then := func(id string, err error) { b.delivered(ctx, d, id, err) }

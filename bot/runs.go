@@ -264,6 +264,9 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	// a crash forgets none and counts none twice.
 	before := r.Usage
 	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
+	// What a dead process's preview of this run left goes first, ahead
+	// of this execution's status message (orphan.go).
+	b.dropOrphan(ctx, q, r.ID)
 	prog := newProgress(q, r, b.log)
 	if first != "" { // "": no status message (autopilot posts only its answer)
 		prog.start(ctx, first)
@@ -274,7 +277,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		},
 		Observe: prog.add,
 	}
-	pv := newPreview(q, r, b.log)
+	pv := newPreview(b, q, r, prog.messageID)
 	if pv != nil {
 		hooks.Answer = pv.hear
 	}
@@ -521,6 +524,7 @@ func (b *Bot) commitEnd(ctx context.Context, e *runEnd, c Change) error {
 // worker's job (see handOff).
 func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what string) error {
 	r := e.r
+	ob.RunID = r.ID // its preview, if a dead process left one, is deleted first (orphan.go)
 	c := Change{Run: r, Send: []Outbound{ob},
 		Message: &Message{ThreadKey: r.ThreadKey, Role: RoleAssistant, Text: text, RunID: r.ID, At: b.cfg.Now()}}
 	status := r.Status

@@ -49,10 +49,12 @@ type Stream interface {
 // after the status message). It gives up, leaving the answer to the
 // outbox, when the platform refuses or the answer starts over.
 type preview struct {
-	q   *queuedPlatform
-	s   Streamer
-	r   *Run
-	log *slog.Logger
+	b      *Bot
+	q      *queuedPlatform
+	status func() string // the run's status message id
+	s      Streamer
+	r      *Run
+	log    *slog.Logger
 
 	mu    sync.Mutex // protects the fields below
 	heard string     // the answer as last heard
@@ -67,12 +69,12 @@ type preview struct {
 
 // newPreview returns a preview for r's answer, or nil where the
 // platform cannot stream.
-func newPreview(q *queuedPlatform, r *Run, log *slog.Logger) *preview {
+func newPreview(b *Bot, q *queuedPlatform, r *Run, status func() string) *preview {
 	s, ok := q.p.(Streamer)
 	if !ok {
 		return nil
 	}
-	pv := &preview{q: q, s: s, r: r, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	pv := &preview{b: b, q: q, status: status, s: s, r: r, log: b.log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go pv.loop()
 	return pv
 }
@@ -139,6 +141,11 @@ func (pv *preview) show() time.Duration {
 		m := Outgoing{ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, Text: text}
 		var opened Stream
 		err := pv.call("start stream", false, func(ctx context.Context) error {
+			// Recorded first (see orphan.go): a process that dies after
+			// this leaves its preview to whoever posts the answer.
+			if !pv.b.recordStream(ctx, pv.q, pv.r, pv.status()) {
+				return errors.New("bot: the preview could not be recorded")
+			}
 			var err error
 			opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
 			return err
@@ -200,7 +207,9 @@ func wholeWords(text string) string {
 // platform says the preview became it), or gives way to the answer
 // posted as usual. When ending the preview fails, the post may have
 // been made: the entry is posted again the way a restart posts it
-// (Resender looks for it first), never lost.
+// (Resender looks for it first), never lost. Either way the post
+// deletes the preview first (see dropOrphan): the person sees the
+// answer once.
 func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 	q := b.queue(ob.Platform)
 	if q == nil {
@@ -226,6 +235,7 @@ func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 		case !final:
 			b.post(ctx, d)
 		default:
+			b.forgetStream(ctx, ob.RunID)
 			b.delivered(ctx, d, id, nil)
 		}
 	})
@@ -237,6 +247,7 @@ func (b *Bot) endPreview(platform string, st Stream, r *Run) {
 	if q == nil {
 		return
 	}
+	b.forgetStream(context.Background(), r.ID) // before the question's post looks for it
 	q.s.PostThen(r.ChatID, "end stream", func(ctx context.Context) error {
 		_, _, err := st.Finish(ctx, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID})
 		return err

@@ -77,7 +77,7 @@ var BotEvents = []Subscription{
 // callScopes are the bot scopes of the Web API methods the adapter calls
 // and of the slash commands (docs.slack.dev/reference/scopes).
 var callScopes = []string{
-	"chat:write",        // chat.postMessage, chat.update, chat.postEphemeral
+	"chat:write",        // chat.postMessage, chat.update, chat.postEphemeral, chat.delete
 	"chat:write.public", // chat.postMessage in a public channel the bot has not joined
 	"commands",          // SlashCommands
 	"im:write",          // conversations.open: is a D… channel the bot's own IM with the user?

@@ -98,6 +98,47 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 	return found, nil
 }
 
+// Unfinished implements bot.Unfinisher: the bot's messages in chatID
+// (thread threadID; its own user id) after message after that carry no outbox tag, read
+// as Resend reads them (conversations.history, or conversations.replies
+// in a thread, with their metadata). An after that is no ts (a
+// response_url's) finds none.
+func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string) ([]string, error) {
+	if strings.HasPrefix(after, hookPrefix) {
+		return nil, nil
+	}
+	var out []string
+	cursor := ""
+	for range resendPages {
+		var msgs []slack.Message
+		var more bool
+		var err error
+		if threadID != "" {
+			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: chatID, Timestamp: threadID, Oldest: after, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+		} else {
+			var h *slack.GetConversationHistoryResponse
+			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: chatID, Oldest: after, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+			if h != nil {
+				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("slack: look for unfinished previews in %s: %w", chatID, a.queueError(err))
+		}
+		for _, msg := range msgs {
+			if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType != outboxEventType {
+				out = append(out, msg.Timestamp)
+			}
+		}
+		if !more || cursor == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
 // cannotRead reports an error that says the bot may not read the
 // conversation: not a member, no such channel or thread, or a missing
 // *:history scope (docs.slack.dev/reference/methods/conversations.history#errors).

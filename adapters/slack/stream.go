@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 )
 
 var _ bot.Streamer = (*Adapter)(nil)
+var _ bot.Unfinisher = (*Adapter)(nil)
 
 // streamAPI is the part of slack-go's *slack.Client a stream calls
 // (v0.35: StartStream, AppendStream, StopStream).
@@ -85,6 +87,20 @@ func (s *stream) Update(ctx context.Context, text string) error {
 	return nil
 }
 
+// DeleteMessage implements bot.Unfinisher with chat.delete
+// (docs.slack.dev/reference/methods/chat.delete): it removes a message
+// the bot posted, such as a stream left by a process that died. A
+// message already gone (message_not_found) is no error.
+func (a *Adapter) DeleteMessage(ctx context.Context, chatID, id string) error {
+	if _, _, err := a.noRetry.DeleteMessageContext(ctx, chatID, id); err != nil {
+		if se := (slack.SlackErrorResponse{}); errors.As(err, &se) && se.Err == "message_not_found" {
+			return nil
+		}
+		return fmt.Errorf("slack: delete message %s in %s: %w", id, chatID, a.queueError(err))
+	}
+	return nil
+}
+
 // Interval implements bot.Stream.
 func (s *stream) Interval() time.Duration { return streamInterval }
 
@@ -95,7 +111,8 @@ func (s *stream) Interval() time.Duration { return streamInterval }
 // twice. An answer that does not extend what was streamed (the model
 // started over) is put in place with chat.update once the stream has
 // stopped. An answer too long for one message ends the stream as it is
-// and is posted as usual (final false).
+// and is posted as usual (final false), the bot deleting the stopped
+// stream first (bot/orphan.go).
 func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" || len(split(text, maxMessage)) > 1 {

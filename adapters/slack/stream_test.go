@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"errors"
+	"net/url"
 	"testing"
 	"time"
 
@@ -116,5 +117,61 @@ func TestStreamAnswerStartedOver(t *testing.T) {
 	posts := srv.Posts("D1")
 	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
 		t.Errorf("posts %+v", posts)
+	}
+}
+
+// TestUnfinishedPreviewDeleted: a stream a dead process left after the
+// run's status message is the one untagged message of the bot after it
+// (the tagged answers before and after it are not), and chat.delete
+// removes it: gone from the conversation, its stream ended
+// (message_not_found), a second delete no error; the fake's documented
+// errors reach the caller.
+func TestUnfinishedPreviewDeleted(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "An earlier answer.", Ref: "ob0"}); err != nil {
+		t.Fatal(err)
+	}
+	status, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "🤔 Working on it…"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Added:"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "A tagged answer.", Ref: "ob1"}); err != nil {
+		t.Fatal(err)
+	}
+	orphan := srv.Streams("D1")[0].TS
+	ids, err := a.Unfinished(ctx, "D1", "", status)
+	if err != nil || len(ids) != 1 || ids[0] != orphan {
+		t.Fatalf("unfinished %q %v, want [%s]", ids, err, orphan)
+	}
+	for range 2 {
+		if err := a.DeleteMessage(ctx, "D1", orphan); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	}
+	if n := srv.Deleted(); n != 1 {
+		t.Errorf("%d deleted, want 1", n)
+	}
+	for _, p := range srv.Posts("D1") {
+		if p.TS == orphan {
+			t.Errorf("the deleted stream is still posted: %+v", p)
+		}
+	}
+	if ss := srv.Streams("D1"); ss[0].Open || !ss[0].Deleted {
+		t.Errorf("stream %+v, want deleted", ss[0])
+	}
+	var se goslack.SlackErrorResponse
+	if err := st.Update(ctx, "Added: milk"); !errors.As(err, &se) || se.Err != "message_not_found" {
+		t.Errorf("append to a deleted stream: %v", err)
+	}
+	if ids, err := a.Unfinished(ctx, "D1", "", status); err != nil || len(ids) != 0 {
+		t.Errorf("unfinished after the delete: %q %v", ids, err)
+	}
+	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
+		t.Errorf("chat.delete without a channel: %v", got)
 	}
 }

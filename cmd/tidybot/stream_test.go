@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
@@ -180,5 +183,74 @@ func TestStreamBrokenByTheModel(t *testing.T) {
 		if !strings.HasPrefix(streamAnswer, d.Text) {
 			t.Errorf("draft %q is not a beginning of the answer", d.Text)
 		}
+	}
+}
+
+// TestStreamKilledMidStreamAnswersOnce: `tidybot serve` is SIGKILLed
+// while it streams an answer into a Slack DM (the stream open, appended
+// to) and restarted on the same database: the resumed run's answer is
+// the one message of the DM that shows it, whole, with its Undo button;
+// the half answer the dead process left is deleted (chat.delete), not
+// left beside it.
+func TestStreamKilledMidStreamAnswersOnce(t *testing.T) {
+	e := newEnv(t)
+	answer := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer}))
+	streamingModel(t, e, answer) // the killed run's answer, then the resumed run's
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	environ := append(os.Environ(),
+		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+e.model.URL,
+		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB,
+		"TIDYBOT_HTTP_ADDR="+addr, "TIDYBOT_METRICS_ADDR=", "TIDYBOT_LOG_LEVEL=warn",
+		"SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
+		"TIDYBOT_ALLOWED_USERS=slack:U1")
+	bin := tidybotBinary(t)
+	var logs syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	start := func() *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command(bin, "serve")
+		cmd.Env = environ
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitServing(t, base, make(chan error, 1), &syncBuffer{})
+		return cmd
+	}
+	proc := start()
+	slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+	waitFor(t, "the answer streaming", func() bool {
+		ss := sl.Streams("D1")
+		return len(ss) == 1 && ss[0].Open && ss[0].Appends >= 1
+	})
+	_ = proc.Process.Signal(syscall.SIGKILL)
+	_ = proc.Wait()
+	proc = start()
+	t.Cleanup(func() {
+		_ = proc.Process.Signal(syscall.SIGTERM)
+		_ = proc.Wait()
+	})
+	waitFor(t, "the answer after the restart", func() bool {
+		a := answers(sl, "D1")
+		return len(a) == 1 && len(a[0].Buttons) > 0 && a[0].Metadata != nil
+	})
+	var shown []string
+	for _, p := range sl.Posts("D1") {
+		if strings.HasPrefix(p.Text, "I added") || strings.HasPrefix(p.Shown(), "I added") {
+			shown = append(shown, p.Shown())
+		}
+	}
+	if len(shown) != 1 || shown[0] != streamAnswer {
+		t.Errorf("the DM shows the answer in %d messages, want one, whole: %q\nlogs:\n%s", len(shown), shown, logs.String())
+	}
+	if sl.Deleted() != 1 {
+		t.Errorf("%d messages deleted, want 1 (the dead process's stream)", sl.Deleted())
 	}
 }

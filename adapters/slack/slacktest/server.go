@@ -104,6 +104,7 @@ type Server struct {
 	envSeq     int
 	posts      []*Posted
 	byTS       map[string]*Posted // chat.postMessage's posts by channel and ts, for chat.update
+	deleted    int                // messages chat.delete removed
 	seq        int
 	eventSeq   int
 	calls      map[string]int
@@ -236,6 +237,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.post(w, r, tok)
 	case "chat.update":
 		s.update(w, r, tok)
+	case "chat.delete":
+		s.delete(w, r, tok)
 	case "chat.postEphemeral":
 		s.postEphemeral(w, r, tok)
 	case "conversations.open":
@@ -441,6 +444,49 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 	}
 	s.mu.Unlock()
 	s.fail(w, "message_not_found", tok)
+}
+
+// delete answers chat.delete (docs.slack.dev/reference/methods/chat.delete):
+// the message goes from the channel (its history, Posts) and a stream of
+// it ends (its later calls answer message_not_found). Its errors, as the
+// page lists them: channel_not_found (no channel), message_not_found (no
+// message at ts, or deleted already). A bot token "may delete only
+// messages posted by that bot" (cant_delete_message): the fake keeps
+// only the bot's messages, so a ts of anyone else's is message_not_found.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, tok string) {
+	ch, ts := r.Form.Get("channel"), r.Form.Get("ts")
+	if ch == "" {
+		s.fail(w, "channel_not_found", tok)
+		return
+	}
+	s.mu.Lock()
+	p := s.byTS[ch+" "+ts]
+	if p == nil {
+		s.mu.Unlock()
+		s.fail(w, "message_not_found", tok)
+		return
+	}
+	delete(s.byTS, ch+" "+ts)
+	for i, q := range s.posts {
+		if q == p {
+			s.posts = append(s.posts[:i:i], s.posts[i+1:]...)
+			break
+		}
+	}
+	if st := s.streams.byKey[ch+" "+ts]; st != nil {
+		st.Open, st.Deleted = false, true
+		delete(s.streams.byKey, ch+" "+ts)
+	}
+	s.deleted++
+	s.mu.Unlock()
+	answer(w, map[string]any{"ok": true, "channel": ch, "ts": ts})
+}
+
+// Deleted counts the messages chat.delete removed.
+func (s *Server) Deleted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleted
 }
 
 // IM returns the id of the bot's own IM (direct message) channel with

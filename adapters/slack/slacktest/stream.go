@@ -39,8 +39,12 @@ import (
 // Stream is what the fake knows of a streamed message.
 type Stream struct {
 	Channel, TS string
-	// Open until chat.stopStream.
-	Open bool
+	// Open until chat.stopStream. Slack's pages give a stream no
+	// lifetime; a stream whose app stopped calling stays open here (on
+	// Slack it shows its text so far until stopped, or until a server
+	// timeout no page documents: slackapi/python-slack-sdk#1880).
+	// Deleted is set once chat.delete removed its message.
+	Open, Deleted bool
 	// Appends counts chat.appendStream calls; Chunks are the
 	// markdown_text of every call, start and stop included, in order.
 	Appends int
