@@ -1,0 +1,91 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+var testTiers = []agent.ModelTier{{Name: "fast", Model: "m-mini"}, {Name: "best", Model: "m-large"}}
+
+// /settings model picks a tier (TIDYBOT_MODELS): shown, stored, offered
+// as buttons and in /help, and each run of the person asks its model.
+func TestSettingsModelTier(t *testing.T) {
+	e := newSettingsEnv(t, func(c *Config) { c.ModelTiers = testTiers })
+	m := e.say(t, settingsIn(""))
+	if !strings.Contains(m.Text, "• Model: fast (m-mini), the default") || !strings.Contains(m.Text, "/settings model fast|best|default") {
+		t.Errorf("settings lack the model row and its usage:\n%s", m.Text)
+	}
+	var press string
+	for _, b := range m.Buttons {
+		if b.Data == "set:model:fast" {
+			t.Error("a button for the tier already in use")
+		}
+		if b.Data == "set:model:best" {
+			press = b.Data
+		}
+	}
+	if press == "" {
+		t.Fatalf("no button for best: %+v", m.Buttons)
+	}
+	e.say(t, msg("what's due?", "run0"))
+	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Model != "m-mini" {
+		t.Errorf("default run model %q, want the first tier's m-mini", in.Model)
+	}
+	// The button, as pressed.
+	in := msg("", "pressm")
+	in.Button, in.ButtonRef, in.MessageID = press, "cbm", "m1"
+	if err := e.bot.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.bot.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := e.bot.Settings(t.Context(), "telegram", "42"); ps.ModelTier != "best" {
+		t.Fatalf("stored tier %q, want best", ps.ModelTier)
+	}
+	e.say(t, msg("what's due?", "run1"))
+	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Model != "m-large" {
+		t.Errorf("run model %q, want best's m-large", in.Model)
+	}
+	if m := e.say(t, settingsIn("model turbo")); !strings.Contains(m.Text, `The model is one of fast, best, or default; not "turbo"`) {
+		t.Errorf("bad tier answered:\n%s", m.Text)
+	}
+	if ps, _ := e.bot.Settings(t.Context(), "telegram", "42"); ps.ModelTier != "best" {
+		t.Errorf("a bad tier changed the setting: %q", ps.ModelTier)
+	}
+	if m := e.say(t, settingsIn("model default")); !strings.Contains(m.Text, "Model: the default, fast (m-mini)") {
+		t.Errorf("model default answered:\n%s", m.Text)
+	}
+	if ps, _ := e.bot.Settings(t.Context(), "telegram", "42"); ps.ModelTier != "" {
+		t.Errorf("default kept tier %q", ps.ModelTier)
+	}
+	h := msg("", "hm")
+	h.Command = "help"
+	if m := e.say(t, h); !strings.Contains(m.Text, "Models to choose from: fast, best (/settings model NAME).") {
+		t.Errorf("help lacks the tiers:\n%s", m.Text)
+	}
+}
+
+// Without tiers there is no model row nor button, /settings model says
+// the owner offers no choice, and runs name no model.
+func TestSettingsModelWithoutTiers(t *testing.T) {
+	e := newSettingsEnv(t)
+	m := e.say(t, settingsIn(""))
+	if strings.Contains(m.Text, "Model:") {
+		t.Errorf("a model row without tiers:\n%s", m.Text)
+	}
+	for _, b := range m.Buttons {
+		if strings.HasPrefix(b.Data, "set:model:") {
+			t.Errorf("a model button without tiers: %+v", b)
+		}
+	}
+	if m := e.say(t, settingsIn("model best")); !strings.Contains(m.Text, "offers no choice of model") {
+		t.Errorf("answered:\n%s", m.Text)
+	}
+	e.say(t, msg("what's due?", "run2"))
+	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Model != "" {
+		t.Errorf("run model %q without tiers", in.Model)
+	}
+}
