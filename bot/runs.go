@@ -200,8 +200,13 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 			}
 			images = append(images, *im)
 		}
+		ps, err := b.Settings(ctx, r.Platform, r.UserID)
+		if err != nil {
+			return err
+		}
 		return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
+			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images,
+				Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone, Model: b.tierModel(ps)}, h)
 		})
 	}
 	tr, err := agent.UnmarshalTranscript(r.Transcript)

@@ -1,8 +1,10 @@
 package bot
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -87,5 +89,31 @@ func TestSettingsModelWithoutTiers(t *testing.T) {
 	e.say(t, msg("what's due?", "run2"))
 	if in := e.agent.inputs[len(e.agent.inputs)-1]; in.Model != "" {
 		t.Errorf("run model %q without tiers", in.Model)
+	}
+}
+
+// A run stopped before its first step was saved starts again at restart
+// with the person's tier (and their other settings).
+func TestRestartedRunKeepsTheTier(t *testing.T) {
+	st := newMemStore()
+	_ = st.SaveThread(t.Context(), Thread{Key: "telegram:c1:"})
+	_ = st.SaveRun(t.Context(), &Run{ID: "r1", ThreadKey: "telegram:c1:", Platform: "telegram", ChatID: "c1", UserID: "42", Status: RunWorking, Instruction: "what's due?"})
+	ag := &readerAgent{mockAgent: &mockAgent{}, loc: time.UTC}
+	b := New(st, ag, Config{ModelTiers: testTiers})
+	if err := b.SaveSettings(t.Context(), "telegram", "42", PersonSettings{ModelTier: "best", Language: "Dutch"}); err != nil {
+		t.Fatal(err)
+	}
+	b.AddPlatform(&fakePlatform{name: "telegram"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	if len(ag.inputs) != 1 || ag.inputs[0].Model != "m-large" || ag.inputs[0].Language != "Dutch" {
+		t.Errorf("restarted run inputs %+v, want best's m-large in Dutch", ag.inputs)
 	}
 }
