@@ -117,3 +117,22 @@ func TestRestartedRunKeepsTheTier(t *testing.T) {
 		t.Errorf("restarted run inputs %+v, want best's m-large in Dutch", ag.inputs)
 	}
 }
+
+// An autopilot run asks the person's tier's model, at the model server.
+func TestAutopilotAsksThePersonsTier(t *testing.T) {
+	h := newAPHarness(t, Config{ModelTiers: testTiers})
+	ps, err := h.bot.Settings(t.Context(), "telegram", "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.ModelTier = "best"
+	if err := h.bot.SaveSettings(t.Context(), "telegram", "42", ps); err != nil {
+		t.Fatal(err)
+	}
+	h.add("Buy milk")
+	h.tick(t)
+	last, ok := h.model.LastRequest()
+	if !ok || last.Model != "m-large" {
+		t.Errorf("autopilot asked model %q (%v), want best's m-large", last.Model, ok)
+	}
+}
