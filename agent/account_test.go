@@ -72,3 +72,39 @@ func TestInputTimeZoneDatesThePrompt(t *testing.T) {
 		}
 	}
 }
+
+// Input.Model goes on every Request of the run, also after a restart
+// (it is kept in the transcript); empty, requests name no model.
+func TestInputModelOnEveryRequestAcrossResume(t *testing.T) {
+	move := `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`
+	s := &script{replies: []Response{tool(ActMoveTasks, move)}}
+	out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x", Model: "gpt-best"}, Hooks{})
+	if out.Status != StatusConfirming {
+		t.Fatalf("status %s, want confirming", out.Status)
+	}
+	raw, err := json.Marshal(out.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr Transcript
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatal(err)
+	}
+	s2 := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"Moved."}`)}}
+	if out := New(s2, newTalkTasks(), Config{Confirm: ConfirmWrites}).Resume(t.Context(), &tr, "yes", Hooks{}); out.Status != StatusDone {
+		t.Fatalf("resumed status %s, want done", out.Status)
+	}
+	for i, r := range append(s.reqs, s2.reqs...) {
+		if r.Model != "gpt-best" {
+			t.Errorf("request %d model %q, want gpt-best", i, r.Model)
+		}
+	}
+	if len(s2.reqs) == 0 {
+		t.Error("the resumed run asked no model")
+	}
+	s = &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"Done."}`)}}
+	New(s, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	if s.reqs[0].Model != "" {
+		t.Errorf("model %q without Input.Model, want none", s.reqs[0].Model)
+	}
+}

@@ -207,6 +207,10 @@ type Input struct {
 	// person's /settings language): a name or tag such as "Dutch" or
 	// "nl". Empty: the language the person writes in.
 	Language string
+	// Model, when set, is the model this run asks (the person's
+	// /settings model tier), sent as Request.Model on every call; a
+	// resumed run keeps it. Empty: the model's own default.
+	Model string
 	// Overview says the request is the inbox tidy (/tidy-inbox), which
 	// certainly needs the projects and the inbox: they are read before
 	// the first model call and put in the first prompt as get_overview's
@@ -259,7 +263,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
-	tr.Confirm, tr.TimeZone = in.Confirm, in.TimeZone
+	tr.Confirm, tr.TimeZone, tr.Model = in.Confirm, in.TimeZone, in.Model
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
 	if in.Language != "" {
 		tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: LanguageMessage(in.Language)})
@@ -621,7 +625,7 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 func (r *runner) request() Request {
 	cfg := &r.e.cfg
 	cfg.Redact.Transcript(r.tr) // the instruction and history too
-	req := Request{Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
+	req := Request{Model: r.tr.Model, Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
 		req.Tools = allowedTools(tools(strict, r.tr.Actions), r.tr.Allow)

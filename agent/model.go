@@ -76,6 +76,9 @@ type ResponseFormat struct {
 
 // Request is one chat-completion call.
 type Request struct {
+	// Model, when set, names the model to ask (a person's model tier);
+	// empty: the Model's configured one.
+	Model    string
 	Messages []Message
 	Tools    []Tool
 	// ToolChoice is "required", "auto" or "" (no tools).

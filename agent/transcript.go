@@ -110,6 +110,9 @@ type Transcript struct {
 	// TimeZone is Input.TimeZone: the zone of the run's "today" (empty:
 	// the to-do service's).
 	TimeZone string `json:"tz,omitempty"`
+	// Model is Input.Model: the model the run asks (empty: the model's
+	// default), kept so that a resumed run asks the same one.
+	Model string `json:"model,omitempty"`
 	// Allow is Input.Allow: the only actions the run may take (empty:
 	// every action). It is kept so that a resumed run keeps its limits.
 	Allow []string `json:"allow,omitempty"`

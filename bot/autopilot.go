@@ -296,6 +296,7 @@ func (b *Bot) autopilotRun(ctx context.Context, j Job) error {
 		return err
 	}
 	input := AutopilotInput(tasks, habits, ps.AutopilotScope)
+	input.Model = b.tierModel(ps)
 	instruction := input.Instruction
 	now := b.cfg.Now()
 	r := &Run{ID: j.ID, ThreadKey: j.ThreadKey, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID,

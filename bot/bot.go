@@ -32,6 +32,10 @@ type Config struct {
 	Workers int
 	// History is how many earlier messages the model sees (default 15).
 	History int
+	// ModelTiers are the models a person may pick with /settings model
+	// (TIDYBOT_MODELS), the first the default; none: no choice, and
+	// runs name no model (the model client's own).
+	ModelTiers []agent.ModelTier
 	// AllowedUsers lists "platform:user id" entries; the console user is
 	// always allowed.
 	AllowedUsers []string
@@ -829,6 +833,9 @@ func (b *Bot) helpText(platform string, dm bool) string {
 Commands:`)
 	for _, cmd := range Commands(b.cfg.Accounts != nil) {
 		fmt.Fprintf(&sb, "\n%s: %s", c(cmd.Name), cmd.Help)
+	}
+	if len(b.cfg.ModelTiers) > 0 {
+		fmt.Fprintf(&sb, "\nModels to choose from: %s (%s model NAME).", b.tierNames(), c("settings"))
 	}
 	if sc, ok := b.sharedChats(platform); ok && !dm {
 		sb.WriteString("\n" + sc.SharedChatHelp())

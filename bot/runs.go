@@ -75,7 +75,7 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
 		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction,
-			Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone}, h)
+			Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone, Model: b.tierModel(ps)}, h)
 		if len(images) > 0 && agent.ErrorCodeOf(out.Err) == agent.ErrUnsupported {
 			// The model takes no images: say so plainly, and on auto
 			// stop sending them.
@@ -200,8 +200,13 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 			}
 			images = append(images, *im)
 		}
+		ps, err := b.Settings(ctx, r.Platform, r.UserID)
+		if err != nil {
+			return err
+		}
 		return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
-			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images}, h)
+			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images,
+				Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone, Model: b.tierModel(ps)}, h)
 		})
 	}
 	tr, err := agent.UnmarshalTranscript(r.Transcript)

@@ -59,7 +59,11 @@ func (b *Bot) settingsCmd(ctx context.Context, jobID string, in Incoming) error 
 	var said string
 	if args := strings.Fields(in.Text); len(args) > 0 {
 		var bad string
-		said, bad = changeSetting(&ps, strings.ToLower(args[0]), strings.Join(args[1:], " "))
+		if name := strings.ToLower(args[0]); name == "model" || name == "tier" {
+			said, bad = b.changeModel(&ps, strings.Join(args[1:], " "))
+		} else {
+			said, bad = changeSetting(&ps, name, strings.Join(args[1:], " "))
+		}
 		if bad != "" {
 			b.replyLater(ctx, in.Platform, reply(in, bad+"\n\n"+fmt.Sprintf(settingsUsage, b.commandName(in.Platform, "settings"))))
 			return nil
@@ -74,7 +78,7 @@ func (b *Bot) settingsCmd(ctx context.Context, jobID string, in Incoming) error 
 		}
 	}
 	m := reply(in, b.settingsView(ctx, in.Platform, in.UserID, ps, said))
-	m.Buttons = settingsButtons(ps)
+	m.Buttons = append(settingsButtons(ps), b.modelButtons(ps)...)
 	if in.Button != "" && in.MessageID != "" {
 		// A press: the settings message shows the new settings.
 		if p, err := b.platform(in.Platform); err == nil {
@@ -244,7 +248,8 @@ func (b *Bot) settingsView(ctx context.Context, platform, userID string, ps Pers
 	} else {
 		fmt.Fprintf(&sb, "• Language: %s\n", ps.Language)
 	}
-	sb.WriteString("\n" + fmt.Sprintf(settingsUsage, b.commandName(platform, "settings")))
+	row, usage := b.modelLine(ps, b.commandName(platform, "settings"))
+	sb.WriteString(row + "\n" + fmt.Sprintf(settingsUsage, b.commandName(platform, "settings")) + usage)
 	return sb.String()
 }
 

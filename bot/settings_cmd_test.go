@@ -47,7 +47,7 @@ type settingsEnv struct {
 	clk   *clock
 }
 
-func newSettingsEnv(t *testing.T) *settingsEnv {
+func newSettingsEnv(t *testing.T, opts ...func(*Config)) *settingsEnv {
 	t.Helper()
 	ams, err := time.LoadLocation("Europe/Amsterdam")
 	if err != nil {
@@ -55,7 +55,11 @@ func newSettingsEnv(t *testing.T) *settingsEnv {
 	}
 	e := &settingsEnv{st: newTimerStore(), plat: newTelegram(), agent: &readerAgent{mockAgent: &mockAgent{}, loc: ams},
 		clk: &clock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}}
-	e.bot = New(e.st, e.agent, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour})
+	cfg := Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.bot = New(e.st, e.agent, cfg)
 	e.bot.AddPlatform(e.plat)
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := e.bot.Start(ctx); err != nil {

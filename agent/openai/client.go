@@ -148,6 +148,14 @@ type Client struct {
 	// noResponses is set once the server answered 404 for /responses.
 	noResponses bool
 
+	// others are the clients of the other models requests named
+	// (Request.Model), one per model, made on first use: each keeps what
+	// it decides and learns about its own model (API, reasoning,
+	// response formats, dropped fields), so no fallback one model needed
+	// leaks to another.
+	othersMu sync.Mutex
+	others   map[string]*Client
+
 	// toolsMu protects the last tools encoded (see encodedTools).
 	toolsMu       sync.Mutex
 	lastTools     []goopenai.Tool
@@ -273,8 +281,34 @@ func (c *Client) plan(req agent.Request) plan {
 	return p
 }
 
-// Complete implements agent.Model.
+// For returns the client that asks model: c for its own model or an
+// empty name, else one made like c with that model (OPENAI_REASONING_MODEL
+// is about OPENAI_MODEL only: another model reasons by its name).
+func (c *Client) For(model string) *Client {
+	if model == "" || model == c.model {
+		return c
+	}
+	c.othersMu.Lock()
+	defer c.othersMu.Unlock()
+	if o := c.others[model]; o != nil {
+		return o
+	}
+	cfg := c.cfg
+	cfg.Model, cfg.ReasoningModel = model, false
+	o := New(cfg, c.hc)
+	if c.others == nil {
+		c.others = map[string]*Client{}
+	}
+	c.others[model] = o
+	return o
+}
+
+// Complete implements agent.Model. A request naming another model
+// (Request.Model) is made by that model's client (see For).
 func (c *Client) Complete(ctx context.Context, req agent.Request) (agent.Response, error) {
+	if o := c.For(req.Model); o != c {
+		return o.Complete(ctx, req)
+	}
 	grown := false
 	var spent agent.Usage // tokens of replies cut off and asked again
 	req.MaxTokens = c.fit(req)

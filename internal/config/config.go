@@ -21,6 +21,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/agent/openai"
 )
 
@@ -33,6 +34,7 @@ type Config struct {
 	OpenAIKey             string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
 	OpenAIBaseURL         string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
 	OpenAIModel           string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
+	Models                string        `envconfig:"TIDYBOT_MODELS" desc:"model tiers a person may choose with /settings model, the first the default, e.g. fast:gpt-6-luna-mini,best:gpt-6-luna (empty: OPENAI_MODEL for everyone)"`
 	OpenAIAPI             string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
 	Effort                string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
 	ReasoningModel        bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`
@@ -188,6 +190,9 @@ func (c Config) Validate(serve bool, platforms []Platform) error {
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		bad("OPENAI_MODEL is empty: name the model to use")
+	}
+	if _, err := agent.ParseModelTiers(c.Models); err != nil {
+		bad("TIDYBOT_MODELS: %v", err)
 	}
 	if c.TodoistToken == "" && !c.TeamMode() {
 		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer (or set TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET for team mode)"))
@@ -515,6 +520,13 @@ func CheckDatabaseURL(raw string) error {
 func (cfg Config) Model(log *slog.Logger) openai.Config {
 	return openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, API: cfg.OpenAIAPI,
 		ReasoningEffort: cfg.Effort, ReasoningModel: cfg.ReasoningModel, Logger: log}
+}
+
+// ModelTiers are TIDYBOT_MODELS's tiers (nil when unset or invalid:
+// Validate reports it).
+func (cfg Config) ModelTiers() []agent.ModelTier {
+	tiers, _ := agent.ParseModelTiers(cfg.Models)
+	return tiers
 }
 
 // Transcribe is the speech server's configuration: the model API's

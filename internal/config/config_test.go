@@ -56,3 +56,22 @@ func TestSecretsAreMarked(t *testing.T) {
 		}
 	}
 }
+
+// TIDYBOT_MODELS: a bad list is one line naming the variable; a good one
+// gives the tiers, the first the default.
+func TestModelsSetting(t *testing.T) {
+	c := Config{OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "m", TodoistToken: "t", Models: "fast:a,fast:b"}
+	if err := c.Validate(false, nil); err == nil || !strings.Contains(err.Error(), "TIDYBOT_MODELS: tier fast is named twice") {
+		t.Errorf("err %v, want TIDYBOT_MODELS named", err)
+	}
+	c.Models = "fast:gpt-6-luna-mini,best:gpt-6-luna"
+	if err := c.Validate(false, nil); err != nil && strings.Contains(err.Error(), "TIDYBOT_MODELS") {
+		t.Errorf("good tiers refused: %v", err)
+	}
+	if tiers := c.ModelTiers(); len(tiers) != 2 || tiers[1].Name != "best" || tiers[1].Model != "gpt-6-luna" {
+		t.Errorf("tiers %v", tiers)
+	}
+	if tiers := (Config{}).ModelTiers(); tiers != nil {
+		t.Errorf("unset: tiers %v, want none", tiers)
+	}
+}

@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"web": {"bot", "agent"},
 	// The settings table, its validation and -h listing; the platforms it
 	// checks the allowlist against come from cmd/tidybot.
-	"internal/config": {"agent/openai"},
+	"internal/config": {"agent", "agent/openai"},
 	// tidybot check's per-part logic: it asks each configured service
 	// through our clients and reads the database read-only.
 	// tidybot eval: its flags and a run of the suite, real or simulated.

@@ -1,0 +1,88 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+)
+
+// tierModel is the model a run of ps's person asks: their tier's
+// (Config.ModelTiers), the first when they chose none or a tier the
+// owner no longer offers; "" without tiers (the model's own default).
+func (b *Bot) tierModel(ps PersonSettings) string {
+	tiers := b.cfg.ModelTiers
+	if len(tiers) == 0 {
+		return ""
+	}
+	for _, t := range tiers {
+		if t.Name == ps.ModelTier {
+			return t.Model
+		}
+	}
+	return tiers[0].Model
+}
+
+// tierNames lists the tiers: "fast, best".
+func (b *Bot) tierNames() string {
+	names := make([]string, len(b.cfg.ModelTiers))
+	for i, t := range b.cfg.ModelTiers {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// changeModel applies "/settings model VALUE" to ps: a tier's name, or
+// default (the first tier).
+func (b *Bot) changeModel(ps *PersonSettings, value string) (said, bad string) {
+	tiers := b.cfg.ModelTiers
+	if len(tiers) == 0 {
+		return "", "The owner of this bot offers no choice of model: every request uses the same one."
+	}
+	lower := strings.ToLower(strings.TrimSpace(value))
+	if lower == "default" || lower == "reset" {
+		ps.ModelTier = ""
+		return fmt.Sprintf("Model: the default, %s (%s).", tiers[0].Name, tiers[0].Model), ""
+	}
+	for _, t := range tiers {
+		if t.Name == lower {
+			ps.ModelTier = t.Name
+			if t.Name == tiers[0].Name {
+				ps.ModelTier = "" // the default: it follows the owner's order
+			}
+			return fmt.Sprintf("Model: %s (%s) from your next request.", t.Name, t.Model), ""
+		}
+	}
+	return "", fmt.Sprintf("The model is one of %s, or default; not %q.", b.tierNames(), value)
+}
+
+// modelLine is the model row of /settings, with how to change it; ""
+// without tiers.
+func (b *Bot) modelLine(ps PersonSettings, cmd string) (row, usage string) {
+	tiers := b.cfg.ModelTiers
+	if len(tiers) == 0 {
+		return "", ""
+	}
+	name := tiers[0].Name
+	for _, t := range tiers {
+		if t.Name == ps.ModelTier {
+			name = t.Name
+		}
+	}
+	row = fmt.Sprintf("• Model: %s (%s)\n", name, b.tierModel(ps))
+	if ps.ModelTier == "" {
+		row = fmt.Sprintf("• Model: %s (%s), the default\n", name, b.tierModel(ps))
+	}
+	return row, fmt.Sprintf("\n%s model %s|default", cmd, strings.ReplaceAll(b.tierNames(), ", ", "|"))
+}
+
+// modelButtons offer the tiers ps's person is not on; none without
+// tiers.
+func (b *Bot) modelButtons(ps PersonSettings) []Button {
+	current := b.tierModel(ps)
+	var bs []Button
+	for _, t := range b.cfg.ModelTiers {
+		if t.Model != current {
+			bs = append(bs, Button{Label: "Model: " + t.Name, Data: settingButton + "model:" + t.Name, Command: "settings"})
+		}
+	}
+	return bs
+}
