@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"time"
 )
 
 // Unfinisher is a Streamer whose preview is a message that stays in the
@@ -13,9 +14,10 @@ import (
 // that can find and delete such messages.
 type Unfinisher interface {
 	// Unfinished returns the ids of the bot's messages in chatID (in
-	// thread threadID, "" for none) posted after message after that
-	// carry no outbox tag (see Resender): previews a dead process left.
-	Unfinished(ctx context.Context, chatID, threadID, after string) ([]string, error)
+	// thread threadID, "" for none) posted after message after (or,
+	// when after is "", since the time since) that carry no outbox tag
+	// (see Resender): previews a dead process left.
+	Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error)
 	// DeleteMessage removes message id from chatID; a message already
 	// gone is no error.
 	DeleteMessage(ctx context.Context, chatID, id string) error
@@ -46,8 +48,11 @@ type openStream struct {
 	Platform string `json:"platform"`
 	ChatID   string `json:"chat_id"`
 	ThreadID string `json:"thread_id,omitempty"`
-	// After is the id of the run's status message.
-	After string `json:"after"`
+	// After is the id of the run's status message; "" for a run with
+	// none (a thread with a status line: Slack's assistant pane), whose
+	// previews are looked for since the run began (Since).
+	After string    `json:"after"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // recordStream records that run r opens a lasting preview on q after
@@ -57,10 +62,11 @@ func (b *Bot) recordStream(ctx context.Context, q *queuedPlatform, r *Run, after
 	if _, ok := q.p.(Unfinisher); !ok {
 		return true // nothing of it lasts
 	}
+	rec := openStream{Platform: q.p.Name(), ChatID: r.ChatID, ThreadID: r.ThreadID, After: after}
 	if after == "" {
-		return false
+		rec.Since = r.Created
 	}
-	raw, err := json.Marshal(openStream{Platform: q.p.Name(), ChatID: r.ChatID, ThreadID: r.ThreadID, After: after})
+	raw, err := json.Marshal(rec)
 	if err == nil {
 		err = b.store.SetSetting(ctx, streamKey(r.ID), string(raw))
 	}
@@ -95,12 +101,12 @@ func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID string) {
 		return
 	}
 	var os openStream
-	if err := json.Unmarshal([]byte(raw), &os); err != nil || os.Platform != q.p.Name() || os.After == "" {
+	if err := json.Unmarshal([]byte(raw), &os); err != nil || os.Platform != q.p.Name() || (os.After == "" && os.Since.IsZero()) {
 		return
 	}
 	n := 0
 	q.s.PostThen(os.ChatID, "delete orphan preview", func(ctx context.Context) error {
-		ids, err := u.Unfinished(ctx, os.ChatID, os.ThreadID, os.After)
+		ids, err := u.Unfinished(ctx, os.ChatID, os.ThreadID, os.After, os.Since)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,9 +104,16 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 // as Resend reads them (conversations.history, or conversations.replies
 // in a thread, with their metadata). An after that is no ts (a
 // response_url's) finds none.
-func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string) ([]string, error) {
+func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error) {
 	if strings.HasPrefix(after, hookPrefix) {
 		return nil, nil
+	}
+	oldest := after
+	if after == "" {
+		// A ts is the post's Unix time with a fraction
+		// (docs.slack.dev/messaging/retrieving-messages): a run without
+		// a status message looks from the second it began.
+		oldest = strconv.FormatInt(since.Unix(), 10) + ".000000"
 	}
 	var out []string
 	cursor := ""
@@ -115,11 +123,11 @@ func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string
 		var err error
 		if threadID != "" {
 			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-				ChannelID: chatID, Timestamp: threadID, Oldest: after, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+				ChannelID: chatID, Timestamp: threadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 		} else {
 			var h *slack.GetConversationHistoryResponse
 			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-				ChannelID: chatID, Oldest: after, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+				ChannelID: chatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 			if h != nil {
 				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor
 			}

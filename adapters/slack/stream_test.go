@@ -144,7 +144,7 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan := srv.Streams("D1")[0].TS
-	ids, err := a.Unfinished(ctx, "D1", "", status)
+	ids, err := a.Unfinished(ctx, "D1", "", status, time.Time{})
 	if err != nil || len(ids) != 1 || ids[0] != orphan {
 		t.Fatalf("unfinished %q %v, want [%s]", ids, err, orphan)
 	}
@@ -168,7 +168,7 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 	if err := st.Update(ctx, "Added: milk"); !errors.As(err, &se) || se.Err != "message_not_found" {
 		t.Errorf("append to a deleted stream: %v", err)
 	}
-	if ids, err := a.Unfinished(ctx, "D1", "", status); err != nil || len(ids) != 0 {
+	if ids, err := a.Unfinished(ctx, "D1", "", status, time.Time{}); err != nil || len(ids) != 0 {
 		t.Errorf("unfinished after the delete: %q %v", ids, err)
 	}
 	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {

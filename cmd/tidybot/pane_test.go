@@ -54,3 +54,43 @@ func TestSlackPaneStatusAndAnswer(t *testing.T) {
 		t.Errorf("no status message outside the pane (settled to ✅ Done): %s", fmtPosts(sl.Posts(im)))
 	}
 }
+
+// TestSlackPaneStreamsTheAnswer: a run in the assistant pane shows the
+// native status line, the answer streamed into the pane's thread, and
+// the answer ends with Undo and Slack's feedback buttons.
+func TestSlackPaneStreamsTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	streamingModel(t, e)
+	sl, base := serveSlack(t, e)
+	sl.Subscribe("message.im", "app_mention", "assistant_thread_started", "assistant_thread_context_changed")
+	ts, started := sl.StartAssistantThread("U1", "C1")
+	if code := postSigned(t, base+"/slack/events", "application/json", started, slackSecret); code != 200 {
+		t.Fatalf("assistant_thread_started: %d", code)
+	}
+	im := sl.IM("U1")
+	ev := sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "add buy milk", TS: sl.NextTS(), ThreadTS: ts})
+	if code := postSigned(t, base+"/slack/events", "application/json", ev[0], slackSecret); code != 200 {
+		t.Fatalf("message: %d", code)
+	}
+	defer func() { t.Logf("streams %+v", sl.Streams(im)); t.Logf("posts %s", fmtPosts(sl.Posts(im))) }()
+	waitFor(t, "the streamed answer in the pane", func() bool {
+		ss := sl.Streams(im)
+		return len(ss) == 1 && !ss[0].Open && len(answers(sl, im)) == 1 && len(answers(sl, im)[0].Feedback) == 2
+	})
+	s, a := sl.Streams(im)[0], answers(sl, im)[0]
+	if a.TS != s.TS || a.ThreadTS != ts || a.Text != streamAnswer {
+		t.Errorf("the answer %+v is not the stream %+v in the pane's thread %s", a, s, ts)
+	}
+	if !strings.Contains(strings.Join(a.Labels, ","), "Undo") {
+		t.Errorf("labels %q, want Undo", a.Labels)
+	}
+	p, _ := sl.AssistantThread(im, ts)
+	if len(p.Statuses) < 2 || p.Statuses[0] != "is reading your message…" || p.Status != "" {
+		t.Errorf("statuses %q (now %q): want the status line shown, then cleared", p.Statuses, p.Status)
+	}
+	for _, m := range sl.Posts(im) {
+		if m.ThreadTS != ts {
+			t.Errorf("post %+v outside the pane's thread", m)
+		}
+	}
+}
