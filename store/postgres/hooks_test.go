@@ -148,3 +148,33 @@ func count(t *testing.T, s *Store, channel string) int {
 	}
 	return n
 }
+
+// TestHookSealedAgainWhenItsKeyGoes: retention destroys the data key of
+// an old period; a response_url still sealed with it is sealed again
+// with a current key first, and stays usable.
+func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := t0.Add(30 * 24 * time.Hour)
+	clock := t0
+	s, _ := openTest(t, withClock(func() time.Time { return clock }))
+	const url = "https://hooks.slack.com/commands/T1/1/kept"
+	if err := s.SaveHook(ctx, "C1", url, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var oldKey []byte
+	if err := s.pool.QueryRow(ctx, `SELECT key_id FROM slack_hooks WHERE channel = 'C1'`).Scan(&oldKey); err != nil {
+		t.Fatal(err)
+	}
+	clock = now
+	if _, err := s.Prune(ctx, now.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var gone bool
+	if err := s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM data_keys WHERE id = $1)`, oldKey).Scan(&gone); err != nil || !gone {
+		t.Fatalf("the old period's key is kept (%v): the test proves nothing", err)
+	}
+	if u, ok, err := s.TakeHook(ctx, "C1", 5, now); err != nil || !ok || u != url {
+		t.Fatalf("after retention: %q, %v, %v", u, ok, err)
+	}
+}
