@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -29,6 +30,27 @@ const (
 	hookPrefix  = "hook:"
 )
 
+// Hooks keeps response_urls where several serve replicas share them:
+// the replica that receives a command is often not the one that posts
+// its answer. store/postgres implements it. Without it (one process, as
+// with bbolt, whose file one process holds) the adapter keeps them in
+// its memory, which is then all there is to share.
+type Hooks interface {
+	// SaveHook keeps url as channel's response_url until expires, with
+	// no use counted (it replaces channel's earlier one).
+	SaveHook(ctx context.Context, channel, url string, expires time.Time) error
+	// TakeHook counts a use of channel's response_url and returns it,
+	// atomically across replicas: ok is false when there is none
+	// unexpired at now, or when within uses are taken already.
+	TakeHook(ctx context.Context, channel string, within int, now time.Time) (url string, ok bool, err error)
+}
+
+// memHooks is Hooks in one process's memory.
+type memHooks struct {
+	mu    sync.Mutex
+	hooks map[string]*hook // by channel: the latest response_url there
+}
+
 // hook is a response_url and how much of it is used.
 type hook struct {
 	url     string
@@ -36,41 +58,56 @@ type hook struct {
 	used    int
 }
 
-// rememberHook keeps the response_url of an event in channel.
-func (a *Adapter) rememberHook(channel, responseURL string) {
+func (m *memHooks) SaveHook(_ context.Context, channel, url string, expires time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hooks == nil {
+		m.hooks = map[string]*hook{}
+	}
+	for ch, h := range m.hooks { // forget the expired ones
+		if !h.expires.After(expires.Add(-hookFor)) {
+			delete(m.hooks, ch)
+		}
+	}
+	m.hooks[channel] = &hook{url: url, expires: expires}
+	return nil
+}
+
+func (m *memHooks) TakeHook(_ context.Context, channel string, within int, now time.Time) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hooks[channel]
+	if h == nil || !now.Before(h.expires) || h.used >= within {
+		return "", false, nil
+	}
+	h.used++
+	return h.url, true, nil
+}
+
+// rememberHook keeps the response_url of an event in channel. A failure
+// to keep it is logged (never the URL): the answer may still be posted.
+func (a *Adapter) rememberHook(ctx context.Context, channel, responseURL string) {
 	if channel == "" || responseURL == "" {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.hooks == nil {
-		a.hooks = map[string]*hook{}
+	if err := a.hooks.SaveHook(ctx, channel, responseURL, a.cfg.Now().Add(hookFor)); err != nil {
+		a.log.Warn("slack: keep a response_url", slog.String("chat_id", channel), slog.Any("err", a.redact(err)))
 	}
-	now := a.cfg.Now()
-	for ch, h := range a.hooks { // forget the expired ones
-		if now.After(h.expires) {
-			delete(a.hooks, ch)
-		}
-	}
-	a.hooks[channel] = &hook{url: responseURL, expires: now.Add(hookFor)}
 }
 
 // takeHook returns the response_url to post to in channel and counts the
 // use; a progress edit is given one only while uses beyond hookReserve
 // remain.
-func (a *Adapter) takeHook(channel string, edit bool) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h := a.hooks[channel]
-	if h == nil || a.cfg.Now().After(h.expires) {
-		return "", false
+func (a *Adapter) takeHook(ctx context.Context, channel string, edit bool) (string, bool, error) {
+	within := hookUses
+	if edit {
+		within -= hookReserve
 	}
-	left := hookUses - h.used
-	if left <= 0 || (edit && left <= hookReserve) {
-		return "", false
+	u, ok, err := a.hooks.TakeHook(ctx, channel, within, a.cfg.Now())
+	if err != nil {
+		return "", false, fmt.Errorf("slack: response_url of %s: %w", channel, err)
 	}
-	h.used++
-	return h.url, true
+	return u, ok, nil
 }
 
 // notMember reports whether err says the bot cannot post in the channel.
@@ -87,9 +124,9 @@ func notMember(err error) bool {
 // who asked only (ephemeral, Slack's default for a command's answer). ok
 // is false when there is no response_url to use.
 func (a *Adapter) respond(ctx context.Context, m bot.Outgoing, edit bool) (id string, ok bool, err error) {
-	u, ok := a.takeHook(m.ChatID, edit)
-	if !ok {
-		return "", false, nil
+	u, ok, err := a.takeHook(ctx, m.ChatID, edit)
+	if err != nil || !ok {
+		return "", err != nil, err
 	}
 	text := clipMiddle(strings.TrimSpace(m.Text), maxMessage)
 	if text == "" {

@@ -51,6 +51,9 @@ type Config struct {
 	// Events counts events the adapter skips because they do not decode
 	// (outcome "undecodable"); nil counts nothing.
 	Events Events
+	// Hooks keeps the response_urls where replicas share them; nil keeps
+	// them in this process's memory.
+	Hooks Hooks
 }
 
 // Events hears what the adapter does with events; cmd/tidybot counts
@@ -77,8 +80,8 @@ type Adapter struct {
 	botID   string // the bot's user id, to ignore its own messages
 	teamID  string // the workspace's id (auth.test), a stream's recipient_team_id
 
-	mu      sync.Mutex       // protects the fields below
-	hooks   map[string]*hook // by channel: the latest response_url there
+	mu      sync.Mutex // protects the fields below
+	hooks   Hooks      // the response_urls: cfg.Hooks, else in memory
 	hookSeq int
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
 
@@ -105,7 +108,10 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Adapter{cfg: cfg, log: cfg.Logger}
+	a := &Adapter{cfg: cfg, log: cfg.Logger, hooks: cfg.Hooks}
+	if a.hooks == nil {
+		a.hooks = &memHooks{}
+	}
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
 	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
 		slack.OptionLog(libLog{a}))
@@ -588,7 +594,7 @@ func (a *Adapter) CommandsHandler(h bot.Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		a.rememberHook(sc.ChannelID, sc.ResponseURL)
+		a.rememberHook(r.Context(), sc.ChannelID, sc.ResponseURL)
 		in := slashIncoming(sc, a.ownIM(r.Context(), sc.ChannelID, sc.UserID))
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack command", slog.Any("err", a.redact(err)))
@@ -616,7 +622,7 @@ func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 			return
 		}
 		in, ok := actionIncoming(cb)
-		a.rememberHook(in.ChatID, cb.ResponseURL)
+		a.rememberHook(r.Context(), in.ChatID, cb.ResponseURL)
 		if !ok {
 			w.WriteHeader(http.StatusOK)
 			return

@@ -29,8 +29,7 @@ var platforms = []platform{
 	{config.Platform{Name: slack.Platform, Allow: slack.AllowedID, On: func(cfg Config) bool { return cfg.SlackBotToken != "" }}, openSlack},
 }
 
-// Config is every setting (package config).
-type Config = config.Config
+type Config = config.Config // every setting (package config)
 
 // validate checks cfg against the platforms serve knows.
 func validate(cfg Config, serve bool) error {
@@ -47,8 +46,9 @@ func openTelegram(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *b
 }
 
 func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bot.Bot) (bot.Adapter, error) {
+	hooks, _ := m.store.(slack.Hooks) // PostgreSQL's, shared by replicas; none with bbolt (one process: memory)
 	return slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
-		Threads: b, Events: m.metrics, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
+		Threads: b, Events: m.metrics, Hooks: hooks, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 
 // openAdapters connects every platform the configuration enables, adds

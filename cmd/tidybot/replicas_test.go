@@ -380,3 +380,31 @@ func TestButtonPressAtAnotherReplica(t *testing.T) {
 		t.Errorf("the answer was posted %d times", n)
 	}
 }
+
+// TestSlashCommandAnsweredByAnotherReplica: a slash command in a private
+// channel the bot is not in reaches one replica, which is SIGKILLed once
+// the run has started; the other replica's answer comes through the
+// command's response_url, which it finds in PostgreSQL.
+func TestSlashCommandAnsweredByAnotherReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts tidybot serve twice")
+	}
+	e := newEnv(t)
+	e.cfg.DatabaseURL = pgtest.URL(t)
+	e.todo.SeedTalkInbox()
+	e.model.SetLatency(time.Second) // the run is under way when the replica dies
+	rs := newReplicaSet(t, e, 2, 2)
+	rs.sl.NotMember("G9") // a private channel the bot was never added to
+	form := rs.sl.SlashCommand("G9", "U1", "/tidy-inbox", "")
+	if code := postSigned(t, rs.replicas[0].base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("command: %d", code)
+	}
+	waitFor(t, "the run's first model call", func() bool { return e.model.Calls() > 0 })
+	rs.replicas[0].kill()
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(rs.sl, "G9").Shown(), "Tidied your inbox") })
+	for _, p := range rs.sl.Posts("G9") {
+		if !p.ResponseURL || !p.Ephemeral {
+			t.Errorf("post %+v: want it through the command's response_url, to the user", p)
+		}
+	}
+}

@@ -30,6 +30,7 @@ var sealedColumns = []sealedColumn{
 	{"settings", "key", "value", "key_id"},
 	{"outbox", "seq", "value", "key_id"},
 	{"snapshots", "key", "value", "key_id"},
+	{"slack_hooks", "channel", "url", "key_id"},
 }
 
 // resealAndDestroy seals again, with their scope's current key, the
@@ -114,7 +115,8 @@ func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error 
 	return nil
 }
 
-// Prune implements bot.Store. It also deletes the pending requests made
+// Prune implements bot.Store. It also deletes the expired Slack
+// response_urls, the pending requests made
 // before t, the Todoist snapshots last saved before t, and the data keys
 // of periods that ended before t (sealing again with a current key the
 // few values still sealed with one). A message whose key is gone is
@@ -138,6 +140,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 			return fmt.Errorf("runs: %w", err)
 		}
 		n.Runs = int(tag.RowsAffected())
+		if _, err := tx.Exec(ctx, `DELETE FROM slack_hooks WHERE expires <= $1`, ns(s.keys.now())); err != nil {
+			return fmt.Errorf("response_urls: %w", err)
+		}
 		if err := s.prunePending(ctx, tx, before); err != nil {
 			return fmt.Errorf("pending requests: %w", err)
 		}
