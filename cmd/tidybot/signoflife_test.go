@@ -88,6 +88,12 @@ func firstSign(b *testing.B, hook bool) {
 		})
 		tg.Close()
 	}
+	reportLatency(b, lat)
+}
+
+// reportLatency reports the median and 99th percentile of lat, in
+// milliseconds, as p50-ms and p99-ms. It sorts lat.
+func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
