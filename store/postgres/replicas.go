@@ -257,27 +257,9 @@ func (s *Store) lockDead(ctx context.Context, owner string, fn func() error) (bo
 // claimFrom makes the entries of owner (nil: of none) on platforms
 // this process's and returns them.
 func (s *Store) claimFrom(ctx context.Context, owner *string, platforms []string) ([]bot.Outbound, error) {
-	var out []bot.Outbound
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE outbox SET owner = $1
-			WHERE owner IS NOT DISTINCT FROM $2::text AND (platform IS NULL OR platform = ANY($3))
-			RETURNING value`, s.replica, owner, platforms)
-		if err != nil {
-			return err
-		}
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return err
-		}
-		for _, v := range vals {
-			var ob bot.Outbound
-			if err := s.decode(ctx, tx, v, &ob); err != nil {
-				return err
-			}
-			out = append(out, ob)
-		}
-		return nil
-	})
+	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox SET owner = $1
+		WHERE owner IS NOT DISTINCT FROM $2::text AND (platform IS NULL OR platform = ANY($3))
+		RETURNING value`, s.replica, owner, platforms)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
