@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -26,20 +25,9 @@ func BenchmarkSlackFirstSign(b *testing.B) {
 	var lat []time.Duration
 	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 40, MaxIdleConnsPerHost: 40}, Timeout: 30 * time.Second}
 	post := func(base string, body []byte) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/slack/events", bytes.NewReader(body))
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, ts, body))
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Errorf("event: %d", resp.StatusCode)
-		}
+		postJSON(b, hc, base+"/slack/events", body, "event",
+			"X-Slack-Request-Timestamp", ts, "X-Slack-Signature", slacktest.Sign(slackSecret, ts, body))
 	}
 	for range b.N {
 		b.StopTimer()
