@@ -13,17 +13,9 @@ func TestInputConfirmOverridesTheEngine(t *testing.T) {
 	move := `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`
 	t.Run("writes under an engine that never asks", func(t *testing.T) {
 		s := &script{replies: []Response{tool(ActMoveTasks, move)}}
-		out := New(s, newTalkTasks(), Config{Confirm: ConfirmNever}).Start(t.Context(), Input{Instruction: "x", Confirm: ConfirmWrites}, Hooks{})
-		if out.Status != StatusConfirming {
-			t.Fatalf("status %s, want confirming", out.Status)
-		}
-		raw, err := json.Marshal(out.Transcript)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tr Transcript
-		if err := json.Unmarshal(raw, &tr); err != nil || tr.Confirm != ConfirmWrites {
-			t.Errorf("saved transcript's policy %q (%v), want writes", tr.Confirm, err)
+		tr := startConfirming(t, New(s, newTalkTasks(), Config{Confirm: ConfirmNever}), Input{Instruction: "x", Confirm: ConfirmWrites})
+		if tr.Confirm != ConfirmWrites {
+			t.Errorf("saved transcript's policy %q, want writes", tr.Confirm)
 		}
 	})
 	t.Run("never under an engine that asks for writes", func(t *testing.T) {
@@ -40,6 +32,26 @@ func TestInputConfirmOverridesTheEngine(t *testing.T) {
 			t.Fatalf("status %s, want confirming", out.Status)
 		}
 	})
+}
+
+// startConfirming starts in on e, wants it to stop for a confirmation,
+// and returns its transcript as saved and read back (JSON), as a restart
+// finds it.
+func startConfirming(t *testing.T, e *Engine, in Input) Transcript {
+	t.Helper()
+	out := e.Start(t.Context(), in, Hooks{})
+	if out.Status != StatusConfirming {
+		t.Fatalf("status %s, want confirming", out.Status)
+	}
+	raw, err := json.Marshal(out.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr Transcript
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
 
 // Input.Language puts one system message after the date; without it the
@@ -78,18 +90,7 @@ func TestInputTimeZoneDatesThePrompt(t *testing.T) {
 func TestInputModelOnEveryRequestAcrossResume(t *testing.T) {
 	move := `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`
 	s := &script{replies: []Response{tool(ActMoveTasks, move)}}
-	out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x", Model: "gpt-best"}, Hooks{})
-	if out.Status != StatusConfirming {
-		t.Fatalf("status %s, want confirming", out.Status)
-	}
-	raw, err := json.Marshal(out.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr Transcript
-	if err := json.Unmarshal(raw, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := startConfirming(t, New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}), Input{Instruction: "x", Model: "gpt-best"})
 	s2 := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"Moved."}`)}}
 	if out := New(s2, newTalkTasks(), Config{Confirm: ConfirmWrites}).Resume(t.Context(), &tr, "yes", Hooks{}); out.Status != StatusDone {
 		t.Fatalf("resumed status %s, want done", out.Status)

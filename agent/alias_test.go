@@ -3,15 +3,12 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidybot/tidybot/agent"
-	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -123,12 +120,7 @@ func TestAliasesSurviveACrash(t *testing.T) {
 		}
 		return toolReply(tc(agent.ActFailTask, `{"reason":"out of script"}`))
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	lossy := &lossyTransport{next: e.todo.Client().Transport, stop: cancel}
-	if lossy.next == nil {
-		lossy.next = http.DefaultTransport
-	}
-	crashing := todoist.New(e.todo.Token, e.todo.URL, &http.Client{Transport: lossy, Timeout: 10 * time.Second})
+	ctx, crashing, lossy := crashingTasks(t, e)
 	var saved []byte
 	out := agent.New(e.model, crashing, agent.Config{}).Start(ctx, agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {
 		saved, _ = agent.MarshalTranscript(tr)

@@ -44,14 +44,7 @@ func TestEngineAllowRefusesOtherActions(t *testing.T) {
 				t.Errorf("observation %q, want a refusal", obs)
 			}
 			// The limit is kept with the transcript: a resumed run keeps it.
-			raw, err := MarshalTranscript(out.Transcript)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := UnmarshalTranscript(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := reload(t, out.Transcript)
 			if strings.Join(tr.Allow, ",") != strings.Join(allow, ",") {
 				t.Errorf("saved allow %v", tr.Allow)
 			}

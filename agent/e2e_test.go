@@ -334,16 +334,23 @@ func (l *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func TestResumedWriteIsAppliedOnce(t *testing.T) {
-	tidier := &sim.Tidier{Groups: sim.TalkGroups}
-	e := newE2E(t, tidier.Reply)
-	e.todo.SeedTalkInbox()
+// crashingTasks is a Todoist client on e's fake whose first write's
+// response is lost, with its transport (tripped once it has lost it) and
+// the run context that this loss cancels.
+func crashingTasks(t *testing.T, e *e2e) (context.Context, *todoist.Client, *lossyTransport) {
 	ctx, cancel := context.WithCancel(t.Context())
 	lossy := &lossyTransport{next: e.todo.Client().Transport, stop: cancel}
 	if lossy.next == nil {
 		lossy.next = http.DefaultTransport
 	}
-	tasks := todoist.New(e.todo.Token, e.todo.URL, &http.Client{Transport: lossy, Timeout: 10 * time.Second})
+	return ctx, todoist.New(e.todo.Token, e.todo.URL, &http.Client{Transport: lossy, Timeout: 10 * time.Second}), lossy
+}
+
+func TestResumedWriteIsAppliedOnce(t *testing.T) {
+	tidier := &sim.Tidier{Groups: sim.TalkGroups}
+	e := newE2E(t, tidier.Reply)
+	e.todo.SeedTalkInbox()
+	ctx, tasks, lossy := crashingTasks(t, e)
 	var saved []byte
 	eng := agent.New(e.model, tasks, agent.Config{})
 	out := eng.Start(ctx, agent.Input{Instruction: "tidy"}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {

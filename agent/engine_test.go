@@ -7,6 +7,21 @@ import (
 	"testing"
 )
 
+// reload is tr saved and read back (MarshalTranscript, then
+// UnmarshalTranscript), as a restart finds it.
+func reload(t *testing.T, tr *Transcript) *Transcript {
+	t.Helper()
+	raw, err := MarshalTranscript(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 func newTalkTasks() *memTasks {
 	m := newMemTasks()
 	m.addTask("t1", "Finish slides for PyData talk")
@@ -101,14 +116,7 @@ func TestEngineAskAndResumeThroughJSON(t *testing.T) {
 	if out.Status != StatusAsking || out.Question != "Which project?" || len(out.Options) != 2 {
 		t.Fatalf("outcome %+v", out)
 	}
-	raw, err := MarshalTranscript(out.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := UnmarshalTranscript(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := reload(t, out.Transcript)
 	if again := e.Resume(t.Context(), tr, "", Hooks{}); again.Status != StatusAsking {
 		t.Fatalf("resume without an answer: %s", again.Status)
 	}

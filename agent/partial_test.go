@@ -97,14 +97,7 @@ func TestEnginePartialBatchIsJournaled(t *testing.T) {
 			undo(t, newTalkTasksLike(m), tr)
 		})
 		// A shutdown: the run resumes, sends the rest once and finishes.
-		raw, err := MarshalTranscript(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err = UnmarshalTranscript(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr = reload(t, tr)
 		m.cutErr, m.beforeApply = nil, nil
 		out = e.Resume(t.Context(), tr, "", Hooks{})
 		if out.Status != StatusDone || out.Answer != "Filed all three." {

@@ -195,13 +195,7 @@ func TestEngineResumesAnOldTranscriptWithQueuedCalls(t *testing.T) {
 		Wait:  &wait{Kind: "ask", CallID: "ask", Question: "Move it?"},
 		Steps: 1,
 	}
-	raw, err := MarshalTranscript(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr, err = UnmarshalTranscript(raw); err != nil {
-		t.Fatal(err)
-	}
+	tr = reload(t, tr)
 	out := New(s, m, Config{}).Resume(t.Context(), tr, "No", Hooks{})
 	if out.Status != StatusDone || out.Answer != "Left it." {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)

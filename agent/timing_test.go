@@ -41,14 +41,7 @@ func TestSpansTimeModelCallsTodoistRequestsAndWaits(t *testing.T) {
 	if out.Status != StatusAsking {
 		t.Fatalf("status %s", out.Status)
 	}
-	raw, err := MarshalTranscript(out.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := UnmarshalTranscript(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := reload(t, out.Transcript)
 	clock.skip(time.Hour) // the user takes an hour to answer
 	out = e.Resume(t.Context(), tr, "Home", Hooks{})
 	if out.Status != StatusDone {

@@ -28,28 +28,11 @@ import (
 // injected clock, and the person's autopilot timer run by the test
 // (RunTimers) after it moves the clock.
 
-type apClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *apClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *apClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type apHarness struct {
 	*harness
 	todo      *todoisttest.Server
 	model     *openaitest.Server
-	clock     *apClock
+	clock     *clock
 	timers    *timerStore
 	groceries todoisttest.Project
 	// mu protects the fields below.
@@ -136,7 +119,7 @@ func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 // newAPHarnessEngine is newAPHarness with the engine configured as ecfg.
 func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...string) *apHarness {
 	t.Helper()
-	h := &apHarness{clock: &apClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, timers: newTimerStore()}
+	h := &apHarness{clock: &clock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, timers: newTimerStore()}
 	h.todo = todoisttest.New(t)
 	h.groceries = h.todo.AddProject(todoisttest.Project{Name: "Groceries"})
 	for _, c := range before {
@@ -194,7 +177,7 @@ func (h *apHarness) idle(t testing.TB) {
 // the due timers: the person's autopilot timer looks, when it is on.
 func (h *apHarness) tick(t testing.TB) {
 	t.Helper()
-	h.clock.add(time.Minute)
+	h.clock.Add(time.Minute)
 	if _, err := h.bot.RunTimers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +348,7 @@ func TestAutopilotHourlyLimit(t *testing.T) {
 	if got, _ := h.todo.Task(bread.ID); got.ProjectID != h.todo.InboxID() {
 		t.Fatalf("the second batch of the hour was filed")
 	}
-	h.clock.add(time.Hour)
+	h.clock.Add(time.Hour)
 	h.tick(t)
 	if got, _ := h.todo.Task(bread.ID); got.ProjectID != h.groceries.ID {
 		t.Errorf("after the hour the task is in %s, want Groceries", got.ProjectID)
@@ -385,7 +368,7 @@ func TestAutopilotDailyCap(t *testing.T) {
 	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.todo.InboxID() {
 		t.Errorf("filed past the cap")
 	}
-	h.clock.add(24 * time.Hour)
+	h.clock.Add(24 * time.Hour)
 	h.tick(t)
 	if got, _ := h.todo.Task(milk.ID); got.ProjectID != h.groceries.ID {
 		t.Errorf("the next day the task is in %s, want Groceries", got.ProjectID)

@@ -215,15 +215,7 @@ func TestRestartResumesWorkingRuns(t *testing.T) {
 	ag := &mockAgent{}
 	b := New(st, ag, Config{})
 	b.AddPlatform(&fakePlatform{name: "telegram"})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Stop()
+	startUntilIdle(t, b)
 	if len(ag.resumed) != 1 {
 		t.Errorf("resumed %d runs, want the working one only", len(ag.resumed))
 	}

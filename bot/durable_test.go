@@ -24,6 +24,14 @@ func restart(t *testing.T, st *memStore, ag *mockAgent) *fakePlatform {
 	plat := &fakePlatform{name: "telegram", interval: 2 * time.Second}
 	b := New(st, ag, Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
 	b.AddPlatform(plat)
+	startUntilIdle(t, b)
+	return plat
+}
+
+// startUntilIdle starts b (as at a restart: it picks up the work its
+// store holds), waits until it is idle, and stops it.
+func startUntilIdle(t *testing.T, b *Bot) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := b.Start(ctx); err != nil {
@@ -33,7 +41,6 @@ func restart(t *testing.T, st *memStore, ag *mockAgent) *fakePlatform {
 		t.Fatal(err)
 	}
 	b.Stop()
-	return plat
 }
 
 // TestFailedJobWriteLeavesTheEventRetriable: when the job cannot be

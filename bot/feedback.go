@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,16 +55,9 @@ func feedbackButton(data string) (runID, rating string, ok bool) {
 // replaces the rating. The run is saved before the press is
 // acknowledged: an error means the platform should deliver it again.
 func (b *Bot) pressFeedback(ctx context.Context, in Incoming, runID, rating string) error {
-	r, err := b.store.Run(ctx, runID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		b.answerButtonLater(ctx, in, "That run is no longer kept.")
-		return nil
-	case err != nil:
-		return fmt.Errorf("bot: read run %s: %w", runID, err)
-	case r.UserID != in.UserID:
-		b.answerButtonLater(ctx, in, "Only the person who asked can rate this answer.")
-		return nil
+	r, err := b.pressedRun(ctx, in, runID, "Only the person who asked can rate this answer.")
+	if r == nil || err != nil {
+		return err
 	}
 	r.Feedback = &Feedback{Rating: rating, At: b.cfg.Now()}
 	if err := b.store.SaveRun(ctx, r); err != nil {

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -104,15 +103,7 @@ func TestRestartedRunKeepsTheTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.AddPlatform(&fakePlatform{name: "telegram"})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Stop()
+	startUntilIdle(t, b)
 	if len(ag.inputs) != 1 || ag.inputs[0].Model != "m-large" || ag.inputs[0].Language != "Dutch" {
 		t.Errorf("restarted run inputs %+v, want best's m-large in Dutch", ag.inputs)
 	}

@@ -92,6 +92,11 @@ type clock struct {
 
 func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
 
 func TestRunTimersFiresDueTimersOnceAndReschedules(t *testing.T) {
 	ctx := t.Context()

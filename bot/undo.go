@@ -69,21 +69,34 @@ func undoButton(data string) (runID string, ok bool) {
 	return runID, ok && runID != ""
 }
 
-// pressUndo handles the Undo button: only the person who asked the run
-// may press it; the press is answered, and the undo goes through the
-// conversation's queue like /undo.
-func (b *Bot) pressUndo(ctx context.Context, in Incoming, runID string) error {
+// pressedRun reads the run a button names, for the person who pressed
+// it. When the run is gone or is not theirs it answers the press (with
+// notYours in the second case) and returns nil; an error reading it is
+// returned, so that the platform delivers the press again.
+func (b *Bot) pressedRun(ctx context.Context, in Incoming, runID, notYours string) (*Run, error) {
 	r, err := b.store.Run(ctx, runID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		b.answerButtonLater(ctx, in, "That run is no longer kept.")
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("bot: read run %s: %w", runID, err)
+		return nil, fmt.Errorf("bot: read run %s: %w", runID, err)
 	case r.UserID != in.UserID:
-		b.answerButtonLater(ctx, in, "Only the person who asked can undo this.")
-		return nil
-	case r.Undone:
+		b.answerButtonLater(ctx, in, notYours)
+		return nil, nil
+	}
+	return r, nil
+}
+
+// pressUndo handles the Undo button: only the person who asked the run
+// may press it; the press is answered, and the undo goes through the
+// conversation's queue like /undo.
+func (b *Bot) pressUndo(ctx context.Context, in Incoming, runID string) error {
+	r, err := b.pressedRun(ctx, in, runID, "Only the person who asked can undo this.")
+	if r == nil || err != nil {
+		return err
+	}
+	if r.Undone {
 		b.answerButtonLater(ctx, in, "Already undone.")
 		return nil
 	}

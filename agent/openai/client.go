@@ -700,18 +700,25 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 	return out
 }
 
-// completeChat makes one call on Chat Completions.
-func (c *Client) completeChat(ctx context.Context, req agent.Request, p plan) (agent.Response, error) {
-	creq := c.chatRequest(req, p)
+// chatEdit is the body edit of creq, a Chat Completions call for req:
+// dropped parameters, an explicit zero temperature, and creq's tools,
+// taken out of creq to go in as encoded once (go-openai would encode the
+// same tool schemas, most of the request, on every call). A request
+// go-openai refuses keeps its tools, so that it says why.
+func (c *Client) chatEdit(req agent.Request, p plan, creq *goopenai.ChatCompletionRequest) bodyEdit {
 	edit := bodyEdit{drop: p.dropped, zeroTemperature: p.sampling() && req.Temperature == 0 && !p.dropped["temperature"]}
-	if len(creq.Tools) > 0 && goopenai.NewReasoningValidator().Validate(creq) == nil {
-		// go-openai would encode the same tool schemas (most of the
-		// request) on every call; they go in as encoded once. A request
-		// go-openai refuses keeps its tools, so that it says why.
+	if len(creq.Tools) > 0 && goopenai.NewReasoningValidator().Validate(*creq) == nil {
 		if tools := c.encodedTools(creq.Tools); tools != nil {
 			creq.Tools, edit.tools = nil, tools
 		}
 	}
+	return edit
+}
+
+// completeChat makes one call on Chat Completions.
+func (c *Client) completeChat(ctx context.Context, req agent.Request, p plan) (agent.Response, error) {
+	creq := c.chatRequest(req, p)
+	edit := c.chatEdit(req, p, &creq)
 	var resp goopenai.ChatCompletionResponse
 	err := c.send(ctx, edit, func(ctx context.Context) (http.Header, error) {
 		var err error

@@ -29,12 +29,7 @@ func (c *Client) completeChatStream(ctx context.Context, req agent.Request, p pl
 	if !p.dropped["stream_options"] {
 		creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
-	edit := bodyEdit{drop: p.dropped, zeroTemperature: p.sampling() && req.Temperature == 0 && !p.dropped["temperature"]}
-	if len(creq.Tools) > 0 && goopenai.NewReasoningValidator().Validate(creq) == nil {
-		if tools := c.encodedTools(creq.Tools); tools != nil {
-			creq.Tools, edit.tools = nil, tools
-		}
-	}
+	edit := c.chatEdit(req, p, &creq)
 	var resp goopenai.ChatCompletionResponse
 	err := c.send(ctx, edit, func(ctx context.Context) (http.Header, error) {
 		req.Stream(agent.Delta{Reset: true})

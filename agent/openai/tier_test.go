@@ -45,7 +45,8 @@ func TestRequestModelIsPerModel(t *testing.T) {
 	if reqs[4].Temperature != nil {
 		t.Error("tier-best was sent a temperature again")
 	}
-	if c.For("") != c || c.For("tier-fast") != c || c.For("tier-best") != c.For("tier-best") {
+	bestClient := c.For("tier-best")
+	if c.For("") != c || c.For("tier-fast") != c || c.For("tier-best") != bestClient {
 		t.Error("For: want the client itself for its own model and one client per other model")
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -29,26 +28,12 @@ func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 // returns the bot and a stop function (also called at the test's end).
 func serveClocked(t *testing.T, e *env, clk *testClock) (*bot.Bot, func()) {
 	t.Helper()
-	e.cfg.HTTPAddr = freeAddr(t)
-	logs := &syncBuffer{}
 	ready := make(chan *bot.Bot, 1)
-	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: logs, clock: clk.Now, Ready: func(b *bot.Bot) { ready <- b }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-			_ = m.Close()
-		})
-	}
-	t.Cleanup(stop)
-	waitServing(t, "http://"+e.cfg.HTTPAddr, done, logs)
-	return <-ready, stop
+	r := startMain(t, e, func(m *Main) {
+		m.clock = clk.Now
+		m.Ready = func(b *bot.Bot) { ready <- b }
+	})
+	return <-ready, r.stop
 }
 
 // runTimers runs the bot's due timers now (the test moved the clock)

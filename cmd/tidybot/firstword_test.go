@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,9 +84,7 @@ func slackFirstWord(b *testing.B, people int) {
 		sl.Close()
 		e.model.Close()
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	reportLatency(b, lat)
 }
 
 // firstWordEnv is an env whose model answers after 0.4 s at 80 tokens a
@@ -141,7 +138,5 @@ func firstWord(b *testing.B, people int) {
 		tg.Close()
 		e.model.Close()
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	reportLatency(b, lat)
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -27,20 +25,9 @@ func BenchmarkSlackFirstSign(b *testing.B) {
 	var lat []time.Duration
 	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 40, MaxIdleConnsPerHost: 40}, Timeout: 30 * time.Second}
 	post := func(base string, body []byte) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/slack/events", bytes.NewReader(body))
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, ts, body))
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Errorf("event: %d", resp.StatusCode)
-		}
+		postJSON(b, hc, base+"/slack/events", body, "event",
+			"X-Slack-Request-Timestamp", ts, "X-Slack-Signature", slacktest.Sign(slackSecret, ts, body))
 	}
 	for range b.N {
 		b.StopTimer()
@@ -96,7 +83,5 @@ func BenchmarkSlackFirstSign(b *testing.B) {
 		})
 		sl.Close()
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	reportLatency(b, lat)
 }

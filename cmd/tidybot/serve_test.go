@@ -56,11 +56,18 @@ type running struct {
 // kept) until the test ends or stop is called.
 func startServe(t testing.TB, e *env, timeouts *web.Timeouts) *running {
 	t.Helper()
+	return startMain(t, e, func(m *Main) { m.timeouts = timeouts })
+}
+
+// startMain is startServe with set applied to the Main before it runs.
+func startMain(t testing.TB, e *env, set func(*Main)) *running {
+	t.Helper()
 	e.cfg.HTTPAddr = freeAddr(t)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: logs, timeouts: timeouts}
+	m := &Main{Args: []string{"serve"}, Config: &e.cfg, Stdout: io.Discard, Stderr: logs}
+	set(m)
 	go func() { done <- m.Run(ctx) }()
 	var once sync.Once
 	stop := func() {

@@ -60,18 +60,8 @@ func firstSign(b *testing.B, hook bool) {
 				}
 				var body []byte
 				updates[p], body = tg.Deliver(int64(p+1), int64(p+1), "hello")
-				req, _ := http.NewRequest(http.MethodPost, base+"/telegram/webhook", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
-				resp, err := hc.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Errorf("update %d: %d", updates[p], resp.StatusCode)
-				}
+				postJSON(b, hc, base+"/telegram/webhook", body, fmt.Sprint("update ", updates[p]),
+					"X-Telegram-Bot-Api-Secret-Token", "s3cret")
 			}()
 		}
 		wg.Wait()
@@ -88,6 +78,31 @@ func firstSign(b *testing.B, hook bool) {
 		})
 		tg.Close()
 	}
+	reportLatency(b, lat)
+}
+
+// postJSON posts body as JSON to url with header (name, value pairs)
+// and reports an error, naming what, unless the answer is 200 OK.
+func postJSON(b *testing.B, hc *http.Client, url string, body []byte, what string, header ...string) {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Errorf("%s: %d", what, resp.StatusCode)
+	}
+}
+
+// reportLatency reports the median and 99th percentile of lat, in
+// milliseconds, as p50-ms and p99-ms. It sorts lat.
+func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")

@@ -72,23 +72,21 @@ func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 // Hold implements bot.Shared: a session advisory lock on the
 // conversation, on the lease connection.
 func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
-	conn, err := s.leaseConn(ctx)
-	if err != nil {
-		return false, err
-	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key).Scan(&ok); err != nil {
-		return false, fmt.Errorf("store: hold %s: %w", key, err)
-	}
-	return ok, nil
+	err := s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key).Scan(&ok); err != nil {
+			return fmt.Errorf("store: hold %s: %w", key, err)
+		}
+		return nil
+	})
+	return ok, err
 }
 
-// Release implements bot.Shared.
-func (s *Store) Release(ctx context.Context, key string) error {
+// onLease runs fn on the lease connection, made if need be, holding its
+// mutex. fn's context is not cancelled with the caller's (pgx closes a
+// connection whose query is cancelled, dropping every lease) but times
+// out after 10 seconds.
+func (s *Store) onLease(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	s.leases.mu.Lock()
@@ -97,10 +95,17 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key); err != nil {
-		return fmt.Errorf("store: release %s: %w", key, err)
-	}
-	return nil
+	return fn(ctx, conn)
+}
+
+// Release implements bot.Shared.
+func (s *Store) Release(ctx context.Context, key string) error {
+	return s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key); err != nil {
+			return fmt.Errorf("store: release %s: %w", key, err)
+		}
+		return nil
+	})
 }
 
 // Pending implements bot.Shared: conversations with an unfinished run
@@ -232,52 +237,29 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 // lockDead runs fn while holding owner's replica lock, if it is free
 // (its process is gone), and reports whether it was.
 func (s *Store) lockDead(ctx context.Context, owner string, fn func() error) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
-	conn, err := s.leaseConn(ctx)
-	if err != nil {
-		return false, err
-	}
 	var free bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner).Scan(&free); err != nil {
-		return false, fmt.Errorf("store: replica lock of %s: %w", owner, err)
-	}
-	if !free {
-		return false, nil
-	}
-	ferr := fn()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner); err != nil && ferr == nil {
-		ferr = fmt.Errorf("store: replica unlock of %s: %w", owner, err)
-	}
-	return true, ferr
+	err := s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner).Scan(&free); err != nil {
+			return fmt.Errorf("store: replica lock of %s: %w", owner, err)
+		}
+		if !free {
+			return nil
+		}
+		ferr := fn()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner); err != nil && ferr == nil {
+			ferr = fmt.Errorf("store: replica unlock of %s: %w", owner, err)
+		}
+		return ferr
+	})
+	return free, err
 }
 
 // claimFrom makes the entries of owner (nil: of none) on platforms
 // this process's and returns them.
 func (s *Store) claimFrom(ctx context.Context, owner *string, platforms []string) ([]bot.Outbound, error) {
-	var out []bot.Outbound
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE outbox SET owner = $1
-			WHERE owner IS NOT DISTINCT FROM $2::text AND (platform IS NULL OR platform = ANY($3))
-			RETURNING value`, s.replica, owner, platforms)
-		if err != nil {
-			return err
-		}
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return err
-		}
-		for _, v := range vals {
-			var ob bot.Outbound
-			if err := s.decode(ctx, tx, v, &ob); err != nil {
-				return err
-			}
-			out = append(out, ob)
-		}
-		return nil
-	})
+	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox SET owner = $1
+		WHERE owner IS NOT DISTINCT FROM $2::text AND (platform IS NULL OR platform = ANY($3))
+		RETURNING value`, s.replica, owner, platforms)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}

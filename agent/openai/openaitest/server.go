@@ -547,16 +547,7 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 		wc.Function.Arguments = c.Arguments
 		msg.ToolCalls = append(msg.ToolCalls, wc)
 	}
-	finish := reply.FinishReason
-	if finish == "" {
-		finish = "stop"
-		if len(reply.ToolCalls) > 0 {
-			finish = "tool_calls"
-		}
-	}
-	if cut {
-		finish = "length"
-	}
+	finish := chatFinish(reply, cut)
 	out := completion{
 		ID:      fmt.Sprintf("chatcmpl-openaitest-%d", req.Call),
 		Object:  "chat.completion",
@@ -565,12 +556,43 @@ func (s *Server) writeCompletion(w http.ResponseWriter, req Request, reply Reply
 		Choices: []choice{{Message: msg, FinishReason: finish}},
 	}
 	if sendUsage {
-		wu := &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
-		wu.PromptTokensDetails.CachedTokens = u.CachedTokens
-		wu.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
-		out.Usage = wu
+		out.Usage = chatUsage(u)
 	}
 	s.writeJSON(w, out, u)
+}
+
+// chatFinish is the finish_reason of a Chat Completions reply: the
+// script's, else "tool_calls" or "stop", and "length" when it is cut.
+func chatFinish(reply Reply, cut bool) string {
+	if cut {
+		return "length"
+	}
+	if reply.FinishReason != "" {
+		return reply.FinishReason
+	}
+	if len(reply.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// chatUsage is u as the Chat Completions usage object.
+func chatUsage(u Usage) *usageJSON {
+	wu := &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	wu.PromptTokensDetails.CachedTokens = u.CachedTokens
+	wu.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
+	return wu
+}
+
+// count records one successful answer and its usage.
+func (s *Server) count(u Usage) {
+	s.mu.Lock()
+	s.responses++
+	s.usage.PromptTokens += u.PromptTokens
+	s.usage.CompletionTokens += u.CompletionTokens
+	s.usage.ReasoningTokens += u.ReasoningTokens
+	s.usage.CachedTokens += u.CachedTokens
+	s.mu.Unlock()
 }
 
 // writeJSON sends a successful answer and counts it with its usage.
@@ -580,13 +602,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, out any, u Usage) {
 		writeError(w, http.StatusInternalServerError, &APIError{Message: "openaitest: " + err.Error(), Type: "server_error"})
 		return
 	}
-	s.mu.Lock()
-	s.responses++
-	s.usage.PromptTokens += u.PromptTokens
-	s.usage.CompletionTokens += u.CompletionTokens
-	s.usage.ReasoningTokens += u.ReasoningTokens
-	s.usage.CachedTokens += u.CachedTokens
-	s.mu.Unlock()
+	s.count(u)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 }

@@ -211,13 +211,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, req Request
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	s.responses++
-	s.usage.PromptTokens += u.PromptTokens
-	s.usage.CompletionTokens += u.CompletionTokens
-	s.usage.ReasoningTokens += u.ReasoningTokens
-	s.usage.CachedTokens += u.CachedTokens
-	s.mu.Unlock()
+	s.count(u)
 }
 
 func (s *Server) streamChat(st *streamer, req Request, reply Reply, u Usage, cut, sendUsage bool) bool {
@@ -248,26 +242,14 @@ func (s *Server) streamChat(st *streamer, req Request, reply Reply, u Usage, cut
 			return false
 		}
 	}
-	finish := reply.FinishReason
-	if finish == "" {
-		finish = "stop"
-		if len(reply.ToolCalls) > 0 {
-			finish = "tool_calls"
-		}
-	}
-	if cut {
-		finish = "length"
-	}
+	finish := chatFinish(reply, cut)
 	if !send(chunkDelta{}, &finish) {
 		return false
 	}
 	if sendUsage && req.IncludeUsage {
 		c := base
 		c.Choices = []chunkChoice{}
-		wu := &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
-		wu.PromptTokensDetails.CachedTokens = u.CachedTokens
-		wu.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
-		c.Usage = wu
+		c.Usage = chatUsage(u)
 		if !st.event("", c) {
 			return false
 		}
