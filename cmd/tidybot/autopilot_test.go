@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 	"github.com/tidybot/tidybot/bot"
@@ -211,4 +214,53 @@ func countPrefix(ms []telegramtest.Sent, prefix string) int {
 		}
 	}
 	return n
+}
+
+// TestServeAutopilotOnSlack: the same on Slack: autopilot turned on in
+// the person's DM, a new inbox task filed when the timer is due and
+// announced there with Undo and Stop autopilot, and Stop autopilot
+// pressed as a Block Kit button turns it off.
+func TestServeAutopilotOnSlack(t *testing.T) {
+	e := newEnv(t)
+	groceries := e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	e.cfg.AutopilotInterval = time.Minute
+	clk := &testClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+	b, _ := serveClocked(t, e, clk)
+	base := "http://" + e.cfg.HTTPAddr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("posts: %s", fmtPosts(sl.Posts("D1")))
+		}
+	})
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev1", "D1", "im", "U1", "settings", "1.1", ""), slackSecret); code != 200 {
+		t.Fatalf("dm: %d", code)
+	}
+	waitFor(t, "the settings", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "Your settings:") })
+	form := sl.SlashCommand("D1", "U1", "/tidy", "settings autopilot on")
+	if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("slash command: %d", code)
+	}
+	waitFor(t, "autopilot on", func() bool { return strings.Contains(lastPost(sl, "D1").Text, "Autopilot is on") })
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b) // the first look: the inbox as it is
+	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b)
+	waitFor(t, "milk filed", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == groceries.ID })
+	waitFor(t, "autopilot's message", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "🤖 Filed 1 new task") })
+	ann := lastPost(sl, "D1")
+	if len(ann.Labels) != 2 || !strings.Contains(ann.Labels[0], "Undo") || !strings.Contains(ann.Labels[1], "Stop autopilot") || len(ann.Feedback) != 0 {
+		t.Fatalf("buttons %v feedback %v, want Undo and Stop autopilot, no rating", ann.Labels, ann.Feedback)
+	}
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tr3", "user": map[string]any{"id": "U1"}, "channel": map[string]any{"id": "D1"},
+		"container": map[string]any{"type": "message", "message_ts": ann.TS, "channel_id": "D1"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_1", "block_id": "choices", "value": ann.Buttons[1]}}})
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(url.Values{"payload": {string(payload)}}.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "autopilot off", func() bool { ps, _ := b.Settings(t.Context(), "slack", "U1"); return !ps.Autopilot })
 }
