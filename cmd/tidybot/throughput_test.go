@@ -95,9 +95,10 @@ func BenchmarkSlackThroughput(b *testing.B) {
 			}
 			return n
 		}
-		// Each message posts its status message and its answer; the
-		// fake's call counter is cheap to poll, reading every post is not.
-		for deadline := time.Now().Add(5 * time.Minute); sl.Calls("chat.postMessage") < 2*total; time.Sleep(10 * time.Millisecond) {
+		// Each message posts its status message and its answer (posted,
+		// or streamed and ended by chat.stopStream); the fake's call
+		// counters are cheap to poll, reading every post is not.
+		for deadline := time.Now().Add(5 * time.Minute); sl.Calls("chat.postMessage")+sl.Calls("chat.stopStream") < 2*total; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				b.Fatalf("%d of %d answered", answered(), total)
 			}
