@@ -22,7 +22,8 @@ import (
 // it maps its temp_id to the new comment's id in temp_id_mapping
 // (#tag/Sync/Overview). note_delete takes the comment's id
 // (NoteDeleteArgs). GET /comments takes task_id or project_id, "exactly
-// one", and is paginated. Content is at most 15,000 characters (POST
+// one", and is paginated (developer.todoist.com/api/v1 #tag/Comments,
+// Get Comments). Content is at most 15,000 characters (POST
 // /comments, #tag/Comments). NOTE_NOT_FOUND, the answer to a comment
 // both on a task and a project, and a 404 for GET /comments of an
 // unknown task are plausible stand-ins.
