@@ -14,8 +14,9 @@ import (
 // Webhooks, as Todoist sends them to an app's callback URL
 // (developer.todoist.com/api/v1/#tag/Webhooks; the request format is
 // also described by the official TypeScript SDK's payload types,
-// doist.github.io/todoist-sdk-typescript/api/type-aliases/TaskAddedPayload,
-// and its verifyWebhookSignature):
+// doist.github.io/todoist-sdk-typescript/api/type-aliases/TaskAddedPayload;
+// the signature rule below is the docs page's "Request Format" alone:
+// no SDK function for it was found to cite):
 //   - one HTTP POST per event, Content-Type application/json, with the
 //     body {"event_name": "item:added", "user_id": …, "event_data": the
 //     task as the API returns it, "initiator": the collaborator who made
