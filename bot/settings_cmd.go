@@ -205,8 +205,7 @@ func languageName(s string) bool {
 
 // digestOn reports whether ps asks for a digest, and at what time.
 func digestOn(ps PersonSettings) (string, bool) {
-	hm, ok := parseClock(ps.Digest)
-	return hm, ok
+	return parseClock(ps.Digest)
 }
 
 // settingsView shows ps; said (if any) comes first.

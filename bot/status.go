@@ -45,15 +45,7 @@ func statusNote(note string) string {
 	if r := []rune(note); len(r) > 0 {
 		note = strings.ToLower(string(r[:1])) + string(r[1:])
 	}
-	return clipRunes("is working… "+note, 150)
-}
-
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	return cut("is working… "+note, 150)
 }
 
 // ackStatus is ack for a message in a thread with a status line: the

@@ -3,22 +3,30 @@ package bot
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // tierModel is the model a run of ps's person asks: their tier's
 // (Config.ModelTiers), the first when they chose none or a tier the
 // owner no longer offers; "" without tiers (the model's own default).
 func (b *Bot) tierModel(ps PersonSettings) string {
+	t, _ := b.tier(ps)
+	return t.Model
+}
+
+// tier is ps's person's tier as tierModel says; false without tiers.
+func (b *Bot) tier(ps PersonSettings) (agent.ModelTier, bool) {
 	tiers := b.cfg.ModelTiers
 	if len(tiers) == 0 {
-		return ""
+		return agent.ModelTier{}, false
 	}
 	for _, t := range tiers {
 		if t.Name == ps.ModelTier {
-			return t.Model
+			return t, true
 		}
 	}
-	return tiers[0].Model
+	return tiers[0], true
 }
 
 // tierNames lists the tiers: "fast, best".
@@ -57,19 +65,13 @@ func (b *Bot) changeModel(ps *PersonSettings, value string) (said, bad string) {
 // modelLine is the model row of /settings, with how to change it; ""
 // without tiers.
 func (b *Bot) modelLine(ps PersonSettings, cmd string) (row, usage string) {
-	tiers := b.cfg.ModelTiers
-	if len(tiers) == 0 {
+	t, ok := b.tier(ps)
+	if !ok {
 		return "", ""
 	}
-	name := tiers[0].Name
-	for _, t := range tiers {
-		if t.Name == ps.ModelTier {
-			name = t.Name
-		}
-	}
-	row = fmt.Sprintf("• Model: %s (%s)\n", name, b.tierModel(ps))
+	row = fmt.Sprintf("• Model: %s (%s)\n", t.Name, t.Model)
 	if ps.ModelTier == "" {
-		row = fmt.Sprintf("• Model: %s (%s), the default\n", name, b.tierModel(ps))
+		row = fmt.Sprintf("• Model: %s (%s), the default\n", t.Name, t.Model)
 	}
 	return row, fmt.Sprintf("\n%s model %s|default", cmd, strings.ReplaceAll(b.tierNames(), ", ", "|"))
 }
