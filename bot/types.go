@@ -255,7 +255,8 @@ type Store interface {
 
 	// Setting returns a stored setting, or ErrNotFound.
 	Setting(ctx context.Context, key string) (string, error)
-	// SetSetting stores a setting.
+	// SetSetting stores a setting; "" deletes it (Setting then returns
+	// ErrNotFound).
 	SetSetting(ctx context.Context, key, value string) error
 
 	// Commit applies c in one transaction; it returns ErrDuplicate, having

@@ -36,6 +36,9 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 		if isPending(key) {
 			return s.setPending(tx, key, value)
 		}
+		if value == "" { // "" deletes: a cleared record leaves no row
+			return tx.Bucket(bucketSettings).Delete([]byte(key))
+		}
 		return put(tx.Bucket(bucketSettings), []byte(key), value)
 	})
 	if err != nil {

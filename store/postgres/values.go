@@ -167,6 +167,10 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 // replaces; "" deletes it.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if !isPending(key) && value == "" { // "" deletes: a cleared record leaves no row
+			_, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1`, key)
+			return err
+		}
 		if !isPending(key) {
 			raw, err := json.Marshal(value)
 			if err != nil {

@@ -72,6 +72,7 @@ var tests = []test{
 	{"Outbox", testOutbox},
 	{"Snapshots", testSnapshots},
 	{"DeleteSnapshot", testDeleteSnapshot},
+	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
 
