@@ -81,6 +81,11 @@ type MoveGroup struct {
 type MoveTasksArgs struct {
 	Moves  []Move      `json:"moves,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Tasks to move, one destination each."`
 	Groups []MoveGroup `json:"groups,omitempty" jsonschema:"maxItems=10" jsonschema_description:"Tasks grouped by destination (fields as in moves): shorter when many go to one place."`
+	// Plan and To are the filing form: one code per task of the last
+	// inbox listing (see filing.go), turned into Groups before the call
+	// is planned.
+	Plan string   `json:"plan,omitempty"`
+	To   []string `json:"to,omitempty" jsonschema:"maxItems=9" jsonschema_description:"Project or section ids, or project names."`
 }
 
 // all returns every move, the groups' after the single moves, one per
@@ -150,7 +155,7 @@ type AskUserArgs struct {
 
 // FinalAnswerArgs are final_answer's arguments.
 type FinalAnswerArgs struct {
-	Answer string `json:"answer" jsonschema:"minLength=1" jsonschema_description:"The reply to the user: short, plain text, what was done."`
+	Answer string `json:"answer,omitempty" jsonschema_description:"The reply to the user: short, plain text, what was done."`
 }
 
 // FailTaskArgs are fail_task's arguments.
@@ -253,7 +258,7 @@ var actionList = []actionDef{
 	{ActGetSections, "List the sections of a project.", newArgs[GetSectionsArgs]()},
 	{ActGetLabels, "List the labels.", newArgs[GetLabelsArgs]()},
 	{ActCreateProject, "Create a project, or return the existing one with that name.", newArgs[CreateProjectArgs]()},
-	{ActMoveTasks, "Move tasks to projects or sections. project_name finds or creates the project in the same call.", newArgs[MoveTasksArgs]()},
+	{ActMoveTasks, "Move tasks to projects or sections. project_name finds or creates the project in the same call. To file a listed inbox, plan has one digit per listed task in order (k: to's k-th entry, 0: leave it), a space after every ten.", newArgs[MoveTasksArgs]()},
 	{ActAddTasks, "Add new tasks.", newArgs[AddTasksArgs]()},
 	{ActUpdateTasks, "Change tasks' content, description, due date, priority or labels.", newArgs[UpdateTasksArgs]()},
 	{ActCompleteTasks, "Mark tasks done (a recurring task moves to its next date).", newArgs[CompleteTasksArgs]()},
@@ -261,7 +266,7 @@ var actionList = []actionDef{
 	{ActCreateSection, "Create a section in a project.", newArgs[CreateSectionArgs]()},
 	{ActAddComments, "Add comments to tasks.", newArgs[AddCommentsArgs]()},
 	{ActAskUser, "Ask the user a question when you cannot proceed without their answer. The run pauses until they reply.", newArgs[AskUserArgs]()},
-	{ActFinalAnswer, "Finish with the reply to the user.", newArgs[FinalAnswerArgs]()},
+	{ActFinalAnswer, "Finish with the reply to the user. After writes answer may be left out: tidybot reports them.", newArgs[FinalAnswerArgs]()},
 	{ActFailTask, "Give up with a reason when the request cannot be done.", newArgs[FailTaskArgs]()},
 }
 

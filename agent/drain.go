@@ -166,8 +166,20 @@ func (r *runner) finish(ctx context.Context, callID, obs string, status Status, 
 	return r.end(ctx, status, answer, nil)
 }
 
+// control ends the run with the answer, or with the engine's report of
+// the run's writes when the model left the answer out.
 func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
-	return r.finish(ctx, callID, "Done.", StatusDone, strings.TrimSpace(a.Answer))
+	answer := strings.TrimSpace(a.Answer)
+	if answer == "" && r.tr.Failures == 0 {
+		if len(r.tr.Journal) == 0 {
+			r.tr.Failures++
+			r.result(callID, "Not accepted: nothing was changed, so give the answer yourself.")
+			r.popCall(callID)
+			return nil
+		}
+		answer = r.tr.Report()
+	}
+	return r.finish(ctx, callID, "Done.", StatusDone, answer)
 }
 
 func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *Outcome {

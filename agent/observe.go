@@ -89,6 +89,7 @@ func (k *known) inboxList(tasks []Task) string {
 	if len(tasks) == 0 {
 		b.WriteString(" none")
 	}
+	k.Listed = make([]string, 0, min(len(tasks), maxInboxListed))
 	for i, t := range tasks {
 		if i == maxInboxListed {
 			fmt.Fprintf(&b, "\n… and %d more; file these, then get_inbox_tasks lists the rest.", len(tasks)-maxInboxListed)
@@ -96,6 +97,7 @@ func (k *known) inboxList(tasks []Task) string {
 		}
 		fmt.Fprintf(&b, "\n%s %s", t.ID, bareText(t.Content))
 		k.taskFields(&b, t)
+		k.Listed = append(k.Listed, t.ID)
 	}
 	return b.String()
 }

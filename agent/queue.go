@@ -25,6 +25,9 @@ func (r *runner) queue(resp Response) []*replyError {
 				tc.ID = fmt.Sprintf("call_%d_%d", r.tr.Steps, i)
 			}
 			c, err := parseToolCall(tc)
+			if err == nil {
+				c.Args, err = r.tr.Known.expandFiling(c.Name, c.Args)
+			}
 			if err != nil {
 				problems = append(problems, asReplyError(err, tc.Arguments))
 				bad = append(bad, tc)
@@ -50,6 +53,9 @@ func (r *runner) queue(resp Response) []*replyError {
 	// is parsed locally first.
 	msg := Message{Role: RoleAssistant, Content: resp.Content, State: resp.State}
 	_, c, err := parseEnvelope(resp.Content)
+	if err == nil {
+		c.Args, err = r.tr.Known.expandFiling(c.Name, c.Args)
+	}
 	if err != nil {
 		re := asReplyError(err, resp.Content)
 		msg.Content = clip(resp.Content, maxKept)

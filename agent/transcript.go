@@ -59,6 +59,8 @@ type Applied struct {
 	Inverse []Write `json:"inverse,omitempty"`
 	// Summary says what was done in words: `moved "Buy cake" to Birthday`.
 	Summary string `json:"summary"`
+	// Dest names a move's destination, for Report.
+	Dest string `json:"dest,omitempty"`
 }
 
 // wait is what a suspended run waits for.
@@ -162,7 +164,10 @@ type known struct {
 	// assistant (see instructionLike).
 	Suspect []string `json:"suspect,omitempty"`
 	// Aliases are the short ids the model sees (alias → id; see alias.go).
-	Aliases  map[string]string `json:"aliases,omitempty"`
+	Aliases map[string]string `json:"aliases,omitempty"`
+	// Listed are the tasks of the last inbox listing, in its order: what
+	// the codes of move_tasks' plan stand for (see filing.go).
+	Listed   []string `json:"listed,omitempty"`
 	aliasIdx *aliasIndex
 }
 
@@ -208,4 +213,139 @@ func (t *Transcript) DoneList() string {
 		b.WriteString("\n• " + a.Summary)
 	}
 	return b.String()
+}
+
+// Report says what the run's writes did, for a final answer the model
+// left to the engine: the few changes one by one, more as counts, moves
+// by destination ("Moved 50 tasks: 10 to Garden, …"). It claims only
+// what the journal holds.
+func (t *Transcript) Report() string {
+	if t == nil || len(t.Journal) == 0 {
+		return "Nothing was changed."
+	}
+	if len(t.Journal) <= reportOneByOne {
+		parts := make([]string, len(t.Journal))
+		for i, a := range t.Journal {
+			parts[i] = a.Summary
+		}
+		return capitalize(strings.Join(parts, "; ")) + "."
+	}
+	var order []WriteKind
+	counts := map[WriteKind]int{}
+	var created []string
+	var dests []string
+	perDest := map[string]int{}
+	for _, a := range t.Journal {
+		k := a.Write.Kind
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+		switch {
+		case k == AddProject:
+			created = append(created, a.Write.Name)
+		case k == MoveTask && a.Dest != "":
+			if perDest[a.Dest] == 0 {
+				dests = append(dests, a.Dest)
+			}
+			perDest[a.Dest]++
+		}
+	}
+	// A project created as a move's destination is marked new there
+	// rather than named twice.
+	isNew := map[string]bool{}
+	for _, name := range created {
+		if perDest[name] > 0 {
+			isNew[name] = true
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		n := counts[k]
+		switch k {
+		case AddProject:
+			var others []string
+			for _, name := range created {
+				if !isNew[name] {
+					others = append(others, name)
+				}
+			}
+			if len(others) > 0 {
+				parts = append(parts, fmt.Sprintf("created %s (%s)", plural(len(others), "project"), strings.Join(others, ", ")))
+			}
+		case MoveTask:
+			s := "moved " + plural(n, "task")
+			if len(dests) > 0 {
+				shown := make([]string, 0, reportDests)
+				for i, d := range dests {
+					if i == reportDests {
+						shown = append(shown, fmt.Sprintf("%d more to %s", n-movedTo(perDest, dests[:i]), plural(len(dests)-i, "other place")))
+						break
+					}
+					line := fmt.Sprintf("%d to %s", perDest[d], d)
+					if isNew[d] {
+						line += " (new)"
+					}
+					shown = append(shown, line)
+				}
+				s += ": " + strings.Join(shown, ", ")
+			}
+			parts = append(parts, s)
+		default:
+			parts = append(parts, reportVerb(k, n))
+		}
+	}
+	return capitalize(strings.Join(parts, "; ")) + "."
+}
+
+// reportOneByOne is how many changes Report lists one by one.
+const reportOneByOne = 3
+
+// reportDests is how many destinations Report names.
+const reportDests = 6
+
+// movedTo counts the moves to dests.
+func movedTo(perDest map[string]int, dests []string) int {
+	n := 0
+	for _, d := range dests {
+		n += perDest[d]
+	}
+	return n
+}
+
+// reportVerb says n writes of kind k in words.
+func reportVerb(k WriteKind, n int) string {
+	switch k {
+	case AddTask:
+		return "added " + plural(n, "task")
+	case UpdateTask, RestoreOccurrence:
+		return "updated " + plural(n, "task")
+	case CloseTask:
+		return "completed " + plural(n, "task")
+	case ReopenTask:
+		return "reopened " + plural(n, "task")
+	case DeleteTask:
+		return "deleted " + plural(n, "task")
+	case AddSection:
+		return "created " + plural(n, "section")
+	case AddLabel:
+		return "created " + plural(n, "label")
+	case AddComment:
+		return "added " + plural(n, "comment")
+	case DeleteProject:
+		return "deleted " + plural(n, "project")
+	case DeleteSection:
+		return "deleted " + plural(n, "section")
+	case DeleteComment:
+		return "deleted " + plural(n, "comment")
+	}
+	return "made " + plural(n, "other change")
+}
+
+// capitalize upper-cases s's first letter (ASCII, as the summaries start).
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }

@@ -616,7 +616,7 @@ func (r *runner) applyResults(p *plan, ws []Write, results []WriteResult) (obs, 
 			inv[j] = iw
 		}
 		lines = append(lines, "✓ "+subText(item.Obs))
-		r.tr.Journal = append(r.tr.Journal, Applied{Write: w, NewID: newID, Inverse: inv, Summary: item.Summary})
+		r.tr.Journal = append(r.tr.Journal, Applied{Write: w, NewID: newID, Inverse: inv, Summary: item.Summary, Dest: item.Dest})
 		if item.Dest != "" {
 			dests[item.Dest] = true
 		}

@@ -116,8 +116,8 @@ func TestBothTransports(t *testing.T) {
 // tokenizer): at N = 1,000 at most 3 model calls, 12 Todoist requests
 // (one read, ten write batches of 100, the projects), 60,000 prompt and
 // 10,000 completion tokens, and an empty inbox; at N = 50 one model call,
-// two Todoist requests, at most 600 completion tokens and a sixtieth of
-// the baseline's prompt tokens.
+// two Todoist requests, at most 600 completion tokens, a sixtieth of
+// the baseline's prompt tokens and a fortieth of its wall time.
 func TestTokenTargets(t *testing.T) {
 	st := settings{groups: 5, protocol: agent.ProtocolTools, rates: defaultRates}
 	big, err := measure(t.Context(), "tidybot", 1000, st)
@@ -142,5 +142,12 @@ func TestTokenTargets(t *testing.T) {
 	}
 	if small.PromptTokens*60 > base.PromptTokens {
 		t.Errorf("N=50: %d prompt tokens, more than a sixtieth of the baseline's %d", small.PromptTokens, base.PromptTokens)
+	}
+	// Wall time on the token-rate clock: the model's simulated time plus
+	// Todoist's 150 ms a request (tidybench sleeps it; here it is added,
+	// so that the figure does not depend on the machine's load).
+	clockWall := func(r result) time.Duration { return r.ModelTime + time.Duration(r.TodoistRequests)*150*time.Millisecond }
+	if a, b := clockWall(small), clockWall(base); a*40 > b {
+		t.Errorf("N=50: wall time %v on the token-rate clock, more than a fortieth of the baseline's %v", a, b)
 	}
 }

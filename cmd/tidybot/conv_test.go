@@ -40,7 +40,7 @@ func TestTelegramUndoButton(t *testing.T) {
 	before := e.layout()
 	tg := serveTelegram(t, e)
 	tg.PushText(42, 42, "/tidy-inbox")
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	ms := tg.Messages(42)
 	answer := ms[len(ms)-1]
 	if len(answer.Buttons) != 3 || answer.Labels[0] != "↩️ Undo" || answer.Labels[1] != "👍" || answer.Labels[2] != "👎" {

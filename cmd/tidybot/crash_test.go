@@ -83,7 +83,7 @@ func crashAndResume(t *testing.T, e *env, extra ...string) (before, after []open
 	if err != nil {
 		t.Fatalf("restart: %v\n%s", err, out2)
 	}
-	if !strings.Contains(string(out2), "Tidied your inbox") {
+	if !strings.Contains(string(out2), "Moved ") {
 		t.Errorf("the resumed run did not finish:\n%s", out2)
 	}
 	if got := e.todo.AppliedCommands(); got != applied {

@@ -22,7 +22,7 @@ func TestChatOnPostgres(t *testing.T) {
 	e.todo.SeedTalkInbox()
 	before := e.layout()
 	out := e.chat(t, "/tidy-inbox\n", nil)
-	mustContain(t, out, "Tidied your inbox: moved 9 tasks into 3 projects")
+	mustContain(t, out, "Moved 9 tasks: 3 to ")
 	// A second chat (a restart) reads the first's runs from the database.
 	out = e.chat(t, "/undo\n", nil)
 	mustContain(t, out, "↩️ Undid 12 of 12 changes of the last run.")
@@ -91,7 +91,7 @@ func TestMigrateFromBoltRoundTrip(t *testing.T) {
 	e.cfg.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	e.todo.SeedTalkInbox()
 	before := e.layout()
-	mustContain(t, e.chat(t, "remember the word pineapple\n/tidy-inbox\n", nil), "Tidied your inbox")
+	mustContain(t, e.chat(t, "remember the word pineapple\n/tidy-inbox\n", nil), "Moved ")
 	e.cfg.DatabaseURL = pgtest.URL(t)
 	migrate := func() string {
 		t.Helper()

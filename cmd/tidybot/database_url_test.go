@@ -33,7 +33,7 @@ func TestDatabaseURLFromTheEnvironment(t *testing.T) {
 	env := []string{"TIDYBOT_DATABASE_URL=" + u, "TELEGRAM_BOT_TOKEN=" + tg.Token, "TELEGRAM_API_URL=" + tg.URL, "TIDYBOT_ALLOWED_USERS=telegram:42"}
 	p := startServeProcess(t, e, env...)
 	tg.PushText(42, 42, "/tidy-inbox")
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 
 	run := func(stdin string, args ...string) string {
 		t.Helper()

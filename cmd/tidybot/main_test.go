@@ -111,14 +111,14 @@ func TestChatTidy(t *testing.T) {
 			e.cfg.Protocol = proto
 			e.todo.SeedTalkInbox()
 			out := e.chat(t, "/tidy-inbox\n", nil)
-			mustContain(t, out, "🤔 Working on it…", "🔎 Read the overview", "➡️ Moved 9 tasks into 3 projects", "Tidied your inbox: moved 9 tasks into 3 projects")
+			mustContain(t, out, "🤔 Working on it…", "🔎 Read the overview", "➡️ Moved 9 tasks into 3 projects", "Moved 9 tasks: 3 to ")
 			got := e.layout()
 			if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
 				t.Errorf("layout: %v", got)
 			}
 			// The final answer is its own last line, after the progress notes.
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if !strings.HasPrefix(lines[len(lines)-1], "Tidied your inbox") {
+			if !strings.HasPrefix(lines[len(lines)-1], "Moved ") {
 				t.Errorf("last line %q", lines[len(lines)-1])
 			}
 		})

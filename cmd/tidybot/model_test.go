@@ -40,7 +40,7 @@ func (e *env) run(t *testing.T, input string) (string, string, error) {
 // tidied checks the talk inbox was tidied into its three projects.
 func (e *env) tidied(t *testing.T, out string) {
 	t.Helper()
-	mustContain(t, out, "Tidied your inbox: moved 9 tasks into 3 projects")
+	mustContain(t, out, "Moved 9 tasks: 3 to ")
 	got := e.layout()
 	if len(got["Inbox"]) != 0 || len(got["PyData Talk"]) != 3 || len(got["Birthday Celebration"]) != 3 || len(got["Personal Website"]) != 3 {
 		t.Errorf("layout: %v", got)
@@ -198,7 +198,7 @@ func TestRetiredModelToldOnceOnTelegram(t *testing.T) {
 	e.todo.SeedTalkInbox()
 	tg := serveTelegram(t, e)
 	tg.PushText(42, 42, "/tidy-inbox")
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	tg.PushText(42, 42, "hello")
 	waitFor(t, "the second answer", func() bool { return lastText(tg, 42) == "You said: hello" })
 	var told int

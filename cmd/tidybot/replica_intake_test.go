@@ -87,7 +87,7 @@ func TestSlackEventRetriedAtAnotherReplicaIsAnsweredOnce(t *testing.T) {
 	if code := postSigned(t, replicaB.base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
 		t.Fatalf("replica B answered the retry %d", code)
 	}
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "Moved ") })
 	if n := jobCount(t, replicaB.st); n != 0 {
 		t.Errorf("%d jobs left in the database: replica B queued the retry", n)
 	}
@@ -97,7 +97,7 @@ func TestSlackEventRetriedAtAnotherReplicaIsAnsweredOnce(t *testing.T) {
 	}
 	answers := 0
 	for _, p := range sl.Posts("D1") {
-		if strings.HasPrefix(p.Text, "Tidied your inbox") {
+		if strings.HasPrefix(p.Text, "Moved ") {
 			answers++
 		}
 	}

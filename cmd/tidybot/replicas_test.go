@@ -480,7 +480,7 @@ func TestSlashCommandAnsweredByAnotherReplica(t *testing.T) {
 	}
 	waitFor(t, "the run's first model call", func() bool { return e.model.Calls() > 0 })
 	rs.replicas[0].kill()
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(rs.sl, "G9").Shown(), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(rs.sl, "G9").Shown(), "Moved ") })
 	for _, p := range rs.sl.Posts("G9") {
 		if !p.ResponseURL || !p.Ephemeral {
 			t.Errorf("post %+v: want it through the command's response_url, to the user", p)

@@ -73,7 +73,7 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 			t.Fatalf("event: %d", code)
 		}
 	}
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "C1").Text, "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "C1").Text, "Moved ") })
 	for _, p := range sl.Posts("C1") {
 		if p.ThreadTS != "1.1" {
 			t.Errorf("a post outside the run's thread: %+v", p)
@@ -124,7 +124,7 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 		}
 	}
 
-	if n := strings.Count(fmtPosts(sl.Posts("C1")), "Tidied your inbox"); n != 1 {
+	if n := strings.Count(fmtPosts(sl.Posts("C1")), "Moved 9 tasks: "); n != 1 {
 		t.Errorf("one mention ran %d times", n)
 	}
 	for _, p := range sl.Posts("C1") {
@@ -158,7 +158,7 @@ func TestSlackSocketMode(t *testing.T) {
 	var ev map[string]any
 	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "/tidy-inbox", "1.1", ""), &ev)
 	id := sl.Push("events_api", ev)
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "D1").Text, "Moved ") })
 	if !sl.Acked(id) {
 		t.Error("the envelope was not acknowledged")
 	}
@@ -173,7 +173,7 @@ func TestSlackSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
 	if code := postSigned(t, base+"/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
 		t.Fatalf("command: %d", code)
 	}
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "G9").Shown(), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, "G9").Shown(), "Moved ") })
 	ps := sl.Posts("G9")
 	if len(ps) < 2 || !strings.Contains(ps[0].Shown(), "Working on it") {
 		t.Errorf("posts %+v: want the status message, then the answer", ps)
@@ -235,9 +235,9 @@ func TestSlackDMBetweenTwoPeopleIsShared(t *testing.T) {
 		}
 	}
 	command(between, "U1", "/tidy-inbox", "")
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, between).Shown(), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastPost(sl, between).Shown(), "Moved ") })
 	command(between, "U2", "/tidy", "undo")
-	waitFor(t, "U2's undo answered", func() bool { return !strings.HasPrefix(lastPost(sl, between).Shown(), "Tidied your inbox") })
+	waitFor(t, "U2's undo answered", func() bool { return !strings.HasPrefix(lastPost(sl, between).Shown(), "Moved ") })
 	if got := lastPost(sl, between).Shown(); got != "There is nothing to undo here." {
 		t.Errorf("U2's /tidy undo = %q, want nothing to undo", got)
 	}
@@ -256,7 +256,7 @@ func TestSlackDMBetweenTwoPeopleIsShared(t *testing.T) {
 			t.Fatalf("event: %d", code)
 		}
 	}
-	waitFor(t, "the tidy's answer in the IM", func() bool { return strings.HasPrefix(lastPost(sl, im).Text, "Tidied your inbox") })
+	waitFor(t, "the tidy's answer in the IM", func() bool { return strings.HasPrefix(lastPost(sl, im).Text, "Moved ") })
 	command(im, "U1", "/tidy", "undo")
 	waitFor(t, "the undo in the IM", func() bool { return len(e.layout()["Inbox"]) == 9 })
 	command(im, "U1", "/tidy", "usage")

@@ -209,7 +209,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if code, body := open(t, alice.Browser(), link); code != http.StatusOK || !strings.Contains(body, "Connected — back to Slack") {
 		t.Fatalf("connect: HTTP %d %q", code, body)
 	}
-	waitFor(t, "Alice's tidy", func() bool { return posted(sl, "D1", "Tidied your inbox") })
+	waitFor(t, "Alice's tidy", func() bool { return posted(sl, "D1", "Moved ") })
 	if n := len(alice.TasksIn(alice.InboxID())); n != 0 {
 		t.Errorf("Alice's inbox has %d tasks after her tidy", n)
 	}
@@ -247,7 +247,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	stop()
 	e.cfg.HTTPAddr = addr
 	stop = serveTeam(t, e, logs)
-	waitFor(t, "Bob's resumed tidy", func() bool { return posted(sl, "D2", "Tidied your inbox") })
+	waitFor(t, "Bob's resumed tidy", func() bool { return posted(sl, "D2", "Moved ") })
 	if n := len(bob.TasksIn(bob.InboxID())); n != 0 {
 		t.Errorf("Bob's inbox has %d tasks after his resumed tidy", n)
 	}
@@ -269,7 +269,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if code, body := open(t, carol.Browser(), connectLink(lastText(tg, 42))); code != http.StatusOK || !strings.Contains(body, "Connected — back to Telegram") {
 		t.Fatalf("Carol connect: HTTP %d %q", code, body)
 	}
-	waitFor(t, "Carol's tidy", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "Carol's tidy", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	if n := len(carol.TasksIn(carol.InboxID())); n != 0 {
 		t.Errorf("Carol's inbox has %d tasks", n)
 	}

@@ -54,7 +54,7 @@ func TestTelegramTidyAndConfirmWithButtons(t *testing.T) {
 	tg := serveTelegram(t, e)
 
 	tg.PushText(42, 42, "/tidy-inbox")
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	msgs := tg.Messages(42)
 	status := msgs[0]
 	if status.Edits == 0 || !strings.Contains(status.Text, "➡️ Moved 9 tasks into 3 projects") {

@@ -45,7 +45,7 @@ func TestTelegramVoiceNoteTidiesTheInbox(t *testing.T) {
 	tg := serveTelegram(t, e)
 	id := tg.AddFile("voice", ".oga", openaitest.VoiceNote)
 	tg.PushVoice(42, 42, id, 3)
-	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Tidied your inbox") })
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	if msgs := tg.Messages(42); msgs[0].Text != "🎙 “Tidy my inbox”" {
 		t.Errorf("first message %q, want what was heard", msgs[0].Text)
 	}

@@ -103,7 +103,74 @@ func (s *Solver) Reply(req agent.Request) agent.Response {
 	if s.Fault == MovesOneWrong && next.Call.Name == agent.ActMoveTasks && !moved {
 		args = moveFirstToMisc(args)
 	}
+	if next.Call.Name == agent.ActMoveTasks {
+		args = asPlan(args, lastListing(run))
+	}
 	return render(next.Thought, []action{{Name: next.Call.Name, Args: args}}, tools, len(req.Messages))
+}
+
+// lastListing is the run's last inbox listing, in order.
+func lastListing(run []agent.Message) []task {
+	for i := len(run) - 1; i >= 0; i-- {
+		if strings.Contains(run[i].Content, "Inbox tasks (") && run[i].Role != agent.RoleAssistant {
+			return listedTasks(run[i].Content, "Inbox tasks (")
+		}
+	}
+	return nil
+}
+
+// asPlan writes a move_tasks call of groups only in the filing form, as
+// the prompt asks for a listed inbox: a digit per task of the listing (0
+// for the tasks the groups leave), a space after every ten. Calls with
+// single moves, tasks outside the listing or more than nine
+// destinations are left as they are.
+func asPlan(args map[string]any, listed []task) map[string]any {
+	groups, _ := args["groups"].([]any)
+	if len(listed) == 0 || len(groups) == 0 || len(groups) > 9 || len(args) != 1 {
+		return args
+	}
+	digit := map[string]byte{}
+	var to []any
+	for i, g := range groups {
+		g, _ := g.(map[string]any)
+		var dest any
+		for _, k := range []string{"project_id", "project_name", "section_id"} {
+			if v, ok := g[k]; ok && v != nil {
+				if dest != nil {
+					return args
+				}
+				dest = v
+			}
+		}
+		ids, _ := g["task_ids"].([]any)
+		if dest == nil || len(ids) == 0 {
+			return args
+		}
+		to = append(to, dest)
+		for _, id := range ids {
+			id, _ := id.(string)
+			if _, dup := digit[id]; dup || id == "" {
+				return args
+			}
+			digit[id] = byte('1' + i)
+		}
+	}
+	var b strings.Builder
+	for i, t := range listed {
+		if i > 0 && i%10 == 0 {
+			b.WriteByte(' ')
+		}
+		d, ok := digit[t.id]
+		if !ok {
+			d = '0'
+		}
+		delete(digit, t.id)
+		b.WriteByte(d)
+	}
+	if len(digit) > 0 {
+		return args // a task the listing does not show
+	}
+	return map[string]any{"plan": b.String(), "to": to}
 }
 
 type candidate struct {

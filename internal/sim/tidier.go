@@ -62,10 +62,16 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 		calls = []action{{Name: agent.ActGetOverview, Args: map[string]any{}}}
 	case len(st.pending) > 0:
 		thought = "I group the inbox tasks by topic and file each group into its project."
-		// Every task listed, 100 a call, grouped by destination (each
-		// project named once a call); the json protocol sends one call
-		// a reply.
-		for i := 0; i < len(st.pending); i += batch {
+		// The whole listing in one plan (a digit a task) when nothing
+		// listed has moved since and there are at most nine
+		// destinations; else every task listed, 100 a call, grouped by
+		// destination (each project named once a call). The json
+		// protocol sends one call a reply.
+		if args, ok := t.plan(st); ok {
+			thought = ""
+			calls = append(calls, action{Name: agent.ActMoveTasks, Args: args})
+		}
+		for i := 0; len(calls) == 0 && i < len(st.pending); i += batch {
 			calls = append(calls, action{Name: agent.ActMoveTasks, Args: map[string]any{"groups": t.groups(st.pending[i:min(i+batch, len(st.pending))])}})
 			if !tools {
 				break
@@ -81,16 +87,66 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 			for _, task := range st.pending {
 				st.moved[task.id] = task.content
 			}
-			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}})
+			// The engine reports the moves itself.
+			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: map[string]any{}})
 		}
 	case !st.verified && (st.more || st.failed || st.refused || t.Check):
 		thought = "I read what is left in the inbox."
 		calls = []action{{Name: agent.ActGetInboxTasks, Args: map[string]any{}}}
 	default:
 		thought = "Everything is filed."
-		calls = []action{{Name: agent.ActFinalAnswer, Args: map[string]any{"answer": t.answer(st.moved)}}}
+		args := map[string]any{} // the engine reports the moves
+		if len(st.moved) == 0 {
+			args["answer"] = t.answer(st.moved)
+		}
+		calls = []action{{Name: agent.ActFinalAnswer, Args: args}}
 	}
 	return render(thought, calls, tools, len(req.Messages))
+}
+
+// plan files the listing st.inbox in move_tasks' filing form: a digit a
+// listed task (1-9: the destination's place in to), a space after every
+// ten. It reports false when some listed task has moved since the
+// listing or the tasks go to more than nine places.
+func (t *Tidier) plan(st state) (map[string]any, bool) {
+	if len(st.pending) != len(st.inbox) {
+		return nil, false
+	}
+	var to []string
+	place := map[string]int{}
+	var b strings.Builder
+	for i, task := range st.inbox {
+		p := t.Project(task.content)
+		if place[p] == 0 {
+			to = append(to, p)
+			place[p] = len(to)
+		}
+		if len(to) > 9 {
+			return nil, false
+		}
+		if i > 0 && i%10 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(byte('0' + place[p]))
+	}
+	return map[string]any{"plan": b.String(), "to": to}, true
+}
+
+// planned returns the tasks a plan moved: the listed ones whose digit
+// is not 0.
+func planned(plan string, listed []task) []string {
+	var ids []string
+	i := 0
+	for _, c := range plan {
+		if c == ' ' {
+			continue
+		}
+		if c != '0' && i < len(listed) {
+			ids = append(ids, listed[i].id)
+		}
+		i++
+	}
+	return ids
 }
 
 // groups groups tasks by their project, in the order the projects first
@@ -214,6 +270,7 @@ func (t *Tidier) state(msgs []agent.Message, tools bool) state {
 				for _, g := range a.Groups {
 					moved = append(moved, g.TaskIDs...)
 				}
+				moved = append(moved, planned(a.Plan, st.inbox)...)
 				for _, id := range moved {
 					if since != nil {
 						since[id] = true
