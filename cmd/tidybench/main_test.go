@@ -146,7 +146,9 @@ func TestTokenTargets(t *testing.T) {
 	// Wall time on the token-rate clock: the model's simulated time plus
 	// Todoist's 150 ms a request (tidybench sleeps it; here it is added,
 	// so that the figure does not depend on the machine's load).
-	clockWall := func(r result) time.Duration { return r.ModelTime + time.Duration(r.TodoistRequests)*150*time.Millisecond }
+	clockWall := func(r result) time.Duration {
+		return r.ModelTime + time.Duration(r.TodoistRequests)*150*time.Millisecond
+	}
 	if a, b := clockWall(small), clockWall(base); a*40 > b {
 		t.Errorf("N=50: wall time %v on the token-rate clock, more than a fortieth of the baseline's %v", a, b)
 	}
