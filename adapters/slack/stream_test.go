@@ -175,3 +175,36 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 		t.Errorf("chat.delete without a channel: %v", got)
 	}
 }
+
+// TestStreamFinishRetriedAfterRateLimit: the send queue makes a call
+// again after its bot.RateLimited error. An answer that started over is
+// put in place with chat.update after chat.stopStream; a 429 on that
+// update comes back as bot.RateLimited, and the queue's second Finish
+// must put the answer in place, not stop the stopped stream again
+// (message_not_in_streaming_state), which would leave the tagged
+// message showing the abandoned text for good.
+func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob4"}
+	srv.RateLimit("chat.update", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
+	}
+	id, ok, err := st.Finish(ctx, final)
+	if err != nil || !ok {
+		t.Fatalf("finish again: %q %v %v", id, ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
+		t.Errorf("posts %+v, want the answer in the streamed message", posts)
+	}
+	if n := srv.Calls("chat.stopStream"); n != 1 {
+		t.Errorf("chat.stopStream called %d times, want 1", n)
+	}
+}
