@@ -65,6 +65,11 @@ type stream struct {
 	channel string
 	ts      string
 	sent    string // the markdown the message shows so far
+	// stopped is set once chat.stopStream succeeded: the send queue
+	// calls Finish again after a 429 on the chat.update that follows,
+	// and a stopped stream refuses a second stop
+	// (message_not_in_streaming_state).
+	stopped bool
 }
 
 // Update implements bot.Stream: what text adds to the message is
@@ -121,6 +126,10 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 		}
 		return "", false, nil
 	}
+	if s.stopped {
+		// A retry after the chat.update below failed: only that is left.
+		return s.ts, true, s.a.Edit(ctx, s.ts, m)
+	}
 	rest, extends := strings.CutPrefix(text, s.sent)
 	var opts []slack.MsgOption
 	if extends && rest != "" {
@@ -135,6 +144,7 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 	if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
 		return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
 	}
+	s.stopped = true
 	if !extends {
 		if err := s.a.Edit(ctx, s.ts, m); err != nil {
 			return s.ts, true, err
