@@ -425,17 +425,21 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 		s.fail(w, "not_in_channel", tok)
 		return
 	}
-	sections, values, labels, ok := readBlocks(f.Get("blocks"))
-	if !ok {
+	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
+	feedback, action, fbOK := readFeedback(f.Get("blocks"))
+	if !ok || !fbOK {
 		s.fail(w, "invalid_blocks", tok)
 		return
 	}
 	s.mu.Lock()
 	if p := s.byTS[f.Get("channel")+" "+f.Get("ts")]; p != nil {
 		p.Text = f.Get("text")
-		// Leaving blocks out keeps the old ones (docs.slack.dev/reference/methods/chat.update).
+		// Leaving blocks out keeps the old ones; blocks given replace
+		// them all, link buttons and feedback buttons included
+		// (docs.slack.dev/reference/methods/chat.update).
 		if f.Has("blocks") {
-			p.Sections, p.Buttons, p.Labels = sections, values, labels
+			p.Sections, p.Buttons, p.Labels, p.URLs = sections, values, labels, urls
+			p.Feedback, p.FeedbackAction = feedback, action
 		}
 		p.Updates++
 		s.mu.Unlock()
