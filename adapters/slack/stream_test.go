@@ -208,3 +208,32 @@ func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 		t.Errorf("chat.stopStream called %d times, want 1", n)
 	}
 }
+
+// TestStreamStartedOverKeepsTheDetailsLink: in a DM the Details link is
+// a button on the answer (as Send puts it); an answer that started over
+// is put in place with chat.update, which must keep it and the feedback
+// buttons.
+func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob5", Link: link,
+		Buttons: []bot.Button{{Label: "👍", Data: "fb:r1:good", Feedback: bot.FeedbackGood}, {Label: "👎", Data: "fb:r1:bad", Feedback: bot.FeedbackBad}}}
+	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].Shown() != final.Text {
+		t.Fatalf("posts %+v", posts)
+	}
+	if p := posts[0]; len(p.URLs) != 1 || p.URLs[0] != link.URL {
+		t.Errorf("link buttons %q, want the Details link", p.URLs)
+	}
+	if p := posts[0]; len(p.Feedback) != 2 {
+		t.Errorf("feedback %q, want the pair", p.Feedback)
+	}
+}
