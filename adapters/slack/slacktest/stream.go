@@ -1,7 +1,6 @@
 package slacktest
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -165,16 +164,15 @@ func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
 func (s *Server) continueStream(w http.ResponseWriter, f url.Values, tok string, stop bool) {
 	ch, ts, text := f.Get("channel"), f.Get("ts"), f.Get("markdown_text")
 	var meta *Metadata
-	if raw := f.Get("metadata"); stop && raw != "" {
-		meta = &Metadata{}
-		if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+	if stop {
+		var ok bool
+		if meta, ok = readMetadata(f.Get("metadata")); !ok {
 			s.fail(w, "invalid_metadata_format", tok)
 			return
 		}
 	}
-	_, values, labels, urls, ok := readLinks(f.Get("blocks"))
-	feedback, action, fbOK := readFeedback(f.Get("blocks"))
-	if !ok || !fbOK {
+	bs, ok := readShown(f.Get("blocks"))
+	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return
 	}
@@ -196,8 +194,7 @@ func (s *Server) continueStream(w http.ResponseWriter, f url.Values, tok string,
 		st.Open = false
 		st.post.Metadata = meta
 		if f.Has("blocks") {
-			st.post.Buttons, st.post.Labels, st.post.URLs = values, labels, urls
-			st.post.Feedback, st.post.FeedbackAction = feedback, action
+			st.post.buttons(bs) // "rendered at the bottom": the streamed text stays
 		}
 	} else {
 		st.Appends++
