@@ -23,11 +23,17 @@ import (
 //     be given (channel_not_found);
 //   - appendStream and stopStream need the ts of a stream
 //     (message_not_found), still streaming: once stopped, a stream
-//     answers message_not_in_streaming_state (the error Slack's
-//     clients treat as "the stream has ended", e.g. bolt apps handling
-//     a stream stopped by the user or expired);
+//     answers message_not_in_streaming_state ("The message is not in a
+//     streaming state", the errors tables of chat.appendStream and
+//     chat.stopStream);
 //   - stopStream's blocks and metadata are checked as chat.postMessage's
 //     are (invalid_blocks, invalid_metadata_format).
+//
+// Not enforced: chat.startStream's page makes thread_ts required
+// ("Streamed messages should always be replies to a user request";
+// node-slack-sdk ChatStartStreamArguments: thread_ts is not optional).
+// A stream started without a thread (a plain DM) is accepted here,
+// though Slack documents the argument as required.
 //
 // RefuseStreams makes every stream method answer a code (an older or
 // restricted workspace: unknown_method, as Slack answers a method it

@@ -211,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		reply(w, true)
 	default:
-		fail(w, http.StatusNotFound, "Not Found: method "+method, 0)
+		failUnknownMethod(w)
 	}
 }
 
@@ -285,6 +285,13 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// failUnknownMethod answers a method the Bot API server does not know as
+// it does (tdlib/telegram-bot-api telegram-bot-api/Client.cpp: a method
+// missing from methods_ is fail_query(404, "Not Found: method not found")).
+func failUnknownMethod(w http.ResponseWriter) {
+	fail(w, http.StatusNotFound, "Not Found: method not found", 0)
 }
 
 // Conflicts returns how many getUpdates requests a later one
