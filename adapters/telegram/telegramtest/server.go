@@ -674,14 +674,17 @@ func (s *Server) Webhook() map[string]string {
 // Telegram answers a bad command "Bad Request: BOT_COMMAND_INVALID"
 // (tdlib/telegram-bot-api#98, from its maintainer) and an empty
 // description "Bad Request: command description must be non-empty"
-// (williamhorning/lightning#87).
+// (williamhorning/lightning#87); a list that is no JSON is the Bot API
+// server's "Can't parse commands JSON object" (tdlib/telegram-bot-api
+// telegram-bot-api/Client.cpp, get_bot_commands). The texts for too
+// many commands and too long a description are the fake's own words.
 func checkCommands(raw string) string {
 	var cmds []struct {
 		Command     string `json:"command"`
 		Description string `json:"description"`
 	}
 	if err := json.Unmarshal([]byte(raw), &cmds); err != nil {
-		return "Bad Request: can't parse commands JSON object"
+		return "Bad Request: Can't parse commands JSON object"
 	}
 	if len(cmds) > 100 {
 		return "Bad Request: too many commands specified"
