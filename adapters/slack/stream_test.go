@@ -237,3 +237,40 @@ func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
 		t.Errorf("feedback %q, want the pair", p.Feedback)
 	}
 }
+
+// TestStreamEndedWithoutAnswerIsRemoved: a run that ends without an
+// answer (it asks a question, is stopped, fails) ends its preview with
+// an empty Finish. The half-written answer must not stay in the chat
+// beside what the run says instead (a Telegram draft vanishes by
+// itself): the stream is stopped and its message deleted, and a Finish
+// the send queue makes again after a 429 on the delete neither stops
+// it twice nor fails.
+func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "I moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, "I moved three tasks to"); err != nil {
+		t.Fatal(err)
+	}
+	srv.RateLimit("chat.delete", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"}); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
+	}
+	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"})
+	if err != nil || final || id != "" {
+		t.Fatalf("finish again: %q %v %v", id, final, err)
+	}
+	if ps := srv.Posts("D1"); len(ps) != 0 {
+		t.Errorf("posts %+v: the half answer stayed", ps)
+	}
+	if ss := srv.Streams("D1"); len(ss) != 1 || ss[0].Open || !ss[0].Deleted {
+		t.Errorf("streams %+v, want one, stopped and deleted", ss)
+	}
+	if n := srv.Calls("chat.stopStream"); n != 1 {
+		t.Errorf("chat.stopStream called %d times, want 1", n)
+	}
+}
