@@ -87,11 +87,11 @@ func TestStreamRules(t *testing.T) {
 	if ss := srv.Streams("C1"); len(ss) != 1 || ss[0].RecipientUser != "U1" || ss[0].RecipientTeam != "T1" {
 		t.Errorf("streams %+v", ss)
 	}
-	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "C1"}); err != nil {
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Hi."}); err != nil {
 		t.Fatal(err)
 	}
 	var se goslack.SlackErrorResponse
-	if err := st.Update(ctx, "Hi there"); !errors.As(err, &se) || se.Err != "message_not_in_streaming_state" {
+	if err := st.Update(ctx, "Hi. And"); !errors.As(err, &se) || se.Err != "message_not_in_streaming_state" {
 		t.Errorf("append after stop: %v", err)
 	}
 	srv.RefuseStreams("unknown_method")
