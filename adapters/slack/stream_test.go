@@ -274,3 +274,34 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 		t.Errorf("chat.stopStream called %d times, want 1", n)
 	}
 }
+
+// TestStreamFinishRetriedKeepsTheChannelLink: in a channel the Details
+// link goes to the asker alone after the answer (chat.postEphemeral);
+// a Finish made again after a 429 on its chat.update still sends it.
+func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
+	final := bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob6", Link: link}
+	srv.RateLimit("chat.update", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
+	}
+	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
+		t.Fatalf("finish again: %v %v", ok, err)
+	}
+	n := 0
+	for _, p := range srv.Posts("C1") {
+		if p.Ephemeral && p.User == "U1" && len(p.URLs) == 1 && p.URLs[0] == link.URL {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d ephemeral Details links, want 1; posts %+v", n, srv.Posts("C1"))
+	}
+}
