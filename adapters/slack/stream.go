@@ -137,25 +137,23 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 		}
 		return "", false, nil
 	}
-	if s.stopped {
-		// A retry after the chat.update below failed: only that is left.
-		return s.ts, true, s.a.Edit(ctx, s.ts, m)
-	}
 	rest, extends := strings.CutPrefix(text, s.sent)
-	var opts []slack.MsgOption
-	if extends && rest != "" {
-		opts = append(opts, slack.MsgOptionMarkdownText(rest))
+	if !s.stopped { // stopped: a retry after the chat.update below failed
+		var opts []slack.MsgOption
+		if extends && rest != "" {
+			opts = append(opts, slack.MsgOptionMarkdownText(rest))
+		}
+		if bs := tail(m); len(bs) > 0 {
+			opts = append(opts, slack.MsgOptionBlocks(bs...))
+		}
+		if m.Ref != "" {
+			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
+		}
+		if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
+			return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+		}
+		s.stopped = true
 	}
-	if bs := tail(m); len(bs) > 0 {
-		opts = append(opts, slack.MsgOptionBlocks(bs...))
-	}
-	if m.Ref != "" {
-		opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
-	}
-	if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
-		return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
-	}
-	s.stopped = true
 	if !extends {
 		if err := s.a.Edit(ctx, s.ts, m); err != nil {
 			return s.ts, true, err
