@@ -30,10 +30,14 @@ import (
 //     are (invalid_blocks, invalid_metadata_format).
 //
 // Not enforced: chat.startStream's page makes thread_ts required
-// ("Streamed messages should always be replies to a user request";
-// node-slack-sdk ChatStartStreamArguments: thread_ts is not optional).
-// A stream started without a thread (a plain DM) is accepted here,
-// though Slack documents the argument as required.
+// ("Streamed messages should always be replies to a user request"), as
+// the official Node SDK does since the API began to require it
+// (slackapi/node-slack-sdk#2382: "all DMs and in-channel conversations
+// with your bot will now have responses replied in-thread"); Slack
+// answers its absence invalid_arguments (vercel/chat#268). A stream
+// started without a thread (a plain DM) is accepted here all the same:
+// tidybot's adapter streams top-level DM answers that way, which Slack
+// refuses, so the bot falls back to its status message there.
 //
 // RefuseStreams makes every stream method answer a code (an older or
 // restricted workspace: unknown_method, as Slack answers a method it
