@@ -274,6 +274,9 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		// Replaces any earlier blocks (buttons) with the text alone.
 		bs = sections(text)
 	}
+	if m.Link != nil && dm(m.ChatID) {
+		bs = append(bs, linkBlock(m.Link)) // as Send puts it: the blocks replace the old ones
+	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, true), slack.MsgOptionBlocks(bs...)}
 	if _, _, _, err := a.noRetry.UpdateMessageContext(ctx, m.ChatID, id, opts...); err != nil {
 		return fmt.Errorf("slack: update %s in %s: %w", id, m.ChatID, a.queueError(err))

@@ -496,31 +496,48 @@ func TestTidySubcommands(t *testing.T) {
 func TestSlashCommandWhereTheBotIsNotAMember(t *testing.T) {
 	a, srv := newAdapter(t)
 	srv.NotMember("G9") // a private channel: chat:write.public does not reach it
-	ctx := t.Context()
-	out := bot.Outgoing{ChatID: "G9"}
-	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "G9", Text: "hi"}); err == nil {
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "G9", Text: "hi"}); err == nil {
 		t.Fatal("posting where the bot is not a member worked: the fake does not model not_in_channel")
 	}
-	form := srv.SlashCommand("G9", "U1", "/tidy-inbox", "")
+	answerThroughResponseURL(t, srv, a)
+}
+
+// command delivers a slash command in channel to a.
+func command(t *testing.T, a *slack.Adapter, srv *slacktest.Server, channel string) {
+	t.Helper()
+	form := srv.SlashCommand(channel, "U1", "/tidy-inbox", "")
 	rec := &recorder{}
 	w := httptest.NewRecorder()
 	a.CommandsHandler(rec).ServeHTTP(w, signed(t, "/slack/commands", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
 	if w.Code != 200 || len(rec.got()) != 1 {
 		t.Fatalf("command: %d %+v", w.Code, rec.got())
 	}
-	out.Text = "🤔 Working on it…"
-	status, err := a.Send(ctx, out)
+}
+
+// answerThroughResponseURL runs a slash command in G9, a channel the
+// bot is not in: the first of as receives it, the last posts the status
+// message and the final answer, and all of them in turn make more
+// progress edits than a response_url takes. The user must see the
+// status, progress and the final answer, all through the response_url
+// and within its 5 uses, the final answer's use kept.
+func answerThroughResponseURL(t *testing.T, srv *slacktest.Server, as ...*slack.Adapter) {
+	t.Helper()
+	ctx := t.Context()
+	runner := as[len(as)-1]
+	command(t, as[0], srv, "G9")
+	out := bot.Outgoing{ChatID: "G9", Text: "🤔 Working on it…"}
+	status, err := runner.Send(ctx, out)
 	if err != nil {
 		t.Fatalf("status message: %v", err)
 	}
 	for i := range 6 { // more progress than a response_url takes (5 posts)
 		out.Text = "🤔 Working on it…\n🔎 step " + strconv.Itoa(i)
-		if err := a.Edit(ctx, status, out); err != nil {
+		if err := as[i%len(as)].Edit(ctx, status, out); err != nil {
 			t.Errorf("progress edit %d: %v", i, err)
 		}
 	}
 	out.Text = "Tidied your inbox: 9 tasks into 3 projects."
-	if _, err := a.Send(ctx, out); err != nil {
+	if _, err := runner.Send(ctx, out); err != nil {
 		t.Fatalf("final answer: %v", err)
 	}
 	ps := srv.Posts("G9")

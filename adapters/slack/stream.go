@@ -65,6 +65,11 @@ type stream struct {
 	channel string
 	ts      string
 	sent    string // the markdown the message shows so far
+	// stopped is set once chat.stopStream succeeded: the send queue
+	// calls Finish again after a 429 on the chat.update or chat.delete
+	// that follows, and a stopped stream refuses a second stop
+	// (message_not_in_streaming_state).
+	stopped bool
 }
 
 // Update implements bot.Stream: what text adds to the message is
@@ -112,28 +117,42 @@ func (s *stream) Interval() time.Duration { return streamInterval }
 // started over) is put in place with chat.update once the stream has
 // stopped. An answer too long for one message ends the stream as it is
 // and is posted as usual (final false), the bot deleting the stopped
-// stream first (bot/orphan.go).
+// stream first (bot/orphan.go). Without an answer (the run asks a
+// question, is stopped or fails) the stream is stopped and its message
+// deleted: a half answer does not stay beside what the run says instead
+// (as a Telegram draft vanishes by itself).
 func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" || len(split(text, maxMessage)) > 1 {
-		if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts); err != nil {
-			return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+		if !s.stopped {
+			if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts); err != nil {
+				return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+			}
+			s.stopped = true
+		}
+		if text == "" {
+			if err := s.a.DeleteMessage(ctx, s.channel, s.ts); err != nil {
+				return "", false, err
+			}
 		}
 		return "", false, nil
 	}
 	rest, extends := strings.CutPrefix(text, s.sent)
-	var opts []slack.MsgOption
-	if extends && rest != "" {
-		opts = append(opts, slack.MsgOptionMarkdownText(rest))
-	}
-	if bs := tail(m); len(bs) > 0 {
-		opts = append(opts, slack.MsgOptionBlocks(bs...))
-	}
-	if m.Ref != "" {
-		opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
-	}
-	if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
-		return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+	if !s.stopped { // stopped: a retry after the chat.update below failed
+		var opts []slack.MsgOption
+		if extends && rest != "" {
+			opts = append(opts, slack.MsgOptionMarkdownText(rest))
+		}
+		if bs := tail(m); len(bs) > 0 {
+			opts = append(opts, slack.MsgOptionBlocks(bs...))
+		}
+		if m.Ref != "" {
+			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
+		}
+		if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
+			return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+		}
+		s.stopped = true
 	}
 	if !extends {
 		if err := s.a.Edit(ctx, s.ts, m); err != nil {

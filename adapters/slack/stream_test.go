@@ -87,11 +87,11 @@ func TestStreamRules(t *testing.T) {
 	if ss := srv.Streams("C1"); len(ss) != 1 || ss[0].RecipientUser != "U1" || ss[0].RecipientTeam != "T1" {
 		t.Errorf("streams %+v", ss)
 	}
-	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "C1"}); err != nil {
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Hi."}); err != nil {
 		t.Fatal(err)
 	}
 	var se goslack.SlackErrorResponse
-	if err := st.Update(ctx, "Hi there"); !errors.As(err, &se) || se.Err != "message_not_in_streaming_state" {
+	if err := st.Update(ctx, "Hi. And"); !errors.As(err, &se) || se.Err != "message_not_in_streaming_state" {
 		t.Errorf("append after stop: %v", err)
 	}
 	srv.RefuseStreams("unknown_method")
@@ -173,5 +173,135 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 	}
 	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
 		t.Errorf("chat.delete without a channel: %v", got)
+	}
+}
+
+// TestStreamFinishRetriedAfterRateLimit: the send queue makes a call
+// again after its bot.RateLimited error. An answer that started over is
+// put in place with chat.update after chat.stopStream; a 429 on that
+// update comes back as bot.RateLimited, and the queue's second Finish
+// must put the answer in place, not stop the stopped stream again
+// (message_not_in_streaming_state), which would leave the tagged
+// message showing the abandoned text for good.
+func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob4"}
+	srv.RateLimit("chat.update", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
+	}
+	id, ok, err := st.Finish(ctx, final)
+	if err != nil || !ok {
+		t.Fatalf("finish again: %q %v %v", id, ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
+		t.Errorf("posts %+v, want the answer in the streamed message", posts)
+	}
+	if n := srv.Calls("chat.stopStream"); n != 1 {
+		t.Errorf("chat.stopStream called %d times, want 1", n)
+	}
+}
+
+// TestStreamStartedOverKeepsTheDetailsLink: in a DM the Details link is
+// a button on the answer (as Send puts it); an answer that started over
+// is put in place with chat.update, which must keep it and the feedback
+// buttons.
+func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
+	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob5", Link: link,
+		Buttons: []bot.Button{{Label: "👍", Data: "fb:r1:good", Feedback: bot.FeedbackGood}, {Label: "👎", Data: "fb:r1:bad", Feedback: bot.FeedbackBad}}}
+	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	posts := srv.Posts("D1")
+	if len(posts) != 1 || posts[0].Shown() != final.Text {
+		t.Fatalf("posts %+v", posts)
+	}
+	if p := posts[0]; len(p.URLs) != 1 || p.URLs[0] != link.URL {
+		t.Errorf("link buttons %q, want the Details link", p.URLs)
+	}
+	if p := posts[0]; len(p.Feedback) != 2 {
+		t.Errorf("feedback %q, want the pair", p.Feedback)
+	}
+}
+
+// TestStreamEndedWithoutAnswerIsRemoved: a run that ends without an
+// answer (it asks a question, is stopped, fails) ends its preview with
+// an empty Finish. The half-written answer must not stay in the chat
+// beside what the run says instead (a Telegram draft vanishes by
+// itself): the stream is stopped and its message deleted, and a Finish
+// the send queue makes again after a 429 on the delete neither stops
+// it twice nor fails.
+func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "I moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, "I moved three tasks to"); err != nil {
+		t.Fatal(err)
+	}
+	srv.RateLimit("chat.delete", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"}); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
+	}
+	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"})
+	if err != nil || final || id != "" {
+		t.Fatalf("finish again: %q %v %v", id, final, err)
+	}
+	if ps := srv.Posts("D1"); len(ps) != 0 {
+		t.Errorf("posts %+v: the half answer stayed", ps)
+	}
+	if ss := srv.Streams("D1"); len(ss) != 1 || ss[0].Open || !ss[0].Deleted {
+		t.Errorf("streams %+v, want one, stopped and deleted", ss)
+	}
+	if n := srv.Calls("chat.stopStream"); n != 1 {
+		t.Errorf("chat.stopStream called %d times, want 1", n)
+	}
+}
+
+// TestStreamFinishRetriedKeepsTheChannelLink: in a channel the Details
+// link goes to the asker alone after the answer (chat.postEphemeral);
+// a Finish made again after a 429 on its chat.update still sends it.
+func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
+	final := bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob6", Link: link}
+	srv.RateLimit("chat.update", 1)
+	var rl bot.RateLimited
+	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
+		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
+	}
+	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
+		t.Fatalf("finish again: %v %v", ok, err)
+	}
+	n := 0
+	for _, p := range srv.Posts("C1") {
+		if p.Ephemeral && p.User == "U1" && len(p.URLs) == 1 && p.URLs[0] == link.URL {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d ephemeral Details links, want 1; posts %+v", n, srv.Posts("C1"))
 	}
 }

@@ -273,19 +273,36 @@ type block struct {
 	} `json:"elements"`
 }
 
-// readBlocks checks blocks against Block Kit's limits and returns the
-// section texts and the buttons: at most 50 blocks in a message
-// (docs.slack.dev/reference/block-kit/blocks), at most 3,000 characters
-// in a section's text (docs.slack.dev/reference/block-kit/blocks/section-block);
-// beyond them Slack answers invalid_blocks.
-func readBlocks(raw string) (sections, values, labels []string, ok bool) {
-	sections, values, labels, _, ok = readLinks(raw)
-	return sections, values, labels, ok
+// shown is what a message's blocks show, as the fake reads them.
+type shown struct {
+	sections, values, labels, urls []string
+	feedback                       []string // the feedback buttons' values (👍 then 👎)
+	action                         string   // their action_id
 }
 
-// readLinks is readBlocks with the buttons' urls. A button's url is at
-// most 3,000 characters
-// (docs.slack.dev/reference/block-kit/block-elements/button-element).
+// readShown reads blocks as readLinks and readFeedback do; ok is false
+// for blocks either refuses (invalid_blocks).
+func readShown(raw string) (shown, bool) {
+	var r shown
+	var ok, fbOK bool
+	r.sections, r.values, r.labels, r.urls, ok = readLinks(raw)
+	r.feedback, r.action, fbOK = readFeedback(raw)
+	return r, ok && fbOK
+}
+
+// buttons sets p's buttons, links and feedback buttons to r's.
+func (p *Posted) buttons(r shown) {
+	p.Buttons, p.Labels, p.URLs = r.values, r.labels, r.urls
+	p.Feedback, p.FeedbackAction = r.feedback, r.action
+}
+
+// readLinks checks blocks against Block Kit's limits and returns the
+// section texts and the buttons with their urls: at most 50 blocks in a
+// message (docs.slack.dev/reference/block-kit/blocks), at most 3,000
+// characters in a section's text
+// (docs.slack.dev/reference/block-kit/blocks/section-block) and in a
+// button's url (docs.slack.dev/reference/block-kit/block-elements/button-element);
+// beyond them Slack answers invalid_blocks.
 func readLinks(raw string) (sections, values, labels, urls []string, ok bool) {
 	if raw == "" {
 		return nil, nil, nil, nil, true
@@ -350,6 +367,20 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 	answer(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{"text": p.Text, "ts": p.TS}})
 }
 
+// readMetadata reads a message's metadata argument, nil for none; ok
+// is false for metadata that is not a JSON object with an event_type
+// and an event_payload.
+func readMetadata(raw string) (meta *Metadata, ok bool) {
+	if raw == "" {
+		return nil, true
+	}
+	meta = &Metadata{}
+	if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+		return nil, false
+	}
+	return meta, true
+}
+
 // keep records a message chat.postMessage or chat.postEphemeral accepted,
 // or answers invalid_blocks for blocks the fake cannot read, and
 // invalid_metadata_format for metadata that is not a JSON object with
@@ -357,16 +388,14 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, tok string) {
 // docs.slack.dev/reference/methods/chat.postMessage; its metadata
 // argument: "JSON object with event_type and event_payload fields").
 func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral bool) (*Posted, bool) {
-	sections, values, labels, urls, ok := readLinks(f.Get("blocks"))
-	feedback, action, fbOK := readFeedback(f.Get("blocks"))
-	if !ok || !fbOK {
+	bs, ok := readShown(f.Get("blocks"))
+	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return nil, false
 	}
 	var meta *Metadata
-	if raw := f.Get("metadata"); raw != "" && !ephemeral {
-		meta = &Metadata{}
-		if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+	if !ephemeral {
+		if meta, ok = readMetadata(f.Get("metadata")); !ok {
 			s.fail(w, "invalid_metadata_format", tok)
 			return nil, false
 		}
@@ -379,7 +408,8 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 	// api.slack.com/messaging/retrieving); conversations.history's oldest
 	// and latest compare against it.
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: sections, Buttons: values, Labels: labels, URLs: urls, Metadata: meta, Feedback: feedback, FeedbackAction: action}
+		Sections: bs.sections, Metadata: meta}
+	p.buttons(bs)
 	if ephemeral {
 		p.Ephemeral, p.User = true, f.Get("user")
 	}
@@ -425,7 +455,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 		s.fail(w, "not_in_channel", tok)
 		return
 	}
-	sections, values, labels, ok := readBlocks(f.Get("blocks"))
+	bs, ok := readShown(f.Get("blocks"))
 	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return
@@ -433,9 +463,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, tok string) {
 	s.mu.Lock()
 	if p := s.byTS[f.Get("channel")+" "+f.Get("ts")]; p != nil {
 		p.Text = f.Get("text")
-		// Leaving blocks out keeps the old ones (docs.slack.dev/reference/methods/chat.update).
+		// Leaving blocks out keeps the old ones; blocks given replace
+		// them all, link buttons and feedback buttons included
+		// (docs.slack.dev/reference/methods/chat.update).
 		if f.Has("blocks") {
-			p.Sections, p.Buttons, p.Labels = sections, values, labels
+			p.Sections = bs.sections
+			p.buttons(bs)
 		}
 		p.Updates++
 		s.mu.Unlock()
@@ -604,12 +637,12 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 	if len(body.Blocks) > 0 && string(body.Blocks) != "null" {
 		blocks = string(body.Blocks)
 	}
-	sections, values, labels, ok := readBlocks(blocks)
+	bs, ok := readShown(blocks)
 	if !ok {
 		http.Error(w, "invalid_blocks", http.StatusBadRequest)
 		return
 	}
-	if body.Text == "" && len(sections) == 0 {
+	if body.Text == "" && len(bs.sections) == 0 {
 		http.Error(w, "no_text", http.StatusBadRequest)
 		return
 	}
@@ -618,8 +651,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	s.mu.Lock()
-	s.posts = append(s.posts, &Posted{Channel: h.channel, Text: body.Text, Sections: sections, Buttons: values, Labels: labels,
-		ResponseURL: true, Ephemeral: body.ResponseType != "in_channel"})
+	p := &Posted{Channel: h.channel, Text: body.Text, Sections: bs.sections, ResponseURL: true, Ephemeral: body.ResponseType != "in_channel"}
+	p.buttons(bs)
+	s.posts = append(s.posts, p)
 	s.mu.Unlock()
 	_, _ = fmt.Fprint(w, "ok")
 }

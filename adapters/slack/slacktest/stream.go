@@ -1,7 +1,6 @@
 package slacktest
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,11 +23,21 @@ import (
 //     be given (channel_not_found);
 //   - appendStream and stopStream need the ts of a stream
 //     (message_not_found), still streaming: once stopped, a stream
-//     answers message_not_in_streaming_state (the error Slack's
-//     clients treat as "the stream has ended", e.g. bolt apps handling
-//     a stream stopped by the user or expired);
+//     answers message_not_in_streaming_state ("The message is not in a
+//     streaming state", the errors tables of chat.appendStream and
+//     chat.stopStream);
 //   - stopStream's blocks and metadata are checked as chat.postMessage's
 //     are (invalid_blocks, invalid_metadata_format).
+//
+// Not enforced: chat.startStream's page makes thread_ts required
+// ("Streamed messages should always be replies to a user request"), as
+// the official Node SDK does since the API began to require it
+// (slackapi/node-slack-sdk#2382: "all DMs and in-channel conversations
+// with your bot will now have responses replied in-thread"); Slack
+// answers its absence invalid_arguments (vercel/chat#268). A stream
+// started without a thread (a plain DM) is accepted here all the same:
+// tidybot's adapter streams top-level DM answers that way, which Slack
+// refuses, so the bot falls back to its status message there.
 //
 // RefuseStreams makes every stream method answer a code (an older or
 // restricted workspace: unknown_method, as Slack answers a method it
@@ -165,16 +174,15 @@ func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
 func (s *Server) continueStream(w http.ResponseWriter, f url.Values, tok string, stop bool) {
 	ch, ts, text := f.Get("channel"), f.Get("ts"), f.Get("markdown_text")
 	var meta *Metadata
-	if raw := f.Get("metadata"); stop && raw != "" {
-		meta = &Metadata{}
-		if err := json.Unmarshal([]byte(raw), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+	if stop {
+		var ok bool
+		if meta, ok = readMetadata(f.Get("metadata")); !ok {
 			s.fail(w, "invalid_metadata_format", tok)
 			return
 		}
 	}
-	_, values, labels, urls, ok := readLinks(f.Get("blocks"))
-	feedback, action, fbOK := readFeedback(f.Get("blocks"))
-	if !ok || !fbOK {
+	bs, ok := readShown(f.Get("blocks"))
+	if !ok {
 		s.fail(w, "invalid_blocks", tok)
 		return
 	}
@@ -196,8 +204,7 @@ func (s *Server) continueStream(w http.ResponseWriter, f url.Values, tok string,
 		st.Open = false
 		st.post.Metadata = meta
 		if f.Has("blocks") {
-			st.post.Buttons, st.post.Labels, st.post.URLs = values, labels, urls
-			st.post.Feedback, st.post.FeedbackAction = feedback, action
+			st.post.buttons(bs) // "rendered at the bottom": the streamed text stays
 		}
 	} else {
 		st.Appends++

@@ -24,7 +24,7 @@ type Draft struct {
 // give no error texts for these rules: the empty chat_id's is the Bot
 // API server's (Client.cpp check_chat), the others are the fake's own
 // words. DraftsOff answers as a Bot API server older than the method
-// answers any method it does not know: 404 "Not Found".
+// answers any method it does not know (failUnknownMethod).
 func (s *Server) sendDraft(w http.ResponseWriter, f map[string][]string) {
 	get := func(k string) string {
 		if v := f[k]; len(v) > 0 {
@@ -36,7 +36,7 @@ func (s *Server) sendDraft(w http.ResponseWriter, f map[string][]string) {
 	off := s.noDrafts
 	s.mu.Unlock()
 	if off {
-		fail(w, http.StatusNotFound, "Not Found", 0)
+		failUnknownMethod(w)
 		return
 	}
 	if get("chat_id") == "" {

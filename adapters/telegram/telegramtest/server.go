@@ -211,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		reply(w, true)
 	default:
-		fail(w, http.StatusNotFound, "Not Found: method "+method, 0)
+		failUnknownMethod(w)
 	}
 }
 
@@ -285,6 +285,13 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// failUnknownMethod answers a method the Bot API server does not know as
+// it does (tdlib/telegram-bot-api telegram-bot-api/Client.cpp: a method
+// missing from methods_ is fail_query(404, "Not Found: method not found")).
+func failUnknownMethod(w http.ResponseWriter) {
+	fail(w, http.StatusNotFound, "Not Found: method not found", 0)
 }
 
 // Conflicts returns how many getUpdates requests a later one
@@ -667,14 +674,17 @@ func (s *Server) Webhook() map[string]string {
 // Telegram answers a bad command "Bad Request: BOT_COMMAND_INVALID"
 // (tdlib/telegram-bot-api#98, from its maintainer) and an empty
 // description "Bad Request: command description must be non-empty"
-// (williamhorning/lightning#87).
+// (williamhorning/lightning#87); a list that is no JSON is the Bot API
+// server's "Can't parse commands JSON object" (tdlib/telegram-bot-api
+// telegram-bot-api/Client.cpp, get_bot_commands). The texts for too
+// many commands and too long a description are the fake's own words.
 func checkCommands(raw string) string {
 	var cmds []struct {
 		Command     string `json:"command"`
 		Description string `json:"description"`
 	}
 	if err := json.Unmarshal([]byte(raw), &cmds); err != nil {
-		return "Bad Request: can't parse commands JSON object"
+		return "Bad Request: Can't parse commands JSON object"
 	}
 	if len(cmds) > 100 {
 		return "Bad Request: too many commands specified"
