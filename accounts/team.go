@@ -177,7 +177,9 @@ func derive(secret []byte, purpose string) []byte {
 	return m.Sum(nil)
 }
 
-func tokenKey(platform, userID string) string { return "todoist_token:" + platform + ":" + userID }
+func tokenKey(platform, userID string) string {
+	return "todoist_token:" + bot.PersonID(platform, userID)
+}
 
 // seal encrypts a token for one person: the person is the additional
 // data, so a record copied to another person does not open.
@@ -185,7 +187,7 @@ func (t *Team) seal(platform, userID, token string) string {
 	a := t.aeads[0]
 	nonce := make([]byte, a.NonceSize())
 	_, _ = rand.Read(nonce)
-	ct := a.Seal(nonce, nonce, []byte(token), []byte(platform+":"+userID))
+	ct := a.Seal(nonce, nonce, []byte(token), []byte(bot.PersonID(platform, userID)))
 	return "v1:" + base64.RawStdEncoding.EncodeToString(ct)
 }
 
@@ -203,7 +205,7 @@ func (t *Team) open(platform, userID, rec string) (tok string, current bool, err
 		if len(raw) < a.NonceSize() {
 			break
 		}
-		if pt, err := a.Open(nil, raw[:a.NonceSize()], raw[a.NonceSize():], []byte(platform+":"+userID)); err == nil {
+		if pt, err := a.Open(nil, raw[:a.NonceSize()], raw[a.NonceSize():], []byte(bot.PersonID(platform, userID))); err == nil {
 			return string(pt), i == 0, nil
 		}
 	}
@@ -242,7 +244,7 @@ func (t *Team) Agent(ctx context.Context, platform, userID string) (bot.Agent, e
 	if err != nil {
 		return nil, err
 	}
-	k := platform + ":" + userID
+	k := bot.PersonID(platform, userID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.agents[k]; ok && c.token == tok {
@@ -256,7 +258,7 @@ func (t *Team) Agent(ctx context.Context, platform, userID string) (bot.Agent, e
 // forget deletes the person's token here.
 func (t *Team) forget(ctx context.Context, platform, userID string) error {
 	t.mu.Lock()
-	delete(t.agents, platform+":"+userID)
+	delete(t.agents, bot.PersonID(platform, userID))
 	t.mu.Unlock()
 	if err := t.st.SetSetting(ctx, tokenKey(platform, userID), ""); err != nil {
 		return fmt.Errorf("delete token: %w", err)
@@ -494,7 +496,7 @@ func (t *Team) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.mu.Lock()
-	delete(t.agents, s.Platform+":"+s.UserID)
+	delete(t.agents, bot.PersonID(s.Platform, s.UserID))
 	t.mu.Unlock()
 	t.log.Info("todoist connected", slog.String("platform", s.Platform), slog.String("user_id", s.UserID))
 	http.SetCookie(w, &http.Cookie{Name: browserCookie, Value: "", Path: "/oauth/todoist/", MaxAge: -1, HttpOnly: true,

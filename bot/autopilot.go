@@ -122,7 +122,7 @@ func (l *autopilotLocks) of(key string) *sync.Mutex {
 
 func (b *Bot) autopilotState(ctx context.Context, platform, userID string) (autopilotState, error) {
 	var st autopilotState
-	raw, err := b.store.Setting(ctx, autopilotPrefix+platform+":"+userID)
+	raw, err := b.store.Setting(ctx, autopilotPrefix+PersonID(platform, userID))
 	if errors.Is(err, ErrNotFound) || (err == nil && raw == "") {
 		return st, nil
 	}
@@ -140,7 +140,7 @@ func (b *Bot) saveAutopilotState(ctx context.Context, platform, userID string, s
 	if err != nil {
 		return fmt.Errorf("bot: encode autopilot state: %w", err)
 	}
-	if err := b.store.SetSetting(ctx, autopilotPrefix+platform+":"+userID, string(raw)); err != nil {
+	if err := b.store.SetSetting(ctx, autopilotPrefix+PersonID(platform, userID), string(raw)); err != nil {
 		return fmt.Errorf("bot: save autopilot state of %s:%s: %w", platform, userID, err)
 	}
 	return nil
@@ -156,7 +156,7 @@ func (b *Bot) Autopilot(ctx context.Context, platform, userID string) error {
 	if b.isStopped() {
 		return ErrStopped
 	}
-	lock := b.autopilotLocks.of(platform + ":" + userID)
+	lock := b.autopilotLocks.of(PersonID(platform, userID))
 	lock.Lock()
 	defer lock.Unlock()
 	log := b.log.With(slog.String("platform", platform), slog.String("user_id", userID))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -40,7 +39,7 @@ func (b *Bot) armAutopilot(ctx context.Context, platform, userID string, on bool
 		}
 		return nil
 	}
-	key := platform + ":" + userID
+	key := PersonID(platform, userID)
 	if !on {
 		if err := ts.DeleteTimer(ctx, TimerAutopilot, key); err != nil {
 			return fmt.Errorf("bot: delete the autopilot timer of %s: %w", key, err)
@@ -117,7 +116,7 @@ func (b *Bot) indexAutopilot(ctx context.Context, platform, userID string, on bo
 	if err != nil {
 		return err
 	}
-	who := platform + ":" + userID
+	who := PersonID(platform, userID)
 	if on == slices.Contains(people, who) {
 		return nil
 	}
@@ -165,7 +164,7 @@ func (b *Bot) AutopilotWebhook(ctx context.Context, todoistUserID, taskID string
 		return fmt.Errorf("bot: autopilot: read the person of Todoist user %s: %w", todoistUserID, err)
 	}
 	if who != "" {
-		platform, userID, _ := strings.Cut(who, ":")
+		platform, userID := personOf(who)
 		return b.Autopilot(ctx, platform, userID)
 	}
 	if b.autopilotLocks.unmatched(todoistUserID, b.cfg.Now()) {
@@ -176,7 +175,7 @@ func (b *Bot) AutopilotWebhook(ctx context.Context, todoistUserID, taskID string
 		return err
 	}
 	for _, who := range people {
-		platform, userID, _ := strings.Cut(who, ":")
+		platform, userID := personOf(who)
 		if err := b.Autopilot(ctx, platform, userID); err != nil {
 			if errors.Is(err, ErrStopped) {
 				return err

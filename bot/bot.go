@@ -275,7 +275,7 @@ func newID() string {
 
 // Allowed reports whether a user may use the bot.
 func (b *Bot) Allowed(platform, userID string) bool {
-	return platform == "console" || b.allowed[platform+":"+userID]
+	return platform == "console" || b.allowed[PersonID(platform, userID)]
 }
 
 func (b *Bot) isStopped() bool {
@@ -378,7 +378,7 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		b.answerButtonLater(ctx, in, "Sorry, you are not allowed to use this bot.")
 		return nil
 	}
-	key := "refusal:" + in.Platform + ":" + in.UserID + ":" + in.At.UTC().Format(time.DateOnly)
+	key := "refusal:" + PersonID(in.Platform, in.UserID) + ":" + in.At.UTC().Format(time.DateOnly)
 	text := fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)
 	if !in.DM {
 		key = "refusal-chat:" + in.Platform + ":" + in.ChatID + ":" + in.At.UTC().Format("2006-01-02T15")

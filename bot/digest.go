@@ -39,16 +39,10 @@ const (
 // MoveOverdueInstruction is the run "Move overdue to today" starts.
 const MoveOverdueInstruction = "Move every overdue task to today: give each task whose due date is before today the due date today, keeping its time of day. Leave recurring tasks as they are, and change nothing else."
 
-// personOf splits a timer key "platform:user id".
-func personOf(key string) (platform, userID string) {
-	platform, userID, _ = strings.Cut(key, ":")
-	return platform, userID
-}
-
 // scheduleDigest sets the person's digest timer to the next time their
 // digest is due, or deletes it when they want none.
 func (b *Bot) scheduleDigest(ctx context.Context, platform, userID string, ps PersonSettings) error {
-	key := platform + ":" + userID
+	key := PersonID(platform, userID)
 	hm, ok := digestOn(ps)
 	if !ok {
 		return b.DeleteTimer(ctx, TimerDigest, key)
@@ -292,7 +286,7 @@ func (b *Bot) pressDigest(ctx context.Context, in Incoming) error {
 			return err
 		}
 		due := b.cfg.Now().Add(snoozeFor)
-		if err := b.SetTimer(ctx, Timer{Kind: TimerDigestSnooze, Key: in.Platform + ":" + in.UserID, Due: due}); err != nil {
+		if err := b.SetTimer(ctx, Timer{Kind: TimerDigestSnooze, Key: PersonID(in.Platform, in.UserID), Due: due}); err != nil {
 			return err
 		}
 		text := "I'll send the digest again in an hour."

@@ -40,7 +40,9 @@ type PersonSettings struct {
 // PersonSettings as JSON.
 const PersonSettingPrefix = "person:"
 
-func personKey(platform, userID string) string { return PersonSettingPrefix + platform + ":" + userID }
+func personKey(platform, userID string) string {
+	return PersonSettingPrefix + PersonID(platform, userID)
+}
 
 // Settings returns a person's settings; zero when they set none.
 func (b *Bot) Settings(ctx context.Context, platform, userID string) (PersonSettings, error) {

@@ -348,7 +348,7 @@ func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error)
 	}
 	if _, on := digestOn(ps); on {
 		if ts, ok := b.store.(TimerStore); ok {
-			if _, err := ts.Timer(ctx, TimerDigest, in.Platform+":"+in.UserID); errors.Is(err, ErrNotFound) {
+			if _, err := ts.Timer(ctx, TimerDigest, PersonID(in.Platform, in.UserID)); errors.Is(err, ErrNotFound) {
 				if err := b.scheduleDigest(ctx, in.Platform, in.UserID, ps); err != nil {
 					return ps, err
 				}

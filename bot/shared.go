@@ -182,14 +182,7 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	f.mu.Unlock()
 	f.b.sched.expect()
 	defer f.b.sched.settle()
-	ok, err := f.q.Hold(ctx, key)
-	if err != nil || !ok {
-		if err != nil {
-			f.b.log.Error("lease conversation", slog.String("thread_key", key), slog.Any("err", err))
-		}
-		f.mu.Lock()
-		delete(f.held, key)
-		f.mu.Unlock()
+	if !f.hold(ctx, key) {
 		return false
 	}
 	jobs := f.take(ctx, key)
@@ -197,6 +190,23 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 		f.b.sched.add(j, false)
 	}
 	return len(jobs) > 0
+}
+
+// hold takes the lease of key, which the caller marked held; when it
+// cannot, key is no longer held.
+func (f *feeder) hold(ctx context.Context, key string) bool {
+	ok, err := f.q.Hold(ctx, key)
+	if err != nil {
+		f.b.log.Error("lease conversation", slog.String("thread_key", key), slog.Any("err", err))
+	}
+	if err != nil || !ok {
+		f.mu.Lock()
+		delete(f.held, key)
+		delete(f.dirty, key)
+		f.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // refill is the scheduler's look for more work of a held conversation
@@ -207,7 +217,8 @@ func (f *feeder) refill(key string) []Job {
 
 // take reads a held conversation's work: the resume of each unfinished
 // run, then its jobs. With none, it releases the lease, unless a job
-// arrived meanwhile (dirty): then it reads again.
+// arrived meanwhile (dirty): then it reads again. No store call is made
+// under mu, so a slow database holds up only this conversation.
 func (f *feeder) take(ctx context.Context, key string) []Job {
 	for {
 		f.mu.Lock()
@@ -222,16 +233,26 @@ func (f *feeder) take(ctx context.Context, key string) []Job {
 			return out
 		}
 		f.mu.Lock()
-		if f.dirty[key] && err == nil {
-			f.mu.Unlock()
+		again := f.dirty[key] && err == nil
+		f.mu.Unlock()
+		if again {
 			continue
 		}
-		delete(f.held, key)
-		delete(f.dirty, key)
+		// key stays held while its lease is released: an offer meanwhile
+		// marks it dirty rather than leasing it a second time.
 		if err := f.q.Release(context.WithoutCancel(ctx), key); err != nil {
 			f.b.log.Error("release conversation", slog.String("thread_key", key), slog.Any("err", err))
 		}
+		f.mu.Lock()
+		arrived := f.dirty[key]
+		if !arrived {
+			delete(f.held, key)
+			delete(f.dirty, key)
+		}
 		f.mu.Unlock()
+		if arrived && f.hold(ctx, key) {
+			continue // a job came during the release: lease and read again
+		}
 		f.wake() // room for another conversation
 		return nil
 	}

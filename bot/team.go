@@ -65,7 +65,7 @@ func (b *Bot) agentFor(ctx context.Context, platform, userID string) (Agent, err
 // is lost. A Store's Prune deletes those made before its retention.
 const PendingPrefix = "pending:"
 
-func pendingKey(platform, userID string) string { return PendingPrefix + platform + ":" + userID }
+func pendingKey(platform, userID string) string { return PendingPrefix + PersonID(platform, userID) }
 
 // connectGate answers a person who has not connected their Todoist: it
 // keeps what they asked for after they connect and sends one message
@@ -109,7 +109,7 @@ const promptEvery = time.Hour
 // promptedKey is the setting holding when a person was last prompted to
 // connect; connecting or disconnecting clears it.
 func promptedKey(platform, userID string) string {
-	return "connect-prompted:" + platform + ":" + userID
+	return "connect-prompted:" + PersonID(platform, userID)
 }
 
 // promptedLately reports whether in's person was prompted to connect
@@ -240,7 +240,7 @@ func (b *Bot) isDM(_ context.Context, r *Run) bool {
 
 // usageKey is the setting counting a person's model tokens on a day.
 func usageKey(platform, userID string, day time.Time) string {
-	return "usage:" + platform + ":" + userID + ":" + day.UTC().Format(time.DateOnly)
+	return "usage:" + PersonID(platform, userID) + ":" + day.UTC().Format(time.DateOnly)
 }
 
 // personUsage returns a person's tokens on day.

@@ -20,7 +20,7 @@ type fakeAccounts struct {
 func (f *fakeAccounts) Agent(_ context.Context, platform, userID string) (Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if a, ok := f.agents[platform+":"+userID]; ok {
+	if a, ok := f.agents[PersonID(platform, userID)]; ok {
 		return a, nil
 	}
 	return nil, ErrNotConnected
@@ -37,7 +37,7 @@ func (f *fakeAccounts) Disconnect(ctx context.Context, platform, userID string) 
 func (f *fakeAccounts) Forget(_ context.Context, platform, userID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.agents, platform+":"+userID)
+	delete(f.agents, PersonID(platform, userID))
 	return nil
 }
 
@@ -209,7 +209,7 @@ func newWriter() *writer {
 type writerAccounts map[string]*writer
 
 func (w writerAccounts) Agent(_ context.Context, platform, userID string) (Agent, error) {
-	if a, ok := w[platform+":"+userID]; ok {
+	if a, ok := w[PersonID(platform, userID)]; ok {
 		return a, nil
 	}
 	return nil, ErrNotConnected

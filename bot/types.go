@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
@@ -53,6 +54,17 @@ type Incoming struct {
 	// TeamID is the user's Slack workspace (event team_id), for
 	// slack:team:T… entries of the allowlist.
 	TeamID string `json:"team_id,omitempty"`
+}
+
+// PersonID names a person across platforms, "platform:user id": the
+// form of Config.AllowedUsers, and what every per-person key (settings,
+// timers, usage, tokens) holds after its prefix. personOf reads it back.
+func PersonID(platform, userID string) string { return platform + ":" + userID }
+
+// personOf splits a PersonID (a platform has no colon; a user id may).
+func personOf(id string) (platform, userID string) {
+	platform, userID, _ = strings.Cut(id, ":")
+	return platform, userID
 }
 
 // ThreadKey names the conversation the event belongs to: its history,

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,12 +90,8 @@ func TestTodoistEchoingItsTokenIsRedacted(t *testing.T) {
 			t.Errorf("model request %d holds the Todoist token", i)
 		}
 	}
-	db, err := os.ReadFile(e.cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(db, []byte(token)) {
-		t.Error("the database file holds the Todoist token")
+	if bytes.Contains(e.stored(t), []byte(token)) {
+		t.Error("the database holds the Todoist token")
 	}
 	if strings.Contains(logs, token) || strings.Contains(out, token) {
 		t.Errorf("the token is in the logs or the chat:\n%s\n%s", logs, out)
@@ -131,16 +126,13 @@ func TestModelAPIEchoingItsKeyIsRedacted(t *testing.T) {
 			if !strings.Contains(logs, "run error") {
 				t.Errorf("the failure is not logged:\n%s", logs)
 			}
-			db, err := os.ReadFile(e.cfg.DB)
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := e.stored(t)
 			for _, secret := range []string{key, strings.TrimPrefix(key, "sk-")} {
 				if strings.Contains(out, secret) || strings.Contains(logs, secret) {
 					t.Errorf("the key is in the chat or the logs:\nchat:\n%s\nlogs:\n%s", out, logs)
 				}
 				if bytes.Contains(db, []byte(secret)) {
-					t.Error("the database file holds the key")
+					t.Error("the database holds the key")
 				}
 			}
 		})

@@ -6,10 +6,8 @@ import (
 	"encoding/base64"
 	"html"
 	"io"
-
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,8 +21,6 @@ import (
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
-	"github.com/tidybot/tidybot/internal/config"
-	"github.com/tidybot/tidybot/store"
 )
 
 // startServe runs `tidybot serve` with e's config (HTTPAddr already
@@ -300,14 +296,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 
 	// No token is in the log or stored in clear.
 	stop()
-	secrets, err := config.SecretKeys(e.cfg.SecretKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(e.cfg.DB, store.WithSecretKeys(secrets))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := e.openStore(t)
 	if len(carolTok) != 1 || len(aliceToks) != 1 {
 		t.Fatalf("tokens before the disconnect: Carol %d, Alice %d; want 1 each", len(carolTok), len(aliceToks))
 	}
@@ -317,11 +306,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	if snap, err := st.LoadSnapshot(t.Context(), todoist.AccountKey(aliceToks[0])); err != nil || snap == nil {
 		t.Errorf("Alice's snapshot: %d bytes, %v; want it kept", len(snap), err)
 	}
-	_ = st.Close()
-	db, err := os.ReadFile(e.cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := e.stored(t)
 	for _, a := range []*todoisttest.Account{alice, bob} {
 		for _, tok := range a.Tokens() {
 			if bytes.Contains(db, []byte(tok)) || strings.Contains(logs.String(), tok) {

@@ -1,0 +1,163 @@
+package bot
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// mockShared is a Shared with one function field per method; a nil
+// field answers as an empty store would (Hold: true).
+type mockShared struct {
+	HoldFn    func(ctx context.Context, key string) (bool, error)
+	ReleaseFn func(ctx context.Context, key string) error
+	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
+}
+
+var _ Shared = (*mockShared)(nil)
+
+func (m *mockShared) Hold(ctx context.Context, key string) (bool, error) {
+	if m.HoldFn == nil {
+		return true, nil
+	}
+	return m.HoldFn(ctx, key)
+}
+
+func (m *mockShared) Release(ctx context.Context, key string) error {
+	if m.ReleaseFn == nil {
+		return nil
+	}
+	return m.ReleaseFn(ctx, key)
+}
+
+func (m *mockShared) Pending(context.Context, []string, int) ([]string, error) { return nil, nil }
+
+func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
+	if m.WorkFn == nil {
+		return nil, nil, nil
+	}
+	return m.WorkFn(ctx, key)
+}
+
+func (m *mockShared) Listen(context.Context, func(), func(string)) error { return nil }
+
+func (m *mockShared) Cancel(context.Context, string) error { return nil }
+
+func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
+
+// slowRelease is a mockShared whose Release of key waits until the
+// test lets it go, and whose Work returns the jobs put in jobs.
+type slowRelease struct {
+	mockShared
+	entered chan struct{} // gets a value as the slow Release begins
+	free    chan struct{} // closed to let it return
+
+	mu    sync.Mutex // protects the fields below
+	jobs  map[string][]Job
+	holds map[string]int
+}
+
+func newSlowRelease(slow string) *slowRelease {
+	s := &slowRelease{entered: make(chan struct{}, 1), free: make(chan struct{}), jobs: map[string][]Job{}, holds: map[string]int{}}
+	s.HoldFn = func(_ context.Context, key string) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.holds[key]++
+		return true, nil
+	}
+	s.ReleaseFn = func(_ context.Context, key string) error {
+		if key == slow {
+			s.entered <- struct{}{}
+			<-s.free
+		}
+		return nil
+	}
+	s.WorkFn = func(_ context.Context, key string) ([]*Run, []Job, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		jobs := s.jobs[key]
+		delete(s.jobs, key)
+		return nil, jobs, nil
+	}
+	return s
+}
+
+func (s *slowRelease) put(j Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ThreadKey] = append(s.jobs[j.ThreadKey], j)
+}
+
+func (s *slowRelease) holdsOf(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holds[key]
+}
+
+// TestFeederSlowReleaseBlocksNoOtherConversation: while the database
+// is slow to release one conversation's lease, another conversation is
+// leased and queued at once.
+func TestFeederSlowReleaseBlocksNoOtherConversation(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("telegram:1")
+	f := newFeeder(b, q)
+	ctx := t.Context()
+
+	first := make(chan bool)
+	go func() { first <- f.offer(ctx, "telegram:1") }() // no work: released
+	<-q.entered
+	defer func() {
+		close(q.free)
+		if got := <-first; got {
+			t.Errorf("offer of a conversation without work = %v, want false", got)
+		}
+	}()
+
+	q.put(Job{ID: "j2", ThreadKey: "telegram:2"})
+	second := make(chan bool)
+	go func() { second <- f.offer(ctx, "telegram:2") }()
+	select {
+	case got := <-second:
+		if !got {
+			t.Errorf("offer of another conversation with a job = %v, want true", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("offer of another conversation waited for a slow Release")
+	}
+}
+
+// TestFeederJobArrivingDuringReleaseIsTaken: a job committed while its
+// conversation's lease is being released is taken by this process: the
+// lease is held again and the job queued, as when it came a moment
+// later.
+func TestFeederJobArrivingDuringReleaseIsTaken(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("telegram:1")
+	f := newFeeder(b, q)
+	ctx := t.Context()
+
+	first := make(chan bool)
+	go func() { first <- f.offer(ctx, "telegram:1") }()
+	<-q.entered
+	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
+	if got := f.offer(ctx, "telegram:1"); got {
+		t.Errorf("offer during the release = %v, want false (the releasing call takes it)", got)
+	}
+	close(q.free)
+	if got := <-first; !got {
+		t.Errorf("offer whose release met a new job = %v, want true", got)
+	}
+	if got, want := q.holdsOf("telegram:1"), 2; got != want {
+		t.Errorf("Hold calls = %d, want %d", got, want)
+	}
+	_, queued := b.sched.inFlight()
+	if got, want := queued, 1; got != want {
+		t.Errorf("queued jobs = %d, want %d", got, want)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.held["telegram:1"] {
+		t.Error("conversation with a queued job is not held")
+	}
+}
