@@ -119,41 +119,69 @@ func lastListing(run []agent.Message) []task {
 	return nil
 }
 
-// asPlan writes a move_tasks call of groups only in the filing form, as
-// the prompt asks for a listed inbox: a digit per task of the listing (0
-// for the tasks the groups leave), a space after every ten. Calls with
-// single moves, tasks outside the listing or more than nine
-// destinations are left as they are.
+// asPlan writes a move_tasks call of moves and groups in the filing
+// form, as the prompt asks for a listed inbox: a digit per task of the
+// listing (0 for the tasks the call leaves), a space after every ten.
+// Calls with tasks outside the listing, more than nine destinations or
+// arguments of another kind are left as they are.
 func asPlan(args map[string]any, listed []task) map[string]any {
-	groups, _ := args["groups"].([]any)
-	if len(listed) == 0 || len(groups) == 0 || len(groups) > 9 || len(args) != 1 {
+	if len(listed) == 0 {
 		return args
 	}
+	type dest struct{ key, value string }
+	var to []dest
+	place := map[dest]byte{}
 	digit := map[string]byte{}
-	var to []any
-	for i, g := range groups {
-		g, _ := g.(map[string]any)
-		var dest any
+	add := func(m map[string]any, ids []any) bool {
+		var d dest
 		for _, k := range []string{"project_id", "project_name", "section_id"} {
-			if v, ok := g[k]; ok && v != nil {
-				if dest != nil {
-					return args
+			if v, ok := m[k].(string); ok && v != "" {
+				if d.key != "" {
+					return false
 				}
-				dest = v
+				d = dest{k, v}
 			}
 		}
-		ids, _ := g["task_ids"].([]any)
-		if dest == nil || len(ids) == 0 {
-			return args
+		if d.key == "" || len(ids) == 0 {
+			return false
 		}
-		to = append(to, dest)
+		if place[d] == 0 {
+			to = append(to, d)
+			place[d] = byte('0' + len(to))
+		}
 		for _, id := range ids {
 			id, _ := id.(string)
 			if _, dup := digit[id]; dup || id == "" {
+				return false
+			}
+			digit[id] = place[d]
+		}
+		return len(to) <= 9
+	}
+	for k := range args {
+		if k != "moves" && k != "groups" {
+			return args
+		}
+	}
+	for _, k := range []string{"moves", "groups"} {
+		list, _ := args[k].([]any)
+		for _, x := range list {
+			m, _ := x.(map[string]any)
+			ok := false
+			switch k {
+			case "moves":
+				ok = add(m, []any{m["task_id"]})
+			case "groups":
+				ids, _ := m["task_ids"].([]any)
+				ok = add(m, ids)
+			}
+			if !ok {
 				return args
 			}
-			digit[id] = byte('1' + i)
 		}
+	}
+	if len(to) == 0 {
+		return args
 	}
 	var b strings.Builder
 	for i, t := range listed {
@@ -170,7 +198,11 @@ func asPlan(args map[string]any, listed []task) map[string]any {
 	if len(digit) > 0 {
 		return args // a task the listing does not show
 	}
-	return map[string]any{"plan": b.String(), "to": to}
+	names := make([]any, len(to))
+	for i, d := range to {
+		names[i] = d.value
+	}
+	return map[string]any{"plan": b.String(), "to": names}
 }
 
 type candidate struct {
