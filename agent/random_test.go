@@ -64,20 +64,21 @@ func TestEngineRandomized(t *testing.T) {
 			seeds = append(seeds, uint64(i+1))
 		}
 	}
-	var replies, waits, interrupts int
+	var replies, waits, interrupts, plans int
 	for _, seed := range seeds {
 		st := randomRun(t, seed)
 		replies += st.replies
 		waits += st.waits
 		interrupts += st.interrupts
+		plans += st.plans
 	}
-	t.Logf("%d runs, %d model replies, %d waits for the user, %d interruptions", len(seeds), replies, waits, interrupts)
+	t.Logf("%d runs, %d model replies, %d waits for the user, %d interruptions, %d filing plans applied", len(seeds), replies, waits, interrupts, plans)
 	if *soak && *randomSeed == 0 && replies < 10_000 {
 		t.Errorf("only %d replies; the soak run should make at least 10,000", replies)
 	}
 }
 
-type randomStats struct{ replies, waits, interrupts int }
+type randomStats struct{ replies, waits, interrupts, plans int }
 
 // world is one run of the randomized test.
 type world struct {
@@ -110,7 +111,11 @@ type world struct {
 	injected bool
 	// overviews counts the get_overview calls of the reply being made.
 	overviews int
-	stats     randomStats
+	// listed is how many tasks the last inbox listing the model saw
+	// shows (the filing form refers to it).
+	listed int
+	plans  map[string]bool // calls in the filing form
+	stats  randomStats
 }
 
 func (w *world) fatalf(format string, args ...any) {
@@ -139,7 +144,7 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func randomRun(t *testing.T, seed uint64) randomStats {
 	t.Helper()
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x7157)),
-		sent: map[string][]string{}, names: map[string]string{}, bad: map[string]bool{}, asked: map[string]bool{}, answered: map[string]string{}, saw: map[string]bool{}}
+		sent: map[string][]string{}, names: map[string]string{}, bad: map[string]bool{}, asked: map[string]bool{}, answered: map[string]string{}, saw: map[string]bool{}, plans: map[string]bool{}}
 	w.srv = todoisttest.New(nil, todoisttest.WithSeed(seed))
 	defer w.srv.Close()
 	w.seedTodoist()
@@ -363,6 +368,9 @@ func (w *world) check(eng *agent.Engine, out agent.Outcome, tr *agent.Transcript
 			applied += w.srv.Applied(u)
 		}
 		recorded += applied
+		if w.names[id] == agent.ActMoveTasks && w.plans[id] && applied > 0 {
+			w.stats.plans++
+		}
 		if (w.gated(w.names[id]) || w.injected && touches(w.names[id]) && w.saw[id]) && applied > 0 && w.answered[id] != "yes" {
 			w.fatalf("%s %s was applied (%d writes) after the answer %q to its confirmation (asked: %v)", w.names[id], id, applied, w.answered[id], w.asked[id])
 		}
@@ -505,12 +513,16 @@ func (w *world) reply(_ context.Context, req agent.Request) (agent.Response, err
 	}
 	var calls []agent.ToolCall
 	w.overviews = 0
+	w.listed = lastListed(req.Messages)
 	for i := range n {
 		c := w.randomCall()
 		c.ID = fmt.Sprintf("c%d_%d", w.step, i)
 		if strings.HasPrefix(c.Name, "!") {
 			c.Name = c.Name[1:]
 			w.bad[c.ID] = true
+		}
+		if strings.Contains(c.Arguments, `"plan"`) {
+			w.plans[c.ID] = true
 		}
 		calls = append(calls, c)
 	}
@@ -600,6 +612,10 @@ func (w *world) randomCall() agent.ToolCall {
 	case k < 66:
 		return agent.ToolCall{Name: agent.ActAskUser, Arguments: `{"question":"Which project?","options":["Errands","Work"]}`}
 	case k < 82:
+		if w.rng.IntN(4) == 0 {
+			// Left to the engine: accepted after writes, else refused.
+			return agent.ToolCall{Name: agent.ActFinalAnswer, Arguments: `{}`}
+		}
 		return agent.ToolCall{Name: agent.ActFinalAnswer, Arguments: js(map[string]any{"answer": fmt.Sprintf("answer of step %d", w.step)})}
 	case k < 85:
 		return agent.ToolCall{Name: agent.ActFailTask, Arguments: `{"reason":"cannot"}`}
@@ -628,6 +644,9 @@ func (w *world) randomWrite() agent.ToolCall {
 	case 7:
 		return agent.ToolCall{Name: agent.ActCreateSection, Arguments: js(map[string]any{"project_id": w.projectID(), "name": w.pick([]string{"Kitchen", "Later", "Next"})})}
 	case 0, 1:
+		if w.rng.IntN(4) == 0 {
+			return w.randomPlan()
+		}
 		var moves []map[string]any
 		if w.rng.IntN(5) == 0 {
 			// 100 moves into a project that may not exist yet: 101
@@ -741,4 +760,47 @@ func (f modelFunc) Complete(ctx context.Context, req agent.Request) (agent.Respo
 func journalText(tr *agent.Transcript) string {
 	b, _ := json.MarshalIndent(tr.Journal, "", " ")
 	return string(b)
+}
+
+// randomPlan is a move_tasks in the filing form: a digit per task of the
+// last inbox listing the model saw (or, now and then, one too many or too
+// few), a space after every ten, to one to three destinations.
+func (w *world) randomPlan() agent.ToolCall {
+	n := w.listed
+	if n == 0 || w.rng.IntN(6) == 0 {
+		n = max(0, n+w.rng.IntN(3)-1)
+	}
+	to := make([]string, 1+w.rng.IntN(3))
+	for i := range to {
+		if w.rng.IntN(3) == 0 {
+			to[i] = w.projectID()
+		} else {
+			to[i] = w.pick([]string{"Errands", "Trip", "work", "Home"})
+		}
+	}
+	var b strings.Builder
+	for i := range n {
+		if i > 0 && i%10 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(byte('0' + w.rng.IntN(len(to)+1)))
+	}
+	return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"plan": b.String(), "to": to})}
+}
+
+// lastListed is the number of tasks the conversation's last inbox
+// listing shows, 0 if none.
+func lastListed(msgs []agent.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		c := msgs[i].Content
+		j := strings.LastIndex(c, "Inbox tasks (")
+		if j < 0 || msgs[i].Role == agent.RoleAssistant {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(c[j:], "Inbox tasks (%d)", &n); err == nil {
+			return min(n, 1000)
+		}
+	}
+	return 0
 }
