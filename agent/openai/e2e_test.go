@@ -122,9 +122,12 @@ func TestEngineEndToEndOnResponses(t *testing.T) {
 			tasks := todoist.New(todo.Token, todo.URL, todo.Client())
 			tidier := &sim.Tidier{Groups: sim.TalkGroups}
 			srv, model, _ := start(t, openaitest.FromAgent(tidier.Reply), openai.Config{Model: "gpt-6-luna"})
-			// 125 tokens hold every step but the 9-task move, grouped (with 64 of
-			// reasoning): that one is cut off once.
-			out := agent.New(model, tasks, agent.Config{Protocol: proto, MaxTokens: 125}).
+			const limit = 90
+			// 90 tokens hold every step but the 9-task move in the filing
+			// form with its answer (with 64 of reasoning): that one is cut
+			// off once. The margin is a few tokens: a change in what the
+			// simulated model writes moves it.
+			out := agent.New(model, tasks, agent.Config{Protocol: proto, MaxTokens: limit}).
 				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
 			if out.Status != agent.StatusDone || inboxLeft(todo) != 0 {
 				t.Fatalf("outcome %s %q (%v), %d left in the inbox", out.Status, out.Answer, out.Err, inboxLeft(todo))
@@ -134,7 +137,7 @@ func TestEngineEndToEndOnResponses(t *testing.T) {
 				if r.API != openaitest.APIResponses {
 					t.Errorf("call %d on %s", r.Call, r.API)
 				}
-				if r.MaxTokens == 250 {
+				if r.MaxTokens == 2*limit {
 					cut++
 				}
 				carried = max(carried, r.ReasoningItems)
