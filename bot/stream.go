@@ -24,6 +24,14 @@ type Streamer interface {
 	StartStream(ctx context.Context, m Outgoing, userID string) (Stream, error)
 }
 
+// StreamPlacer is a Streamer that knows, without a call, the chats and
+// threads where it opens no preview (Slack streams only replies in a
+// thread, Telegram drafts only in private chats): there the bot neither
+// records a preview nor asks for one.
+type StreamPlacer interface {
+	StreamsIn(chatID, threadID string) bool
+}
+
 // Stream is one answer's preview.
 type Stream interface {
 	// Update shows text, the answer so far, which extends every text
@@ -72,6 +80,9 @@ type preview struct {
 func newPreview(b *Bot, q *queuedPlatform, r *Run, status func() string) *preview {
 	s, ok := q.p.(Streamer)
 	if !ok {
+		return nil
+	}
+	if sp, ok := q.p.(StreamPlacer); ok && !sp.StreamsIn(r.ChatID, r.ThreadID) {
 		return nil
 	}
 	pv := &preview{b: b, q: q, status: status, s: s, r: r, log: b.log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}

@@ -14,6 +14,7 @@ import (
 
 var _ bot.Streamer = (*Adapter)(nil)
 var _ bot.Unfinisher = (*Adapter)(nil)
+var _ bot.StreamPlacer = (*Adapter)(nil)
 
 // streamAPI is the part of slack-go's *slack.Client a stream calls
 // (v0.35: StartStream, AppendStream, StopStream).
@@ -35,22 +36,30 @@ const streamInterval = time.Second
 // chat.stopStream).
 const maxStreamText = 12000
 
+// StreamsIn implements bot.StreamPlacer: Slack streams only replies in
+// a thread (chat.startStream: "Streamed messages should always be
+// replies to a user request"; the API refuses a stream without
+// thread_ts, see slacktest/stream.go), so a top-level DM answer is
+// posted, not streamed.
+func (a *Adapter) StreamsIn(_, threadID string) bool { return threadID != "" }
+
 // StartStream implements bot.Streamer with chat.startStream: the answer
 // is streamed as markdown into m's chat, in its thread, to userID (the
 // recipient Slack asks for outside a DM). A workspace without streaming
-// answers an error, and the bot goes on without a preview.
+// answers an error, and the bot goes on without a preview; so does a
+// message outside a thread, without a call.
 func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string) (bot.Stream, error) {
 	api, ok := a.noRetry.(streamAPI)
 	if !ok {
 		return nil, fmt.Errorf("slack: this client cannot stream")
 	}
+	if !a.StreamsIn(m.ChatID, m.ThreadID) {
+		return nil, fmt.Errorf("slack: start stream in %s: streams are replies in a thread", m.ChatID)
+	}
 	if len([]rune(m.Text)) > maxStreamText {
 		return nil, fmt.Errorf("slack: start stream in %s: the first text is longer than %d characters", m.ChatID, maxStreamText)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(m.Text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID)}
-	if m.ThreadID != "" {
-		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
-	}
+	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(m.Text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID), slack.MsgOptionTS(m.ThreadID)}
 	_, ts, err := api.StartStreamContext(ctx, m.ChatID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("slack: start stream in %s: %w", m.ChatID, a.queueError(err))

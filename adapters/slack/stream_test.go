@@ -18,14 +18,14 @@ import (
 func TestStreamInADM(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Update(ctx, "Moved three tasks to"); err != nil {
 		t.Fatal(err)
 	}
-	final := bot.Outgoing{ChatID: "D1", Text: "Moved three tasks to Family.", Ref: "ob1",
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three tasks to Family.", Ref: "ob1",
 		Buttons: []bot.Button{{Label: "Undo", Data: "undo:r1", Command: "undo"}}}
 	id, ok, err := st.Finish(ctx, final)
 	if err != nil || !ok || id == "" {
@@ -53,10 +53,10 @@ func TestStreamInADM(t *testing.T) {
 // once.
 func TestStreamCrashBeforeStop(t *testing.T) {
 	a, srv := newAdapter(t)
-	if _, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "D1", Text: "Moved"}, "U1"); err != nil {
+	if _, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved"}, "U1"); err != nil {
 		t.Fatal(err)
 	}
-	final := bot.Outgoing{ChatID: "D1", Text: "Moved it.", Ref: "ob2"}
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved it.", Ref: "ob2"}
 	if _, err := a.Resend(t.Context(), final, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestStreamRules(t *testing.T) {
 		t.Errorf("append after stop: %v", err)
 	}
 	srv.RefuseStreams("unknown_method")
-	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Hi"}, "U1"); !errors.As(err, &se) || se.Err != "unknown_method" {
+	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Hi"}, "U1"); !errors.As(err, &se) || se.Err != "unknown_method" {
 		t.Errorf("a workspace without streams: %v", err)
 	}
 }
@@ -105,11 +105,11 @@ func TestStreamRules(t *testing.T) {
 func TestStreamAnswerStartedOver(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob3"}
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob3"}
 	id, ok, err := st.Finish(ctx, final)
 	if err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
@@ -129,22 +129,22 @@ func TestStreamAnswerStartedOver(t *testing.T) {
 func TestUnfinishedPreviewDeleted(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "An earlier answer.", Ref: "ob0"}); err != nil {
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "An earlier answer.", Ref: "ob0"}); err != nil {
 		t.Fatal(err)
 	}
-	status, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "🤔 Working on it…"})
+	status, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "🤔 Working on it…"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Added:"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Added:"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", Text: "A tagged answer.", Ref: "ob1"}); err != nil {
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "A tagged answer.", Ref: "ob1"}); err != nil {
 		t.Fatal(err)
 	}
 	orphan := srv.Streams("D1")[0].TS
-	ids, err := a.Unfinished(ctx, "D1", "", status, time.Time{})
+	ids, err := a.Unfinished(ctx, "D1", "1.000001", status, time.Time{})
 	if err != nil || len(ids) != 1 || ids[0] != orphan {
 		t.Fatalf("unfinished %q %v, want [%s]", ids, err, orphan)
 	}
@@ -168,7 +168,7 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 	if err := st.Update(ctx, "Added: milk"); !errors.As(err, &se) || se.Err != "message_not_found" {
 		t.Errorf("append to a deleted stream: %v", err)
 	}
-	if ids, err := a.Unfinished(ctx, "D1", "", status, time.Time{}); err != nil || len(ids) != 0 {
+	if ids, err := a.Unfinished(ctx, "D1", "1.000001", status, time.Time{}); err != nil || len(ids) != 0 {
 		t.Errorf("unfinished after the delete: %q %v", ids, err)
 	}
 	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
@@ -186,11 +186,11 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob4"}
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob4"}
 	srv.RateLimit("chat.update", 1)
 	var rl bot.RateLimited
 	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
@@ -216,12 +216,12 @@ func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "Moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
-	final := bot.Outgoing{ChatID: "D1", Text: "Sorry, nothing was moved.", Ref: "ob5", Link: link,
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob5", Link: link,
 		Buttons: []bot.Button{{Label: "👍", Data: "fb:r1:good", Feedback: bot.FeedbackGood}, {Label: "👎", Data: "fb:r1:bad", Feedback: bot.FeedbackBad}}}
 	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
@@ -248,7 +248,7 @@ func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
 func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", Text: "I moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "I moved three"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +257,10 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 	}
 	srv.RateLimit("chat.delete", 1)
 	var rl bot.RateLimited
-	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"}); !errors.As(err, &rl) {
+	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"}); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
 	}
-	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1"})
+	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"})
 	if err != nil || final || id != "" {
 		t.Fatalf("finish again: %q %v %v", id, final, err)
 	}
@@ -303,5 +303,25 @@ func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d ephemeral Details links, want 1; posts %+v", n, srv.Posts("C1"))
+	}
+}
+
+// TestNoStreamOutsideAThread: Slack streams only replies in a thread, so
+// a top-level DM answer opens no stream: the bot is told so without a
+// call (StreamsIn), and StartStream refuses without calling Slack.
+func TestNoStreamOutsideAThread(t *testing.T) {
+	a, srv := newAdapter(t)
+	if a.StreamsIn("D1", "") || !a.StreamsIn("D1", "1.000001") || !a.StreamsIn("C1", "1.000001") {
+		t.Errorf("StreamsIn: want only threads")
+	}
+	if _, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "D1", Text: "Moved"}, "U1"); err == nil {
+		t.Fatal("a stream opened outside a thread")
+	}
+	if ss := srv.Streams("D1"); len(ss) != 0 {
+		t.Errorf("streams %+v, want none", ss)
+	}
+	// The fake refuses one as Slack does (invalid_arguments).
+	if got := slackCall(t, srv, "chat.startStream", url.Values{"channel": {"D1"}, "markdown_text": {"Moved"}}); got["error"] != "invalid_arguments" {
+		t.Errorf("chat.startStream without thread_ts: %v", got)
 	}
 }

@@ -37,6 +37,13 @@ var draftSeq atomic.Int64
 // setMessageReaction does. The draft is an ephemeral preview; the answer
 // itself is sent with sendMessage, as always (Finish leaves it to the
 // bot).
+// StreamsIn implements bot.StreamPlacer: drafts are for private chats
+// only (sendMessageDraft), whose ids are positive.
+func (a *Adapter) StreamsIn(chat, _ string) bool {
+	id, err := chatID(chat)
+	return err == nil && id > 0
+}
+
 func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, _ string) (bot.Stream, error) {
 	chat, err := chatID(m.ChatID)
 	if err != nil {

@@ -33,6 +33,9 @@ func TestDraftsInPrivateChatsOnly(t *testing.T) {
 	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "-100", Text: "Moved"}, "42"); err == nil || len(srv.Drafts(-100)) != 0 {
 		t.Errorf("a group got a draft (err %v)", err)
 	}
+	if !a.StreamsIn("42", "") || a.StreamsIn("-100", "") || a.StreamsIn("not a chat", "") {
+		t.Error("StreamsIn: want private chats only")
+	}
 	long := strings.Repeat("word ", 1000)
 	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "42", Text: long}, "42"); err != nil {
 		t.Errorf("a long draft: %v (it shows its first 4,096 characters)", err)

@@ -60,7 +60,7 @@ func slackFirstWord(b *testing.B, people int) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ev := slacktest.MessageEvent(fmt.Sprint("EvFW", p), fmt.Sprint("D", p+1), "im", fmt.Sprint("U", p+1), "tidy the birthday tasks", fmt.Sprintf("%d.%06d", time.Now().Unix(), p+1), "")
+				ev := slacktest.MessageEvent(fmt.Sprint("EvFW", p), fmt.Sprint("D", p+1), "im", fmt.Sprint("U", p+1), "tidy the birthday tasks", fmt.Sprintf("%d.%06d", time.Now().Unix(), p+1), fmt.Sprintf("%d.%06d", time.Now().Unix()-1, p+1)) // in a DM thread: Slack streams only replies in a thread
 				sent[p] = time.Now()
 				if code := postSigned(b, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
 					b.Errorf("event %d: %d", p, code)

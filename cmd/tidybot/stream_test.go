@@ -51,14 +51,31 @@ func answers(sl *slacktest.Server, channel string) []slacktest.Posted {
 	return out
 }
 
-// TestSlackDMStreamsTheAnswer: a DM shows the answer streamed into one
-// message (started, appended, stopped) which ends with the Undo button
-// and is the answer: posted once, nothing posted after it.
+// TestSlackDMAnswerIsNotStreamed: Slack streams only replies in a
+// thread, so a top-level DM's answer is posted as a message, with no
+// stream tried and no preview recorded.
+func TestSlackDMAnswerIsNotStreamed(t *testing.T) {
+	e := newEnv(t)
+	streamingModel(t, e)
+	sl, base := serveSlack(t, e)
+	slackDM(t, base, "Ev0", "D1", "U1", "add buy milk", "1.000000")
+	waitFor(t, "the answer", func() bool {
+		return len(answers(sl, "D1")) == 1 && len(answers(sl, "D1")[0].Buttons) > 0
+	})
+	if n := sl.Calls("chat.startStream"); n != 0 || len(sl.Streams("D1")) != 0 {
+		t.Errorf("%d chat.startStream calls for a top-level DM answer, want none", n)
+	}
+}
+
+// TestSlackDMStreamsTheAnswer: a request in a DM thread shows its answer
+// streamed into one message (started, appended, stopped) which ends with
+// the Undo button and is the answer: posted once, nothing posted after
+// it.
 func TestSlackDMStreamsTheAnswer(t *testing.T) {
 	e := newEnv(t)
 	streamingModel(t, e)
 	sl, base := serveSlack(t, e)
-	slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+	slackDMThread(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000002", "1.000001")
 	waitFor(t, "the streamed answer", func() bool {
 		ss := sl.Streams("D1")
 		return len(ss) == 1 && !ss[0].Open && len(answers(sl, "D1")) == 1 && len(answers(sl, "D1")[0].Buttons) > 0
@@ -79,6 +96,14 @@ func TestSlackDMStreamsTheAnswer(t *testing.T) {
 	}
 }
 
+// slackDMThread sends a DM to the bot in the thread of message thread.
+func slackDMThread(t *testing.T, base, ev, channel, user, text, ts, thread string) {
+	t.Helper()
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent(ev, channel, "im", user, text, ts, thread), slackSecret); code != 200 {
+		t.Fatalf("event %s: HTTP %d", ev, code)
+	}
+}
+
 // TestSlackStreamRefusedFallsBack: a workspace without streams, and a
 // stream whose stop fails, both end with the answer posted once as a
 // message with its Undo button.
@@ -95,7 +120,7 @@ func TestSlackStreamRefusedFallsBack(t *testing.T) {
 			streamingModel(t, e)
 			sl, base := serveSlack(t, e)
 			tt.fail(sl)
-			slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+			slackDMThread(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000002", "1.000001")
 			waitFor(t, "the answer", func() bool {
 				for _, p := range answers(sl, "D1") {
 					if len(p.Buttons) > 0 && p.Metadata != nil {
@@ -187,7 +212,7 @@ func TestStreamBrokenByTheModel(t *testing.T) {
 }
 
 // TestStreamKilledMidStreamAnswersOnce: `tidybot serve` is SIGKILLed
-// while it streams an answer into a Slack DM (the stream open, appended
+// while it streams an answer into a Slack DM thread (the stream open, appended
 // to) and restarted on the same database: the resumed run's answer is
 // the one message of the DM that shows it, whole, with its Undo button;
 // the half answer the dead process left is deleted (chat.delete), not
@@ -225,7 +250,7 @@ func TestStreamKilledMidStreamAnswersOnce(t *testing.T) {
 		return cmd
 	}
 	proc := start()
-	slackDM(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000001")
+	slackDMThread(t, base, "Ev1", "D1", "U1", "add buy milk", "1.000002", "1.000001")
 	waitFor(t, "the answer streaming", func() bool {
 		ss := sl.Streams("D1")
 		return len(ss) == 1 && ss[0].Open && ss[0].Appends >= 1

@@ -27,17 +27,15 @@ import (
 //     streaming state", the errors tables of chat.appendStream and
 //     chat.stopStream);
 //   - stopStream's blocks and metadata are checked as chat.postMessage's
-//     are (invalid_blocks, invalid_metadata_format).
-//
-// Not enforced: chat.startStream's page makes thread_ts required
-// ("Streamed messages should always be replies to a user request"), as
-// the official Node SDK does since the API began to require it
-// (slackapi/node-slack-sdk#2382: "all DMs and in-channel conversations
-// with your bot will now have responses replied in-thread"); Slack
-// answers its absence invalid_arguments (vercel/chat#268). A stream
-// started without a thread (a plain DM) is accepted here all the same:
-// tidybot's adapter streams top-level DM answers that way, which Slack
-// refuses, so the bot falls back to its status message there.
+//     are (invalid_blocks, invalid_metadata_format);
+//   - thread_ts is required: chat.startStream's page says "Streamed
+//     messages should always be replies to a user request", the official
+//     Node SDK's ChatStartStreamArguments makes thread_ts a required
+//     field (packages/web-api/src/types/request/chat.ts), as the API
+//     began to require it (slackapi/node-slack-sdk#2382: "all DMs and
+//     in-channel conversations with your bot will now have responses
+//     replied in-thread"); Slack answers its absence invalid_arguments
+//     (vercel/chat#268).
 //
 // RefuseStreams makes every stream method answer a code (an older or
 // restricted workspace: unknown_method, as Slack answers a method it
@@ -150,7 +148,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, method, tok
 
 func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
 	ch := f.Get("channel")
-	if !strings.HasPrefix(ch, "D") && (f.Get("recipient_user_id") == "" || f.Get("recipient_team_id") == "") {
+	if f.Get("thread_ts") == "" || !strings.HasPrefix(ch, "D") && (f.Get("recipient_user_id") == "" || f.Get("recipient_team_id") == "") {
 		s.fail(w, "invalid_arguments", tok)
 		return
 	}
