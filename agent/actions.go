@@ -84,7 +84,7 @@ type MoveTasksArgs struct {
 	// Plan and To are the filing form: one code per task of the last
 	// inbox listing (see filing.go), turned into Groups before the call
 	// is planned.
-	Plan string   `json:"plan,omitempty"`
+	Plan string   `json:"plan,omitempty" jsonschema:"maxLength=1100"`
 	To   []string `json:"to,omitempty" jsonschema:"maxItems=9" jsonschema_description:"Project or section ids, or project names."`
 }
 

@@ -62,13 +62,20 @@ func (p *panes) get(channel, threadTS string, make bool) *pane {
 	defer p.mu.Unlock()
 	k := paneKey(channel, threadTS)
 	if p.m[k] == nil && make {
-		if p.m == nil {
+		if p.m == nil || len(p.m) >= maxPanes {
+			// Starting over forgets little: an old thread is titled
+			// already (Slack keeps the title) and a refused status line
+			// is tried once more.
 			p.m = map[string]*pane{}
 		}
 		p.m[k] = &pane{}
 	}
 	return p.m[k]
 }
+
+// maxPanes bounds the threads the adapter remembers (about 1 MB): one
+// is added for every pane opened and every thread refused a status line.
+const maxPanes = 10000
 
 var _ bot.ThreadStatus = (*Adapter)(nil)
 

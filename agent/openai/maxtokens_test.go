@@ -40,8 +40,15 @@ func TestDefaultMaxTokensHoldsTheLargestBatch(t *testing.T) {
 		}
 		groups = append(groups, map[string]any{"task_ids": ids, "project_id": nil, "project_name": words(120), "section_id": nil})
 	}
+	// and a filing plan of the longest listing (1,000 tasks and their
+	// spaces) with nine destinations.
+	plan := strings.TrimSpace(strings.Repeat("1234567890 ", 100))
+	to := make([]string, 9)
+	for i := range to {
+		to[i] = words(120)
+	}
 	largest := 0
-	for name, args := range map[string]any{"add_tasks": map[string]any{"tasks": adds}, "move_tasks": map[string]any{"moves": moves, "groups": groups},
+	for name, args := range map[string]any{"add_tasks": map[string]any{"tasks": adds}, "move_tasks": map[string]any{"moves": moves, "groups": groups, "plan": plan, "to": to},
 		"update_tasks": map[string]any{"updates": updates}} {
 		b, err := json.Marshal(args)
 		if err != nil {
