@@ -58,6 +58,13 @@ func (s *memStore) Commit(_ context.Context, c Change) error {
 		v, _ := strconv.Atoi(s.settings[k])
 		s.settings[k] = strconv.Itoa(v + n)
 	}
+	for k, f := range c.Fields {
+		if v, changed, err := MergeFields(s.settings[k], f); err != nil {
+			return err
+		} else if changed {
+			s.settings[k] = v
+		}
+	}
 	return nil
 }
 

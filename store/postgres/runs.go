@@ -290,7 +290,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 			return err
 		}
 	}
-	return addCounts(ctx, tx, c.Count)
+	if err := addCounts(ctx, tx, c.Count); err != nil {
+		return err
+	}
+	return setFields(ctx, tx, c.Fields)
 }
 
 // Delivered implements bot.Store, in one transaction: the message leaves

@@ -73,6 +73,7 @@ var tests = []test{
 	{"Snapshots", testSnapshots},
 	{"DeleteSnapshot", testDeleteSnapshot},
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
+	{"CommitSetsFields", testCommitSetsFields},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
 
