@@ -90,10 +90,17 @@ func (pv *preview) hear(text string) {
 	}
 }
 
-// stop ends the loop once its call in flight is done and returns the
-// open preview, nil if none.
-func (pv *preview) stop() Stream {
+// end stops the loop: nothing more is shown once its call in flight is
+// done. It does not wait for that call (see stream): the worker goes on.
+func (pv *preview) end() {
 	close(pv.quit)
+}
+
+// stream waits, after end, for the loop's call in flight and returns
+// the open preview, nil if none. A run's tail calls it (postEnd), not
+// the worker: the call is queued in the chat's lane behind the status
+// message, and the lasting preview is recorded before it opens.
+func (pv *preview) stream() Stream {
 	<-pv.done
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
