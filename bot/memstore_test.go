@@ -103,6 +103,9 @@ func (s *memStore) Delivered(_ context.Context, ob Outbound, msgID string) error
 			break
 		}
 	}
+	if ob.RunID != "" && ob.WaitKey == "" {
+		delete(s.settings, StreamKey(ob.RunID))
+	}
 	if r := s.runs[ob.RunID]; r != nil && msgID != "" && r.Status == RunWaiting && r.Waiting != nil && r.Waiting.Key == ob.WaitKey {
 		r = cloneRun(r)
 		r.Waiting.MessageID = msgID

@@ -242,7 +242,7 @@ func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 		case !final:
 			b.post(ctx, d)
 		default:
-			b.forgetStream(ctx, ob.RunID)
+			// Delivered forgets the preview's record with the entry.
 			b.delivered(ctx, d, id, nil)
 		}
 	})

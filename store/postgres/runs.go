@@ -304,6 +304,11 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
 			return err
 		}
+		if ob.RunID != "" && ob.WaitKey == "" {
+			// An answer: its run's preview record goes with it.
+			_, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+			return err
+		}
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
 			return nil
 		}

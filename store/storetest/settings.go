@@ -57,3 +57,36 @@ func testCommitSetsFields(t *testing.T, open Open) {
 	}
 	check(t, s)
 }
+
+// testDeliveredForgetsThePreview: the transaction that takes a run's
+// answer out of the outbox deletes the run's preview record
+// (bot.StreamKey); a question's delivery leaves it (its preview was
+// ended, and forgotten, before).
+func testDeliveredForgetsThePreview(t *testing.T, open Open) {
+	s, _ := open(t)
+	ctx := t.Context()
+	answer := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "Done."}, RunID: "r1", Created: t0}
+	question := bot.Outbound{ID: "o2", Platform: "slack", Msg: bot.Outgoing{ChatID: "D2", Text: "Which?"}, RunID: "r2", WaitKey: "k2", Created: t0}
+	if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{answer, question}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := s.SetSetting(ctx, bot.StreamKey(id), `{"platform":"slack","chat_id":"D1","after":"1.1"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ob := range []bot.Outbound{answer, question} {
+		if err := s.Delivered(ctx, ob, "2.2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := s.Setting(ctx, bot.StreamKey("r1")); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("the answer's preview record after its delivery: %q, %v; want ErrNotFound", v, err)
+	}
+	if _, err := s.Setting(ctx, bot.StreamKey("r2")); err != nil {
+		t.Errorf("the question's delivery deleted another record: %v", err)
+	}
+	if got, err := s.Outbox(ctx); err != nil || len(got) != 0 {
+		t.Errorf("outbox = %+v, %v; want empty", got, err)
+	}
+}

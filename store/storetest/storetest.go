@@ -74,6 +74,7 @@ var tests = []test{
 	{"DeleteSnapshot", testDeleteSnapshot},
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
 	{"CommitSetsFields", testCommitSetsFields},
+	{"DeliveredForgetsThePreview", testDeliveredForgetsThePreview},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
 
