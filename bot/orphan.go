@@ -24,8 +24,9 @@ type Unfinisher interface {
 }
 
 // A lasting preview is recorded, as the store's setting StreamKey(run
-// id), in the chat's lane just before it opens: the chat and thread,
-// and the run's status message, which comes before it there. It is
+// id), before it opens, once the chat's lane has posted the run's
+// status message: the chat and thread, and that status message, which
+// comes before it there. It is
 // forgotten when the preview ends without an answer, and by the
 // transaction that takes the run's answer out of the outbox
 // (Store.Delivered) when the preview became it: one small write of its

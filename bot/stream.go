@@ -146,17 +146,27 @@ func (pv *preview) show() time.Duration {
 	}
 	if st == nil {
 		m := Outgoing{ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, Text: text}
-		var opened Stream
-		err := pv.call("start stream", false, func(ctx context.Context) error {
-			// Recorded first (see orphan.go): a process that dies after
-			// this leaves its preview to whoever posts the answer.
-			if !pv.b.recordStream(ctx, pv.q, pv.r, pv.status()) {
-				return errors.New("bot: the preview could not be recorded")
-			}
-			var err error
-			opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
-			return err
+		// Recorded first (see orphan.go): a process that dies after
+		// this leaves its preview to whoever posts the answer. The
+		// record names the status message, known once the chat's lane
+		// has posted it, and is written outside the lane: the lane
+		// serves other chats while the store syncs it.
+		var after string
+		err := pv.call("status message id", false, func(context.Context) error {
+			after = pv.status()
+			return nil
 		})
+		if err == nil && !pv.b.recordStream(context.Background(), pv.q, pv.r, after) {
+			err = errors.New("bot: the preview could not be recorded")
+		}
+		var opened Stream
+		if err == nil {
+			err = pv.call("start stream", false, func(ctx context.Context) error {
+				var err error
+				opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
+				return err
+			})
+		}
 		if err != nil {
 			pv.giveUp("the platform shows no preview here", err)
 			return 0
