@@ -540,6 +540,8 @@ func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what st
 		if err := b.commitEnd(bg, e, c); err != nil {
 			return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
 		}
+		// What afterEnd posts (a prompt to reconnect) comes after the
+		// answer.
 		deliver := func(st Stream) {
 			switch {
 			case st != nil && what == "answer":
@@ -550,13 +552,13 @@ func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what st
 			default:
 				b.deliver(bg, ob)
 			}
+			b.afterEnd(ctx, e)
 		}
 		if e.preview != nil {
 			b.afterPreview(bg, e.preview, deliver)
 		} else {
 			deliver(nil)
 		}
-		b.afterEnd(ctx, e)
 		msg := "run ended"
 		if status == RunWaiting {
 			msg = "run waits for an answer"
