@@ -615,10 +615,35 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 		if o := r.step(ctx); o != nil {
 			return o
 		}
+		if r.controlsOnly() {
+			// An answer, a question or giving up touches nothing
+			// outside: the run's end saves the transcript with the
+			// run's state in one transaction, and drain saves after a
+			// control that does not end the run (a refused answer). A
+			// crash before that costs the model call again, as one
+			// during the call does. (A run that answers at once is
+			// one write, not two.)
+			continue
+		}
 		if err := r.save(ctx); err != nil {
 			return r.fail(ctx, errSaving(err))
 		}
 	}
+}
+
+// controlsOnly reports whether the last reply queued controls only
+// (final_answer, fail_task, ask_user) and at least one.
+func (r *runner) controlsOnly() bool {
+	for _, c := range r.tr.Calls {
+		a, ok := decode(c)
+		if !ok {
+			return false
+		}
+		if _, ctl := a.(controller); !ctl {
+			return false
+		}
+	}
+	return len(r.tr.Calls) > 0
 }
 
 // request is the next model call.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -694,4 +695,33 @@ func TestEngineFinalAnswerWaitsForTheOtherCalls(t *testing.T) {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
 	})
+}
+
+// TestEngineSavesAReplyOfControlsOnlyWithItsEnd: a reply that only
+// answers is saved once, by the run's end (which the bot stores with the
+// run's state in one transaction), not also as a step; a reply with a
+// read is saved after its step, as before.
+func TestEngineSavesAReplyOfControlsOnlyWithItsEnd(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		replies []Response
+		// want is the status of each save, in order.
+		want []Status
+	}{
+		{"answers at once", []Response{tool(ActFinalAnswer, `{"answer":"Hi."}`)}, []Status{StatusDone}},
+		{"reads, then answers", []Response{tool(ActGetProjects, `{}`), tool(ActFinalAnswer, `{"answer":"Hi."}`)},
+			[]Status{StatusInterrupted, StatusInterrupted, StatusDone}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Status
+			out := New(&script{replies: tt.replies}, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: "x"},
+				Hooks{Save: func(_ context.Context, tr *Transcript) error { got = append(got, tr.Status); return nil }})
+			if out.Status != StatusDone {
+				t.Fatalf("outcome %s (err %v)", out.Status, out.Err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("saves %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

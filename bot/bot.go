@@ -414,6 +414,11 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	if in.EventID != "" {
 		c.EventKey, c.EventAt = in.Platform+":"+in.EventID, in.At
 	}
+	if in.DM {
+		// Where autopilot and the digest post to the person, recorded
+		// with their message: no write of its own.
+		c.Fields = conversationFields(in)
+	}
 	err := b.store.Commit(ctx, c)
 	if errors.Is(err, ErrDuplicate) {
 		b.duplicate(in)

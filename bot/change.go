@@ -1,7 +1,10 @@
 package bot
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -44,6 +47,41 @@ type Change struct {
 	// transaction, so concurrent runs lose no addition and no lock is
 	// held across a write.
 	Count map[string]int
+	// Fields sets fields of settings that hold a JSON object (a
+	// person's settings): Fields[key][name] is field name's new JSON
+	// value. The setting is read and written in the transaction, so
+	// its other fields, changed meanwhile, are kept (see MergeFields).
+	Fields map[string]map[string]json.RawMessage
+}
+
+// MergeFields returns setting value old (a JSON object, "" for none)
+// with fields set, and whether that changed it: a setting that holds
+// them already is not written again. A value that is not a JSON object
+// is left as it is, unchanged: a record nobody can read must not fail
+// the transaction a field rides in (Bot.Settings reports it). The error
+// is that of a field that is not JSON.
+func MergeFields(old string, fields map[string]json.RawMessage) (string, bool, error) {
+	obj := map[string]json.RawMessage{}
+	if old != "" {
+		if err := json.Unmarshal([]byte(old), &obj); err != nil || obj == nil {
+			return old, false, nil
+		}
+	}
+	changed := false
+	for name, v := range fields {
+		if have, ok := obj[name]; ok && bytes.Equal(have, v) {
+			continue
+		}
+		obj[name], changed = v, true
+	}
+	if !changed {
+		return old, false, nil
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return old, false, fmt.Errorf("bot: merge setting fields: %w", err)
+	}
+	return string(raw), true, nil
 }
 
 // Outbound is a message that must reach the user: a run's final answer or

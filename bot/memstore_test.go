@@ -58,6 +58,13 @@ func (s *memStore) Commit(_ context.Context, c Change) error {
 		v, _ := strconv.Atoi(s.settings[k])
 		s.settings[k] = strconv.Itoa(v + n)
 	}
+	for k, f := range c.Fields {
+		if v, changed, err := MergeFields(s.settings[k], f); err != nil {
+			return err
+		} else if changed {
+			s.settings[k] = v
+		}
+	}
 	return nil
 }
 
@@ -95,6 +102,9 @@ func (s *memStore) Delivered(_ context.Context, ob Outbound, msgID string) error
 			s.outbox = append(s.outbox[:i:i], s.outbox[i+1:]...)
 			break
 		}
+	}
+	if ob.RunID != "" && ob.WaitKey == "" {
+		delete(s.settings, StreamKey(ob.RunID))
 	}
 	if r := s.runs[ob.RunID]; r != nil && msgID != "" && r.Status == RunWaiting && r.Waiting != nil && r.Waiting.Key == ob.WaitKey {
 		r = cloneRun(r)

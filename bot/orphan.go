@@ -23,11 +23,14 @@ type Unfinisher interface {
 	DeleteMessage(ctx context.Context, chatID, id string) error
 }
 
-// A lasting preview is recorded, as the store's setting streamKey(run
-// id), in the chat's lane just before it opens: the chat and thread,
-// and the run's status message, which comes before it there. It is
-// forgotten when the preview becomes the answer or ends without one:
-// two small writes per streamed answer. A record still there when the
+// A lasting preview is recorded, as the store's setting StreamKey(run
+// id), before it opens, once the chat's lane has posted the run's
+// status message: the chat and thread, and that status message, which
+// comes before it there. It is
+// forgotten when the preview ends without an answer, and by the
+// transaction that takes the run's answer out of the outbox
+// (Store.Delivered) when the preview became it: one small write of its
+// own per streamed answer. A record still there when the
 // run's answer (or question) is posted — by a restart, a run resumed on
 // another replica, the outbox of a dead replica taken over, or a
 // fallback post — marks an orphan: a half answer whose process died,
@@ -38,10 +41,9 @@ type Unfinisher interface {
 // status message (which would come after the old one untagged too). An answer that the preview became carries its tag,
 // is kept, and Resender finds it.
 
-// streamKeyPrefix starts the setting recording a run's open preview.
-const streamKeyPrefix = "stream:"
-
-func streamKey(runID string) string { return streamKeyPrefix + runID }
+// StreamKey is the setting recording run runID's open preview; the
+// store's Delivered deletes it with the run's answer.
+func StreamKey(runID string) string { return "stream:" + runID }
 
 // openStream is what the record holds.
 type openStream struct {
@@ -68,7 +70,7 @@ func (b *Bot) recordStream(ctx context.Context, q *queuedPlatform, r *Run, after
 	}
 	raw, err := json.Marshal(rec)
 	if err == nil {
-		err = b.store.SetSetting(ctx, streamKey(r.ID), string(raw))
+		err = b.store.SetSetting(ctx, StreamKey(r.ID), string(raw))
 	}
 	if err != nil {
 		b.log.Warn("answer preview: could not record it; none shown", slog.String("run_id", r.ID), slog.Any("err", err))
@@ -79,7 +81,7 @@ func (b *Bot) recordStream(ctx context.Context, q *queuedPlatform, r *Run, after
 
 // forgetStream forgets run runID's preview record.
 func (b *Bot) forgetStream(ctx context.Context, runID string) {
-	if err := b.store.SetSetting(ctx, streamKey(runID), ""); err != nil {
+	if err := b.store.SetSetting(ctx, StreamKey(runID), ""); err != nil {
 		b.log.Warn("answer preview: could not forget its record", slog.String("run_id", runID), slog.Any("err", err))
 	}
 }
@@ -93,7 +95,7 @@ func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID string) {
 	if !ok || runID == "" {
 		return
 	}
-	raw, err := b.store.Setting(ctx, streamKey(runID))
+	raw, err := b.store.Setting(ctx, StreamKey(runID))
 	if err != nil || raw == "" {
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			b.log.Warn("answer preview: could not read its record", slog.String("run_id", runID), slog.Any("err", err))

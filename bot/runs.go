@@ -288,7 +288,8 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	}
 	out := call(runCtx, hooks)
 	if pv != nil {
-		e.preview = pv.stop()
+		pv.end()
+		e.preview = pv
 	}
 	prog.stop(ctx)
 	prog.settle(out.Status)
@@ -333,8 +334,9 @@ type runEnd struct {
 	// to connect Todoist again after the answer (see rejected).
 	stopped   string
 	reconnect bool
-	// preview is the answer's open preview (see Streamer), nil if none.
-	preview Stream
+	// preview streamed the answer (see Streamer), nil if none: its
+	// stream, if it opened one, is that preview.
+	preview *preview
 	// audit and count go into the transaction that saves the end: the
 	// run's writes not journaled yet, its tokens not counted yet.
 	audit []AuditEntry
@@ -538,16 +540,25 @@ func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what st
 		if err := b.commitEnd(bg, e, c); err != nil {
 			return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
 		}
-		switch {
-		case e.preview != nil && what == "answer":
-			b.deliverStreamed(bg, ob, e.preview)
-		case e.preview != nil:
-			b.endPreview(r.Platform, e.preview, r)
-			b.deliver(bg, ob)
-		default:
-			b.deliver(bg, ob)
+		// What afterEnd posts (a prompt to reconnect) comes after the
+		// answer.
+		deliver := func(st Stream) {
+			switch {
+			case st != nil && what == "answer":
+				b.deliverStreamed(bg, ob, st)
+			case st != nil:
+				b.endPreview(r.Platform, st, r)
+				b.deliver(bg, ob)
+			default:
+				b.deliver(bg, ob)
+			}
+			b.afterEnd(ctx, e)
 		}
-		b.afterEnd(ctx, e)
+		if e.preview != nil {
+			b.afterPreview(bg, e.preview, deliver)
+		} else {
+			deliver(nil)
+		}
 		msg := "run ended"
 		if status == RunWaiting {
 			msg = "run waits for an answer"

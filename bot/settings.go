@@ -44,6 +44,13 @@ func personKey(platform, userID string) string {
 	return PersonSettingPrefix + PersonID(platform, userID)
 }
 
+// conversationFields is a Change's Fields recording in's conversation
+// as PersonSettings.Conversation of its person.
+func conversationFields(in Incoming) map[string]map[string]json.RawMessage {
+	v, _ := json.Marshal(in.ThreadKey()) // a string always encodes
+	return map[string]map[string]json.RawMessage{personKey(in.Platform, in.UserID): {"conversation": v}}
+}
+
 // Settings returns a person's settings; zero when they set none.
 func (b *Bot) Settings(ctx context.Context, platform, userID string) (PersonSettings, error) {
 	var ps PersonSettings

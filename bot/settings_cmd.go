@@ -330,21 +330,14 @@ func (b *Bot) zone(ctx context.Context, platform, userID string, ps PersonSettin
 	return loc
 }
 
-// personal returns the settings of in's person and, for a message in
-// private, records that conversation as where autopilot and the digest
-// post to them. A person with a digest or autopilot whose timer is gone
-// (a database copied by tidybot migrate --from, which copies no timers)
-// has it set again.
+// personal returns the settings of in's person (a message in private
+// recorded its conversation as it was stored: see enqueue). A person
+// with a digest or autopilot whose timer is gone (a database copied by
+// tidybot migrate --from, which copies no timers) has it set again.
 func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error) {
 	ps, err := b.Settings(ctx, in.Platform, in.UserID)
 	if err != nil {
 		return ps, err
-	}
-	if in.DM && ps.Conversation != in.ThreadKey() {
-		ps.Conversation = in.ThreadKey()
-		if err := b.SaveSettings(ctx, in.Platform, in.UserID, ps); err != nil {
-			return ps, err
-		}
 	}
 	if _, on := digestOn(ps); on {
 		if ts, ok := b.store.(TimerStore); ok {

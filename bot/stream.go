@@ -101,10 +101,17 @@ func (pv *preview) hear(text string) {
 	}
 }
 
-// stop ends the loop once its call in flight is done and returns the
-// open preview, nil if none.
-func (pv *preview) stop() Stream {
+// end stops the loop: nothing more is shown once its call in flight is
+// done. It does not wait for that call (see stream): the worker goes on.
+func (pv *preview) end() {
 	close(pv.quit)
+}
+
+// stream waits, after end, for the loop's call in flight and returns
+// the open preview, nil if none. A run's tail calls it (postEnd), not
+// the worker: the call is queued in the chat's lane behind the status
+// message, and the lasting preview is recorded before it opens.
+func (pv *preview) stream() Stream {
 	<-pv.done
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
@@ -150,17 +157,27 @@ func (pv *preview) show() time.Duration {
 	}
 	if st == nil {
 		m := Outgoing{ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, Text: text}
-		var opened Stream
-		err := pv.call("start stream", false, func(ctx context.Context) error {
-			// Recorded first (see orphan.go): a process that dies after
-			// this leaves its preview to whoever posts the answer.
-			if !pv.b.recordStream(ctx, pv.q, pv.r, pv.status()) {
-				return errors.New("bot: the preview could not be recorded")
-			}
-			var err error
-			opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
-			return err
+		// Recorded first (see orphan.go): a process that dies after
+		// this leaves its preview to whoever posts the answer. The
+		// record names the status message, known once the chat's lane
+		// has posted it, and is written outside the lane: the lane
+		// serves other chats while the store syncs it.
+		var after string
+		err := pv.call("status message id", false, func(context.Context) error {
+			after = pv.status()
+			return nil
 		})
+		if err == nil && !pv.b.recordStream(context.Background(), pv.q, pv.r, after) {
+			err = errors.New("bot: the preview could not be recorded")
+		}
+		var opened Stream
+		if err == nil {
+			err = pv.call("start stream", false, func(ctx context.Context) error {
+				var err error
+				opened, err = pv.s.StartStream(ctx, m, pv.r.UserID)
+				return err
+			})
+		}
 		if err != nil {
 			pv.giveUp("the platform shows no preview here", err)
 			return 0
@@ -246,7 +263,7 @@ func (b *Bot) deliverStreamed(ctx context.Context, ob Outbound, st Stream) {
 		case !final:
 			b.post(ctx, d)
 		default:
-			b.forgetStream(ctx, ob.RunID)
+			// Delivered forgets the preview's record with the entry.
 			b.delivered(ctx, d, id, nil)
 		}
 	})

@@ -101,3 +101,20 @@ func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) {
 		}
 	}()
 }
+
+// afterPreview calls then with pv's stream once pv's call in flight is
+// done (see preview.stream), in a goroutine that holds the job's turn
+// (ctx's), so that the answer is queued before anything the thread's
+// next job posts, but not a tail's room: that call waits for the chat's
+// lane (the status message before it) and the preview's record, and a
+// tail that waited for it kept the workers waiting for room.
+func (b *Bot) afterPreview(ctx context.Context, pv *preview, then func(Stream)) {
+	t := turnOf(ctx)
+	t.hold()
+	b.runTails.Add(1)
+	go func() {
+		defer b.runTails.Done()
+		defer t.leave()
+		then(pv.stream())
+	}()
+}

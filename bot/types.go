@@ -277,7 +277,9 @@ type Store interface {
 	// Outbox returns the messages not yet delivered, oldest first.
 	Outbox(ctx context.Context) ([]Outbound, error)
 	// Delivered removes a posted message from the outbox and, for a
-	// question, records msgID in its run if the run still waits on it.
+	// question, records msgID in its run if the run still waits on it;
+	// for a run's answer (RunID set, no WaitKey) it deletes the run's
+	// preview record (StreamKey) too: the answer replaced the preview.
 	// An answer's removal may wait briefly to share a later write's
 	// transaction: a crash meanwhile posts it again, never loses it.
 	Delivered(ctx context.Context, ob Outbound, msgID string) error

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -65,7 +66,10 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 		if err := s.appendAudit(tx, c.Audit); err != nil {
 			return err
 		}
-		return addCounts(tx, c.Count)
+		if err := addCounts(tx, c.Count); err != nil {
+			return err
+		}
+		return setFields(tx, c.Fields)
 	})
 	if err != nil {
 		return fmt.Errorf("store: commit: %w", err)
@@ -90,6 +94,31 @@ func addCounts(tx *bolt.Tx, counts map[string]int) error {
 		have, _ := strconv.Atoi(v)
 		if err := put(b, []byte(k), strconv.Itoa(have+n)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// setFields sets fields of settings holding a JSON object (see
+// bot.Change.Fields).
+func setFields(tx *bolt.Tx, fields map[string]map[string]json.RawMessage) error {
+	b := tx.Bucket(bucketSettings)
+	for k, f := range fields {
+		var old string
+		if raw := b.Get([]byte(k)); raw != nil {
+			// Unreadable, it is left as it is (bot.MergeFields).
+			if err := decode(raw, &old); err != nil {
+				continue
+			}
+		}
+		v, changed, err := bot.MergeFields(old, f)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if err := put(b, []byte(k), v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

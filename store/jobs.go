@@ -134,6 +134,10 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 				return err
 			}
 		}
+		if ob.RunID != "" && ob.WaitKey == "" {
+			// An answer: its run's preview record goes with it.
+			return tx.Bucket(bucketSettings).Delete([]byte(bot.StreamKey(ob.RunID)))
+		}
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
 			return nil
 		}

@@ -166,6 +166,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.redact = agent.NewRedactor(cfg.Secrets()...)
 	defer func() { err = m.redact.Error(err) }()
+	if err := m.profile(*cfg); err != nil {
+		return err
+	}
 	if cmd == "health" {
 		return m.health(ctx, *cfg)
 	}

@@ -32,9 +32,13 @@ import (
 // CPU time per message of the benchmark's own process (fakes and
 // senders), which shares the machine's cores with the bot.
 // TIDYBOT_BENCH_WORKERS sets the bot's workers (default 4,
-// TIDYBOT_WORKERS' default).
+// TIDYBOT_WORKERS' default); TIDYBOT_BENCH_CPU_PROFILE and
+// TIDYBOT_BENCH_TRACE name files for the bot's CPU profile and runtime
+// trace (its TIDYBOT_CPU_PROFILE and TIDYBOT_TRACE).
 //
 //	go test ./cmd/tidybot -run '^$' -bench SlackThroughput -benchtime 1x
+//	TIDYBOT_BENCH_TRACE=/tmp/bot.trace go test ./cmd/tidybot -run '^$' -bench SlackThroughput -benchtime 1x
+//	go tool trace -pprof=sync /tmp/bot.trace > sync.prof; go tool pprof -top -cum sync.prof
 func BenchmarkSlackThroughput(b *testing.B) {
 	const total, senders = 2000, 200
 	for round := range b.N {
@@ -45,7 +49,8 @@ func BenchmarkSlackThroughput(b *testing.B) {
 			workers = w
 		}
 		s := startServeProcess(b, e, "SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
-			"TIDYBOT_ALLOWED_USERS=slack:U1", "TIDYBOT_WORKERS="+workers)
+			"TIDYBOT_ALLOWED_USERS=slack:U1", "TIDYBOT_WORKERS="+workers,
+			"TIDYBOT_CPU_PROFILE="+os.Getenv("TIDYBOT_BENCH_CPU_PROFILE"), "TIDYBOT_TRACE="+os.Getenv("TIDYBOT_BENCH_TRACE"))
 		base := s.base
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
 		acks := make([]time.Duration, total)

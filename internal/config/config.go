@@ -79,6 +79,8 @@ type Config struct {
 	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
 	AutopilotInterval     time.Duration `envconfig:"TIDYBOT_AUTOPILOT_INTERVAL" default:"1m" desc:"how often autopilot looks for new inbox tasks of the people who turned it on (one small incremental /sync each; a Todoist webhook tells it at once in team mode)"`
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
+	CPUProfile            string        `envconfig:"TIDYBOT_CPU_PROFILE" desc:"for measuring: write a CPU profile of the process to this file until it exits (go tool pprof reads it); empty: none"`
+	Trace                 string        `envconfig:"TIDYBOT_TRACE" desc:"for measuring: write a runtime trace of the process to this file until it exits (go tool trace reads it: where goroutines wait); empty: none"`
 }
 
 // OllamaExample is the model the error messages, docs/models.md and

@@ -290,7 +290,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 			return err
 		}
 	}
-	return addCounts(ctx, tx, c.Count)
+	if err := addCounts(ctx, tx, c.Count); err != nil {
+		return err
+	}
+	return setFields(ctx, tx, c.Fields)
 }
 
 // Delivered implements bot.Store, in one transaction: the message leaves
@@ -299,6 +302,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
+			return err
+		}
+		if ob.RunID != "" && ob.WaitKey == "" {
+			// An answer: its run's preview record goes with it.
+			_, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
 			return err
 		}
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {

@@ -230,6 +230,44 @@ func addCounts(ctx context.Context, q querier, counts map[string]int) error {
 	return nil
 }
 
+// setFields sets fields of settings holding a JSON object
+// (bot.Change.Fields). The row is locked while it is merged, so
+// replicas changing other fields at once lose none.
+func setFields(ctx context.Context, q querier, fields map[string]map[string]json.RawMessage) error {
+	for k, f := range fields {
+		if len(f) == 0 {
+			continue
+		}
+		// A row to lock, also for a setting not there yet ("" is none).
+		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '""') ON CONFLICT (key) DO NOTHING`, k); err != nil {
+			return err
+		}
+		var raw []byte
+		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+			return err
+		}
+		var old string
+		if err := json.Unmarshal(raw, &old); err != nil {
+			continue // unreadable: left as it is (bot.MergeFields)
+		}
+		v, changed, err := bot.MergeFields(old, f)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			continue
+		}
+		next, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if err := putSetting(ctx, q, k, next, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LoadSnapshot implements todoist.SnapshotStore.
 func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
 	var out []byte

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -24,5 +25,68 @@ func testClearedSettingLeavesNoRow(t *testing.T, open Open) {
 	}
 	if v, err := s.Setting(ctx, "stream:r1"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("Setting after clearing = %q, %v; want ErrNotFound", v, err)
+	}
+}
+
+// testCommitSetsFields: a Change's Fields set fields of a setting that
+// holds a JSON object in its transaction, keeping the others (a
+// person's settings changed meanwhile), and create it when absent.
+func testCommitSetsFields(t *testing.T, open Open) {
+	s, reopen := open(t)
+	ctx := t.Context()
+	field := func(key, name, v string) bot.Change {
+		return bot.Change{Fields: map[string]map[string]json.RawMessage{key: {name: json.RawMessage(v)}}}
+	}
+	if err := s.Commit(ctx, field("person:slack:U1", "conversation", `"slack:D1:"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSetting(ctx, "person:slack:U2", `{"confirm":"never","conversation":"slack:D0:"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, field("person:slack:U2", "conversation", `"slack:D2:"`)); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen()
+	for key, want := range map[string]string{
+		"person:slack:U1": `{"conversation":"slack:D1:"}`,
+		"person:slack:U2": `{"confirm":"never","conversation":"slack:D2:"}`,
+	} {
+		if v, err := s.Setting(ctx, key); err != nil || v != want {
+			t.Errorf("%s = %q, %v; want %s", key, v, err, want)
+		}
+	}
+	check(t, s)
+}
+
+// testDeliveredForgetsThePreview: the transaction that takes a run's
+// answer out of the outbox deletes the run's preview record
+// (bot.StreamKey); a question's delivery leaves it (its preview was
+// ended, and forgotten, before).
+func testDeliveredForgetsThePreview(t *testing.T, open Open) {
+	s, _ := open(t)
+	ctx := t.Context()
+	answer := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "Done."}, RunID: "r1", Created: t0}
+	question := bot.Outbound{ID: "o2", Platform: "slack", Msg: bot.Outgoing{ChatID: "D2", Text: "Which?"}, RunID: "r2", WaitKey: "k2", Created: t0}
+	if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{answer, question}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := s.SetSetting(ctx, bot.StreamKey(id), `{"platform":"slack","chat_id":"D1","after":"1.1"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ob := range []bot.Outbound{answer, question} {
+		if err := s.Delivered(ctx, ob, "2.2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := s.Setting(ctx, bot.StreamKey("r1")); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("the answer's preview record after its delivery: %q, %v; want ErrNotFound", v, err)
+	}
+	if _, err := s.Setting(ctx, bot.StreamKey("r2")); err != nil {
+		t.Errorf("the question's delivery deleted another record: %v", err)
+	}
+	if got, err := s.Outbox(ctx); err != nil || len(got) != 0 {
+		t.Errorf("outbox = %+v, %v; want empty", got, err)
 	}
 }

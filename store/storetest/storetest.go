@@ -73,6 +73,8 @@ var tests = []test{
 	{"Snapshots", testSnapshots},
 	{"DeleteSnapshot", testDeleteSnapshot},
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
+	{"CommitSetsFields", testCommitSetsFields},
+	{"DeliveredForgetsThePreview", testDeliveredForgetsThePreview},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
 
