@@ -15,8 +15,9 @@ import (
 type Unfinisher interface {
 	// Unfinished returns the ids of the bot's messages in chatID (in
 	// thread threadID, "" for none) posted after message after (or,
-	// when after is "", since the time since) that carry no outbox tag
-	// (see Resender): previews a dead process left.
+	// when after is "", since the time since) that are previews a dead
+	// process left: not the outbox's posts (see Resender), nor any other
+	// message the bot posted (a reply to /cancel beside the run).
 	Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error)
 	// DeleteMessage removes message id from chatID; a message already
 	// gone is no error.

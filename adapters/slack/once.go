@@ -25,6 +25,17 @@ import (
 // doubles the message.
 const outboxEventType = "tidybot_outbox"
 
+// postEventType marks every other message the bot posts (a status
+// message, a reply to /cancel or /help), so that the one kind of bot
+// message without metadata is a stream a dead process left
+// (chat.startStream takes none): Unfinished deletes only those, never
+// a reply posted beside a run.
+const postEventType = "tidybot_post"
+
+func postMetadata() slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"kind": "post"}}
+}
+
 // Resend looks back this long before the entry was made (clocks differ)
 // and at most this many pages of history.
 const (
@@ -100,7 +111,8 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 }
 
 // Unfinished implements bot.Unfinisher: the bot's messages in chatID
-// (thread threadID; its own user id) after message after that carry no outbox tag, read
+// (thread threadID; its own user id) after message after that carry no
+// metadata (every post of the bot carries some: postEventType), read
 // as Resend reads them (conversations.history, or conversations.replies
 // in a thread, with their metadata). An after that is no ts (a
 // response_url's) finds none.
@@ -136,7 +148,7 @@ func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string
 			return nil, fmt.Errorf("slack: look for unfinished previews in %s: %w", chatID, a.queueError(err))
 		}
 		for _, msg := range msgs {
-			if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType != outboxEventType {
+			if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType == "" {
 				out = append(out, msg.Timestamp)
 			}
 		}

@@ -238,6 +238,8 @@ func (a *Adapter) sendParts(ctx context.Context, m bot.Outgoing, posted map[int]
 		opts := options(m, c, i == len(chunks)-1)
 		if m.Ref != "" {
 			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, i, len(chunks))))
+		} else {
+			opts = append(opts, slack.MsgOptionMetadata(postMetadata()))
 		}
 		_, t, err := api.PostMessageContext(ctx, m.ChatID, opts...)
 		if err != nil {
