@@ -768,6 +768,14 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 		}
 		answer := in.Text
 		if in.Button != "" {
+			// A press can come before the bot learnt the question's
+			// message id (a quick tap): wait for it, so the buttons are
+			// replaced by the choice.
+			if r, err = b.questionPosted(ctx, r); err != nil {
+				return err
+			} else if r == nil {
+				return nil // dropped meanwhile
+			}
 			if answer = buttonAnswer(r.Waiting, in.Button); answer == "" {
 				return nil // a press for an earlier question
 			}

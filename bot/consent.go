@@ -24,20 +24,9 @@ func (b *Bot) sentBefore(ctx context.Context, r *Run, in Incoming) (*Run, bool, 
 	if q == nil {
 		return r, true, nil
 	}
-	if r.Waiting.MessageID == "" {
-		// The question's post (and its delivery record) is queued on
-		// the chat's lane ahead of this no-op, or done, or failed.
-		if err := q.s.Do(ctx, r.ChatID, "wait for the question's post", func(context.Context) error { return nil }); err != nil {
-			return r, false, fmt.Errorf("bot: wait for the question of run %s: %w", r.ID, err)
-		}
-		now, err := b.waitingRun(ctx, r.ThreadKey)
-		if err != nil {
-			return r, false, err
-		}
-		if now == nil || now.ID != r.ID {
-			return nil, false, nil // dropped meanwhile
-		}
-		r = now
+	r, err := b.questionPosted(ctx, r)
+	if r == nil || err != nil {
+		return r, false, err
 	}
 	posted := r.Waiting.MessageID
 	seq, ok := q.p.(Sequencer)
@@ -49,6 +38,28 @@ func (b *Bot) sentBefore(ctx context.Context, r *Run, in Incoming) (*Run, bool, 
 	}
 	after, ok := seq.After(in.MessageID, posted)
 	return r, !ok || !after, nil
+}
+
+// questionPosted returns r once its question's post is done and its id
+// recorded, or failed: the post (and its delivery record) is queued on
+// the chat's lane ahead of anything queued after it. nil: the question
+// was dropped meanwhile (/cancel).
+func (b *Bot) questionPosted(ctx context.Context, r *Run) (*Run, error) {
+	q := b.queue(r.Platform)
+	if q == nil || r.Waiting.MessageID != "" {
+		return r, nil
+	}
+	if err := q.s.Do(ctx, r.ChatID, "wait for the question's post", func(context.Context) error { return nil }); err != nil {
+		return r, fmt.Errorf("bot: wait for the question of run %s: %w", r.ID, err)
+	}
+	now, err := b.waitingRun(ctx, r.ThreadKey)
+	if err != nil {
+		return r, err
+	}
+	if now == nil || now.ID != r.ID {
+		return nil, nil
+	}
+	return now, nil
 }
 
 // early keeps in, sent before r's question was posted, as words for the
