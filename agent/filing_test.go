@@ -220,3 +220,34 @@ func TestReportedAnswerNeedsWrites(t *testing.T) {
 		t.Errorf("observation %q", obs)
 	}
 }
+
+// TestFilingPlanUnknownAliasIsNotAName: a destination written as an
+// alias the run never gave ("p9": a slip of the model's count, or an
+// alias from another run) is refused before anything is written, as an
+// unknown project_id is in moves; it is not taken for the name of a new
+// project to file the tasks into.
+func TestFilingPlanUnknownAliasIsNotAName(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedInbox(3, 1)
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["p9"]}`), tc(agent.ActFinalAnswer, `{}`)),
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if _, ok := e.todo.ProjectByName("p9"); ok {
+		t.Errorf("a project named p9 was created: %v", e.where())
+	}
+	if where := e.where(); len(where["Errands"]) != 3 {
+		t.Errorf("after the corrected plan: %v", where)
+	}
+	if len(e.model.reqs) < 2 {
+		t.Fatalf("%d model calls: the plan to p9 was not sent back", len(e.model.reqs))
+	}
+	second := e.model.reqs[1].Messages
+	if obs := second[len(second)-2].Content; !strings.Contains(obs, "p9") {
+		t.Errorf("observation after the plan to p9: %s", obs)
+	}
+}
