@@ -251,3 +251,17 @@ func TestFilingPlanUnknownAliasIsNotAName(t *testing.T) {
 		t.Errorf("observation after the plan to p9: %s", obs)
 	}
 }
+
+// TestReportedAnswerRefusedIsNotALoop: a model that keeps leaving the
+// answer out when nothing was written is stopped as any repetition
+// without progress is, not asked again until the step limit.
+func TestReportedAnswerRefusedIsNotALoop(t *testing.T) {
+	e := newE2E(t, func(agent.Request) agent.Response { return toolReply(tc(agent.ActFinalAnswer, `{}`)) })
+	out := agent.New(e.model, e.tasks, agent.Config{MaxSteps: 20}).Start(t.Context(), agent.Input{Instruction: "what's due today?"}, agent.Hooks{})
+	if out.Status != agent.StatusStopped || !strings.Contains(out.Answer, "Nothing was changed.") {
+		t.Errorf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if e.model.calls > 3 {
+		t.Errorf("%d model calls for an answer refused each time, want at most 3", e.model.calls)
+	}
+}
