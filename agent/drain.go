@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -172,6 +173,11 @@ func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string)
 	answer := strings.TrimSpace(a.Answer)
 	if answer == "" && r.tr.Failures == 0 {
 		if len(r.tr.Journal) == 0 {
+			// Controllers escape drain's loop detection; this refusal
+			// does not end the run, so it is counted here.
+			if r.loops(call{Name: ActFinalAnswer, Args: json.RawMessage(`{}`)}) {
+				return r.stop(ctx, "I was repeating the same action ("+ActFinalAnswer+") without progress")
+			}
 			r.tr.Failures++
 			r.result(callID, "Not accepted: nothing was changed, so give the answer yourself.")
 			r.popCall(callID)
