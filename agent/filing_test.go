@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -263,5 +265,47 @@ func TestReportedAnswerRefusedIsNotALoop(t *testing.T) {
 	}
 	if e.model.calls > 3 {
 		t.Errorf("%d model calls for an answer refused each time, want at most 3", e.model.calls)
+	}
+}
+
+// plainTasks is the client with snapshots that are not incremental:
+// get_inbox_tasks then lists the inbox through the task list.
+type plainTasks struct{ *todoist.Client }
+
+func (plainTasks) IncrementalSnapshots() bool { return false }
+
+// TestFilingPlanMeansTheLastListingShown: when one reply lists the
+// inbox twice (get_overview and get_inbox_tasks, read concurrently, in
+// orders that differ), a plan means the listing the model saw last, the
+// later call's, whichever read finished last.
+func TestFilingPlanMeansTheLastListingShown(t *testing.T) {
+	e := newE2E(t, nil)
+	// The overview lists by task order (Gamma, Beta, Alpha), the task
+	// list as the tasks were added (Alpha, Beta, Gamma).
+	for i, c := range []string{"Alpha", "Beta", "Gamma"} {
+		e.todo.AddTask(todoisttest.Task{Content: c, ChildOrder: 3 - i})
+	}
+	e.todo.SetLatency("/sync", 200*time.Millisecond) // the overview ends last
+	step := 0
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		step++
+		if step == 1 {
+			return toolReply(tc(agent.ActGetOverview, `{}`), tc(agent.ActGetInboxTasks, `{}`))
+		}
+		_, contents := listing(t, req)
+		plan := planFor(contents, func(c string) byte {
+			if c == "Alpha" {
+				return '1'
+			}
+			return '0'
+		})
+		return toolReply(tc(agent.ActMoveTasks, `{"plan":"`+plan+`","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
+	})
+	out := agent.New(e.model, plainTasks{e.tasks}, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file Alpha into Errands"}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if got := e.where()["Errands"]; len(got) != 1 || got[0] != "Alpha" {
+		t.Errorf("Errands holds %v, want [Alpha]", got)
 	}
 }
