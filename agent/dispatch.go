@@ -13,6 +13,10 @@ type readResult struct {
 	Summary string
 	// Fatal ends the run (a bad token, a retired endpoint).
 	Fatal error
+	// Listed, when set, is the inbox listing the observation shows
+	// (known.Listed): reads run concurrently, so the batch sets it in
+	// the order the model sees them.
+	Listed []string
 }
 
 // fatalCode reports whether an error from Tasks cannot be fixed by the
@@ -68,7 +72,7 @@ func (*GetOverviewArgs) read(ctx context.Context, r *runner) readResult {
 	if len(snap.Labels) > 0 {
 		obs += "\n" + labelList(snap.Labels)
 	}
-	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task"))}
+	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task")), Listed: k.Listed}
 }
 
 func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
@@ -100,7 +104,8 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 			}
 		}
 		r.tr.Known.setTasks(ts, false)
-		return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+		obs := r.tr.Known.inboxList(ts)
+		return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
 	}
 	inbox, err := r.inboxID(ctx)
 	if err != nil {
@@ -113,7 +118,8 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Known.setTasks(ts, false)
-	return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+	obs := r.tr.Known.inboxList(ts)
+	return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
 }
 
 func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {

@@ -104,6 +104,9 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 		if strings.HasPrefix(res.Obs, "Error:") {
 			r.tr.Failures++
 		}
+		if res.Listed != nil {
+			r.tr.Known.Listed = res.Listed
+		}
 		r.result(c.ID, res.Obs)
 		r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: res.Summary})
 	}
