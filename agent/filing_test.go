@@ -309,3 +309,32 @@ func TestFilingPlanMeansTheLastListingShown(t *testing.T) {
 		t.Errorf("Errands holds %v, want [Alpha]", got)
 	}
 }
+
+// TestFilingPlanSentAsTextKeepsTheModelsCall: a tools-protocol reply
+// that comes as text is kept in the conversation as the call the model
+// made (its plan, its aliases), not as the groups of Todoist ids the
+// plan stands for.
+func TestFilingPlanSentAsTextKeepsTheModelsCall(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(3, 1)
+	e.model.next = newModel(t, replies(
+		agent.Response{Content: `{"thought":"file","action":{"type":"move_tasks","plan":"110","to":["Errands"]}}`},
+		toolReply(tc(agent.ActFinalAnswer, `{}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone || len(e.where()["Errands"]) != 2 {
+		t.Fatalf("outcome %s %q %v; %v", out.Status, out.Answer, out.Err, e.where())
+	}
+	msgs := e.model.reqs[1].Messages
+	var args string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if c.Name == agent.ActMoveTasks {
+				args = c.Arguments
+			}
+		}
+	}
+	if !strings.Contains(args, `"plan":"110"`) || strings.Contains(args, tasks[0].ID) {
+		t.Errorf("the move as the conversation keeps it: %s", args)
+	}
+}
