@@ -35,3 +35,16 @@ func TestDoneList(t *testing.T) {
 		})
 	}
 }
+
+func TestReportKeepsWhatCannotBeUndone(t *testing.T) {
+	var tr Transcript
+	for i := range 4 {
+		name := fmt.Sprintf("Task %d", i)
+		tr.Journal = append(tr.Journal, Applied{Write: Write{Kind: DeleteTask, ID: name}, Summary: fmt.Sprintf("deleted %q (cannot be undone)", name)})
+	}
+	// The answer comes with an Undo button: that these stay deleted is
+	// said, as each one's summary says it.
+	if got, want := tr.Report(), "Deleted 4 tasks (cannot be undone)."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
