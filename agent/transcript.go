@@ -325,7 +325,7 @@ func reportVerb(k WriteKind, n int) string {
 	case ReopenTask:
 		return "reopened " + plural(n, "task")
 	case DeleteTask:
-		return "deleted " + plural(n, "task")
+		return "deleted " + plural(n, "task") + " (cannot be undone)"
 	case AddSection:
 		return "created " + plural(n, "section")
 	case AddLabel:
