@@ -252,10 +252,14 @@ func (t *Transcript) Report() string {
 		}
 	}
 	// A project created as a move's destination is marked new there
-	// rather than named twice.
+	// rather than named twice (where the destination is named).
+	shownDest := map[string]bool{}
+	for _, d := range dests[:min(len(dests), reportDests)] {
+		shownDest[d] = true
+	}
 	isNew := map[string]bool{}
 	for _, name := range created {
-		if perDest[name] > 0 {
+		if shownDest[name] {
 			isNew[name] = true
 		}
 	}
