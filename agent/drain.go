@@ -187,6 +187,7 @@ func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string)
 			return nil
 		}
 		answer = r.tr.Report()
+		r.tr.Reported = true
 	}
 	return r.finish(ctx, callID, "Done.", StatusDone, answer)
 }

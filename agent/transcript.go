@@ -144,7 +144,11 @@ type Transcript struct {
 	Journal []Applied `json:"journal,omitempty"`
 	// Answer is the final answer or the reason the run ended.
 	Answer string `json:"answer,omitempty"`
-	Known  known  `json:"known"`
+	// Reported says Answer is the engine's Report of the writes: the
+	// model left final_answer's answer out, so it said nothing of its
+	// own (of what it left undone, say).
+	Reported bool  `json:"reported,omitempty"`
+	Known    known `json:"known"`
 	// Spans time every model call, Todoist request and wait for the
 	// user, in order (the run inspector's timeline).
 	Spans []Span `json:"spans,omitempty"`
