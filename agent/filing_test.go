@@ -338,3 +338,23 @@ func TestFilingPlanSentAsTextKeepsTheModelsCall(t *testing.T) {
 		t.Errorf("the move as the conversation keeps it: %s", args)
 	}
 }
+
+// TestFilingPlanLastGroupAtMostTen: where spaces split a plan, the last
+// group holds at most ten digits too: one longer lost a space, and a
+// digit dropped and another doubled within it would go unseen.
+func TestFilingPlanLastGroupAtMostTen(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedInbox(25, 5)
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"1111111111 111111111111111","to":["A"]}`), tc(agent.ActFinalAnswer, `{}`)),
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"1111111111 1111111111 11111","to":["A"]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed."}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed." {
+		t.Fatalf("outcome %s %q %v: the plan whose last group has 15 digits was taken", out.Status, out.Answer, out.Err)
+	}
+	second := e.model.reqs[1].Messages
+	if obs := second[len(second)-2].Content; !strings.Contains(obs, "group 2") {
+		t.Errorf("observation after the bad plan: %s", obs)
+	}
+}
