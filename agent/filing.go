@@ -59,8 +59,8 @@ func (k *known) filingGroups(plan string, to []string) ([]MoveGroup, error) {
 	var digits []byte
 	fields := strings.Fields(plan)
 	for i, f := range fields {
-		if len(fields) > 1 && i < len(fields)-1 && len(f) != filingGroup {
-			return nil, fmt.Errorf("plan's group %d (%s–%s) has %d digits, not %d: every group but the last holds ten, one per listed task",
+		if len(fields) > 1 && (i < len(fields)-1 && len(f) != filingGroup || len(f) > filingGroup) {
+			return nil, fmt.Errorf("plan's group %d (%s–%s) has %d digits, not %d: every group but the last holds ten, one per listed task, and the last at most ten",
 				i+1, k.listedRef(i*filingGroup), k.listedRef(i*filingGroup+filingGroup-1), len(f), filingGroup)
 		}
 		for j := 0; j < len(f); j++ {
