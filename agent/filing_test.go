@@ -358,3 +358,28 @@ func TestFilingPlanLastGroupAtMostTen(t *testing.T) {
 		t.Errorf("observation after the bad plan: %s", obs)
 	}
 }
+
+// TestReportedAnswerInTheRunsLanguage: the engine's report is English,
+// so a run told to answer in another language (the person's /settings
+// language) does not take an answer left out: the model writes it.
+func TestReportedAnswerInTheRunsLanguage(t *testing.T) {
+	for _, tt := range []struct {
+		lang, want string
+	}{
+		{"Dutch", "Klaar: 3 taken verplaatst."},
+		{"en-GB", `Moved 3 tasks: 3 to Errands (new).`},
+	} {
+		t.Run(tt.lang, func(t *testing.T) {
+			e := newE2E(t, nil)
+			e.todo.SeedInbox(3, 1)
+			e.model.next = newModel(t, replies(
+				toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`)),
+				toolReply(tc(agent.ActFinalAnswer, `{"answer":"Klaar: 3 taken verplaatst."}`)),
+			))
+			out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Ruim mijn inbox op", Overview: true, Language: tt.lang}, agent.Hooks{})
+			if out.Status != agent.StatusDone || out.Answer != tt.want {
+				t.Errorf("outcome %s %q %v, want the answer %q", out.Status, out.Answer, out.Err, tt.want)
+			}
+		})
+	}
+}
