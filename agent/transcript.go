@@ -115,6 +115,9 @@ type Transcript struct {
 	// Model is Input.Model: the model the run asks (empty: the model's
 	// default), kept so that a resumed run asks the same one.
 	Model string `json:"model,omitempty"`
+	// Language is Input.Language: the language the run answers in
+	// (empty: the person's), kept so that a resumed run knows it too.
+	Language string `json:"language,omitempty"`
 	// Allow is Input.Allow: the only actions the run may take (empty:
 	// every action). It is kept so that a resumed run keeps its limits.
 	Allow []string `json:"allow,omitempty"`
