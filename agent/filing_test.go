@@ -383,3 +383,40 @@ func TestReportedAnswerInTheRunsLanguage(t *testing.T) {
 		})
 	}
 }
+
+// TestFilingPlanAfterTheInboxListedByGetTasks: get_tasks on the Inbox
+// lists the inbox too (in the task list's order, which need not be the
+// overview's), so a plan sent after it means that listing, not the
+// overview's before it.
+func TestFilingPlanAfterTheInboxListedByGetTasks(t *testing.T) {
+	e := newE2E(t, nil)
+	// The overview lists by task order (Gamma, Beta, Alpha), the task
+	// list as the tasks were added (Alpha, Beta, Gamma).
+	for i, c := range []string{"Alpha", "Beta", "Gamma"} {
+		e.todo.AddTask(todoisttest.Task{Content: c, ChildOrder: 3 - i})
+	}
+	var shown []string
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		last := req.Messages[len(req.Messages)-1].Content
+		if !strings.HasPrefix(last, "Tasks (") {
+			return toolReply(tc(agent.ActGetTasks, `{"project_id":"inbox"}`))
+		}
+		shown = regexp.MustCompile(`(?m)^- \S+ "(\w+)"`).FindAllString(last, -1)
+		var b strings.Builder
+		for _, line := range shown {
+			if strings.Contains(line, `"Alpha"`) {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+			}
+		}
+		return toolReply(tc(agent.ActMoveTasks, `{"plan":"`+b.String()+`","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
+	})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file Alpha into Errands", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if got := e.where()["Errands"]; len(got) != 1 || got[0] != "Alpha" {
+		t.Errorf("Errands holds %v, want [Alpha] (get_tasks showed %q)", got, shown)
+	}
+}
