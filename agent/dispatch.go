@@ -137,8 +137,19 @@ func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tr.Known.setTasks(ts, false)
-	return readResult{Obs: r.tr.Known.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+	k := &r.tr.Known
+	k.setTasks(ts, false)
+	res := readResult{Obs: k.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+	if q.ProjectID != "" && q.ProjectID == k.InboxID && q.Label == "" && q.Filter == "" {
+		// The inbox listed, in this list's order: what a plan's digits
+		// now stand for, as after get_inbox_tasks.
+		k.Listed = make([]string, 0, min(len(ts), maxListed))
+		for _, t := range ts[:min(len(ts), maxListed)] {
+			k.Listed = append(k.Listed, t.ID)
+		}
+		res.Listed = k.Listed
+	}
+	return res
 }
 
 func (a *GetSectionsArgs) read(ctx context.Context, r *runner) readResult {

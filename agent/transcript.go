@@ -172,8 +172,9 @@ type known struct {
 	Suspect []string `json:"suspect,omitempty"`
 	// Aliases are the short ids the model sees (alias → id; see alias.go).
 	Aliases map[string]string `json:"aliases,omitempty"`
-	// Listed are the tasks of the last inbox listing, in its order: what
-	// the codes of move_tasks' plan stand for (see filing.go).
+	// Listed are the tasks of the last inbox listing (get_overview,
+	// get_inbox_tasks, get_tasks of the Inbox), in its order: what the
+	// codes of move_tasks' plan stand for (see filing.go).
 	Listed   []string `json:"listed,omitempty"`
 	aliasIdx *aliasIndex
 }
