@@ -13,6 +13,10 @@ type readResult struct {
 	Summary string
 	// Fatal ends the run (a bad token, a retired endpoint).
 	Fatal error
+	// Listed, when set, is the inbox listing the observation shows
+	// (known.Listed): reads run concurrently, so the batch sets it in
+	// the order the model sees them.
+	Listed []string
 }
 
 // fatalCode reports whether an error from Tasks cannot be fixed by the
@@ -68,7 +72,7 @@ func (*GetOverviewArgs) read(ctx context.Context, r *runner) readResult {
 	if len(snap.Labels) > 0 {
 		obs += "\n" + labelList(snap.Labels)
 	}
-	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task"))}
+	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task")), Listed: k.Listed}
 }
 
 func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
@@ -100,7 +104,8 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 			}
 		}
 		r.tr.Known.setTasks(ts, false)
-		return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+		obs := r.tr.Known.inboxList(ts)
+		return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
 	}
 	inbox, err := r.inboxID(ctx)
 	if err != nil {
@@ -113,7 +118,8 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Known.setTasks(ts, false)
-	return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task")}
+	obs := r.tr.Known.inboxList(ts)
+	return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
 }
 
 func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
@@ -131,8 +137,19 @@ func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tr.Known.setTasks(ts, false)
-	return readResult{Obs: r.tr.Known.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+	k := &r.tr.Known
+	k.setTasks(ts, false)
+	res := readResult{Obs: k.taskList("Tasks", ts, q.ProjectID == ""), Summary: "🔎 Found " + plural(len(ts), "task")}
+	if q.ProjectID != "" && q.ProjectID == k.InboxID && q.Label == "" && q.Filter == "" {
+		// The inbox listed, in this list's order: what a plan's digits
+		// now stand for, as after get_inbox_tasks.
+		k.Listed = make([]string, 0, min(len(ts), maxListed))
+		for _, t := range ts[:min(len(ts), maxListed)] {
+			k.Listed = append(k.Listed, t.ID)
+		}
+		res.Listed = k.Listed
+	}
+	return res
 }
 
 func (a *GetSectionsArgs) read(ctx context.Context, r *runner) readResult {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,6 +104,9 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 		if strings.HasPrefix(res.Obs, "Error:") {
 			r.tr.Failures++
 		}
+		if res.Listed != nil {
+			r.tr.Known.Listed = res.Listed
+		}
 		r.result(c.ID, res.Obs)
 		r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: res.Summary})
 	}
@@ -171,15 +175,35 @@ func (r *runner) finish(ctx context.Context, callID, obs string, status Status, 
 func (a *FinalAnswerArgs) control(ctx context.Context, r *runner, callID string) *Outcome {
 	answer := strings.TrimSpace(a.Answer)
 	if answer == "" && r.tr.Failures == 0 {
-		if len(r.tr.Journal) == 0 {
+		// The report is in English and says only what was written.
+		why := ""
+		switch {
+		case len(r.tr.Journal) == 0:
+			why = "nothing was changed, so give the answer yourself"
+		case r.tr.Language != "" && !english(r.tr.Language):
+			why = "the answer is to be in " + r.tr.Language + ", so write it yourself"
+		}
+		if why != "" {
+			// Controllers escape drain's loop detection; this refusal
+			// does not end the run, so it is counted here.
+			if r.loops(call{Name: ActFinalAnswer, Args: json.RawMessage(`{}`)}) {
+				return r.stop(ctx, "I was repeating the same action ("+ActFinalAnswer+") without progress")
+			}
 			r.tr.Failures++
-			r.result(callID, "Not accepted: nothing was changed, so give the answer yourself.")
+			r.result(callID, "Not accepted: "+why+".")
 			r.popCall(callID)
 			return nil
 		}
 		answer = r.tr.Report()
+		r.tr.Reported = true
 	}
 	return r.finish(ctx, callID, "Done.", StatusDone, answer)
+}
+
+// english reports whether lang, a language's name or tag, is English.
+func english(lang string) bool {
+	l := strings.ToLower(strings.TrimSpace(lang))
+	return l == "en" || strings.HasPrefix(l, "en-") || strings.HasPrefix(l, "en_") || strings.HasPrefix(l, "english")
 }
 
 func (a *FailTaskArgs) control(ctx context.Context, r *runner, callID string) *Outcome {

@@ -263,7 +263,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
-	tr.Confirm, tr.TimeZone, tr.Model = in.Confirm, in.TimeZone, in.Model
+	tr.Confirm, tr.TimeZone, tr.Model, tr.Language = in.Confirm, in.TimeZone, in.Model, in.Language
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
 	if in.Language != "" {
 		tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: LanguageMessage(in.Language)})

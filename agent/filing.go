@@ -59,8 +59,8 @@ func (k *known) filingGroups(plan string, to []string) ([]MoveGroup, error) {
 	var digits []byte
 	fields := strings.Fields(plan)
 	for i, f := range fields {
-		if len(fields) > 1 && i < len(fields)-1 && len(f) != filingGroup {
-			return nil, fmt.Errorf("plan's group %d (%s–%s) has %d digits, not %d: every group but the last holds ten, one per listed task",
+		if len(fields) > 1 && (i < len(fields)-1 && len(f) != filingGroup || len(f) > filingGroup) {
+			return nil, fmt.Errorf("plan's group %d (%s–%s) has %d digits, not %d: every group but the last holds ten, one per listed task, and the last at most ten",
 				i+1, k.listedRef(i*filingGroup), k.listedRef(i*filingGroup+filingGroup-1), len(f), filingGroup)
 		}
 		for j := 0; j < len(f); j++ {
@@ -88,6 +88,13 @@ func (k *known) filingGroups(plan string, to []string) ([]MoveGroup, error) {
 			g.SectionID = strp(ref)
 		case k.isID(ref):
 			g.ProjectID = strp(ref)
+		case aliasShaped(ref):
+			// A name would create a project called "p9": an alias the
+			// run never gave is a wrong id, as in moves.
+			if _, named := k.projectByName(ref); !named {
+				return nil, fmt.Errorf("to[%d] is %s, an id no observation of this run gave: use the ids shown, or a project's name", i, ref)
+			}
+			g.ProjectName = strp(ref)
 		default:
 			g.ProjectName = strp(ref)
 		}
@@ -112,6 +119,20 @@ func (k *known) filingGroups(plan string, to []string) ([]MoveGroup, error) {
 		return nil, fmt.Errorf("plan moves nothing: every digit is 0")
 	}
 	return out, nil
+}
+
+// aliasShaped reports whether s has the form of an alias: t, p or s,
+// then digits.
+func aliasShaped(s string) bool {
+	if len(s) < 2 || !strings.ContainsRune("tps", rune(s[0])) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // listedRef names the i-th listed task as the model saw it.

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -218,5 +220,203 @@ func TestReportedAnswerNeedsWrites(t *testing.T) {
 	}
 	if obs := e.model.lastMessage(1); !strings.Contains(obs, "nothing was changed") {
 		t.Errorf("observation %q", obs)
+	}
+}
+
+// TestFilingPlanUnknownAliasIsNotAName: a destination written as an
+// alias the run never gave ("p9": a slip of the model's count, or an
+// alias from another run) is refused before anything is written, as an
+// unknown project_id is in moves; it is not taken for the name of a new
+// project to file the tasks into.
+func TestFilingPlanUnknownAliasIsNotAName(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedInbox(3, 1)
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["p9"]}`), tc(agent.ActFinalAnswer, `{}`)),
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if _, ok := e.todo.ProjectByName("p9"); ok {
+		t.Errorf("a project named p9 was created: %v", e.where())
+	}
+	if where := e.where(); len(where["Errands"]) != 3 {
+		t.Errorf("after the corrected plan: %v", where)
+	}
+	if len(e.model.reqs) < 2 {
+		t.Fatalf("%d model calls: the plan to p9 was not sent back", len(e.model.reqs))
+	}
+	second := e.model.reqs[1].Messages
+	if obs := second[len(second)-2].Content; !strings.Contains(obs, "p9") {
+		t.Errorf("observation after the plan to p9: %s", obs)
+	}
+}
+
+// TestReportedAnswerRefusedIsNotALoop: a model that keeps leaving the
+// answer out when nothing was written is stopped as any repetition
+// without progress is, not asked again until the step limit.
+func TestReportedAnswerRefusedIsNotALoop(t *testing.T) {
+	e := newE2E(t, func(agent.Request) agent.Response { return toolReply(tc(agent.ActFinalAnswer, `{}`)) })
+	out := agent.New(e.model, e.tasks, agent.Config{MaxSteps: 20}).Start(t.Context(), agent.Input{Instruction: "what's due today?"}, agent.Hooks{})
+	if out.Status != agent.StatusStopped || !strings.Contains(out.Answer, "Nothing was changed.") {
+		t.Errorf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if e.model.calls > 3 {
+		t.Errorf("%d model calls for an answer refused each time, want at most 3", e.model.calls)
+	}
+}
+
+// plainTasks is the client with snapshots that are not incremental:
+// get_inbox_tasks then lists the inbox through the task list.
+type plainTasks struct{ *todoist.Client }
+
+func (plainTasks) IncrementalSnapshots() bool { return false }
+
+// TestFilingPlanMeansTheLastListingShown: when one reply lists the
+// inbox twice (get_overview and get_inbox_tasks, read concurrently, in
+// orders that differ), a plan means the listing the model saw last, the
+// later call's, whichever read finished last.
+func TestFilingPlanMeansTheLastListingShown(t *testing.T) {
+	e := newE2E(t, nil)
+	// The overview lists by task order (Gamma, Beta, Alpha), the task
+	// list as the tasks were added (Alpha, Beta, Gamma).
+	for i, c := range []string{"Alpha", "Beta", "Gamma"} {
+		e.todo.AddTask(todoisttest.Task{Content: c, ChildOrder: 3 - i})
+	}
+	e.todo.SetLatency("/sync", 200*time.Millisecond) // the overview ends last
+	step := 0
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		step++
+		if step == 1 {
+			return toolReply(tc(agent.ActGetOverview, `{}`), tc(agent.ActGetInboxTasks, `{}`))
+		}
+		_, contents := listing(t, req)
+		plan := planFor(contents, func(c string) byte {
+			if c == "Alpha" {
+				return '1'
+			}
+			return '0'
+		})
+		return toolReply(tc(agent.ActMoveTasks, `{"plan":"`+plan+`","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
+	})
+	out := agent.New(e.model, plainTasks{e.tasks}, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file Alpha into Errands"}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if got := e.where()["Errands"]; len(got) != 1 || got[0] != "Alpha" {
+		t.Errorf("Errands holds %v, want [Alpha]", got)
+	}
+}
+
+// TestFilingPlanSentAsTextKeepsTheModelsCall: a tools-protocol reply
+// that comes as text is kept in the conversation as the call the model
+// made (its plan, its aliases), not as the groups of Todoist ids the
+// plan stands for.
+func TestFilingPlanSentAsTextKeepsTheModelsCall(t *testing.T) {
+	e := newE2E(t, nil)
+	tasks := e.todo.SeedInbox(3, 1)
+	e.model.next = newModel(t, replies(
+		agent.Response{Content: `{"thought":"file","action":{"type":"move_tasks","plan":"110","to":["Errands"]}}`},
+		toolReply(tc(agent.ActFinalAnswer, `{}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone || len(e.where()["Errands"]) != 2 {
+		t.Fatalf("outcome %s %q %v; %v", out.Status, out.Answer, out.Err, e.where())
+	}
+	msgs := e.model.reqs[1].Messages
+	var args string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if c.Name == agent.ActMoveTasks {
+				args = c.Arguments
+			}
+		}
+	}
+	if !strings.Contains(args, `"plan":"110"`) || strings.Contains(args, tasks[0].ID) {
+		t.Errorf("the move as the conversation keeps it: %s", args)
+	}
+}
+
+// TestFilingPlanLastGroupAtMostTen: where spaces split a plan, the last
+// group holds at most ten digits too: one longer lost a space, and a
+// digit dropped and another doubled within it would go unseen.
+func TestFilingPlanLastGroupAtMostTen(t *testing.T) {
+	e := newE2E(t, nil)
+	e.todo.SeedInbox(25, 5)
+	e.model.next = newModel(t, replies(
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"1111111111 111111111111111","to":["A"]}`), tc(agent.ActFinalAnswer, `{}`)),
+		toolReply(tc(agent.ActMoveTasks, `{"plan":"1111111111 1111111111 11111","to":["A"]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed."}`)),
+	))
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone || out.Answer != "Filed." {
+		t.Fatalf("outcome %s %q %v: the plan whose last group has 15 digits was taken", out.Status, out.Answer, out.Err)
+	}
+	second := e.model.reqs[1].Messages
+	if obs := second[len(second)-2].Content; !strings.Contains(obs, "group 2") {
+		t.Errorf("observation after the bad plan: %s", obs)
+	}
+}
+
+// TestReportedAnswerInTheRunsLanguage: the engine's report is English,
+// so a run told to answer in another language (the person's /settings
+// language) does not take an answer left out: the model writes it.
+func TestReportedAnswerInTheRunsLanguage(t *testing.T) {
+	for _, tt := range []struct {
+		lang, want string
+	}{
+		{"Dutch", "Klaar: 3 taken verplaatst."},
+		{"en-GB", `Moved 3 tasks: 3 to Errands (new).`},
+	} {
+		t.Run(tt.lang, func(t *testing.T) {
+			e := newE2E(t, nil)
+			e.todo.SeedInbox(3, 1)
+			e.model.next = newModel(t, replies(
+				toolReply(tc(agent.ActMoveTasks, `{"plan":"111","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`)),
+				toolReply(tc(agent.ActFinalAnswer, `{"answer":"Klaar: 3 taken verplaatst."}`)),
+			))
+			out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Ruim mijn inbox op", Overview: true, Language: tt.lang}, agent.Hooks{})
+			if out.Status != agent.StatusDone || out.Answer != tt.want {
+				t.Errorf("outcome %s %q %v, want the answer %q", out.Status, out.Answer, out.Err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFilingPlanAfterTheInboxListedByGetTasks: get_tasks on the Inbox
+// lists the inbox too (in the task list's order, which need not be the
+// overview's), so a plan sent after it means that listing, not the
+// overview's before it.
+func TestFilingPlanAfterTheInboxListedByGetTasks(t *testing.T) {
+	e := newE2E(t, nil)
+	// The overview lists by task order (Gamma, Beta, Alpha), the task
+	// list as the tasks were added (Alpha, Beta, Gamma).
+	for i, c := range []string{"Alpha", "Beta", "Gamma"} {
+		e.todo.AddTask(todoisttest.Task{Content: c, ChildOrder: 3 - i})
+	}
+	var shown []string
+	e.model.next = newModel(t, func(req agent.Request) agent.Response {
+		last := req.Messages[len(req.Messages)-1].Content
+		if !strings.HasPrefix(last, "Tasks (") {
+			return toolReply(tc(agent.ActGetTasks, `{"project_id":"inbox"}`))
+		}
+		shown = regexp.MustCompile(`(?m)^- \S+ "(\w+)"`).FindAllString(last, -1)
+		var b strings.Builder
+		for _, line := range shown {
+			if strings.Contains(line, `"Alpha"`) {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+			}
+		}
+		return toolReply(tc(agent.ActMoveTasks, `{"plan":"`+b.String()+`","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
+	})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file Alpha into Errands", Overview: true}, agent.Hooks{})
+	if out.Status != agent.StatusDone {
+		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
+	}
+	if got := e.where()["Errands"]; len(got) != 1 || got[0] != "Alpha" {
+		t.Errorf("Errands holds %v, want [Alpha] (get_tasks showed %q)", got, shown)
 	}
 }

@@ -53,6 +53,7 @@ func (r *runner) queue(resp Response) []*replyError {
 	// is parsed locally first.
 	msg := Message{Role: RoleAssistant, Content: resp.Content, State: resp.State}
 	_, c, err := parseEnvelope(resp.Content)
+	sent := c.Args // as the model wrote it, for the conversation
 	if err == nil {
 		c.Args, err = r.tr.Known.expandFiling(c.Name, c.Args)
 	}
@@ -66,7 +67,7 @@ func (r *runner) queue(resp Response) []*replyError {
 	c.ID = fmt.Sprintf("step_%d", r.tr.Steps)
 	if r.tr.Protocol == ProtocolTools {
 		// Answer it as a tool call so the conversation stays valid.
-		msg.ToolCalls = []ToolCall{{ID: c.ID, Name: c.Name, Arguments: string(c.Args)}}
+		msg.ToolCalls = []ToolCall{{ID: c.ID, Name: c.Name, Arguments: string(sent)}}
 	}
 	r.tr.Messages = append(r.tr.Messages, msg)
 	c.Args = r.tr.Known.expand(c.Args)

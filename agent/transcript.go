@@ -115,6 +115,9 @@ type Transcript struct {
 	// Model is Input.Model: the model the run asks (empty: the model's
 	// default), kept so that a resumed run asks the same one.
 	Model string `json:"model,omitempty"`
+	// Language is Input.Language: the language the run answers in
+	// (empty: the person's), kept so that a resumed run knows it too.
+	Language string `json:"language,omitempty"`
 	// Allow is Input.Allow: the only actions the run may take (empty:
 	// every action). It is kept so that a resumed run keeps its limits.
 	Allow []string `json:"allow,omitempty"`
@@ -144,7 +147,11 @@ type Transcript struct {
 	Journal []Applied `json:"journal,omitempty"`
 	// Answer is the final answer or the reason the run ended.
 	Answer string `json:"answer,omitempty"`
-	Known  known  `json:"known"`
+	// Reported says Answer is the engine's Report of the writes: the
+	// model left final_answer's answer out, so it said nothing of its
+	// own (of what it left undone, say).
+	Reported bool  `json:"reported,omitempty"`
+	Known    known `json:"known"`
 	// Spans time every model call, Todoist request and wait for the
 	// user, in order (the run inspector's timeline).
 	Spans []Span `json:"spans,omitempty"`
@@ -165,8 +172,9 @@ type known struct {
 	Suspect []string `json:"suspect,omitempty"`
 	// Aliases are the short ids the model sees (alias → id; see alias.go).
 	Aliases map[string]string `json:"aliases,omitempty"`
-	// Listed are the tasks of the last inbox listing, in its order: what
-	// the codes of move_tasks' plan stand for (see filing.go).
+	// Listed are the tasks of the last inbox listing (get_overview,
+	// get_inbox_tasks, get_tasks of the Inbox), in its order: what the
+	// codes of move_tasks' plan stand for (see filing.go).
 	Listed   []string `json:"listed,omitempty"`
 	aliasIdx *aliasIndex
 }
@@ -252,10 +260,14 @@ func (t *Transcript) Report() string {
 		}
 	}
 	// A project created as a move's destination is marked new there
-	// rather than named twice.
+	// rather than named twice (where the destination is named).
+	shownDest := map[string]bool{}
+	for _, d := range dests[:min(len(dests), reportDests)] {
+		shownDest[d] = true
+	}
 	isNew := map[string]bool{}
 	for _, name := range created {
-		if perDest[name] > 0 {
+		if shownDest[name] {
 			isNew[name] = true
 		}
 	}
@@ -325,7 +337,7 @@ func reportVerb(k WriteKind, n int) string {
 	case ReopenTask:
 		return "reopened " + plural(n, "task")
 	case DeleteTask:
-		return "deleted " + plural(n, "task")
+		return "deleted " + plural(n, "task") + " (cannot be undone)"
 	case AddSection:
 		return "created " + plural(n, "section")
 	case AddLabel:

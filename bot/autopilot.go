@@ -374,7 +374,9 @@ func autopilotAnswer(tasks []agent.Task, out agent.Outcome) string {
 	}
 	rest := strings.TrimSpace(out.Answer)
 	switch {
-	case rest == "":
+	case rest == "", out.Transcript != nil && out.Transcript.Reported && out.Status == agent.StatusDone:
+		// Nothing of the model's own: no answer, or the engine's report
+		// of the writes (the lines above say them).
 	case out.Status != agent.StatusDone:
 		sb.WriteString("\n" + rest)
 	case !strings.EqualFold(strings.Trim(rest, ". "), "none left"):

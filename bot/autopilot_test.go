@@ -35,6 +35,9 @@ type apHarness struct {
 	clock     *clock
 	timers    *timerStore
 	groceries todoisttest.Project
+	// answerless makes the filer leave final_answer's answer out after
+	// its writes, for the engine to report them (set before a tick).
+	answerless bool
 	// mu protects the fields below.
 	mu      sync.Mutex
 	prompts []string // the instruction of every autopilot model call
@@ -103,6 +106,9 @@ func (h *apHarness) filer(req agent.Request) agent.Response {
 	answer := "none left"
 	if len(left) > 0 {
 		answer = strings.Join(left, "\n")
+	}
+	if h.answerless && len(moves) > 0 {
+		return agent.Response{ToolCalls: append(calls, agent.ToolCall{ID: "final", Name: agent.ActFinalAnswer, Arguments: `{}`})}
 	}
 	return agent.Response{ToolCalls: append(calls, final(answer))}
 }
@@ -292,6 +298,24 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 	h.tick(t)
 	if got, _ := h.todo.Task(eggs.ID); got.ProjectID != h.todo.InboxID() || h.model.Calls() != calls {
 		t.Errorf("autopilot filed after it was stopped")
+	}
+}
+
+// TestAutopilotAnswerLeftToTheEngine: a filing whose final answer the
+// model left out (the engine then answers with its report of the
+// writes) is announced with the tasks filed, and the report is not
+// shown as the tasks left in the inbox.
+func TestAutopilotAnswerLeftToTheEngine(t *testing.T) {
+	h := newAPHarness(t, Config{})
+	h.answerless = true
+	h.add("Buy milk")
+	h.tick(t)
+	ann := h.plat.last()
+	if !strings.Contains(ann.Text, "“Buy milk” → Groceries") {
+		t.Fatalf("announcement %q, want milk filed", ann.Text)
+	}
+	if strings.Contains(ann.Text, "Left in the inbox") || strings.Contains(ann.Text, "Moved") {
+		t.Errorf("announcement %q: the engine's report is shown as what was left", ann.Text)
 	}
 }
 
