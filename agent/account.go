@@ -11,7 +11,13 @@ import (
 // run's answers (Input.Language). The name is the person's own setting,
 // checked by the bot: letters, spaces and hyphens only.
 func LanguageMessage(lang string) string {
-	return "Always answer in " + strings.TrimSpace(lang) + ", whatever language the tasks are written in.\n"
+	msg := "Always answer in " + strings.TrimSpace(lang) + ", whatever language the tasks are written in."
+	if !english(lang) {
+		// tidybot's own report of the writes is in English: a
+		// final_answer without answer would be refused (a call more).
+		msg += " Always give final_answer's answer."
+	}
+	return msg + "\n"
 }
 
 // TimeZone returns the user's time zone as the to-do service knows it

@@ -87,8 +87,13 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 			for _, task := range st.pending {
 				st.moved[task.id] = task.content
 			}
-			// The engine reports the moves itself.
-			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: map[string]any{}})
+			// The engine reports the moves itself, unless the prompt
+			// asks for the answer (a language of the person's).
+			args := map[string]any{}
+			if ownAnswer(req) {
+				args["answer"] = t.answer(st.moved)
+			}
+			calls = append(calls, action{Name: agent.ActFinalAnswer, Args: args})
 		}
 	case !st.verified && (st.more || st.failed || st.refused || t.Check):
 		thought = "I read what is left in the inbox."
@@ -96,12 +101,23 @@ func (t *Tidier) Reply(req agent.Request) agent.Response {
 	default:
 		thought = "Everything is filed."
 		args := map[string]any{} // the engine reports the moves
-		if len(st.moved) == 0 {
+		if len(st.moved) == 0 || ownAnswer(req) {
 			args["answer"] = t.answer(st.moved)
 		}
 		calls = []action{{Name: agent.ActFinalAnswer, Args: args}}
 	}
 	return render(thought, calls, tools, len(req.Messages))
+}
+
+// ownAnswer reports whether the prompt asks the model to give
+// final_answer's answer itself (agent.LanguageMessage).
+func ownAnswer(req agent.Request) bool {
+	for _, m := range req.Messages {
+		if m.Role == agent.RoleSystem && strings.Contains(m.Content, "Always give final_answer's answer") {
+			return true
+		}
+	}
+	return false
 }
 
 // plan files the listing st.inbox in move_tasks' filing form: a digit a
