@@ -420,3 +420,24 @@ func TestFilingPlanAfterTheInboxListedByGetTasks(t *testing.T) {
 		t.Errorf("Errands holds %v, want [Alpha] (get_tasks showed %q)", got, shown)
 	}
 }
+
+// TestOtherLanguageAsksForTheAnswer: a run answering in another
+// language than English is told to write final_answer's answer itself
+// (the engine's report is English), and a run in English is not.
+func TestOtherLanguageAsksForTheAnswer(t *testing.T) {
+	for lang, want := range map[string]bool{"Nederlands": true, "English": false, "en-GB": false} {
+		e := newE2E(t, nil)
+		e.model.next = newModel(t, replies(toolReply(tc(agent.ActFinalAnswer, `{"answer":"Klaar."}`))))
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "hallo", Language: lang}, agent.Hooks{})
+		if out.Status != agent.StatusDone {
+			t.Fatalf("%s: outcome %s %q %v", lang, out.Status, out.Answer, out.Err)
+		}
+		asked := false
+		for _, m := range e.model.reqs[0].Messages {
+			asked = asked || m.Role == agent.RoleSystem && strings.Contains(m.Content, "Always give final_answer's answer")
+		}
+		if asked != want {
+			t.Errorf("%s: told to give the answer: %v, want %v", lang, asked, want)
+		}
+	}
+}
