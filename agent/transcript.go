@@ -327,31 +327,27 @@ func movedTo(perDest map[string]int, dests []string) int {
 
 // reportVerb says n writes of kind k in words.
 func reportVerb(k WriteKind, n int) string {
-	switch k {
-	case AddTask:
-		return "added " + plural(n, "task")
-	case UpdateTask, RestoreOccurrence:
-		return "updated " + plural(n, "task")
-	case CloseTask:
-		return "completed " + plural(n, "task")
-	case ReopenTask:
-		return "reopened " + plural(n, "task")
-	case DeleteTask:
-		return "deleted " + plural(n, "task") + " (cannot be undone)"
-	case AddSection:
-		return "created " + plural(n, "section")
-	case AddLabel:
-		return "created " + plural(n, "label")
-	case AddComment:
-		return "added " + plural(n, "comment")
-	case DeleteProject:
-		return "deleted " + plural(n, "project")
-	case DeleteSection:
-		return "deleted " + plural(n, "section")
-	case DeleteComment:
-		return "deleted " + plural(n, "comment")
+	w, ok := reportWords[k]
+	if !ok {
+		return "made " + plural(n, "other change")
 	}
-	return "made " + plural(n, "other change")
+	return w.verb + " " + plural(n, w.noun) + w.note
+}
+
+// reportWords name the writes Report counts.
+var reportWords = map[WriteKind]struct{ verb, noun, note string }{
+	AddTask:           {"added", "task", ""},
+	UpdateTask:        {"updated", "task", ""},
+	RestoreOccurrence: {"updated", "task", ""},
+	CloseTask:         {"completed", "task", ""},
+	ReopenTask:        {"reopened", "task", ""},
+	DeleteTask:        {"deleted", "task", " (cannot be undone)"},
+	AddSection:        {"created", "section", ""},
+	AddLabel:          {"created", "label", ""},
+	AddComment:        {"added", "comment", ""},
+	DeleteProject:     {"deleted", "project", ""},
+	DeleteSection:     {"deleted", "section", ""},
+	DeleteComment:     {"deleted", "comment", ""},
 }
 
 // capitalize upper-cases s's first letter (ASCII, as the summaries start).
