@@ -60,14 +60,7 @@ func TestAliasesSurviveResume(t *testing.T) {
 	if len(taskRef) > 4 || len(workRef) > 4 || taskRef == "" || workRef == "" {
 		t.Fatalf("the listings named the task %q and the project %q: want short aliases", taskRef, workRef)
 	}
-	b, err := agent.MarshalTranscript(out.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := agent.UnmarshalTranscript(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := restarted(t, out.Transcript)
 	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(t.Context(), tr, "the second", agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("resumed: outcome %s %q %v", out.Status, out.Answer, out.Err)

@@ -79,6 +79,20 @@ func toolReply(calls ...agent.ToolCall) agent.Response {
 
 func tc(name, args string) agent.ToolCall { return agent.ToolCall{Name: name, Arguments: args} }
 
+// restarted returns tr as a restart reads it: encoded and decoded.
+func restarted(t *testing.T, tr *agent.Transcript) *agent.Transcript {
+	t.Helper()
+	b, err := agent.MarshalTranscript(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := agent.UnmarshalTranscript(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 // replies returns a script answering from a list, one per call.
 func replies(rs ...agent.Response) func(agent.Request) agent.Response {
 	var mu sync.Mutex

@@ -181,14 +181,7 @@ func TestFilingPlanSurvivesResume(t *testing.T) {
 	if out.Status != agent.StatusAsking {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}
-	b, err := agent.MarshalTranscript(out.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := agent.UnmarshalTranscript(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := restarted(t, out.Transcript)
 	// Another task arrives meanwhile: the plan still means the listing.
 	e.todo.AddTask(todoisttest.Task{Content: "Arrived later"})
 	out = agent.New(e.model, e.tasks, agent.Config{}).Resume(context.Background(), tr, "Errands", agent.Hooks{})
