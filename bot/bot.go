@@ -160,6 +160,9 @@ type Bot struct {
 	noticed   map[string]bool         // threads told Config.Notice
 	timerFns  map[string]TimerHandler // by timer kind (HandleTimer)
 	stopped   bool
+	// timerPasses counts the RunTimers passes in progress (WaitIdle
+	// waits for them: a timer's post is queued only once it has run).
+	timerPasses atomic.Int32
 
 	quit chan struct{} // closed by Stop: intake and workers stop
 	// sendQuit is closed by Stop once the workers are done (or the grace
@@ -443,10 +446,18 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 	return nil
 }
 
-// WaitIdle blocks until no job is queued or running and no reply is being
-// posted (runs waiting for the user do not count), or ctx ends.
+// WaitIdle blocks until no job is queued or running, no timer pass
+// (RunTimers) is running and no reply is being posted (runs waiting for
+// the user do not count), or ctx ends.
 func (b *Bot) WaitIdle(ctx context.Context) error {
 	for {
+		for b.timerPasses.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("bot: wait for the timers: %w", ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 		if err := b.sched.waitIdle(ctx); err != nil {
 			return err
 		}

@@ -118,6 +118,8 @@ func (b *Bot) DeleteTimer(ctx context.Context, kind, key string) error {
 // it every Config.TimerEvery once started; tests with a settable clock
 // call it after moving the clock.
 func (b *Bot) RunTimers(ctx context.Context) (int, error) {
+	b.timerPasses.Add(1)
+	defer b.timerPasses.Add(-1)
 	b.mu.Lock()
 	fns := maps.Clone(b.timerFns)
 	b.mu.Unlock()
