@@ -20,9 +20,46 @@ func (s settings) Setting(_ context.Context, k string) (string, error) {
 	return v, nil
 }
 
-func (s settings) SetSetting(_ context.Context, k, v string) error {
+func (s settings) SettingOrSet(_ context.Context, k, v string) (string, error) {
+	if kept, ok := s[k]; ok {
+		return kept, nil
+	}
 	s[k] = v
-	return nil
+	return v, nil
+}
+
+// beaten is a KeyStore where another replica keeps its key between
+// LinkKey's read and its write.
+type beaten struct {
+	settings
+	other string
+}
+
+func (b beaten) Setting(ctx context.Context, k string) (string, error) {
+	if _, err := b.settings.Setting(ctx, k); err != nil {
+		b.settings[k] = b.other // kept meanwhile
+		return "", err
+	}
+	return b.settings.Setting(ctx, k)
+}
+
+// TestLinkKeyIsTheOneKeptFirst: a replica that finds no key and
+// generates one signs with the key another replica kept first, or the
+// links one signs would be refused by the other.
+func TestLinkKeyIsTheOneKeptFirst(t *testing.T) {
+	other := settings{}
+	want, err := LinkKey(t.Context(), nil, other, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := beaten{settings: settings{}, other: other[settingLinkKey]}
+	got, err := LinkKey(t.Context(), nil, st, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the link key is the one this replica generated, not the one kept first")
+	}
 }
 
 func TestLinkKeyKeptInTheDatabaseOrDerivedFromTheSecret(t *testing.T) {

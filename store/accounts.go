@@ -47,6 +47,29 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return nil
 }
 
+// SettingOrSet implements inspector.KeyStore: the read and the write
+// are one update, and bbolt runs one update at a time.
+func (s *Store) SettingOrSet(ctx context.Context, key, value string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if isPending(key) || value == "" {
+		return "", fmt.Errorf("store: keep %s: not for a pending request or an empty value", key)
+	}
+	v := value
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSettings)
+		if raw := b.Get([]byte(key)); raw != nil {
+			return s.decodeSealed(tx, raw, &v)
+		}
+		return put(b, []byte(key), value)
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: keep %s: %w", key, err)
+	}
+	return v, nil
+}
+
 // setPending stores a pending request sealed with a key of its own,
 // destroying the key of the one it replaces; "" deletes it.
 func (s *Store) setPending(tx *bolt.Tx, key, value string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
 	"github.com/tidybot/tidybot/store/postgres"
@@ -21,9 +22,10 @@ import (
 
 // appStore is what the wiring needs of a store: bot's contract, the
 // Todoist snapshots per account, Telegram's polling lead and offset,
-// and closing.
+// the run link key, and closing.
 type appStore interface {
 	bot.Store
+	inspector.KeyStore
 	todoist.SnapshotStore
 	accounts.SnapshotDeleter
 	telegram.Leader

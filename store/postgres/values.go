@@ -193,6 +193,35 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return nil
 }
 
+// SettingOrSet implements inspector.KeyStore. INSERT … ON CONFLICT DO
+// NOTHING waits for a replica inserting the same key to commit; the
+// read after it, a statement of its own (READ COMMITTED), then sees the
+// row that replica kept.
+func (s *Store) SettingOrSet(ctx context.Context, key, value string) (string, error) {
+	if isPending(key) || value == "" {
+		return "", fmt.Errorf("store: keep %s: not for a pending request or an empty value", key)
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return "", fmt.Errorf("store: keep %s: %w", key, err)
+	}
+	var v string
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, raw); err != nil {
+			return err
+		}
+		var kept []byte
+		if err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&kept); err != nil {
+			return err
+		}
+		return s.decode(ctx, tx, kept, &v)
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: keep %s: %w", key, err)
+	}
+	return v, nil
+}
+
 func putSetting(ctx context.Context, q querier, key string, value, keyID []byte) error {
 	_, err := q.Exec(ctx, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET key_id = excluded.key_id, value = excluded.value`, key, keyID, value)

@@ -3,6 +3,9 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidybot/tidybot/bot"
@@ -26,6 +29,55 @@ func testClearedSettingLeavesNoRow(t *testing.T, open Open) {
 	if v, err := s.Setting(ctx, "stream:r1"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("Setting after clearing = %q, %v; want ErrNotFound", v, err)
 	}
+}
+
+// testSettingOrSetConcurrentlyOnce: callers keeping a value under one
+// key at once, each its own (replicas generating the run link key at
+// first start), all get the value kept first, and it stays.
+func testSettingOrSetConcurrentlyOnce(t *testing.T, open Open) {
+	s, reopen := open(t)
+	ctx := t.Context()
+	const n = 32
+	got := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := s.SettingOrSet(ctx, "run_link_key", fmt.Sprint("key", i))
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = v
+		}()
+	}
+	wg.Wait()
+	kept := got[0]
+	if !strings.HasPrefix(kept, "key") {
+		t.Fatalf("SettingOrSet = %q, want one of the values given", kept)
+	}
+	for i, v := range got {
+		if v != kept {
+			t.Errorf("caller %d got %q, caller 0 %q: want the same value", i, v, kept)
+		}
+	}
+	s = reopen()
+	if v, err := s.SettingOrSet(ctx, "run_link_key", "another"); err != nil || v != kept {
+		t.Errorf("SettingOrSet after a restart = %q, %v; want %q", v, err, kept)
+	}
+	if v, err := s.Setting(ctx, "run_link_key"); err != nil || v != kept {
+		t.Errorf("Setting = %q, %v; want %q", v, err, kept)
+	}
+	for _, key := range []string{bot.PendingPrefix + "u1", "empty"} {
+		value := `{"text":"hi"}`
+		if key == "empty" {
+			value = ""
+		}
+		if _, err := s.SettingOrSet(ctx, key, value); err == nil {
+			t.Errorf("SettingOrSet(%q, %q) kept it, want an error", key, value)
+		}
+	}
+	check(t, s)
 }
 
 // testCommitSetsFields: a Change's Fields set fields of a setting that

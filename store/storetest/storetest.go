@@ -27,6 +27,9 @@ type Store interface {
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 	DeleteSnapshot(ctx context.Context, key string) error
+	// SettingOrSet is inspector.KeyStore's: a setting kept once, the
+	// same for every caller (the run link key).
+	SettingOrSet(ctx context.Context, key, value string) (string, error)
 	Poller
 }
 
@@ -73,6 +76,7 @@ var tests = []test{
 	{"Snapshots", testSnapshots},
 	{"DeleteSnapshot", testDeleteSnapshot},
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
+	{"SettingOrSetConcurrentlyOnce", testSettingOrSetConcurrentlyOnce},
 	{"CommitSetsFields", testCommitSetsFields},
 	{"DeliveredForgetsThePreview", testDeliveredForgetsThePreview},
 	{"PollOffsets", testPollOffsets},
