@@ -168,24 +168,25 @@ func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) err
 // it (a rotation of TIDYBOT_SECRET_KEY, or one set after the generated
 // key was used, which is then deleted).
 func (k *keyring) setUp(ctx context.Context, tx pgx.Tx, secrets [][]byte, create bool) error {
+	// One statement, so one moment: read apart, the master key could be
+	// read before another replica kept its own, and the data keys after
+	// it sealed some with it.
 	var generated []byte
-	err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, metaMaster).Scan(&generated)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("store: master key: %w", err)
+	var ids, sealed [][]byte
+	err := tx.QueryRow(ctx, `SELECT (SELECT value FROM meta WHERE key = $1),
+		coalesce(array_agg(id ORDER BY id), '{}'), coalesce(array_agg(sealed ORDER BY id), '{}') FROM data_keys`, metaMaster).Scan(&generated, &ids, &sealed)
+	if err != nil {
+		return fmt.Errorf("store: master and data keys: %w", err)
 	}
 	masters, err := seal.Masters(secrets, generated, "the database")
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	k.masters = append(k.masters, masters...)
-	rows, err := tx.Query(ctx, `SELECT id, sealed FROM data_keys`)
-	if err != nil {
-		return fmt.Errorf("store: data keys: %w", err)
-	}
 	type rec struct{ ID, Sealed []byte }
-	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
-	if err != nil {
-		return fmt.Errorf("store: data keys: %w", err)
+	recs := make([]rec, len(ids))
+	for i := range ids {
+		recs[i] = rec{ids[i], sealed[i]}
 	}
 	if len(k.masters) == 0 {
 		if len(recs) > 0 {

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/store/postgres/pgtest"
+	"github.com/tidybot/tidybot/store/seal"
 )
 
 // TestReplicasStartingTogetherShareTheKeys: serve replicas started at
@@ -72,5 +76,92 @@ func TestReplicasStartingTogetherShareTheKeys(t *testing.T) {
 		if v, err := next.Setting(ctx, key); err != nil || v != `{"text":"hello"}` {
 			t.Errorf("replica %d reads what replica %d sealed: %q, %v", (i+1)%n, i, v, err)
 		}
+	}
+}
+
+// TestOpenReadsTheKeysOfOneMoment: a replica that reads the master key
+// before another replica keeps its own, and the data keys after that
+// replica sealed a first value with it, would find data keys and no
+// master to open them with, and refuse to start. The test's
+// transaction plays the other replica: it keeps a master key and a data
+// key while Open waits for data_keys, locked until then.
+func TestOpenReadsTheKeysOfOneMoment(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	// A migrated database with no key yet: a store with a secret keeps
+	// none.
+	s, err := Open(ctx, u, WithSecretKeys([][]byte{bytes.Repeat([]byte{1}, 32)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+
+	other, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	watch, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE data_keys IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+
+	type opened struct {
+		s   *Store
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := Open(ctx, u)
+		done <- opened{s, err}
+	}()
+	for waiting := false; !waiting; {
+		if err := watch.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_locks WHERE relation = 'data_keys'::regclass AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("Open did not wait for data_keys: %v", o.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	master := bytes.Repeat([]byte{2}, 32)
+	ma, err := seal.NewAEAD(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, key, err := seal.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)`, metaMaster, master); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO data_keys (id, period, scope, sealed) VALUES ($1, $2, $3, $4)`,
+		id, seal.PeriodOf(t0), scopeNone, seal.SealKey(ma, id, key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("a replica opening while another kept its keys: %v", o.err)
+	}
+	defer o.s.Close()
+	if _, err := o.s.keys.aead(ctx, o.s.pool, id); err != nil {
+		t.Errorf("the data key the other replica sealed does not open: %v", err)
 	}
 }
