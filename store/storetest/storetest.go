@@ -24,6 +24,7 @@ import (
 type Store interface {
 	bot.Store
 	bot.TimerStore
+	bot.SettingLister
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 	DeleteSnapshot(ctx context.Context, key string) error
@@ -74,6 +75,7 @@ var tests = []test{
 	{"DeleteSnapshot", testDeleteSnapshot},
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
 	{"CommitSetsFields", testCommitSetsFields},
+	{"SettingsWithPrefix", testSettingsWithPrefix},
 	{"DeliveredForgetsThePreview", testDeliveredForgetsThePreview},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
