@@ -210,6 +210,11 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 		return fmt.Errorf("bot: list the people's settings: %w", err)
 	}
 	for _, key := range slices.Sorted(maps.Keys(all)) {
+		select {
+		case <-b.quit:
+			return nil // stopping: the next start repairs the rest
+		default:
+		}
 		platform, userID := personOf(strings.TrimPrefix(key, PersonSettingPrefix))
 		log := b.log.With(slog.String("platform", platform), slog.String("user_id", userID))
 		var ps PersonSettings
