@@ -576,6 +576,7 @@ func (b *Bot) startWorkers(ctx context.Context) error {
 	}()
 	b.workLoops.Add(2)
 	go b.pruneLoop(ctx)
+	b.timerPasses.Add(1) // the start's repair and pass: timerLoop ends it
 	go b.timerLoop(ctx)
 	return nil
 }

@@ -51,6 +51,28 @@ func (b *Bot) scheduleDigest(ctx context.Context, platform, userID string, ps Pe
 	return b.SetTimer(ctx, Timer{Kind: TimerDigest, Key: key, Due: next})
 }
 
+// repairDigest sets the person's digest timer when they want a digest
+// and it is gone; one that is there keeps its due time (a snooze, a
+// retry).
+func (b *Bot) repairDigest(ctx context.Context, platform, userID string, ps PersonSettings) error {
+	if _, on := digestOn(ps); !on {
+		return nil
+	}
+	ts, err := b.timers()
+	if err != nil {
+		return err
+	}
+	key := PersonID(platform, userID)
+	_, err = ts.Timer(ctx, TimerDigest, key)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("bot: read the digest timer of %s: %w", key, err)
+	}
+	return b.scheduleDigest(ctx, platform, userID, ps)
+}
+
 // nextAt is the first time after now that the clock reads hm ("08:00")
 // in loc.
 func nextAt(now time.Time, hm string, loc *time.Location) time.Time {

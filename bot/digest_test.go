@@ -2,8 +2,10 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,17 +242,106 @@ func TestDigestOnceAcrossReplicas(t *testing.T) {
 	}
 }
 
-// A digest whose timer is gone (a copied database) is set again at the
-// person's next message in private.
-func TestDigestTimerRestoredAtTheNextMessage(t *testing.T) {
+// TestTimersRepairedAtStart: a digest or autopilot timer that is gone
+// (a database copied by tidybot migrate --from before it copied
+// timers, or a version that kept none) is set again when the bot
+// starts; one that is there keeps its due time, and a person with
+// neither gets none.
+func TestTimersRepairedAtStart(t *testing.T) {
+	ctx := t.Context()
+	e := newSettingsEnv(t)
+	e.say(t, settingsIn("digest 08:00"))
+	e.say(t, settingsIn("autopilot on"))
+	for _, kind := range []string{TimerDigest, TimerAutopilot} {
+		if err := e.st.DeleteTimer(ctx, kind, "telegram:42"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another person wants a digest and has their timer, due later
+	// (snoozed, or a retry): it stays as it is.
+	later := Timer{Kind: TimerDigest, Key: "telegram:7", Due: e.clk.Now().Add(3 * time.Hour)}
+	if err := e.st.SetSetting(ctx, personKey("telegram", "7"), `{"digest":"08:00","tz":"UTC"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetTimer(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	// A third set settings without a digest or autopilot.
+	if err := e.st.SetSetting(ctx, personKey("telegram", "8"), `{"digest":"off","lang":"Dutch"}`); err != nil {
+		t.Fatal(err)
+	}
+
+	e.restart(t)
+
+	tm, err := e.st.Timer(ctx, TimerDigest, "telegram:42")
+	if err != nil || !tm.Due.Equal(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("digest timer %+v (%v), want 07:00 UTC", tm, err)
+	}
+	// Due at once (the first look notes the inbox), or a minute on if the
+	// start pass already looked.
+	if tm, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || tm.Due.After(e.clk.Now().Add(time.Minute)) {
+		t.Errorf("autopilot timer %+v (%v), want due within a minute", tm, err)
+	}
+	if tm, err := e.st.Timer(ctx, TimerDigest, "telegram:7"); err != nil || !tm.Due.Equal(later.Due) {
+		t.Errorf("a present digest timer became %+v (%v), want due %v", tm, err, later.Due)
+	}
+	for _, kind := range []string{TimerDigest, TimerAutopilot} {
+		if tm, err := e.st.Timer(ctx, kind, "telegram:8"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s timer %+v (%v) for a person who wants none", kind, tm, err)
+		}
+	}
+}
+
+// TestDigestTimerRepairedAtASettingsChange: a person whose digest timer
+// is gone has it set again when they change any setting.
+func TestDigestTimerRepairedAtASettingsChange(t *testing.T) {
 	e := newSettingsEnv(t)
 	e.say(t, settingsIn("digest 08:00"))
 	if err := e.st.DeleteTimer(t.Context(), TimerDigest, "telegram:42"); err != nil {
 		t.Fatal(err)
 	}
-	e.say(t, msg("hello", "m1"))
+	e.say(t, settingsIn("language Dutch"))
 	tm, err := e.st.Timer(t.Context(), TimerDigest, "telegram:42")
 	if err != nil || !tm.Due.Equal(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)) {
 		t.Errorf("timer %+v (%v), want 07:00 UTC", tm, err)
+	}
+}
+
+// timerCalls is a timerStore that counts the calls that read or set a
+// timer one by one (not the timer loop's claims).
+type timerCalls struct {
+	*timerStore
+	n atomic.Int32
+}
+
+func (s *timerCalls) Timer(ctx context.Context, kind, key string) (Timer, error) {
+	s.n.Add(1)
+	return s.timerStore.Timer(ctx, kind, key)
+}
+
+func (s *timerCalls) SetTimer(ctx context.Context, t Timer) error {
+	s.n.Add(1)
+	return s.timerStore.SetTimer(ctx, t)
+}
+
+func (s *timerCalls) DeleteTimer(ctx context.Context, kind, key string) error {
+	s.n.Add(1)
+	return s.timerStore.DeleteTimer(ctx, kind, key)
+}
+
+// TestRunStartReadsNoTimer: a message of a person with the digest and
+// autopilot on starts its run without a timer call (on PostgreSQL each
+// is a round trip on every message); their timers are repaired at
+// start and at a settings change instead.
+func TestRunStartReadsNoTimer(t *testing.T) {
+	st := newTimerStore()
+	calls := &timerCalls{timerStore: st}
+	e := newSettingsEnvOn(t, st, calls)
+	e.say(t, settingsIn("digest 08:00"))
+	e.say(t, settingsIn("autopilot on"))
+	calls.n.Store(0)
+	e.say(t, msg("hello", "m1"))
+	if n := calls.n.Load(); n != 0 {
+		t.Errorf("a run's start made %d timer calls, want 0", n)
 	}
 }

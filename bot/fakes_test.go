@@ -259,6 +259,20 @@ func (s *memStore) SetSetting(_ context.Context, key, value string) error {
 	return nil
 }
 
+var _ SettingLister = (*memStore)(nil)
+
+func (s *memStore) SettingsWithPrefix(_ context.Context, prefix string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range s.settings {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
 // fakePlatform records what the bot posts; it can edit.
 type fakePlatform struct {
 	name     string

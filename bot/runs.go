@@ -38,7 +38,8 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	if err := b.rememberThread(ctx, in); err != nil {
 		return err
 	}
-	ps, err := b.personal(ctx, in)
+	// Only the settings: a run's start reads no timer (repairTimers).
+	ps, err := b.Settings(ctx, in.Platform, in.UserID)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,15 @@ type PersonSettings struct {
 // PersonSettings as JSON.
 const PersonSettingPrefix = "person:"
 
+// SettingLister lists settings by the start of their key. The bbolt and
+// PostgreSQL stores implement it; the bot uses it, when its Store does,
+// to find at start the people whose timers it repairs (repairTimers).
+type SettingLister interface {
+	// SettingsWithPrefix returns the settings whose key starts with
+	// prefix, by key; none is an empty map, not an error.
+	SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error)
+}
+
 func personKey(platform, userID string) string {
 	return PersonSettingPrefix + PersonID(platform, userID)
 }

@@ -291,10 +291,11 @@ func (b *Bot) pressSetting(ctx context.Context, in Incoming, arg string) error {
 }
 
 // settingsChanged acts on a change of a person's settings: the digest
-// timer follows the digest time and the time zone.
+// timer follows the digest time and the time zone, and any other change
+// sets it again if it is gone (as SaveSettings does autopilot's).
 func (b *Bot) settingsChanged(ctx context.Context, platform, userID string, old, ps PersonSettings) error {
 	if old.Digest == ps.Digest && old.TimeZone == ps.TimeZone {
-		return nil
+		return b.repairDigest(ctx, platform, userID, ps)
 	}
 	return b.scheduleDigest(ctx, platform, userID, ps)
 }
@@ -328,30 +329,4 @@ func (b *Bot) zone(ctx context.Context, platform, userID string, ps PersonSettin
 		return time.UTC
 	}
 	return loc
-}
-
-// personal returns the settings of in's person (a message in private
-// recorded its conversation as it was stored: see enqueue). A person
-// with a digest or autopilot whose timer is gone (a database copied by
-// tidybot migrate --from, which copies no timers) has it set again.
-func (b *Bot) personal(ctx context.Context, in Incoming) (PersonSettings, error) {
-	ps, err := b.Settings(ctx, in.Platform, in.UserID)
-	if err != nil {
-		return ps, err
-	}
-	if _, on := digestOn(ps); on {
-		if ts, ok := b.store.(TimerStore); ok {
-			if _, err := ts.Timer(ctx, TimerDigest, PersonID(in.Platform, in.UserID)); errors.Is(err, ErrNotFound) {
-				if err := b.scheduleDigest(ctx, in.Platform, in.UserID, ps); err != nil {
-					return ps, err
-				}
-			}
-		}
-	}
-	if ps.Autopilot {
-		if err := b.armAutopilot(ctx, in.Platform, in.UserID, true); err != nil {
-			return ps, err
-		}
-	}
-	return ps, nil
 }

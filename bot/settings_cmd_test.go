@@ -40,8 +40,11 @@ func (a *readerAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) 
 }
 
 type settingsEnv struct {
-	bot   *Bot
-	st    *timerStore
+	bot *Bot
+	st  *timerStore
+	// store is what the bot runs on: st, or a wrapper of it.
+	store Store
+	cfg   Config
 	plat  *fakePlatform
 	agent *readerAgent
 	clk   *clock
@@ -49,24 +52,54 @@ type settingsEnv struct {
 
 func newSettingsEnv(t *testing.T, opts ...func(*Config)) *settingsEnv {
 	t.Helper()
+	st := newTimerStore()
+	return newSettingsEnvOn(t, st, st, opts...)
+}
+
+// newSettingsEnvOn is newSettingsEnv with the bot on store, which wraps
+// st.
+func newSettingsEnvOn(t *testing.T, st *timerStore, store Store, opts ...func(*Config)) *settingsEnv {
+	t.Helper()
 	ams, err := time.LoadLocation("Europe/Amsterdam")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &settingsEnv{st: newTimerStore(), plat: newTelegram(), agent: &readerAgent{mockAgent: &mockAgent{}, loc: ams},
+	e := &settingsEnv{st: st, store: store, agent: &readerAgent{mockAgent: &mockAgent{}, loc: ams},
 		clk: &clock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}}
-	cfg := Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour}
+	e.cfg = Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, Now: e.clk.Now, TimerEvery: time.Hour}
 	for _, o := range opts {
-		o(&cfg)
+		o(&e.cfg)
 	}
-	e.bot = New(e.st, e.agent, cfg)
+	e.start(t)
+	return e
+}
+
+// start starts a bot on the env's store, with a new platform, and waits
+// for its start (the timer repair and the first timer pass).
+func (e *settingsEnv) start(t *testing.T) {
+	t.Helper()
+	e.plat = newTelegram()
+	e.bot = New(e.store, e.agent, e.cfg)
 	e.bot.AddPlatform(e.plat)
 	ctx, cancel := context.WithCancel(t.Context())
-	if err := e.bot.Start(ctx); err != nil {
+	b := e.bot
+	t.Cleanup(func() { b.Stop(); cancel() })
+	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.bot.Stop(); cancel() })
-	return e
+	wait, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if err := b.WaitIdle(wait); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart stops the bot and starts another on the same store, as a new
+// process finds it.
+func (e *settingsEnv) restart(t *testing.T) {
+	t.Helper()
+	e.bot.Stop()
+	e.start(t)
 }
 
 func (e *settingsEnv) say(t *testing.T, in Incoming) Outgoing {
@@ -209,8 +242,8 @@ func TestHelpListsSettings(t *testing.T) {
 
 // TestSettingsAutopilotTimer: /settings autopilot on arms the person's
 // autopilot timer, due at once (the first look notes the inbox); a lost
-// timer (a database copied without timers) is set again at the person's
-// next message; /settings autopilot off deletes it, and a timer left
+// timer (a database copied without timers) is set again at the next
+// start; /settings autopilot off deletes it, and a timer left
 // over for a person whose autopilot is off deletes itself when due.
 func TestSettingsAutopilotTimer(t *testing.T) {
 	ctx := t.Context()
@@ -244,9 +277,9 @@ func TestSettingsAutopilotTimer(t *testing.T) {
 	if err := e.st.DeleteTimer(ctx, TimerAutopilot, "telegram:42"); err != nil {
 		t.Fatal(err)
 	}
-	e.say(t, msg("hi", "hi-lost"))
+	e.restart(t)
 	if _, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil {
-		t.Errorf("a lost autopilot timer is not restored at the next message: %v", err)
+		t.Errorf("a lost autopilot timer is not restored at the next start: %v", err)
 	}
 
 	e.say(t, settingsIn("autopilot off"))

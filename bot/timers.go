@@ -2,10 +2,12 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -156,19 +158,27 @@ func (b *Bot) RunTimers(ctx context.Context) (int, error) {
 	}
 }
 
-// timerLoop runs the due timers at start (what fell due during
-// downtime) and then every Config.TimerEvery.
+// timerLoop repairs the timers (repairTimers) and runs the due ones at
+// start (what fell due during downtime), then runs those due every
+// Config.TimerEvery. startWorkers counts its first pass in timerPasses
+// (WaitIdle waits for it), which the loop ends.
 func (b *Bot) timerLoop(ctx context.Context) {
 	defer b.workLoops.Done()
 	if _, ok := b.store.(TimerStore); !ok {
+		b.timerPasses.Add(-1)
 		return
+	}
+	if err := b.repairTimers(ctx); err != nil {
+		b.log.Error("timer repair", slog.Any("err", err))
+	}
+	_, err := b.RunTimers(ctx)
+	b.timerPasses.Add(-1)
+	if err != nil {
+		b.log.Error("timers", slog.Any("err", err))
 	}
 	t := time.NewTicker(b.cfg.TimerEvery)
 	defer t.Stop()
 	for {
-		if _, err := b.RunTimers(ctx); err != nil {
-			b.log.Error("timers", slog.Any("err", err))
-		}
 		select {
 		case <-ctx.Done():
 			return
@@ -176,5 +186,50 @@ func (b *Bot) timerLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if _, err := b.RunTimers(ctx); err != nil {
+			b.log.Error("timers", slog.Any("err", err))
+		}
 	}
+}
+
+// repairTimers sets again the digest and autopilot timers that are gone
+// of the people whose settings want them. Timers go missing with the
+// database, not with a message: one copied by tidybot migrate --from
+// before it copied timers holds none, nor one written by a tidybot that
+// kept autopilot's looks in memory. So the repair runs once per start,
+// before the first timer pass (a repaired timer already due runs in
+// it), and a run's start reads no timer. A person whose repair fails is
+// logged and the others are repaired; the next start tries again.
+func (b *Bot) repairTimers(ctx context.Context) error {
+	ls, ok := b.store.(SettingLister)
+	if !ok {
+		return nil
+	}
+	all, err := ls.SettingsWithPrefix(ctx, PersonSettingPrefix)
+	if err != nil {
+		return fmt.Errorf("bot: list the people's settings: %w", err)
+	}
+	for _, key := range slices.Sorted(maps.Keys(all)) {
+		select {
+		case <-b.quit:
+			return nil // stopping: the next start repairs the rest
+		default:
+		}
+		platform, userID := personOf(strings.TrimPrefix(key, PersonSettingPrefix))
+		log := b.log.With(slog.String("platform", platform), slog.String("user_id", userID))
+		var ps PersonSettings
+		if err := json.Unmarshal([]byte(all[key]), &ps); err != nil {
+			log.Error("timer repair: unreadable settings", slog.Any("err", err))
+			continue
+		}
+		if err := b.repairDigest(ctx, platform, userID, ps); err != nil {
+			log.Error("timer repair: digest", slog.Any("err", err))
+		}
+		if ps.Autopilot {
+			if err := b.armAutopilot(ctx, platform, userID, true); err != nil {
+				log.Error("timer repair: autopilot", slog.Any("err", err))
+			}
+		}
+	}
+	return nil
 }

@@ -27,6 +27,31 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	return v, nil
 }
 
+var _ bot.SettingLister = (*Store)(nil)
+
+// SettingsWithPrefix implements bot.SettingLister.
+func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error) {
+	out := map[string]string{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSettings).Cursor()
+		for k, raw := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, raw = c.Next() {
+			if raw == nil {
+				continue // a nested bucket
+			}
+			var v string
+			if err := s.decodeSealed(tx, raw, &v); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			out[string(k)] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: settings %s*: %w", prefix, err)
+	}
+	return out, nil
+}
+
 // SetSetting implements bot.Store.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if err := ctx.Err(); err != nil {

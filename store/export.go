@@ -28,6 +28,8 @@ type Sink interface {
 	Setting(ctx context.Context, key, value string) error
 	Snapshot(ctx context.Context, key string, data []byte, used time.Time) error
 	Event(ctx context.Context, key string, at time.Time) error
+	// Timer is called with each timer, without its claim.
+	Timer(ctx context.Context, t bot.Timer) error
 }
 
 // Export hands every value of the database to sink, opened, in one read
@@ -35,7 +37,7 @@ type Sink interface {
 // an error, as Check reports it.
 func (s *Store) Export(ctx context.Context, sink Sink) error {
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		for _, part := range []func(context.Context, *bolt.Tx, Sink) error{s.exportThreads, s.exportRuns, s.exportQueues, s.exportSettings} {
+		for _, part := range []func(context.Context, *bolt.Tx, Sink) error{s.exportThreads, s.exportRuns, s.exportQueues, s.exportSettings, s.exportTimers} {
 			if err := part(ctx, tx, sink); err != nil {
 				return err
 			}
@@ -133,4 +135,26 @@ func (s *Store) exportSettings(ctx context.Context, tx *bolt.Tx, sink Sink) erro
 		}
 		return sink.Snapshot(ctx, string(k), bytes.Clone(pt), at)
 	})
+}
+
+// exportTimers hands over the timers (the digest's, autopilot's), so
+// that they keep firing from the copy. A claim is the copied-from
+// process's, which no longer runs: it is left behind.
+func (s *Store) exportTimers(ctx context.Context, tx *bolt.Tx, sink Sink) error {
+	b := tx.Bucket(bucketTimers)
+	if b == nil {
+		return nil
+	}
+	err := b.ForEach(func(k, raw []byte) error {
+		var rec timerRecord
+		if err := decode(raw, &rec); err != nil {
+			return fmt.Errorf("%q: %w", k, err)
+		}
+		rec.Claim = ""
+		return sink.Timer(ctx, rec.Timer)
+	})
+	if err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ tidybot is refused: upgrade tidybot. With TIDYBOT_DATABASE_URL unset
 without PostgreSQL) into TIDYBOT_DATABASE_URL: threads, messages, runs
 with their transcripts and journals, jobs, the outbox, settings (team
 mode's sealed tokens included: keep TIDYBOT_SECRET_KEY), Todoist
-snapshots and dedupe keys. Stop the tidybot using FILE first. The copy is
+snapshots, dedupe keys and timers (digests, autopilot). Stop the tidybot using FILE first. The copy is
 one transaction: if it fails, nothing is written and it can be run
 again; once done, running it again copies nothing.
 `

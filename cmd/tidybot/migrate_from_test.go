@@ -19,7 +19,8 @@ import (
 // thread with its messages, a job and dedupe key; a waiting run with its
 // transcript; a done run with its journal and an answer in the outbox;
 // settings (a team-mode account's sealed token, a pending request, a
-// person's settings); a Todoist snapshot.
+// person's settings); a Todoist snapshot; a digest and an autopilot
+// timer, the latter claimed.
 func populate(t *testing.T, s appStore) {
 	t.Helper()
 	ctx := t.Context()
@@ -50,6 +51,15 @@ func populate(t *testing.T, s appStore) {
 	must(s.SetSetting(ctx, bot.PendingPrefix+"connect:slack:U2", `{"state":"x"}`))
 	must(s.SetSetting(ctx, "person:slack:U1", `{"timezone":"Europe/Berlin"}`))
 	must(s.SaveSnapshot(ctx, "acct-1", []byte(`{"projects":[{"id":"p1","name":"Birthday"}]}`)))
+	ts := s.(bot.TimerStore)
+	must(ts.SetTimer(ctx, bot.Timer{Kind: bot.TimerDigest, Key: "slack:U1", Due: at.Add(23 * time.Hour)}))
+	must(ts.SetTimer(ctx, bot.Timer{Kind: bot.TimerAutopilot, Key: "slack:U1", Due: at}))
+	// The autopilot timer is claimed by the process that stopped: the
+	// copy is not.
+	claimed, err := ts.ClaimTimers(ctx, at, []string{bot.TimerAutopilot}, "old-process", time.Hour, 10)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimTimers = %v, %v", claimed, err)
+	}
 }
 
 // contents reads back, through bot.Store, what populate wrote.
@@ -97,6 +107,11 @@ func contents(t *testing.T, s appStore) string {
 	}
 	snap, err := s.LoadSnapshot(ctx, "acct-1")
 	fmt.Fprintf(&b, "snapshot %s %v\n", snap, err)
+	ts := s.(bot.TimerStore)
+	for _, kind := range []string{bot.TimerDigest, bot.TimerAutopilot} {
+		tm, err := ts.Timer(ctx, kind, "slack:U1")
+		fmt.Fprintf(&b, "timer %s %s %v %v\n", tm.Kind, tm.Key, tm.Due.UTC(), err)
+	}
 	return b.String()
 }
 
@@ -147,7 +162,7 @@ func TestMigrateFromCopiesEveryKindAndResumes(t *testing.T) {
 	if _, err := migrate("--from", e.cfg.DB); err == nil || !strings.Contains(err.Error(), "the disk is full") {
 		t.Fatalf("migrate --from with a failing database: %v", err)
 	}
-	for _, table := range []string{"threads", "messages", "runs", "jobs", "outbox", "audit", "settings", "events"} {
+	for _, table := range []string{"threads", "messages", "runs", "jobs", "outbox", "audit", "settings", "events", "timers"} {
 		var n int
 		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%d rows in %s after a failed copy (%v), want 0", n, table, err)
@@ -160,7 +175,7 @@ func TestMigrateFromCopiesEveryKindAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate --from again: %v", err)
 	}
-	mustContain(t, out, "audit 1", "events 1", "jobs 1", "messages 2", "outbox 1", "runs 2", "settings 3", "snapshots 1", "threads 1")
+	mustContain(t, out, "audit 1", "events 1", "jobs 1", "messages 2", "outbox 1", "runs 2", "settings 3", "snapshots 1", "threads 1", "timers 2")
 	if out, err := migrate("--from", e.cfg.DB); err != nil || !strings.Contains(out, "was copied before: nothing to do") {
 		t.Errorf("a third migrate --from: %v\n%s", err, out)
 	}
@@ -174,5 +189,11 @@ func TestMigrateFromCopiesEveryKindAndResumes(t *testing.T) {
 	}
 	if fresh, err := dst.MarkEvent(t.Context(), "slack:Ev1", time.Now()); err != nil || fresh {
 		t.Errorf("the dedupe key did not come along: fresh %v, %v", fresh, err)
+	}
+	// The claim of the process that stopped did not come along: the
+	// autopilot timer is due in the copy.
+	due, err := dst.ClaimTimers(t.Context(), time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC), []string{bot.TimerAutopilot, bot.TimerDigest}, "new-process", time.Minute, 10)
+	if err != nil || len(due) != 1 || due[0].Kind != bot.TimerAutopilot {
+		t.Errorf("the copy's due timers = %+v, %v; want the autopilot timer, unclaimed", due, err)
 	}
 }

@@ -121,3 +121,11 @@ func (i *Importer) Event(ctx context.Context, key string, at time.Time) error {
 	_, err := markEvent(ctx, i.tx, key, at)
 	return i.count("events", err)
 }
+
+// Timer imports a timer, unclaimed; one already here (set by a tidybot
+// running on this database) is kept.
+func (i *Importer) Timer(ctx context.Context, t bot.Timer) error {
+	_, err := i.tx.Exec(ctx, `INSERT INTO timers (kind, key, due, data) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, key) DO NOTHING`,
+		t.Kind, t.Key, t.Due.UnixNano(), t.Data)
+	return i.count("timers", err)
+}

@@ -162,6 +162,40 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	return v, nil
 }
 
+var _ bot.SettingLister = (*Store)(nil)
+
+// SettingsWithPrefix implements bot.SettingLister.
+func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error) {
+	var out map[string]string
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = map[string]string{} // a transaction tried again starts over
+		rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
+		if err != nil {
+			return err
+		}
+		type rec struct {
+			Key string
+			Raw []byte
+		}
+		recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			var v string
+			if err := s.decode(ctx, tx, r.Raw, &v); err != nil {
+				return fmt.Errorf("%s: %w", r.Key, err)
+			}
+			out[r.Key] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: settings %s*: %w", prefix, err)
+	}
+	return out, nil
+}
+
 // SetSetting implements bot.Store. A pending request (bot.PendingPrefix)
 // is sealed with a key of its own, destroyed with the request it
 // replaces; "" deletes it.

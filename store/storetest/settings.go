@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,44 @@ func testSettingOrSetConcurrentlyOnce(t *testing.T, open Open) {
 		}
 	}
 	check(t, s)
+}
+
+// testSettingsWithPrefix: SettingsWithPrefix returns the settings under
+// a prefix, sealed ones (a pending request) opened, a cleared one not
+// at all, and nothing under another prefix; after a restart too.
+func testSettingsWithPrefix(t *testing.T, open Open) {
+	s, reopen := open(t)
+	ctx := t.Context()
+	for k, v := range map[string]string{
+		"person:telegram:1":  `{"digest":"08:00"}`,
+		"person:slack:U2":    `{"autopilot":true}`,
+		"person:slack:U3":    `{"lang":"Dutch"}`,
+		"persona":            "not a person",
+		"pending:telegram:1": `{"text":"buy milk"}`,
+		"autopilot-people":   `["slack:U2"]`,
+	} {
+		if err := s.SetSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetSetting(ctx, "person:slack:U3", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"person:telegram:1": `{"digest":"08:00"}`, "person:slack:U2": `{"autopilot":true}`}
+	for restarted, st := range []func() Store{func() Store { return s }, reopen} {
+		st := st()
+		t.Logf("restarted %d times", restarted)
+		got, err := st.SettingsWithPrefix(ctx, bot.PersonSettingPrefix)
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("SettingsWithPrefix(person:) = %v, %v; want %v", got, err, want)
+		}
+		if got, err := st.SettingsWithPrefix(ctx, bot.PendingPrefix); err != nil || got["pending:telegram:1"] != `{"text":"buy milk"}` || len(got) != 1 {
+			t.Errorf("SettingsWithPrefix(pending:) = %v, %v; want the sealed request opened", got, err)
+		}
+		if got, err := st.SettingsWithPrefix(ctx, "nobody:"); err != nil || got == nil || len(got) != 0 {
+			t.Errorf("SettingsWithPrefix(nobody:) = %#v, %v; want an empty map", got, err)
+		}
+	}
 }
 
 // testCommitSetsFields: a Change's Fields set fields of a setting that

@@ -24,6 +24,7 @@ import (
 type Store interface {
 	bot.Store
 	bot.TimerStore
+	bot.SettingLister
 	LoadSnapshot(ctx context.Context, key string) ([]byte, error)
 	SaveSnapshot(ctx context.Context, key string, data []byte) error
 	DeleteSnapshot(ctx context.Context, key string) error
@@ -78,6 +79,7 @@ var tests = []test{
 	{"ClearedSettingLeavesNoRow", testClearedSettingLeavesNoRow},
 	{"SettingOrSetConcurrentlyOnce", testSettingOrSetConcurrentlyOnce},
 	{"CommitSetsFields", testCommitSetsFields},
+	{"SettingsWithPrefix", testSettingsWithPrefix},
 	{"DeliveredForgetsThePreview", testDeliveredForgetsThePreview},
 	{"PollOffsets", testPollOffsets},
 	{"LeadPolling", testLeadPolling},
