@@ -180,28 +180,16 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 // prunePending deletes the pending requests made before t; one that
 // does not say when it was made is as old as can be.
 func (s *Store) prunePending(ctx context.Context, tx pgx.Tx, before time.Time) error {
-	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, bot.PendingPrefix)
+	pending, err := s.settingsUnder(ctx, tx, bot.PendingPrefix)
 	if err != nil {
 		return err
 	}
-	type rec struct {
-		Key string
-		Raw []byte
-	}
-	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		var raw string
-		if err := s.decode(ctx, tx, r.Raw, &raw); err != nil {
-			return fmt.Errorf("%s: %w", r.Key, err)
-		}
+	for key, raw := range pending {
 		var p struct {
 			At time.Time `json:"at"`
 		}
 		if raw == "" || json.Unmarshal([]byte(raw), &p) != nil || p.At.Before(before) {
-			if err := s.deletePending(ctx, tx, r.Key); err != nil {
+			if err := s.deletePending(ctx, tx, key); err != nil {
 				return err
 			}
 		}

@@ -168,30 +168,38 @@ var _ bot.SettingLister = (*Store)(nil)
 func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error) {
 	var out map[string]string
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		out = map[string]string{} // a transaction tried again starts over
-		rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
-		if err != nil {
-			return err
-		}
-		type rec struct {
-			Key string
-			Raw []byte
-		}
-		recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			var v string
-			if err := s.decode(ctx, tx, r.Raw, &v); err != nil {
-				return fmt.Errorf("%s: %w", r.Key, err)
-			}
-			out[r.Key] = v
-		}
-		return nil
+		var err error
+		out, err = s.settingsUnder(ctx, tx, prefix) // a transaction tried again starts over
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: settings %s*: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// settingsUnder reads the settings whose keys start with prefix, sealed
+// ones opened, in tx.
+func (s *Store) settingsUnder(ctx context.Context, tx pgx.Tx, prefix string) (map[string]string, error) {
+	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
+	if err != nil {
+		return nil, err
+	}
+	type rec struct {
+		Key string
+		Raw []byte
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(recs))
+	for _, r := range recs {
+		var v string
+		if err := s.decode(ctx, tx, r.Raw, &v); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Key, err)
+		}
+		out[r.Key] = v
 	}
 	return out, nil
 }
