@@ -29,7 +29,7 @@ func waitPane(t *testing.T, srv *slacktest.Server, ch, ts, what string, ok func(
 
 // TestPaneThread: opening the pane sets the three suggested prompts; a
 // message there reaches the bot as a DM in the pane's thread and titles
-// the thread after it, once; the thread shows a status line (HasStatus,
+// the thread after it, once (a command names no thread); the thread shows a status line (HasStatus,
 // SetStatus), a channel thread does not, and a thread no pane started is
 // refused (invalid_thread_ts).
 func TestPaneThread(t *testing.T) {
@@ -52,10 +52,10 @@ func TestPaneThread(t *testing.T) {
 	if len(p.Prompts) != len(slack.Prompts) || p.Prompts[0].Title != "Tidy my inbox" || p.Prompts[1].Message != "What's due today?" || p.Prompts[2].Title != "Plan my week" {
 		t.Errorf("prompts %+v", p.Prompts)
 	}
-	for i, text := range []string{"What's due today? And please also look at everything that is overdue since last week", "thanks"} {
+	for i, text := range []string{"/help", "What's due today? And please also look at everything that is overdue since last week", "thanks"} {
 		post(srv.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: text, TS: srv.NextTS(), ThreadTS: ts})[0])
 		got := rec.got()
-		if len(got) != i+1 || got[i].ThreadID != ts || !got[i].DM || got[i].Text != text {
+		if len(got) != i+1 || got[i].ThreadID != ts || !got[i].DM || got[i].Text != text && got[i].Command == "" {
 			t.Fatalf("handed over %+v", got)
 		}
 	}

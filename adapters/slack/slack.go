@@ -443,8 +443,8 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		return bot.Incoming{}, false, nil
 	}
 	thread := threadTS
-	if dm && thread != "" {
-		a.titlePane(channel, thread, text)
+	if _, _, cmd := command(text); dm && thread != "" && !cmd {
+		a.titlePane(channel, thread, text) // a command (/help) names no thread
 	}
 	if !dm && thread == "" {
 		thread = ts // in a channel, a run's posts go in the thread of its message
