@@ -534,8 +534,9 @@ func (b *Bot) startShared(ctx context.Context) error {
 		return nil
 	}
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b.workLoops.Add(2)
+	b.workLoops.Add(3)
 	go b.feed.listen(listen)
+	go b.feed.watchLeases()
 	go func() {
 		defer stop()
 		b.feed.loop(context.WithoutCancel(ctx))
@@ -594,6 +595,18 @@ func (b *Bot) halt() (runs []string) {
 	}
 	for _, ar := range b.running {
 		ar.cancel(ErrStopped)
+		runs = append(runs, ar.runID)
+	}
+	return runs
+}
+
+// interrupt interrupts every run at its next checkpoint, with cause, and
+// returns their ids.
+func (b *Bot) interrupt(cause error) (runs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ar := range b.running {
+		ar.cancel(cause)
 		runs = append(runs, ar.runID)
 	}
 	return runs

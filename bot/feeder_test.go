@@ -13,6 +13,8 @@ type mockShared struct {
 	HoldFn    func(ctx context.Context, key string) (bool, error)
 	ReleaseFn func(ctx context.Context, key string) error
 	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
+	// Lost is LeasesLost's channel (nil: never).
+	Lost chan struct{}
 }
 
 var _ Shared = (*mockShared)(nil)
@@ -45,6 +47,8 @@ func (m *mockShared) Listen(context.Context, func(), func(string)) error { retur
 func (m *mockShared) Cancel(context.Context, string) error { return nil }
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
+
+func (m *mockShared) LeasesLost() <-chan struct{} { return m.Lost }
 
 // slowRelease is a mockShared whose Release of key waits until the
 // test lets it go, and whose Work returns the jobs put in jobs.
@@ -159,5 +163,52 @@ func TestFeederJobArrivingDuringReleaseIsTaken(t *testing.T) {
 	defer f.mu.Unlock()
 	if !f.held["telegram:1"] {
 		t.Error("conversation with a queued job is not held")
+	}
+}
+
+// TestFeederLostLeasesForgetHeldConversations: once the leases are
+// lost, the held conversations and their queued jobs are forgotten, a
+// lease taken before the loss but reported after it is not recorded,
+// and the next offer leases and queues again.
+func TestFeederLostLeasesForgetHeldConversations(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("")
+	f := newFeeder(b, q)
+	ctx := t.Context()
+	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
+	if !f.offer(ctx, "telegram:1") {
+		t.Fatal("offer of a conversation with a job = false, want true")
+	}
+
+	// A Hold under way as the leases are lost.
+	q.put(Job{ID: "j2", ThreadKey: "telegram:2"})
+	entered, free := make(chan struct{}), make(chan struct{})
+	q.HoldFn = func(context.Context, string) (bool, error) {
+		close(entered)
+		<-free
+		return true, nil
+	}
+	second := make(chan bool)
+	go func() { second <- f.offer(ctx, "telegram:2") }()
+	<-entered
+	f.lost()
+	close(free)
+	if got := <-second; got {
+		t.Errorf("offer whose Hold met the loss = %v, want false", got)
+	}
+	f.mu.Lock()
+	held := len(f.held)
+	f.mu.Unlock()
+	if _, queued := b.sched.inFlight(); held != 0 || queued != 0 {
+		t.Errorf("after the loss: %d held, %d queued; want none", held, queued)
+	}
+
+	q.HoldFn = nil
+	q.put(Job{ID: "j1", ThreadKey: "telegram:1"}) // still stored
+	if !f.offer(ctx, "telegram:1") {
+		t.Error("offer after the loss = false, want true")
+	}
+	if _, queued := b.sched.inFlight(); queued != 1 {
+		t.Errorf("queued after the new offer: %d, want 1", queued)
 	}
 }

@@ -245,9 +245,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	ar := &activeRun{runID: r.ID, cancel: cancel}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
-	if b.stopped {
+	switch {
+	case b.stopped:
 		// Stop has cancelled the runs it saw; this one started since.
 		cancel(ErrStopped)
+	case b.feed != nil && b.sched.stale(r.ThreadKey):
+		// So has the loss of the leases (feeder.lost).
+		cancel(errLeasesLost)
 	}
 	b.mu.Unlock()
 	defer func() {
@@ -288,6 +292,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		hooks.Answer = pv.hear
 	}
 	out := call(runCtx, hooks)
+	// Once the leases were lost, the run's conversation may be another
+	// process's, which resumes it from its last saved step: an answer
+	// that came anyway is not posted, the run ends as interrupted.
+	lost := b.feed != nil && b.sched.stale(r.ThreadKey)
+	if lost && out.Status != agent.StatusInterrupted {
+		out = agent.Outcome{Status: agent.StatusInterrupted, Err: errLeasesLost}
+	}
 	if pv != nil {
 		pv.end()
 		e.preview = pv
@@ -298,12 +309,14 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()
-	if cancelled {
+	switch {
+	case lost: // interrupted, not stopped: it goes on where it is leased
+	case cancelled:
 		e.stopped = "Stopped, as you asked."
-	} else if errors.Is(context.Cause(runCtx), errDailyCap) {
+	case errors.Is(context.Cause(runCtx), errDailyCap):
 		e.stopped = b.capMessage()
 	}
-	e.reconnect = b.cfg.Accounts != nil && rejectedToken(out)
+	e.reconnect = !lost && b.cfg.Accounts != nil && rejectedToken(out)
 	if e.reconnect {
 		out.Answer = "I stopped: Todoist no longer accepts my connection to your account (it was revoked or expired). I kept your request; it runs again once you reconnect.\n" + b.doneList(r.Platform, out.Transcript)
 	}

@@ -15,16 +15,23 @@ type scheduler struct {
 	ready   []string         // threads with work and no worker
 	running int              // jobs handed out and not done
 	stopped bool
+	// epoch counts the losses of this process's leases (drop); handed
+	// is the epoch at which each running thread's job was handed out: a
+	// job of an earlier epoch is stale, its thread perhaps another
+	// process's now.
+	epoch  uint64
+	handed map[string]uint64
 	// changed is closed and replaced whenever the state changes, waking
 	// every waiter (next, waitIdle).
 	changed chan struct{}
 	// refill, when set (a Shared store), is asked for more of a thread's
-	// work when its queue runs out, before the thread goes idle.
-	refill func(key string) []Job
+	// work when its queue runs out, before the thread goes idle; epoch is
+	// the one its job was handed out in.
+	refill func(key string, epoch uint64) []Job
 }
 
 func newScheduler() *scheduler {
-	return &scheduler{queues: map[string][]Job{}, active: map[string]bool{}, changed: make(chan struct{})}
+	return &scheduler{queues: map[string][]Job{}, active: map[string]bool{}, handed: map[string]uint64{}, changed: make(chan struct{})}
 }
 
 // broadcast wakes every waiter; mu must be held.
@@ -66,6 +73,7 @@ func (s *scheduler) next(ctx context.Context) (j Job, ok bool) {
 			j := s.queues[key][0]
 			s.queues[key] = s.queues[key][1:]
 			s.running++
+			s.handed[key] = s.epoch
 			s.mu.Unlock()
 			return j, true
 		}
@@ -83,14 +91,18 @@ func (s *scheduler) next(ctx context.Context) (j Job, ok bool) {
 // thread's next job becomes ready, or the thread goes idle.
 func (s *scheduler) done(key string) {
 	s.mu.Lock()
-	if len(s.queues[key]) == 0 && !s.stopped && s.refill != nil {
+	epoch := s.handed[key]
+	if len(s.queues[key]) == 0 && !s.stopped && s.refill != nil && epoch == s.epoch {
 		// Still counted as running, so waitIdle does not see a gap.
 		s.mu.Unlock()
-		more := s.refill(key)
+		more := s.refill(key, epoch)
 		s.mu.Lock()
-		s.queues[key] = append(s.queues[key], more...)
+		if epoch == s.epoch { // else the leases were lost meanwhile
+			s.queues[key] = append(s.queues[key], more...)
+		}
 	}
 	defer s.mu.Unlock()
+	delete(s.handed, key)
 	s.running--
 	if len(s.queues[key]) > 0 && !s.stopped {
 		s.ready = append(s.ready, key)
@@ -99,6 +111,62 @@ func (s *scheduler) done(key string) {
 		delete(s.queues, key)
 	}
 	s.broadcast()
+}
+
+// addIn queues jobs for their threads, unless the epoch is no longer
+// epoch (they were read under leases since lost); it reports whether it
+// did.
+func (s *scheduler) addIn(epoch uint64, jobs []Job) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.epoch != epoch {
+		return false
+	}
+	for _, j := range jobs {
+		s.queues[j.ThreadKey] = append(s.queues[j.ThreadKey], j)
+		if !s.active[j.ThreadKey] {
+			s.active[j.ThreadKey] = true
+			s.ready = append(s.ready, j.ThreadKey)
+		}
+	}
+	s.broadcast()
+	return true
+}
+
+// drop begins a new epoch after the leases were lost: queued jobs are
+// forgotten (they stay stored, for whoever leases their thread), and
+// the running ones are stale.
+func (s *scheduler) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	s.ready = nil
+	for key := range s.queues {
+		s.queues[key] = nil
+	}
+	for key := range s.active {
+		if _, running := s.handed[key]; !running {
+			delete(s.active, key)
+			delete(s.queues, key)
+		}
+	}
+	s.broadcast()
+}
+
+// stale reports whether the job running for thread key was handed out
+// before the leases were last lost.
+func (s *scheduler) stale(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.handed[key]
+	return ok && e != s.epoch
+}
+
+// epochNow returns the current epoch.
+func (s *scheduler) epochNow() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
 }
 
 // stop makes next return false; queued jobs stay in the store for the

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
@@ -43,7 +44,16 @@ type Shared interface {
 	// oldest first. An entry committed by this process is its own: no
 	// other claims it while this one lives.
 	ClaimOutbox(ctx context.Context, platforms []string) ([]Outbound, error)
+	// LeasesLost delivers a value after this process lost every lease
+	// Hold took, and the lock that says it is alive, with the connection
+	// holding them (noticed within seconds); one value may stand for
+	// several losses. Hold takes leases again afterwards.
+	LeasesLost() <-chan struct{}
 }
+
+// errLeasesLost is the cause of the interruption of the runs this
+// process was running when it lost its leases.
+var errLeasesLost = errors.New("bot: this process lost the leases of its conversations")
 
 // sweepEvery is the slow safety poll of a shared store: it finds work a
 // missed notification left and answers a dead replica left unposted.
@@ -114,6 +124,40 @@ func (f *feeder) loop(ctx context.Context) {
 	}
 }
 
+// watchLeases waits for the loss of the leases (see lost) until the bot
+// stops.
+func (f *feeder) watchLeases() {
+	defer f.b.workLoops.Done()
+	for {
+		select {
+		case <-f.b.quit:
+			return
+		case <-f.q.LeasesLost():
+			f.lost()
+		}
+	}
+}
+
+// lost forgets the conversations this process held, once their leases
+// were lost with their connection (another process may take them now):
+// their queued jobs are dropped (they stay stored), the running ones
+// become stale, and every run is interrupted as at Stop, saved and
+// resumable by whichever process leases its conversation next, this
+// one perhaps; a stale run posts nothing. Then a fill leases again.
+func (f *feeder) lost() {
+	f.mu.Lock()
+	n := len(f.held)
+	clear(f.held)
+	clear(f.dirty)
+	clear(f.handed)
+	f.b.sched.drop() // under mu: a lease taken before is not recorded after
+	f.mu.Unlock()
+	runs := f.b.interrupt(errLeasesLost)
+	f.b.log.Warn("lost the leases of this process's conversations with their database connection; runs stop at their next step and resume wherever their conversation is leased next",
+		slog.Int("conversations", n), slog.Any("run_ids", runs))
+	f.wake()
+}
+
 // listen runs Listen until ctx ends, again after a failure (with a
 // fill, for what was missed).
 func (f *feeder) listen(ctx context.Context) {
@@ -179,31 +223,37 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 		return false
 	}
 	f.held[key] = true
+	epoch := f.b.sched.epochNow()
 	f.mu.Unlock()
 	f.b.sched.expect()
 	defer f.b.sched.settle()
-	if !f.hold(ctx, key) {
+	if !f.hold(ctx, key, epoch) {
 		return false
 	}
-	jobs := f.take(ctx, key)
-	for _, j := range jobs {
-		f.b.sched.add(j, false)
-	}
-	return len(jobs) > 0
+	jobs := f.take(ctx, key, epoch)
+	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs)
 }
 
-// hold takes the lease of key, which the caller marked held; when it
-// cannot, key is no longer held.
-func (f *feeder) hold(ctx context.Context, key string) bool {
+// hold takes the lease of key, which the caller marked held in epoch;
+// when it cannot, key is no longer held. When the leases were lost
+// meanwhile, lost forgot key, and so does hold: a lease this Hold may
+// have taken on the new connection stays (a session lock counts each
+// Hold), so key's work is still done here, at a later fill whose Hold
+// takes it once more, but not fully released until the next loss.
+func (f *feeder) hold(ctx context.Context, key string, epoch uint64) bool {
 	ok, err := f.q.Hold(ctx, key)
 	if err != nil {
 		f.b.log.Error("lease conversation", slog.String("thread_key", key), slog.Any("err", err))
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.b.sched.epochNow() != epoch {
+		f.wake()
+		return false
+	}
 	if err != nil || !ok {
-		f.mu.Lock()
 		delete(f.held, key)
 		delete(f.dirty, key)
-		f.mu.Unlock()
 		return false
 	}
 	return true
@@ -211,30 +261,39 @@ func (f *feeder) hold(ctx context.Context, key string) bool {
 
 // refill is the scheduler's look for more work of a held conversation
 // whose queue ran out; with none, the lease is released.
-func (f *feeder) refill(key string) []Job {
-	return f.take(context.Background(), key)
+func (f *feeder) refill(key string, epoch uint64) []Job {
+	return f.take(context.Background(), key, epoch)
 }
 
 // take reads a held conversation's work: the resume of each unfinished
 // run, then its jobs. With none, it releases the lease, unless a job
 // arrived meanwhile (dirty): then it reads again. No store call is made
-// under mu, so a slow database holds up only this conversation.
-func (f *feeder) take(ctx context.Context, key string) []Job {
+// under mu, so a slow database holds up only this conversation. Once
+// the leases are lost (epoch is over), key is not this call's any more.
+func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 	for {
 		f.mu.Lock()
+		if f.b.sched.epochNow() != epoch {
+			f.mu.Unlock()
+			return nil
+		}
 		f.dirty[key] = false
 		f.mu.Unlock()
 		runs, jobs, err := f.q.Work(ctx, key)
 		if err != nil {
 			f.b.log.Error("read a conversation's work", slog.String("thread_key", key), slog.Any("err", err))
 		}
-		out := f.fresh(runs, jobs)
+		out := f.fresh(runs, jobs, epoch)
 		if len(out) > 0 {
 			return out
 		}
 		f.mu.Lock()
 		again := f.dirty[key] && err == nil
+		current := f.b.sched.epochNow() == epoch
 		f.mu.Unlock()
+		if !current {
+			return nil
+		}
 		if again {
 			continue
 		}
@@ -244,13 +303,17 @@ func (f *feeder) take(ctx context.Context, key string) []Job {
 			f.b.log.Error("release conversation", slog.String("thread_key", key), slog.Any("err", err))
 		}
 		f.mu.Lock()
+		if f.b.sched.epochNow() != epoch {
+			f.mu.Unlock()
+			return nil // lost forgot key
+		}
 		arrived := f.dirty[key]
 		if !arrived {
 			delete(f.held, key)
 			delete(f.dirty, key)
 		}
 		f.mu.Unlock()
-		if arrived && f.hold(ctx, key) {
+		if arrived && f.hold(ctx, key, epoch) {
 			continue // a job came during the release: lease and read again
 		}
 		f.wake() // room for another conversation
@@ -259,8 +322,9 @@ func (f *feeder) take(ctx context.Context, key string) []Job {
 }
 
 // fresh turns a conversation's work into jobs, resumes first, leaving
-// out what this process handed out within retakeAfter.
-func (f *feeder) fresh(runs []*Run, jobs []Job) []Job {
+// out what this process handed out within retakeAfter; none once the
+// leases were lost (epoch is over).
+func (f *feeder) fresh(runs []*Run, jobs []Job, epoch uint64) []Job {
 	now := time.Now()
 	out := make([]Job, 0, len(runs)+len(jobs))
 	for _, r := range runs {
@@ -269,6 +333,9 @@ func (f *feeder) fresh(runs []*Run, jobs []Job) []Job {
 	out = append(out, jobs...)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.b.sched.epochNow() != epoch {
+		return nil
+	}
 	for id, at := range f.handed {
 		if now.Sub(at) > retakeAfter {
 			delete(f.handed, id)

@@ -132,7 +132,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID()}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}}
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err

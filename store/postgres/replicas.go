@@ -31,12 +31,30 @@ const cancelChannel = "tidybot_cancel"
 // lease of each conversation it works on, and its replica lock, which
 // says it is alive (so that another replica leaves its outbox entries
 // alone). Locks of a session end with it: a process that dies frees
-// them at once (its socket closes), and so does a lost connection.
+// them at once (its socket closes), and so does a lost connection,
+// which a check every leaseCheckEvery notices and reports on lost.
 type leases struct {
+	// lost receives a value (one for several) when the connection was
+	// lost; see LeasesLost.
+	lost chan struct{}
+
 	// mu protects the fields below; a connection runs one query at a time.
 	mu   sync.Mutex
 	conn *pgx.Conn
+	stop chan struct{} // closed when conn is dropped: its check ends
 }
+
+// leaseCheckEvery is how often the lease connection is checked;
+// leaseCheckTimeout is how long a check may wait (a vanished server
+// sends no error: the check times out).
+const (
+	leaseCheckEvery   = 2 * time.Second
+	leaseCheckTimeout = 5 * time.Second
+)
+
+// leaseApp is the application_name of the lease connection, for whoever
+// reads pg_stat_activity.
+const leaseApp = "tidybot leases"
 
 func newReplicaID() string {
 	b := make([]byte, 8)
@@ -46,27 +64,84 @@ func newReplicaID() string {
 
 // leaseConn returns the lease connection, made at the first call (a
 // store that never leases, as tidybot runs, holds none), with this
-// process's replica lock taken. A connection that was lost (its leases
-// with it) is made again. mu must be held.
+// process's replica lock taken. A connection that was lost is reported
+// (LeasesLost) and made again. mu must be held.
 //
 // Its queries run on a context that the caller's end does not cancel:
 // pgx closes a connection whose query is cancelled, which would drop
 // every lease.
 func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
-	if c := s.leases.conn; c != nil && !c.IsClosed() {
-		return c, nil
+	if c := s.leases.conn; c != nil {
+		if !c.IsClosed() {
+			return c, nil
+		}
+		s.dropLeases() // a query on it failed: its leases are gone
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: lease connection: %w", err)
 	}
 	conn := c.Hijack()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, s.replica); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT set_config('application_name', $2, false),
+			pg_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, s.replica, leaseApp); err != nil {
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("store: replica lock: %w", err)
 	}
-	s.leases.conn = conn
+	stop := make(chan struct{})
+	s.leases.conn, s.leases.stop = conn, stop
+	go s.watchLeases(conn, stop)
 	return conn, nil
+}
+
+// dropLeases closes the lease connection after its loss, and reports
+// the loss on lost. mu must be held.
+func (s *Store) dropLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = s.leases.conn.Close(ctx) // lost already: only the socket is left to close
+	close(s.leases.stop)
+	s.leases.conn, s.leases.stop = nil, nil
+	select {
+	case s.leases.lost <- struct{}{}:
+	default: // a loss not yet read covers this one
+	}
+}
+
+// watchLeases checks conn every leaseCheckEvery until it is dropped
+// (stop), dropping it when the check fails.
+func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}) {
+	t := time.NewTicker(leaseCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.checkLeases(conn)
+	}
+}
+
+// checkLeases pings conn, if it is still the lease connection, and drops
+// it when the ping fails.
+func (s *Store) checkLeases(conn *pgx.Conn) {
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if s.leases.conn != conn {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseCheckTimeout)
+	defer cancel()
+	if err := conn.Ping(ctx); err != nil {
+		s.dropLeases()
+	}
+}
+
+// LeasesLost implements bot.Shared: a value comes after the lease
+// connection was lost, found by the check every leaseCheckEvery or by a
+// failed lease query.
+func (s *Store) LeasesLost() <-chan struct{} {
+	return s.leases.lost
 }
 
 // Hold implements bot.Shared: a session advisory lock on the
@@ -277,7 +352,8 @@ func (s *Store) closeLeases() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.leases.conn.Close(ctx)
-	s.leases.conn = nil
+	close(s.leases.stop)
+	s.leases.conn, s.leases.stop = nil, nil
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("store: close lease connection: %w", err)
 	}

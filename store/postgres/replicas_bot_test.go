@@ -126,3 +126,141 @@ func TestTwoBotsShareTheWork(t *testing.T) {
 		t.Errorf("answers by each bot: %v; want both to work", c.by)
 	}
 }
+
+// gateAgent answers each instruction with "did: " and it once the test
+// closes release; a call whose run is interrupted first ends
+// interrupted. calls gets the id of its bot as each call begins, and
+// ended as each interrupted call ends.
+type gateAgent struct {
+	id           int
+	calls, ended chan int
+	release      chan struct{}
+}
+
+func (g gateAgent) call(ctx context.Context, instruction string) agent.Outcome {
+	g.calls <- g.id
+	select {
+	case <-g.release:
+		tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: instruction, Status: agent.StatusDone}
+		return agent.Outcome{Status: agent.StatusDone, Answer: "did: " + instruction, Transcript: tr}
+	case <-ctx.Done():
+		g.ended <- g.id
+		return agent.Outcome{Status: agent.StatusInterrupted, Err: ctx.Err()}
+	}
+}
+
+func (g gateAgent) Start(ctx context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+	return g.call(ctx, in.Instruction)
+}
+
+func (g gateAgent) Resume(ctx context.Context, tr *agent.Transcript, _ string, _ agent.Hooks) agent.Outcome {
+	return g.call(ctx, tr.Instruction)
+}
+
+func (gateAgent) Undo(context.Context, []agent.Applied) (agent.UndoReport, error) {
+	return agent.UndoReport{}, nil
+}
+
+// leasePID returns the server process of s's lease connection.
+func leasePID(t *testing.T, s *Store) uint32 {
+	t.Helper()
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if s.leases.conn == nil {
+		t.Fatal("no lease connection")
+	}
+	return s.leases.conn.PgConn().PID()
+}
+
+// TestReplicaThatLosesItsLeasesStopsItsRuns: when the lease connection
+// of replica A is killed while a run of A waits for the model, A
+// interrupts the run (it does not post its answer), and the run goes
+// on where its conversation is leased next: its answer is posted once.
+func TestReplicaThatLosesItsLeasesStopsItsRuns(t *testing.T) {
+	t.Parallel()
+	a, b := twoReplicas(t)
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
+	start := func(i int, st *Store) *bot.Bot {
+		bt := bot.New(st, gateAgent{i, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+		bt.AddPlatform(chatPlatform{c, i})
+		if err := bt.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(bt.Stop)
+		return bt
+	}
+	botA := start(0, a)
+	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "tidy", EventID: "e1", At: time.Now()}
+	if err := botA.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(ch <-chan int, what string) int {
+		t.Helper()
+		select {
+		case id := <-ch:
+			return id
+		case <-time.After(20 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+			return 0
+		}
+	}
+	if id := wait(calls, "the run's model call"); id != 0 {
+		t.Fatalf("the run began on bot %d, want 0 (A)", id)
+	}
+	start(1, b) // B only now, so that A runs the run
+
+	pid := leasePID(t, a)
+	var app string
+	if err := a.pool.QueryRow(t.Context(), `SELECT application_name FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&app); err != nil {
+		t.Fatal(err)
+	}
+	if app != leaseApp {
+		t.Errorf("application_name of the lease connection: got %q, want %q", app, leaseApp)
+	}
+	var killed bool
+	if err := a.pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&killed); err != nil || !killed {
+		t.Fatalf("kill the lease connection of A: %v, %v", killed, err)
+	}
+	// A interrupts its call, and one replica (A again, or B) calls the
+	// model again, in either order.
+	interrupted := false
+	timeout := time.After(20 * time.Second)
+	for again := false; !interrupted || !again; {
+		select {
+		case id := <-ended:
+			if id != 0 {
+				t.Fatalf("bot %d interrupted a run, want 0 (A)", id)
+			}
+			interrupted = true
+		case <-calls:
+			again = true
+		case <-timeout:
+			if !again {
+				t.Fatal("timed out waiting for the run to go on")
+			}
+			t.Error("A did not interrupt its run after losing its lease")
+			interrupted = true // the posts tell the rest
+		}
+	}
+	close(release)
+
+	answers := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.by[0] + c.by[1]
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for answers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the answer was not posted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(4 * time.Second) // a second answer would come by now: a replica sweeps every 3 s
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.by[0] + c.by[1]; n != 1 {
+		t.Errorf("answers posted: %d (by bot: %v), want 1; posts: %q", n, c.by, c.posts["c"])
+	}
+}
