@@ -13,9 +13,10 @@ type readResult struct {
 	Summary string
 	// Fatal ends the run (a bad token, a retired endpoint).
 	Fatal error
-	// Listed, when set, is the inbox listing the observation shows
-	// (known.Listed): reads run concurrently, so the batch sets it in
-	// the order the model sees them.
+	// Listed, when set, is the inbox listing the observation shows,
+	// which becomes known.Listed as the observation joins the
+	// conversation (readAll, seed): reads run concurrently, so they do
+	// not set it themselves.
 	Listed []string
 }
 
@@ -72,7 +73,7 @@ func (*GetOverviewArgs) read(ctx context.Context, r *runner) readResult {
 	if len(snap.Labels) > 0 {
 		obs += "\n" + labelList(snap.Labels)
 	}
-	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task")), Listed: k.Listed}
+	return readResult{Obs: obs, Summary: fmt.Sprintf("🔎 Read the overview: %s, %s in the inbox", plural(len(snap.Projects), "project"), plural(len(inbox), "task")), Listed: shownIDs(inbox, maxInboxListed)}
 }
 
 func (*GetProjectsArgs) read(ctx context.Context, r *runner) readResult {
@@ -104,8 +105,7 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 			}
 		}
 		r.tr.Known.setTasks(ts, false)
-		obs := r.tr.Known.inboxList(ts)
-		return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
+		return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: shownIDs(ts, maxInboxListed)}
 	}
 	inbox, err := r.inboxID(ctx)
 	if err != nil {
@@ -118,8 +118,7 @@ func (*GetInboxTasksArgs) read(ctx context.Context, r *runner) readResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tr.Known.setTasks(ts, false)
-	obs := r.tr.Known.inboxList(ts)
-	return readResult{Obs: obs, Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: r.tr.Known.Listed}
+	return readResult{Obs: r.tr.Known.inboxList(ts), Summary: "🔎 Read the inbox: " + plural(len(ts), "task"), Listed: shownIDs(ts, maxInboxListed)}
 }
 
 func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
@@ -143,11 +142,7 @@ func (a *GetTasksArgs) read(ctx context.Context, r *runner) readResult {
 	if q.ProjectID != "" && q.ProjectID == k.InboxID && q.Label == "" && q.Filter == "" {
 		// The inbox listed, in this list's order: what a plan's digits
 		// now stand for, as after get_inbox_tasks.
-		k.Listed = make([]string, 0, min(len(ts), maxListed))
-		for _, t := range ts[:min(len(ts), maxListed)] {
-			k.Listed = append(k.Listed, t.ID)
-		}
-		res.Listed = k.Listed
+		res.Listed = shownIDs(ts, maxListed)
 	}
 	return res
 }

@@ -104,10 +104,7 @@ func (r *runner) readAll(ctx context.Context) *Outcome {
 		if strings.HasPrefix(res.Obs, "Error:") {
 			r.tr.Failures++
 		}
-		if res.Listed != nil {
-			r.tr.Known.Listed = res.Listed
-		}
-		r.result(c.ID, res.Obs)
+		r.readResult(c.ID, res)
 		r.observe(Event{Kind: EventAction, Step: r.tr.Steps, Action: c.Name, Summary: res.Summary})
 	}
 	r.tr.Calls = r.tr.Calls[len(batch):]

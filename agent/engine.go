@@ -324,7 +324,7 @@ func (r *runner) seed(name, thought string, res readResult) {
 		msg.Content = string(b)
 	}
 	r.tr.Messages = append(r.tr.Messages, msg)
-	r.result(prefetchID, res.Obs)
+	r.readResult(prefetchID, res)
 	r.observe(Event{Kind: EventAction, Action: name, Summary: res.Summary})
 }
 
@@ -505,6 +505,15 @@ func (r *runner) popCall(id string) {
 	if len(r.tr.Calls) > 0 && r.tr.Calls[0].ID == id {
 		r.tr.Calls = r.tr.Calls[1:]
 	}
+}
+
+// readResult appends a read's observation to the conversation; an
+// inbox listing it shows is then the one a filing plan stands for.
+func (r *runner) readResult(callID string, res readResult) {
+	if res.Listed != nil {
+		r.tr.Known.Listed = res.Listed
+	}
+	r.result(callID, res.Obs)
 }
 
 // result appends an action's observation to the conversation.

@@ -54,7 +54,7 @@ func (k *known) filingGroups(plan string, to []string) ([]MoveGroup, error) {
 		return nil, fmt.Errorf("move_tasks' plan and to go together: plan gives a digit per listed task, to the destinations of digits 1-%d", len(to))
 	}
 	if len(k.Listed) == 0 {
-		return nil, fmt.Errorf("plan files the last inbox listing, and no inbox was listed yet: call get_inbox_tasks first")
+		return nil, fmt.Errorf("plan files the last inbox listing, and no listing with tasks was shown: call get_inbox_tasks first")
 	}
 	var digits []byte
 	fields := strings.Fields(plan)

@@ -124,7 +124,7 @@ func TestFilingPlanMistakesAreRepaired(t *testing.T) {
 		"not a digit":          {`{"plan":"111111111x 11111","to":["A"]}`, `plan holds 'x'`, true},
 		"no destinations":      {`{"plan":"1111111111 11111"}`, "plan and to go together", true},
 		"nothing moved":        {`{"plan":"0000000000 00000","to":["A"]}`, "every digit is 0", true},
-		"no listing to file":   {`{"plan":"1111111111 11111","to":["A"]}`, "no inbox was listed yet", false},
+		"no listing to file":   {`{"plan":"1111111111 11111","to":["A"]}`, "no listing with tasks was shown", false},
 		"an empty destination": {`{"plan":"1111111111 11111","to":[" "]}`, "to[0] is empty", true},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -89,7 +89,6 @@ func (k *known) inboxList(tasks []Task) string {
 	if len(tasks) == 0 {
 		b.WriteString(" none")
 	}
-	k.Listed = make([]string, 0, min(len(tasks), maxInboxListed))
 	for i, t := range tasks {
 		if i == maxInboxListed {
 			fmt.Fprintf(&b, "\n… and %d more; file these, then get_inbox_tasks lists the rest.", len(tasks)-maxInboxListed)
@@ -97,9 +96,18 @@ func (k *known) inboxList(tasks []Task) string {
 		}
 		fmt.Fprintf(&b, "\n%s %s", t.ID, bareText(t.Content))
 		k.taskFields(&b, t)
-		k.Listed = append(k.Listed, t.ID)
 	}
 	return b.String()
+}
+
+// shownIDs are the ids of the first n tasks, those a listing of at most
+// n shows: what a filing plan's digits stand for (known.Listed).
+func shownIDs(tasks []Task, n int) []string {
+	ids := make([]string, min(len(tasks), n))
+	for i := range ids {
+		ids[i] = tasks[i].ID
+	}
+	return ids
 }
 
 // bareText is s as it is when a reader cannot mistake where it ends in a
