@@ -91,10 +91,13 @@ func (b *Bot) forgetStream(ctx context.Context, runID string) {
 // of what its previews left in its chat's lane (ahead of what is queued
 // next there), and forgets the record once done. When that fails the
 // answer is posted all the same: twice shown beats lost.
-func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID string) {
+func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID, chatID, threadID string) {
 	u, ok := q.p.(Unfinisher)
 	if !ok || runID == "" {
 		return
+	}
+	if sp, ok := q.p.(StreamPlacer); ok && !sp.StreamsIn(chatID, threadID) {
+		return // no preview opens there, so none was recorded: no read
 	}
 	raw, err := b.store.Setting(ctx, StreamKey(runID))
 	if err != nil || raw == "" {

@@ -63,7 +63,7 @@ func (b *Bot) post(ctx context.Context, d *delivery) {
 		b.delivered(ctx, d, "", fmt.Errorf("bot: no platform %q", d.ob.Platform))
 		return
 	}
-	b.dropOrphan(ctx, q, d.ob.RunID)
+	b.dropOrphan(ctx, q, d.ob.RunID, d.ob.Msg.ChatID, d.ob.Msg.ThreadID)
 	m := d.ob.Msg
 	m.Ref = d.ob.ID
 	then := func(id string, err error) { b.delivered(ctx, d, id, err) }

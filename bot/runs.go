@@ -276,7 +276,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	// What a dead process's preview of this run left goes first, ahead
 	// of this execution's status message (orphan.go).
-	b.dropOrphan(ctx, q, r.ID)
+	b.dropOrphan(ctx, q, r.ID, r.ChatID, r.ThreadID)
 	prog := newProgress(q, r, b.log)
 	if first != "" { // "": no status message (autopilot posts only its answer)
 		prog.start(ctx, first)
