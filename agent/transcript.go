@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -238,15 +239,14 @@ func (t *Transcript) Report() string {
 		}
 		return capitalize(strings.Join(parts, "; ")) + "."
 	}
-	var order []WriteKind
+	var kinds []WriteKind
 	counts := map[WriteKind]int{}
-	var created []string
-	var dests []string
+	var created, dests []string // projects created, move destinations: in order
 	perDest := map[string]int{}
 	for _, a := range t.Journal {
 		k := a.Write.Kind
 		if counts[k] == 0 {
-			order = append(order, k)
+			kinds = append(kinds, k)
 		}
 		counts[k]++
 		switch {
@@ -259,52 +259,21 @@ func (t *Transcript) Report() string {
 			perDest[a.Dest]++
 		}
 	}
-	// A project created as a move's destination is marked new there
-	// rather than named twice (where the destination is named).
-	shownDest := map[string]bool{}
-	for _, d := range dests[:min(len(dests), reportDests)] {
-		shownDest[d] = true
-	}
-	isNew := map[string]bool{}
-	for _, name := range created {
-		if shownDest[name] {
-			isNew[name] = true
-		}
-	}
+	named := dests[:min(len(dests), reportDests)]
 	var parts []string
-	for _, k := range order {
-		n := counts[k]
+	for _, k := range kinds {
 		switch k {
 		case AddProject:
-			var others []string
-			for _, name := range created {
-				if !isNew[name] {
-					others = append(others, name)
-				}
-			}
+			// A project a named move went to is marked new there, not
+			// named twice.
+			others := slices.DeleteFunc(slices.Clone(created), func(name string) bool { return slices.Contains(named, name) })
 			if len(others) > 0 {
 				parts = append(parts, fmt.Sprintf("created %s (%s)", plural(len(others), "project"), strings.Join(others, ", ")))
 			}
 		case MoveTask:
-			s := "moved " + plural(n, "task")
-			if len(dests) > 0 {
-				shown := make([]string, 0, reportDests)
-				for i, d := range dests {
-					if i == reportDests {
-						shown = append(shown, fmt.Sprintf("%d more to %s", n-movedTo(perDest, dests[:i]), plural(len(dests)-i, "other place")))
-						break
-					}
-					line := fmt.Sprintf("%d to %s", perDest[d], d)
-					if isNew[d] {
-						line += " (new)"
-					}
-					shown = append(shown, line)
-				}
-				s += ": " + strings.Join(shown, ", ")
-			}
-			parts = append(parts, s)
+			parts = append(parts, movedReport(counts[k], dests, perDest, created))
 		default:
-			parts = append(parts, reportVerb(k, n))
+			parts = append(parts, reportVerb(k, counts[k]))
 		}
 	}
 	return capitalize(strings.Join(parts, "; ")) + "."
@@ -316,13 +285,28 @@ const reportOneByOne = 3
 // reportDests is how many destinations Report names.
 const reportDests = 6
 
-// movedTo counts the moves to dests.
-func movedTo(perDest map[string]int, dests []string) int {
-	n := 0
-	for _, d := range dests {
-		n += perDest[d]
+// movedReport says n moves by destination, naming the first
+// reportDests (a project created, "(new)") and counting the rest.
+func movedReport(n int, dests []string, perDest map[string]int, created []string) string {
+	s := "moved " + plural(n, "task")
+	if len(dests) == 0 {
+		return s
 	}
-	return n
+	shown := make([]string, 0, reportDests+1)
+	rest := n
+	for i, d := range dests {
+		if i == reportDests {
+			shown = append(shown, fmt.Sprintf("%d more to %s", rest, plural(len(dests)-i, "other place")))
+			break
+		}
+		line := fmt.Sprintf("%d to %s", perDest[d], d)
+		if slices.Contains(created, d) {
+			line += " (new)"
+		}
+		shown = append(shown, line)
+		rest -= perDest[d]
+	}
+	return s + ": " + strings.Join(shown, ", ")
 }
 
 // reportVerb says n writes of kind k in words.
