@@ -74,11 +74,7 @@ type stream struct {
 	channel string
 	ts      string
 	sent    string // the markdown the message shows so far
-	// stopped is set once chat.stopStream succeeded: the send queue
-	// calls Finish again after a 429 on the chat.update or chat.delete
-	// that follows, and a stopped stream refuses a second stop
-	// (message_not_in_streaming_state).
-	stopped bool
+	stopped bool // chat.stopStream succeeded (see stop)
 }
 
 // Update implements bot.Stream: what text adds to the message is
@@ -133,11 +129,8 @@ func (s *stream) Interval() time.Duration { return streamInterval }
 func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" || len(split(text, maxMessage)) > 1 {
-		if !s.stopped {
-			if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts); err != nil {
-				return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
-			}
-			s.stopped = true
+		if err := s.stop(ctx); err != nil {
+			return "", false, err
 		}
 		if text == "" {
 			if err := s.a.DeleteMessage(ctx, s.channel, s.ts); err != nil {
@@ -147,21 +140,18 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 		return "", false, nil
 	}
 	rest, extends := strings.CutPrefix(text, s.sent)
-	if !s.stopped { // stopped: a retry after the chat.update below failed
-		var opts []slack.MsgOption
-		if extends && rest != "" {
-			opts = append(opts, slack.MsgOptionMarkdownText(rest))
-		}
-		if bs := tail(m); len(bs) > 0 {
-			opts = append(opts, slack.MsgOptionBlocks(bs...))
-		}
-		if m.Ref != "" {
-			opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
-		}
-		if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
-			return "", false, fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
-		}
-		s.stopped = true
+	var opts []slack.MsgOption
+	if extends && rest != "" {
+		opts = append(opts, slack.MsgOptionMarkdownText(rest))
+	}
+	if bs := tail(m); len(bs) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(bs...))
+	}
+	if m.Ref != "" {
+		opts = append(opts, slack.MsgOptionMetadata(outboxMetadata(m.Ref, 0, 1)))
+	}
+	if err := s.stop(ctx, opts...); err != nil {
+		return "", false, err
 	}
 	if !extends {
 		if err := s.a.Edit(ctx, s.ts, m); err != nil {
@@ -172,6 +162,21 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 		s.a.sendLink(ctx, m)
 	}
 	return s.ts, true, nil
+}
+
+// stop stops the stream with opts (chat.stopStream), once: the send
+// queue calls Finish again after a 429 on the chat.update or chat.delete
+// that follows, and Slack refuses a second stop
+// (message_not_in_streaming_state).
+func (s *stream) stop(ctx context.Context, opts ...slack.MsgOption) error {
+	if s.stopped {
+		return nil
+	}
+	if _, _, err := s.api.StopStreamContext(ctx, s.channel, s.ts, opts...); err != nil {
+		return fmt.Errorf("slack: stop stream %s in %s: %w", s.ts, s.channel, s.a.queueError(err))
+	}
+	s.stopped = true
+	return nil
 }
 
 // tail is the blocks under a streamed answer: its buttons and feedback
