@@ -74,7 +74,7 @@ type stream struct {
 	channel string
 	ts      string
 	sent    string // the markdown the message shows so far
-	stopped bool // chat.stopStream succeeded (see stop)
+	stopped bool   // chat.stopStream succeeded (see stop)
 }
 
 // Update implements bot.Stream: what text adds to the message is
