@@ -22,6 +22,19 @@ import (
 // filingGroup is the size of the groups a plan's spaces separate.
 const filingGroup = 10
 
+// FilingPlan writes digits, one per listed task, as move_tasks' plan
+// asks for them: a space after every ten.
+func FilingPlan(digits []byte) string {
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && i%filingGroup == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(d)
+	}
+	return b.String()
+}
+
 // expandFiling turns a move_tasks call's plan and to into groups of task
 // ids (to's aliases expanded), leaving other calls and calls without a
 // plan unchanged. An error says what is wrong with the plan, for the

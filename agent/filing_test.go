@@ -35,14 +35,11 @@ func listing(t *testing.T, req agent.Request) (refs, contents []string) {
 // planFor writes a plan for contents: digit(content) each, a space after
 // every ten.
 func planFor(contents []string, digit func(string) byte) string {
-	var b strings.Builder
+	digits := make([]byte, len(contents))
 	for i, c := range contents {
-		if i > 0 && i%10 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte(digit(c))
+		digits[i] = digit(c)
 	}
-	return b.String()
+	return agent.FilingPlan(digits)
 }
 
 // TestFilingPlanFilesTheListing: move_tasks' filing form (a digit per

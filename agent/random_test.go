@@ -778,14 +778,11 @@ func (w *world) randomPlan() agent.ToolCall {
 			to[i] = w.pick([]string{"Errands", "Trip", "work", "Home"})
 		}
 	}
-	var b strings.Builder
-	for i := range n {
-		if i > 0 && i%10 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte(byte('0' + w.rng.IntN(len(to)+1)))
+	digits := make([]byte, n)
+	for i := range digits {
+		digits[i] = byte('0' + w.rng.IntN(len(to)+1))
 	}
-	return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"plan": b.String(), "to": to})}
+	return agent.ToolCall{Name: agent.ActMoveTasks, Arguments: js(map[string]any{"plan": agent.FilingPlan(digits), "to": to})}
 }
 
 // lastListed is the number of tasks the conversation's last inbox

@@ -183,17 +183,14 @@ func asPlan(args map[string]any, listed []task) map[string]any {
 	if len(to) == 0 {
 		return args
 	}
-	var b strings.Builder
+	digits := make([]byte, len(listed))
 	for i, t := range listed {
-		if i > 0 && i%10 == 0 {
-			b.WriteByte(' ')
-		}
 		d, ok := digit[t.id]
 		if !ok {
 			d = '0'
 		}
 		delete(digit, t.id)
-		b.WriteByte(d)
+		digits[i] = d
 	}
 	if len(digit) > 0 {
 		return args // a task the listing does not show
@@ -202,7 +199,7 @@ func asPlan(args map[string]any, listed []task) map[string]any {
 	for i, d := range to {
 		names[i] = d.value
 	}
-	return map[string]any{"plan": b.String(), "to": names}
+	return map[string]any{"plan": agent.FilingPlan(digits), "to": names}
 }
 
 type candidate struct {

@@ -121,8 +121,7 @@ func ownAnswer(req agent.Request) bool {
 }
 
 // plan files the listing st.inbox in move_tasks' filing form: a digit a
-// listed task (1-9: the destination's place in to), a space after every
-// ten. It reports false when some listed task has moved since the
+// listed task (1-9: the destination's place in to). It reports false when some listed task has moved since the
 // listing or the tasks go to more than nine places.
 func (t *Tidier) plan(st state) (map[string]any, bool) {
 	if len(st.pending) != len(st.inbox) {
@@ -130,7 +129,7 @@ func (t *Tidier) plan(st state) (map[string]any, bool) {
 	}
 	var to []string
 	place := map[string]int{}
-	var b strings.Builder
+	digits := make([]byte, len(st.inbox))
 	for i, task := range st.inbox {
 		p := t.Project(task.content)
 		if place[p] == 0 {
@@ -140,12 +139,9 @@ func (t *Tidier) plan(st state) (map[string]any, bool) {
 		if len(to) > 9 {
 			return nil, false
 		}
-		if i > 0 && i%10 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte(byte('0' + place[p]))
+		digits[i] = byte('0' + place[p])
 	}
-	return map[string]any{"plan": b.String(), "to": to}, true
+	return map[string]any{"plan": agent.FilingPlan(digits), "to": to}, true
 }
 
 // planned returns the tasks a plan moved: the listed ones whose digit
