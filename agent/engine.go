@@ -644,11 +644,11 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 // (final_answer, fail_task, ask_user) and at least one.
 func (r *runner) controlsOnly() bool {
 	for _, c := range r.tr.Calls {
-		a, ok := decode(c)
+		d, ok := actionByName(c.Name) // by type, as ends: no arguments decoded
 		if !ok {
 			return false
 		}
-		if _, ctl := a.(controller); !ctl {
+		if _, ctl := d.New().(controller); !ctl {
 			return false
 		}
 	}
