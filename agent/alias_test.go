@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tidybot/tidybot/agent"
@@ -22,8 +21,6 @@ func TestAliasesSurviveResume(t *testing.T) {
 	tasks := e.todo.SeedInbox(3, 1)
 	work := e.todo.AddProject(todoisttest.Project{Name: "Work"})
 	var (
-		mu      sync.Mutex
-		step    int
 		taskRef string // what the listing called tasks[1]
 		workRef string
 	)
@@ -38,10 +35,7 @@ func TestAliasesSurviveResume(t *testing.T) {
 		}
 		return ""
 	}
-	e.model.next = newModel(t, func(req agent.Request) agent.Response {
-		mu.Lock()
-		defer mu.Unlock()
-		step++
+	e.model.next = newModel(t, steps(func(step int, req agent.Request) agent.Response {
 		switch step {
 		case 1:
 			return toolReply(tc(agent.ActGetInboxTasks, `{}`), tc(agent.ActGetProjects, `{}`))
@@ -52,7 +46,7 @@ func TestAliasesSurviveResume(t *testing.T) {
 			return toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_id":%q},{"task_id":"t99","project_id":%q}]}`, taskRef, workRef, workRef)))
 		}
 		return toolReply(tc(agent.ActFinalAnswer, `{"answer":"Moved it."}`))
-	})
+	}))
 	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the second one under Work"}, agent.Hooks{})
 	if out.Status != agent.StatusAsking {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
@@ -93,15 +87,10 @@ func TestAliasesSurviveACrash(t *testing.T) {
 	e := newE2E(t, nil)
 	tasks := e.todo.SeedInbox(4, 2)
 	var (
-		mu       sync.Mutex
-		step     int
 		before   string // the first prompt's inbox listing
 		afterObs string // the inbox read after the resume
 	)
-	e.model.next = newModel(t, func(req agent.Request) agent.Response {
-		mu.Lock()
-		defer mu.Unlock()
-		step++
+	e.model.next = newModel(t, steps(func(step int, req agent.Request) agent.Response {
 		last := req.Messages[len(req.Messages)-1].Content
 		switch step {
 		case 1:
@@ -112,7 +101,7 @@ func TestAliasesSurviveACrash(t *testing.T) {
 			return toolReply(tc(agent.ActMoveTasks, `{"groups":[{"task_ids":["t2","t4"],"project_name":"B"}]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed four."}`))
 		}
 		return toolReply(tc(agent.ActFailTask, `{"reason":"out of script"}`))
-	})
+	}))
 	ctx, crashing, lossy := crashingTasks(t, e)
 	var saved []byte
 	out := agent.New(e.model, crashing, agent.Config{}).Start(ctx, agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {

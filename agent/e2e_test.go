@@ -93,6 +93,19 @@ func restarted(t *testing.T, tr *agent.Transcript) *agent.Transcript {
 	return back
 }
 
+// steps returns a script answering the n-th model call (from 1) with
+// reply(n, req), one call at a time.
+func steps(reply func(n int, req agent.Request) agent.Response) func(agent.Request) agent.Response {
+	var mu sync.Mutex
+	n := 0
+	return func(req agent.Request) agent.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return reply(n, req)
+	}
+}
+
 // replies returns a script answering from a list, one per call.
 func replies(rs ...agent.Response) func(agent.Request) agent.Response {
 	var mu sync.Mutex

@@ -4,7 +4,6 @@ import (
 	"context"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,19 +160,12 @@ func TestFilingPlanMistakesAreRepaired(t *testing.T) {
 func TestFilingPlanSurvivesResume(t *testing.T) {
 	e := newE2E(t, nil)
 	tasks := e.todo.SeedInbox(4, 2)
-	var (
-		mu   sync.Mutex
-		step int
-	)
-	e.model.next = newModel(t, func(req agent.Request) agent.Response {
-		mu.Lock()
-		defer mu.Unlock()
-		step++
+	e.model.next = newModel(t, steps(func(step int, req agent.Request) agent.Response {
 		if step == 1 {
 			return toolReply(tc(agent.ActAskUser, `{"question":"Where do the first and third go?"}`))
 		}
 		return toolReply(tc(agent.ActMoveTasks, `{"plan":"1010","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
-	})
+	}))
 	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: true}, agent.Hooks{})
 	if out.Status != agent.StatusAsking {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
@@ -276,9 +268,7 @@ func TestFilingPlanMeansTheLastListingShown(t *testing.T) {
 		e.todo.AddTask(todoisttest.Task{Content: c, ChildOrder: 3 - i})
 	}
 	e.todo.SetLatency("/sync", 200*time.Millisecond) // the overview ends last
-	step := 0
-	e.model.next = newModel(t, func(req agent.Request) agent.Response {
-		step++
+	e.model.next = newModel(t, steps(func(step int, req agent.Request) agent.Response {
 		if step == 1 {
 			return toolReply(tc(agent.ActGetOverview, `{}`), tc(agent.ActGetInboxTasks, `{}`))
 		}
@@ -290,7 +280,7 @@ func TestFilingPlanMeansTheLastListingShown(t *testing.T) {
 			return '0'
 		})
 		return toolReply(tc(agent.ActMoveTasks, `{"plan":"`+plan+`","to":["Errands"]}`), tc(agent.ActFinalAnswer, `{}`))
-	})
+	}))
 	out := agent.New(e.model, plainTasks{e.tasks}, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file Alpha into Errands"}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
