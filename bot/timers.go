@@ -222,6 +222,11 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 			log.Error("timer repair: unreadable settings", slog.Any("err", err))
 			continue
 		}
+		if !b.Allowed(platform, userID) {
+			// Removed from the allowed users: no digest, and autopilot
+			// is off (armAutopilot forgets its state).
+			ps.Digest = ""
+		}
 		if err := b.repairDigest(ctx, platform, userID, ps); err != nil {
 			log.Error("timer repair: digest", slog.Any("err", err))
 		}
