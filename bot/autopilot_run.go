@@ -242,7 +242,11 @@ func autopilotAnswer(tasks []agent.Task, out agent.Outcome) string {
 		also = append(also, plural(sections, "section"))
 	}
 	if len(also) > 0 {
-		sb.WriteString("\nAlso created " + strings.Join(also, " and ") + " (Undo removes them).")
+		them := "them"
+		if projects+sections == 1 {
+			them = "it"
+		}
+		sb.WriteString("\nAlso created " + strings.Join(also, " and ") + " (Undo removes " + them + ").")
 	}
 	var left []string
 	for _, t := range tasks {
