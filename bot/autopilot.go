@@ -245,7 +245,7 @@ func (b *Bot) look(ctx context.Context, platform, userID string) error {
 	if err != nil {
 		return err
 	}
-	if !ps.Autopilot || !b.Allowed(platform, userID) {
+	if !ps.Autopilot || !b.servesPerson(platform, userID) {
 		return nil // off
 	}
 	if ps.Conversation == "" {

@@ -46,7 +46,7 @@ func (b *Bot) autopilotRun(ctx context.Context, j Job) error {
 	if err != nil {
 		return err
 	}
-	if !ps.Autopilot || !b.Allowed(in.Platform, in.UserID) {
+	if !ps.Autopilot || !b.servesPerson(in.Platform, in.UserID) {
 		return retire() // off since
 	}
 	st, err := b.autopilotState(ctx, in.Platform, in.UserID)

@@ -46,7 +46,7 @@ func (b *Bot) armAutopilot(ctx context.Context, platform, userID string, on bool
 	key := PersonID(platform, userID)
 	// A person removed from the allowed users is off: at a start that
 	// allows them again, autopilot starts with a first look.
-	on = on && b.Allowed(platform, userID)
+	on = on && b.servesPerson(platform, userID)
 	noted, err := b.switchAutopilot(ctx, platform, userID, on)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (b *Bot) autopilotTimer(ctx context.Context, t Timer) (time.Time, error) {
 	if !ps.Autopilot {
 		return time.Time{}, nil // turned off meanwhile: no timer
 	}
-	if !b.Allowed(platform, userID) {
+	if !b.servesPerson(platform, userID) {
 		// Removed from the allowed users: no timer (repairTimers sets it
 		// again at a start that allows them).
 		b.log.Info("autopilot stopped: the person is no longer allowed", slog.String("platform", platform), slog.String("user_id", userID))

@@ -113,7 +113,7 @@ func (b *Bot) digestTimer(ctx context.Context, t Timer) (time.Time, error) {
 	if !on {
 		return time.Time{}, nil // turned off meanwhile: no timer
 	}
-	if !b.Allowed(platform, userID) {
+	if !b.servesPerson(platform, userID) {
 		// Removed from the allowed users: nobody else is served, nor
 		// shown the account's tasks. No timer; repairTimers sets it
 		// again at a start that allows them.
