@@ -248,14 +248,6 @@ func (b *Bot) look(ctx context.Context, platform, userID string) error {
 	if !ps.Autopilot || !b.servesPerson(platform, userID) {
 		return nil // off
 	}
-	if ps.Conversation == "" {
-		log.Debug("autopilot is on but the person has no conversation to post in yet")
-		return nil
-	}
-	th, err := b.store.Thread(ctx, ps.Conversation)
-	if err != nil {
-		return fmt.Errorf("bot: autopilot: read conversation %s: %w", ps.Conversation, err)
-	}
 	ag, err := b.agentFor(ctx, platform, userID)
 	if errors.Is(err, ErrNotConnected) {
 		return nil
@@ -297,6 +289,14 @@ func (b *Bot) look(ctx context.Context, platform, userID string) error {
 	}
 	if len(fresh) == 0 {
 		return nil
+	}
+	if ps.Conversation == "" {
+		log.Debug("autopilot is on but the person has no conversation to post in yet")
+		return nil
+	}
+	th, err := b.store.Thread(ctx, ps.Conversation)
+	if err != nil {
+		return fmt.Errorf("bot: autopilot: read conversation %s: %w", ps.Conversation, err)
 	}
 	phase, err := b.busyPhase(ctx, platform, userID, th.Key, &st, now)
 	if err != nil {
@@ -365,9 +365,10 @@ func (b *Bot) batchTokens(ctx context.Context, batches []autopilotBatch) (int, e
 	return n, nil
 }
 
-// unsee gives tasks back as not seen (their batch was not run), so that
-// the next look queues them again.
-func (b *Bot) unsee(ctx context.Context, platform, userID string, ids []string) error {
+// unsee gives a batch's tasks back as not seen (the batch jobID was not
+// run), so that the next look queues them again; the batch no longer
+// counts in the hourly budget.
+func (b *Bot) unsee(ctx context.Context, platform, userID, jobID string, ids []string) error {
 	lock := b.autopilotLocks.of(PersonID(platform, userID))
 	lock.Lock()
 	defer lock.Unlock()
@@ -376,6 +377,7 @@ func (b *Bot) unsee(ctx context.Context, platform, userID string, ids []string) 
 		return err
 	}
 	st.Seen = slices.DeleteFunc(st.Seen, func(id string) bool { return slices.Contains(ids, id) })
+	st.Batches = slices.DeleteFunc(st.Batches, func(bt autopilotBatch) bool { return bt.ID == jobID })
 	return b.saveAutopilotState(ctx, platform, userID, st)
 }
 

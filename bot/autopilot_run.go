@@ -60,7 +60,7 @@ func (b *Bot) autopilotRun(ctx context.Context, j Job) error {
 		return err
 	} else if w != nil {
 		// Waiting for a question: the tasks wait for a later look.
-		if err := b.unsee(ctx, in.Platform, in.UserID, strings.Fields(in.Text)); err != nil {
+		if err := b.unsee(ctx, in.Platform, in.UserID, j.ID, strings.Fields(in.Text)); err != nil {
 			return err
 		}
 		b.log.Info("autopilot: a run waits for the person's answer; the batch waits", slog.String("job_id", j.ID), slog.String("waiting_run", w.ID))
