@@ -125,6 +125,17 @@ func newAPHarness(t testing.TB, cfg Config, before ...string) *apHarness {
 // newAPHarnessEngine is newAPHarness with the engine configured as ecfg.
 func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...string) *apHarness {
 	t.Helper()
+	h := newAPHarnessOff(t, cfg, ecfg, nil, before...)
+	h.switchAutopilot(t, true)
+	h.tick(t) // the timer's first pass: autopilot is watching
+	return h
+}
+
+// newAPHarnessOff starts the bot with autopilot off, its model answering
+// a request with script first (ok), else as the filer does (script may
+// be nil); the inbox holds before.
+func newAPHarnessOff(t testing.TB, cfg Config, ecfg agent.Config, script func(h *apHarness, req agent.Request) (agent.Response, bool), before ...string) *apHarness {
+	t.Helper()
 	h := &apHarness{clock: &clock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, timers: newTimerStore()}
 	h.todo = todoisttest.New(t)
 	h.groceries = h.todo.AddProject(todoisttest.Project{Name: "Groceries"})
@@ -134,13 +145,23 @@ func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...s
 	// The bot's own timer pass runs at Start only: the test runs the
 	// others, so a look is over when tick returns.
 	cfg.TimerEvery = 24 * time.Hour
-	h.model = openaitest.New(openaitest.FromAgent(h.filer))
+	h.model = openaitest.New(openaitest.FromAgent(func(req agent.Request) agent.Response {
+		if script != nil {
+			if resp, ok := script(h, req); ok {
+				return resp
+			}
+		}
+		return h.filer(req)
+	}))
 	t.Cleanup(h.model.Close)
 	model := openai.New(openai.Config{APIKey: "sk-test", BaseURL: h.model.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, h.model.Client())
 	tasks := todoist.New(h.todo.Token, h.todo.URL, h.todo.Client(), todoist.WithBackoff(1e6, 1e7))
 	ecfg.Now = h.clock.Now
 	eng := agent.New(Metered(model), tasks, ecfg)
-	cfg.Workers, cfg.AllowedUsers, cfg.Now = 2, []string{"telegram:42"}, h.clock.Now
+	cfg.Workers, cfg.Now = 2, h.clock.Now
+	if cfg.AllowedUsers == nil {
+		cfg.AllowedUsers = []string{"telegram:42"}
+	}
 	h.harness = &harness{store: h.timers.memStore, plat: newTelegram()}
 	h.bot = New(h.timers, eng, cfg)
 	h.bot.AddPlatform(h.plat)
@@ -150,7 +171,7 @@ func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...s
 	}
 	t.Cleanup(func() { h.bot.Stop(); cancel() })
 	// The person talks to the bot once in private (their conversation
-	// is where autopilot posts), then turns autopilot on.
+	// is where autopilot posts).
 	if err := h.bot.Handle(t.Context(), msg("hi", "e-hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +183,21 @@ func newAPHarnessEngine(t testing.TB, cfg Config, ecfg agent.Config, before ...s
 	if ps.Conversation != "telegram:c1:" {
 		t.Fatalf("conversation %q, want the direct chat", ps.Conversation)
 	}
-	ps.Autopilot = true
+	return h
+}
+
+// switchAutopilot turns the person's autopilot on or off, as
+// /settings autopilot on|off does.
+func (h *apHarness) switchAutopilot(t testing.TB, on bool) {
+	t.Helper()
+	ps, err := h.bot.Settings(t.Context(), "telegram", "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.Autopilot = on
 	if err := h.bot.SaveSettings(t.Context(), "telegram", "42", ps); err != nil {
 		t.Fatal(err)
 	}
-	h.tick(t) // the first look notes what is there
-	return h
 }
 
 func (h *apHarness) idle(t testing.TB) {
@@ -248,7 +278,7 @@ func TestAutopilotFilesAnnouncesUndoesAndStops(t *testing.T) {
 		t.Fatalf("%d messages for the batch, want 1: %q", n, texts[sentBefore:])
 	}
 	ann := h.plat.last()
-	for _, want := range []string{"Filed 1 new task:", "“Buy milk” → Groceries", "Left in the inbox:", "“Call the plumber about the leak” — no project fits"} {
+	for _, want := range []string{"Filed 1 new task:", "“Buy milk” → Groceries", "Left in the inbox:\n• “Call the plumber about the leak”"} {
 		if !strings.Contains(ann.Text, want) {
 			t.Errorf("announcement %q lacks %q", ann.Text, want)
 		}

@@ -27,10 +27,14 @@ const TimerAutopilot = "autopilot"
 // timers.
 func (b *Bot) registerAutopilot() { b.HandleTimer(TimerAutopilot, b.autopilotTimer) }
 
-// armAutopilot sets the person's autopilot timer, due now (the first
-// look notes the inbox as it is), when autopilot is on and it has none
-// (turned on, or lost: a database copied by tidybot migrate --from holds
-// no timers); it deletes it when autopilot is off.
+// armAutopilot follows the person's autopilot setting (SaveSettings
+// calls it with every save, repairTimers at start). Off (or the person
+// not allowed): it forgets the
+// autopilot state and deletes the timer. On: a switch-on makes the
+// first look at once (switchAutopilot), and the timer is set when it
+// has none (turned on, or lost: a database copied by tidybot migrate
+// --from holds no timers): due an interval on after a first look made
+// here, else due now, for the timer's pass to make it.
 func (b *Bot) armAutopilot(ctx context.Context, platform, userID string, on bool) error {
 	ts, ok := b.store.(TimerStore)
 	if !ok {
@@ -40,20 +44,31 @@ func (b *Bot) armAutopilot(ctx context.Context, platform, userID string, on bool
 		return nil
 	}
 	key := PersonID(platform, userID)
+	// A person removed from the allowed users is off: at a start that
+	// allows them again, autopilot starts with a first look.
+	on = on && b.servesPerson(platform, userID)
+	noted, err := b.switchAutopilot(ctx, platform, userID, on)
+	if err != nil {
+		return err
+	}
 	if !on {
 		if err := ts.DeleteTimer(ctx, TimerAutopilot, key); err != nil {
 			return fmt.Errorf("bot: delete the autopilot timer of %s: %w", key, err)
 		}
 		return nil
 	}
-	_, err := ts.Timer(ctx, TimerAutopilot, key)
+	_, err = ts.Timer(ctx, TimerAutopilot, key)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("bot: read the autopilot timer of %s: %w", key, err)
 	}
-	return b.SetTimer(ctx, Timer{Kind: TimerAutopilot, Key: key, Due: b.cfg.Now()})
+	due := b.cfg.Now()
+	if noted {
+		due = due.Add(b.cfg.AutopilotEvery)
+	}
+	return b.SetTimer(ctx, Timer{Kind: TimerAutopilot, Key: key, Due: due})
 }
 
 // autopilotTimer looks once at the inbox of the timer's person and
@@ -68,6 +83,12 @@ func (b *Bot) autopilotTimer(ctx context.Context, t Timer) (time.Time, error) {
 	}
 	if !ps.Autopilot {
 		return time.Time{}, nil // turned off meanwhile: no timer
+	}
+	if !b.servesPerson(platform, userID) {
+		// Removed from the allowed users: no timer (repairTimers sets it
+		// again at a start that allows them).
+		b.log.Info("autopilot stopped: the person is no longer allowed", slog.String("platform", platform), slog.String("user_id", userID))
+		return time.Time{}, nil
 	}
 	if b.queue(platform) == nil {
 		// This process does not serve the person's platform (tidybot

@@ -82,6 +82,10 @@ type Config struct {
 	// AutopilotPerHour bounds one person's autopilot runs per hour
 	// (default DefaultAutopilotPerHour); new tasks beyond it wait.
 	AutopilotPerHour int
+	// AutopilotTokensPerHour bounds the model tokens of one person's
+	// autopilot runs per hour (default DefaultAutopilotTokensPerHour);
+	// once spent, new tasks wait.
+	AutopilotTokensPerHour int
 	// AutopilotEvery is how often autopilot looks at the inbox of a
 	// person who turned it on (default 1m; TIDYBOT_AUTOPILOT_INTERVAL),
 	// at most TimerEvery late.
@@ -127,6 +131,9 @@ func (c *Config) defaults() {
 	}
 	if c.AutopilotPerHour <= 0 {
 		c.AutopilotPerHour = DefaultAutopilotPerHour
+	}
+	if c.AutopilotTokensPerHour <= 0 {
+		c.AutopilotTokensPerHour = DefaultAutopilotTokensPerHour
 	}
 }
 

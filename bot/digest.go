@@ -100,8 +100,9 @@ func (b *Bot) registerDigest() {
 
 // digestTimer sends a person's digest when it is due and returns when
 // the next is due. A digest more than digestLate late (the bot was
-// down) is skipped; each person gets at most one a day (and one
-// snoozed), also when several replicas share the store.
+// down) is skipped; each person gets at most one a day (and one per
+// snooze), also when several replicas share the store. A person no
+// longer in the allowed users gets none.
 func (b *Bot) digestTimer(ctx context.Context, t Timer) (time.Time, error) {
 	platform, userID := personOf(t.Key)
 	ps, err := b.Settings(ctx, platform, userID)
@@ -111,6 +112,13 @@ func (b *Bot) digestTimer(ctx context.Context, t Timer) (time.Time, error) {
 	hm, on := digestOn(ps)
 	if !on {
 		return time.Time{}, nil // turned off meanwhile: no timer
+	}
+	if !b.servesPerson(platform, userID) {
+		// Removed from the allowed users: nobody else is served, nor
+		// shown the account's tasks. No timer; repairTimers sets it
+		// again at a start that allows them.
+		b.log.Info("digest stopped: the person is no longer allowed", slog.String("platform", platform), slog.String("user_id", userID))
+		return time.Time{}, nil
 	}
 	loc := b.zone(ctx, platform, userID, ps)
 	now := b.cfg.Now()
@@ -161,11 +169,12 @@ func (b *Bot) digestTimer(ctx context.Context, t Timer) (time.Time, error) {
 	}
 	m := Outgoing{ChatID: dest.ChatID, ThreadID: dest.ThreadID, Text: d.text(), Buttons: d.buttons()}
 	ob := b.outbound(platform, m)
-	// One a day per person (the key is unique in the store): a restart
-	// or another replica finds it sent.
+	// One a day per person, and one per snooze (the key is unique in
+	// the store): a restart or another replica finds it sent. Each
+	// snooze sets its timer due at its own time.
 	key := "digest:" + t.Key + ":" + scheduled.In(loc).Format(time.DateOnly)
 	if t.Kind == TimerDigestSnooze {
-		key += ":snoozed"
+		key += ":snoozed:" + t.Due.UTC().Format(time.RFC3339Nano)
 	}
 	err = b.store.Commit(ctx, Change{EventKey: key, EventAt: now, Send: []Outbound{ob}})
 	if errors.Is(err, ErrDuplicate) {

@@ -345,3 +345,64 @@ func TestRunStartReadsNoTimer(t *testing.T) {
 		t.Errorf("a run's start made %d timer calls, want 0", n)
 	}
 }
+
+// TestDigestNotToAPersonNoLongerAllowed (issue 34, defect 6): the owner
+// takes a person off TIDYBOT_ALLOWED_USERS ("nobody else is served",
+// docs/settings.md) and restarts the bot: their digest timer, when due,
+// sends nothing (in personal mode it would list the owner's tasks) and
+// goes.
+func TestDigestNotToAPersonNoLongerAllowed(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	e.cfg.AllowedUsers = []string{"telegram:7"} // 42 removed by the owner
+	e.restart(t)
+	if e.bot.Allowed("telegram", "42") {
+		t.Fatal("42 still allowed")
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 5, 0, time.UTC)) // 08:00:05 in Amsterdam
+	e.runTimers(t)
+	if ds := digests(e.plat); len(ds) != 0 {
+		t.Errorf("a person no longer allowed got the digest in chat %s:\n%s", ds[0].ChatID, ds[0].Text)
+	}
+	if _, err := e.st.Timer(t.Context(), TimerDigest, "telegram:42"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the digest timer of a person no longer allowed stayed (%v)", err)
+	}
+}
+
+// TestDigestSnoozedTwice (issue 34, defect 7): "Snooze digest (the
+// digest again in an hour)" pressed on the snoozed digest sends it again
+// an hour later: each snooze has its own event key (one key a day for
+// every snoozed digest took the second for a duplicate of the first).
+func TestDigestSnoozedTwice(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.agent.snap = digestSnapshot()
+	e.say(t, settingsIn("digest 08:00"))
+	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
+	e.runTimers(t)
+	press := func(event string) {
+		t.Helper()
+		in := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: digestSnooze, ButtonRef: "cb-" + event, EventID: event, DM: true}
+		if err := e.bot.Handle(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.bot.WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	press("snooze-1")
+	e.clk.Set(time.Date(2026, 11, 25, 8, 0, 30, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 2 {
+		t.Fatalf("%d digests after the first snooze, want 2", n)
+	}
+	press("snooze-2") // on the snoozed digest
+	if last := e.plat.last(); !strings.Contains(last.Text, "again in an hour") {
+		t.Fatalf("snooze answered %q", last.Text)
+	}
+	e.clk.Set(time.Date(2026, 11, 25, 9, 1, 0, 0, time.UTC))
+	e.runTimers(t)
+	if n := len(digests(e.plat)); n != 3 {
+		t.Errorf("%d digests an hour after the second snooze, want 3: the bot promised it again in an hour", n)
+	}
+}

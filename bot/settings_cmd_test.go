@@ -248,9 +248,10 @@ func TestHelpListsSettings(t *testing.T) {
 func TestSettingsAutopilotTimer(t *testing.T) {
 	ctx := t.Context()
 	// On a bot not started (no timer pass to race with) turning it on
-	// sets the timer due now.
+	// sets the timer due now (the first look at the switch cannot read
+	// this agent's inbox: the timer's pass makes it).
 	st, clk := newTimerStore(), &clock{now: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)}
-	if err := New(st, &mockAgent{}, Config{Now: clk.Now}).SaveSettings(ctx, "telegram", "42", PersonSettings{Autopilot: true}); err != nil {
+	if err := New(st, &mockAgent{}, Config{Now: clk.Now, AllowedUsers: []string{"telegram:42"}}).SaveSettings(ctx, "telegram", "42", PersonSettings{Autopilot: true}); err != nil {
 		t.Fatal(err)
 	}
 	if tm, err := st.Timer(ctx, TimerAutopilot, "telegram:42"); err != nil || !tm.Due.Equal(clk.Now()) {

@@ -222,6 +222,11 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 			log.Error("timer repair: unreadable settings", slog.Any("err", err))
 			continue
 		}
+		if !b.servesPerson(platform, userID) {
+			// Removed from the allowed users: no digest, and autopilot
+			// is off (armAutopilot forgets its state).
+			ps.Digest = ""
+		}
 		if err := b.repairDigest(ctx, platform, userID, ps); err != nil {
 			log.Error("timer repair: digest", slog.Any("err", err))
 		}
@@ -232,4 +237,28 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// servesPerson reports whether the bot still serves a person, for the
+// work it does for them unasked (digest, autopilot): Allowed (an exact
+// TIDYBOT_ALLOWED_USERS entry), or in team mode an entry for everyone on
+// the platform ("telegram:*") or for a workspace of it
+// ("slack:team:T…"; which workspace a person is in is known only from
+// their messages, so any such entry serves them).
+func (b *Bot) servesPerson(platform, userID string) bool {
+	if b.Allowed(platform, userID) {
+		return true
+	}
+	if b.cfg.Accounts == nil {
+		return false
+	}
+	if b.allowed[platform+":*"] {
+		return true
+	}
+	for u := range b.allowed {
+		if strings.HasPrefix(u, platform+":team:") {
+			return true
+		}
+	}
+	return false
 }

@@ -206,3 +206,31 @@ func TestTimerLoopRunsDueTimersAtStart(t *testing.T) {
 		t.Fatal("the timer due during downtime did not fire at start")
 	}
 }
+
+// TestServesPerson: the digest and autopilot go on for a person the
+// allowed users still name (issue 34, defect 6), also by a team mode
+// entry for their platform or workspace, and stop otherwise.
+func TestServesPerson(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		team    bool
+		want    bool
+	}{
+		{"named", []string{"telegram:42"}, false, true},
+		{"removed", []string{"telegram:7"}, false, false},
+		{"the whole platform, team mode", []string{"telegram:*"}, true, true},
+		{"the whole platform, personal mode", []string{"telegram:*"}, false, false},
+		{"another platform's workspace", []string{"slack:team:T1"}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{AllowedUsers: tc.allowed}
+			if tc.team {
+				cfg.Accounts = &fakeAccounts{}
+			}
+			if got := New(newMemStore(), &mockAgent{}, cfg).servesPerson("telegram", "42"); got != tc.want {
+				t.Errorf("servesPerson = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
