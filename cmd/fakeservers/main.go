@@ -49,13 +49,26 @@ type info struct {
 
 type todoistInfo struct {
 	// Origin is the base the SDK takes (it adds /api/v1/).
-	Origin    string `json:"origin"`
-	Token     string `json:"token"`
-	InboxID   string `json:"inbox_id"`
-	ProjectID string `json:"project_id"`
-	SectionID string `json:"section_id"`
-	TaskID    string `json:"task_id"`
-	Label     string `json:"label"`
+	Origin    string    `json:"origin"`
+	OAuth     oauthInfo `json:"oauth"`
+	Token     string    `json:"token"`
+	InboxID   string    `json:"inbox_id"`
+	ProjectID string    `json:"project_id"`
+	SectionID string    `json:"section_id"`
+	TaskID    string    `json:"task_id"`
+	Label     string    `json:"label"`
+}
+
+// oauthInfo is a second fake Todoist, with OAuth (team mode): an app
+// and a person signed in (Session, their browser's cookie) who has not
+// authorized it yet.
+type oauthInfo struct {
+	// Origin is both the API's and the OAuth endpoints' base.
+	Origin       string `json:"origin"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	RedirectURL  string `json:"redirect_url"`
+	Cookie       string `json:"cookie"`
 }
 
 type openaiInfo struct {
@@ -93,6 +106,13 @@ func run(stdin io.Reader, stdout io.Writer) error {
 		Due: &todoisttest.Due{Date: "2026-12-01", String: "Dec 1", Lang: "en"}})
 	td.SeedTalkInbox()
 
+	svc := todoisttest.NewService(nil)
+	defer svc.Close()
+	app := todoisttest.App{ClientID: "fakescheck", ClientSecret: "fakescheck-secret", RedirectURL: "https://bot.example/todoist/callback"}
+	svc.RegisterApp(app)
+	person := svc.NewAccount(todoisttest.WithUser("Pat Doe", "pat@example.com"))
+	defer person.Close()
+
 	oa := openaitest.New(nil, openaitest.WithAPIKey(openaiKey),
 		openaitest.WithTranscripts(func(openaitest.Transcription) string { return openaitest.VoiceNoteText }))
 	defer oa.Close()
@@ -110,7 +130,9 @@ func run(stdin io.Reader, stdout io.Writer) error {
 
 	line, err := json.Marshal(info{
 		Todoist: todoistInfo{Origin: origin(td.URL), Token: td.Token, InboxID: td.InboxID(), ProjectID: proj.ID,
-			SectionID: sec.ID, TaskID: task.ID, Label: lbl.Name},
+			SectionID: sec.ID, TaskID: task.ID, Label: lbl.Name,
+			OAuth: oauthInfo{Origin: svc.AuthURL, ClientID: app.ClientID, ClientSecret: app.ClientSecret, RedirectURL: app.RedirectURL,
+				Cookie: todoisttest.SessionCookie + "=" + person.Session}},
 		OpenAI:   openaiInfo{BaseURL: oa.URL, Key: openaiKey, Voice: openaitest.VoiceNote},
 		Slack:    slackInfo{APIURL: sl.URL, Token: slacktest.Token, AppToken: slacktest.AppToken, BotUser: slacktest.BotUserID},
 		Telegram: telegramInfo{APIRoot: tg.URL, Token: tg.Token, FileID: fileID},

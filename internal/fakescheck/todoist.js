@@ -1,8 +1,11 @@
 // Todoist through Doist's SDK (@doist/todoist-api-typescript, which is
 // @doist/todoist-sdk): every endpoint and /sync command agent/todoist
-// uses. The SDK validates each answer against its zod schemas, so a
-// missing or misspelt field fails the call.
-import { TodoistApi, TodoistRequestError, createCommand } from '@doist/todoist-api-typescript';
+// uses, and the OAuth flow of team mode (accounts). The SDK validates each
+// answer against its zod schemas, so a missing or misspelt field fails
+// the call.
+import {
+  TodoistApi, TodoistRequestError, createCommand, getAuthorizationUrl, getAuthToken, revokeToken,
+} from '@doist/todoist-api-typescript';
 import { expect, equal } from './assert.js';
 
 export function todoist(env) {
@@ -16,7 +19,35 @@ export function todoist(env) {
   let section;
   let note;
 
+  const o = t.oauth;
+  let granted;
+
   return [
+    ['OAuth: authorize, access_token', async () => {
+      const url = getAuthorizationUrl({ clientId: o.client_id, permissions: ['data:read_write', 'data:delete'], state: 's1', baseUrl: o.origin });
+      // The person's browser, signed in to Todoist, approves the app.
+      const res = await fetch(url, { headers: { Cookie: o.cookie }, redirect: 'manual' });
+      const back = new URL(res.headers.get('location') ?? '', 'http://invalid');
+      equal(`${back.origin}${back.pathname}`, o.redirect_url, 'redirected to the app');
+      equal(back.searchParams.get('state'), 's1', 'state');
+      const tok = await getAuthToken({ clientId: o.client_id, clientSecret: o.client_secret, code: back.searchParams.get('code') }, { baseUrl: o.origin });
+      granted = tok.accessToken;
+      expect(granted, 'an access token');
+    }],
+    ['OAuth: the token reads its account', async () => {
+      const u = await new TodoistApi(granted, { baseUrl: o.origin }).getUser();
+      equal(u.email, 'pat@example.com', 'email');
+    }],
+    ['OAuth: revoke', async () => {
+      expect(await revokeToken({ clientId: o.client_id, clientSecret: o.client_secret, token: granted }, { baseUrl: o.origin }), 'revoked');
+      let err;
+      try {
+        await new TodoistApi(granted, { baseUrl: o.origin }).getUser();
+      } catch (e) {
+        err = e;
+      }
+      expect(err?.httpStatusCode === 401, `a revoked token is refused with 401, got ${err}`);
+    }],
     ['GET /user', async () => {
       const u = await api.getUser();
       equal(u.inboxProjectId, t.inbox_id, 'inbox project');
