@@ -10,11 +10,11 @@ import (
 
 // Wire types. The REST-style endpoints and /sync name some fields
 // differently (tasks/items), and Todoist's own references disagree on
-// others: the API v1 page and the Python SDK spell a /sync label's
-// position item_order and a /sync project's flag shared, while Doist's
-// TypeScript SDK, which parses Todoist's answers against a schema,
-// reads order and is_shared in both places
-// (Doist/todoist-sdk-typescript src/types/labels/types.ts LabelSchema,
+// others: the API v1 page spells a /sync label's position item_order and
+// a /sync project's flag shared, while Doist's TypeScript SDK, which
+// parses Todoist's answers against a schema, reads order and is_shared
+// in both places (@doist/todoist-sdk 11, Doist/todoist-sdk-typescript
+// src/types/labels/types.ts LabelSchema,
 // src/types/projects/types.ts BaseProjectSchema, both used by
 // src/types/sync/response.ts SyncResponseSchema). Where the client maps
 // such a field it decodes both spellings and prefers the SDK's. A REST
