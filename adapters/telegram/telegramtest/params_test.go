@@ -70,6 +70,18 @@ func TestParametersEveryWayTheBotAPITakesThem(t *testing.T) {
 	}
 }
 
+func TestEmptyJSONBodyIsNoParameters(t *testing.T) {
+	s := New()
+	defer s.Close()
+	var me struct {
+		Username string `json:"username"`
+	}
+	call(t, s, "getMe", "application/json", nil, &me)
+	if me.Username != BotUserName {
+		t.Fatalf("getMe: %+v", me)
+	}
+}
+
 func TestJSONNullIsAnAbsentParameter(t *testing.T) {
 	s := New()
 	defer s.Close()
