@@ -34,7 +34,8 @@ func params(r *http.Request) (url.Values, error) {
 		var body map[string]json.RawMessage
 		dec := json.NewDecoder(r.Body)
 		dec.UseNumber()
-		// An empty body is no parameters (getMe, deleteWebhook).
+		// An empty body: no parameters, as an empty form is (what the
+		// Bot API answers to one is undocumented).
 		if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("can't parse JSON body: %w", err)
 		}
