@@ -4,7 +4,7 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test soak lint run demo bench fuzz deps deps-list eval eval-sim
+.PHONY: build test soak lint run demo bench fuzz deps deps-list eval eval-sim fakes-check
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
@@ -40,6 +40,10 @@ eval-sim: ## the same suite played by a SIMULATED scripted model: shows the outp
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseReply -fuzztime 60s ./agent
+
+fakes-check: ## drive each fake with the vendor's own client from npm (internal/fakescheck; needs node and npm, and the registry)
+	go build -o bin/fakeservers ./cmd/fakeservers
+	cd internal/fakescheck && npm ci --no-audit --no-fund --loglevel=error && FAKESERVERS="$(CURDIR)/bin/fakeservers" node check.js
 
 deps: ## the import rules of DESIGN §1, enforced
 	go test -count=1 ./internal/layout

@@ -13,7 +13,7 @@ type ModelTier struct {
 }
 
 // ParseModelTiers reads TIDYBOT_MODELS, "name:model,name:model,…" (e.g.
-// "fast:gpt-6-luna-mini,best:gpt-6-luna"); the first tier is the
+// "fast:gpt-6-luna,best:gpt-6.1-sol"); the first tier is the
 // default. Empty: no tiers (no choice offered). A choice needs two or
 // more tiers with distinct names and models; a name is a lowercase word
 // (a-z, 0-9, -), never "default" (which /settings model uses to go back
@@ -29,9 +29,9 @@ func ParseModelTiers(s string) ([]ModelTier, error) {
 		name, model = strings.TrimSpace(name), strings.TrimSpace(model)
 		switch {
 		case strings.TrimSpace(part) == "":
-			return nil, fmt.Errorf("tier %d is empty: write name:model pairs separated by commas, e.g. fast:gpt-6-luna-mini,best:gpt-6-luna", i+1)
+			return nil, fmt.Errorf("tier %d is empty: write name:model pairs separated by commas, e.g. fast:gpt-6-luna,best:gpt-6.1-sol", i+1)
 		case !ok || name == "" || model == "":
-			return nil, fmt.Errorf("tier %q is not name:model (e.g. best:gpt-6-luna)", strings.TrimSpace(part))
+			return nil, fmt.Errorf("tier %q is not name:model (e.g. best:gpt-6.1-sol)", strings.TrimSpace(part))
 		case !tierName(name):
 			return nil, fmt.Errorf("tier name %q: use a short lowercase word (a-z, 0-9, -), such as fast or best", name)
 		case name == "default":

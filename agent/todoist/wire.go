@@ -9,10 +9,18 @@ import (
 )
 
 // Wire types. The REST-style endpoints and /sync name some fields
-// differently (is_shared/shared, order/item_order, tasks/items): a REST
+// differently (tasks/items), and Todoist's own references disagree on
+// others: the API v1 page spells a /sync label's position item_order and
+// a /sync project's flag shared, while Doist's TypeScript SDK, which
+// parses Todoist's answers against a schema, reads order and is_shared
+// in both places (@doist/todoist-sdk 11, Doist/todoist-sdk-typescript
+// src/types/labels/types.ts LabelSchema,
+// src/types/projects/types.ts BaseProjectSchema, both used by
+// src/types/sync/response.ts SyncResponseSchema). Where the client maps
+// such a field it decodes both spellings and prefers the SDK's. A REST
 // type embeds its /sync twin and adds only the fields REST alone sends
-// (labels differ in a shared field and keep two types). Only the fields
-// the client maps are declared.
+// (labels keep two types). Only the fields the client maps are declared:
+// no project's sharing, which the agent does not show.
 
 // page is the envelope of every paginated list.
 type page[T any] struct {
@@ -35,16 +43,14 @@ type syncProject struct {
 	ParentID     string `json:"parent_id"`
 	ChildOrder   int    `json:"child_order"`
 	InboxProject bool   `json:"inbox_project"`
-	Shared       bool   `json:"shared"`
 	IsArchived   bool   `json:"is_archived"`
 	IsDeleted    bool   `json:"is_deleted"`
 }
 
-// restProject is a project from GET /projects: the /sync fields (REST
-// says is_shared where /sync says shared) and created_at.
+// restProject is a project from GET /projects: the /sync fields and
+// created_at.
 type restProject struct {
 	syncProject
-	IsShared  bool   `json:"is_shared"`
 	CreatedAt string `json:"created_at"`
 }
 
@@ -72,12 +78,26 @@ type restLabel struct {
 	Order int    `json:"order"`
 }
 
-// syncLabel is a label from /sync.
+// syncLabel is a label from /sync: its position is order (the SDK's
+// spelling, null allowed: LabelSchema's order is nullable) or item_order
+// (the API page's); see position.
 type syncLabel struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
-	ItemOrder int    `json:"item_order"`
+	Order     *int   `json:"order"`
+	ItemOrder *int   `json:"item_order"`
 	IsDeleted bool   `json:"is_deleted"`
+}
+
+// position is the label's order, else its item_order, else 0.
+func (l syncLabel) position() int {
+	switch {
+	case l.Order != nil:
+		return *l.Order
+	case l.ItemOrder != nil:
+		return *l.ItemOrder
+	}
+	return 0
 }
 
 // syncItem is a task from /sync, where tasks are "items".
@@ -225,7 +245,7 @@ func snapshotOf(r *syncResponse) agent.Snapshot {
 	}
 
 	labels := slices.DeleteFunc(r.Labels, func(l syncLabel) bool { return l.IsDeleted })
-	slices.SortStableFunc(labels, func(a, b syncLabel) int { return cmp.Compare(a.ItemOrder, b.ItemOrder) })
+	slices.SortStableFunc(labels, func(a, b syncLabel) int { return cmp.Compare(a.position(), b.position()) })
 	s.Labels = make([]agent.Label, len(labels))
 	for i, l := range labels {
 		s.Labels[i] = agent.Label{ID: l.ID, Name: l.Name}

@@ -34,7 +34,7 @@ type Config struct {
 	OpenAIKey             string        `envconfig:"OPENAI_API_KEY" secret:"true" desc:"model API key (secret; may be empty for a local server)"`
 	OpenAIBaseURL         string        `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"any OpenAI-compatible endpoint (Ollama: http://localhost:11434/v1)"`
 	OpenAIModel           string        `envconfig:"OPENAI_MODEL" default:"gpt-6-luna" desc:"model name (on Azure: the deployment name); checked at start-up"`
-	Models                string        `envconfig:"TIDYBOT_MODELS" desc:"model tiers a person may choose with /settings model, the first the default, e.g. fast:gpt-6-luna-mini,best:gpt-6-luna (empty: OPENAI_MODEL for everyone)"`
+	Models                string        `envconfig:"TIDYBOT_MODELS" desc:"model tiers a person may choose with /settings model, the first the default, e.g. fast:gpt-6-luna,best:gpt-6.1-sol (empty: OPENAI_MODEL for everyone)"`
 	OpenAIAPI             string        `envconfig:"OPENAI_API" default:"auto" desc:"chat (Chat Completions), responses (Responses API) or auto (Responses on OpenAI and for GPT-6, Chat elsewhere)"`
 	Effort                string        `envconfig:"TIDYBOT_REASONING_EFFORT" desc:"none, minimal, low, medium, high, xhigh or max (default: low for reasoning models); temperature applies only with none"`
 	ReasoningModel        bool          `envconfig:"OPENAI_REASONING_MODEL" default:"false" desc:"true: treat OPENAI_MODEL as a reasoning model whatever its name (max_completion_tokens, reasoning effort), e.g. an Azure deployment of o3"`

@@ -64,11 +64,11 @@ func TestModelsSetting(t *testing.T) {
 	if err := c.Validate(false, nil); err == nil || !strings.Contains(err.Error(), "TIDYBOT_MODELS: tier fast is named twice") {
 		t.Errorf("err %v, want TIDYBOT_MODELS named", err)
 	}
-	c.Models = "fast:gpt-6-luna-mini,best:gpt-6-luna"
+	c.Models = "fast:gpt-6-luna,best:gpt-6.1-sol"
 	if err := c.Validate(false, nil); err != nil && strings.Contains(err.Error(), "TIDYBOT_MODELS") {
 		t.Errorf("good tiers refused: %v", err)
 	}
-	if tiers := c.ModelTiers(); len(tiers) != 2 || tiers[1].Name != "best" || tiers[1].Model != "gpt-6-luna" {
+	if tiers := c.ModelTiers(); len(tiers) != 2 || tiers[1].Name != "best" || tiers[1].Model != "gpt-6.1-sol" {
 		t.Errorf("tiers %v", tiers)
 	}
 	if tiers := (Config{}).ModelTiers(); tiers != nil {

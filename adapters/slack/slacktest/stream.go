@@ -123,9 +123,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, method, tok
 	}
 	s.mu.Unlock()
 	ch := f.Get("channel")
-	text := f.Get("markdown_text")
+	text, chunked := streamMarkdown(f)
+	f.Set("markdown_text", text) // chunks' text too, for the handlers below
 	switch {
 	case code != "":
+	case !chunked:
+		code = "invalid_chunks"
 	case ch == "":
 		code = "channel_not_found"
 	case !s.member(ch):

@@ -1,7 +1,7 @@
 // Package telegramtest is a fake Telegram Bot API on httptest, speaking
-// the real wire protocol (POST /bot<token>/<method>, form-encoded
-// parameters, {"ok":…,"result":…} answers), for tests of the Telegram
-// adapter through the real client library.
+// the real wire protocol (POST /bot<token>/<method>, parameters as a query,
+// a form, multipart or JSON (params.go), {"ok":…,"result":…} answers), for
+// tests of the Telegram adapter through the real client library.
 package telegramtest
 
 import (
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +145,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnauthorized, "Unauthorized", 0)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
+	f, err := params(r)
+	if err != nil {
 		fail(w, http.StatusBadRequest, "Bad Request: "+err.Error(), 0)
 		return
 	}
@@ -158,7 +161,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Unlock()
-	f := r.Form
 	switch method {
 	case "getMe":
 		s.mu.Lock()
@@ -187,7 +189,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "getFile":
 		s.getFile(w, f.Get("file_id"))
 	case "getUpdates":
-		s.getUpdates(w, r)
+		s.getUpdates(w, r, f)
 	case "sendMessage":
 		s.sendMessage(w, f)
 	case "editMessageText":
@@ -223,9 +225,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // github.com/python-telegram-bot/python-telegram-bot/issues/4237;
 // core.telegram.org/bots/api#getupdates: long polling is for one
 // receiver).
-func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
-	offset, _ := strconv.Atoi(r.Form.Get("offset"))
-	timeout, _ := strconv.Atoi(r.Form.Get("timeout"))
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, f url.Values) {
+	offset, _ := strconv.Atoi(f.Get("offset"))
+	timeout, _ := strconv.Atoi(f.Get("timeout"))
+	// "limit: Limits the number of updates to be retrieved. Values
+	// between 1-100 are accepted. Defaults to 100" (ibid.).
+	limit, err := strconv.Atoi(f.Get("limit"))
+	if err != nil || limit < 1 || limit > 100 {
+		limit = 100
+	}
 	deadline := time.Now().Add(time.Duration(min(timeout, 2)) * time.Second)
 	mine := make(chan struct{})
 	s.mu.Lock()
@@ -234,6 +242,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 		s.conflicts++
 	}
 	s.poll = mine
+	s.confirm(offset)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -244,28 +253,10 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 	}()
 	for {
 		s.mu.Lock()
-		var out []json.RawMessage
-		for _, u := range s.updates {
-			var id struct {
-				UpdateID int `json:"update_id"`
-			}
-			_ = json.Unmarshal(u, &id)
-			if id.UpdateID >= offset {
-				out = append(out, u)
-			}
+		if offset > 0 {
+			s.confirm(offset) // updates that arrived with ids below it
 		}
-		// Confirmed updates are forgotten, as Telegram does.
-		var keep []json.RawMessage
-		for _, u := range s.updates {
-			var id struct {
-				UpdateID int `json:"update_id"`
-			}
-			_ = json.Unmarshal(u, &id)
-			if id.UpdateID >= offset {
-				keep = append(keep, u)
-			}
-		}
-		s.updates = keep
+		out := slices.Clone(s.updates[:min(len(s.updates), limit)])
 		arrived := s.arrived
 		s.mu.Unlock()
 		if len(out) > 0 || time.Now().After(deadline) {
@@ -285,6 +276,28 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// confirm forgets the updates getUpdates' offset confirms: "An update is
+// considered confirmed as soon as getUpdates is called with an offset
+// higher than its update_id. The negative offset can be specified to
+// retrieve updates starting from -offset update from the end of the
+// updates queue. All previous updates will be forgotten"
+// (core.telegram.org/bots/api#getupdates). Callers hold s.mu.
+func (s *Server) confirm(offset int) {
+	if offset < 0 {
+		if n := len(s.updates) + offset; n > 0 {
+			s.updates = s.updates[n:]
+		}
+		return
+	}
+	s.updates = slices.DeleteFunc(s.updates, func(u json.RawMessage) bool {
+		var id struct {
+			UpdateID int `json:"update_id"`
+		}
+		_ = json.Unmarshal(u, &id)
+		return id.UpdateID < offset
+	})
 }
 
 // failUnknownMethod answers a method the Bot API server does not know as

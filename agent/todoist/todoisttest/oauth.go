@@ -30,8 +30,8 @@ import (
 //     commas, at least one) redirects the signed-in person to the app's
 //     registered OAuth redirect URL with code and state, or with
 //     error=invalid_scope / access_denied and state;
-//   - POST /oauth/access_token with the form fields client_id,
-//     client_secret and code answers {"access_token": …, "token_type":
+//   - POST /oauth/access_token with the fields client_id, client_secret
+//     and code (a form, or JSON as the TypeScript SDK sends) answers {"access_token": …, "token_type":
 //     "Bearer"}; a wrong code is 400 {"error": "bad_authorization_code"},
 //     wrong app credentials 400 {"error": "incorrect_application_credentials"};
 //     a code works once;
@@ -97,8 +97,9 @@ type grant struct {
 // Permission type).
 var ValidScopes = []string{"task:add", "data:read", "data:read_write", "data:delete", "project:delete", "backups:read"}
 
-// NewService starts a fake Todoist with no account; the server closes
-// when the test ends.
+// NewService starts a fake Todoist with no account. If tb is not nil,
+// the server (and every account's) closes when the test ends; otherwise
+// (a command: cmd/fakeservers) call Close, and close each account.
 func NewService(tb testing.TB) *Service {
 	s := &Service{tb: tb, apps: map[string]App{}, accounts: map[string]*Account{}, codes: map[string]grant{}, tokens: map[string]*Account{}, scopes: map[string]string{}, revokes: map[string]int{}, denied: map[string]bool{}}
 	mux := http.NewServeMux()
@@ -110,9 +111,14 @@ func NewService(tb testing.TB) *Service {
 	mux.HandleFunc("/api/v1/", s.api)
 	s.srv = httptest.NewServer(mux)
 	s.URL, s.AuthURL = s.srv.URL+apiPrefix, s.srv.URL
-	tb.Cleanup(s.srv.Close)
+	if tb != nil {
+		tb.Cleanup(s.srv.Close)
+	}
 	return s
 }
+
+// Close shuts the service's server down (NewService with a nil tb).
+func (s *Service) Close() { s.srv.Close() }
 
 // RegisterApp registers an OAuth app.
 func (s *Service) RegisterApp(a App) {
@@ -135,7 +141,7 @@ func (s *Service) NewAccount(opts ...Option) *Account {
 func (a *Account) Browser() *http.Client {
 	jar, _ := cookiejar.New(nil)
 	u, _ := url.Parse(a.svc.AuthURL)
-	jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: a.Session, Path: "/"}})
+	jar.SetCookies(u, []*http.Cookie{{Name: SessionCookie, Value: a.Session, Path: "/"}})
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
 }
 
@@ -182,7 +188,9 @@ func (a *Account) RevokeAll() {
 	}
 }
 
-const sessionCookie = "todoisttest_session"
+// SessionCookie is the name of the cookie of a person signed in to the
+// fake (Account.Session is its value), for a browser other than Browser.
+const SessionCookie = "todoisttest_session"
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -217,7 +225,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(SessionCookie)
 	s.mu.Lock()
 	var acct *Account
 	if err == nil {
@@ -259,12 +267,30 @@ type oauthError struct {
 	Error string `json:"error"`
 }
 
+// accessToken serves POST /oauth/access_token. The fields come as a form
+// (the guide's curl example, the Python SDK) or as a JSON object (the
+// TypeScript SDK's getAuthToken posts {"client_id","client_secret","code"}
+// as JSON: Doist/todoist-sdk-typescript src/authentication.ts
+// requestAuthToken, through its http-client's JSON payload).
 func (s *Service) accessToken(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
-		return
+	var f struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		Code         string `json:"code"`
 	}
-	id, secret, code := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), r.PostForm.Get("code")
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&f); err != nil {
+			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+			return
+		}
+	} else {
+		if err := r.ParseForm(); err != nil {
+			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request"})
+			return
+		}
+		f.ClientID, f.ClientSecret, f.Code = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), r.PostForm.Get("code")
+	}
+	id, secret, code := f.ClientID, f.ClientSecret, f.Code
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	app, ok := s.apps[id]

@@ -37,7 +37,16 @@ func (s *Server) routes() {
 }
 
 // JSON shapes. The REST-style endpoints and /sync name some fields
-// differently; each shape says which it is.
+// differently; each shape says which it is. Where Todoist's references
+// disagree on a field, the fake sends what Doist's TypeScript SDK
+// requires: it parses every answer against a zod schema, so a field it
+// requires that the fake left out would fail the SDK on the real API
+// (@doist/todoist-sdk 11, Doist/todoist-sdk-typescript src/types/…:
+// projects/types.ts BaseProjectSchema, sections/types.ts
+// SectionBaseSchema, labels/types.ts LabelSchema, users/types.ts
+// CurrentUserSchema, sync/resources/user.ts SyncUserSchema, all parsed
+// by sync/response.ts SyncResponseSchema). `make fakes-check` drives the
+// fake with that SDK (docs/adapters.md).
 
 const timeLayout = "2006-01-02T15:04:05.000000Z"
 
@@ -72,8 +81,10 @@ type restProject struct {
 	UpdatedAt      string  `json:"updated_at"`
 }
 
-// syncProject is a project on /sync: "shared", and inbox_project only
-// when true.
+// syncProject is a project on /sync: inbox_project only when true. The
+// API page spells the sharing flag "shared" here; BaseProjectSchema
+// requires is_shared and default_order, as on REST, and the fake sends
+// those.
 type syncProject struct {
 	ID             string  `json:"id"`
 	Name           string  `json:"name"`
@@ -81,8 +92,9 @@ type syncProject struct {
 	Color          string  `json:"color"`
 	ParentID       *string `json:"parent_id"`
 	ChildOrder     int     `json:"child_order"`
+	DefaultOrder   int     `json:"default_order"`
 	IsCollapsed    bool    `json:"is_collapsed"`
-	Shared         bool    `json:"shared"`
+	IsShared       bool    `json:"is_shared"`
 	IsFavorite     bool    `json:"is_favorite"`
 	IsArchived     bool    `json:"is_archived"`
 	IsDeleted      bool    `json:"is_deleted"`
@@ -103,17 +115,20 @@ func (p *Project) rest() restProject {
 
 func (p *Project) sync() syncProject {
 	return syncProject{ID: p.ID, Name: p.Name, Description: p.Description, Color: p.Color,
-		ParentID: nullable(p.ParentID), ChildOrder: p.ChildOrder,
+		ParentID: nullable(p.ParentID), ChildOrder: p.ChildOrder, DefaultOrder: p.ChildOrder,
 		IsFavorite: p.IsFavorite, IsArchived: p.IsArchived, ViewStyle: p.ViewStyle, InboxProject: p.IsInbox,
 		CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
 }
 
-// sectionJSON is a section; REST and /sync agree.
+// sectionJSON is a section; REST and /sync agree. description is
+// required and nullable (SectionBaseSchema); the fake's sections have
+// none.
 type sectionJSON struct {
 	ID           string  `json:"id"`
 	UserID       string  `json:"user_id"`
 	ProjectID    string  `json:"project_id"`
 	Name         string  `json:"name"`
+	Description  *string `json:"description"`
 	SectionOrder int     `json:"section_order"`
 	IsCollapsed  bool    `json:"is_collapsed"`
 	IsArchived   bool    `json:"is_archived"`
@@ -137,12 +152,15 @@ type restLabel struct {
 	IsFavorite bool   `json:"is_favorite"`
 }
 
-// syncLabel is a label on /sync ("item_order", "is_deleted").
+// syncLabel is a label on /sync: REST's fields and is_deleted. The API
+// page spells its position "item_order" here; LabelSchema, which the
+// SDK parses /sync labels with, requires "order", and the fake sends
+// that.
 type syncLabel struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`
 	Color      string `json:"color"`
-	ItemOrder  int    `json:"item_order"`
+	Order      int    `json:"order"`
 	IsDeleted  bool   `json:"is_deleted"`
 	IsFavorite bool   `json:"is_favorite"`
 }
@@ -209,17 +227,33 @@ func (s *Server) syncItem(t *Task) syncItem {
 
 func (s *Server) restTask(t *Task) restTask { return restTask{syncItem: s.syncItem(t)} }
 
-// userJSON is GET /user (and the /sync "user" resource).
+// userJSON is GET /user (and the core of the /sync "user" resource:
+// syncUserJSON). Besides the fields the client reads, it carries every
+// field CurrentUserSchema requires, with the values of a new free
+// account (developer.todoist.com/api/v1 #tag/Sync/User's example).
 type userJSON struct {
-	ID             string `json:"id"`
-	Email          string `json:"email"`
-	FullName       string `json:"full_name"`
-	InboxProjectID string `json:"inbox_project_id"`
-	Lang           string `json:"lang"`
-	StartDay       int    `json:"start_day"`
-	IsPremium      bool   `json:"is_premium"`
-	PremiumStatus  string `json:"premium_status"`
-	TZInfo         struct {
+	ID                string  `json:"id"`
+	Email             string  `json:"email"`
+	FullName          string  `json:"full_name"`
+	InboxProjectID    string  `json:"inbox_project_id"`
+	Lang              string  `json:"lang"`
+	StartDay          int     `json:"start_day"`
+	NextWeek          int     `json:"next_week"`
+	WeekendStartDay   int     `json:"weekend_start_day"`
+	DaysOff           []int   `json:"days_off"`
+	StartPage         string  `json:"start_page"`
+	DateFormat        int     `json:"date_format"`
+	TimeFormat        int     `json:"time_format"`
+	DailyGoal         int     `json:"daily_goal"`
+	WeeklyGoal        int     `json:"weekly_goal"`
+	CompletedCount    int     `json:"completed_count"`
+	CompletedToday    int     `json:"completed_today"`
+	Karma             float64 `json:"karma"`
+	KarmaTrend        string  `json:"karma_trend"`
+	IsPremium         bool    `json:"is_premium"`
+	PremiumStatus     string  `json:"premium_status"`
+	BusinessAccountID *string `json:"business_account_id"`
+	TZInfo            struct {
 		Timezone  string `json:"timezone"`
 		GMTString string `json:"gmt_string"`
 		Hours     int    `json:"hours"`
@@ -230,7 +264,8 @@ type userJSON struct {
 
 func (s *Server) userJSON() userJSON {
 	u := userJSON{ID: s.st.userID, Email: "tester@example.com", FullName: "Test User",
-		InboxProjectID: s.st.inboxID, Lang: "en", StartDay: 1, PremiumStatus: "not_premium"}
+		InboxProjectID: s.st.inboxID, Lang: "en", StartDay: 1, NextWeek: 1, WeekendStartDay: 6, DaysOff: []int{6, 7},
+		StartPage: "inbox", DailyGoal: 5, WeeklyGoal: 30, KarmaTrend: "-", PremiumStatus: "not_premium"}
 	if s.fullName != "" || s.email != "" {
 		u.FullName, u.Email = s.fullName, s.email
 	}
@@ -247,7 +282,42 @@ func (s *Server) userJSON() userJSON {
 		u.TZInfo.Hours = -u.TZInfo.Hours
 	}
 	u.TZInfo.GMTString = fmt.Sprintf("%s%02d:%02d", sign, off/3600, off%3600/60)
+	if s.now().In(s.tz).IsDST() {
+		u.TZInfo.IsDST = 1
+	}
 	return u
+}
+
+// syncUserJSON is the /sync "user" resource: GET /user's fields and
+// those SyncUserSchema requires besides, again a new free account's.
+type syncUserJSON struct {
+	userJSON
+	ActivatedUser         bool    `json:"activated_user"`
+	AutoReminder          int     `json:"auto_reminder"`
+	FeatureIdentifier     string  `json:"feature_identifier"`
+	Features              any     `json:"features"`
+	HasMagicNumber        bool    `json:"has_magic_number"`
+	HasPassword           bool    `json:"has_password"`
+	ImageID               *string `json:"image_id"`
+	IsCelebrationsEnabled bool    `json:"is_celebrations_enabled"`
+	JoinableWorkspace     any     `json:"joinable_workspace"`
+	JoinedAt              string  `json:"joined_at"`
+	GettingStartedGuide   any     `json:"getting_started_guide_projects"`
+	PremiumUntil          *string `json:"premium_until"`
+	ShareLimit            int     `json:"share_limit"`
+	SortOrder             int     `json:"sort_order"`
+	ThemeID               string  `json:"theme_id"`
+	UniquePrefix          int     `json:"unique_prefix"`
+	VerificationStatus    string  `json:"verification_status"`
+	WebsocketURL          string  `json:"websocket_url"`
+}
+
+func (s *Server) syncUserJSON() syncUserJSON {
+	return syncUserJSON{userJSON: s.userJSON(), ActivatedUser: true, AutoReminder: 30,
+		FeatureIdentifier: s.st.userID + "_0", Features: map[string]any{"karma_disabled": false, "restriction": 3,
+			"karma_vacation": false, "beta": 0, "has_push_reminders": false, "dateist_inline_disabled": false},
+		HasPassword: true, IsCelebrationsEnabled: true, JoinedAt: ts(s.joined), ShareLimit: 5, ThemeID: "0", UniquePrefix: 1,
+		VerificationStatus: "verified", WebsocketURL: "wss://todoisttest.invalid/ws"}
 }
 
 type pageJSON[T any] struct {

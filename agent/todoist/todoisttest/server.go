@@ -117,6 +117,7 @@ type Server struct {
 	stale *staleFull
 	// fullName and email are the user's (GET /user; WithUser).
 	fullName, email string
+	joined          time.Time // when the account was made (New): the user's joined_at
 	// hooks, when set, is where webhooks go (webhook.go).
 	hooks *webhooks
 }
@@ -211,6 +212,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		o(s)
 	}
 	s.st.userID = s.newNumericID()
+	s.joined = s.now()
 	inbox := s.newProject(Project{Name: "Inbox", IsInbox: true, ChildOrder: -1})
 	inbox.ChildOrder = 0
 	s.st.inboxID = inbox.ID

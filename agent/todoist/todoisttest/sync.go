@@ -186,15 +186,9 @@ func wanted(types []string) map[string]bool {
 	return want
 }
 
-// tombstone is a deleted object in an incremental sync.
-type tombstone struct {
-	ID        string `json:"id"`
-	IsDeleted bool   `json:"is_deleted"`
-}
-
 // addResources adds the resource types asked for, from st: everything
 // active when since is nil (a full sync), else what changed since that
-// state, with deleted objects as tombstones (an incremental sync).
+// state, deleted objects included (an incremental sync: see deleted).
 // Callers hold s.mu.
 func (s *Server) addResources(resp map[string]any, types []string, st State, since *State) {
 	for r := range wanted(types) {
@@ -211,7 +205,7 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 			resp[r] = changes(st.Labels, since, func(was *State) []Label { return was.Labels },
 				func(l Label) string { return l.ID }, func(Label) bool { return false },
 				func(l Label) any {
-					return syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, ItemOrder: l.Order, IsFavorite: l.IsFavorite}
+					return syncLabel{ID: l.ID, Name: l.Name, Color: l.Color, Order: l.Order, IsFavorite: l.IsFavorite}
 				})
 		case "items":
 			resp[r] = changes(st.Tasks, since, func(was *State) []Task { return was.Tasks },
@@ -223,7 +217,7 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 				func(c Comment) string { return c.ID }, func(Comment) bool { return false },
 				func(c Comment) any { return s.commentJSON(&c) })
 		case "user":
-			resp[r] = s.userJSON()
+			resp[r] = s.syncUserJSON()
 		case "user_plan_limits":
 			resp[r] = map[string]any{"current": map[string]any{
 				"max_projects": s.limits.Projects, "max_sections": s.limits.SectionsPerProject, "max_tasks": s.limits.TasksPerProject}}
@@ -238,7 +232,7 @@ func (s *Server) addResources(resp map[string]any, types []string, st State, sin
 // changes is one resource of a sync answer: when since is nil (a full
 // sync), every object of cur but those inactive (archived projects,
 // completed tasks) reports; else those that differ from, or are not in,
-// the state since, and a tombstone for each object gone from it.
+// the state since, and each object gone from it as deleted says.
 func changes[T any](cur []T, since *State, of func(*State) []T, id func(T) string, inactive func(T) bool, toJSON func(T) any) []any {
 	old := map[string]T{}
 	if since != nil {
@@ -255,15 +249,30 @@ func changes[T any](cur []T, since *State, of func(*State) []T, id func(T) strin
 		}
 		out = append(out, toJSON(x))
 	}
-	return appendTombstones(out, old)
-}
-
-func appendTombstones[T any](out []any, gone map[string]T) []any {
-	ids := slices.Sorted(maps.Keys(gone))
-	for _, id := range ids {
-		out = append(out, tombstone{ID: id, IsDeleted: true})
+	for _, id := range slices.Sorted(maps.Keys(old)) {
+		out = append(out, deleted(toJSON(old[id])))
 	}
 	return out
+}
+
+// deleted is an object gone since an incremental sync's token: the whole
+// object as it last was, with is_deleted true. The API pages show no
+// deleted object; Doist's SDK parses each object of a sync answer against
+// the resource's full schema, is_deleted one of its fields (TaskSchema,
+// BaseProjectSchema, SectionBaseSchema in Doist/todoist-sdk-typescript
+// src/types/…), so a bare {"id","is_deleted"} would fail it on the real
+// API.
+func deleted(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("todoisttest: " + err.Error()) // the fake's own shapes always encode
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic("todoisttest: " + err.Error())
+	}
+	m["is_deleted"] = true
+	return m
 }
 
 // maxTokens is how many sync tokens the fake remembers for incremental
