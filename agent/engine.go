@@ -228,6 +228,10 @@ type Input struct {
 	// change (by id): a move or update of any other task is refused
 	// without running. Autopilot files the new tasks and nothing else.
 	Touch []string
+	// Policy is the kind of run, whose Policy every call is checked
+	// against (PolicyAutopilot, …); a resumed run keeps it. Empty: Touch
+	// set is autopilot, Overview a command, else a person's message.
+	Policy PolicyName
 }
 
 // Outcome is how Start or Resume left the run.
@@ -248,8 +252,11 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch}
-	if in.Overview && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch, Policy: in.Policy}
+	if tr.Policy == "" {
+		tr.Policy = inferPolicy(in.Touch, nil, in.Overview)
+	}
+	if tr.Policy == PolicyCommand && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
 		tr.Actions = TidyActions // a run with its own Allow (autopilot) is offered those
 	}
 	r := &runner{e: e, tr: tr, h: h}
@@ -412,6 +419,10 @@ type runner struct {
 	// answering is set while a model call's answer is being heard
 	// (Hooks.Answer): the person sees it grow, so no "slow" note.
 	answering atomic.Bool
+	// labels are the account's label names, lower-cased, once read for
+	// a policy that uses existing labels only (existingLabels); r.mu
+	// protects them.
+	labels map[string]bool
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -662,7 +673,7 @@ func (r *runner) request() Request {
 	req := Request{Model: r.tr.Model, Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
-		req.Tools = allowedTools(tools(strict, r.tr.Actions), r.tr.Allow)
+		req.Tools = r.allowedTools(tools(strict, r.tr.Actions))
 		req.ToolChoice = "required"
 		req.ParallelToolCalls = true
 	} else {

@@ -124,6 +124,10 @@ type Transcript struct {
 	Allow []string `json:"allow,omitempty"`
 	// Touch is Input.Touch: the only existing tasks writes may change.
 	Touch []string `json:"touch,omitempty"`
+	// Policy is Input.Policy: the kind of run, whose Policy every call
+	// is checked against (empty in transcripts saved before it: see
+	// inferPolicy).
+	Policy PolicyName `json:"policy,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Actions are the actions the model is offered as tools; empty
