@@ -100,4 +100,3 @@ func TestPolicyActionFieldsAreTheArguments(t *testing.T) {
 		}
 	}
 }
-
