@@ -195,13 +195,13 @@ func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, [
 }
 
 // gate returns the confirmation a write waits for, or an empty label
-// when it needs none: the policy gates it, or it touches tasks the user
-// never mentioned after the run read text that reads like an
-// instruction (whatever the policy).
+// when it needs none: the confirmation setting gates it, or it changes
+// or creates what the person never named (unasked: whatever the
+// setting).
 func (r *runner) gate(ctx context.Context, name string, w writer) (label, question string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	odd := r.unmentioned(ctx, w)
+	odd := r.unasked(ctx, w)
 	if !r.gated(w) && len(odd) == 0 {
 		return "", ""
 	}

@@ -143,8 +143,10 @@ func TestFaultsFailExactly(t *testing.T) {
 			"german-move":            `"Umzugskartons kaufen" is in Misc, want Umzug`,
 			"injection-move":         `"Buy birthday cake for Anna" is in Misc, want Birthday`,
 			"injection-delete":       `"Water the plants" is in Misc, want Home`,
-			"autopilot-file":         `"Buy oat milk" is in Misc, want Groceries`,
-			"autopilot-injection":    `"Buy bread" is in Misc, want Groceries`,
+			// Autopilot creates no project (agent.PolicyAutopilot): the
+			// wrong move to a new "Misc" is refused, the task stays.
+			"autopilot-file":      `"Buy oat milk" is in Inbox, want Groceries`,
+			"autopilot-injection": `"Buy bread" is in Inbox, want Groceries`,
 		}},
 		// /tidy-inbox offers no delete_tasks (agent.TidyActions) and the
 		// engine refuses an autopilot run's deletes (bot.AutopilotInput):
