@@ -316,3 +316,125 @@ func (a *AddTasksArgs) fields() []string {
 	}
 	return out
 }
+
+// PolicyTable renders every kind of run's Policy as one Markdown table,
+// an action a row (docs/security.md shows it; a test keeps it equal).
+func PolicyTable() string {
+	var b strings.Builder
+	b.WriteString("| action |")
+	for _, p := range policies {
+		b.WriteString(" " + p.Run + " |")
+	}
+	b.WriteString("\n|---|")
+	for range policies {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, name := range ActionNames() {
+		b.WriteString("| `" + name + "` |")
+		for _, p := range policies {
+			b.WriteString(" " + ruleCell(p, name) + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| a write to what the person did not name |")
+	for _, p := range policies {
+		switch {
+		case p.Scoped:
+			b.WriteString(" waits for a yes, in any language |")
+		case p.Attended:
+			b.WriteString(" waits for a yes after text that reads like an order |")
+		case !slices.ContainsFunc(p.Rules, func(r Rule) bool { return IsWrite(r.Action) }):
+			b.WriteString(" no writes at all |")
+		default:
+			b.WriteString(" refused: only the run's own tasks |")
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// ruleCell is one cell of PolicyTable.
+func ruleCell(p Policy, action string) string {
+	r, ok := p.rule(action)
+	if !ok {
+		return "—"
+	}
+	var parts []string
+	if r.Fields != nil {
+		parts = append(parts, "only "+code(r.Fields))
+	}
+	if r.Existing {
+		parts = append(parts, "creates nothing")
+	}
+	if len(parts) == 0 {
+		return "yes"
+	}
+	return "yes: " + strings.Join(parts, "; ")
+}
+
+// code renders names as Markdown code, comma-separated.
+func code(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "`" + n + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+// AutopilotLimits says in words what PolicyAutopilot allows and
+// refuses (docs/using.md says it; a test keeps it equal).
+func AutopilotLimits() string {
+	p := PolicyOf(PolicyAutopilot)
+	var reads, answers, refused, never []string
+	var b strings.Builder
+	b.WriteString("An autopilot run may only:\n\n")
+	for _, name := range ActionNames() {
+		r, ok := p.rule(name)
+		switch {
+		case !ok:
+			refused = append(refused, name)
+		case slices.Contains(readActions, name):
+			reads = append(reads, name)
+		case !IsWrite(name):
+			answers = append(answers, name)
+		default:
+			fmt.Fprintf(&b, "- `%s`, setting only %s", name, code(r.Fields))
+			if r.Existing {
+				b.WriteString(", with " + existingWhat(r) + " that already exist")
+			}
+			b.WriteString(";\n")
+			for _, f := range ActionFields[name] {
+				if !slices.Contains(r.Fields, f) && !slices.Contains(never, f) {
+					never = append(never, f)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&b, "- read (%s) and answer (%s).\n\n", code(reads), code(answers))
+	fmt.Fprintf(&b, "It never creates a project, section or label, never sets a task's %s, and never runs %s.\n", code(never), code(refused))
+	return b.String()
+}
+
+// existingWhat names what a Rule.Existing rule's fields refer to that
+// must exist: "projects and sections", "labels".
+func existingWhat(r Rule) string {
+	var out []string
+	has := func(f string) bool { return r.Fields == nil || slices.Contains(r.Fields, f) }
+	if has("project_id") || has("project_name") {
+		out = append(out, "projects")
+	}
+	if has("section_id") {
+		out = append(out, "sections")
+	}
+	if has("labels") {
+		out = append(out, "labels")
+	}
+	switch len(out) {
+	case 0:
+		return "destinations"
+	case 1:
+		return out[0]
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
+}
