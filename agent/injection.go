@@ -282,8 +282,9 @@ func mentioned(t Task, words map[string]bool) bool {
 
 // named reports whether the user's words name a title or name: one of
 // its words of four letters or more, or one beginning with it or that
-// it begins with ("lists" names "Old packing list"), or every word of a
-// shorter one ("Gym"). Letters and digits of any script count alike.
+// it begins with, up to three letters longer ("lists" names "Old packing
+// list", "Aufgabe" "Aufgaben"; "what" does not name "Whatever"), or
+// every word of a shorter one ("Gym"). Letters and digits of any script count alike.
 func named(title string, words map[string]bool) bool {
 	ws := strings.FieldsFunc(strings.ToLower(title), notWordRune)
 	all := len(ws) > 0
@@ -293,7 +294,7 @@ func named(title string, words map[string]bool) bool {
 				return true
 			}
 			for u := range words {
-				if len([]rune(u)) >= 4 && (strings.HasPrefix(u, w) || strings.HasPrefix(w, u)) {
+				if n := len([]rune(u)); n >= 4 && n-len([]rune(w)) <= 3 && len([]rune(w))-n <= 3 && (strings.HasPrefix(u, w) || strings.HasPrefix(w, u)) {
 					return true
 				}
 			}

@@ -212,3 +212,25 @@ func TestEngineGateLetsWhatThePersonNamed(t *testing.T) {
 		})
 	}
 }
+
+func TestNamed(t *testing.T) {
+	words := func(s string) map[string]bool {
+		return userWords(&Transcript{Messages: []Message{{Role: RoleUser, Content: s}}})
+	}
+	for _, tt := range []struct {
+		said, title string
+		want        bool
+	}{
+		{"move the lists home", "Old packing list", true},
+		{"erledige die Aufgabe", "Aufgaben sortieren", true},
+		{"go to the gym", "Gym", true},
+		{"what's in my inbox?", "Whatever happened to Anna", false},
+		{"what's in my inbox?", "Buy milk", false},
+		{"受信箱には何がありますか", "ウェブサイト", false},
+		{"ウェブサイト", "ウェブサイト", true},
+	} {
+		if got := named(tt.title, words(tt.said)); got != tt.want {
+			t.Errorf("named(%q) after %q = %v, want %v", tt.title, tt.said, got, tt.want)
+		}
+	}
+}
