@@ -262,7 +262,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 		tr.Policy = inferPolicy(in.Touch, nil, in.Overview)
 	}
 	if tr.Policy == PolicyCommand && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
-		tr.Actions = TidyActions // a run with its own Allow (autopilot) is offered those
+		tr.Actions = TidyActions // the command declares them; a run with its own Allow is offered those
 	}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
