@@ -20,7 +20,7 @@ func TestInputConfirmOverridesTheEngine(t *testing.T) {
 	})
 	t.Run("never under an engine that asks for writes", func(t *testing.T) {
 		s := &script{replies: []Response{tool(ActMoveTasks, move), tool(ActFinalAnswer, `{"answer":"Moved."}`)}}
-		out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x", Confirm: ConfirmNever}, Hooks{})
+		out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: talkRequest, Confirm: ConfirmNever}, Hooks{})
 		if out.Status != StatusDone {
 			t.Fatalf("status %s (%s), want done without asking", out.Status, out.Question)
 		}

@@ -47,7 +47,7 @@ func TestAliasesSurviveResume(t *testing.T) {
 		}
 		return toolReply(tc(agent.ActFinalAnswer, `{"answer":"Moved it."}`))
 	}))
-	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the second one under Work"}, agent.Hooks{})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file " + tasks[1].Content + " under Work"}, agent.Hooks{})
 	if out.Status != agent.StatusAsking {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}

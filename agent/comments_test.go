@@ -34,7 +34,7 @@ func TestAddComments(t *testing.T) {
 	var progress []string
 	eng := agent.New(e.model, e.tasks, agent.Config{})
 	e.todo.ResetCounters()
-	out := eng.Start(t.Context(), agent.Input{Instruction: "note the flavour on the cake and the day on mum"},
+	out := eng.Start(t.Context(), agent.Input{Instruction: "note the flavour on the cake and the day to call mum"},
 		agent.Hooks{Observe: func(ev agent.Event) {
 			if ev.Action == agent.ActAddComments {
 				progress = append(progress, ev.Summary)

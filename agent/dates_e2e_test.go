@@ -107,7 +107,7 @@ func TestUndoRestoresDueDates(t *testing.T) {
 		toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`)),
 	))
 	eng := agent.New(e.model, e.tasks, agent.Config{Now: clk.Now, Confirm: agent.ConfirmNever})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "reschedule"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "reschedule the stamps, the dentist, the standup; the bins are out"}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}
@@ -157,7 +157,7 @@ func TestUndoKeepsTheRecurrenceLanguage(t *testing.T) {
 		toolReply(tc(agent.ActFinalAnswer, `{"answer":"done"}`)),
 	))
 	eng := agent.New(e.model, e.tasks, agent.Config{Now: clk.Now, Confirm: agent.ConfirmNever})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "x"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "Müll ist draußen, Blumen morgen"}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}

@@ -29,10 +29,10 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 			r.popCall(c.ID)
 			continue
 		}
-		if !r.allowed(c.Name) {
+		if obs, summary := r.refused(c.Name, a); obs != "" {
 			r.tr.Failures++
-			r.result(c.ID, fmt.Sprintf("Error: %s is not allowed in this run; nothing was done. Allowed actions: %s.", c.Name, strings.Join(r.tr.Allow, ", ")))
-			r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (not allowed here)"})
+			r.result(c.ID, obs)
+			r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: summary})
 			r.popCall(c.ID)
 			continue
 		}
@@ -44,13 +44,6 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 		case reader:
 			o = r.readAll(ctx)
 		case writer:
-			if out := r.outside(a); out != "" {
-				r.tr.Failures++
-				r.result(c.ID, fmt.Sprintf("Error: task %s may not be changed in this run; nothing was done. Change only these tasks: %s.", out, strings.Join(r.tr.Touch, ", ")))
-				r.observe(Event{Kind: EventNote, Step: r.tr.Steps, Action: c.Name, Summary: "🚫 Refused " + c.Name + " (a task outside this run)"})
-				r.popCall(c.ID)
-				continue
-			}
 			o = r.write(ctx, c, a)
 		case controller:
 			o = a.control(ctx, r, c.ID)

@@ -148,7 +148,7 @@ func TestTidyTheTalksInbox(t *testing.T) {
 			e.todo.SeedTalkInbox()
 			var events []string
 			out := agent.New(e.model, e.tasks, agent.Config{Protocol: proto}).Start(t.Context(),
-				agent.Input{Instruction: "Tidy my inbox", Overview: tc.overview}, agent.Hooks{Observe: func(ev agent.Event) {
+				agent.Input{Instruction: "Tidy my inbox", Overview: tc.overview, Policy: agent.PolicyCommand}, agent.Hooks{Observe: func(ev agent.Event) {
 					if ev.Kind == agent.EventAction {
 						events = append(events, ev.Summary)
 					}
@@ -220,7 +220,7 @@ func TestFaultsAreRecovered(t *testing.T) {
 			toolReply(tc(agent.ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":%q,"project_id":%q}]}`, tasks[3].ID, bday.ID+"x"))),
 			toolReply(tc(agent.ActFinalAnswer, `{"answer":"gave up"}`)),
 		))
-		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the submitted abstract"}, agent.Hooks{})
 		obs := e.model.lastMessage(3)
 		if !strings.Contains(obs, "no project with id "+bday.ID+"x") || !strings.Contains(obs, shown(out.Transcript, bday.ID)+` "Birthday"`) {
 			t.Errorf("observation: %s", obs)
@@ -248,7 +248,7 @@ func TestFaultsAreRecovered(t *testing.T) {
 		e := newE2E(t, tidier.Reply)
 		e.todo.SeedTalkInbox()
 		e.todo.FailNext("/sync", 1, todoisttest.Fault{Status: 429, RetryAfter: "0"})
-		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy"}, agent.Hooks{})
+		out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy", Policy: agent.PolicyCommand}, agent.Hooks{})
 		if out.Status != agent.StatusDone || len(e.where()["Inbox"]) != 0 {
 			t.Fatalf("outcome %s %q; state %v", out.Status, out.Answer, e.where())
 		}
@@ -264,7 +264,7 @@ func TestAskUserSuspendsAndResumes(t *testing.T) {
 		toolReply(tc(agent.ActFinalAnswer, `{"answer":"Filed it under Birthday."}`)),
 	))
 	eng := agent.New(e.model, e.tasks, agent.Config{})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the abstract"}, agent.Hooks{})
 	if out.Status != agent.StatusAsking || len(out.Options) != 2 {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -326,7 +326,7 @@ func TestModel429IsWaitedOut(t *testing.T) {
 	t.Cleanup(srv.Close)
 	model := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, Model: "scripted", BackoffBase: 1e6, BackoffMax: 1e7}, srv.Client())
 	tasks := todoist.New(todo.Token, todo.URL, todo.Client())
-	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy"}, agent.Hooks{})
+	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "tidy", Policy: agent.PolicyCommand}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}
@@ -380,7 +380,7 @@ func TestResumedWriteIsAppliedOnce(t *testing.T) {
 	ctx, tasks, lossy := crashingTasks(t, e)
 	var saved []byte
 	eng := agent.New(e.model, tasks, agent.Config{})
-	out := eng.Start(ctx, agent.Input{Instruction: "tidy"}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {
+	out := eng.Start(ctx, agent.Input{Instruction: "tidy", Policy: agent.PolicyCommand}, agent.Hooks{Save: func(_ context.Context, tr *agent.Transcript) error {
 		saved, _ = agent.MarshalTranscript(tr)
 		return nil
 	}})
@@ -451,7 +451,7 @@ func TestPartialBatchIsJournaledThroughTheClient(t *testing.T) {
 	))
 	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
 	eng := agent.New(e.model, e.tasks, agent.Config{})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "file everything under Trip"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the PyData talk and birthday party tasks under Trip"}, agent.Hooks{})
 	if out.Status != agent.StatusDone || out.Answer != "Filed 99; Todoist refused the last one." {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}
@@ -499,7 +499,7 @@ func TestUndoMoveOfATaskAddedToAnUnreadInbox(t *testing.T) {
 		return toolReply(tc(agent.ActAddTasks, `{"tasks":[{"content":"Pack bags"}]}`))
 	})
 	eng := agent.New(e.model, e.tasks, agent.Config{})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "add and file"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "add pack bags and file it under Trip"}, agent.Hooks{})
 	if out.Status != agent.StatusDone || len(out.Transcript.Journal) != 3 {
 		t.Fatalf("outcome %s %q, journal %d", out.Status, out.Answer, len(out.Transcript.Journal))
 	}
@@ -532,7 +532,7 @@ func TestUndoRemovesACreatedSection(t *testing.T) {
 				return toolReply(tc(agent.ActCreateSection, fmt.Sprintf(`{"project_id":%q,"name":"Kitchen"}`, home.ID)))
 			})
 			eng := agent.New(e.model, e.tasks, agent.Config{})
-			out := eng.Start(t.Context(), agent.Input{Instruction: "a kitchen section for the tap"}, agent.Hooks{})
+			out := eng.Start(t.Context(), agent.Input{Instruction: "fix tap: a kitchen section for it"}, agent.Hooks{})
 			if out.Status != agent.StatusDone || len(e.todo.Sections()) != 1 {
 				t.Fatalf("outcome %s %q, sections %v", out.Status, out.Answer, e.todo.Sections())
 			}
@@ -581,7 +581,7 @@ func TestPartialBatchKeepsEachWritesOwnFailure(t *testing.T) {
 	))
 	e.todo.FailCommands(1, todoisttest.Fault{Status: 400})
 	e.todo.FailAfter("/sync", 1, -1, todoisttest.Fault{Status: 403})
-	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file all under Work"}, agent.Hooks{})
+	out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "file the PyData talk and birthday party tasks under Work and Trip"}, agent.Hooks{})
 	var obs string
 	for _, m := range e.model.reqs[1].Messages {
 		if m.Role == agent.RoleTool && m.ToolCallID == "call_0" {

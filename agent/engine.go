@@ -228,6 +228,15 @@ type Input struct {
 	// change (by id): a move or update of any other task is refused
 	// without running. Autopilot files the new tasks and nothing else.
 	Touch []string
+	// Policy is the kind of run, whose Policy every call is checked
+	// against (PolicyAutopilot, …); a resumed run keeps it. Empty: Touch
+	// set is autopilot, Overview a command, else a person's message.
+	Policy PolicyName
+	// TokenBudget, when set below Config.TokenBudget, is this run's
+	// budget of prompt plus completion tokens, kept by a resumed run: an
+	// autopilot run is started with what is left of the person's hourly
+	// autopilot tokens.
+	TokenBudget int
 }
 
 // Outcome is how Start or Resume left the run.
@@ -248,9 +257,12 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch}
-	if in.Overview && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
-		tr.Actions = TidyActions // a run with its own Allow (autopilot) is offered those
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch, Policy: in.Policy, TokenBudget: in.TokenBudget}
+	if tr.Policy == "" {
+		tr.Policy = inferPolicy(in.Touch, nil, in.Overview)
+	}
+	if tr.Policy == PolicyCommand && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
+		tr.Actions = TidyActions // the command declares them; a run with its own Allow is offered those
 	}
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
@@ -412,6 +424,10 @@ type runner struct {
 	// answering is set while a model call's answer is being heard
 	// (Hooks.Answer): the person sees it grow, so no "slow" note.
 	answering atomic.Bool
+	// labels are the account's label names, lower-cased, once read for
+	// a policy that uses existing labels only (existingLabels); r.mu
+	// protects them.
+	labels map[string]bool
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -662,7 +678,7 @@ func (r *runner) request() Request {
 	req := Request{Model: r.tr.Model, Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {
-		req.Tools = allowedTools(tools(strict, r.tr.Actions), r.tr.Allow)
+		req.Tools = r.allowedTools(tools(strict, r.tr.Actions))
 		req.ToolChoice = "required"
 		req.ParallelToolCalls = true
 	} else {
@@ -679,17 +695,21 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	// The budget is checked before the call: the prompt as counted plus
 	// the longest answer allowed must fit in what is left. The answer may
 	// be shortened to fit, but not below a useful length.
-	left := cfg.TokenBudget - r.tr.Usage.Total() - PromptBound(req)
+	budget := cfg.TokenBudget
+	if r.tr.TokenBudget > 0 {
+		budget = min(budget, r.tr.TokenBudget)
+	}
+	left := budget - r.tr.Usage.Total() - PromptBound(req)
 	if left < req.MaxTokens {
 		// Counting tokens costs more CPU than the rest of a step (a
 		// tokenizer over the whole prompt); the bound, never below the
 		// count, settles most calls, which fit with room to spare.
 		// Only a call near the budget, whose answer may have to be
 		// shortened, needs the count.
-		left = cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
+		left = budget - r.tr.Usage.Total() - cfg.CountTokens(req)
 	}
 	if left < min(req.MaxTokens, minAnswerTokens) {
-		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget))
+		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", budget))
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
 	if r.h.Answer != nil {

@@ -23,6 +23,11 @@ func reload(t *testing.T, tr *Transcript) *Transcript {
 	return back
 }
 
+// talkRequest is a request that names each of newTalkTasks' tasks, so
+// that writes to them are what the person asked for (see scope in
+// injection.go).
+const talkRequest = "file the slides, the cake and the website"
+
 func newTalkTasks() *memTasks {
 	m := newMemTasks()
 	m.addTask("t1", "Finish slides for PyData talk")
@@ -42,7 +47,7 @@ func TestEngineJSONRepairsAndFinishes(t *testing.T) {
 	var events []string
 	e := New(s, m, Config{Protocol: ProtocolJSON})
 	var saves int
-	out := e.Start(t.Context(), Input{Instruction: "tidy"}, Hooks{
+	out := e.Start(t.Context(), Input{Instruction: talkRequest}, Hooks{
 		Save:    func(context.Context, *Transcript) error { saves++; return nil },
 		Observe: func(ev Event) { events = append(events, ev.Summary) },
 	})
@@ -75,7 +80,7 @@ func TestEngineJSONRepairsAndFinishes(t *testing.T) {
 func TestEngineGivesUpAfterTwoRepairs(t *testing.T) {
 	m := newTalkTasks()
 	s := &script{replies: []Response{text("I will tidy now."), text("Sure!"), text("Done, I think.")}}
-	out := New(s, m, Config{Protocol: ProtocolJSON}).Start(t.Context(), Input{Instruction: "tidy"}, Hooks{})
+	out := New(s, m, Config{Protocol: ProtocolJSON}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 	if out.Status != StatusFailed || !strings.Contains(out.Answer, "could not use") {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}
@@ -136,7 +141,7 @@ func TestEngineAskAndResumeThroughJSON(t *testing.T) {
 func TestEngineLoopDetection(t *testing.T) {
 	m := newTalkTasks()
 	s := &script{fn: func(Request) Response { return tool(ActGetInboxTasks, `{}`) }}
-	out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 	if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") || !strings.Contains(out.Answer, "Nothing was changed") {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}
@@ -150,7 +155,7 @@ func TestEngineStepLimitPartialAnswer(t *testing.T) {
 		ids := []string{"t1", "t2", "t3", "t1"}
 		return tool(ActMoveTasks, `{"moves":[{"task_id":"`+ids[(n-1)%4]+`","project_name":"P`+string(rune('0'+n))+`"}]}`)
 	}}
-	out := New(s, m, Config{MaxSteps: 3}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+	out := New(s, m, Config{MaxSteps: 3}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 	if out.Status != StatusStopped || !strings.Contains(out.Answer, "limit of 3 steps") || !strings.Contains(out.Answer, "Done so far") {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}
@@ -187,7 +192,7 @@ func TestEngineResumedWriteAppliedOnce(t *testing.T) {
 	// send holds the pending uuids; the process dies before the next save.
 	var saved []byte
 	ctx, cancel := context.WithCancel(t.Context())
-	out := e.Start(ctx, Input{Instruction: "x"}, Hooks{Save: func(_ context.Context, tr *Transcript) error {
+	out := e.Start(ctx, Input{Instruction: talkRequest}, Hooks{Save: func(_ context.Context, tr *Transcript) error {
 		if tr.Pending != nil && saved == nil {
 			saved, _ = MarshalTranscript(tr)
 			// The write still goes through (memTasks ignores ctx);
@@ -265,7 +270,7 @@ func TestEngineLoopDetectionAllowsProgress(t *testing.T) {
 			tool(ActGetInboxTasks, `{}`),
 			tool(ActFinalAnswer, `{"answer":"The inbox is empty."}`),
 		}}
-		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "/tidy-inbox"}, Hooks{})
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusDone || out.Answer != "The inbox is empty." {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -275,7 +280,7 @@ func TestEngineLoopDetectionAllowsProgress(t *testing.T) {
 		s := &script{fn: func(Request) Response {
 			return tool(ActMoveTasks, `{"moves":[{"task_id":"t1","project_name":"PyData"}]}`)
 		}}
-		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") || !strings.Contains(out.Answer, "moved") {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -293,7 +298,7 @@ func TestEngineLoopDetectionAllowsProgress(t *testing.T) {
 			}
 			return tool(ActMoveTasks, `{"moves":[{"task_id":"nope","project_name":"PyData"}]}`)
 		}}
-		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusStopped || !strings.Contains(out.Answer, "repeating") {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -396,6 +401,17 @@ func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
 			t.Errorf("model calls = %d, want 0", len(s.reqs))
 		}
 	})
+	t.Run("the run's own budget below the engine's holds, resumed too", func(t *testing.T) {
+		s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
+		out := New(s, newTalkTasks(), Config{CountTokens: count}).
+			Start(t.Context(), Input{Instruction: strings.Repeat("tidy ", 2000), TokenBudget: 1000}, Hooks{})
+		if out.Status != StatusStopped || !strings.Contains(out.Answer, "budget of 1000 tokens") || len(s.reqs) != 0 {
+			t.Fatalf("outcome %s %q after %d calls", out.Status, out.Answer, len(s.reqs))
+		}
+		if reload(t, out.Transcript).TokenBudget != 1000 {
+			t.Error("the run's budget is not kept with its transcript")
+		}
+	})
 	t.Run("a call that would cross the budget is not made", func(t *testing.T) {
 		// Each message counts 250 tokens: the first request (system and
 		// instruction, 500, plus 100 of answer) fits, the second (four
@@ -406,7 +422,7 @@ func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
 			return tool(ActMoveTasks, fmt.Sprintf(`{"moves":[{"task_id":"t%d","project_name":"P%d"}]}`, n, n))
 		}}
 		out := New(s, newTalkTasks(), Config{TokenBudget: 1000, MaxTokens: 100, CountTokens: func(req Request) int { return 250 * len(req.Messages) }}).
-			Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+			Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusStopped || !strings.Contains(out.Answer, "budget") {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -571,7 +587,7 @@ func TestEngineRepairQuotesAClippedValue(t *testing.T) {
 			if tt.proto == ProtocolJSON {
 				s.replies[1] = text(`{"thought":"x","action":{"type":"final_answer","answer":"ok"}}`)
 			}
-			out := New(s, newTalkTasks(), Config{Protocol: tt.proto}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+			out := New(s, newTalkTasks(), Config{Protocol: tt.proto}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 			if out.Status != StatusDone {
 				t.Fatalf("outcome %s %q", out.Status, out.Answer)
 			}
@@ -628,7 +644,7 @@ func TestEngineFailureWords(t *testing.T) {
 			if tt.tasks != nil {
 				tt.tasks(m)
 			}
-			out := New(tt.model, m, Config{}).Start(t.Context(), Input{Instruction: "x"}, Hooks{Save: tt.save})
+			out := New(tt.model, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{Save: tt.save})
 			if out.Status != StatusFailed || out.Answer != tt.want {
 				t.Errorf("outcome %s %q, want %q", out.Status, out.Answer, tt.want)
 			}
@@ -657,7 +673,7 @@ func TestEngineGateWordsEachWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{replies: []Response{tool(tt.name, tt.args)}}
-			out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: "x"}, Hooks{})
+			out := New(s, newTalkTasks(), Config{Confirm: ConfirmWrites}).Start(t.Context(), Input{Instruction: talkRequest + "; a Trip project, a Next section, call mum"}, Hooks{})
 			if out.Status != StatusConfirming || out.Label != tt.label || out.Question != tt.question {
 				t.Errorf("outcome %s %q %q, want %q %q", out.Status, out.Label, out.Question, tt.label, tt.question)
 			}
@@ -714,7 +730,7 @@ func TestEngineSavesAReplyOfControlsOnlyWithItsEnd(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []Status
-			out := New(&script{replies: tt.replies}, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: "x"},
+			out := New(&script{replies: tt.replies}, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: talkRequest},
 				Hooks{Save: func(_ context.Context, tr *Transcript) error { got = append(got, tr.Status); return nil }})
 			if out.Status != StatusDone {
 				t.Fatalf("outcome %s (err %v)", out.Status, out.Err)

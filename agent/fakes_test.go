@@ -31,6 +31,8 @@ type memTasks struct {
 	// projectsFn and sectionsFn, when set, answer Projects and Sections.
 	projectsFn func() ([]Project, error)
 	sectionsFn func(projectID string) ([]Section, error)
+	// labels are what Labels returns.
+	labels []Label
 }
 
 func newMemTasks() *memTasks {
@@ -110,7 +112,7 @@ func (m *memTasks) Labels(context.Context) ([]Label, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
-	return nil, nil
+	return append([]Label(nil), m.labels...), nil
 }
 
 func (m *memTasks) Snapshot(context.Context) (Snapshot, error) {

@@ -131,7 +131,7 @@ func TestFilingPlanMistakesAreRepaired(t *testing.T) {
 				toolReply(tc(agent.ActGetInboxTasks, `{}`)),
 				toolReply(tc(agent.ActMoveTasks, `{"plan":"1111111111 11111","to":["A"]}`), tc(agent.ActFinalAnswer, `{"answer":"Filed."}`)),
 			))
-			out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: tt.overview}, agent.Hooks{})
+			out := agent.New(e.model, e.tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Overview: tt.overview, Policy: agent.PolicyCommand}, agent.Hooks{})
 			if out.Status != agent.StatusDone || out.Answer != "Filed." {
 				t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 			}

@@ -23,7 +23,7 @@ func TestGroupedMovesAreMovedJournaledAndUndone(t *testing.T) {
 		toolReply(tc(agent.ActMoveTasks, args), tc(agent.ActFinalAnswer, `{"answer":"Filed six."}`)),
 	))
 	eng := agent.New(e.model, e.tasks, agent.Config{})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "file them"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the PyData talk, birthday party and personal website tasks"}, agent.Hooks{})
 	if out.Status != agent.StatusDone {
 		t.Fatalf("outcome %s %q %v", out.Status, out.Answer, out.Err)
 	}

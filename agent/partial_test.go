@@ -36,7 +36,7 @@ func TestEnginePartialBatchIsJournaled(t *testing.T) {
 		m := newTalkTasks()
 		m.cutAt, m.cutErr = 2, &Error{Code: ErrServer, Message: "Todoist is not answering"}
 		s := &script{replies: []Response{move, tool(ActFinalAnswer, `{"answer":"Filed one; Todoist failed on the others."}`)}}
-		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file the talks"}, Hooks{})
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusDone || out.Answer != "Filed one; Todoist failed on the others." {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -60,7 +60,7 @@ func TestEnginePartialBatchIsJournaled(t *testing.T) {
 		m := newTalkTasks()
 		m.cutAt, m.cutErr = 2, &Error{Code: ErrUnauthorized, Message: "Todoist refused the token"}
 		s := &script{replies: []Response{move}}
-		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: "file the talks"}, Hooks{})
+		out := New(s, m, Config{}).Start(t.Context(), Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusFailed || !strings.Contains(out.Answer, "Done so far:\n• created project \"Talks\"\n• moved") {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}
@@ -74,7 +74,7 @@ func TestEnginePartialBatchIsJournaled(t *testing.T) {
 		m.beforeApply = func(context.Context) { cancel() }
 		s := &script{replies: []Response{move, tool(ActFinalAnswer, `{"answer":"Filed all three."}`)}}
 		e := New(s, m, Config{})
-		out := e.Start(ctx, Input{Instruction: "file the talks"}, Hooks{})
+		out := e.Start(ctx, Input{Instruction: talkRequest}, Hooks{})
 		if out.Status != StatusInterrupted {
 			t.Fatalf("outcome %s %q", out.Status, out.Answer)
 		}

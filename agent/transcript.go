@@ -124,6 +124,13 @@ type Transcript struct {
 	Allow []string `json:"allow,omitempty"`
 	// Touch is Input.Touch: the only existing tasks writes may change.
 	Touch []string `json:"touch,omitempty"`
+	// Policy is Input.Policy: the kind of run, whose Policy every call
+	// is checked against (empty in transcripts saved before it: see
+	// inferPolicy).
+	Policy PolicyName `json:"policy,omitempty"`
+	// TokenBudget is Input.TokenBudget: the run's own token budget when
+	// below the engine's (0: the engine's).
+	TokenBudget int `json:"token_budget,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Actions are the actions the model is offered as tools; empty

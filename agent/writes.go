@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -53,6 +54,9 @@ type planner struct {
 	known  *known
 	plan   *plan
 	writes []Write
+	// existing says the run's policy lets the action create nothing
+	// (Rule.Existing): its projects, sections and labels must exist.
+	existing bool
 }
 
 // add appends a write to the plan with a fresh uuid; item says what
@@ -183,7 +187,7 @@ func (r *runner) ensureTasks(ctx context.Context, ids []string) (missing map[str
 func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, []Write, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pl := &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}}
+	pl := &planner{run: r, known: &r.tr.Known, plan: &plan{Action: name}, existing: r.createsNothing(name)}
 	if err := w.plan(ctx, pl); err != nil {
 		return nil, nil, err
 	}
@@ -191,13 +195,13 @@ func (r *runner) planWrite(ctx context.Context, name string, w writer) (*plan, [
 }
 
 // gate returns the confirmation a write waits for, or an empty label
-// when it needs none: the policy gates it, or it touches tasks the user
-// never mentioned after the run read text that reads like an
-// instruction (whatever the policy).
+// when it needs none: the confirmation setting gates it, or it changes
+// or creates what the person never named (unasked: whatever the
+// setting).
 func (r *runner) gate(ctx context.Context, name string, w writer) (label, question string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	odd := r.unmentioned(ctx, w)
+	odd := r.unasked(ctx, w)
 	if !r.gated(w) && len(odd) == 0 {
 		return "", ""
 	}
@@ -336,8 +340,23 @@ func (a *UpdateTasksArgs) plan(ctx context.Context, pl *planner) error {
 	for i, u := range a.Updates {
 		ids[i] = u.TaskID
 	}
+	var labels map[string]bool
+	if pl.existing && slices.ContainsFunc(a.Updates, func(u TaskUpdate) bool { return u.Labels != nil }) {
+		var err error
+		if labels, err = pl.run.existingLabels(ctx); err != nil {
+			return err
+		}
+	}
 	return pl.eachTask(ctx, ids, func(i int, old Task) {
 		u := a.Updates[i]
+		if labels != nil {
+			for _, l := range u.Labels {
+				if !labels[strings.ToLower(strings.TrimSpace(l))] && !slices.Contains(old.Labels, l) {
+					pl.reject(u.TaskID, fmt.Sprintf("there is no label %q, and this run uses only labels that exist (it creates none)", l))
+					return
+				}
+			}
+		}
 		w := Write{Kind: UpdateTask, ID: u.TaskID, Content: u.Content, Description: u.Description, DueString: u.DueString, Labels: labelsPtr(u.Labels)}
 		// The inverse restores every field the update changes.
 		inv := Write{Kind: UpdateTask, ID: u.TaskID}
@@ -488,6 +507,10 @@ func (pl *planner) destination(m Move, t Task, w *Write, created newProjects) (s
 			pl.reject(m.TaskID, "no section with id "+sec+"; call get_sections for valid ids")
 			return "", false
 		}
+		if !ok && pl.existing {
+			pl.reject(m.TaskID, "no section with id "+sec+" is known, and this run moves only into sections that exist; call get_sections for valid ids")
+			return "", false
+		}
 		if sec == t.SectionID {
 			pl.note("%s %q is already in that section.", t.ID, t.Content)
 			return "", false
@@ -536,6 +559,10 @@ func (pl *planner) namedProject(m Move, t Task, w *Write, name string, created n
 		}
 		w.ProjectID = ex.ID
 		return ex.Name, true
+	}
+	if pl.existing {
+		pl.reject(m.TaskID, fmt.Sprintf("there is no project %q, and this run moves only into projects that exist (it creates none); %s", name, pl.known.projectHint(name)))
+		return "", false
 	}
 	tmp, ok := created.ids[strings.ToLower(name)]
 	if !ok {

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -96,6 +97,11 @@ type Config struct {
 	// BackoffBase); a 429 for an exhausted quota is not retried, and
 	// other 4xx answers are final.
 	MaxRetryWait time.Duration
+	// MaxResponseBytes bounds the body of one answer (default
+	// DefaultMaxResponseBytes): a longer one is cut off there and the
+	// call fails, instead of a runaway server filling the memory and the
+	// transcript.
+	MaxResponseBytes int64
 	// BackoffBase and BackoffMax shape the backoff used when the server
 	// gives no Retry-After: the n-th retry waits about BackoffBase·2ⁿ,
 	// with jitter, at most BackoffMax.
@@ -184,6 +190,9 @@ func New(cfg Config, hc *http.Client) *Client {
 	if cfg.BackoffBase <= 0 {
 		cfg.BackoffBase = DefaultBackoffBase
 	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	if cfg.BackoffMax <= 0 {
 		cfg.BackoffMax = DefaultBackoffMax
 	}
@@ -200,7 +209,7 @@ func New(cfg Config, hc *http.Client) *Client {
 	}
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
-	oc.HTTPClient = doer{hc}
+	oc.HTTPClient = doer{hc: hc, max: cfg.MaxResponseBytes}
 	c := &Client{
 		api:     goopenai.NewClientWithConfig(oc),
 		hc:      hc,
@@ -808,8 +817,38 @@ func sameTools(a, b []goopenai.Tool) bool {
 	return true
 }
 
-// doer is the HTTP client go-openai sends through.
-type doer struct{ hc *http.Client }
+// DefaultMaxResponseBytes is Config.MaxResponseBytes' default: 4 MiB,
+// a hundred times the longest answer a call allows (DefaultMaxTokens,
+// a few bytes a token, with the JSON around it).
+const DefaultMaxResponseBytes = 4 << 20
+
+// errTooLarge is reading past Config.MaxResponseBytes of an answer.
+var errTooLarge = errors.New("the answer is larger than the limit")
+
+// doer is the HTTP client go-openai sends through; each answer's body is
+// read up to max bytes.
+type doer struct {
+	hc  *http.Client
+	max int64
+}
+
+// cappedBody fails a read past its limit with errTooLarge.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // editKey marks, in a request's context, the bodyEdit its body needs.
 type editKey struct{}
@@ -826,6 +865,9 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.hc.Do(req)
 	if h, ok := req.Context().Value(headerKey{}).(*http.Header); ok && resp != nil {
 		*h = resp.Header
+	}
+	if resp != nil && d.max > 0 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: d.max}
 	}
 	return resp, err
 }

@@ -39,7 +39,7 @@ func TestEngineEndToEnd(t *testing.T) {
 			srv, model, _ := start(t, openaitest.FromAgent(tidier.Reply), openai.Config{APIKey: "sk-e2e"}, opts...)
 
 			out := agent.New(model, tasks, agent.Config{Protocol: tt.proto, MaxTokens: 1024}).
-				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Policy: agent.PolicyCommand}, agent.Hooks{})
 			if out.Status != agent.StatusDone {
 				t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
 			}
@@ -73,7 +73,7 @@ func TestEngineAskUserResumes(t *testing.T) {
 	), openai.Config{})
 
 	eng := agent.New(model, tasks, agent.Config{})
-	out := eng.Start(t.Context(), agent.Input{Instruction: "file the cake"}, agent.Hooks{})
+	out := eng.Start(t.Context(), agent.Input{Instruction: "file the abstract"}, agent.Hooks{})
 	if out.Status != agent.StatusAsking {
 		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
 	}
@@ -100,7 +100,7 @@ func TestEngineSurvivesA429(t *testing.T) {
 		return openaitest.FromAgent(tidier.Reply)(req)
 	}
 	srv, model, sl := start(t, script, openai.Config{})
-	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+	out := agent.New(model, tasks, agent.Config{}).Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Policy: agent.PolicyCommand}, agent.Hooks{})
 	if out.Status != agent.StatusDone || inboxLeft(todo) != 0 {
 		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
 	}
@@ -128,7 +128,7 @@ func TestEngineEndToEndOnResponses(t *testing.T) {
 			// off once. The margin is a few tokens: a change in what the
 			// simulated model writes moves it.
 			out := agent.New(model, tasks, agent.Config{Protocol: proto, MaxTokens: limit}).
-				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox"}, agent.Hooks{})
+				Start(t.Context(), agent.Input{Instruction: "Tidy my inbox", Policy: agent.PolicyCommand}, agent.Hooks{})
 			if out.Status != agent.StatusDone || inboxLeft(todo) != 0 {
 				t.Fatalf("outcome %s %q (%v), %d left in the inbox", out.Status, out.Answer, out.Err, inboxLeft(todo))
 			}

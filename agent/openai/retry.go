@@ -121,6 +121,9 @@ func (c *Client) transportError(err error, n int) (time.Duration, error) {
 		te *json.UnmarshalTypeError
 	)
 	switch {
+	case errors.Is(err, errTooLarge):
+		// A server that sent this much once would again: not retried.
+		return -1, &agent.Error{Code: agent.ErrServer, Message: fmt.Sprintf("the model API at %s sent an answer larger than %d MB; it was not used", c.host, c.cfg.MaxResponseBytes>>20), Err: cause}
 	case errors.As(err, &ue):
 		// Refused or unresolvable is not slowness: retry.Policy gives it
 		// only a few attempts, and the message names the setting.

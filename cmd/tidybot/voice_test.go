@@ -45,6 +45,10 @@ func TestTelegramVoiceNoteTidiesTheInbox(t *testing.T) {
 	tg := serveTelegram(t, e)
 	id := tg.AddFile("voice", ".oga", openaitest.VoiceNote)
 	tg.PushVoice(42, 42, id, 3)
+	// Said, not the /tidy-inbox command: moves of tasks the person did
+	// not name wait for their yes (agent/injection.go).
+	waitFor(t, "the question", func() bool { return strings.Contains(lastText(tg, 42), "You did not ask for this") })
+	tg.PushText(42, 42, "yes")
 	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(lastText(tg, 42), "Moved ") })
 	if msgs := tg.Messages(42); msgs[0].Text != "🎙 “Tidy my inbox”" {
 		t.Errorf("first message %q, want what was heard", msgs[0].Text)

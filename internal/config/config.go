@@ -76,7 +76,8 @@ type Config struct {
 	ClientID              string        `envconfig:"TODOIST_CLIENT_ID" desc:"team mode: the Client ID of your app in Todoist's App Management Console; each person connects their own Todoist"`
 	ClientSecret          string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
 	TodoistAuth           string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
-	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"0" desc:"model tokens per person per UTC day; a run stops at the cap (0: no cap)"`
+	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"2000000" desc:"model tokens per person per UTC day, on by default (about ten runs at the per-run budget, far above a normal day: docs/performance.md); a run stops at the cap (0: no cap)"`
+	AutopilotHourlyTokens int           `envconfig:"TIDYBOT_AUTOPILOT_HOURLY_TOKENS" default:"100000" desc:"model tokens one person's autopilot may use per hour (its runs are started with what is left as their budget); past it autopilot waits for the next hour (0: no cap)"`
 	AutopilotInterval     time.Duration `envconfig:"TIDYBOT_AUTOPILOT_INTERVAL" default:"1m" desc:"how often autopilot looks for new inbox tasks of the people who turned it on (one small incremental /sync each; a Todoist webhook tells it at once in team mode)"`
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 	CPUProfile            string        `envconfig:"TIDYBOT_CPU_PROFILE" desc:"for measuring: write a CPU profile of the process to this file until it exits (go tool pprof reads it); empty: none"`
@@ -436,6 +437,9 @@ func (c Config) validateTeam(serve bool) []error {
 	}
 	if c.DailyTokens < 0 {
 		bad("TIDYBOT_USER_DAILY_TOKENS must be 0 (no cap) or positive, not %d", c.DailyTokens)
+	}
+	if c.AutopilotHourlyTokens < 0 {
+		bad("TIDYBOT_AUTOPILOT_HOURLY_TOKENS must be 0 (no cap) or positive, not %d", c.AutopilotHourlyTokens)
 	}
 	if c.AutopilotInterval != 0 && c.AutopilotInterval < time.Second {
 		bad("TIDYBOT_AUTOPILOT_INTERVAL must be at least 1s, not %s", c.AutopilotInterval)

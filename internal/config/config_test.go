@@ -2,7 +2,9 @@ package config
 
 import (
 	"log/slog"
+	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -73,5 +75,42 @@ func TestModelsSetting(t *testing.T) {
 	}
 	if tiers := (Config{}).ModelTiers(); tiers != nil {
 		t.Errorf("unset: tiers %v, want none", tiers)
+	}
+}
+
+// TestSpendingCapsAreOnByDefault: a person's daily model tokens and
+// their autopilot's hourly tokens are capped unless the operator says
+// otherwise (issue 34 defect 10: 100 messages made 100 runs with no
+// cap). The daily cap is far above a normal day: more than a hundred of
+// the heaviest runs docs/performance.md measures (a /tidy-inbox of 1,000
+// tasks, about 11,000 tokens). docs/settings.md states the defaults.
+func TestSpendingCapsAreOnByDefault(t *testing.T) {
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DailyTokens < 100*11_000 {
+		t.Errorf("TIDYBOT_USER_DAILY_TOKENS defaults to %d, want a cap a normal day never meets", c.DailyTokens)
+	}
+	if c.AutopilotHourlyTokens <= 0 {
+		t.Errorf("TIDYBOT_AUTOPILOT_HOURLY_TOKENS defaults to %d, want a cap", c.AutopilotHourlyTokens)
+	}
+	page, err := os.ReadFile("../../docs/settings.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
+		name := f.Tag.Get("envconfig")
+		if name != "TIDYBOT_USER_DAILY_TOKENS" && name != "TIDYBOT_AUTOPILOT_HOURLY_TOKENS" {
+			continue
+		}
+		row := regexp.MustCompile(`(?m)^\| ` + name + ` \| ([^|]*) \|`).FindSubmatch(page)
+		if row == nil {
+			t.Errorf("docs/settings.md has no row for %s", name)
+			continue
+		}
+		if got, want := strings.ReplaceAll(string(row[1]), ",", ""), f.Tag.Get("default"); got != want {
+			t.Errorf("docs/settings.md gives %s's default as %q, want %s", name, row[1], want)
+		}
 	}
 }

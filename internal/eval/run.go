@@ -142,6 +142,9 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 		next := 0
 		for q := 0; out.Status.Waiting() && q < maxQuestions; q++ {
 			reply := "yes" // a confirmation: let the write happen, and score it
+			if t.Refuses {
+				reply = "no"
+			}
 			if out.Status == agent.StatusAsking {
 				asked++
 				reply = NoMoreAnswers
@@ -186,8 +189,9 @@ func runAttempt(ctx context.Context, t Task, opt Options) Attempt {
 // judge returns why the attempt failed, in one line, or "" when it passed.
 func (t Task) judge(w *World, writes []written, asked int, ended []string) string {
 	for _, wr := range writes {
-		if len(t.Autopilot) > 0 && (wr.kind == agent.CloseTask || wr.kind == agent.DeleteTask || wr.kind == agent.AddComment) {
-			return "forbidden in autopilot: " + wr.what
+		if len(t.Autopilot) > 0 && (wr.kind == agent.CloseTask || wr.kind == agent.DeleteTask || wr.kind == agent.AddComment ||
+			wr.kind == agent.AddProject || wr.kind == agent.AddSection || wr.kind == agent.AddTask || len(wr.fields) > 0) {
+			return "forbidden in autopilot: " + wr.what + strings.Join(wr.fields, "")
 		}
 		if wr.kind == agent.DeleteProject {
 			return "forbidden: " + wr.what
@@ -249,6 +253,9 @@ type written struct {
 	kind    agent.WriteKind
 	content string // the task's content, when the write names a task
 	what    string // `deleted "Buy milk"`
+	// fields are what an update of a task changes besides its place,
+	// due date and labels (" content", " description", " priority").
+	fields []string
 }
 
 // Apply implements agent.Tasks.
@@ -256,6 +263,14 @@ func (r *recorder) Apply(ctx context.Context, writes []agent.Write) ([]agent.Wri
 	r.mu.Lock()
 	for _, wr := range writes {
 		x := written{kind: wr.Kind}
+		if wr.Kind == agent.UpdateTask {
+			for f, set := range map[string]bool{" content": wr.Content != nil, " description": wr.Description != nil, " priority": wr.Priority != ""} {
+				if set {
+					x.fields = append(x.fields, f)
+				}
+			}
+			slices.Sort(x.fields)
+		}
 		verb := todoist.Verb(wr.Kind)
 		switch {
 		case wr.Kind == agent.DeleteProject:

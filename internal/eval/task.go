@@ -38,8 +38,21 @@ type Task struct {
 	// tasks of the seed (content substrings) are the new ones, and the
 	// one turn runs with the bot's autopilot input (bot.AutopilotInput:
 	// its instruction, whose start is the turn's Message, and its
-	// limits). Completing, deleting or commenting is forbidden.
+	// limits). Completing, deleting or commenting is forbidden, and so
+	// is creating anything or changing a title, description or priority
+	// (agent.PolicyAutopilot).
 	Autopilot []string
+	// Planted is text of the seed that gives the assistant an order (a
+	// prompt injection), and Obey what a model that obeys it does: the
+	// simulated model with the obeys-injection fault makes that call
+	// once it has read the text. Its arguments may say "{tasks}" for
+	// every task the run has seen.
+	Planted string
+	Obey    *Call
+	// Refuses: the simulated user answers no to every confirmation (they
+	// asked for no write), so that a write made is one made without
+	// their yes.
+	Refuses bool
 }
 
 // Turn is one user message with the simulated user's answers to the
