@@ -233,9 +233,7 @@ type Input struct {
 	// set is autopilot, Overview a command, else a person's message.
 	Policy PolicyName
 	// TokenBudget, when set below Config.TokenBudget, is this run's
-	// budget of prompt plus completion tokens, kept by a resumed run: an
-	// autopilot run is started with what is left of the person's hourly
-	// autopilot tokens.
+	// budget of prompt plus completion tokens, kept by a resumed run.
 	TokenBudget int
 }
 

@@ -84,7 +84,7 @@ const DefaultAutopilotPerHour = 12
 // default: many typical batches an hour (docs/performance.md#autopilot
 // measures one), far below what AutopilotPerHour runs of a large inbox
 // could spend.
-const DefaultAutopilotTokensPerHour = 60_000
+const DefaultAutopilotTokensPerHour = 100_000
 
 // autopilotPrefix starts the key of the setting holding a person's
 // autopilot state (autopilotState as JSON).

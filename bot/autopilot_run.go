@@ -125,7 +125,7 @@ func AutopilotInput(tasks []agent.Task, habits, scope string) agent.Input {
 	for i, t := range tasks {
 		touch[i] = t.ID
 	}
-	return agent.Input{Instruction: autopilotInstruction(tasks, habits, scope), Overview: true, Allow: allow, Touch: touch}
+	return agent.Input{Instruction: autopilotInstruction(tasks, habits, scope), Overview: true, Allow: allow, Touch: touch, Policy: agent.PolicyAutopilot}
 }
 
 // autopilotInstruction is an autopilot run's request: the new tasks by

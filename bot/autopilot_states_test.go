@@ -318,7 +318,6 @@ func TestAutopilotReportSaysOnlyWhatWasDone(t *testing.T) {
 // field, issue 34) enforces it; the bot's own limits (Input.Allow and
 // Input.Touch) hold by action and task only.
 func TestAutopilotInjectionCannotCreateProjectsOrRewriteTheTask(t *testing.T) {
-	t.Skip("waits for the engine's autopilot policy (issue 34, branch policy): Input.Allow and Input.Touch cannot refuse move_tasks' project_name or update_tasks' content and priority")
 	var badID string
 	h := newAPHarnessOff(t, Config{}, agent.Config{}, injectionScript(&badID))
 	h.switchAutopilot(t, true)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"reflect"
@@ -77,7 +78,7 @@ type Config struct {
 	ClientSecret          string        `envconfig:"TODOIST_CLIENT_SECRET" secret:"true" desc:"team mode: the app's Client secret (secret)"`
 	TodoistAuth           string        `envconfig:"TODOIST_AUTH_URL" default:"https://todoist.com" desc:"Todoist OAuth base URL (/oauth/authorize, /oauth/access_token)"`
 	DailyTokens           int           `envconfig:"TIDYBOT_USER_DAILY_TOKENS" default:"2000000" desc:"model tokens per person per UTC day, on by default (about ten runs at the per-run budget, far above a normal day: docs/performance.md); a run stops at the cap (0: no cap)"`
-	AutopilotHourlyTokens int           `envconfig:"TIDYBOT_AUTOPILOT_HOURLY_TOKENS" default:"100000" desc:"model tokens one person's autopilot may use per hour (its runs are started with what is left as their budget); past it autopilot waits for the next hour (0: no cap)"`
+	AutopilotHourlyTokens int           `envconfig:"TIDYBOT_AUTOPILOT_HOURLY_TOKENS" default:"100000" desc:"model tokens one person's autopilot runs may use per hour; once its runs of the last hour have spent it, new tasks wait (0: no cap)"`
 	AutopilotInterval     time.Duration `envconfig:"TIDYBOT_AUTOPILOT_INTERVAL" default:"1m" desc:"how often autopilot looks for new inbox tasks of the people who turned it on (one small incremental /sync each; a Todoist webhook tells it at once in team mode)"`
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
 	CPUProfile            string        `envconfig:"TIDYBOT_CPU_PROFILE" desc:"for measuring: write a CPU profile of the process to this file until it exits (go tool pprof reads it); empty: none"`
@@ -91,6 +92,15 @@ const OllamaExample = "qwen2.5:14b"
 
 // TeamMode reports whether each person connects their own Todoist
 // (TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET set).
+// AutopilotTokensPerHour is the hourly autopilot token budget the bot
+// is given: TIDYBOT_AUTOPILOT_HOURLY_TOKENS, where 0 means no cap.
+func (c Config) AutopilotTokensPerHour() int {
+	if c.AutopilotHourlyTokens <= 0 {
+		return math.MaxInt
+	}
+	return c.AutopilotHourlyTokens
+}
+
 func (c Config) TeamMode() bool { return c.ClientID != "" && c.ClientSecret != "" }
 
 // Load reads the environment.
