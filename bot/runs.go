@@ -88,6 +88,11 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	})
 }
 
+// outgoing is a message of r to its person in its chat.
+func (r *Run) outgoing(text string) Outgoing {
+	return Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, RunID: r.ID, Text: text}
+}
+
 // history returns the earlier messages of in's thread the model sees
 // (Config.History of them, since the thread's last /reset), without in.
 func (b *Bot) history(ctx context.Context, in Incoming) ([]agent.HistoryMessage, error) {
@@ -494,7 +499,9 @@ func (b *Bot) endAsking(ctx context.Context, e *runEnd, out agent.Outcome) error
 	if text == "" {
 		text = "Can you tell me more?"
 	}
-	ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons, Question: true})
+	m := r.outgoing(text)
+	m.Buttons, m.Question = buttons, true
+	ob := b.outbound(r.Platform, m)
 	ob.RunID, ob.WaitKey = r.ID, w.Key
 	return b.postEnd(ctx, e, ob, text, "question")
 }
@@ -522,8 +529,7 @@ func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) 
 // answerOutbound is r's answer as posted: with its details and, when
 // the run wrote, an Undo button.
 func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
-	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
-	m := withUndo(reply(in, r.Answer), r, tr)
+	m := withUndo(r.outgoing(r.Answer), r, tr)
 	if r.Autopilot {
 		m = autopilotButtons(m) // nobody asked: Undo and Stop, no rating
 	} else {
@@ -707,7 +713,7 @@ func (b *Bot) clearButtons(ctx context.Context, r *Run, answer string) {
 	}
 	if ed, ok := p.(Editor); ok {
 		text := r.Waiting.Question + "\n→ " + answer
-		if err := ed.Edit(ctx, r.Waiting.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text}); err != nil {
+		if err := ed.Edit(ctx, r.Waiting.MessageID, r.outgoing(text)); err != nil {
 			b.log.Warn("clear buttons", slog.Any("err", err))
 		}
 	}

@@ -117,7 +117,7 @@ func (b *Bot) dropUndoButton(ctx context.Context, in Incoming, r *Run) {
 		return
 	}
 	if ed, ok := p.(Editor); ok {
-		if err := ed.Edit(ctx, in.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: r.Answer + "\n→ ↩️ Undone"}); err != nil {
+		if err := ed.Edit(ctx, in.MessageID, r.outgoing(r.Answer+"\n→ ↩️ Undone")); err != nil {
 			b.log.Warn("drop undo button", slog.Any("err", err))
 		}
 	}

@@ -16,19 +16,19 @@ var _ slack.Hooks = (*Store)(nil)
 
 // TestHookUsesCountedAcrossReplicas: a response_url saved by one
 // replica is taken by another; the uses both take are counted together,
-// also when taken at once, and a new one resets the count.
+// also when taken at once, and a new one comes with uses of its own.
 func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := twoReplicas(t)
 	now := time.Now()
 	const url = "https://hooks.slack.com/commands/T1/1/secret"
-	if err := a.SaveHook(ctx, "C1", url, now.Add(30*time.Minute)); err != nil {
+	if err := a.SaveHook(ctx, "C1", "U1", url, now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	take := func(s *Store, within int) bool {
 		t.Helper()
-		u, ok, err := s.TakeHook(ctx, "C1", within, now)
+		u, ok, err := s.TakeHook(ctx, "C1", "U1", "", within, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,12 +50,12 @@ func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 	if take(a, 5) || take(b, 5) {
 		t.Fatal("more than 5 uses taken")
 	}
-	if _, ok, err := b.TakeHook(ctx, "C2", 5, now); ok || err != nil {
+	if _, ok, err := b.TakeHook(ctx, "C2", "U1", "", 5, now); ok || err != nil {
 		t.Fatalf("a channel with no response_url: ok %v, err %v", ok, err)
 	}
 
 	// Taken at once from both replicas: 5 uses between them, no more.
-	if err := b.SaveHook(ctx, "C1", url, now.Add(30*time.Minute)); err != nil {
+	if err := b.SaveHook(ctx, "C1", "U1", url, now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	var n atomic.Int32
@@ -68,7 +68,7 @@ func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 			if i%2 == 1 {
 				s = b
 			}
-			if _, ok, err := s.TakeHook(ctx, "C1", 5, now); err != nil {
+			if _, ok, err := s.TakeHook(ctx, "C1", "U1", "", 5, now); err != nil {
 				t.Error(err)
 			} else if ok {
 				n.Add(1)
@@ -88,20 +88,20 @@ func TestHookExpires(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	now := time.Now()
-	if err := s.SaveHook(ctx, "C1", "https://hooks.slack.com/commands/old", now.Add(time.Minute)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", "https://hooks.slack.com/commands/old", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.TakeHook(ctx, "C1", 5, now.Add(time.Minute)); ok {
+	if _, ok, _ := s.TakeHook(ctx, "C1", "U1", "", 5, now.Add(time.Minute)); ok {
 		t.Fatal("an expired response_url was given")
 	}
-	if _, ok, _ := s.TakeHook(ctx, "C1", 5, now.Add(59*time.Second)); !ok {
+	if _, ok, _ := s.TakeHook(ctx, "C1", "U1", "", 5, now.Add(59*time.Second)); !ok {
 		t.Fatal("an unexpired response_url was not given")
 	}
 	// Expired by the store's clock: the next save deletes it.
 	if _, err := s.pool.Exec(ctx, `UPDATE slack_hooks SET expires = $1 WHERE channel = 'C1'`, ns(now.Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveHook(ctx, "C2", "https://hooks.slack.com/commands/new", now.Add(30*time.Minute)); err != nil {
+	if err := s.SaveHook(ctx, "C2", "U1", "https://hooks.slack.com/commands/new", now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if c := count(t, s, "C1"); c != 0 {
@@ -124,7 +124,7 @@ func TestHookSealed(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	const url = "https://hooks.slack.com/commands/T1/1/plain-secret"
-	if err := s.SaveHook(ctx, "C1", url, time.Now().Add(time.Hour)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", url, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var raw []byte
@@ -159,7 +159,7 @@ func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
 	clock := t0
 	s, _ := openTest(t, withClock(func() time.Time { return clock }))
 	const url = "https://hooks.slack.com/commands/T1/1/kept"
-	if err := s.SaveHook(ctx, "C1", url, now.Add(time.Hour)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", url, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var oldKey []byte
@@ -174,7 +174,59 @@ func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM data_keys WHERE id = $1)`, oldKey).Scan(&gone); err != nil || !gone {
 		t.Fatalf("the old period's key is kept (%v): the test proves nothing", err)
 	}
-	if u, ok, err := s.TakeHook(ctx, "C1", 5, now); err != nil || !ok || u != url {
+	if u, ok, err := s.TakeHook(ctx, "C1", "U1", "", 5, now); err != nil || !ok || u != url {
 		t.Fatalf("after retention: %q, %v, %v", u, ok, err)
+	}
+}
+
+// TestHookIsItsPersonsAndItsRuns: a response_url answers only its own
+// person, and once a run answers through it, only that run; another
+// person's command or press in the channel neither replaces nor takes
+// it (issue 33, defect 4).
+func TestHookIsItsPersonsAndItsRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	now := time.Now()
+	exp := now.Add(30 * time.Minute)
+	save := func(person, url string) {
+		t.Helper()
+		if err := a.SaveHook(ctx, "D9", person, url, exp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(person, run string) string {
+		t.Helper()
+		u, ok, err := b.TakeHook(ctx, "D9", person, run, 5, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ""
+		}
+		return u
+	}
+	save("U1", "alice-1")
+	if got := take("U1", "r1"); got != "alice-1" { // r1 binds it
+		t.Fatalf("U1's run took %q, want alice-1", got)
+	}
+	save("U2", "bob-1") // another person's command, 0.7 s later
+	for _, c := range []struct{ person, run, want string }{
+		{"U1", "r1", "alice-1"}, // r1 keeps its own, never U2's newer one
+		{"U2", "r2", "bob-1"},   // U2's run binds U2's
+		{"U2", "", ""},          // bound ones are their runs' only
+		{"U1", "r3", ""},        // U1's other run: none of U1's left unbound
+		{"", "r1", ""},          // nobody in particular: none
+	} {
+		if got := take(c.person, c.run); got != c.want {
+			t.Errorf("%s, run %q took %q, want %q", c.person, c.run, got, c.want)
+		}
+	}
+	save("U1", "alice-2") // U1's press
+	if got := take("U1", "r1"); got != "alice-1" {
+		t.Errorf("r1 took %q after U1's press, want its own alice-1 while it has uses", got)
+	}
+	if got := take("U1", ""); got != "alice-2" {
+		t.Errorf("U1's reply to the press took %q, want alice-2", got)
 	}
 }
