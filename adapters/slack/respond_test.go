@@ -1,18 +1,22 @@
 package slack_test
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/slack"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/bot"
 )
 
 // TestResponseURLIsItsPersons: in a DM between U1 and U2 (the bot no
-// member), U1's /tidy-inbox and then U2's /tidy help: U1's run posts
-// only through U1's response_url, U2's reply only through U2's, and a
-// press by U2 takes nothing of U1's (issue 33, defect 4). No
+// member), U1's /tidy-inbox, then a button press by U2 and U2's /tidy
+// help: U1's run posts only through U1's response_url, U2's reply only
+// through U2's; U2's press replaces nothing (issue 33, defect 4). No
 // chat.postMessage is tried in a DM the bot cannot be in (defect 5).
 func TestResponseURLIsItsPersons(t *testing.T) {
 	a, srv := newAdapter(t)
@@ -27,6 +31,18 @@ func TestResponseURLIsItsPersons(t *testing.T) {
 			t.Fatalf("%s: status %d, handled %+v; want one event, not the bot's own DM", cmd, w.Code, got)
 		}
 	}
+	press := func(user string) {
+		t.Helper()
+		hook := srv.SlashCommand("D9", user, "/tidy", "").Get("response_url") // a response_url of user's, as a press carries
+		payload, _ := json.Marshal(map[string]any{"type": "block_actions", "trigger_id": "tp", "user": map[string]any{"id": user}, "channel": map[string]any{"id": "D9"},
+			"response_url": hook, "actions": []map[string]any{{"type": "button", "action_id": "choice_0", "value": "f:r0:g"}}})
+		body := url.Values{"payload": {string(payload)}}.Encode()
+		w := httptest.NewRecorder()
+		a.InteractivityHandler(&recorder{}).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte(body), secret, time.Now()))
+		if w.Code != 200 {
+			t.Fatalf("%s's press: HTTP %d", user, w.Code)
+		}
+	}
 	ctx := t.Context()
 	slash("U1", "/tidy-inbox", "")
 	run := bot.Outgoing{ChatID: "D9", UserID: "U1", RunID: "r1", Text: "🤔 Working on it…"}
@@ -34,6 +50,7 @@ func TestResponseURLIsItsPersons(t *testing.T) {
 	if err != nil {
 		t.Fatalf("U1's status message: %v", err)
 	}
+	press("U2") // a button press by another person there
 	slash("U2", "/tidy", "help")
 	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D9", UserID: "U2", Text: "help text"}); err != nil {
 		t.Fatalf("U2's help: %v", err)
@@ -70,4 +87,11 @@ func TestResponseURLIsItsPersons(t *testing.T) {
 	if u1 != 3 || u2 != 1 {
 		t.Errorf("U1 saw %d posts, U2 %d; want 3 and 1", u1, u2)
 	}
+}
+
+// TestMemHooks: the response_urls an adapter keeps in its memory (one
+// process, bbolt) keep the contract PostgreSQL's do.
+func TestMemHooks(t *testing.T) {
+	h := slack.NewMemHooks()
+	slacktest.TestHooks(t, h, h)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 )
 
 var _ slack.Hooks = (*Store)(nil)
@@ -179,54 +180,10 @@ func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
 	}
 }
 
-// TestHookIsItsPersonsAndItsRuns: a response_url answers only its own
-// person, and once a run answers through it, only that run; another
-// person's command or press in the channel neither replaces nor takes
-// it (issue 33, defect 4).
+// TestHookIsItsPersonsAndItsRuns: the contract of slack.Hooks, one
+// replica saving, another taking (issue 33, defect 4).
 func TestHookIsItsPersonsAndItsRuns(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	a, b := twoReplicas(t)
-	now := time.Now()
-	exp := now.Add(30 * time.Minute)
-	save := func(person, url string) {
-		t.Helper()
-		if err := a.SaveHook(ctx, "D9", person, url, exp); err != nil {
-			t.Fatal(err)
-		}
-	}
-	take := func(person, run string) string {
-		t.Helper()
-		u, ok, err := b.TakeHook(ctx, "D9", person, run, 5, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return ""
-		}
-		return u
-	}
-	save("U1", "alice-1")
-	if got := take("U1", "r1"); got != "alice-1" { // r1 binds it
-		t.Fatalf("U1's run took %q, want alice-1", got)
-	}
-	save("U2", "bob-1") // another person's command, 0.7 s later
-	for _, c := range []struct{ person, run, want string }{
-		{"U1", "r1", "alice-1"}, // r1 keeps its own, never U2's newer one
-		{"U2", "r2", "bob-1"},   // U2's run binds U2's
-		{"U2", "", ""},          // bound ones are their runs' only
-		{"U1", "r3", ""},        // U1's other run: none of U1's left unbound
-		{"", "r1", ""},          // nobody in particular: none
-	} {
-		if got := take(c.person, c.run); got != c.want {
-			t.Errorf("%s, run %q took %q, want %q", c.person, c.run, got, c.want)
-		}
-	}
-	save("U1", "alice-2") // U1's press
-	if got := take("U1", "r1"); got != "alice-1" {
-		t.Errorf("r1 took %q after U1's press, want its own alice-1 while it has uses", got)
-	}
-	if got := take("U1", ""); got != "alice-2" {
-		t.Errorf("U1's reply to the press took %q, want alice-2", got)
-	}
+	slacktest.TestHooks(t, a, b)
 }
