@@ -110,6 +110,7 @@ type Server struct {
 	seq        int
 	eventSeq   int
 	calls      map[string]int
+	refused    int // calls answered ok:false (see Refused)
 	limited    map[string]int
 	outside    map[string]bool // channels the bot is not a member of
 	hooks      map[string]*hook
@@ -149,6 +150,7 @@ func answer(w http.ResponseWriter, v map[string]any) {
 func (s *Server) fail(w http.ResponseWriter, code, token string) {
 	s.mu.Lock()
 	echo := s.echoTokens
+	s.refused++
 	s.mu.Unlock()
 	if echo && token != "" {
 		code += " token=" + token
@@ -682,6 +684,15 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// Refused returns how many Web API calls were answered {"ok":false}
+// (not_in_channel, channel_not_found, …): each is a round trip that
+// showed the person nothing.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // RateLimit makes the next n calls of method answer 429 (Retry-After 1).
