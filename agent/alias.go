@@ -234,7 +234,7 @@ func (k *known) named(text string) string {
 	if len(k.Aliases) == 0 {
 		return text
 	}
-	return aliasShapedWord.ReplaceAllStringFunc(text, func(w string) string {
+	name := func(w string) string {
 		id, ok := k.Aliases[w]
 		if !ok || k.isID(w) {
 			return w
@@ -242,13 +242,20 @@ func (k *known) named(text string) string {
 		switch w[0] {
 		case 't':
 			if t, ok := k.Tasks[id]; ok && t.Content != "" {
-				return strconv.Quote(t.Content)
+				return `"` + t.Content + `"`
 			}
 		case 's':
 			if sec, ok := k.Sections[id]; ok && sec.Name != "" {
-				return strconv.Quote(sec.Name)
+				return `"` + sec.Name + `"`
 			}
 		}
 		return w
-	})
+	}
+	// Quoted text is a name already ("Buy t3 cable"): only the words
+	// outside quotes are aliases.
+	parts := strings.Split(text, `"`)
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = aliasShapedWord.ReplaceAllStringFunc(parts[i], name)
+	}
+	return strings.Join(parts, `"`)
 }

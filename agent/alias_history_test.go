@@ -106,3 +106,21 @@ func TestNoAliasLeavesARun(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedLeavesQuotedNames: an answer's aliases become the names of
+// what they stand for; a word that only looks like one (in a quoted
+// task name, a priority) or an alias the run never gave is kept.
+func TestNamedLeavesQuotedNames(t *testing.T) {
+	k := &known{Tasks: map[string]Task{"6Jf8VQXxpwv56VQ7": {ID: "6Jf8VQXxpwv56VQ7", Content: "Call mum"}, "6Jf8VQXxpwv56VQ8": {ID: "6Jf8VQXxpwv56VQ8", Content: "Buy t1 cable"}},
+		Projects: map[string]Project{"6Jf8VQXxpwv56VQ9": {ID: "6Jf8VQXxpwv56VQ9", Name: "Work"}}}
+	k.shorten("6Jf8VQXxpwv56VQ7 6Jf8VQXxpwv56VQ8 6Jf8VQXxpwv56VQ9") // t1, t2, p1
+	for _, tc := range []struct{ in, want string }{
+		{"Left t1 in the inbox.", `Left "Call mum" in the inbox.`},
+		{`Moved t2 ("Buy t1 cable") to p1, priority p1; t9 is unknown.`, `Moved "Buy t1 cable" ("Buy t1 cable") to p1, priority p1; t9 is unknown.`},
+		{"t1,t2", `"Call mum","Buy t1 cable"`},
+	} {
+		if got := k.named(tc.in); got != tc.want {
+			t.Errorf("named(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
