@@ -706,12 +706,12 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	if !strings.HasPrefix(channel, "D") || user == "" {
 		return false // IM ids start with D; the rest are channels and group DMs
 	}
-	im, ok := a.imWith(ctx, user)
-	if !ok {
+	im, err := a.imWith(ctx, user)
+	if err != nil {
 		a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
-			slog.String("channel", channel), slog.String("user_id", user))
+			slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))
 	}
-	return ok && im == channel
+	return err == nil && im == channel
 }
 
 // learnIM keeps channel as the bot's own IM with user: a message event
@@ -726,24 +726,27 @@ func (a *Adapter) learnIM(user, channel string) {
 	a.ims[user] = channel
 }
 
-// imWith returns the bot's own IM with user; ok is false when Slack
-// cannot say (the next call asks again).
-func (a *Adapter) imWith(ctx context.Context, user string) (string, bool) {
+// imWith returns the bot's own IM with user, asked once per person and
+// kept; an error when Slack cannot say (not kept: the next call asks
+// again).
+func (a *Adapter) imWith(ctx context.Context, user string) (string, error) {
 	a.mu.Lock()
 	im, ok := a.ims[user]
 	a.mu.Unlock()
 	if ok {
-		return im, true
+		return im, nil
 	}
 	// No waiting out a 429 here: Slack wants the event acknowledged
-	// within 3 s. A failed answer is not kept.
+	// within 3 s.
 	ch, _, _, err := a.noRetry.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
-	if err != nil || ch == nil || ch.ID == "" {
-		a.log.Debug("slack: conversations.open", slog.String("user_id", user), slog.Any("err", a.redact(err)))
-		return "", false
+	if err != nil {
+		return "", fmt.Errorf("slack: conversations.open with %s: %w", user, err)
+	}
+	if ch == nil || ch.ID == "" {
+		return "", fmt.Errorf("slack: conversations.open with %s: no channel", user)
 	}
 	a.learnIM(user, ch.ID)
-	return ch.ID, true
+	return ch.ID, nil
 }
 
 // othersDM reports whether m goes to a DM between people (a D… channel
@@ -754,8 +757,8 @@ func (a *Adapter) othersDM(ctx context.Context, m bot.Outgoing) bool {
 	if !dm(m.ChatID) || m.UserID == "" {
 		return false
 	}
-	im, ok := a.imWith(ctx, m.UserID)
-	return ok && im != m.ChatID
+	im, err := a.imWith(ctx, m.UserID)
+	return err == nil && im != m.ChatID
 }
 
 // Routes implements bot.Router: the three signed endpoints of the
