@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,15 @@ import (
 // engine and Todoist see real ids. An alias the run never gave is left as
 // it is, and is then reported unknown like any wrong id, which the model
 // can repair.
+//
+// An alias names an object in its run only: the next run numbers its
+// own. So none leaves a run: the answer, the question and its options
+// (what the person sees and what becomes the history) name tasks and
+// sections by their names instead (named). And the alias-shaped words
+// of the history, from answers written before that rule or typed by the
+// person, are never given in this run (known.Earlier): a model that
+// takes "t2" from an earlier answer finds it names nothing here and is
+// told why (staleHint), instead of acting on whatever this run calls t2.
 
 // maxRawID is the longest id shown as it is: an alias would save nothing.
 const maxRawID = 8
@@ -74,7 +84,7 @@ func (k *known) alias(id string) string {
 	}
 	x.count[p]++
 	a := string(p) + strconv.Itoa(x.count[p])
-	for k.isID(a) { // short ids of a fake: an alias must not shadow one
+	for k.isID(a) || k.Earlier[a] { // short ids of a fake, earlier runs' aliases: not shadowed
 		x.count[p]++
 		a = string(p) + strconv.Itoa(x.count[p])
 	}
@@ -187,4 +197,65 @@ func (k *known) expandValue(v any, ids bool) bool {
 		}
 	}
 	return changed
+}
+
+// aliasShapedWord matches the words of a text that look like aliases.
+var aliasShapedWord = regexp.MustCompile(`\b[tps][0-9]+\b`)
+
+// reserve marks the alias-shaped words of the history as an earlier
+// run's: this run gives none of them.
+func (k *known) reserve(hist []HistoryMessage) {
+	for _, h := range hist {
+		for _, w := range aliasShapedWord.FindAllString(h.Text, -1) {
+			if k.Earlier == nil {
+				k.Earlier = map[string]bool{}
+			}
+			k.Earlier[w] = true
+		}
+	}
+}
+
+// staleHint is the observation for an id that is an earlier run's alias,
+// "" for any other.
+func (k *known) staleHint(ref string) string {
+	if !k.Earlier[ref] || k.Aliases[ref] != "" {
+		return ""
+	}
+	return ref + " is a short id from an earlier message of this conversation: short ids are given anew in each run, and that one names nothing now. " +
+		"Do not guess which object it meant: find it by its name in a listing of this run and use the id shown there, or ask the user"
+}
+
+// named replaces the task and section aliases of this run in text by
+// the names of what they stand for, quoted: text that leaves the run
+// (an answer, a question) names no alias. Project aliases are left: p1
+// to p4 are also Todoist's priorities, and an earlier run's p3 is
+// reserved in the next (reserve).
+func (k *known) named(text string) string {
+	if len(k.Aliases) == 0 {
+		return text
+	}
+	name := func(w string) string {
+		id, ok := k.Aliases[w]
+		if !ok || k.isID(w) {
+			return w
+		}
+		switch w[0] {
+		case 't':
+			if t, ok := k.Tasks[id]; ok && t.Content != "" {
+				return `"` + t.Content + `"`
+			}
+		case 's':
+			if sec, ok := k.Sections[id]; ok && sec.Name != "" {
+				return `"` + sec.Name + `"`
+			}
+		}
+		return w
+	}
+	// Quoted text is a name already ("Buy t3 cable"): only the words
+	// outside quotes are aliases.
+	parts := strings.Split(text, `"`)
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = aliasShapedWord.ReplaceAllStringFunc(parts[i], name)
+	}
+	return strings.Join(parts, `"`)
 }

@@ -262,6 +262,7 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	if tr.Policy == PolicyCommand && e.cfg.Protocol == ProtocolTools && len(in.Allow) == 0 {
 		tr.Actions = TidyActions // the command declares them; a run with its own Allow is offered those
 	}
+	tr.Known.reserve(in.History) // before any alias is given
 	r := &runner{e: e, tr: tr, h: h}
 	ctx = withSpans(ctx, tr, e.cfg.Now)
 	var pre readResult
@@ -551,7 +552,14 @@ func (r *runner) outcome() *Outcome {
 
 // end finishes the run, or suspends it, with a status and answer.
 func (r *runner) end(ctx context.Context, st Status, answer string, cause error) *Outcome {
-	r.tr.Status, r.tr.Answer = st, answer
+	k := &r.tr.Known
+	r.tr.Status, r.tr.Answer = st, k.named(answer)
+	if w := r.tr.Wait; w != nil {
+		w.Question, w.Label = k.named(w.Question), k.named(w.Label)
+		for i, o := range w.Options {
+			w.Options[i] = k.named(o)
+		}
+	}
 	// save redacts the transcript, the answer and question included, so
 	// the outcome is built after it.
 	err := r.save(ctx)
@@ -713,7 +721,7 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	if r.h.Answer != nil {
 		req.Stream = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
 			r.answering.Store(true)
-			r.h.Answer(text)
+			r.h.Answer(r.tr.Known.named(text)) // as end shows it
 		}).add
 		defer r.answering.Store(false)
 	}

@@ -155,6 +155,9 @@ func (k *known) projectList(projects []Project, counts map[string]int, sections 
 
 // projectHint says how to fix an unknown project id, naming close matches.
 func (k *known) projectHint(ref string) string {
+	if h := k.staleHint(ref); h != "" {
+		return h
+	}
 	named := make(map[string]string, len(k.Projects))
 	for _, p := range k.Projects {
 		named[p.ID] = p.Name
@@ -167,6 +170,9 @@ func (k *known) projectHint(ref string) string {
 
 // taskHint says how to fix an unknown task id, naming close matches.
 func (k *known) taskHint(ref string) string {
+	if h := k.staleHint(ref); h != "" {
+		return h
+	}
 	named := make(map[string]string, len(k.Tasks))
 	for _, t := range k.Tasks {
 		named[t.ID] = t.Content

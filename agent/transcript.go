@@ -180,6 +180,9 @@ type known struct {
 	Suspect []string `json:"suspect,omitempty"`
 	// Aliases are the short ids the model sees (alias → id; see alias.go).
 	Aliases map[string]string `json:"aliases,omitempty"`
+	// Earlier are the alias-shaped words of the history: an earlier
+	// run's aliases, never given in this run (see alias.go).
+	Earlier map[string]bool `json:"earlier,omitempty"`
 	// Listed are the tasks of the last inbox listing (get_overview,
 	// get_inbox_tasks, get_tasks of the Inbox), in its order: what the
 	// codes of move_tasks' plan stand for (see filing.go).

@@ -403,7 +403,7 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 		return nil
 	}
 	log.Warn("refused unknown user")
-	b.replyLater(ctx, in.Platform, Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text})
+	b.replyLater(ctx, in.Platform, reply(in, text))
 	return nil
 }
 
@@ -833,7 +833,7 @@ func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {
 }
 
 func reply(in Incoming, text string) Outgoing {
-	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: text}
+	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, Text: text}
 }
 
 // replyLater queues a reply on the platform's send queue without

@@ -28,8 +28,15 @@ type Button struct {
 type Outgoing struct {
 	ChatID   string
 	ThreadID string
-	Text     string
-	Buttons  []Button
+	// UserID is the person the message answers ("" for nobody in
+	// particular), and RunID the run it belongs to ("" for none). A
+	// platform that answers through a link one request gave (Slack's
+	// response_url, shown to its person only) uses only a link of that
+	// person, and of that run when it has one.
+	UserID  string
+	RunID   string
+	Text    string
+	Buttons []Button
 	// Link, when set, is shown to Link.UserID only (see Link).
 	Link *Link
 	// Ref is the outbox entry's id for a message that must reach the user

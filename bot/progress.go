@@ -61,7 +61,7 @@ func (pr *progress) start(_ context.Context, first string) {
 	pr.mu.Lock()
 	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
 	pr.mu.Unlock()
-	pr.q.sendThen(Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: first}, func(id string, err error) {
+	pr.q.sendThen(pr.r.outgoing(first), func(id string, err error) {
 		if err != nil {
 			pr.log.Warn("post status message", slog.Any("err", err))
 		}
@@ -150,7 +150,7 @@ func (pr *progress) flush() {
 		pr.showLine()
 		return
 	}
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	m := pr.r.outgoing("")
 	if pr.editable() {
 		pr.edit(m)
 		return
@@ -228,5 +228,5 @@ func (pr *progress) settle(st agent.Status) {
 	}
 	// Queued behind the status message's other calls and before the
 	// answer, which the worker does not wait for.
-	pr.ed.editLater(pr.messageID, Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID, Text: text}, nil, nil)
+	pr.ed.editLater(pr.messageID, pr.r.outgoing(text), nil, nil)
 }

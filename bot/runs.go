@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
@@ -86,6 +85,11 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		return out
 	})
+}
+
+// outgoing is a message of r to its person in its chat.
+func (r *Run) outgoing(text string) Outgoing {
+	return Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, RunID: r.ID, Text: text}
 }
 
 // history returns the earlier messages of in's thread the model sees
@@ -483,10 +487,10 @@ func (b *Bot) endAsking(ctx context.Context, e *runEnd, out agent.Outcome) error
 	var buttons []Button
 	if out.Status == agent.StatusConfirming {
 		w.Kind = "confirm"
-		buttons = []Button{{Label: out.Label, Data: "w:" + w.Key + ":y"}, {Label: "Cancel", Data: "w:" + w.Key + ":n"}}
+		buttons = []Button{{Label: out.Label, Data: answerData(w.Key, "y")}, {Label: "Cancel", Data: answerData(w.Key, "n")}}
 	} else {
 		for i, o := range out.Options {
-			buttons = append(buttons, Button{Label: o, Data: "w:" + w.Key + ":" + strconv.Itoa(i)})
+			buttons = append(buttons, Button{Label: o, Data: answerData(w.Key, strconv.Itoa(i))})
 		}
 	}
 	r.Status, r.Waiting, r.Reply = RunWaiting, w, ""
@@ -494,7 +498,9 @@ func (b *Bot) endAsking(ctx context.Context, e *runEnd, out agent.Outcome) error
 	if text == "" {
 		text = "Can you tell me more?"
 	}
-	ob := b.outbound(r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text, Buttons: buttons, Question: true})
+	m := r.outgoing(text)
+	m.Buttons, m.Question = buttons, true
+	ob := b.outbound(r.Platform, m)
 	ob.RunID, ob.WaitKey = r.ID, w.Key
 	return b.postEnd(ctx, e, ob, text, "question")
 }
@@ -522,8 +528,7 @@ func (b *Bot) endInterrupted(ctx context.Context, e *runEnd, out agent.Outcome) 
 // answerOutbound is r's answer as posted: with its details and, when
 // the run wrote, an Undo button.
 func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
-	in := Incoming{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID}
-	m := withUndo(reply(in, r.Answer), r, tr)
+	m := withUndo(r.outgoing(r.Answer), r, tr)
 	if r.Autopilot {
 		m = autopilotButtons(m) // nobody asked: Undo and Stop, no rating
 	} else {
@@ -621,81 +626,6 @@ func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) 
 	return entries, nil
 }
 
-// press handles a button press: only the asked user may answer; every
-// press is answered; the answer then goes through the thread's queue.
-func (b *Bot) press(ctx context.Context, in Incoming) error {
-	if runID, ok := undoButton(in.Button); ok {
-		return b.pressUndo(ctx, in, runID)
-	}
-	if runID, rating, ok := feedbackButton(in.Button); ok {
-		return b.pressFeedback(ctx, in, runID, rating)
-	}
-	if arg, ok := strings.CutPrefix(in.Button, settingButton); ok {
-		return b.pressSetting(ctx, in, arg)
-	}
-	if strings.HasPrefix(in.Button, "dg:") {
-		return b.pressDigest(ctx, in)
-	}
-	if in.Button == stopAutopilotButton {
-		return b.pressStopAutopilot(ctx, in)
-	}
-	key, _, ok := parseButton(in.Button)
-	if !ok {
-		b.answerButtonLater(ctx, in, "I don't know that button.")
-		return nil
-	}
-	r, err := b.store.WaitingRunByKey(ctx, key)
-	if err != nil {
-		return fmt.Errorf("bot: find the run waiting on %s: %w", key, err)
-	}
-	switch {
-	case r == nil:
-		b.answerButtonLater(ctx, in, "This question is no longer open.")
-		return nil
-	case askedUser(r) != in.UserID:
-		b.answerButtonLater(ctx, in, "Only the person who asked can answer this.")
-		return nil
-	}
-	b.answerButtonLater(ctx, in, "")
-	in = into(in, r)
-	in.Text = buttonAnswer(r.Waiting, in.Button)
-	return b.enqueue(ctx, in)
-}
-
-// answerButtonLater queues the answer to a button press without waiting.
-func (b *Bot) answerButtonLater(_ context.Context, in Incoming, text string) {
-	if q := b.queue(in.Platform); q != nil {
-		q.answerLater(in.ButtonRef, text)
-	}
-}
-
-// parseButton splits "w:<key>:<choice>".
-func parseButton(data string) (key, choice string, ok bool) {
-	parts := strings.Split(data, ":")
-	if len(parts) != 3 || parts[0] != "w" || parts[1] == "" || parts[2] == "" {
-		return "", "", false
-	}
-	return parts[1], parts[2], true
-}
-
-// buttonAnswer is the answer a pressed button stands for.
-func buttonAnswer(w *Waiting, data string) string {
-	key, choice, ok := parseButton(data)
-	if !ok || w == nil || key != w.Key {
-		return ""
-	}
-	switch choice {
-	case "y":
-		return "yes"
-	case "n":
-		return "no"
-	}
-	if i, err := strconv.Atoi(choice); err == nil && i >= 0 && i < len(w.Options) {
-		return w.Options[i]
-	}
-	return ""
-}
-
 // clearButtons replaces a question's buttons with the choice made.
 func (b *Bot) clearButtons(ctx context.Context, r *Run, answer string) {
 	if r.Waiting == nil || r.Waiting.MessageID == "" {
@@ -707,7 +637,7 @@ func (b *Bot) clearButtons(ctx context.Context, r *Run, answer string) {
 	}
 	if ed, ok := p.(Editor); ok {
 		text := r.Waiting.Question + "\n→ " + answer
-		if err := ed.Edit(ctx, r.Waiting.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: text}); err != nil {
+		if err := ed.Edit(ctx, r.Waiting.MessageID, r.outgoing(text)); err != nil {
 			b.log.Warn("clear buttons", slog.Any("err", err))
 		}
 	}
@@ -786,157 +716,4 @@ func (b *Bot) stopElsewhere(ctx context.Context, key string) bool {
 		return false
 	}
 	return true
-}
-
-// usage reports the tokens this thread's runs used.
-func (b *Bot) usage(ctx context.Context, in Incoming) {
-	runs, err := b.store.ThreadRuns(ctx, in.ThreadKey())
-	if err != nil {
-		b.log.Error("usage", slog.Any("err", err))
-		b.replyLater(ctx, in.Platform, reply(in, "I could not read the usage; the details are in the log."))
-		return
-	}
-	var u agent.Usage
-	for _, r := range runs {
-		u.Add(r.Usage)
-	}
-	text := fmt.Sprintf("This conversation used %s (%d prompt, %d completion) in %s over %s.",
-		plural(u.Total(), "token"), u.PromptTokens, u.CompletionTokens, plural(u.Calls, "model call"), plural(len(runs), "run"))
-	if u.ReasoningTokens > 0 || u.CachedTokens > 0 {
-		text += fmt.Sprintf(" Of these, %d completion tokens were the model's reasoning and %d prompt tokens came from the server's cache.", u.ReasoningTokens, u.CachedTokens)
-	}
-	if u.Estimated {
-		text += " Some counts are estimates: the model server reported none."
-	}
-	if fb := feedbackText(runs); fb != "" {
-		text += "\n" + fb
-	}
-	if b.cfg.Accounts != nil || b.cfg.UserDailyTokens > 0 {
-		text += "\n" + b.personUsageText(ctx, in)
-	}
-	b.replyLater(ctx, in.Platform, reply(in, text))
-}
-
-// reset forgets the thread: its stored messages and runs are deleted.
-// Its job (jobID) is handled once the confirmation is in the outbox.
-func (b *Bot) reset(ctx context.Context, jobID string, in Incoming) error {
-	key := in.ThreadKey()
-	th, err := b.store.Thread(ctx, key)
-	if err != nil {
-		return fmt.Errorf("bot: read thread %s: %w", key, err)
-	}
-	if err := b.dropWaiting(ctx, key, "reset"); err != nil {
-		return err
-	}
-	th.ResetAt = b.cfg.Now()
-	if err := b.store.SaveThread(ctx, th); err != nil {
-		return fmt.Errorf("bot: reset thread %s: %w", key, err)
-	}
-	// Forgetting deletes: the stored messages and runs go, not only
-	// out of the model's sight.
-	if err := b.store.DeleteConversation(ctx, key); err != nil {
-		return fmt.Errorf("bot: delete conversation %s: %w", key, err)
-	}
-	// Through the outbox, as an answer: a crash before the post keeps it.
-	ob := b.outbound(in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
-	if err := b.store.Commit(ctx, Change{Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
-		return fmt.Errorf("bot: queue reset confirmation for %s: %w", key, err)
-	}
-	b.deliver(ctx, ob)
-	return nil
-}
-
-// undo reverts the last run of the conversation that changed something.
-// Pressed as the Undo button of an earlier run's answer, it reverts
-// nothing when a later run changed things since: undo goes latest first.
-// Its job (jobID) is handled once the report is in the outbox.
-//
-// A run waiting for the user holds the latest changes when it wrote
-// before asking: /undo reverts those and stops the run (its question
-// would be about a state that is gone). When it wrote nothing, the run
-// before it is undone and the report says so; the question stays open.
-func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
-	waiting, err := b.waitingRun(ctx, in.ThreadKey())
-	if err != nil {
-		return err
-	}
-	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
-	if err != nil {
-		return err
-	}
-	if pressed, ok := undoButton(in.Button); ok && (r == nil || r.ID != pressed) {
-		text := "Those changes are already undone."
-		if r != nil && r.Created.After(b.runCreated(ctx, pressed)) {
-			text = "A later run changed things since; " + b.commandName(in.Platform, "undo") + " reverts the latest run first."
-		}
-		b.send(ctx, in.Platform, reply(in, text))
-		return nil
-	}
-	if r == nil {
-		b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
-		return nil
-	}
-	journal := make([]agent.Applied, len(entries))
-	for i, e := range entries {
-		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
-	}
-	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
-	if err != nil {
-		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
-	}
-	rep, err := ag.Undo(ctx, journal)
-	if err != nil {
-		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
-	}
-	r.Undone, r.Updated = true, b.cfg.Now()
-	which := "the last run"
-	switch {
-	case waiting != nil && waiting.ID == r.ID:
-		// Its question is about a state that is gone: the run stops.
-		b.clearButtons(ctx, r, "(dropped: undone)")
-		r.Status, r.Waiting = RunCancelled, nil
-		which = "the run that was waiting for your answer; I stopped it and dropped its question"
-	case waiting != nil:
-		which = "the run before the one waiting for your answer (that one has changed nothing yet; its question stays open)"
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of %s. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone), which)
-	for i, s := range rep.Undone {
-		if i == 15 {
-			fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
-			break
-		}
-		sb.WriteString("\n• " + s)
-	}
-	if len(rep.NotUndone) > 0 {
-		sb.WriteString("\nCould not undo:")
-		for _, s := range rep.NotUndone {
-			sb.WriteString("\n• " + s)
-		}
-	}
-	// A rating given while the undo ran is kept: pressFeedback saves the
-	// run on its own.
-	if cur, err := b.store.Run(ctx, r.ID); err == nil {
-		r.Feedback = cur.Feedback
-	}
-	// The report goes into the outbox in the transaction that marks the
-	// run undone, as finish does with an answer: a crash before the post
-	// keeps it for the next start.
-	ob := b.outbound(in.Platform, reply(in, b.fit(in.Platform, sb.String())))
-	if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
-		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
-	}
-	if in.Button != "" {
-		b.dropUndoButton(ctx, in, r)
-	}
-	b.deliver(ctx, ob)
-	return nil
-}
-
-// plural formats a count with its noun: "1 run", "3 runs".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

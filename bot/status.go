@@ -78,7 +78,7 @@ func (pr *progress) startLine(first string) {
 	pr.mu.Lock()
 	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
 	pr.mu.Unlock()
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	m := pr.r.outgoing("")
 	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
 		err := pr.line.SetStatus(ctx, m.ChatID, m.ThreadID, statusWorking)
 		if err == nil {
@@ -116,7 +116,7 @@ func (pr *progress) lineMode() bool {
 // showLine queues the newest note as the status line (droppable, as an
 // edit is: a later note shows anyway).
 func (pr *progress) showLine() {
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	m := pr.r.outgoing("")
 	pr.q.s.PostDroppable(m.ChatID, "status", func(ctx context.Context) error {
 		pr.mu.Lock()
 		line := pr.line
@@ -139,7 +139,7 @@ func (pr *progress) showLine() {
 // clearLine queues the clearing of the status line as the run ends,
 // before its answer (which the worker queues after it).
 func (pr *progress) clearLine() {
-	m := Outgoing{ChatID: pr.r.ChatID, ThreadID: pr.r.ThreadID}
+	m := pr.r.outgoing("")
 	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
 		pr.mu.Lock()
 		line := pr.line

@@ -97,7 +97,7 @@ func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) {
 		if err := tail(); err != nil {
 			t.fail()
 			b.log.Error("job failed; it runs again at the next start", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey), slog.Any("err", err))
-			b.replyLater(ctx, r.Platform, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: jobFailedText})
+			b.replyLater(ctx, r.Platform, r.outgoing(jobFailedText))
 		}
 	}()
 }

@@ -11,6 +11,93 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
+// undo reverts the last run of the conversation that changed something.
+// Pressed as the Undo button of an earlier run's answer, it reverts
+// nothing when a later run changed things since: undo goes latest first.
+// Its job (jobID) is handled once the report is in the outbox.
+//
+// A run waiting for the user holds the latest changes when it wrote
+// before asking: /undo reverts those and stops the run (its question
+// would be about a state that is gone). When it wrote nothing, the run
+// before it is undone and the report says so; the question stays open.
+func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
+	waiting, err := b.waitingRun(ctx, in.ThreadKey())
+	if err != nil {
+		return err
+	}
+	r, entries, err := b.lastWrites(ctx, in.ThreadKey())
+	if err != nil {
+		return err
+	}
+	if pressed, ok := undoButton(in.Button); ok && (r == nil || r.ID != pressed) {
+		text := "Those changes are already undone."
+		if r != nil && r.Created.After(b.runCreated(ctx, pressed)) {
+			text = "A later run changed things since; " + b.commandName(in.Platform, "undo") + " reverts the latest run first."
+		}
+		b.send(ctx, in.Platform, reply(in, text))
+		return nil
+	}
+	if r == nil {
+		b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
+		return nil
+	}
+	journal := make([]agent.Applied, len(entries))
+	for i, e := range entries {
+		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
+	}
+	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
+	if err != nil {
+		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
+	}
+	rep, err := ag.Undo(ctx, journal)
+	if err != nil {
+		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
+	}
+	r.Undone, r.Updated = true, b.cfg.Now()
+	which := "the last run"
+	switch {
+	case waiting != nil && waiting.ID == r.ID:
+		// Its question is about a state that is gone: the run stops.
+		b.clearButtons(ctx, r, "(dropped: undone)")
+		r.Status, r.Waiting = RunCancelled, nil
+		which = "the run that was waiting for your answer; I stopped it and dropped its question"
+	case waiting != nil:
+		which = "the run before the one waiting for your answer (that one has changed nothing yet; its question stays open)"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "↩️ Undid %d of %d changes of %s. Reverted:", len(rep.Undone), len(rep.Undone)+len(rep.NotUndone), which)
+	for i, s := range rep.Undone {
+		if i == 15 {
+			fmt.Fprintf(&sb, "\n• … and %d more", len(rep.Undone)-15)
+			break
+		}
+		sb.WriteString("\n• " + s)
+	}
+	if len(rep.NotUndone) > 0 {
+		sb.WriteString("\nCould not undo:")
+		for _, s := range rep.NotUndone {
+			sb.WriteString("\n• " + s)
+		}
+	}
+	// A rating given while the undo ran is kept: pressFeedback saves the
+	// run on its own.
+	if cur, err := b.store.Run(ctx, r.ID); err == nil {
+		r.Feedback = cur.Feedback
+	}
+	// The report goes into the outbox in the transaction that marks the
+	// run undone, as finish does with an answer: a crash before the post
+	// keeps it for the next start.
+	ob := b.outbound(in.Platform, reply(in, b.fit(in.Platform, sb.String())))
+	if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
+	}
+	if in.Button != "" {
+		b.dropUndoButton(ctx, in, r)
+	}
+	b.deliver(ctx, ob)
+	return nil
+}
+
 // lastWrites finds the conversation's latest run that changed something
 // and is not undone, with its journal; nil when there is none. A run
 // waiting for the user counts: its writes so far are the latest changes
@@ -117,7 +204,7 @@ func (b *Bot) dropUndoButton(ctx context.Context, in Incoming, r *Run) {
 		return
 	}
 	if ed, ok := p.(Editor); ok {
-		if err := ed.Edit(ctx, in.MessageID, Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, Text: r.Answer + "\n→ ↩️ Undone"}); err != nil {
+		if err := ed.Edit(ctx, in.MessageID, r.outgoing(r.Answer+"\n→ ↩️ Undone")); err != nil {
 			b.log.Warn("drop undo button", slog.Any("err", err))
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -162,6 +164,33 @@ func writeStep(b *strings.Builder, s Step) {
 }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n      ") }
+
+// TextUsage is the usage of `tidybot runs`, whose arguments name
+// TextHandler's views (TextPath).
+const TextUsage = `Usage:
+  tidybot runs [-n N]     the N latest runs (default 20): id, conversation, status, steps, tokens, age
+  tidybot runs show ID    one run: what was asked and answered, a timeline of model, Todoist and waiting time, each step
+  tidybot runs link ID    a signed address of the run's page (TIDYBOT_PUBLIC_URL, else serve's TIDYBOT_HTTP_ADDR)
+`
+
+// TextPath is TextHandler's path for the arguments of `tidybot runs`.
+func TextPath(args []string) (string, error) {
+	switch {
+	case len(args) == 0:
+		return "/runs?n=20", nil
+	case len(args) == 2 && args[0] == "-n":
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n <= 0 {
+			return "", fmt.Errorf("runs: -n takes a positive number, not %q", args[1])
+		}
+		return "/runs?n=" + strconv.Itoa(n), nil
+	case len(args) == 2 && args[0] == "show":
+		return "/runs/" + url.PathEscape(args[1]), nil
+	case len(args) == 2 && args[0] == "link":
+		return "/runs/" + url.PathEscape(args[1]) + "/link", nil
+	}
+	return "", fmt.Errorf("runs: unexpected %q\n%s", args, TextUsage)
+}
 
 // TextHandler serves the terminal's views for `tidybot runs` while serve
 // holds the database: GET /runs (the list; ?n= caps it), GET /runs/{id}

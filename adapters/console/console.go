@@ -45,6 +45,12 @@ type Adapter struct {
 
 var _ bot.Platform = (*Adapter)(nil)
 
+// Greeting is the line a conversation in a terminal starts with: who
+// you are talking to, and how to get help and leave.
+func Greeting(model string) string {
+	return "tidybot, on your Todoist with the model " + model + ". Type a message or /tidy-inbox; /help lists the commands, Ctrl-D leaves."
+}
+
 // New returns a console writing to out.
 func New(out io.Writer) *Adapter { return &Adapter{out: out} }
 

@@ -53,10 +53,10 @@ func TestResponseURLInMemoryIsPerProcess(t *testing.T) {
 	srv.NotMember("G9")
 	a, b := replica(t, srv, nil), replica(t, srv, nil)
 	command(t, a, srv, "G9")
-	if _, err := b.Send(t.Context(), bot.Outgoing{ChatID: "G9", Text: "answer"}); err == nil || !strings.Contains(err.Error(), "not_in_channel") {
+	if _, err := b.Send(t.Context(), bot.Outgoing{ChatID: "G9", UserID: "U1", Text: "answer"}); err == nil || !strings.Contains(err.Error(), "not_in_channel") {
 		t.Fatalf("another process answered without the response_url: %v", err)
 	}
-	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "G9", Text: "answer"}); err != nil {
+	if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "G9", UserID: "U1", Text: "answer"}); err != nil {
 		t.Fatalf("the process that received the command: %v", err)
 	}
 }

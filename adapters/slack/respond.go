@@ -21,8 +21,14 @@ import (
 // chat.postMessage fails with not_in_channel (a private channel, a DM
 // between people). Slack takes up to 5 posts to it within 30 minutes
 // (api.slack.com/interactivity/slash-commands, "Sending delayed
-// responses"). The adapter keeps the latest one per channel and answers
-// through it when posting fails, so the user always sees the answer.
+// responses"), and what is posted is shown to the person who typed the
+// command or pressed the button alone (ephemeral). So a response_url is
+// that person's, never a channel's: the adapter keeps each one under its
+// channel and person, and binds it to the first run that answers through
+// it. A message uses only a response_url of its own person (Outgoing.UserID):
+// the one bound to its run, else the person's newest one bound to none
+// (which its run then holds); one without a person gets none. Another
+// person's command or press in the same channel touches nothing of it.
 const (
 	hookUses    = 5
 	hookFor     = 30 * time.Minute
@@ -36,76 +42,112 @@ const (
 // with bbolt, whose file one process holds) the adapter keeps them in
 // its memory, which is then all there is to share.
 type Hooks interface {
-	// SaveHook keeps url as channel's response_url until expires, with
-	// no use counted (it replaces channel's earlier one).
-	SaveHook(ctx context.Context, channel, url string, expires time.Time) error
-	// TakeHook counts a use of channel's response_url and returns it,
-	// atomically across replicas: ok is false when there is none
-	// unexpired at now, or when within uses are taken already.
-	TakeHook(ctx context.Context, channel string, within int, now time.Time) (url string, ok bool, err error)
+	// SaveHook keeps url, the response_url of person's request in
+	// channel, until expires, bound to no run and with no use counted.
+	SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error
+	// TakeHook counts a use of a response_url of person in channel and
+	// returns it, atomically across replicas: the one bound to run if it
+	// has a use left, else person's newest one bound to none, which is
+	// then bound to run (run "" binds none and takes only unbound ones).
+	// ok is false when there is none unexpired at now with fewer than
+	// within uses taken.
+	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
 }
 
 // memHooks is Hooks in one process's memory.
 type memHooks struct {
 	mu    sync.Mutex
-	hooks map[string]*hook // by channel: the latest response_url there
+	seq   int
+	hooks map[hookPlace][]*hook // by channel and person, oldest first
 }
 
-// hook is a response_url and how much of it is used.
+// hookPlace is where a response_url answers: a channel, to one person.
+type hookPlace struct{ channel, person string }
+
+// hook is a response_url, the run it is bound to and how much of it is
+// used.
 type hook struct {
 	url     string
+	run     string
 	expires time.Time
 	used    int
 }
 
-func (m *memHooks) SaveHook(_ context.Context, channel, url string, expires time.Time) error {
+// SaveHook implements Hooks.
+func (m *memHooks) SaveHook(_ context.Context, channel, person, url string, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hooks == nil {
-		m.hooks = map[string]*hook{}
+		m.hooks = map[hookPlace][]*hook{}
 	}
-	for ch, h := range m.hooks { // forget the expired ones
-		if !h.expires.After(expires.Add(-hookFor)) {
-			delete(m.hooks, ch)
+	now := expires.Add(-hookFor)
+	for p, hs := range m.hooks { // forget the expired ones
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.expires.After(now) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			delete(m.hooks, p)
+		} else {
+			m.hooks[p] = kept
 		}
 	}
-	m.hooks[channel] = &hook{url: url, expires: expires}
+	p := hookPlace{channel, person}
+	m.hooks[p] = append(m.hooks[p], &hook{url: url, expires: expires})
 	return nil
 }
 
-func (m *memHooks) TakeHook(_ context.Context, channel string, within int, now time.Time) (string, bool, error) {
+// TakeHook implements Hooks.
+func (m *memHooks) TakeHook(_ context.Context, channel, person, run string, within int, now time.Time) (string, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := m.hooks[channel]
-	if h == nil || !now.Before(h.expires) || h.used >= within {
+	var pick *hook
+	for _, h := range m.hooks[hookPlace{channel, person}] { // oldest first: the newest wins
+		if !now.Before(h.expires) || h.used >= within || (h.run != "" && h.run != run) {
+			continue
+		}
+		if pick == nil || pick.run == "" || h.run != "" {
+			pick = h
+		}
+	}
+	if pick == nil {
 		return "", false, nil
 	}
-	h.used++
-	return h.url, true, nil
+	pick.used++
+	if run != "" {
+		pick.run = run
+	}
+	return pick.url, true, nil
 }
 
-// rememberHook keeps the response_url of an event in channel. A failure
-// to keep it is logged (never the URL): the answer may still be posted.
-func (a *Adapter) rememberHook(ctx context.Context, channel, responseURL string) {
-	if channel == "" || responseURL == "" {
+// rememberHook keeps the response_url of user's event in channel. A
+// failure to keep it is logged (never the URL): the answer may still be
+// posted.
+func (a *Adapter) rememberHook(ctx context.Context, channel, user, responseURL string) {
+	if channel == "" || user == "" || responseURL == "" {
 		return
 	}
-	if err := a.hooks.SaveHook(ctx, channel, responseURL, a.cfg.Now().Add(hookFor)); err != nil {
+	if err := a.hooks.SaveHook(ctx, channel, user, responseURL, a.cfg.Now().Add(hookFor)); err != nil {
 		a.log.Warn("slack: keep a response_url", slog.String("chat_id", channel), slog.Any("err", a.redact(err)))
 	}
 }
 
-// takeHook returns the response_url to post to in channel and counts the
-// use; a progress edit is given one only while uses beyond hookReserve
-// remain.
-func (a *Adapter) takeHook(ctx context.Context, channel string, edit bool) (string, bool, error) {
+// takeHook returns the response_url to post m with and counts the use;
+// a progress edit is given one only while uses beyond hookReserve
+// remain. A message to nobody in particular is given none.
+func (a *Adapter) takeHook(ctx context.Context, m bot.Outgoing, edit bool) (string, bool, error) {
+	if m.UserID == "" {
+		return "", false, nil
+	}
 	within := hookUses
 	if edit {
 		within -= hookReserve
 	}
-	u, ok, err := a.hooks.TakeHook(ctx, channel, within, a.cfg.Now())
+	u, ok, err := a.hooks.TakeHook(ctx, m.ChatID, m.UserID, m.RunID, within, a.cfg.Now())
 	if err != nil {
-		return "", false, fmt.Errorf("slack: response_url of %s: %w", channel, err)
+		return "", false, fmt.Errorf("slack: response_url of %s in %s: %w", m.UserID, m.ChatID, err)
 	}
 	return u, ok, nil
 }
@@ -120,11 +162,11 @@ func notMember(err error) bool {
 	return code == "not_in_channel" || code == "channel_not_found"
 }
 
-// respond posts m through channel's response_url, visible to the user
-// who asked only (ephemeral, Slack's default for a command's answer). ok
-// is false when there is no response_url to use.
+// respond posts m through a response_url of its person (see takeHook),
+// visible to them only (ephemeral, Slack's default for a command's
+// answer). ok is false when there is no response_url to use.
 func (a *Adapter) respond(ctx context.Context, m bot.Outgoing, edit bool) (id string, ok bool, err error) {
-	u, ok, err := a.takeHook(ctx, m.ChatID, edit)
+	u, ok, err := a.takeHook(ctx, m, edit)
 	if err != nil || !ok {
 		return "", err != nil, err
 	}

@@ -224,6 +224,15 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 // sendParts is Send, leaving out the parts of m already posted (by
 // their index in split's parts: their ts).
 func (a *Adapter) sendParts(ctx context.Context, m bot.Outgoing, posted map[int]string) (string, error) {
+	if len(posted) == 0 && a.othersDM(ctx, m) {
+		// No chat.postMessage can reach a DM between people: straight
+		// to the person's response_url.
+		id, ok, err := a.respond(ctx, m, false)
+		if !ok && err == nil {
+			err = fmt.Errorf("slack: post to %s, a DM the bot is not in: no response_url of %s left", m.ChatID, m.UserID)
+		}
+		return id, err
+	}
 	chunks := split(m.Text, maxMessage)
 	var ts string
 	for i, c := range chunks {
@@ -412,6 +421,9 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		}
 		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
 		dm = e.ChannelType == "im"
+		if dm {
+			a.learnIM(e.User, e.Channel)
+		}
 		if e.Message != nil {
 			att = attachment(e.Message.Files)
 		}
@@ -599,7 +611,7 @@ func (a *Adapter) CommandsHandler(h bot.Handler) http.Handler {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		a.rememberHook(r.Context(), sc.ChannelID, sc.ResponseURL)
+		a.rememberHook(r.Context(), sc.ChannelID, sc.UserID, sc.ResponseURL)
 		in := slashIncoming(sc, a.ownIM(r.Context(), sc.ChannelID, sc.UserID))
 		if err := h.Handle(r.Context(), in); err != nil {
 			a.log.Error("slack command", slog.Any("err", a.redact(err)))
@@ -627,7 +639,7 @@ func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 			return
 		}
 		in, ok := actionIncoming(cb)
-		a.rememberHook(r.Context(), in.ChatID, cb.ResponseURL)
+		a.rememberHook(r.Context(), in.ChatID, in.UserID, cb.ResponseURL)
 		if !ok {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -694,27 +706,59 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	if !strings.HasPrefix(channel, "D") || user == "" {
 		return false // IM ids start with D; the rest are channels and group DMs
 	}
+	im, err := a.imWith(ctx, user)
+	if err != nil {
+		a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
+			slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))
+	}
+	return err == nil && im == channel
+}
+
+// learnIM keeps channel as the bot's own IM with user: a message event
+// of channel_type im comes from the bot's own IMs only
+// (docs.slack.dev/reference/events/message.im).
+func (a *Adapter) learnIM(user, channel string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ims == nil {
+		a.ims = map[string]string{}
+	}
+	a.ims[user] = channel
+}
+
+// imWith returns the bot's own IM with user, asked once per person and
+// kept; an error when Slack cannot say (not kept: the next call asks
+// again).
+func (a *Adapter) imWith(ctx context.Context, user string) (string, error) {
 	a.mu.Lock()
 	im, ok := a.ims[user]
 	a.mu.Unlock()
-	if !ok {
-		// No waiting out a 429 here: Slack wants the event acknowledged
-		// within 3 s. A failed answer is not kept; the next event asks again.
-		ch, _, _, err := a.noRetry.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
-		if err != nil || ch == nil || ch.ID == "" {
-			a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
-				slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))
-			return false
-		}
-		im = ch.ID
-		a.mu.Lock()
-		if a.ims == nil {
-			a.ims = map[string]string{}
-		}
-		a.ims[user] = im
-		a.mu.Unlock()
+	if ok {
+		return im, nil
 	}
-	return im == channel
+	// No waiting out a 429 here: Slack wants the event acknowledged
+	// within 3 s.
+	ch, _, _, err := a.noRetry.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+	if err != nil {
+		return "", fmt.Errorf("slack: conversations.open with %s: %w", user, err)
+	}
+	if ch == nil || ch.ID == "" {
+		return "", fmt.Errorf("slack: conversations.open with %s: no channel", user)
+	}
+	a.learnIM(user, ch.ID)
+	return ch.ID, nil
+}
+
+// othersDM reports whether m goes to a DM between people (a D… channel
+// that is not the bot's own IM with m's person, see ownIM), where the
+// bot is never a member: a 1:1 DM has its two people only.
+// When Slack cannot say, chat.postMessage is tried first, as anywhere.
+func (a *Adapter) othersDM(ctx context.Context, m bot.Outgoing) bool {
+	if !dm(m.ChatID) || m.UserID == "" {
+		return false
+	}
+	im, err := a.imWith(ctx, m.UserID)
+	return err == nil && im != m.ChatID
 }
 
 // Routes implements bot.Router: the three signed endpoints of the

@@ -525,7 +525,7 @@ func answerThroughResponseURL(t *testing.T, srv *slacktest.Server, as ...*slack.
 	ctx := t.Context()
 	runner := as[len(as)-1]
 	command(t, as[0], srv, "G9")
-	out := bot.Outgoing{ChatID: "G9", Text: "🤔 Working on it…"}
+	out := bot.Outgoing{ChatID: "G9", UserID: "U1", RunID: "r1", Text: "🤔 Working on it…"}
 	status, err := runner.Send(ctx, out)
 	if err != nil {
 		t.Fatalf("status message: %v", err)

@@ -82,13 +82,13 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		}
 	case socketmode.EventTypeSlashCommand:
 		if sc, isSC := evt.Data.(slack.SlashCommand); isSC && sc.UserID != "" {
-			a.rememberHook(ctx, sc.ChannelID, sc.ResponseURL)
+			a.rememberHook(ctx, sc.ChannelID, sc.UserID, sc.ResponseURL)
 			in, ok = slashIncoming(sc, a.ownIM(ctx, sc.ChannelID, sc.UserID)), true
 		}
 	case socketmode.EventTypeInteractive:
 		if cb, isCB := evt.Data.(slack.InteractionCallback); isCB {
 			in, ok = actionIncoming(cb)
-			a.rememberHook(ctx, in.ChatID, cb.ResponseURL)
+			a.rememberHook(ctx, in.ChatID, in.UserID, cb.ResponseURL)
 		}
 	}
 	if ok {

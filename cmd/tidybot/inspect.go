@@ -8,9 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/tidybot/tidybot/bot"
@@ -93,21 +91,15 @@ func (m *Main) runsText(cfg Config, addr string) http.Handler {
 	return inspector.TextHandler(m.store, m.redact, nil, link)
 }
 
-const runsUsage = `Usage:
-  tidybot runs [-n N]     the N latest runs (default 20): id, conversation, status, steps, tokens, age
-  tidybot runs show ID    one run: what was asked and answered, a timeline of model, Todoist and waiting time, each step
-  tidybot runs link ID    a signed address of the run's page (TIDYBOT_PUBLIC_URL, else serve's TIDYBOT_HTTP_ADDR)
-`
-
 // runs prints recent runs or one run's timeline. It reads the database
 // itself, or, while serve holds it, asks serve on the socket beside it.
 // PostgreSQL (TIDYBOT_DATABASE_URL) is read beside serve.
 func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "help") {
-		_, err := io.WriteString(m.Stdout, runsUsage)
+		_, err := io.WriteString(m.Stdout, inspector.TextUsage)
 		return err
 	}
-	path, err := runsRequest(args)
+	path, err := inspector.TextPath(args)
 	if err != nil {
 		return err
 	}
@@ -139,27 +131,6 @@ func (m *Main) runs(ctx context.Context, cfg Config, args []string) error {
 		return fmt.Errorf("runs: %w", err)
 	}
 	return nil
-}
-
-// runsRequest is the inspector's path for the arguments of tidybot runs.
-func runsRequest(args []string) (string, error) {
-	path := "/runs?n=20"
-	switch {
-	case len(args) == 0:
-	case len(args) == 2 && args[0] == "-n":
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n <= 0 {
-			return "", fmt.Errorf("runs: -n takes a positive number, not %q", args[1])
-		}
-		path = "/runs?n=" + strconv.Itoa(n)
-	case len(args) == 2 && args[0] == "show":
-		path = "/runs/" + url.PathEscape(args[1])
-	case len(args) == 2 && args[0] == "link":
-		path = "/runs/" + url.PathEscape(args[1]) + "/link"
-	default:
-		return "", fmt.Errorf("runs: unexpected %q\n%s", args, runsUsage)
-	}
-	return path, nil
 }
 
 // runsFromServe asks the running serve over its socket.

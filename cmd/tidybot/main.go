@@ -203,22 +203,10 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// logger logs to m.Stderr in TIDYBOT_LOG_FORMAT, every record redacted
-// of every configured secret (the adapters' records included).
+// logger logs to m.Stderr as cfg says, every record redacted of every
+// configured secret (the adapters' records included).
 func (m *Main) logger(cfg Config, chat bool) *slog.Logger {
-	level, ok := config.LogLevels[strings.ToLower(cfg.LogLevel)]
-	if !ok {
-		level = slog.LevelInfo
-	}
-	if chat && os.Getenv("TIDYBOT_LOG_LEVEL") == "" && strings.EqualFold(cfg.LogLevel, "info") {
-		level = slog.LevelWarn // keep the terminal for the conversation
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewTextHandler(m.Stderr, opts)
-	if strings.EqualFold(cfg.LogFormat, "json") {
-		h = slog.NewJSONHandler(m.Stderr, opts)
-	}
-	log := slog.New(m.redact.Handler(h))
+	log := cfg.Logger(m.Stderr, chat, m.redact.Handler)
 	log.Debug("settings", slog.Any("config", cfg))
 	return log
 }
@@ -360,7 +348,7 @@ func (m *Main) chat(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if m.Interactive {
-		if _, err := fmt.Fprintln(m.Stdout, greeting(cfg)); err != nil {
+		if _, err := fmt.Fprintln(m.Stdout, console.Greeting(cfg.OpenAIModel)); err != nil {
 			return err
 		}
 	}

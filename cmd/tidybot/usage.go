@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/internal/evalcmd"
 )
@@ -45,7 +46,7 @@ with one line saying why (for container health checks).
 		fs.Usage()
 		return nil
 	},
-	"runs": text(runsUsage),
+	"runs": text(inspector.TextUsage),
 	"check": text(`Usage: tidybot check
 
 Checks each configured part and prints one line for each, with what to do
@@ -93,7 +94,7 @@ func checkArgs(cmd string, args []string) error {
 			return fmt.Errorf("eval: unexpected argument %q (try tidybot eval -h)", fs.Arg(0))
 		}
 	case "runs":
-		_, err := runsRequest(args)
+		_, err := inspector.TextPath(args)
 		return err
 	case "migrate":
 		_, err := migrateFrom(args)
@@ -120,10 +121,4 @@ func (m *Main) help(cmd string) error {
 		return fmt.Errorf("unknown command %q (try tidybot -h)", cmd)
 	}
 	return usage(m.Stdout)
-}
-
-// greeting is the line tidybot chat starts with in a terminal: who you
-// are talking to, and how to get help and leave.
-func greeting(cfg Config) string {
-	return fmt.Sprintf("tidybot, on your Todoist with the model %s. Type a message or /tidy-inbox; /help lists the commands, Ctrl-D leaves.", cfg.OpenAIModel)
 }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -172,6 +173,26 @@ func (c Config) LogValue() slog.Value {
 
 // Log levels by TIDYBOT_LOG_LEVEL.
 var LogLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// Logger logs to w at TIDYBOT_LOG_LEVEL in TIDYBOT_LOG_FORMAT, every
+// record through wrap (a redactor's Handler). terminal says w shares a
+// terminal with a conversation (tidybot chat): the default level, info,
+// is then warn, keeping the terminal for the conversation.
+func (c Config) Logger(w io.Writer, terminal bool, wrap func(slog.Handler) slog.Handler) *slog.Logger {
+	level, ok := LogLevels[strings.ToLower(c.LogLevel)]
+	if !ok {
+		level = slog.LevelInfo
+	}
+	if terminal && os.Getenv("TIDYBOT_LOG_LEVEL") == "" && strings.EqualFold(c.LogLevel, "info") {
+		level = slog.LevelWarn
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if strings.EqualFold(c.LogFormat, "json") {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(wrap(h))
+}
 
 var (
 	// telegramToken is BotFather's format: the bot's numeric id, a colon,

@@ -10,25 +10,26 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack"
+	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 )
 
 var _ slack.Hooks = (*Store)(nil)
 
 // TestHookUsesCountedAcrossReplicas: a response_url saved by one
 // replica is taken by another; the uses both take are counted together,
-// also when taken at once, and a new one resets the count.
+// also when taken at once, and a new one comes with uses of its own.
 func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := twoReplicas(t)
 	now := time.Now()
 	const url = "https://hooks.slack.com/commands/T1/1/secret"
-	if err := a.SaveHook(ctx, "C1", url, now.Add(30*time.Minute)); err != nil {
+	if err := a.SaveHook(ctx, "C1", "U1", url, now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	take := func(s *Store, within int) bool {
 		t.Helper()
-		u, ok, err := s.TakeHook(ctx, "C1", within, now)
+		u, ok, err := s.TakeHook(ctx, "C1", "U1", "", within, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,12 +51,12 @@ func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 	if take(a, 5) || take(b, 5) {
 		t.Fatal("more than 5 uses taken")
 	}
-	if _, ok, err := b.TakeHook(ctx, "C2", 5, now); ok || err != nil {
+	if _, ok, err := b.TakeHook(ctx, "C2", "U1", "", 5, now); ok || err != nil {
 		t.Fatalf("a channel with no response_url: ok %v, err %v", ok, err)
 	}
 
 	// Taken at once from both replicas: 5 uses between them, no more.
-	if err := b.SaveHook(ctx, "C1", url, now.Add(30*time.Minute)); err != nil {
+	if err := b.SaveHook(ctx, "C1", "U1", url, now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	var n atomic.Int32
@@ -68,7 +69,7 @@ func TestHookUsesCountedAcrossReplicas(t *testing.T) {
 			if i%2 == 1 {
 				s = b
 			}
-			if _, ok, err := s.TakeHook(ctx, "C1", 5, now); err != nil {
+			if _, ok, err := s.TakeHook(ctx, "C1", "U1", "", 5, now); err != nil {
 				t.Error(err)
 			} else if ok {
 				n.Add(1)
@@ -88,20 +89,20 @@ func TestHookExpires(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	now := time.Now()
-	if err := s.SaveHook(ctx, "C1", "https://hooks.slack.com/commands/old", now.Add(time.Minute)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", "https://hooks.slack.com/commands/old", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.TakeHook(ctx, "C1", 5, now.Add(time.Minute)); ok {
+	if _, ok, _ := s.TakeHook(ctx, "C1", "U1", "", 5, now.Add(time.Minute)); ok {
 		t.Fatal("an expired response_url was given")
 	}
-	if _, ok, _ := s.TakeHook(ctx, "C1", 5, now.Add(59*time.Second)); !ok {
+	if _, ok, _ := s.TakeHook(ctx, "C1", "U1", "", 5, now.Add(59*time.Second)); !ok {
 		t.Fatal("an unexpired response_url was not given")
 	}
 	// Expired by the store's clock: the next save deletes it.
 	if _, err := s.pool.Exec(ctx, `UPDATE slack_hooks SET expires = $1 WHERE channel = 'C1'`, ns(now.Add(-time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveHook(ctx, "C2", "https://hooks.slack.com/commands/new", now.Add(30*time.Minute)); err != nil {
+	if err := s.SaveHook(ctx, "C2", "U1", "https://hooks.slack.com/commands/new", now.Add(30*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if c := count(t, s, "C1"); c != 0 {
@@ -124,7 +125,7 @@ func TestHookSealed(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	const url = "https://hooks.slack.com/commands/T1/1/plain-secret"
-	if err := s.SaveHook(ctx, "C1", url, time.Now().Add(time.Hour)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", url, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var raw []byte
@@ -159,7 +160,7 @@ func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
 	clock := t0
 	s, _ := openTest(t, withClock(func() time.Time { return clock }))
 	const url = "https://hooks.slack.com/commands/T1/1/kept"
-	if err := s.SaveHook(ctx, "C1", url, now.Add(time.Hour)); err != nil {
+	if err := s.SaveHook(ctx, "C1", "U1", url, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var oldKey []byte
@@ -174,7 +175,15 @@ func TestHookSealedAgainWhenItsKeyGoes(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM data_keys WHERE id = $1)`, oldKey).Scan(&gone); err != nil || !gone {
 		t.Fatalf("the old period's key is kept (%v): the test proves nothing", err)
 	}
-	if u, ok, err := s.TakeHook(ctx, "C1", 5, now); err != nil || !ok || u != url {
+	if u, ok, err := s.TakeHook(ctx, "C1", "U1", "", 5, now); err != nil || !ok || u != url {
 		t.Fatalf("after retention: %q, %v, %v", u, ok, err)
 	}
+}
+
+// TestHookIsItsPersonsAndItsRuns: the contract of slack.Hooks, one
+// replica saving, another taking (issue 33, defect 4).
+func TestHookIsItsPersonsAndItsRuns(t *testing.T) {
+	t.Parallel()
+	a, b := twoReplicas(t)
+	slacktest.TestHooks(t, a, b)
 }

@@ -30,7 +30,7 @@ var sealedColumns = []sealedColumn{
 	{"settings", "key", "value", "key_id"},
 	{"outbox", "seq", "value", "key_id"},
 	{"snapshots", "key", "value", "key_id"},
-	{"slack_hooks", "channel", "url", "key_id"},
+	{"slack_hooks", "seq", "url", "key_id"},
 }
 
 // resealAndDestroy seals again, with their scope's current key, the

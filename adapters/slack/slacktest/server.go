@@ -53,7 +53,8 @@ type Posted struct {
 	URLs    []string
 	Updates int
 	// User is the only one who sees an ephemeral message
-	// (chat.postEphemeral).
+	// (chat.postEphemeral, or a response_url's: the person who typed
+	// its command).
 	User string
 	// ResponseURL is set for a message posted through a slash command's
 	// or a button's response_url; Ephemeral when only its user sees it.
@@ -86,6 +87,7 @@ func (p Posted) Shown() string {
 // hook is a response_url handed out with a slash command.
 type hook struct {
 	channel string
+	user    string // who typed the command
 	issued  time.Time
 	used    int
 }
@@ -108,6 +110,7 @@ type Server struct {
 	seq        int
 	eventSeq   int
 	calls      map[string]int
+	refused    int // calls answered ok:false (see Refused)
 	limited    map[string]int
 	outside    map[string]bool // channels the bot is not a member of
 	hooks      map[string]*hook
@@ -147,6 +150,7 @@ func answer(w http.ResponseWriter, v map[string]any) {
 func (s *Server) fail(w http.ResponseWriter, code, token string) {
 	s.mu.Lock()
 	echo := s.echoTokens
+	s.refused++
 	s.mu.Unlock()
 	if echo && token != "" {
 		code += " token=" + token
@@ -582,17 +586,17 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, tok string) {
 // URL when user types command (and text) in channel, with a fresh
 // response_url served by this fake (api.slack.com/interactivity/slash-commands).
 func (s *Server) SlashCommand(channel, user, command, text string) url.Values {
-	id := s.newHook(channel)
+	id := s.newHook(channel, user)
 	return url.Values{"command": {command}, "text": {text}, "user_id": {user}, "user_name": {"user"}, "channel_id": {channel},
 		"team_id": {"T1"}, "trigger_id": {"trig-" + id}, "response_url": {s.srv.URL + "/hooks/" + id}, "api_app_id": {"A1"}}
 }
 
-func (s *Server) newHook(channel string) string {
+func (s *Server) newHook(channel, user string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hookSeq++
 	id := fmt.Sprintf("T1/%d/hooksecret%d", s.hookSeq, s.hookSeq)
-	s.hooks[id] = &hook{channel: channel, issued: time.Now()}
+	s.hooks[id] = &hook{channel: channel, user: user, issued: time.Now()}
 	return id
 }
 
@@ -652,6 +656,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	s.mu.Lock()
 	p := &Posted{Channel: h.channel, Text: body.Text, Sections: bs.sections, ResponseURL: true, Ephemeral: body.ResponseType != "in_channel"}
+	if p.Ephemeral {
+		p.User = h.user // "visible only to the user who issued the command" (same page)
+	}
 	p.buttons(bs)
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
@@ -677,6 +684,15 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// Refused returns how many Web API calls were answered {"ok":false}
+// (not_in_channel, channel_not_found, …): each is a round trip that
+// showed the person nothing.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // RateLimit makes the next n calls of method answer 429 (Retry-After 1).
