@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // threadStreamer is a fake platform that, as Slack does, opens previews
@@ -16,10 +15,7 @@ type threadStreamer struct{ *fakePlatform }
 func (threadStreamer) StartStream(context.Context, Outgoing, string) (Stream, error) {
 	return nil, errors.New("no preview in this fake")
 }
-func (threadStreamer) StreamsIn(_, threadID string) bool { return threadID != "" }
-func (threadStreamer) Unfinished(context.Context, string, string, string, time.Time) ([]string, error) {
-	return nil, nil
-}
+func (threadStreamer) StreamsIn(_, threadID string) bool                   { return threadID != "" }
 func (threadStreamer) DeleteMessage(context.Context, string, string) error { return nil }
 
 // previewReads counts the reads of preview records (StreamKey).
