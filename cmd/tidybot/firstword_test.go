@@ -91,8 +91,12 @@ func slackFirstWord(b *testing.B, people int) {
 // second, with a worker per person.
 func firstWordEnv(b *testing.B, people int) *env {
 	e := newEnv(b)
+	// The json protocol: a tools reply's final_answer is shown only once
+	// the reply is whole (agent/stream.go).
+	e.cfg.Protocol = "json"
+	answer := jsonAnswer(b, firstWordAnswer)
 	e.model = openaitest.New(func(openaitest.Request) openaitest.Reply {
-		return openaitest.Call("final_answer", `{"answer":"`+firstWordAnswer+`"}`)
+		return answer
 	}, openaitest.WithLatency(400*time.Millisecond), openaitest.WithTokenRate(80))
 	e.cfg.OpenAIBaseURL = e.model.URL
 	e.cfg.HTTPOnly, e.cfg.Workers = false, people
