@@ -337,3 +337,66 @@ func TestSlackDeleteNotStreamedBeforeItsYes(t *testing.T) {
 		t.Errorf("streamed %q (open %v, deleted %v) while the delete waits for a yes; posts:\n%s", shown, s.Open, s.Deleted, fmtPosts(sl.Posts("D1")))
 	}
 }
+
+// TestSlackSweepSparesAnotherPersonsStream: in a channel thread each
+// person has a conversation of their own, and both may stream there.
+// Bob asks first and his model is slow; Alice's answer is streaming when
+// Bob's answer comes, his stream refused, and is posted. Nothing of
+// Alice's may be deleted: the sweep before a post deletes only what the
+// run's record names (issue 33 defect 3: it deleted every bot message
+// without metadata after Bob's status message, and a live stream has
+// none).
+func TestSlackSweepSparesAnotherPersonsStream(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Protocol = "json"
+	const bob = "Bob, nothing is due."
+	alice := "Here is what is due today. " + strings.Repeat("Nothing else is due this week. ", 12) + "Enjoy your day."
+	e.model = openaitest.New(openaitest.Replies(jsonAnswer(t, bob).After(2*time.Second), jsonAnswer(t, alice)), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
+	base := serve(t, e)
+	say := func(user, text, ts string) {
+		t.Helper()
+		for _, ev := range sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: user, Text: slacktest.Mention + " " + text, TS: ts, ThreadTS: "1.1"}) {
+			if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+				t.Fatalf("event: %d", code)
+			}
+		}
+	}
+	say("U2", "anything for me?", "1.2")
+	waitFor(t, "Bob's status message", func() bool { return len(sl.Posts("C1")) == 1 })
+	say("U1", "what's due today?", "1.3")
+	waitFor(t, "Alice's answer streaming", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && ss[0].Open
+	})
+	sl.FailNext("chat.startStream", "internal_error")
+	waitFor(t, "Bob's answer", func() bool {
+		for _, p := range sl.Posts("C1") {
+			if p.Text == bob {
+				return true
+			}
+		}
+		return false
+	})
+	if ss := sl.Streams("C1"); len(ss) != 1 || ss[0].Deleted {
+		t.Fatalf("streams %+v: Bob's run deleted Alice's live answer", ss)
+	}
+	waitFor(t, "Alice's answer", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && !ss[0].Open
+	})
+	n := 0
+	for _, p := range sl.Posts("C1") {
+		if p.Text == alice {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("Alice's answer shown %d times, want once: %s", n, fmtPosts(sl.Posts("C1")))
+	}
+}
