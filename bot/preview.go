@@ -72,18 +72,35 @@ type Unfinisher interface {
 	DeleteMessage(ctx context.Context, chatID, id string) error
 }
 
+// OrphanFinder is an Unfinisher that can find the previews a dead
+// process left before it learnt their ids. It cannot tell a live preview
+// from a dead one, so the bot asks it only in a thread where no other
+// run can be streaming: a DM, whose runs take turns.
+type OrphanFinder interface {
+	// Unfinished returns the ids of the bot's messages in chatID (in
+	// thread threadID, "" for none) posted after message after (or,
+	// when after is "", since the time since) that are previews: not
+	// the outbox's posts (see Resender), nor any other message the bot
+	// posted (a reply to /cancel beside the run).
+	Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error)
+}
+
 // StreamKey is the setting recording run runID's preview (see preview);
 // the store's Delivered deletes it with the run's answer.
 func StreamKey(runID string) string { return "stream:" + runID }
 
 // previewRecord is what StreamKey holds: where the preview is and, once
 // it is open, its message id. A record without an id is a preview being
-// opened.
+// opened: in a DM (Alone) it is looked for after the run's status
+// message After (since Since for a run without one).
 type previewRecord struct {
-	Platform string `json:"platform"`
-	ChatID   string `json:"chat_id"`
-	ThreadID string `json:"thread_id,omitempty"`
-	ID       string `json:"id,omitempty"`
+	Platform string    `json:"platform"`
+	ChatID   string    `json:"chat_id"`
+	ThreadID string    `json:"thread_id,omitempty"`
+	ID       string    `json:"id,omitempty"`
+	Alone    bool      `json:"alone,omitempty"`
+	After    string    `json:"after,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
 }
 
 // A preview is the lifecycle of one run's answer as the chat shows it
@@ -127,22 +144,25 @@ type previewRecord struct {
 // a retry). It deletes the message the run's record names, by its id,
 // and nothing else: never a message it did not record, such as another
 // person's live stream in a shared thread. A record without an id (the
-// process died between recording and the start's answer, or a start
-// that failed) names nothing to delete and is forgotten; a stream whose
-// start was answered in the instant before such a death is the one case
-// no record can name (docs/architecture.md).
+// process died between recording the preview and recording its id)
+// names nothing: in a DM, whose runs take turns, the previews after the
+// run's status message are looked for (OrphanFinder) and deleted; in a
+// shared thread nothing is, and a stream whose start was answered in the
+// instant before such a death stays (docs/architecture.md).
 type preview struct {
-	b   *Bot
-	q   *queuedPlatform
-	s   Streamer
-	r   *Run
-	log *slog.Logger
+	b      *Bot
+	q      *queuedPlatform
+	s      Streamer
+	r      *Run
+	status func() string // the run's status message id, once the lane posted it
+	log    *slog.Logger
 
 	mu       sync.Mutex // protects the fields below
 	heard    string     // the answer as last heard
 	shown    string     // what the preview shows
 	st       Stream     // nil until opened, and once removed
 	recorded bool       // StreamKey(r.ID) holds a record
+	after    string     // the run's status message id, as recorded
 	off      bool       // given up: nothing more is shown
 
 	kick chan struct{}
@@ -159,7 +179,7 @@ var (
 
 // newPreview returns a preview for r's answer, or nil where the
 // platform cannot stream.
-func newPreview(b *Bot, q *queuedPlatform, r *Run) *preview {
+func newPreview(b *Bot, q *queuedPlatform, r *Run, status func() string) *preview {
 	s, ok := q.p.(Streamer)
 	if !ok {
 		return nil
@@ -167,7 +187,7 @@ func newPreview(b *Bot, q *queuedPlatform, r *Run) *preview {
 	if sp, ok := q.p.(StreamPlacer); ok && !sp.StreamsIn(r.ChatID, r.ThreadID) {
 		return nil
 	}
-	pv := &preview{b: b, q: q, s: s, r: r, log: b.log.With(slog.String("run_id", r.ID), slog.String("platform", q.p.Name())),
+	pv := &preview{b: b, q: q, s: s, r: r, status: status, log: b.log.With(slog.String("run_id", r.ID), slog.String("platform", q.p.Name())),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go pv.loop()
 	return pv
@@ -259,6 +279,13 @@ func (pv *preview) show() time.Duration {
 func (pv *preview) open(ctx context.Context, text string) time.Duration {
 	_, lasting := pv.q.p.(Unfinisher)
 	if lasting {
+		// The record names the status message, known once the chat's
+		// lane has posted it, and is written outside the lane: the lane
+		// serves other chats while the store syncs it.
+		_ = pv.call("status message id", false, func(context.Context) error {
+			pv.after = pv.status()
+			return nil
+		})
 		if err := pv.record(ctx, ""); err != nil {
 			pv.giveUp(ctx, "the preview could not be recorded", err)
 			return 0
@@ -416,7 +443,11 @@ func (pv *preview) settle() {
 
 // record writes the preview's record, with its message id once open.
 func (pv *preview) record(ctx context.Context, id string) error {
-	raw, err := json.Marshal(previewRecord{Platform: pv.q.p.Name(), ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, ID: id})
+	rec := previewRecord{Platform: pv.q.p.Name(), ChatID: pv.r.ChatID, ThreadID: pv.r.ThreadID, ID: id, Alone: pv.r.DM, After: pv.after}
+	if rec.After == "" {
+		rec.Since = pv.r.Created
+	}
+	raw, err := json.Marshal(rec)
 	if err == nil {
 		err = pv.b.store.SetSetting(ctx, StreamKey(pv.r.ID), string(raw))
 	}
@@ -490,14 +521,50 @@ func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID, chatID, 
 		return
 	}
 	var rec previewRecord
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Platform != q.p.Name() || rec.ID == "" {
-		// Nothing it names can be deleted: a preview being opened
-		// when its process died, or a record of an older version.
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Platform != q.p.Name() {
 		b.forgetStream(ctx, runID)
 		return
 	}
+	find, canFind := q.p.(OrphanFinder)
+	if rec.ID == "" && (!rec.Alone || !canFind || rec.After == "" && rec.Since.IsZero()) {
+		// Nothing it names can be deleted, and nothing may be looked
+		// for: another person's live stream may be there.
+		b.log.Warn("answer preview: a dead process may have left one it never learnt the id of", slog.String("run_id", runID))
+		b.forgetStream(ctx, runID)
+		return
+	}
+	sweep := func(ctx context.Context) error {
+		ids := []string{rec.ID}
+		if rec.ID == "" {
+			var err error
+			if ids, err = find.Unfinished(ctx, rec.ChatID, rec.ThreadID, rec.After, rec.Since); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if err := u.DeleteMessage(ctx, rec.ChatID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Tried again in the lane (removeTries): the post queued behind it
+	// waits, so that the person sees the answer once.
 	q.s.PostThen(rec.ChatID, "delete orphan preview", func(ctx context.Context) error {
-		return u.DeleteMessage(ctx, rec.ChatID, rec.ID)
+		wait := removeWait
+		for try := 1; ; try++ {
+			err := sweep(ctx)
+			var rl RateLimited
+			if err == nil || try >= removeTries || errors.As(err, &rl) {
+				return err // a rate limit is the queue's to wait out
+			}
+			select {
+			case <-time.After(wait):
+				wait *= 2
+			case <-ctx.Done():
+				return err
+			}
+		}
 	}, func(err error) {
 		if err != nil {
 			b.log.Warn("answer preview: could not delete what a dead process left", slog.String("run_id", runID), slog.Any("err", err))

@@ -287,7 +287,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 		},
 		Observe: prog.add,
 	}
-	pv := newPreview(b, q, r)
+	pv := newPreview(b, q, r, prog.messageID)
 	if pv != nil {
 		hooks.Answer = pv.hear
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,11 +26,12 @@ import (
 const outboxEventType = "tidybot_outbox"
 
 // postEventType marks every other message the bot posts (a status
-// message, a reply to /cancel or /help): the one kind of bot message
-// without metadata is a stream (chat.startStream takes none). The bot
-// deletes a stream only by the id it recorded (bot/preview.go), never
-// by the absence of metadata: another person's live stream has none
-// either.
+// message, a reply to /cancel or /help), so that the one kind of bot
+// message without metadata is a stream (chat.startStream takes none):
+// Unfinished finds only those, never a reply posted beside a run. The
+// bot deletes a stream by the id it recorded (bot/preview.go), and looks
+// for one by the absence of metadata only where no other person's live
+// stream can be (a DM).
 const postEventType = "tidybot_post"
 
 func postMetadata() slack.SlackMetadata {
@@ -108,6 +110,56 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 		}
 	}
 	return found, nil
+}
+
+// Unfinished implements bot.OrphanFinder: the bot's messages in chatID
+// (thread threadID; its own user id) after message after that carry no
+// metadata (every post of the bot carries some: postEventType), read
+// as Resend reads them (conversations.history, or conversations.replies
+// in a thread, with their metadata). An after that is no ts (a
+// response_url's) finds none. A live stream carries no metadata either:
+// the bot asks only in a thread where no other run can stream (a DM).
+func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error) {
+	if strings.HasPrefix(after, hookPrefix) {
+		return nil, nil
+	}
+	oldest := after
+	if after == "" {
+		// A ts is the post's Unix time with a fraction
+		// (docs.slack.dev/messaging/retrieving-messages): a run without
+		// a status message looks from the second it began.
+		oldest = strconv.FormatInt(since.Unix(), 10) + ".000000"
+	}
+	var out []string
+	cursor := ""
+	for range resendPages {
+		var msgs []slack.Message
+		var more bool
+		var err error
+		if threadID != "" {
+			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: chatID, Timestamp: threadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+		} else {
+			var h *slack.GetConversationHistoryResponse
+			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: chatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+			if h != nil {
+				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("slack: look for unfinished previews in %s: %w", chatID, a.queueError(err))
+		}
+		for _, msg := range msgs {
+			if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType == "" {
+				out = append(out, msg.Timestamp)
+			}
+		}
+		if !more || cursor == "" {
+			break
+		}
+	}
+	return out, nil
 }
 
 // cannotRead reports an error that says the bot may not read the

@@ -14,6 +14,7 @@ import (
 
 var _ bot.Streamer = (*Adapter)(nil)
 var _ bot.Unfinisher = (*Adapter)(nil)
+var _ bot.OrphanFinder = (*Adapter)(nil)
 var _ bot.StreamPlacer = (*Adapter)(nil)
 var _ bot.LastingStream = (*stream)(nil)
 
