@@ -257,12 +257,13 @@ type lifeProc struct {
 	plan lifePlan
 	seed uint64
 
-	mu     sync.Mutex // protects the fields below
-	steps  int
-	killAt int
-	dead   bool
-	n      map[string]int // calls by method
-	inRow  map[string]int // failures in a row by method
+	mu       sync.Mutex // protects the fields below
+	steps    int
+	killAt   int
+	dead     bool
+	n        map[string]int // calls by method
+	inRow    map[string]int // failures in a row by method
+	failNext map[string]int // calls of a method to fail next, whatever the plan
 }
 
 var errDead = errors.New("life: the process is dead")
@@ -292,6 +293,10 @@ func (p *lifeProc) step(method string) error {
 		return nil
 	}
 	p.n[method]++
+	if p.failNext[method] > 0 {
+		p.failNext[method]--
+		return fmt.Errorf("life: %s failed", method)
+	}
 	h := fnv.New64a()
 	fmt.Fprint(h, p.seed, method, p.n[method], p.killAt)
 	most := 2

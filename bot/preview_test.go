@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // threadStreamer is a fake platform that, as Slack does, opens previews
@@ -58,4 +61,81 @@ func TestNoPreviewRecordReadWhereNoneOpens(t *testing.T) {
 	if n := st.n.Load(); n != 2 {
 		t.Errorf("%d preview records read for a run in a thread, want 2 (its start, its answer)", n)
 	}
+}
+
+// TestPreviewRemovedWhenItsEndFails: a run whose preview is open ends
+// asking a question; ending the preview fails once (Slack's
+// chat.stopStream). The half answer must not stay open beside the
+// question: it is deleted by its recorded id, and its record forgotten
+// only then (issue 33 defect 1: the record was forgotten before the
+// stop, and a failed stop left the stream open for good).
+func TestPreviewRemovedWhenItsEndFails(t *testing.T) {
+	removeWait = time.Millisecond
+	t.Cleanup(func() { removeWait = 200 * time.Millisecond })
+	chat := &lifeChat{tasks: newMemTasks()}
+	p := newLifeProc(chat, lifePlan{}, 1, 0)
+	p.failNext = map[string]int{"stop": 1}
+	const question = "Delete \"Buy milk\"? This cannot be undone."
+	ag := &mockAgent{StartFn: func(_ context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+		h.Answer("Deleted the milk task for you. Anything else? ")
+		deadline := time.Now().Add(2 * time.Second)
+		for !chatShows(chat, "Deleted the milk task") && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		tr := newTranscript(in)
+		tr.Status = agent.StatusConfirming
+		return agent.Outcome{Status: agent.StatusConfirming, Question: question, Label: "Delete", Transcript: tr}
+	}}
+	st := newMemStore()
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	in := Incoming{Platform: "chat", ChatID: "c1", ThreadID: "th1", UserID: "U1", Text: "delete the milk task", EventID: "e1", DM: true, At: time.Now()}
+	if err := b.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	chat.mu.Lock()
+	defer chat.mu.Unlock()
+	streams, questions := 0, 0
+	for _, id := range chat.order {
+		m := chat.msgs[id]
+		if m.stream {
+			streams++
+			if !m.deleted {
+				t.Errorf("the preview %q stays (open %v) beside the question", m.text, m.open)
+			}
+		}
+		if m.text == question && !m.deleted {
+			questions++
+		}
+	}
+	if streams != 1 || questions != 1 {
+		t.Errorf("%d previews, %d questions; want one of each", streams, questions)
+	}
+	runs, _ := st.Runs(t.Context(), RunWaiting)
+	if len(runs) != 1 {
+		t.Fatalf("runs waiting: %d", len(runs))
+	}
+	if v, _ := st.Setting(t.Context(), StreamKey(runs[0].ID)); v != "" {
+		t.Errorf("the preview's record %s is left", v)
+	}
+}
+
+func chatShows(c *lifeChat, text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.msgs {
+		if strings.Contains(m.text, text) {
+			return true
+		}
+	}
+	return false
 }
