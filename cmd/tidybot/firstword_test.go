@@ -16,7 +16,7 @@ import (
 // word (issue 26 item 3): people each send a message to `tidybot serve`
 // (in process, bbolt, long polling) in their private chat, and a fake
 // model that answers after 0.4 s and streams its answer at 80 tokens a
-// second (a final_answer call of about 60 tokens); the time from the
+// second (a json final answer of about 60 tokens); the time from the
 // fake Telegram having the update to it recording the first
 // sendMessageDraft of that chat (the answer's first whole word), p50 and
 // p99 over every message of every round. "1" is one person at a time;
