@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -138,4 +139,79 @@ func chatShows(c *lifeChat, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestSweepLooksOnlyWhereNobodyElseStreams: a record without a message
+// id (a process that died between a stream's start and the record of its
+// id) makes the sweep look for the bot's unfinished streams only in a DM,
+// whose runs take turns; in a shared thread another person's live stream
+// carries no tag either (issue 33 defect 3), so nothing is looked for and
+// the record is forgotten. A record with an id deletes that message and
+// nothing else.
+func TestSweepLooksOnlyWhereNobodyElseStreams(t *testing.T) {
+	tests := []struct {
+		name    string
+		rec     previewRecord
+		finds   int
+		deleted []string // of "status", "mine", "other" (in a DM, a stream of the same conversation)
+	}{
+		{"a DM without the id", previewRecord{Alone: true}, 1, []string{"mine", "other"}},
+		{"a shared thread without the id", previewRecord{}, 0, nil},
+		{"a shared thread with the id", previewRecord{ID: "mine"}, 0, []string{"mine"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := &lifeChat{tasks: newMemTasks()}
+			p := newLifeProc(chat, lifePlan{}, 1, 0)
+			chat.mu.Lock()
+			ids := map[string]string{
+				"status": chat.add(&lifeMsg{text: "🤔 Working on it…"}),
+				"mine":   chat.add(&lifeMsg{text: "Moved", stream: true, open: true}),
+				"other":  chat.add(&lifeMsg{text: "Your tasks", stream: true, open: true}),
+			}
+			chat.mu.Unlock()
+			st := newMemStore()
+			b := New(st, &mockAgent{}, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
+			b.AddPlatform(p)
+			if err := b.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Stop)
+			rec := tt.rec
+			rec.Platform, rec.ChatID, rec.ThreadID, rec.After = "chat", "c1", "th1", ids["status"]
+			if rec.ID != "" {
+				rec.ID = ids[rec.ID]
+			}
+			raw, _ := json.Marshal(rec)
+			if err := st.SetSetting(t.Context(), StreamKey("r1"), string(raw)); err != nil {
+				t.Fatal(err)
+			}
+			b.dropOrphan(t.Context(), b.queue("chat"), "r1", "c1", "th1")
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if err := b.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.mu.Lock()
+			finds := p.n["find"]
+			p.mu.Unlock()
+			if finds != tt.finds {
+				t.Errorf("looked for unfinished streams %d times, want %d", finds, tt.finds)
+			}
+			chat.mu.Lock()
+			defer chat.mu.Unlock()
+			var deleted []string
+			for _, name := range []string{"status", "mine", "other"} {
+				if chat.msgs[ids[name]].deleted {
+					deleted = append(deleted, name)
+				}
+			}
+			if strings.Join(deleted, ",") != strings.Join(tt.deleted, ",") {
+				t.Errorf("deleted %q, want %q", deleted, tt.deleted)
+			}
+			if v, _ := st.Setting(t.Context(), StreamKey("r1")); v != "" {
+				t.Errorf("the record %s is left", v)
+			}
+		})
+	}
 }

@@ -309,3 +309,30 @@ func TestNoStreamOutsideAThread(t *testing.T) {
 		t.Errorf("chat.startStream without thread_ts: %v", got)
 	}
 }
+
+// TestUnfinishedKeepsOtherReplies: a reply the bot posted beside a run
+// (/cancel's "Stopping…", carrying no outbox entry) and a tagged answer
+// are not taken for a preview a dead process left: only the stream is
+// (the bot asks only in a DM: bot.OrphanFinder).
+func TestUnfinishedKeepsOtherReplies(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	const thread = "1.000001"
+	status, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "🤔 Working on it…"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "Added:"}, "U1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "Stopping at the next step…"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "A tagged answer.", Ref: "ob1"}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := a.Unfinished(ctx, "D1", thread, status, time.Time{})
+	if orphan := srv.Streams("D1")[0].TS; err != nil || len(ids) != 1 || ids[0] != orphan {
+		t.Fatalf("unfinished %q %v, want only the stream %s", ids, err, orphan)
+	}
+}
