@@ -117,7 +117,7 @@ type previewRecord struct {
 // write; a process may die between any two):
 //
 //	state     event                          steps                                 next
-//	idle      text heard                     record {chat, thread}                 recorded
+//	idle      text heard                     record {chat, thread, status msg}     recorded
 //	idle      record fails                   —                                     off
 //	recorded  start ok                       record {…, id} (a LastingStream)      open
 //	recorded  start refused                  forget the record                     off
@@ -156,13 +156,13 @@ type preview struct {
 	r      *Run
 	status func() string // the run's status message id, once the lane posted it
 	log    *slog.Logger
+	after  string // the status message id as recorded; the loop's alone
 
 	mu       sync.Mutex // protects the fields below
 	heard    string     // the answer as last heard
 	shown    string     // what the preview shows
 	st       Stream     // nil until opened, and once removed
 	recorded bool       // StreamKey(r.ID) holds a record
-	after    string     // the run's status message id, as recorded
 	off      bool       // given up: nothing more is shown
 
 	kick chan struct{}
