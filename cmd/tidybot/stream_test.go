@@ -400,3 +400,30 @@ func TestSlackSweepSparesAnotherPersonsStream(t *testing.T) {
 		t.Errorf("Alice's answer shown %d times, want once: %s", n, fmtPosts(sl.Posts("C1")))
 	}
 }
+
+// TestSlackStreamedAnswerEscaped: a mention in a channel whose answer
+// quotes a task named "<!channel> party" streams it as text, escaped as
+// a posted message is, never as a mention of everyone (issue 33
+// defect 6).
+func TestSlackStreamedAnswerEscaped(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Protocol = "json"
+	answer := "Your task \"<!channel> party\" is due today, and so is \"call <@U2>\". " + strings.Repeat("Nothing else is due. ", 4) + "Have a good day."
+	e.model = openaitest.New(openaitest.Replies(jsonAnswer(t, answer)), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	sl, base := serveSlack(t, e)
+	for _, ev := range sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " what's due today?", TS: "1.2", ThreadTS: "1.1"}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the streamed answer", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && !ss[0].Open
+	})
+	streamed := strings.Join(sl.Streams("C1")[0].Chunks, "")
+	if strings.Contains(streamed, "<!channel>") || strings.Contains(streamed, "<@U2>") || !strings.Contains(streamed, "&lt;!channel&gt; party") {
+		t.Errorf("streamed %q: want <!channel> and <@U2> escaped", streamed)
+	}
+}
