@@ -718,11 +718,13 @@ func (r *runner) step(ctx context.Context) *Outcome {
 		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", budget))
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
+	var as *answerStream
 	if r.h.Answer != nil {
-		req.Stream = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
+		as = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
 			r.answering.Store(true)
 			r.h.Answer(r.tr.Known.named(text)) // as end shows it
-		}).add
+		})
+		req.Stream = as.add
 		defer r.answering.Store(false)
 	}
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})
@@ -737,6 +739,9 @@ func (r *runner) step(ctx context.Context) *Outcome {
 			return r.interrupted(ctx)
 		}
 		return r.fail(ctx, modelError(err))
+	}
+	if as != nil {
+		as.end(resp.ToolCalls)
 	}
 	r.tr.Steps++
 	u := resp.Usage

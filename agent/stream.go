@@ -20,13 +20,18 @@ type Delta struct {
 }
 
 // answerStream turns a streamed reply into the final answer as it is
-// written, for Hooks.Answer: the answer string of a final_answer call's
-// arguments (tools protocol) or of the reply's {"action": {"type":
-// "final_answer", "answer": …}} (json protocol), decoded from the
-// partial JSON as it arrives. In the tools protocol only a final_answer
-// that is the reply's first call is heard: one after other calls (the
-// writes of the same reply) would show its claims before the writes are
-// made, and is refused when one fails.
+// written, for Hooks.Answer: the answer string of the json protocol's
+// {"action": {"type": "final_answer", "answer": …}}, decoded from the
+// partial JSON as it arrives, or of a tools reply's final_answer call.
+//
+// Nothing that states an outcome is heard before the calls of its reply
+// have run: a json reply is one action, so a final answer there comes
+// with no write and is heard as it grows. A tools reply may carry writes
+// (gated or not) after its final_answer, and whether it does is known
+// only once the reply is whole: its answer is held, and heard whole by
+// end when the reply turned out to be that one call. An answer beside
+// other calls is not heard at all: the engine accepts it only once the
+// writes have run and succeeded, and the Outcome carries it.
 type answerStream struct {
 	tools bool
 	hear  func(string)
@@ -38,7 +43,8 @@ func newAnswerStream(tools bool, hear func(string)) *answerStream {
 	return &answerStream{tools: tools, hear: hear, scan: newAnswerScanner("answer"), names: map[int]string{}}
 }
 
-// add takes one piece; it calls hear when the answer grew.
+// add takes one piece; it calls hear when the answer grew (the json
+// protocol).
 func (s *answerStream) add(d Delta) {
 	if d.Reset {
 		s.scan, s.names = newAnswerScanner("answer"), map[int]string{}
@@ -49,13 +55,24 @@ func (s *answerStream) add(d Delta) {
 		if d.Name != "" {
 			s.names[d.Call] = d.Name
 		}
-		if d.Call != 0 || s.names[0] != "final_answer" {
+		if d.Call != 0 || s.names[0] != ActFinalAnswer {
 			return
 		}
 		piece = d.Arguments
 	}
-	if piece != "" && s.scan.write(piece) {
+	if piece != "" && s.scan.write(piece) && !s.tools {
 		s.hear(s.scan.value())
+	}
+}
+
+// end takes the end of the reply (its calls as the model made them): a
+// tools reply that is one final_answer call is heard whole now.
+func (s *answerStream) end(calls []ToolCall) {
+	if !s.tools || len(calls) != 1 || calls[0].Name != ActFinalAnswer || len(s.names) != 1 {
+		return
+	}
+	if v := s.scan.value(); v != "" {
+		s.hear(v)
 	}
 }
 

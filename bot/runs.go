@@ -560,13 +560,14 @@ func (b *Bot) postEnd(ctx context.Context, e *runEnd, ob Outbound, text, what st
 			return fmt.Errorf("bot: save run %s and its %s: %w", r.ID, what, err)
 		}
 		// What afterEnd posts (a prompt to reconnect) comes after the
-		// answer.
-		deliver := func(st Stream) {
-			switch {
-			case st != nil && what == "answer":
-				b.deliverStreamed(bg, ob, st)
-			case st != nil:
-				b.endPreview(r.Platform, st, r)
+		// answer. The preview, if any, decides how the answer is shown
+		// (preview.go); a question or a stop removes it first.
+		deliver := func(Stream) {
+			switch pv := e.preview; {
+			case pv != nil && what == "answer":
+				pv.answer(bg, ob)
+			case pv != nil:
+				pv.withdraw(bg)
 				b.deliver(bg, ob)
 			default:
 				b.deliver(bg, ob)

@@ -27,9 +27,11 @@ const outboxEventType = "tidybot_outbox"
 
 // postEventType marks every other message the bot posts (a status
 // message, a reply to /cancel or /help), so that the one kind of bot
-// message without metadata is a stream a dead process left
-// (chat.startStream takes none): Unfinished deletes only those, never
-// a reply posted beside a run.
+// message without metadata is a stream (chat.startStream takes none):
+// Unfinished finds only those, never a reply posted beside a run. The
+// bot deletes a stream by the id it recorded (bot/preview.go), and looks
+// for one by the absence of metadata only where no other person's live
+// stream can be (a DM).
 const postEventType = "tidybot_post"
 
 func postMetadata() slack.SlackMetadata {
@@ -110,12 +112,13 @@ func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (
 	return found, nil
 }
 
-// Unfinished implements bot.Unfinisher: the bot's messages in chatID
+// Unfinished implements bot.OrphanFinder: the bot's messages in chatID
 // (thread threadID; its own user id) after message after that carry no
 // metadata (every post of the bot carries some: postEventType), read
 // as Resend reads them (conversations.history, or conversations.replies
 // in a thread, with their metadata). An after that is no ts (a
-// response_url's) finds none.
+// response_url's) finds none. A live stream carries no metadata either:
+// the bot asks only in a thread where no other run can stream (a DM).
 func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string, since time.Time) ([]string, error) {
 	if strings.HasPrefix(after, hookPrefix) {
 		return nil, nil

@@ -14,7 +14,9 @@ import (
 
 var _ bot.Streamer = (*Adapter)(nil)
 var _ bot.Unfinisher = (*Adapter)(nil)
+var _ bot.OrphanFinder = (*Adapter)(nil)
 var _ bot.StreamPlacer = (*Adapter)(nil)
+var _ bot.LastingStream = (*stream)(nil)
 
 // streamAPI is the part of slack-go's *slack.Client a stream calls
 // (v0.35: StartStream, AppendStream, StopStream).
@@ -48,6 +50,9 @@ func (a *Adapter) StreamsIn(_, threadID string) bool { return threadID != "" }
 // recipient Slack asks for outside a DM). A workspace without streaming
 // answers an error, and the bot goes on without a preview; so does a
 // message outside a thread, without a call.
+//
+// Streamed text is escaped as posted text is (streamEscape): a task
+// named "<!channel>" or "<@U…>" is shown, not obeyed.
 func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string) (bot.Stream, error) {
 	api, ok := a.noRetry.(streamAPI)
 	if !ok {
@@ -56,15 +61,27 @@ func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string
 	if !a.StreamsIn(m.ChatID, m.ThreadID) {
 		return nil, fmt.Errorf("slack: start stream in %s: streams are replies in a thread", m.ChatID)
 	}
-	if len([]rune(m.Text)) > maxStreamText {
+	text := streamEscape(m.Text)
+	if len([]rune(text)) > maxStreamText {
 		return nil, fmt.Errorf("slack: start stream in %s: the first text is longer than %d characters", m.ChatID, maxStreamText)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(m.Text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID), slack.MsgOptionTS(m.ThreadID)}
+	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID), slack.MsgOptionTS(m.ThreadID)}
 	_, ts, err := api.StartStreamContext(ctx, m.ChatID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("slack: start stream in %s: %w", m.ChatID, a.queueError(err))
 	}
 	return &stream{a: a, api: api, channel: m.ChatID, ts: ts, sent: m.Text}, nil
+}
+
+// streamEscape escapes text by Slack's rules for message text: &, < and >
+// become &amp;, &lt; and &gt; (api.slack.com/reference/surfaces/formatting#escaping),
+// as slack.MsgOptionText(text, true) does for chat.postMessage, so that
+// "<!channel>", "<!everyone>", "<@U…>" and "<https://…|…>" in an answer
+// (a task's name, the model's words) are text, not a mention or a link.
+// It works character by character: the escape of a text is the escapes
+// of its pieces, so a stream's appends escape as the whole would.
+func streamEscape(text string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
 }
 
 // stream is one answer streamed into a message.
@@ -73,9 +90,13 @@ type stream struct {
 	api     streamAPI
 	channel string
 	ts      string
-	sent    string // the markdown the message shows so far
+	sent    string // the text (before escaping) the message shows so far
 	stopped bool   // chat.stopStream succeeded (see stop)
+	deleted bool   // chat.delete succeeded
 }
+
+// MessageID implements bot.LastingStream: the streamed message's ts.
+func (s *stream) MessageID() string { return s.ts }
 
 // Update implements bot.Stream: what text adds to the message is
 // appended (chat.appendStream).
@@ -87,6 +108,7 @@ func (s *stream) Update(ctx context.Context, text string) error {
 	if add == "" {
 		return nil
 	}
+	add = streamEscape(add)
 	if len([]rune(add)) > maxStreamText {
 		return fmt.Errorf("slack: stream %s: more than %d characters at once", s.ts, maxStreamText)
 	}
@@ -118,30 +140,31 @@ func (s *stream) Interval() time.Duration { return streamInterval }
 // answer, its buttons (Undo) and, in a DM, its Details link go with it,
 // and the message is tagged with the outbox entry (m.Ref) as Send tags
 // a post, so that a Resend after a crash finds it and posts nothing
-// twice. An answer that does not extend what was streamed (the model
-// started over) is put in place with chat.update once the stream has
-// stopped. An answer too long for one message ends the stream as it is
-// and is posted as usual (final false), the bot deleting the stopped
-// stream first (bot/orphan.go). Without an answer (the run asks a
-// question, is stopped or fails) the stream is stopped and its message
-// deleted: a half answer does not stay beside what the run says instead
-// (as a Telegram draft vanishes by itself).
+// twice. Only an answer that extends what was streamed, and fits one
+// message, becomes the stream: any other m (none, an answer the model
+// started over, one too long) stops the stream untagged and deletes it
+// (final false), so that what the stream showed never stands for the
+// answer and the bot posts the answer as usual. Finish made again after
+// an error (the send queue's retry of a 429) neither stops nor deletes
+// twice.
 func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, error) {
 	text := strings.TrimSpace(m.Text)
-	if text == "" || len(split(text, maxMessage)) > 1 {
+	rest, extends := strings.CutPrefix(text, s.sent)
+	rest = streamEscape(rest)
+	if text == "" || !extends || len(split(text, maxMessage)) > 1 || len([]rune(rest)) > maxStreamText {
 		if err := s.stop(ctx); err != nil {
 			return "", false, err
 		}
-		if text == "" {
+		if !s.deleted {
 			if err := s.a.DeleteMessage(ctx, s.channel, s.ts); err != nil {
 				return "", false, err
 			}
+			s.deleted = true
 		}
 		return "", false, nil
 	}
-	rest, extends := strings.CutPrefix(text, s.sent)
 	var opts []slack.MsgOption
-	if extends && rest != "" {
+	if rest != "" {
 		opts = append(opts, slack.MsgOptionMarkdownText(rest))
 	}
 	if bs := tail(m); len(bs) > 0 {
@@ -152,11 +175,6 @@ func (s *stream) Finish(ctx context.Context, m bot.Outgoing) (string, bool, erro
 	}
 	if err := s.stop(ctx, opts...); err != nil {
 		return "", false, err
-	}
-	if !extends {
-		if err := s.a.Edit(ctx, s.ts, m); err != nil {
-			return s.ts, true, err
-		}
 	}
 	if m.Link != nil && !dm(m.ChatID) {
 		s.a.sendLink(ctx, m)

@@ -101,52 +101,50 @@ func TestStreamRules(t *testing.T) {
 }
 
 // TestStreamAnswerStartedOver: an answer that does not extend what was
-// streamed (the model started over) replaces it once the stream stops.
+// streamed (the model started over, "I deleted the three old…" becoming
+// "Sorry, nothing was deleted.") never becomes the stream: the stream
+// is stopped untagged and deleted (final false) and the bot posts the
+// answer; a Resend then posts it, once (issue 33: the stream was tagged
+// as the answer before the chat.update that put the answer in it
+// failed, and Resend found the withdrawn claim and posted nothing).
 func TestStreamAnswerStartedOver(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
+	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "I deleted the three old"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob3"}
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was deleted.", Ref: "ob3"}
 	id, ok, err := st.Finish(ctx, final)
-	if err != nil || !ok {
-		t.Fatalf("finish: %v %v", ok, err)
+	if err != nil || ok || id != "" {
+		t.Fatalf("finish: %q %v %v, want the stream given up", id, ok, err)
+	}
+	if ss := srv.Streams("D1"); len(ss) != 1 || ss[0].Open || !ss[0].Deleted {
+		t.Fatalf("streams %+v, want one, stopped and deleted", ss)
+	}
+	if _, err := a.Resend(ctx, final, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 	posts := srv.Posts("D1")
-	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
-		t.Errorf("posts %+v", posts)
+	if len(posts) != 1 || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
+		t.Errorf("posts %+v, want the answer alone", posts)
 	}
 }
 
-// TestUnfinishedPreviewDeleted: a stream a dead process left after the
-// run's status message is the one untagged message of the bot after it
-// (the tagged answers before and after it are not), and chat.delete
-// removes it: gone from the conversation, its stream ended
-// (message_not_found), a second delete no error; the fake's documented
-// errors reach the caller.
-func TestUnfinishedPreviewDeleted(t *testing.T) {
+// TestStreamDeletedByItsID: a stream a dead process left is deleted by
+// the id the bot recorded (bot.LastingStream): gone from the
+// conversation, its stream ended (message_not_found), a second delete
+// no error; the fake's documented errors reach the caller.
+func TestStreamDeletedByItsID(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
-	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "An earlier answer.", Ref: "ob0"}); err != nil {
-		t.Fatal(err)
-	}
-	status, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "🤔 Working on it…"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Added:"}, "U1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "A tagged answer.", Ref: "ob1"}); err != nil {
-		t.Fatal(err)
-	}
-	orphan := srv.Streams("D1")[0].TS
-	ids, err := a.Unfinished(ctx, "D1", "1.000001", status, time.Time{})
-	if err != nil || len(ids) != 1 || ids[0] != orphan {
-		t.Fatalf("unfinished %q %v, want [%s]", ids, err, orphan)
+	orphan := st.(bot.LastingStream).MessageID()
+	if ss := srv.Streams("D1"); len(ss) != 1 || ss[0].TS != orphan {
+		t.Fatalf("streams %+v, want the one of id %s", ss, orphan)
 	}
 	for range 2 {
 		if err := a.DeleteMessage(ctx, "D1", orphan); err != nil {
@@ -168,21 +166,16 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 	if err := st.Update(ctx, "Added: milk"); !errors.As(err, &se) || se.Err != "message_not_found" {
 		t.Errorf("append to a deleted stream: %v", err)
 	}
-	if ids, err := a.Unfinished(ctx, "D1", "1.000001", status, time.Time{}); err != nil || len(ids) != 0 {
-		t.Errorf("unfinished after the delete: %q %v", ids, err)
-	}
 	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
 		t.Errorf("chat.delete without a channel: %v", got)
 	}
 }
 
 // TestStreamFinishRetriedAfterRateLimit: the send queue makes a call
-// again after its bot.RateLimited error. An answer that started over is
-// put in place with chat.update after chat.stopStream; a 429 on that
-// update comes back as bot.RateLimited, and the queue's second Finish
-// must put the answer in place, not stop the stopped stream again
-// (message_not_in_streaming_state), which would leave the tagged
-// message showing the abandoned text for good.
+// again after its bot.RateLimited error. An answer that started over
+// stops the stream and deletes it; a 429 on that delete comes back as
+// bot.RateLimited, and the queue's second Finish must delete it, not
+// stop the stopped stream again (message_not_in_streaming_state).
 func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
@@ -191,29 +184,26 @@ func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob4"}
-	srv.RateLimit("chat.update", 1)
+	srv.RateLimit("chat.delete", 1)
 	var rl bot.RateLimited
 	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
-		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
+		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
 	}
-	id, ok, err := st.Finish(ctx, final)
-	if err != nil || !ok {
-		t.Fatalf("finish again: %q %v %v", id, ok, err)
+	if _, ok, err := st.Finish(ctx, final); err != nil || ok {
+		t.Fatalf("finish again: %v %v", ok, err)
 	}
-	posts := srv.Posts("D1")
-	if len(posts) != 1 || posts[0].TS != id || posts[0].Shown() != final.Text || posts[0].Metadata == nil {
-		t.Errorf("posts %+v, want the answer in the streamed message", posts)
+	if ss := srv.Streams("D1"); len(ss) != 1 || !ss[0].Deleted {
+		t.Errorf("streams %+v, want the one deleted", ss)
 	}
 	if n := srv.Calls("chat.stopStream"); n != 1 {
 		t.Errorf("chat.stopStream called %d times, want 1", n)
 	}
 }
 
-// TestStreamStartedOverKeepsTheDetailsLink: in a DM the Details link is
-// a button on the answer (as Send puts it); an answer that started over
-// is put in place with chat.update, which must keep it and the feedback
-// buttons.
-func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
+// TestStreamKeepsTheDetailsLink: in a DM the Details link is a button
+// on the answer (as Send puts it), with the feedback buttons, below the
+// streamed text.
+func TestStreamKeepsTheDetailsLink(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
@@ -221,7 +211,7 @@ func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
-	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob5", Link: link,
+	final := bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three tasks.", Ref: "ob5", Link: link,
 		Buttons: []bot.Button{{Label: "👍", Data: "fb:r1:good", Feedback: bot.FeedbackGood}, {Label: "👎", Data: "fb:r1:bad", Feedback: bot.FeedbackBad}}}
 	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
@@ -275,10 +265,9 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 	}
 }
 
-// TestStreamFinishRetriedKeepsTheChannelLink: in a channel the Details
-// link goes to the asker alone after the answer (chat.postEphemeral);
-// a Finish made again after a 429 on its chat.update still sends it.
-func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
+// TestStreamKeepsTheChannelLink: in a channel the Details link goes to
+// the asker alone after the answer (chat.postEphemeral).
+func TestStreamKeepsTheChannelLink(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
@@ -286,14 +275,9 @@ func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := &bot.Link{Label: "Details", URL: "https://bot.example.com/runs/r1?sig=s", UserID: "U1"}
-	final := bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Sorry, nothing was moved.", Ref: "ob6", Link: link}
-	srv.RateLimit("chat.update", 1)
-	var rl bot.RateLimited
-	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
-		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
-	}
+	final := bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Moved three tasks.", Ref: "ob6", Link: link}
 	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
-		t.Fatalf("finish again: %v %v", ok, err)
+		t.Fatalf("finish: %v %v", ok, err)
 	}
 	n := 0
 	for _, p := range srv.Posts("C1") {
@@ -327,8 +311,9 @@ func TestNoStreamOutsideAThread(t *testing.T) {
 }
 
 // TestUnfinishedKeepsOtherReplies: a reply the bot posted beside a run
-// (/cancel's "Stopping…", carrying no outbox entry) is not taken for a
-// preview a dead process left: only the stream is.
+// (/cancel's "Stopping…", carrying no outbox entry) and a tagged answer
+// are not taken for a preview a dead process left: only the stream is
+// (the bot asks only in a DM: bot.OrphanFinder).
 func TestUnfinishedKeepsOtherReplies(t *testing.T) {
 	a, srv := newAdapter(t)
 	ctx := t.Context()
@@ -341,6 +326,9 @@ func TestUnfinishedKeepsOtherReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "Stopping at the next step…"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "D1", ThreadID: thread, Text: "A tagged answer.", Ref: "ob1"}); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := a.Unfinished(ctx, "D1", thread, status, time.Time{})

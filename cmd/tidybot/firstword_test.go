@@ -16,7 +16,7 @@ import (
 // word (issue 26 item 3): people each send a message to `tidybot serve`
 // (in process, bbolt, long polling) in their private chat, and a fake
 // model that answers after 0.4 s and streams its answer at 80 tokens a
-// second (a final_answer call of about 60 tokens); the time from the
+// second (a json final answer of about 60 tokens); the time from the
 // fake Telegram having the update to it recording the first
 // sendMessageDraft of that chat (the answer's first whole word), p50 and
 // p99 over every message of every round. "1" is one person at a time;
@@ -91,8 +91,12 @@ func slackFirstWord(b *testing.B, people int) {
 // second, with a worker per person.
 func firstWordEnv(b *testing.B, people int) *env {
 	e := newEnv(b)
+	// The json protocol: a tools reply's final_answer is shown only once
+	// the reply is whole (agent/stream.go).
+	e.cfg.Protocol = "json"
+	answer := jsonAnswer(b, firstWordAnswer)
 	e.model = openaitest.New(func(openaitest.Request) openaitest.Reply {
-		return openaitest.Call("final_answer", `{"answer":"`+firstWordAnswer+`"}`)
+		return answer
 	}, openaitest.WithLatency(400*time.Millisecond), openaitest.WithTokenRate(80))
 	e.cfg.OpenAIBaseURL = e.model.URL
 	e.cfg.HTTPOnly, e.cfg.Workers = false, people

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // streamAnswer is a final answer long enough to stream over a few
@@ -19,16 +21,35 @@ var streamAnswer = "I added \"Buy milk\" to your inbox. " + strings.Repeat("Ever
 
 const streamRate = 40 // tokens a second: the answer streams over about 2.3 s
 
-// streamingModel makes e's model add a task, then answer streamAnswer
-// in a final_answer call, streamed at streamRate; first, when set, is
-// the reply of the first answer attempt (a broken stream).
+// streamingModel makes e's model add a task, then answer streamAnswer,
+// streamed at streamRate, in the json protocol: its reply is one action,
+// so a final answer there carries no write and is shown as it is written
+// (a tools reply's final_answer is shown only once the reply is whole,
+// agent/stream.go). first, when set, is the reply of the first answer
+// attempt (a broken stream).
 func streamingModel(t *testing.T, e *env, first ...openaitest.Reply) {
 	t.Helper()
-	answer := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer}))
-	replies := append([]openaitest.Reply{openaitest.Call("add_tasks", `{"tasks":[{"content":"Buy milk"}]}`)}, first...)
-	e.model = openaitest.New(openaitest.Replies(append(replies, answer)...), openaitest.WithTokenRate(streamRate))
+	e.cfg.Protocol = "json"
+	replies := append([]openaitest.Reply{jsonAction(t, map[string]any{"type": "add_tasks", "tasks": []map[string]string{{"content": "Buy milk"}}})}, first...)
+	e.model = openaitest.New(openaitest.Replies(append(replies, jsonAnswer(t, streamAnswer))...), openaitest.WithTokenRate(streamRate))
 	t.Cleanup(e.model.Close)
 	e.cfg.OpenAIBaseURL = e.model.URL
+}
+
+// jsonAction is a json protocol reply making action.
+func jsonAction(t testing.TB, action map[string]any) openaitest.Reply {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"thought": "", "action": action})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openaitest.Text(string(b))
+}
+
+// jsonAnswer is a json protocol reply answering answer.
+func jsonAnswer(t testing.TB, answer string) openaitest.Reply {
+	t.Helper()
+	return jsonAction(t, map[string]any{"type": "final_answer", "answer": answer})
 }
 
 func mustMarshal(t *testing.T, v map[string]string) string {
@@ -190,7 +211,7 @@ func TestTelegramGroupGetsNoDrafts(t *testing.T) {
 func TestStreamBrokenByTheModel(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.AllowedUsers = []string{"telegram:42"}
-	broken := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer})).FailAfter(120)
+	broken := jsonAnswer(t, streamAnswer).FailAfter(120)
 	streamingModel(t, e, broken)
 	tg := serveTelegram(t, e)
 	tg.PushText(42, 42, "add buy milk")
@@ -219,8 +240,7 @@ func TestStreamBrokenByTheModel(t *testing.T) {
 // left beside it.
 func TestStreamKilledMidStreamAnswersOnce(t *testing.T) {
 	e := newEnv(t)
-	answer := openaitest.Call("final_answer", mustMarshal(t, map[string]string{"answer": streamAnswer}))
-	streamingModel(t, e, answer) // the killed run's answer, then the resumed run's
+	streamingModel(t, e, jsonAnswer(t, streamAnswer)) // the killed run's answer, then the resumed run's
 	sl := slacktest.New()
 	t.Cleanup(sl.Close)
 	addr := freeAddr(t)
@@ -230,7 +250,7 @@ func TestStreamKilledMidStreamAnswersOnce(t *testing.T) {
 		"TODOIST_TOKEN="+e.todo.Token, "TODOIST_API_URL="+e.todo.URL, "TIDYBOT_DB="+e.cfg.DB,
 		"TIDYBOT_HTTP_ADDR="+addr, "TIDYBOT_METRICS_ADDR=", "TIDYBOT_LOG_LEVEL=warn",
 		"SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
-		"TIDYBOT_ALLOWED_USERS=slack:U1")
+		"TIDYBOT_ALLOWED_USERS=slack:U1", "TIDYBOT_PROTOCOL=json")
 	bin := tidybotBinary(t)
 	var logs syncBuffer
 	t.Cleanup(func() {
@@ -277,5 +297,133 @@ func TestStreamKilledMidStreamAnswersOnce(t *testing.T) {
 	}
 	if sl.Deleted() != 1 {
 		t.Errorf("%d messages deleted, want 1 (the dead process's stream)", sl.Deleted())
+	}
+}
+
+// TestSlackDeleteNotStreamedBeforeItsYes: the model's reply is
+// [final_answer "Deleted …", delete_tasks]. Nothing of the answer may
+// show while the delete waits for the person's yes, even when
+// chat.stopStream fails once (issue 33 defect 1: the answer streamed as
+// the reply's first call, and a failed stop left it open for good
+// beside "Delete "Buy milk"?").
+func TestSlackDeleteNotStreamedBeforeItsYes(t *testing.T) {
+	e := newEnv(t)
+	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk", ProjectID: e.todo.InboxID()})
+	claim := "Deleted the milk task for you. " + strings.Repeat("Your inbox is tidier now. ", 6) + "Anything else?"
+	reply := openaitest.Calls(
+		openaitest.ToolCall{Name: "final_answer", Arguments: mustMarshal(t, map[string]string{"answer": claim})},
+		openaitest.ToolCall{Name: "delete_tasks", Arguments: `{"task_ids":["` + milk.ID + `"]}`},
+	)
+	e.model = openaitest.New(openaitest.Replies(reply), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	sl, base := serveSlack(t, e)
+	sl.FailNext("chat.stopStream", "internal_error")
+	slackDMThread(t, base, "Ev1", "D1", "U1", "delete the milk task", "1.000002", "1.000001")
+	waitFor(t, "the confirmation", func() bool {
+		for _, p := range sl.Posts("D1") {
+			if strings.Contains(p.Shown(), "Buy milk") && len(p.Buttons) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(2 * time.Second) // let the send queue settle
+	if _, ok := e.todo.Task(milk.ID); !ok {
+		t.Fatal("deleted without a yes")
+	}
+	for _, s := range sl.Streams("D1") {
+		shown := strings.Join(s.Chunks, "")
+		t.Errorf("streamed %q (open %v, deleted %v) while the delete waits for a yes; posts:\n%s", shown, s.Open, s.Deleted, fmtPosts(sl.Posts("D1")))
+	}
+}
+
+// TestSlackSweepSparesAnotherPersonsStream: in a channel thread each
+// person has a conversation of their own, and both may stream there.
+// Bob asks first and his model is slow; Alice's answer is streaming when
+// Bob's answer comes, his stream refused, and is posted. Nothing of
+// Alice's may be deleted: the sweep before a post deletes only what the
+// run's record names (issue 33 defect 3: it deleted every bot message
+// without metadata after Bob's status message, and a live stream has
+// none).
+func TestSlackSweepSparesAnotherPersonsStream(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Protocol = "json"
+	const bob = "Bob, nothing is due."
+	alice := "Here is what is due today. " + strings.Repeat("Nothing else is due this week. ", 12) + "Enjoy your day."
+	e.model = openaitest.New(openaitest.Replies(jsonAnswer(t, bob).After(2*time.Second), jsonAnswer(t, alice)), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
+	base := serve(t, e)
+	say := func(user, text, ts string) {
+		t.Helper()
+		for _, ev := range sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: user, Text: slacktest.Mention + " " + text, TS: ts, ThreadTS: "1.1"}) {
+			if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+				t.Fatalf("event: %d", code)
+			}
+		}
+	}
+	say("U2", "anything for me?", "1.2")
+	waitFor(t, "Bob's status message", func() bool { return len(sl.Posts("C1")) == 1 })
+	say("U1", "what's due today?", "1.3")
+	waitFor(t, "Alice's answer streaming", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && ss[0].Open
+	})
+	sl.FailNext("chat.startStream", "internal_error")
+	waitFor(t, "Bob's answer", func() bool {
+		for _, p := range sl.Posts("C1") {
+			if p.Text == bob {
+				return true
+			}
+		}
+		return false
+	})
+	if ss := sl.Streams("C1"); len(ss) != 1 || ss[0].Deleted {
+		t.Fatalf("streams %+v: Bob's run deleted Alice's live answer", ss)
+	}
+	waitFor(t, "Alice's answer", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && !ss[0].Open
+	})
+	n := 0
+	for _, p := range sl.Posts("C1") {
+		if p.Text == alice {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("Alice's answer shown %d times, want once: %s", n, fmtPosts(sl.Posts("C1")))
+	}
+}
+
+// TestSlackStreamedAnswerEscaped: a mention in a channel whose answer
+// quotes a task named "<!channel> party" streams it as text, escaped as
+// a posted message is, never as a mention of everyone (issue 33
+// defect 6).
+func TestSlackStreamedAnswerEscaped(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Protocol = "json"
+	answer := "Your task \"<!channel> party\" is due today, and so is \"call <@U2>\". " + strings.Repeat("Nothing else is due. ", 4) + "Have a good day."
+	e.model = openaitest.New(openaitest.Replies(jsonAnswer(t, answer)), openaitest.WithTokenRate(streamRate))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	sl, base := serveSlack(t, e)
+	for _, ev := range sl.Events(slacktest.Message{Channel: "C1", ChannelType: "channel", User: "U1", Text: slacktest.Mention + " what's due today?", TS: "1.2", ThreadTS: "1.1"}) {
+		if code := postSigned(t, base+"/slack/events", "application/json", ev, slackSecret); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	waitFor(t, "the streamed answer", func() bool {
+		ss := sl.Streams("C1")
+		return len(ss) == 1 && !ss[0].Open
+	})
+	streamed := strings.Join(sl.Streams("C1")[0].Chunks, "")
+	if strings.Contains(streamed, "<!channel>") || strings.Contains(streamed, "<@U2>") || !strings.Contains(streamed, "&lt;!channel&gt; party") {
+		t.Errorf("streamed %q: want <!channel> and <@U2> escaped", streamed)
 	}
 }

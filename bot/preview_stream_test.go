@@ -147,8 +147,10 @@ func TestPreview(t *testing.T) {
 			shown: []string{"Moved", "Moved three", "Moved three tasks"}, posted: 0, finished: answer},
 		{name: "gives way to the message", words: grow,
 			shown: []string{"Moved", "Moved three", "Moved three tasks"}, posted: 1, finished: answer},
+		// What the model withdrew does not stay: the preview is
+		// removed at once, and the answer posted.
 		{name: "starts over", setup: func(p *streamingPlatform) { p.finalize = true }, words: []string{"Moved three ", "Sorry, I could not "},
-			shown: []string{"Moved three"}, posted: 0, finished: answer},
+			shown: []string{"Moved three"}, posted: 1, finished: ""},
 		{name: "finish fails", setup: func(p *streamingPlatform) { p.finalize, p.finErr = true, errors.New("fake: stop refused") }, words: grow,
 			shown: []string{"Moved", "Moved three", "Moved three tasks"}, posted: 1, finished: answer},
 		{name: "refused", setup: func(p *streamingPlatform) { p.startErr = errors.New("fake: no streams here") }, words: grow,
