@@ -89,7 +89,7 @@ func TestNoAliasLeavesARun(t *testing.T) {
 				}
 				return tool(ActMoveTasks, `{"moves":[{"task_id":"`+ref+`","project_name":"Family"}]}`)
 			}}
-			out := New(run2, m, Config{}).Start(t.Context(), Input{Instruction: "move that one to Family",
+			out := New(run2, m, Config{}).Start(t.Context(), Input{Instruction: "move that one (Call mum) to Family",
 				History: []HistoryMessage{{Role: RoleUser, Text: "tidy my inbox"}, {Role: RoleAssistant, Text: tc.history}}}, Hooks{})
 			if out.Status != StatusDone {
 				t.Fatalf("run 2: %s %q", out.Status, out.Answer)

@@ -420,8 +420,8 @@ type runner struct {
 	h  Hooks
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
-	// answering is set while a model call's answer is being heard
-	// (Hooks.Answer): the person sees it grow, so no "slow" note.
+	// answering is set once a model call's reply arrives (text or a
+	// call's arguments, with Hooks.Answer set): no "slow" note then.
 	answering atomic.Bool
 	// labels are the account's label names, lower-cased, once read for
 	// a policy that uses existing labels only (existingLabels); r.mu
@@ -721,10 +721,16 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	var as *answerStream
 	if r.h.Answer != nil {
 		as = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
-			r.answering.Store(true)
 			r.h.Answer(r.tr.Known.named(text)) // as end shows it
 		})
-		req.Stream = as.add
+		req.Stream = func(d Delta) {
+			// A reply arriving is no silence, even where its answer is
+			// held until the reply is whole (a tools reply).
+			if d.Content != "" || d.Arguments != "" {
+				r.answering.Store(true)
+			}
+			as.add(d)
+		}
 		defer r.answering.Store(false)
 	}
 	r.observe(Event{Kind: EventThinking, Step: r.tr.Steps + 1, Summary: "🤔 Thinking…"})

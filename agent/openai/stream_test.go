@@ -112,8 +112,10 @@ func TestStreamBrokenMidwayIsRetried(t *testing.T) {
 }
 
 // TestEngineStreamsTheAnswer runs the engine with Hooks.Answer on both
-// protocols: the answer grows word by word as the model writes it, and
-// the last text heard is the answer.
+// protocols: a json reply's answer grows word by word as the model
+// writes it; a tools reply's is heard once, whole, when the reply turned
+// out to be that one call (it might have carried writes after it). The
+// last text heard is the answer.
 func TestEngineStreamsTheAnswer(t *testing.T) {
 	const want = "Moved \"Call mum\" to Family.\nNothing else to do ✓"
 	for _, proto := range []agent.Protocol{agent.ProtocolTools, agent.ProtocolJSON} {
@@ -132,7 +134,13 @@ func TestEngineStreamsTheAnswer(t *testing.T) {
 				if out.Status != agent.StatusDone || out.Answer != want {
 					t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
 				}
-				if len(h.answers) < 5 || h.answers[len(h.answers)-1] != want {
+				if proto == agent.ProtocolTools && len(h.answers) != 1 {
+					t.Fatalf("heard %q, want the answer once, whole", h.answers)
+				}
+				if proto == agent.ProtocolJSON && len(h.answers) < 5 {
+					t.Fatalf("heard %q, want it growing", h.answers)
+				}
+				if h.answers[len(h.answers)-1] != want {
 					t.Fatalf("heard %q", h.answers)
 				}
 				for i := 1; i < len(h.answers); i++ {
@@ -162,9 +170,10 @@ func TestStreamedCallHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// TestStreamingAnswerIsNotSlow: while the answer is heard growing (it
-// streams for about 600 ms), the run posts no "the model is slow" note
-// after 300 ms; a model silent for 1 s before its answer gets one.
+// TestStreamingAnswerIsNotSlow: while the reply arrives (its answer
+// streams for about 600 ms, held until whole on the tools protocol), the
+// run posts no "the model is slow" note after 300 ms; a model silent for
+// 1 s before its answer gets one.
 func TestStreamingAnswerIsNotSlow(t *testing.T) {
 	for _, latency := range []time.Duration{0, time.Second} {
 		todo := todoisttest.New(t)
