@@ -107,8 +107,10 @@ Usage:
   tidybot chat      talk to the bot in this terminal (one message per line; reads stdin)
   tidybot serve     run every platform whose token is set, plus the HTTP server
   tidybot eval      measure the configured model on a suite of tasks against a fake Todoist
-                    (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
-  tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
+                    (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model;
+                    -from-feedback: a draft task for each run rated 👎)
+  tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve);
+                    tidybot runs link ID: a signed address of the run's page
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
