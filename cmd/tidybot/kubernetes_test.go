@@ -319,6 +319,18 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("the Secret's %s reaches no container", k)
 		}
 	}
+	// Every secret setting has its key, so that each route the docs
+	// recommend (Slack's Socket Mode: SLACK_APP_TOKEN; team mode:
+	// TODOIST_CLIENT_SECRET) is one value to fill in; team mode's other
+	// half, TODOIST_CLIENT_ID, is in the ConfigMap.
+	for k, s := range known {
+		if _, ok := secret.StringData[k]; s.secret && !ok {
+			t.Errorf("the Secret lacks %s, a secret setting", k)
+		}
+	}
+	if _, ok := cm.Data["TODOIST_CLIENT_ID"]; !ok {
+		t.Error("the ConfigMap lacks TODOIST_CLIENT_ID: team mode cannot be turned on")
+	}
 	if !fromSecret["TIDYBOT_DATABASE_URL"] {
 		t.Error("the replicas are given no TIDYBOT_DATABASE_URL: each would keep its own bbolt file")
 	}
