@@ -52,8 +52,10 @@ Checks each configured part and prints one line for each, with what to do
 about a failure: the settings; the model (reachable, OPENAI_MODEL served,
 no shutdown date); Todoist (the token, the account, its time zone); Slack
 (auth.test, the scopes granted against those the app needs, Socket Mode);
-Telegram (getMe, the webhook, privacy mode); the database (TIDYBOT_DB:
-size, schema version); team mode (the redirect URL to register). Exits 0
+Telegram (getMe, the webhook, privacy mode); the database
+(TIDYBOT_DATABASE_URL: connects, schema version, migrations pending; else
+TIDYBOT_DB: size, schema version); team mode (the redirect URL to
+register). Exits 0
 only when every part passes (a warning passes).
 `),
 	"migrate": text(migrateUsage),
