@@ -505,7 +505,7 @@ func (a *Adapter) connectError(err error) error {
 	}
 	var refused slack.SlackErrorResponse
 	if errors.As(err, &refused) {
-		return fmt.Errorf("slack: auth.test: Slack refused the token (%s): check SLACK_BOT_TOKEN", refused.Err)
+		return fmt.Errorf("slack: auth.test: Slack refused the token (%s): check SLACK_BOT_TOKEN", a.redactText(refused.Err))
 	}
 	return fmt.Errorf("slack: auth.test (check SLACK_API_URL): %w", a.redact(err))
 }
