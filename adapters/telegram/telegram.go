@@ -122,7 +122,7 @@ func connectError(err error, cfg Config) error {
 	}
 	var te *tgbotapi.Error
 	if errors.As(err, &te) && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
-		return fmt.Errorf("telegram: getMe: Telegram refused the token (%s): check TELEGRAM_BOT_TOKEN", te.Message)
+		return fmt.Errorf("telegram: getMe: Telegram refused the token (%s): check TELEGRAM_BOT_TOKEN", redact(errors.New(te.Message), cfg.Token))
 	}
 	return fmt.Errorf("telegram: getMe: %w", redact(err, cfg.Token))
 }
