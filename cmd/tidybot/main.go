@@ -400,8 +400,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	mux := srv.Mux()
 	errc := make(chan error, 5+len(platforms)) // one per goroutine below: none blocks
-	adapters, err := m.openAdapters(ctx, cfg, log, b, mux)
+	adapters, err := m.openAdapters(ctx, cfg, log, b, mux, srv.Waiting(errc))
 	if err != nil {
+		srv.Shutdown(ctx) // started while a platform was unreachable
 		return err
 	}
 	if len(adapters) == 0 {
@@ -424,6 +425,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		b.Stop()
 		return err
 	}
+	srv.Ready()
 	srv.ServeSocket(socketPath(cfg.DB), m.runsText(cfg, srv.Addr()), errc)
 	return m.wait(ctx, log, errc, srv, b)
 }
