@@ -52,6 +52,9 @@ type k8sProbe struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+	TCPSocket *struct {
+		Port string `yaml:"port"`
+	} `yaml:"tcpSocket"`
 }
 
 type k8sContainer struct {
@@ -352,6 +355,11 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil {
 		t.Fatal("no HTTP readiness probe")
+	}
+	// Liveness must not be /healthz: it says 503 while serve waits for a
+	// platform unreachable at start, and a restart would not help.
+	if p := c.LivenessProbe; p == nil || p.TCPSocket == nil || ports[p.TCPSocket.Port] == 0 {
+		t.Errorf("the liveness probe is not a TCP check of a container port: %+v", p)
 	}
 	var paths []string
 	for name, p := range map[string]*k8sProbe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
