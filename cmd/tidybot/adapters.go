@@ -52,9 +52,8 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 		Threads: b, Events: m.metrics, Hooks: hooks, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 
-// openAdapters connects every platform the configuration enables (one
-// unreachable is tried again, waiting called before each wait), adds
-// each to b and registers its HTTP routes on mux.
+// openAdapters connects every platform the configuration enables (an
+// unreachable one again after waiting), adds each to b and routes mux.
 func (m *Main) openAdapters(ctx context.Context, cfg Config, log *slog.Logger, b *bot.Bot, mux *http.ServeMux, waiting func(error, time.Duration)) ([]bot.Adapter, error) {
 	var out []bot.Adapter
 	for _, p := range platforms {
