@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -65,6 +64,8 @@ type Server struct {
 	mux     *http.ServeMux
 	addr    string
 	servers []*http.Server
+	// notReady, when set, is why serve cannot take work yet (see NotReady).
+	notReady notReadyReason
 }
 
 // New returns the surface with its own routes: /healthz, and the run
@@ -78,7 +79,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET "+healthPath, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	s.mux.HandleFunc("GET "+healthPath, s.health)
 	if cfg.RunPages != nil {
 		s.mux.Handle("GET /runs/{id}", cfg.RunPages)
 	}
@@ -95,6 +96,9 @@ func (s *Server) Addr() string { return s.addr }
 // whoever sees /healthz answer can reach /metrics too; then serves them.
 // A server that stops sends its error to errc.
 func (s *Server) Start(errc chan<- error) error {
+	if s.addr != "" {
+		return nil // started early by Waiting
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on TIDYBOT_HTTP_ADDR %s: %w", s.cfg.Addr, err)
@@ -109,7 +113,7 @@ func (s *Server) Start(errc chan<- error) error {
 	}
 	s.addr = ln.Addr().String()
 	s.log.Info("serving webhooks and /healthz", slog.String("addr", s.addr))
-	s.serve(ln, s.mux, errc)
+	s.serve(ln, s.gate(s.mux), errc)
 	if mln != nil {
 		mmux := http.NewServeMux()
 		mmux.Handle("GET /metrics", s.cfg.Metrics)

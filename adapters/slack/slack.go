@@ -24,6 +24,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // Platform is the platform name in bot.Incoming.
@@ -118,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	a.noRetry = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionLog(libLog{a}))
 	auth, err := a.api.AuthTestContext(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("slack: auth.test (check SLACK_BOT_TOKEN and SLACK_API_URL): %w", a.redact(err))
+		return nil, a.connectError(err)
 	}
 	a.botID, a.teamID = auth.UserID, auth.TeamID
 	return a, nil
@@ -499,6 +500,26 @@ func stripMention(text, botID string) (string, bool) {
 	}
 	b.WriteString(text)
 	return strings.TrimSpace(b.String()), found
+}
+
+// connectError says why auth.test failed at start: the network (an
+// agent.ErrUnreachable naming DNS, refused, no route or a timeout: serve
+// waits and tries again), the token (an ok:false answer such as
+// invalid_auth, docs.slack.dev/reference/methods/auth.test#errors), or
+// another answer.
+func (a *Adapter) connectError(err error) error {
+	host := a.cfg.APIURL
+	if u, perr := url.Parse(a.cfg.APIURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	if u := retry.UnreachedAtStart(err, "Slack at "+host, "the network connection and SLACK_API_URL", a.redact(err)); u != nil {
+		return fmt.Errorf("slack: auth.test: %w", u)
+	}
+	var refused slack.SlackErrorResponse
+	if errors.As(err, &refused) {
+		return fmt.Errorf("slack: auth.test: Slack refused the token (%s): check SLACK_BOT_TOKEN", a.redactText(refused.Err))
+	}
+	return fmt.Errorf("slack: auth.test (check SLACK_API_URL): %w", a.redact(err))
 }
 
 // redact removes the configured secrets from err's text: an upstream that

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // Platform is the platform name in bot.Incoming.
@@ -95,7 +97,7 @@ func New(cfg Config) (*Adapter, error) {
 	endpoint := strings.TrimRight(cfg.APIURL, "/") + "/bot%s/%s"
 	api, err := tgbotapi.NewBotAPIWithClient(cfg.Token, endpoint, cfg.HTTPClient)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: connect (check TELEGRAM_BOT_TOKEN): %w", redact(err, cfg.Token))
+		return nil, connectError(err, cfg)
 	}
 	if api.Self.UserName == "" {
 		return nil, errors.New("telegram: getMe gave no username (check TELEGRAM_BOT_TOKEN)")
@@ -103,6 +105,26 @@ func New(cfg Config) (*Adapter, error) {
 	a := &Adapter{api: api, poller: pollerFor(api, cfg), cfg: cfg, log: cfg.Logger, self: api.Self.UserName, selfID: api.Self.ID}
 	a.logPrivacy(api.Self.CanReadAllGroupMessages)
 	return a, nil
+}
+
+// connectError says why getMe failed at start: the network (an
+// agent.ErrUnreachable naming DNS, refused, no route or a timeout: serve
+// waits and tries again), the token (401 Unauthorized; 404 Not Found
+// for a token of the wrong form, core.telegram.org/bots/api#authorizing-your-bot),
+// or another answer of Telegram's.
+func connectError(err error, cfg Config) error {
+	host := cfg.APIURL
+	if u, perr := url.Parse(cfg.APIURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	if u := retry.UnreachedAtStart(err, "Telegram at "+host, "the network connection and TELEGRAM_API_URL", redact(err, cfg.Token)); u != nil {
+		return fmt.Errorf("telegram: getMe: %w", u)
+	}
+	var te *tgbotapi.Error
+	if errors.As(err, &te) && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
+		return fmt.Errorf("telegram: getMe: Telegram refused the token (%s): check TELEGRAM_BOT_TOKEN", redact(errors.New(te.Message), cfg.Token))
+	}
+	return fmt.Errorf("telegram: getMe: %w", redact(err, cfg.Token))
 }
 
 // redact removes the token from an error: the library's transport errors

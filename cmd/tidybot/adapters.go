@@ -10,6 +10,7 @@ import (
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/internal/config"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // platform is a chat platform tidybot serve can run: what validation
@@ -51,15 +52,16 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 		Threads: b, Events: m.metrics, Hooks: hooks, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 
-// openAdapters connects every platform the configuration enables, adds
-// each to b and registers its HTTP routes on mux.
-func (m *Main) openAdapters(ctx context.Context, cfg Config, log *slog.Logger, b *bot.Bot, mux *http.ServeMux) ([]bot.Adapter, error) {
+// openAdapters connects every platform the configuration enables (an
+// unreachable one again after waiting), adds each to b and routes mux.
+func (m *Main) openAdapters(ctx context.Context, cfg Config, log *slog.Logger, b *bot.Bot, mux *http.ServeMux, waiting func(error, time.Duration)) ([]bot.Adapter, error) {
 	var out []bot.Adapter
 	for _, p := range platforms {
 		if !p.On(cfg) {
 			continue
 		}
-		a, err := p.open(ctx, m, cfg, log, b)
+		var a bot.Adapter
+		err := retry.Connect(ctx, m.backoff, func() (err error) { a, err = p.open(ctx, m, cfg, log, b); return err }, waiting)
 		if err != nil {
 			return nil, err
 		}

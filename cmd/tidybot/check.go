@@ -25,7 +25,7 @@ func (m *Main) check(ctx context.Context, cfg Config) error {
 	if cfg.TelegramToken != "" {
 		findings = append(findings, checkup.Telegram(cfg, hc))
 	}
-	findings = append(findings, checkup.Database(cfg))
+	findings = append(findings, checkup.Database(ctx, cfg))
 	if cfg.TeamMode() {
 		findings = append(findings, checkup.Team(cfg))
 	}

@@ -67,6 +67,7 @@ func (e *checkEnv) check(t *testing.T) (map[string]string, string, error) {
 // one ok line per part and exits 0.
 func TestCheckAllPass(t *testing.T) {
 	e := newCheckEnv(t)
+	e.cfg.DatabaseURL = "" // bbolt: TestCheckDatabaseURL checks PostgreSQL
 	lines, out, err := e.check(t)
 	if err != nil {
 		t.Fatalf("check: %v\n%s", err, out)
@@ -185,6 +186,7 @@ func TestCheckFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newCheckEnv(t)
+			e.cfg.DatabaseURL = "" // the database cases are bbolt's
 			tt.setup(t, e)
 			lines, out, err := e.check(t)
 			if !strings.Contains(lines[tt.part], tt.want) || tt.name == "model key rejected" && !strings.HasSuffix(lines[tt.part], "rejected the key: check OPENAI_API_KEY") {

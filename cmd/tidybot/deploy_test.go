@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	yaml "go.yaml.in/yaml/v4"
+
 	"github.com/tidybot/tidybot/web"
 )
 
@@ -138,6 +140,41 @@ func TestCompose(t *testing.T) {
 	for _, want := range []string{"env_file: tidybot.env", "tidybot-data:/data", "host.docker.internal:host-gateway"} {
 		if !strings.Contains(compose, want) {
 			t.Errorf("compose.yaml lacks %s", want)
+		}
+	}
+}
+
+// TestComposeBuildsPassVersion: every image compose builds is given
+// VERSION, so that tidybot --version says which build runs, not the
+// Dockerfile's default.
+func TestComposeBuildsPassVersion(t *testing.T) {
+	arg := regexp.MustCompile(`(?m)^FROM [^\n]*\n(?:[^\n]*\n)*?ARG VERSION=(\S+)`).FindStringSubmatch(readRepoFile(t, "deploy/Dockerfile"))
+	if arg == nil {
+		t.Fatal("the Dockerfile takes no ARG VERSION")
+	}
+	for _, file := range []string{"deploy/compose.yaml", "deploy/compose.replicas.yaml"} {
+		var c struct {
+			Services map[string]struct {
+				Build *struct {
+					Args map[string]string `yaml:"args"`
+				} `yaml:"build"`
+			} `yaml:"services"`
+		}
+		if err := yaml.Unmarshal([]byte(readRepoFile(t, file)), &c); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		builds := 0
+		for name, svc := range c.Services {
+			if svc.Build == nil {
+				continue
+			}
+			builds++
+			if v := svc.Build.Args["VERSION"]; !strings.Contains(v, "${VERSION") {
+				t.Errorf("%s: service %s builds with VERSION %q, want ${VERSION…} (else --version says %s)", file, name, v, arg[1])
+			}
+		}
+		if builds == 0 {
+			t.Errorf("%s builds no image", file)
 		}
 	}
 }

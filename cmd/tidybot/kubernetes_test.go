@@ -52,6 +52,9 @@ type k8sProbe struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+	TCPSocket *struct {
+		Port string `yaml:"port"`
+	} `yaml:"tcpSocket"`
 }
 
 type k8sContainer struct {
@@ -319,6 +322,18 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("the Secret's %s reaches no container", k)
 		}
 	}
+	// Every secret setting has its key, so that each route the docs
+	// recommend (Slack's Socket Mode: SLACK_APP_TOKEN; team mode:
+	// TODOIST_CLIENT_SECRET) is one value to fill in; team mode's other
+	// half, TODOIST_CLIENT_ID, is in the ConfigMap.
+	for k, s := range known {
+		if _, ok := secret.StringData[k]; s.secret && !ok {
+			t.Errorf("the Secret lacks %s, a secret setting", k)
+		}
+	}
+	if _, ok := cm.Data["TODOIST_CLIENT_ID"]; !ok {
+		t.Error("the ConfigMap lacks TODOIST_CLIENT_ID: team mode cannot be turned on")
+	}
 	if !fromSecret["TIDYBOT_DATABASE_URL"] {
 		t.Error("the replicas are given no TIDYBOT_DATABASE_URL: each would keep its own bbolt file")
 	}
@@ -340,6 +355,11 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil {
 		t.Fatal("no HTTP readiness probe")
+	}
+	// Liveness must not be /healthz: it says 503 while serve waits for a
+	// platform unreachable at start, and a restart would not help.
+	if p := c.LivenessProbe; p == nil || p.TCPSocket == nil || ports[p.TCPSocket.Port] == 0 {
+		t.Errorf("the liveness probe is not a TCP check of a container port: %+v", p)
 	}
 	var paths []string
 	for name, p := range map[string]*k8sProbe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {

@@ -107,8 +107,8 @@ Usage:
   tidybot chat      talk to the bot in this terminal (one message per line; reads stdin)
   tidybot serve     run every platform whose token is set, plus the HTTP server
   tidybot eval      measure the configured model on a suite of tasks against a fake Todoist
-                    (-k 3 attempts, -run REGEXP, -json, -parallel N; -sim: a scripted model)
-  tidybot runs      recent runs; tidybot runs show ID: one run's steps and timeline (works beside a running serve)
+                    (-k 3, -run REGEXP, -json, -parallel N; -sim: a scripted model; -from-feedback: 👎 runs as tasks)
+  tidybot runs      recent runs (beside a running serve too); runs show ID: a run's steps; runs link ID: its page's address
   tidybot health    exit 0 when the local serve answers /healthz on TIDYBOT_HTTP_ADDR (for container health checks)
   tidybot check     check each configured part (model, Todoist, Slack, Telegram, database, team mode): one line each
   tidybot slack-manifest [--http URL]
@@ -386,8 +386,9 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	}
 	mux := srv.Mux()
 	errc := make(chan error, 5+len(platforms)) // one per goroutine below: none blocks
-	adapters, err := m.openAdapters(ctx, cfg, log, b, mux)
+	adapters, err := m.openAdapters(ctx, cfg, log, b, mux, srv.Waiting(errc))
 	if err != nil {
+		srv.Shutdown(ctx) // started if a platform was unreachable
 		return err
 	}
 	if len(adapters) == 0 {
@@ -410,6 +411,7 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 		b.Stop()
 		return err
 	}
+	srv.Ready()
 	srv.ServeSocket(socketPath(cfg.DB), m.runsText(cfg, srv.Addr()), errc)
 	return m.wait(ctx, log, errc, srv, b)
 }

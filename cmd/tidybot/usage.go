@@ -51,11 +51,11 @@ with one line saying why (for container health checks).
 
 Checks each configured part and prints one line for each, with what to do
 about a failure: the settings; the model (reachable, OPENAI_MODEL served,
-no shutdown date); Todoist (the token, the account, its time zone); Slack
-(auth.test, the scopes granted against those the app needs, Socket Mode);
-Telegram (getMe, the webhook, privacy mode); the database (TIDYBOT_DB:
-size, schema version); team mode (the redirect URL to register). Exits 0
-only when every part passes (a warning passes).
+no shutdown date); Todoist (token, account, time zone); Slack (auth.test,
+scopes granted against those the app needs, Socket Mode); Telegram (getMe,
+the webhook, privacy mode); the database (TIDYBOT_DATABASE_URL: connects,
+schema version, migrations pending; else TIDYBOT_DB: size, schema version);
+team mode (the redirect URL). Exits 0 only if all pass (a warning passes).
 `),
 	"migrate": text(migrateUsage),
 	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]

@@ -88,3 +88,43 @@ func TestChatGreetsATerminalOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTopLevelHelpNamesEveryForm: each form a subcommand's own usage
+// lists (tidybot runs link ID, tidybot eval -from-feedback) is named by
+// tidybot -h too, so a newcomer finds it without guessing.
+func TestTopLevelHelpNamesEveryForm(t *testing.T) {
+	var top bytes.Buffer
+	if err := (&Main{Args: []string{"-h"}, Stdout: &top}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Each subcommand's lines of tidybot -h: from "  tidybot CMD" to the next.
+	entries := map[string]string{}
+	cmd := ""
+	for _, line := range strings.Split(strings.Split(top.String(), "\nSettings")[0], "\n") {
+		if rest, ok := strings.CutPrefix(line, "  tidybot "); ok {
+			cmd = strings.Fields(rest)[0]
+		}
+		entries[cmd] += line + "\n"
+	}
+	forms := 0
+	for cmd, usage := range subcommands {
+		var out bytes.Buffer
+		if err := usage(&out); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			_, rest, ok := strings.Cut(line, "tidybot "+cmd+" ")
+			if !ok || rest == "" || strings.HasPrefix(rest, "[") || strings.HasPrefix(rest, "(") {
+				continue
+			}
+			word := strings.Fields(rest)[0]
+			forms++
+			if !strings.Contains(entries[cmd], word) {
+				t.Errorf("tidybot -h does not name %q of tidybot %s:\n%s", word, cmd, entries[cmd])
+			}
+		}
+	}
+	if forms < 3 { // runs show, runs link, eval -from-feedback
+		t.Errorf("found %d forms in the subcommands' usages, want at least 3", forms)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist"
 	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/store"
+	"github.com/tidybot/tidybot/store/postgres"
 )
 
 // Timeout bounds the check of each part.
@@ -192,10 +193,14 @@ func Telegram(cfg config.Config, hc *http.Client) Finding {
 	return Finding{part, v, text}
 }
 
-// Database: TIDYBOT_DB can be opened, or created; its size and
-// schema version.
-func Database(cfg config.Config) Finding {
+// Database: the PostgreSQL at TIDYBOT_DATABASE_URL when it is set (see
+// sharedDatabase); else TIDYBOT_DB can be opened, or created; its size
+// and schema version.
+func Database(ctx context.Context, cfg config.Config) Finding {
 	const part = "database"
+	if cfg.DatabaseURL != "" {
+		return sharedDatabase(ctx, cfg)
+	}
 	fi, err := os.Stat(cfg.DB)
 	if errors.Is(err, fs.ErrNotExist) {
 		dir := filepath.Dir(cfg.DB)
@@ -219,6 +224,32 @@ func Database(cfg config.Config) Finding {
 		return Finding{part, Failed, err.Error()}
 	}
 	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d", where, store.SchemaVersion)}
+}
+
+// sharedDatabase: the PostgreSQL at TIDYBOT_DATABASE_URL answers, and
+// its schema is this tidybot's or older (serve migrates it at start).
+func sharedDatabase(ctx context.Context, cfg config.Config) Finding {
+	const part = "database"
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	st, err := postgres.Probe(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return Finding{part, Failed, err.Error() + ": check TIDYBOT_DATABASE_URL"}
+	}
+	where := "PostgreSQL " + st.Server + " at " + st.Where
+	switch n := st.Pending(); {
+	case n < 0:
+		return Finding{part, Failed, fmt.Sprintf("%s: schema version %d, newer than this tidybot (%d): upgrade tidybot", where, st.Version, postgres.SchemaVersion())}
+	case st.Version == 0:
+		return Finding{part, Passed, where + ": no tidybot schema yet; tidybot migrate (or the first serve) creates it"}
+	case n > 0:
+		pending := fmt.Sprintf("%d migrations", n)
+		if n == 1 {
+			pending = "1 migration"
+		}
+		return Finding{part, Warned, fmt.Sprintf("%s: schema version %d, this tidybot %d: %s pending; run tidybot migrate before starting several replicas (serve migrates at start)", where, st.Version, postgres.SchemaVersion(), pending)}
+	}
+	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d", where, st.Version)}
 }
 
 // Team: the redirect URL to register in Todoist's App Management

@@ -108,12 +108,36 @@ func (c Config) TeamMode() bool { return c.ClientID != "" && c.ClientSecret != "
 func Load() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
-		// envconfig names the variable and the bad value; values of our
-		// settings that fail to parse are numbers and durations, never
-		// secrets.
-		return c, fmt.Errorf("configuration: %w", err)
+		return c, loadError(err)
 	}
 	return c, nil
+}
+
+// kinds says, by Go type, what a setting's value must look like.
+var kinds = map[string]string{
+	"int":           "a whole number, e.g. 10",
+	"float32":       "a number, e.g. 0.2",
+	"float64":       "a number, e.g. 0.2",
+	"bool":          "true or false",
+	"time.Duration": "a duration such as 90s, 5m or 2h",
+}
+
+// loadError turns envconfig's error for a value that does not parse
+// into the one line Validate gives any other bad value: the variable,
+// what it takes, and the value (never a secret's).
+func loadError(err error) error {
+	var pe *envconfig.ParseError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	want, ok := kinds[pe.TypeName]
+	if !ok {
+		want = "a " + pe.TypeName
+	}
+	if f, ok := reflect.TypeFor[Config]().FieldByName(pe.FieldName); ok && f.Tag.Get("secret") == "true" {
+		return fmt.Errorf("%s must be %s", pe.KeyName, want)
+	}
+	return fmt.Errorf("%s must be %s, not %q", pe.KeyName, want, pe.Value)
 }
 
 // Usage prints every variable with its default, in columns.

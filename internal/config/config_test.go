@@ -10,11 +10,33 @@ import (
 	"testing"
 )
 
-func TestLoadConfigNamesTheVariable(t *testing.T) {
-	t.Setenv("TIDYBOT_MAX_STEPS", "many")
-	_, err := Load()
-	if err == nil || !strings.Contains(err.Error(), "TIDYBOT_MAX_STEPS") {
-		t.Errorf("err = %v, want it to name TIDYBOT_MAX_STEPS", err)
+// TestLoadSaysWhatAValueMustBe: a value that does not parse (a number,
+// a duration, a yes or no) gets the one line every other bad value
+// gets: the variable, what it takes, the value; not envconfig's and
+// strconv's words.
+func TestLoadSaysWhatAValueMustBe(t *testing.T) {
+	typed := 0
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		name := f.Tag.Get("envconfig")
+		if k := f.Type.Kind(); k == reflect.String || k == reflect.Slice || name == "" {
+			continue
+		}
+		typed++
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "many")
+			_, err := Load()
+			if err == nil {
+				t.Fatalf("Load accepted %s=many", name)
+			}
+			got := err.Error()
+			if !strings.HasPrefix(got, name+" must be ") || !strings.HasSuffix(got, `, not "many"`) || strings.Contains(got, "\n") ||
+				strings.Contains(got, "envconfig") || strings.Contains(got, "strconv") || strings.Contains(got, f.Name) {
+				t.Errorf("err = %q, want one line: %s must be …, not \"many\"", got, name)
+			}
+		})
+	}
+	if typed < 5 {
+		t.Errorf("%d settings that are not text, want the numbers, durations and switches", typed)
 	}
 }
 

@@ -25,9 +25,9 @@ var allowed = map[string][]string{
 	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
-	"adapters/slack":                 {"bot", "agent"},
+	"adapters/slack":                 {"bot", "agent", "internal/retry"},
 	"adapters/slack/slacktest":       {},
-	"adapters/telegram":              {"bot", "agent"},
+	"adapters/telegram":              {"bot", "agent", "internal/retry"},
 	"adapters/telegram/telegramtest": {},
 	"internal/sim":                   {"agent", "agent/openai/openaitest", "internal/eval"},
 	"internal/eval":                  {"agent", "agent/todoist", "agent/todoist/todoisttest", "bot"},
@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	// through our clients and reads the database read-only.
 	// tidybot eval: its flags and a run of the suite, real or simulated.
 	"internal/evalcmd": {"agent", "bot", "internal/config", "internal/eval", "internal/sim"},
-	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store"},
+	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
 }
 
 // TestImportDirection checks that no package imports one of ours it
