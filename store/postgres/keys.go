@@ -66,20 +66,22 @@ func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte,
 		return nil, nil, seal.ErrNoKeys
 	}
 	period := seal.PeriodOf(k.now())
-	var id []byte
-	var p int64
-	err := q.QueryRow(ctx, `SELECT id, period FROM current_keys WHERE scope = $1`, scope).Scan(&id, &p)
+	// The key's row is locked FOR SHARE until the transaction ends, so
+	// that a destroy (which deletes it, a FOR UPDATE lock) waits for
+	// the values sealed with it to commit, then seals them again; a
+	// destroy that went first leaves no row here, and a new key is made.
+	var id, sealed []byte
+	err := q.QueryRow(ctx, `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
+		WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`, scope, period).Scan(&id, &sealed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, err
 	}
-	if err == nil && p == period {
-		a, err := k.aead(ctx, q, id)
-		if err == nil {
-			return id, a, nil
-		}
-		if !errors.Is(err, seal.ErrKeyGone) {
+	if err == nil {
+		a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
+		if err != nil {
 			return nil, nil, err
 		}
+		return id, a, nil
 	}
 	id, key, err := seal.NewKey()
 	if err != nil {
@@ -144,18 +146,27 @@ func (k *keyring) destroy(ctx context.Context, q querier, ids [][]byte) error {
 	return nil
 }
 
-// scopeKeys returns the ids of scope's keys.
-func scopeKeys(ctx context.Context, q querier, scope string) ([][]byte, error) {
-	rows, err := q.Query(ctx, `SELECT id FROM data_keys WHERE scope = $1`, scope)
+// lockKeys locks FOR UPDATE the data keys where (a condition on
+// data_keys with arg as $1) selects, and returns the ids of those still
+// there. Every destroy locks its keys so, before it reads what they seal:
+// a transaction sealing with one of them (current locks it FOR SHARE)
+// commits first, and its values are then found and sealed again or
+// deleted, never left sealed with a destroyed key.
+func lockKeys(ctx context.Context, q querier, where string, arg any) ([][]byte, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM data_keys WHERE `+where+` ORDER BY id FOR UPDATE`, arg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock data keys: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("lock data keys: %w", err)
+	}
+	return ids, nil
 }
 
 // destroyScope destroys every key of scope (whose values are all gone).
 func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) error {
-	ids, err := scopeKeys(ctx, q, scope)
+	ids, err := lockKeys(ctx, q, `scope = $1`, scope)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,6 +90,9 @@ type Store struct {
 	// replica lock (see leases) says it is alive.
 	replica string
 	leases  leases
+	// log reports what the store repairs on its own (a job dropped, data
+	// keys sealed again).
+	log *slog.Logger
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -97,6 +101,7 @@ type options struct {
 	secrets   [][]byte
 	now       func() time.Time
 	noMigrate bool
+	log       *slog.Logger
 }
 
 // Option configures Open.
@@ -107,6 +112,10 @@ type Option func(*options)
 // that seals data keys is derived. Without them, a master key is
 // generated at first start and kept in the database.
 func WithSecretKeys(keys [][]byte) Option { return func(o *options) { o.secrets = keys } }
+
+// WithLogger sets the logger of what the store repairs on its own
+// (slog.Default() without it).
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
 
 // WithoutMigrate makes Open refuse a database whose schema is older than
 // this tidybot's instead of migrating it (tidybot runs: it only reads).
@@ -119,7 +128,7 @@ func withClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // schema to this tidybot's version and sets up the data keys. A schema
 // newer than this tidybot knows is refused.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := &options{now: time.Now}
+	o := &options{now: time.Now, log: slog.Default()}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -132,7 +141,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}, log: o.log}
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
