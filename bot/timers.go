@@ -211,7 +211,8 @@ func (b *Bot) timerLoop(ctx context.Context) {
 }
 
 // repairTimers sets again the digest and autopilot timers that are gone
-// of the people whose settings want them. Timers go missing with the
+// of the people whose settings want them, and their place in the
+// autopilot people (AutopilotPeople). Timers go missing with the
 // database, not with a message: one copied by tidybot migrate --from
 // before it copied timers holds none, nor one written by a tidybot that
 // kept autopilot's looks in memory. So the repair runs once per start,
@@ -247,7 +248,14 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 			if err := b.armAutopilot(ctx, platform, userID, true); err != nil {
 				log.Error("timer repair: autopilot", slog.Any("err", err))
 			}
+			if err := b.indexAutopilot(ctx, platform, userID, true); err != nil {
+				log.Error("timer repair: autopilot people", slog.Any("err", err))
+			}
 		}
+	}
+	// The index above replaces the list of a tidybot before issue 35.
+	if err := b.store.SetSetting(ctx, legacyAutopilotPeople, ""); err != nil {
+		return fmt.Errorf("bot: delete the old autopilot list: %w", err)
 	}
 	return nil
 }
