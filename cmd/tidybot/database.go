@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,8 +40,9 @@ var (
 )
 
 // openStore opens the store cfg names: PostgreSQL at TIDYBOT_DATABASE_URL
-// when set (migrated to this tidybot's schema), else bbolt at TIDYBOT_DB.
-func openStore(ctx context.Context, cfg Config) (appStore, error) {
+// when set (migrated to this tidybot's schema, with the options more),
+// else bbolt at TIDYBOT_DB.
+func openStore(ctx context.Context, cfg Config, more ...postgres.Option) (appStore, error) {
 	if cfg.DatabaseURL == "" {
 		st, err := openBolt(cfg, cfg.DB)
 		if err != nil {
@@ -49,12 +51,16 @@ func openStore(ctx context.Context, cfg Config) (appStore, error) {
 		return st, nil
 	}
 	// Several serve replicas share it (bot.Shared: a lease per conversation).
-	st, err := openPostgres(ctx, cfg)
+	st, err := openPostgres(ctx, cfg, more...)
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
 }
+
+// storeLog makes PostgreSQL log to log what it repairs on its own (a job
+// dropped, data keys sealed again during a rotation).
+func storeLog(log *slog.Logger) postgres.Option { return postgres.WithLogger(log) }
 
 // openPostgres opens TIDYBOT_DATABASE_URL with TIDYBOT_SECRET_KEY.
 func openPostgres(ctx context.Context, cfg Config, more ...postgres.Option) (*postgres.Store, error) {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -260,4 +261,68 @@ func (k *keyring) generate(ctx context.Context, tx pgx.Tx) error {
 	}
 	k.masters = append(k.masters, a)
 	return nil
+}
+
+// rewrapEvery is how often a store given more than one master key (a
+// rotation: TIDYBOT_SECRET_KEY=new,old) seals again with the first the
+// data keys another replica sealed with an older one since: replicas of
+// a rolling update run with both orders for a while.
+const rewrapEvery = 10 * time.Minute
+
+// rewrap seals again with the first master key every data key sealed
+// with another, and returns how many it sealed again and how many no
+// configured master opens (written by a replica with another key).
+// Each key changes on its own, only if unchanged since read.
+func (k *keyring) rewrap(ctx context.Context, q querier) (resealed, unopened int, err error) {
+	if len(k.masters) < 2 {
+		return 0, 0, nil // one master opens every key, or none could be opened
+	}
+	rows, err := q.Query(ctx, `SELECT id, sealed FROM data_keys`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: data keys: %w", err)
+	}
+	type rec struct{ ID, Sealed []byte }
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: data keys: %w", err)
+	}
+	for _, r := range recs {
+		again, ok := seal.Reseal(k.masters, r.ID, r.Sealed)
+		switch {
+		case !ok:
+			unopened++
+		case again != nil:
+			tag, err := q.Exec(ctx, `UPDATE data_keys SET sealed = $2 WHERE id = $1 AND sealed = $3`, r.ID, again, r.Sealed)
+			if err != nil {
+				return resealed, unopened, fmt.Errorf("store: seal data keys again: %w", err)
+			}
+			resealed += int(tag.RowsAffected())
+		}
+	}
+	return resealed, unopened, nil
+}
+
+// rewrapLoop runs rewrap every rewrapEvery until stop is closed.
+func (s *Store) rewrapLoop(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		n, bad, err := s.keys.rewrap(ctx, s.pool)
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Error("sealing data keys again with the current TIDYBOT_SECRET_KEY", slog.Any("err", err))
+		case bad > 0:
+			s.log.Error("data keys open with no configured TIDYBOT_SECRET_KEY: a replica runs with another key", slog.Int("data_keys", bad))
+		case n > 0:
+			s.log.Info("data keys sealed again with the current TIDYBOT_SECRET_KEY", slog.Int("data_keys", n))
+		}
+	}
 }

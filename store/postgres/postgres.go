@@ -93,6 +93,9 @@ type Store struct {
 	// log reports what the store repairs on its own (a job dropped, data
 	// keys sealed again).
 	log *slog.Logger
+	// stopRewrap, when not nil, ends rewrapLoop, which closes
+	// rewrapDone.
+	stopRewrap, rewrapDone chan struct{}
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -102,6 +105,8 @@ type options struct {
 	now       func() time.Time
 	noMigrate bool
 	log       *slog.Logger
+	// rewrapEvery replaces rewrapEvery (tests).
+	rewrapEvery time.Duration
 }
 
 // Option configures Open.
@@ -121,6 +126,10 @@ func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log
 // this tidybot's instead of migrating it (tidybot runs: it only reads).
 func WithoutMigrate() Option { return func(o *options) { o.noMigrate = true } }
 
+// withRewrapEvery sets how often data keys are sealed again during a
+// rotation (tests).
+func withRewrapEvery(d time.Duration) Option { return func(o *options) { o.rewrapEvery = d } }
+
 // withClock sets the clock that dates data keys (tests).
 func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
@@ -128,7 +137,7 @@ func withClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // schema to this tidybot's version and sets up the data keys. A schema
 // newer than this tidybot knows is refused.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := &options{now: time.Now, log: slog.Default()}
+	o := &options{now: time.Now, log: slog.Default(), rewrapEvery: rewrapEvery}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -170,7 +179,17 @@ func (s *Store) open(ctx context.Context, o *options) error {
 			return err
 		}
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) }); err != nil {
+		return err
+	}
+	// During a rotation, replicas still sealing with the old key (first
+	// in their list) go on making data keys: they are sealed again in
+	// the background, not only here at Open.
+	if !o.noMigrate && len(s.keys.masters) > 1 {
+		s.stopRewrap, s.rewrapDone = make(chan struct{}), make(chan struct{})
+		go s.rewrapLoop(o.rewrapEvery, s.stopRewrap, s.rewrapDone)
+	}
+	return nil
 }
 
 // where names the database without its password.
@@ -184,6 +203,11 @@ func (s *Store) Applied() []int { return s.applied }
 
 // Close closes the pool and the lease connection (its leases end).
 func (s *Store) Close() error {
+	if s.stopRewrap != nil {
+		close(s.stopRewrap)
+		<-s.rewrapDone
+		s.stopRewrap = nil
+	}
 	err := s.closeLeases()
 	s.pool.Close()
 	return err
