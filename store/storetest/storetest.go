@@ -96,6 +96,7 @@ var tests = []test{
 	{"PrunePendingRequests", testPrunePendingRequests},
 	{"PruneUnusedSnapshots", testPruneUnusedSnapshots},
 	{"DeleteConversation", testDeleteConversation},
+	{"DeleteConversationRacingMessages", testDeleteConversationRacingMessages},
 	{"DeletedRunsLeaveNothing", testDeletedRunsLeaveNothing},
 
 	{"Timers", testTimers},
