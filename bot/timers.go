@@ -51,6 +51,11 @@ type TimerStore interface {
 	// clock: the database's where processes share it (their clocks may
 	// differ), now's in a store of one process.
 	ClaimTimers(ctx context.Context, now time.Time, kinds []string, claim string, lease time.Duration, n int) ([]Timer, error)
+	// ExtendTimer renews t's claim for lease (from now, on the clock
+	// ClaimTimers measures leases with) and reports whether t.Claim still
+	// held it: false when the timer was set, deleted or claimed by
+	// another meanwhile.
+	ExtendTimer(ctx context.Context, now time.Time, t Timer, lease time.Duration) (bool, error)
 	// FinishTimer ends t's claim: the timer is due again at next, or
 	// deleted when next is zero. When the timer was set or deleted
 	// meanwhile, or is claimed by another (t.Claim differs), nothing
@@ -64,8 +69,10 @@ type TimerStore interface {
 type TimerHandler func(ctx context.Context, t Timer) (next time.Time, err error)
 
 const (
-	// timerLease is how long a claimed timer is held: a handler that
-	// takes longer may find its timer handled twice.
+	// timerLease is how long a claim holds a timer without being
+	// extended; a running handler's claim is extended every
+	// timerLease/3, and a handler whose claim is lost even so (its
+	// process stalled longer than the lease) has its context cancelled.
 	timerLease = 5 * time.Minute
 	// timerRetry is when a timer whose handler failed is tried again.
 	timerRetry = 5 * time.Minute
@@ -161,7 +168,7 @@ func (b *Bot) RunTimers(ctx context.Context) (int, error) {
 			return ran, nil
 		}
 		log := b.log.With(slog.String("timer_kind", t.Kind), slog.String("timer_key", t.Key))
-		next, err := fns[t.Kind](ctx, *t)
+		next, err := b.runTimer(ctx, ts, *t, fns[t.Kind], log)
 		if err != nil {
 			log.Error("timer failed; trying again later", slog.Any("err", err))
 			next = b.cfg.Now().Add(timerRetry)
@@ -174,6 +181,40 @@ func (b *Bot) RunTimers(ctx context.Context) (int, error) {
 		}
 		ran++
 	}
+}
+
+// runTimer runs fn with t, extending t's claim every timerLease/3 while
+// it runs. When the claim is lost (another process took the timer after
+// this one stalled past its lease), fn's context is cancelled.
+func (b *Bot) runTimer(ctx context.Context, ts TimerStore, t Timer, fn TimerHandler, log *slog.Logger) (time.Time, error) {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done, kept := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(kept)
+		tick := time.NewTicker(timerLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			ok, err := ts.ExtendTimer(hctx, b.cfg.Now(), t, timerLease)
+			switch {
+			case err != nil:
+				log.Warn("extend timer claim", slog.Any("err", err))
+			case !ok:
+				log.Warn("timer claim lost: its handler is stopped")
+				cancel()
+				return
+			}
+		}
+	}()
+	next, err := fn(hctx, t)
+	close(done)
+	<-kept
+	return next, err
 }
 
 // timerLoop repairs the timers (repairTimers) and runs the due ones at

@@ -88,6 +88,20 @@ func (s *Store) ClaimTimers(ctx context.Context, now time.Time, kinds []string, 
 	return out, nil
 }
 
+// ExtendTimer implements bot.TimerStore, on the database's clock (now
+// is not used).
+func (s *Store) ExtendTimer(ctx context.Context, _ time.Time, t bot.Timer, lease time.Duration) (bool, error) {
+	if t.Claim == "" {
+		return false, nil
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE timers SET lease_until = `+dbNow+` + $4 WHERE kind = $1 AND key = $2 AND claim = $3`,
+		t.Kind, t.Key, t.Claim, lease.Nanoseconds())
+	if err != nil {
+		return false, fmt.Errorf("store: extend timer %s %s: %w", t.Kind, t.Key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // FinishTimer implements bot.TimerStore.
 func (s *Store) FinishTimer(ctx context.Context, t bot.Timer, next time.Time) error {
 	if t.Claim == "" {

@@ -102,6 +102,7 @@ var tests = []test{
 	{"Timers", testTimers},
 	{"TimersClaimedOnce", testTimersClaimedOnce},
 	{"TimerSetDuringClaimWins", testTimerSetDuringClaimWins},
+	{"TimerClaimExtended", testTimerClaimExtended},
 	{"TimersSurviveReopen", testTimersSurviveReopen},
 }
 

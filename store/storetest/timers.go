@@ -182,6 +182,36 @@ func testTimerSetDuringClaimWins(t *testing.T, open Open) {
 	}
 }
 
+// testTimerClaimExtended: a claim extended is not taken by another
+// claimant after its first lease; one the timer was set again under is
+// not extended.
+func testTimerClaimExtended(t *testing.T, open Open) {
+	ctx := t.Context()
+	s := fresh(t, open)
+	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Key: "p", Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClaimTimers(ctx, t0, allKinds, "c1", time.Microsecond, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v (%v)", claimKeys(got), err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, got[0], time.Hour); err != nil || !ok {
+		t.Fatalf("extend a claim held: %v, %v; want true", ok, err)
+	}
+	if again, err := s.ClaimTimers(ctx, t0.Add(time.Minute), allKinds, "c2", time.Hour, 10); err != nil || len(again) != 0 {
+		t.Errorf("claimed after the first lease although extended: %v (%v)", claimKeys(again), err)
+	}
+	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Key: "p", Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, got[0], time.Hour); err != nil || ok {
+		t.Errorf("extend a claim the timer was set again under: %v, %v; want false", ok, err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, bot.Timer{Kind: "digest", Key: "none", Claim: "c1"}, time.Hour); err != nil || ok {
+		t.Errorf("extend a timer that is not there: %v, %v; want false", ok, err)
+	}
+}
+
 // testTimersSurviveReopen: timers are stored, so a restart finds them.
 func testTimersSurviveReopen(t *testing.T, open Open) {
 	ctx := t.Context()
