@@ -337,8 +337,9 @@ func (b *Bot) pressStopAutopilot(ctx context.Context, in Incoming) error {
 		b.answerButtonLater(ctx, in, "Autopilot is already off.")
 		return nil
 	}
-	ps.Autopilot = false
-	if err := b.SaveSettings(ctx, in.Platform, in.UserID, ps); err != nil {
+	off := ps
+	off.Autopilot = false
+	if err := b.changeSettings(ctx, in.Platform, in.UserID, ps, off); err != nil {
 		return err
 	}
 	b.answerButtonLater(ctx, in, "Autopilot is off.")

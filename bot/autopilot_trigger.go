@@ -2,11 +2,12 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -105,52 +106,46 @@ func (b *Bot) autopilotTimer(ctx context.Context, t Timer) (time.Time, error) {
 	return b.cfg.Now().Add(b.cfg.AutopilotEvery), nil
 }
 
-// The webhook below finds the people with autopilot on in a list kept
-// beside their settings (SaveSettings).
+// The webhook below finds the people with autopilot on in an index kept
+// beside their settings (SaveSettings): a setting per person, so that
+// replicas turning autopilot on for two people at once lose neither
+// (one list, read, changed and written back, lost one: issue 35).
 
-// autopilotPeopleKey is the setting listing, as JSON, the people
-// ("platform:user id") whose autopilot is on; SaveSettings keeps it.
-const autopilotPeopleKey = "autopilot-people"
+// autopilotPersonPrefix starts the key of the setting ("on") that says
+// a person ("platform:user id") has autopilot on; it is deleted when
+// they turn it off.
+const autopilotPersonPrefix = "autopilot-person:"
+
+// legacyAutopilotPeople is the single setting that listed the people
+// before the index had a setting per person; repairTimers rebuilds the
+// index from the people's settings and deletes it.
+const legacyAutopilotPeople = "autopilot-people"
 
 // AutopilotPeople returns the people whose autopilot is on, as
-// "platform:user id".
+// "platform:user id", in order.
 func (b *Bot) AutopilotPeople(ctx context.Context) ([]string, error) {
-	raw, err := b.store.Setting(ctx, autopilotPeopleKey)
-	if errors.Is(err, ErrNotFound) || (err == nil && raw == "") {
-		return nil, nil
+	ls, ok := b.store.(SettingLister)
+	if !ok {
+		return nil, fmt.Errorf("bot: read autopilot people: the store lists no settings")
 	}
+	on, err := ls.SettingsWithPrefix(ctx, autopilotPersonPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("bot: read autopilot people: %w", err)
 	}
-	var people []string
-	if err := json.Unmarshal([]byte(raw), &people); err != nil {
-		return nil, fmt.Errorf("bot: decode autopilot people: %w", err)
+	people := make([]string, 0, len(on))
+	for _, k := range slices.Sorted(maps.Keys(on)) {
+		people = append(people, strings.TrimPrefix(k, autopilotPersonPrefix))
 	}
 	return people, nil
 }
 
 // indexAutopilot adds a person to the autopilot people, or removes them.
 func (b *Bot) indexAutopilot(ctx context.Context, platform, userID string, on bool) error {
-	b.autopilotLocks.mu.Lock()
-	defer b.autopilotLocks.mu.Unlock()
-	people, err := b.AutopilotPeople(ctx)
-	if err != nil {
-		return err
-	}
-	who := PersonID(platform, userID)
-	if on == slices.Contains(people, who) {
-		return nil
-	}
+	v := "" // deletes
 	if on {
-		people = append(people, who)
-	} else {
-		people = slices.DeleteFunc(people, func(p string) bool { return p == who })
+		v = "on"
 	}
-	raw, err := json.Marshal(people)
-	if err != nil {
-		return fmt.Errorf("bot: encode autopilot people: %w", err)
-	}
-	if err := b.store.SetSetting(ctx, autopilotPeopleKey, string(raw)); err != nil {
+	if err := b.store.SetSetting(ctx, autopilotPersonPrefix+PersonID(platform, userID), v); err != nil {
 		return fmt.Errorf("bot: save autopilot people: %w", err)
 	}
 	return nil

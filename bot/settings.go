@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,7 @@ func (b *Bot) Settings(ctx context.Context, platform, userID string) (PersonSett
 	return ps, nil
 }
 
-// SaveSettings stores a person's settings.
+// SaveSettings stores a person's settings, replacing what was stored.
 func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps PersonSettings) error {
 	raw, err := json.Marshal(ps)
 	if err != nil {
@@ -85,10 +86,62 @@ func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps Pers
 	if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
 		return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
 	}
-	// The autopilot's timer follows the setting; the webhook finds the
-	// people to look at in the index.
-	if err := b.armAutopilot(ctx, platform, userID, ps.Autopilot); err != nil {
+	return b.followAutopilot(ctx, platform, userID, ps.Autopilot)
+}
+
+// changeSettings stores the fields in which ps differs from old (the
+// settings as read before they were changed), each on its own in one
+// transaction (Change.Fields): a field another replica changed meanwhile
+// is kept, as a whole record written back would lose it (issue 35).
+func (b *Bot) changeSettings(ctx context.Context, platform, userID string, old, ps PersonSettings) error {
+	fields, err := changedFields(old, ps)
+	if err != nil {
+		return fmt.Errorf("bot: encode settings of %s:%s: %w", platform, userID, err)
+	}
+	if len(fields) > 0 {
+		c := Change{Fields: map[string]map[string]json.RawMessage{personKey(platform, userID): fields}}
+		if err := b.store.Commit(ctx, c); err != nil {
+			return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
+		}
+	}
+	return b.followAutopilot(ctx, platform, userID, ps.Autopilot)
+}
+
+// followAutopilot makes the autopilot's timer and its index follow the
+// setting: the webhook finds the people to look at in the index.
+func (b *Bot) followAutopilot(ctx context.Context, platform, userID string, on bool) error {
+	if err := b.armAutopilot(ctx, platform, userID, on); err != nil {
 		return err
 	}
-	return b.indexAutopilot(ctx, platform, userID, ps.Autopilot)
+	return b.indexAutopilot(ctx, platform, userID, on)
+}
+
+// changedFields returns the JSON fields of ps that differ from old's;
+// one ps leaves out (its zero value) is null, which decodes as zero.
+func changedFields(old, ps PersonSettings) (map[string]json.RawMessage, error) {
+	var was, now map[string]json.RawMessage
+	for _, x := range []struct {
+		v   PersonSettings
+		out *map[string]json.RawMessage
+	}{{old, &was}, {ps, &now}} {
+		raw, err := json.Marshal(x.v)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, x.out); err != nil {
+			return nil, err
+		}
+	}
+	fields := map[string]json.RawMessage{}
+	for name, v := range now {
+		if !bytes.Equal(was[name], v) {
+			fields[name] = v
+		}
+	}
+	for name := range was {
+		if _, ok := now[name]; !ok {
+			fields[name] = json.RawMessage("null")
+		}
+	}
+	return fields, nil
 }

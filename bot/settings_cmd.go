@@ -70,7 +70,7 @@ func (b *Bot) settingsCmd(ctx context.Context, jobID string, in Incoming) error 
 		}
 	}
 	if ps != old {
-		if err := b.SaveSettings(ctx, in.Platform, in.UserID, ps); err != nil {
+		if err := b.changeSettings(ctx, in.Platform, in.UserID, old, ps); err != nil {
 			return err
 		}
 		if err := b.settingsChanged(ctx, in.Platform, in.UserID, old, ps); err != nil {

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -298,5 +299,68 @@ func TestSettingsAutopilotTimer(t *testing.T) {
 	}
 	if _, err := e.st.Timer(ctx, TimerAutopilot, "telegram:42"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the leftover timer stayed (%v)", err)
+	}
+}
+
+// settingsRacer is a store on which another replica changes a person's
+// language right after this one read their settings.
+type settingsRacer struct {
+	*timerStore
+	once sync.Once
+}
+
+func (s *settingsRacer) Setting(ctx context.Context, key string) (string, error) {
+	v, err := s.timerStore.Setting(ctx, key)
+	if key == personKey("telegram", "42") {
+		s.once.Do(func() {
+			err := s.timerStore.Commit(ctx, Change{Fields: map[string]map[string]json.RawMessage{key: {"lang": json.RawMessage(`"Deutsch"`)}}})
+			if err != nil {
+				panic(err)
+			}
+		})
+	}
+	return v, err
+}
+
+// TestSettingsChangeKeepsAFieldChangedMeanwhile: /settings writes the
+// field it changes, not the record it read: a language another replica
+// set between the read and the write stays (issue 35: the whole record
+// written back lost it).
+func TestSettingsChangeKeepsAFieldChangedMeanwhile(t *testing.T) {
+	st := newTimerStore()
+	e := newSettingsEnvOn(t, st, &settingsRacer{timerStore: st})
+	e.say(t, settingsIn("timezone Europe/Berlin"))
+	ps, err := e.bot.Settings(t.Context(), "telegram", "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.TimeZone != "Europe/Berlin" || ps.Language != "Deutsch" {
+		t.Errorf("stored %+v, want the zone set here and the language set meanwhile", ps)
+	}
+}
+
+// TestAutopilotPeopleRebuiltAtStart: a store written before issue 35
+// holds the people with autopilot on in one list; the start rebuilds the
+// index from their settings (the list had lost some) and deletes it.
+func TestAutopilotPeopleRebuiltAtStart(t *testing.T) {
+	st := newTimerStore()
+	ctx := t.Context()
+	for key, v := range map[string]string{
+		personKey("telegram", "42"): `{"autopilot":true}`,
+		personKey("telegram", "43"): `{"autopilot":true}`,
+		personKey("telegram", "44"): `{"tz":"Europe/Berlin"}`,
+		legacyAutopilotPeople:       `["telegram:42"]`,
+	} {
+		if err := st.SetSetting(ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newSettingsEnvOn(t, st, st)
+	people, err := e.bot.AutopilotPeople(ctx)
+	if err != nil || strings.Join(people, " ") != "telegram:42 telegram:43" {
+		t.Errorf("autopilot people %q (%v), want telegram:42 telegram:43", people, err)
+	}
+	if v, err := st.Setting(ctx, legacyAutopilotPeople); err == nil && v != "" {
+		t.Errorf("the old list is still there: %s", v)
 	}
 }

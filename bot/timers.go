@@ -43,12 +43,19 @@ type TimerStore interface {
 	// DeleteTimer deletes a timer; one that does not exist is no error.
 	DeleteTimer(ctx context.Context, kind, key string) error
 	// ClaimTimers claims up to n timers of the given kinds due at or
-	// before now that hold no live claim, until now+lease, and returns
-	// them, earliest first, with Claim set to claim. A timer is claimed
-	// by one caller at a time, also across processes sharing the store;
-	// a claim not finished within its lease (its process died) lapses
-	// and the timer may be claimed again.
+	// before now that hold no live claim, for lease, and returns them,
+	// earliest first, with Claim set to claim. A timer is claimed by one
+	// caller at a time, also across processes sharing the store; a claim
+	// not finished within its lease (its process died) lapses and the
+	// timer may be claimed again. The lease is measured on the store's
+	// clock: the database's where processes share it (their clocks may
+	// differ), now's in a store of one process.
 	ClaimTimers(ctx context.Context, now time.Time, kinds []string, claim string, lease time.Duration, n int) ([]Timer, error)
+	// ExtendTimer renews t's claim for lease (from now, on the clock
+	// ClaimTimers measures leases with) and reports whether t.Claim still
+	// held it: false when the timer was set, deleted or claimed by
+	// another meanwhile.
+	ExtendTimer(ctx context.Context, now time.Time, t Timer, lease time.Duration) (bool, error)
 	// FinishTimer ends t's claim: the timer is due again at next, or
 	// deleted when next is zero. When the timer was set or deleted
 	// meanwhile, or is claimed by another (t.Claim differs), nothing
@@ -62,13 +69,13 @@ type TimerStore interface {
 type TimerHandler func(ctx context.Context, t Timer) (next time.Time, err error)
 
 const (
-	// timerLease is how long a claimed timer is held: a handler that
-	// takes longer may find its timer handled twice.
+	// timerLease is how long a claim holds a timer without being
+	// extended; a running handler's claim is extended every
+	// timerLease/3, and a handler whose claim is lost even so (its
+	// process stalled longer than the lease) has its context cancelled.
 	timerLease = 5 * time.Minute
 	// timerRetry is when a timer whose handler failed is tried again.
 	timerRetry = 5 * time.Minute
-	// timerBatch is the most timers one pass claims.
-	timerBatch = 50
 )
 
 // HandleTimer registers the handler of a timer kind; call it before
@@ -116,7 +123,10 @@ func (b *Bot) DeleteTimer(ctx context.Context, kind, key string) error {
 }
 
 // RunTimers claims the timers due now (by Config.Now) and runs their
-// handlers, one after another, and returns how many ran. The bot calls
+// handlers, one after another, and returns how many ran. Each timer is
+// claimed just before its handler runs: a claim taken for a batch would
+// lapse behind slow handlers before its own, and another replica would
+// run the timer too (issue 35). The bot calls
 // it every Config.TimerEvery once started; tests with a settable clock
 // call it after moving the clock.
 func (b *Bot) RunTimers(ctx context.Context) (int, error) {
@@ -134,28 +144,77 @@ func (b *Bot) RunTimers(ctx context.Context) (int, error) {
 	}
 	kinds := slices.Sorted(maps.Keys(fns))
 	ran := 0
+	// again holds the timers this pass ran that are due again already
+	// (a late one catching up): each runs once per pass, so they are
+	// claimed along with the next and let go.
+	again := map[[2]string]bool{}
 	for {
 		now := b.cfg.Now()
-		due, err := ts.ClaimTimers(ctx, now, kinds, newID(), timerLease, timerBatch)
+		due, err := ts.ClaimTimers(ctx, now, kinds, newID(), timerLease, len(again)+1)
 		if err != nil {
 			return ran, fmt.Errorf("bot: claim timers: %w", err)
 		}
-		for _, t := range due {
-			log := b.log.With(slog.String("timer_kind", t.Kind), slog.String("timer_key", t.Key))
-			next, err := fns[t.Kind](ctx, t)
-			if err != nil {
-				log.Error("timer failed; trying again later", slog.Any("err", err))
-				next = b.cfg.Now().Add(timerRetry)
+		var t *Timer
+		for i := range due {
+			if t != nil || again[[2]string{due[i].Kind, due[i].Key}] {
+				if err := ts.FinishTimer(context.WithoutCancel(ctx), due[i], due[i].Due); err != nil {
+					return ran, fmt.Errorf("bot: let timer %s %s go: %w", due[i].Kind, due[i].Key, err)
+				}
+				continue
 			}
-			if err := ts.FinishTimer(context.WithoutCancel(ctx), t, next); err != nil {
-				log.Error("finish timer", slog.Any("err", err))
-			}
-			ran++
+			t = &due[i]
 		}
-		if len(due) < timerBatch {
+		if t == nil {
 			return ran, nil
 		}
+		log := b.log.With(slog.String("timer_kind", t.Kind), slog.String("timer_key", t.Key))
+		next, err := b.runTimer(ctx, ts, *t, fns[t.Kind], log)
+		if err != nil {
+			log.Error("timer failed; trying again later", slog.Any("err", err))
+			next = b.cfg.Now().Add(timerRetry)
+		}
+		if err := ts.FinishTimer(context.WithoutCancel(ctx), *t, next); err != nil {
+			log.Error("finish timer", slog.Any("err", err))
+		}
+		if !next.IsZero() && !next.After(b.cfg.Now()) {
+			again[[2]string{t.Kind, t.Key}] = true
+		}
+		ran++
 	}
+}
+
+// runTimer runs fn with t, extending t's claim every timerLease/3 while
+// it runs. When the claim is lost (another process took the timer after
+// this one stalled past its lease), fn's context is cancelled.
+func (b *Bot) runTimer(ctx context.Context, ts TimerStore, t Timer, fn TimerHandler, log *slog.Logger) (time.Time, error) {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done, kept := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(kept)
+		tick := time.NewTicker(timerLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			ok, err := ts.ExtendTimer(hctx, b.cfg.Now(), t, timerLease)
+			switch {
+			case err != nil:
+				log.Warn("extend timer claim", slog.Any("err", err))
+			case !ok:
+				log.Warn("timer claim lost: its handler is stopped")
+				cancel()
+				return
+			}
+		}
+	}()
+	next, err := fn(hctx, t)
+	close(done)
+	<-kept
+	return next, err
 }
 
 // timerLoop repairs the timers (repairTimers) and runs the due ones at
@@ -193,7 +252,8 @@ func (b *Bot) timerLoop(ctx context.Context) {
 }
 
 // repairTimers sets again the digest and autopilot timers that are gone
-// of the people whose settings want them. Timers go missing with the
+// of the people whose settings want them, and their place in the
+// autopilot people (AutopilotPeople). Timers go missing with the
 // database, not with a message: one copied by tidybot migrate --from
 // before it copied timers holds none, nor one written by a tidybot that
 // kept autopilot's looks in memory. So the repair runs once per start,
@@ -234,7 +294,14 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 			if err := b.armAutopilot(ctx, platform, userID, true); err != nil {
 				log.Error("timer repair: autopilot", slog.Any("err", err))
 			}
+			if err := b.indexAutopilot(ctx, platform, userID, true); err != nil {
+				log.Error("timer repair: autopilot people", slog.Any("err", err))
+			}
 		}
+	}
+	// The index above replaces the list of a tidybot before issue 35.
+	if err := b.store.SetSetting(ctx, legacyAutopilotPeople, ""); err != nil {
+		return fmt.Errorf("bot: delete the old autopilot list: %w", err)
 	}
 	return nil
 }

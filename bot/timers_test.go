@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -66,6 +67,19 @@ func (s *timerStore) ClaimTimers(_ context.Context, now time.Time, kinds []strin
 	}
 	slices.SortFunc(out, func(a, b Timer) int { return a.Due.Compare(b.Due) })
 	return out, nil
+}
+
+func (s *timerStore) ExtendTimer(_ context.Context, now time.Time, t Timer, lease time.Duration) (bool, error) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	k := [2]string{t.Kind, t.Key}
+	r, ok := s.timers[k]
+	if !ok || r.Claim != t.Claim || t.Claim == "" {
+		return false, nil
+	}
+	r.lease = now.Add(lease)
+	s.timers[k] = r
+	return true, nil
 }
 
 func (s *timerStore) FinishTimer(_ context.Context, t Timer, next time.Time) error {
@@ -233,4 +247,69 @@ func TestServesPerson(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunTimersExtendsTheClaimOfASlowHandler: a handler that runs longer
+// than the lease keeps its timer: its claim is extended while it runs,
+// so another process's pass finds nothing to claim (issue 35: the claim
+// lapsed and another replica ran the timer too).
+func TestRunTimersExtendsTheClaimOfASlowHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := newTimerStore()
+		b := New(st, &mockAgent{}, Config{Now: time.Now})
+		var stolen []Timer
+		b.HandleTimer("look", func(ctx context.Context, tm Timer) (time.Time, error) {
+			time.Sleep(2 * timerLease) // a slow look: Todoist rate limited
+			var err error
+			stolen, err = st.ClaimTimers(ctx, time.Now(), []string{"look"}, "another", timerLease, 10)
+			if err != nil {
+				t.Error(err)
+			}
+			return time.Now().Add(time.Hour), nil
+		})
+		if err := st.SetTimer(ctx, Timer{Kind: "look", Key: "p", Due: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.RunTimers(ctx); err != nil || n != 1 {
+			t.Fatalf("RunTimers = %d, %v", n, err)
+		}
+		if len(stolen) != 0 {
+			t.Errorf("another claimant took %v while its handler ran: the claim was not extended", stolen)
+		}
+	})
+}
+
+// TestRunTimersStopsAHandlerWhoseClaimIsLost: a handler whose timer
+// another process took (this one stalled past the lease) has its context
+// cancelled at the next extension.
+func TestRunTimersStopsAHandlerWhoseClaimIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := newTimerStore()
+		b := New(st, &mockAgent{}, Config{Now: time.Now})
+		var stopped bool
+		b.HandleTimer("look", func(ctx context.Context, tm Timer) (time.Time, error) {
+			// The timer is set again meanwhile (its claim dropped), as
+			// when another process took it.
+			if err := st.SetTimer(ctx, Timer{Kind: "look", Key: "p", Due: time.Now().Add(time.Hour)}); err != nil {
+				t.Error(err)
+			}
+			select {
+			case <-ctx.Done():
+				stopped = true
+			case <-time.After(2 * timerLease):
+			}
+			return time.Now().Add(time.Hour), ctx.Err()
+		})
+		if err := st.SetTimer(ctx, Timer{Kind: "look", Key: "p", Due: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.RunTimers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !stopped {
+			t.Error("the handler ran on after its claim was lost")
+		}
+	})
 }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -160,6 +163,15 @@ func (s *Store) init(secrets [][]byte) error {
 				return err
 			}
 		}
+		if meta.Get(keyFileID) == nil {
+			id := make([]byte, 16)
+			if _, err := rand.Read(id); err != nil {
+				return fmt.Errorf("file id: %w", err)
+			}
+			if err := meta.Put(keyFileID, []byte(hex.EncodeToString(id))); err != nil {
+				return err
+			}
+		}
 		from := v
 		for ; v < SchemaVersion; v++ {
 			if err := migrations[v-1](s, tx); err != nil {
@@ -219,6 +231,22 @@ func (s *Store) compactIfDue(bo *bolt.Options) error {
 		return fmt.Errorf("open database %s (TIDYBOT_DB): %w", s.path, err)
 	}
 	return nil
+}
+
+// FileID returns the id written in the file at its first read-write
+// open by a tidybot that writes one (issue 35), or "" for a file none
+// has opened so: the same file under another path, or copied, has the
+// same id (tidybot migrate --from knows a file it copied by it).
+func (s *Store) FileID(ctx context.Context) (string, error) {
+	var id string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bucketMeta).Get(keyFileID))
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: file id: %w", err)
+	}
+	return id, nil
 }
 
 // check refuses, for a read-only Open, a file that init has not set up

@@ -74,6 +74,9 @@ var (
 	keyWaitKeys     = []byte("wait_keys_indexed")
 	// keyCompact marks a file to copy without its free pages (compact).
 	keyCompact = []byte("compact_pending")
+	// keyFileID names the file for good (FileID), written at its first
+	// read-write open.
+	keyFileID = []byte("file_id")
 )
 
 // Store is a bbolt-backed bot.Store, safe for concurrent use.

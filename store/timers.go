@@ -179,6 +179,25 @@ func (s *Store) ClaimTimers(ctx context.Context, now time.Time, kinds []string, 
 	return out, nil
 }
 
+// ExtendTimer implements bot.TimerStore.
+func (s *Store) ExtendTimer(ctx context.Context, now time.Time, t bot.Timer, lease time.Duration) (bool, error) {
+	var held bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		old, err := getTimer(tx, timerKey(t.Kind, t.Key))
+		held = err == nil && old != nil && t.Claim != "" && old.Claim == t.Claim
+		if !held {
+			return err
+		}
+		rec := *old
+		rec.Lease = now.Add(lease)
+		return putTimer(tx, old, &rec)
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: extend timer %s %s: %w", t.Kind, t.Key, err)
+	}
+	return held, nil
+}
+
 // FinishTimer implements bot.TimerStore.
 func (s *Store) FinishTimer(ctx context.Context, t bot.Timer, next time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {

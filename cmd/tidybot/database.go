@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,8 +40,9 @@ var (
 )
 
 // openStore opens the store cfg names: PostgreSQL at TIDYBOT_DATABASE_URL
-// when set (migrated to this tidybot's schema), else bbolt at TIDYBOT_DB.
-func openStore(ctx context.Context, cfg Config) (appStore, error) {
+// when set (migrated to this tidybot's schema, with the options more),
+// else bbolt at TIDYBOT_DB.
+func openStore(ctx context.Context, cfg Config, more ...postgres.Option) (appStore, error) {
 	if cfg.DatabaseURL == "" {
 		st, err := openBolt(cfg, cfg.DB)
 		if err != nil {
@@ -49,12 +51,16 @@ func openStore(ctx context.Context, cfg Config) (appStore, error) {
 		return st, nil
 	}
 	// Several serve replicas share it (bot.Shared: a lease per conversation).
-	st, err := openPostgres(ctx, cfg)
+	st, err := openPostgres(ctx, cfg, more...)
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
 }
+
+// storeLog makes PostgreSQL log to log what it repairs on its own (a job
+// dropped, data keys sealed again during a rotation).
+func storeLog(log *slog.Logger) postgres.Option { return postgres.WithLogger(log) }
 
 // openPostgres opens TIDYBOT_DATABASE_URL with TIDYBOT_SECRET_KEY.
 func openPostgres(ctx context.Context, cfg Config, more ...postgres.Option) (*postgres.Store, error) {
@@ -68,7 +74,7 @@ func openPostgres(ctx context.Context, cfg Config, more ...postgres.Option) (*po
 	return postgres.Open(ctx, cfg.DatabaseURL, more...)
 }
 
-const migrateUsage = `Usage: tidybot migrate [--from FILE]
+const migrateUsage = `Usage: tidybot migrate [--from FILE [--merge]]
 
 Brings the PostgreSQL schema at TIDYBOT_DATABASE_URL to this tidybot's
 version (the migrations are built in) and prints what it applied. serve
@@ -83,25 +89,47 @@ with their transcripts and journals, jobs, the outbox, settings (team
 mode's sealed tokens included: keep TIDYBOT_SECRET_KEY), Todoist
 snapshots, dedupe keys and timers (digests, autopilot). Stop the tidybot using FILE first. The copy is
 one transaction: if it fails, nothing is written and it can be run
-again; once done, running it again copies nothing.
+again. The file is known by an id written in it, so once done, running
+it again copies nothing, whatever path (or copy of the file) is given.
+A database that holds conversations already is refused; --merge copies
+into it all the same: where both hold a value the database's stays (a
+run or a snapshot only if it is the newer), and each conversation's
+messages are put in the order of their time.
 `
 
-// migrateFrom parses migrate's arguments: the bbolt file of --from, or "".
-func migrateFrom(args []string) (string, error) {
-	switch {
-	case len(args) == 0:
-		return "", nil
-	case len(args) == 1 && strings.HasPrefix(args[0], "--from=") && len(args[0]) > len("--from="):
-		return strings.TrimPrefix(args[0], "--from="), nil
-	case len(args) == 2 && args[0] == "--from" && args[1] != "":
-		return args[1], nil
-	}
-	return "", fmt.Errorf("migrate: unexpected arguments %q (try tidybot migrate -h)", args)
+// migrateArgs are migrate's arguments: the bbolt file of --from ("":
+// none) and --merge.
+type migrateArgs struct {
+	from  string
+	merge bool
 }
 
-// migrate runs `tidybot migrate [--from FILE]`.
+// migrateFrom parses migrate's arguments.
+func migrateFrom(args []string) (migrateArgs, error) {
+	var a migrateArgs
+	bad := fmt.Errorf("migrate: unexpected arguments %q (try tidybot migrate -h)", args)
+	for i := 0; i < len(args); i++ {
+		switch arg := args[i]; {
+		case arg == "--merge" || arg == "-merge":
+			a.merge = true
+		case strings.HasPrefix(arg, "--from=") && len(arg) > len("--from=") && a.from == "":
+			a.from = strings.TrimPrefix(arg, "--from=")
+		case arg == "--from" && i+1 < len(args) && args[i+1] != "" && a.from == "":
+			a.from = args[i+1]
+			i++
+		default:
+			return migrateArgs{}, bad
+		}
+	}
+	if a.merge && a.from == "" {
+		return migrateArgs{}, errors.New("migrate: --merge goes with --from FILE")
+	}
+	return a, nil
+}
+
+// migrate runs `tidybot migrate [--from FILE [--merge]]`.
 func (m *Main) migrate(ctx context.Context, cfg Config, args []string) error {
-	from, err := migrateFrom(args)
+	a, err := migrateFrom(args)
 	if err != nil {
 		return err
 	}
@@ -120,17 +148,22 @@ func (m *Main) migrate(ctx context.Context, cfg Config, args []string) error {
 	if applied := st.Applied(); len(applied) > 0 {
 		fmt.Fprintf(m.Stdout, "applied migrations %v\n", applied)
 	}
-	if _, err := fmt.Fprintf(m.Stdout, "schema version %d\n", postgres.SchemaVersion()); err != nil || from == "" {
+	if _, err := fmt.Fprintf(m.Stdout, "schema version %d\n", postgres.SchemaVersion()); err != nil || a.from == "" {
 		return err
 	}
-	return m.importBolt(ctx, cfg, st, from)
+	return m.importBolt(ctx, cfg, st, a)
 }
 
 var _ store.Sink = (*postgres.Importer)(nil)
 
-// importBolt copies the bbolt file at path into st.
-func (m *Main) importBolt(ctx context.Context, cfg Config, st *postgres.Store, path string) error {
+// importBolt copies the bbolt file of a.from into st.
+func (m *Main) importBolt(ctx context.Context, cfg Config, st *postgres.Store, a migrateArgs) error {
+	path := a.from
 	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("migrate --from: %w", err)
+	}
+	id, err := boltFileID(ctx, cfg, path)
+	if err != nil {
 		return fmt.Errorf("migrate --from: %w", err)
 	}
 	src, err := openBolt(cfg, path, store.ReadOnly(), store.WithLockTimeout(time.Second))
@@ -142,7 +175,10 @@ func (m *Main) importBolt(ctx context.Context, cfg Config, st *postgres.Store, p
 	if err != nil {
 		return err
 	}
-	n, done, err := st.Import(ctx, abs, func(ctx context.Context, imp *postgres.Importer) error { return src.Export(ctx, imp) })
+	n, done, err := st.Import(ctx, postgres.Source{ID: id, Path: abs, Merge: a.merge}, func(ctx context.Context, imp *postgres.Importer) error { return src.Export(ctx, imp) })
+	if errors.Is(err, postgres.ErrNotEmpty) {
+		return fmt.Errorf("migrate --from: the database at TIDYBOT_DATABASE_URL holds conversations already; to copy %s into it all the same, add --merge (where both hold a value the database's stays, and messages are put in time order)", abs)
+	}
 	if err != nil {
 		return fmt.Errorf("migrate --from: %w", err)
 	}
@@ -157,4 +193,31 @@ func (m *Main) importBolt(ctx context.Context, cfg Config, st *postgres.Store, p
 	sort.Strings(kinds)
 	_, err = fmt.Fprintf(m.Stdout, "copied %s: %s\n", abs, strings.Join(kinds, ", "))
 	return err
+}
+
+// boltFileID returns the id written in the bbolt file at path. A file
+// no tidybot has written one in (all before issue 35) is opened for
+// writing once, which writes it.
+func boltFileID(ctx context.Context, cfg Config, path string) (string, error) {
+	for range 2 {
+		src, err := openBolt(cfg, path, store.ReadOnly(), store.WithLockTimeout(time.Second))
+		if err != nil {
+			return "", fmt.Errorf("%w (stop the tidybot using it first)", err)
+		}
+		id, err := src.FileID(ctx)
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || id != "" {
+			return id, err
+		}
+		w, err := openBolt(cfg, path, store.WithLockTimeout(time.Second))
+		if err != nil {
+			return "", fmt.Errorf("write an id in %s: %w (stop the tidybot using it first)", path, err)
+		}
+		if err := w.Close(); err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("%s has no id after a write: is it read-only?", path)
 }

@@ -224,7 +224,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, storeLog(log))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,20 +67,22 @@ func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte,
 		return nil, nil, seal.ErrNoKeys
 	}
 	period := seal.PeriodOf(k.now())
-	var id []byte
-	var p int64
-	err := q.QueryRow(ctx, `SELECT id, period FROM current_keys WHERE scope = $1`, scope).Scan(&id, &p)
+	// The key's row is locked FOR SHARE until the transaction ends, so
+	// that a destroy (which deletes it, a FOR UPDATE lock) waits for
+	// the values sealed with it to commit, then seals them again; a
+	// destroy that went first leaves no row here, and a new key is made.
+	var id, sealed []byte
+	err := q.QueryRow(ctx, `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
+		WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`, scope, period).Scan(&id, &sealed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, err
 	}
-	if err == nil && p == period {
-		a, err := k.aead(ctx, q, id)
-		if err == nil {
-			return id, a, nil
-		}
-		if !errors.Is(err, seal.ErrKeyGone) {
+	if err == nil {
+		a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
+		if err != nil {
 			return nil, nil, err
 		}
+		return id, a, nil
 	}
 	id, key, err := seal.NewKey()
 	if err != nil {
@@ -144,18 +147,27 @@ func (k *keyring) destroy(ctx context.Context, q querier, ids [][]byte) error {
 	return nil
 }
 
-// scopeKeys returns the ids of scope's keys.
-func scopeKeys(ctx context.Context, q querier, scope string) ([][]byte, error) {
-	rows, err := q.Query(ctx, `SELECT id FROM data_keys WHERE scope = $1`, scope)
+// lockKeys locks FOR UPDATE the data keys where (a condition on
+// data_keys with arg as $1) selects, and returns the ids of those still
+// there. Every destroy locks its keys so, before it reads what they seal:
+// a transaction sealing with one of them (current locks it FOR SHARE)
+// commits first, and its values are then found and sealed again or
+// deleted, never left sealed with a destroyed key.
+func lockKeys(ctx context.Context, q querier, where string, arg any) ([][]byte, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM data_keys WHERE `+where+` ORDER BY id FOR UPDATE`, arg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock data keys: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("lock data keys: %w", err)
+	}
+	return ids, nil
 }
 
 // destroyScope destroys every key of scope (whose values are all gone).
 func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) error {
-	ids, err := scopeKeys(ctx, q, scope)
+	ids, err := lockKeys(ctx, q, `scope = $1`, scope)
 	if err != nil {
 		return err
 	}
@@ -249,4 +261,68 @@ func (k *keyring) generate(ctx context.Context, tx pgx.Tx) error {
 	}
 	k.masters = append(k.masters, a)
 	return nil
+}
+
+// rewrapEvery is how often a store given more than one master key (a
+// rotation: TIDYBOT_SECRET_KEY=new,old) seals again with the first the
+// data keys another replica sealed with an older one since: replicas of
+// a rolling update run with both orders for a while.
+const rewrapEvery = 10 * time.Minute
+
+// rewrap seals again with the first master key every data key sealed
+// with another, and returns how many it sealed again and how many no
+// configured master opens (written by a replica with another key).
+// Each key changes on its own, only if unchanged since read.
+func (k *keyring) rewrap(ctx context.Context, q querier) (resealed, unopened int, err error) {
+	if len(k.masters) < 2 {
+		return 0, 0, nil // one master opens every key, or none could be opened
+	}
+	rows, err := q.Query(ctx, `SELECT id, sealed FROM data_keys`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: data keys: %w", err)
+	}
+	type rec struct{ ID, Sealed []byte }
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: data keys: %w", err)
+	}
+	for _, r := range recs {
+		again, ok := seal.Reseal(k.masters, r.ID, r.Sealed)
+		switch {
+		case !ok:
+			unopened++
+		case again != nil:
+			tag, err := q.Exec(ctx, `UPDATE data_keys SET sealed = $2 WHERE id = $1 AND sealed = $3`, r.ID, again, r.Sealed)
+			if err != nil {
+				return resealed, unopened, fmt.Errorf("store: seal data keys again: %w", err)
+			}
+			resealed += int(tag.RowsAffected())
+		}
+	}
+	return resealed, unopened, nil
+}
+
+// rewrapLoop runs rewrap every rewrapEvery until stop is closed.
+func (s *Store) rewrapLoop(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		n, bad, err := s.keys.rewrap(ctx, s.pool)
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Error("sealing data keys again with the current TIDYBOT_SECRET_KEY", slog.Any("err", err))
+		case bad > 0:
+			s.log.Error("data keys open with no configured TIDYBOT_SECRET_KEY: a replica runs with another key", slog.Int("data_keys", bad))
+		case n > 0:
+			s.log.Info("data keys sealed again with the current TIDYBOT_SECRET_KEY", slog.Int("data_keys", n))
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,6 +90,12 @@ type Store struct {
 	// replica lock (see leases) says it is alive.
 	replica string
 	leases  leases
+	// log reports what the store repairs on its own (a job dropped, data
+	// keys sealed again).
+	log *slog.Logger
+	// stopRewrap, when not nil, ends rewrapLoop, which closes
+	// rewrapDone.
+	stopRewrap, rewrapDone chan struct{}
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -97,6 +104,9 @@ type options struct {
 	secrets   [][]byte
 	now       func() time.Time
 	noMigrate bool
+	log       *slog.Logger
+	// rewrapEvery replaces rewrapEvery (tests).
+	rewrapEvery time.Duration
 }
 
 // Option configures Open.
@@ -108,9 +118,17 @@ type Option func(*options)
 // generated at first start and kept in the database.
 func WithSecretKeys(keys [][]byte) Option { return func(o *options) { o.secrets = keys } }
 
+// WithLogger sets the logger of what the store repairs on its own
+// (slog.Default() without it).
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
 // WithoutMigrate makes Open refuse a database whose schema is older than
 // this tidybot's instead of migrating it (tidybot runs: it only reads).
 func WithoutMigrate() Option { return func(o *options) { o.noMigrate = true } }
+
+// withRewrapEvery sets how often data keys are sealed again during a
+// rotation (tests).
+func withRewrapEvery(d time.Duration) Option { return func(o *options) { o.rewrapEvery = d } }
 
 // withClock sets the clock that dates data keys (tests).
 func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -119,7 +137,7 @@ func withClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // schema to this tidybot's version and sets up the data keys. A schema
 // newer than this tidybot knows is refused.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := &options{now: time.Now}
+	o := &options{now: time.Now, log: slog.Default(), rewrapEvery: rewrapEvery}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -132,7 +150,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}, log: o.log}
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
@@ -161,7 +179,17 @@ func (s *Store) open(ctx context.Context, o *options) error {
 			return err
 		}
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) }); err != nil {
+		return err
+	}
+	// During a rotation, replicas still sealing with the old key (first
+	// in their list) go on making data keys: they are sealed again in
+	// the background, not only here at Open.
+	if !o.noMigrate && len(s.keys.masters) > 1 {
+		s.stopRewrap, s.rewrapDone = make(chan struct{}), make(chan struct{})
+		go s.rewrapLoop(o.rewrapEvery, s.stopRewrap, s.rewrapDone)
+	}
+	return nil
 }
 
 // where names the database without its password.
@@ -175,6 +203,11 @@ func (s *Store) Applied() []int { return s.applied }
 
 // Close closes the pool and the lease connection (its leases end).
 func (s *Store) Close() error {
+	if s.stopRewrap != nil {
+		close(s.stopRewrap)
+		<-s.rewrapDone
+		s.stopRewrap = nil
+	}
 	err := s.closeLeases()
 	s.pool.Close()
 	return err

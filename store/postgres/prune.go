@@ -36,6 +36,10 @@ var sealedColumns = []sealedColumn{
 // resealAndDestroy seals again, with their scope's current key, the
 // values the keys ids still seal, then destroys those keys.
 func (s *Store) resealAndDestroy(ctx context.Context, tx pgx.Tx, ids [][]byte) error {
+	ids, err := lockKeys(ctx, tx, `id = ANY($1)`, ids)
+	if err != nil {
+		return err
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -90,6 +94,16 @@ func (s *Store) resealAndDestroy(ctx context.Context, tx pgx.Tx, ids [][]byte) e
 // sealed again with a new key first.
 func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
+		scope := threadKey
+		if scope == "" {
+			scope = scopeNone
+		}
+		// The keys first (see lockKeys): a message being stored with
+		// one commits before what follows reads the conversation.
+		ids, err := lockKeys(ctx, tx, `scope = $1`, scope)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM messages WHERE thread_key = $1`, threadKey); err != nil {
 			return err
 		}
@@ -97,14 +111,6 @@ func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error 
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE thread_key = $1 AND NOT `+busy, threadKey); err != nil {
-			return err
-		}
-		scope := threadKey
-		if scope == "" {
-			scope = scopeNone
-		}
-		ids, err := scopeKeys(ctx, tx, scope)
-		if err != nil {
 			return err
 		}
 		return s.resealAndDestroy(ctx, tx, ids)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/store/seal"
 )
 
 var _ bot.Shared = (*Store)(nil)
@@ -212,11 +214,52 @@ func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: unfinished runs of %s: %w", key, err)
 	}
-	jobs, err := decodeAll[bot.Job](ctx, s, `SELECT value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key)
+	jobs, err := s.threadJobs(ctx, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: jobs of %s: %w", key, err)
 	}
 	return runs, jobs, nil
+}
+
+// threadJobs returns the jobs of conversation key in order, each
+// decoded on its own. A job whose data key was destroyed can never be
+// read (a destroy seals again what its keys seal, under lockKeys, so
+// only a database written by an older tidybot holds one): it is deleted
+// and logged, so that the jobs after it are answered.
+func (s *Store) threadJobs(ctx context.Context, key string) ([]bot.Job, error) {
+	var out []bot.Job
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = nil // a transaction tried again starts over
+		rows, err := tx.Query(ctx, `SELECT id, value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key)
+		if err != nil {
+			return err
+		}
+		type rec struct {
+			ID  string
+			Raw []byte
+		}
+		recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			var j bot.Job
+			err := s.decode(ctx, tx, r.Raw, &j)
+			if errors.Is(err, seal.ErrKeyGone) {
+				s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
+				if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
+					return fmt.Errorf("drop job %s: %w", r.ID, err)
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("job %s: %w", r.ID, err)
+			}
+			out = append(out, j)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,

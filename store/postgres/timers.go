@@ -51,15 +51,21 @@ func (s *Store) DeleteTimer(ctx context.Context, kind, key string) error {
 	return nil
 }
 
+// dbNow is the database's clock in unix nanoseconds: leases are
+// measured on it, so that no replica's clock decides whether another's
+// claim has lapsed.
+const dbNow = `(extract(epoch FROM clock_timestamp()) * 1e9)::bigint`
+
 // ClaimTimers implements bot.TimerStore: replicas claiming at once skip
-// each other's locked rows, so each due timer goes to one of them.
+// each other's locked rows, so each due timer goes to one of them. Due
+// times are the caller's (now); the lease is on the database's clock.
 func (s *Store) ClaimTimers(ctx context.Context, now time.Time, kinds []string, claim string, lease time.Duration, n int) ([]bot.Timer, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE timers t SET claim = $1, lease_until = $2
-		FROM (SELECT kind, key FROM timers WHERE kind = ANY($3) AND due <= $4 AND lease_until <= $4
+	rows, err := s.pool.Query(ctx, `UPDATE timers t SET claim = $1, lease_until = `+dbNow+` + $2
+		FROM (SELECT kind, key FROM timers WHERE kind = ANY($3) AND due <= $4 AND lease_until <= `+dbNow+`
 			ORDER BY due LIMIT $5 FOR UPDATE SKIP LOCKED) d
 		WHERE t.kind = d.kind AND t.key = d.key
 		RETURNING t.kind, t.key, t.due, t.data`,
-		claim, now.Add(lease).UnixNano(), kinds, now.UnixNano(), n)
+		claim, lease.Nanoseconds(), kinds, now.UnixNano(), n)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim timers: %w", err)
 	}
@@ -80,6 +86,20 @@ func (s *Store) ClaimTimers(ctx context.Context, now time.Time, kinds []string, 
 	// UPDATE … RETURNING gives no order.
 	slices.SortStableFunc(out, func(a, b bot.Timer) int { return a.Due.Compare(b.Due) })
 	return out, nil
+}
+
+// ExtendTimer implements bot.TimerStore, on the database's clock (now
+// is not used).
+func (s *Store) ExtendTimer(ctx context.Context, _ time.Time, t bot.Timer, lease time.Duration) (bool, error) {
+	if t.Claim == "" {
+		return false, nil
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE timers SET lease_until = `+dbNow+` + $4 WHERE kind = $1 AND key = $2 AND claim = $3`,
+		t.Kind, t.Key, t.Claim, lease.Nanoseconds())
+	if err != nil {
+		return false, fmt.Errorf("store: extend timer %s %s: %w", t.Kind, t.Key, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // FinishTimer implements bot.TimerStore.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,6 +127,41 @@ func testDeleteConversation(t *testing.T, open Open) {
 	}
 	if msgs, _ := s.RecentMessages(ctx, "telegram:2:", time.Time{}, 10); len(msgs) != 1 {
 		t.Errorf("another conversation lost messages")
+	}
+	check(t, s)
+}
+
+// testDeleteConversationRacingMessages: messages stored while /reset
+// runs (a replica's intake, or the same process's) leave every job of
+// the conversation readable: none is sealed with a key the reset
+// destroyed (issue 35: on PostgreSQL one was, and the conversation was
+// never answered again).
+func testDeleteConversationRacingMessages(t *testing.T, open Open) {
+	s := fresh(t, open)
+	ctx := t.Context()
+	const key = "telegram:1:"
+	const rounds = 30
+	for i := range rounds {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			j := bot.Job{ID: fmt.Sprint("job-", i), ThreadKey: key, Kind: bot.JobIncoming, Enqueued: t0}
+			if err := s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: "msg", At: t0}, Job: &j}); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.DeleteConversation(ctx, key); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+	}
+	jobs, err := s.Jobs(ctx)
+	if err != nil || len(jobs) != rounds {
+		t.Fatalf("jobs after messages raced /reset: %d, %v; want %d", len(jobs), err, rounds)
 	}
 	check(t, s)
 }

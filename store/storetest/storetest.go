@@ -96,11 +96,13 @@ var tests = []test{
 	{"PrunePendingRequests", testPrunePendingRequests},
 	{"PruneUnusedSnapshots", testPruneUnusedSnapshots},
 	{"DeleteConversation", testDeleteConversation},
+	{"DeleteConversationRacingMessages", testDeleteConversationRacingMessages},
 	{"DeletedRunsLeaveNothing", testDeletedRunsLeaveNothing},
 
 	{"Timers", testTimers},
 	{"TimersClaimedOnce", testTimersClaimedOnce},
 	{"TimerSetDuringClaimWins", testTimerSetDuringClaimWins},
+	{"TimerClaimExtended", testTimerClaimExtended},
 	{"TimersSurviveReopen", testTimersSurviveReopen},
 }
 

@@ -75,11 +75,13 @@ func testTimers(t *testing.T, open Open) {
 	if _, err := s.Timer(ctx, "digest", "slack:U1"); !errors.Is(err, bot.ErrNotFound) {
 		t.Errorf("finished with no next time: %v, want ErrNotFound", err)
 	}
-	// A lapsed lease is claimed again; n bounds a claim.
+	// A lapsed lease is claimed again; n bounds a claim. The lease is
+	// a microsecond: lapsed by the next call on any store's clock (the
+	// database's on PostgreSQL, the now passed on bbolt).
 	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Key: "slack:U2", Due: t0}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := s.ClaimTimers(ctx, t0.Add(2*time.Hour), allKinds, "c3", time.Minute, 1)
+	first, err := s.ClaimTimers(ctx, t0.Add(2*time.Hour), allKinds, "c3", time.Microsecond, 1)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("claim 1: %v (%v)", claimKeys(first), err)
 	}
@@ -177,6 +179,36 @@ func testTimerSetDuringClaimWins(t *testing.T, open Open) {
 	}
 	if tm, err := s.Timer(ctx, "digest", "p"); err != nil || !tm.Due.Equal(t0.Add(3*time.Hour)) {
 		t.Errorf("timer = %+v (%v), want due at the time set meanwhile", tm, err)
+	}
+}
+
+// testTimerClaimExtended: a claim extended is not taken by another
+// claimant after its first lease; one the timer was set again under is
+// not extended.
+func testTimerClaimExtended(t *testing.T, open Open) {
+	ctx := t.Context()
+	s := fresh(t, open)
+	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Key: "p", Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClaimTimers(ctx, t0, allKinds, "c1", time.Microsecond, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v (%v)", claimKeys(got), err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, got[0], time.Hour); err != nil || !ok {
+		t.Fatalf("extend a claim held: %v, %v; want true", ok, err)
+	}
+	if again, err := s.ClaimTimers(ctx, t0.Add(time.Minute), allKinds, "c2", time.Hour, 10); err != nil || len(again) != 0 {
+		t.Errorf("claimed after the first lease although extended: %v (%v)", claimKeys(again), err)
+	}
+	if err := s.SetTimer(ctx, bot.Timer{Kind: "digest", Key: "p", Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, got[0], time.Hour); err != nil || ok {
+		t.Errorf("extend a claim the timer was set again under: %v, %v; want false", ok, err)
+	}
+	if ok, err := s.ExtendTimer(ctx, t0, bot.Timer{Kind: "digest", Key: "none", Claim: "c1"}, time.Hour); err != nil || ok {
+		t.Errorf("extend a timer that is not there: %v, %v; want false", ok, err)
 	}
 }
 
