@@ -372,7 +372,7 @@ func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 			}
 		case slackevents.CallbackEvent:
 			in, ok, err := a.incoming(r.Context(), ev.InnerEvent.Data)
-			in.TeamID = ev.TeamID // the workspace, for slack:team:T… allowlist entries
+			in.TeamID = senderTeam(in.TeamID, ev.TeamID)
 			if err == nil && ok {
 				err = h.Handle(r.Context(), in)
 			}
@@ -399,7 +399,7 @@ func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 // event comes first. An ignored event is never handed over, so it marks
 // nothing as seen.
 func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, error) {
-	var user, text, channel, ts, threadTS string
+	var user, text, channel, ts, threadTS, team string
 	var dm bool
 	var att *bot.Attachment
 	switch e := inner.(type) {
@@ -410,16 +410,19 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share") || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		user, text, channel, ts, threadTS, team = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.UserTeam
 		dm = e.ChannelType == "im"
 		if e.Message != nil {
 			att = attachment(e.Message.Files)
+			if team == "" {
+				team = e.Message.Team
+			}
 		}
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		user, text, channel, ts, threadTS, team = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.UserTeam
 		dm = a.ownIM(ctx, channel, user)
 		att = attachment(e.Files)
 	default:
@@ -450,7 +453,7 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		thread = ts // in a channel, a run's posts go in the thread of its message
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text,
-		EventID: "msg:" + channel + ":" + ts, DM: dm, At: time.Now(), Attachment: att}
+		EventID: "msg:" + channel + ":" + ts, DM: dm, TeamID: team, At: time.Now(), Attachment: att}
 	if cmd, args, ok := command(text); ok && att == nil {
 		in.Command, in.Text = cmd, args
 	}
@@ -674,7 +677,7 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 		return bot.Incoming{}, false // the browser opened the link; nothing to do
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
-		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: cb.Team.ID, At: time.Now()}
+		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: senderTeam(cb.User.TeamID, cb.Team.ID), At: time.Now()}
 	if in.ChatID == "" {
 		in.ChatID = cb.Container.ChannelID
 	}

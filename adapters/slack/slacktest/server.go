@@ -11,6 +11,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -729,6 +730,17 @@ type Message struct {
 	ThreadTS string
 	// Files are shared with the message (see AddFile).
 	Files []File
+	// Team is the team of the person who wrote, when not the workspace
+	// the app is installed in (T1): a member of another organisation
+	// writing in a Slack Connect channel. Their events carry it as
+	// user_team and source_team, fields set "when the message comes from
+	// a channel that is shared between workspaces" (slack-go's
+	// slackevents.MessageEvent and AppMentionEvent), while the envelope's
+	// team_id stays T1, the workspace the event is delivered to
+	// (docs.slack.dev/apis/events-api/#callback-field). Every message
+	// event names its author's team ("team",
+	// docs.slack.dev/reference/events/message).
+	Team string
 }
 
 // Mention is how a message mentions the bot: "<@UBOT>".
@@ -749,9 +761,13 @@ func (s *Server) Events(m Message) [][]byte {
 	s.mu.Lock()
 	s.heard = append(s.heard, m)
 	s.mu.Unlock()
-	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS}
+	team := cmp.Or(m.Team, "T1")
+	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS, "team": team}
 	if m.ThreadTS != "" {
 		inner["thread_ts"] = m.ThreadTS
+	}
+	if m.Team != "" && m.Team != "T1" {
+		inner["user_team"], inner["source_team"] = m.Team, m.Team
 	}
 	var files []map[string]any
 	for _, f := range m.Files {
@@ -770,6 +786,9 @@ func (s *Server) Events(m Message) [][]byte {
 		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
 		if m.ThreadTS != "" {
 			mention["thread_ts"] = m.ThreadTS
+		}
+		if m.Team != "" && m.Team != "T1" {
+			mention["user_team"], mention["source_team"] = m.Team, m.Team
 		}
 		if len(files) > 0 {
 			mention["files"] = files
