@@ -110,7 +110,9 @@ type Server struct {
 	eventSeq   int
 	calls      map[string]int
 	limited    map[string]int
-	outside    map[string]bool // channels the bot is not a member of
+	lanes      map[string][]time.Time // calls counted for Slack's limits, by method (limits.go)
+	refused    map[string]int         // 429s for calls over those limits, by method
+	outside    map[string]bool        // channels the bot is not a member of
 	hooks      map[string]*hook
 	hookSeq    int
 	echoTokens bool
@@ -126,7 +128,7 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
+	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, refused: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
 		outside: map[string]bool{}, hooks: map[string]*hook{}, ims: map[string]string{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
@@ -211,6 +213,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.limited[method] = n - 1
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if after := s.overLimit(method, r.Form.Get("channel")); after > 0 {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.Itoa(after))
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
