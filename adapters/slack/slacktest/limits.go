@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Slack's rate limits as the fake enforces them: "Rate limits are
-// applied per method, per workspace, per app" in tiers of calls a minute
+// Slack's rate limits as the fake enforces them, "applied on a 'per API
+// method per workspace/team per app' basis" in tiers of calls a minute
 // (docs.slack.dev/apis/web-api/rate-limits: Tier 2 "20+ per minute",
 // Tier 3 "50+ per minute", Tier 4 "100+ per minute"); each method's
 // page names its tier under Facts. A call over the limit is answered
@@ -22,11 +22,11 @@ var tiers = map[string]int{
 	"chat.appendStream": 100, // Tier 4: docs.slack.dev/reference/methods/chat.appendStream
 }
 
-// postsPerChannel is chat.postMessage's "special" limit: "generally
-// allow an app to post 1 message per second to a specific channel",
-// with "generous burst behavior" (docs.slack.dev/reference/methods/chat.postMessage,
-// Rate limiting). Slack gives no burst size: the fake allows 60 posts
-// in any 60 seconds per channel.
+// postsPerChannel is chat.postMessage's special tier: it "generally
+// allows posting one message per second per channel", "Short bursts >1
+// allowed" (docs.slack.dev/apis/web-api/rate-limits;
+// docs.slack.dev/reference/methods/chat.postMessage). Slack gives no
+// burst size: the fake allows 60 posts in any 60 seconds per channel.
 const postsPerChannel = 60
 
 // rateWindow is the span a method's calls are counted over.
