@@ -86,6 +86,8 @@ type Adapter struct {
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
 
 	panes panes // the assistant pane's threads (assistant.go)
+
+	lanes *rateLanes // Slack's per-method limits (limits.go)
 }
 
 var (
@@ -112,6 +114,12 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if a.hooks == nil {
 		a.hooks = &memHooks{}
 	}
+	// Every call keeps Slack's per-method lanes; a copy of the client,
+	// so the caller's is left as it was.
+	a.lanes = newRateLanes(cfg.HTTPClient.Transport, cfg.Now)
+	hc := *cfg.HTTPClient
+	hc.Transport = a.lanes
+	cfg.HTTPClient = &hc
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
 	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
 		slack.OptionLog(libLog{a}))

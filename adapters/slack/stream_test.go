@@ -184,7 +184,7 @@ func TestUnfinishedPreviewDeleted(t *testing.T) {
 // (message_not_in_streaming_state), which would leave the tagged
 // message showing the abandoned text for good.
 func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
-	a, srv := newAdapter(t)
+	a, srv, wait := newClockedAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
@@ -196,6 +196,7 @@ func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
 	}
+	wait(time.Second) // the send queue retries after Retry-After
 	id, ok, err := st.Finish(ctx, final)
 	if err != nil || !ok {
 		t.Fatalf("finish again: %q %v %v", id, ok, err)
@@ -246,7 +247,7 @@ func TestStreamStartedOverKeepsTheDetailsLink(t *testing.T) {
 // the send queue makes again after a 429 on the delete neither stops
 // it twice nor fails.
 func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
-	a, srv := newAdapter(t)
+	a, srv, wait := newClockedAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "I moved three"}, "U1")
 	if err != nil {
@@ -260,6 +261,7 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"}); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
 	}
+	wait(time.Second) // the send queue retries after Retry-After
 	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"})
 	if err != nil || final || id != "" {
 		t.Fatalf("finish again: %q %v %v", id, final, err)
@@ -279,7 +281,7 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 // link goes to the asker alone after the answer (chat.postEphemeral);
 // a Finish made again after a 429 on its chat.update still sends it.
 func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
-	a, srv := newAdapter(t)
+	a, srv, wait := newClockedAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
@@ -292,6 +294,7 @@ func TestStreamFinishRetriedKeepsTheChannelLink(t *testing.T) {
 	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.update limited: err = %v, want a bot.RateLimited", err)
 	}
+	wait(time.Second) // the send queue retries after Retry-After
 	if _, ok, err := st.Finish(ctx, final); err != nil || !ok {
 		t.Fatalf("finish again: %v %v", ok, err)
 	}
