@@ -95,13 +95,15 @@ type Queue struct {
 	quit  <-chan struct{}
 	// mu protects pending (ops queued or in progress), idle (closed and
 	// replaced when pending drops to zero), held (by chat: the calls
-	// waiting out a 429, the first the one answered it; see hold),
-	// enqueuing (calls being put in a lane) and closed (the lanes have
+	// waiting out a 429, the first the one answered it; see hold), cool
+	// (by chat: until when a droppable call's 429 drops the chat's
+	// droppable calls without a call), enqueuing (calls being put in a lane) and closed (the lanes have
 	// stopped; see enter).
 	mu        sync.Mutex
 	pending   int
 	idle      chan struct{}
 	held      map[string]*heldChat
+	cool      map[string]time.Time // by chat: a droppable call's 429 lasts until then
 	enqueuing int
 	closed    bool
 }
@@ -115,7 +117,7 @@ type heldChat struct {
 // New returns the send queue of the platform called name. It takes calls
 // until quit is closed; Run makes them.
 func New(name string, log *slog.Logger, quit <-chan struct{}) *Queue {
-	s := &Queue{name: name, log: log, quit: quit, idle: make(chan struct{}), held: map[string]*heldChat{}}
+	s := &Queue{name: name, log: log, quit: quit, idle: make(chan struct{}), held: map[string]*heldChat{}, cool: map[string]time.Time{}}
 	s.lanes = make([]chan sendOp, Lanes)
 	for i := range s.lanes {
 		s.lanes[i] = make(chan sendOp, QueueSize)
@@ -299,11 +301,12 @@ func (s *Queue) take(ctx context.Context, op sendOp) {
 		}
 		return
 	}
-	if h != nil && op.droppable {
+	if op.droppable && (h != nil || time.Now().Before(s.cool[op.key])) {
 		s.mu.Unlock()
 		s.finish(op, ErrSkipped) // a progress edit does not wait out the pause
 		return
 	}
+	delete(s.cool, op.key)
 	if h != nil {
 		h.ops = append(h.ops, op)
 		s.mu.Unlock()
@@ -425,6 +428,9 @@ func (s *Queue) make(ctx context.Context, op sendOp) {
 	if err != nil && errors.As(err, &rl) && op.attempt < MaxRateLimitRetries && !s.stopping() {
 		wait := max(rl.RetryAfter(), time.Second)
 		if op.droppable {
+			s.mu.Lock()
+			s.cool[op.key] = time.Now().Add(wait)
+			s.mu.Unlock()
 			s.finish(op, ErrSkipped)
 			return
 		}

@@ -95,3 +95,47 @@ func TestRateLimitHoldsOnlyItsChat(t *testing.T) {
 		close(quit)
 	})
 }
+
+// TestDroppedEditKeepsItsChatQuiet: after a progress edit's 429 the
+// chat's next edits are dropped without a call until the Retry-After
+// is over, while another chat's edit is made.
+func TestDroppedEditKeepsItsChatQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		quit := make(chan struct{})
+		defer close(quit)
+		s := New("telegram", slog.New(slog.DiscardHandler), quit)
+		go s.Run(t.Context())
+		var mu sync.Mutex
+		calls := map[string]int{}
+		edit := func(chat string) func(context.Context) error {
+			return func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				calls[chat]++
+				if chat == "A" {
+					return RetryLater(errors.New("429"), 10*time.Second)
+				}
+				return nil
+			}
+		}
+		results := map[string][]error{}
+		post := func(chat string) {
+			done := make(chan struct{})
+			s.PostDroppable(chat, "edit", edit(chat), func(err error) { results[chat] = append(results[chat], err); close(done) })
+			<-done
+		}
+		post("A")
+		post("A")
+		post("B")
+		time.Sleep(11 * time.Second)
+		post("A")
+		if calls["A"] != 2 || calls["B"] != 1 {
+			t.Errorf("calls %v, want A's second edit dropped without a call, B's made, A's after the pause made", calls)
+		}
+		for _, err := range results["A"] {
+			if !errors.Is(err, ErrSkipped) {
+				t.Errorf("an edit of the limited chat: %v, want ErrSkipped", err)
+			}
+		}
+	})
+}
