@@ -1,7 +1,9 @@
 package slack_test
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -45,5 +47,29 @@ func TestConnectMembersKeepTheirOwnTeam(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConnectButtonPressKeepsThePressersTeam: a block_actions payload
+// names the workspace it is delivered to (team.id) and the presser's own
+// team (user.team_id, docs.slack.dev/reference/interaction-payloads/block_actions-payload):
+// a press by a member of another organisation gets their team.
+func TestConnectButtonPressKeepsThePressersTeam(t *testing.T) {
+	a, _ := newAdapter(t)
+	rec := &recorder{}
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": "t2", "team": map[string]any{"id": "T1"},
+		"user": map[string]any{"id": "U9", "team_id": "T9"}, "channel": map[string]any{"id": "C1"},
+		"container": map[string]any{"type": "message", "message_ts": "5.5", "channel_id": "C1", "thread_ts": "2.2"},
+		"actions":   []map[string]any{{"type": "button", "action_id": "choice_0", "block_id": "choices", "value": "w:abcd1234:y"}},
+	})
+	body := url.Values{"payload": {string(payload)}}.Encode()
+	w := httptest.NewRecorder()
+	a.InteractivityHandler(rec).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte(body), secret, time.Now()))
+	if w.Code != 200 {
+		t.Fatalf("button: %d", w.Code)
+	}
+	if got := rec.got(); len(got) != 1 || got[0].TeamID != "T9" {
+		t.Errorf("handled %+v, want the presser's team T9", got)
 	}
 }
