@@ -135,7 +135,7 @@ func TestThirtyAnswersStreamedAtOnce(t *testing.T) {
 		t.Errorf("a post in another conversation while appends are limited: %v", err)
 	}
 	for _, method := range []string{"chat.startStream", "chat.stopStream", "chat.postMessage"} {
-		if n := srv.Refused(method); n != 0 {
+		if n := srv.Throttled(method); n != 0 {
 			t.Errorf("%s refused %d times: its budget was exceeded", method, n)
 		}
 	}

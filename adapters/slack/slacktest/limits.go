@@ -53,17 +53,17 @@ func (s *Server) overLimit(method, channel string) int {
 	}
 	if len(calls) >= limit {
 		s.lanes[lane] = calls
-		s.refused[method]++
+		s.throttled[method]++
 		return max(1, int(math.Ceil(calls[0].Add(rateWindow).Sub(now).Seconds())))
 	}
 	s.lanes[lane] = append(calls, now)
 	return 0
 }
 
-// Refused is how many calls of method the fake answered 429 for being
+// Throttled is how many calls of method the fake answered 429 for being
 // over Slack's limit (not those RateLimit asked for).
-func (s *Server) Refused(method string) int {
+func (s *Server) Throttled(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.refused[method]
+	return s.throttled[method]
 }

@@ -111,7 +111,7 @@ type Server struct {
 	calls      map[string]int
 	limited    map[string]int
 	lanes      map[string][]time.Time // calls counted for Slack's limits, by method (limits.go)
-	refused    map[string]int         // 429s for calls over those limits, by method
+	throttled  map[string]int         // 429s for calls over those limits, by method (Throttled)
 	outside    map[string]bool        // channels the bot is not a member of
 	hooks      map[string]*hook
 	hookSeq    int
@@ -128,7 +128,7 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, refused: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
+	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, throttled: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
 		outside: map[string]bool{}, hooks: map[string]*hook{}, ims: map[string]string{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
