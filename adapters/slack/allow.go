@@ -19,9 +19,27 @@ var (
 	teamID = regexp.MustCompile(`^T[A-Z0-9]+$`)
 )
 
+// senderTeam is the team of the person who wrote (Incoming.TeamID, what a
+// slack:team:T… entry matches): their own team as the event names it
+// (user_team, else the message's team; a button press's user.team_id),
+// not the envelope's team_id, the workspace the event was delivered to.
+// In a Slack Connect channel the two differ for a member of the other
+// organisation ("user_team" and "source_team" are set "when the message
+// comes from a channel that is shared between workspaces", slack-go
+// slackevents.MessageEvent; docs.slack.dev/apis/slack-connect/), and the
+// host workspace's entry must not admit them. An event naming no team
+// comes from the workspace itself: envelope is its team.
+func senderTeam(own, envelope string) string {
+	if own != "" {
+		return own
+	}
+	return envelope
+}
+
 // AllowedID is Slack's rule for the id of a TIDYBOT_ALLOWED_USERS entry:
 // a member id ("slack:U0ABC123"), or in team mode a whole workspace
-// ("slack:team:T0ABC123"; the adapter sets Incoming.TeamID).
+// ("slack:team:T0ABC123"; the adapter sets Incoming.TeamID to the
+// sender's own team, see senderTeam).
 func AllowedID(id string, team bool) error {
 	if ws, ok := strings.CutPrefix(id, "team:"); ok {
 		if !teamID.MatchString(ws) {

@@ -87,6 +87,8 @@ type Adapter struct {
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
 
 	panes panes // the assistant pane's threads (assistant.go)
+
+	lanes *rateLanes // Slack's per-method limits (limits.go)
 }
 
 var (
@@ -113,6 +115,12 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	if a.hooks == nil {
 		a.hooks = &memHooks{}
 	}
+	// Every call keeps Slack's per-method lanes; a copy of the client,
+	// so the caller's is left as it was.
+	a.lanes = newRateLanes(cfg.HTTPClient.Transport, cfg.Now)
+	hc := *cfg.HTTPClient
+	hc.Transport = a.lanes
+	cfg.HTTPClient = &hc
 	// OptionRetry after OptionHTTPClient, or the client replaces it.
 	a.api = slack.New(cfg.BotToken, slack.OptionAPIURL(cfg.APIURL), slack.OptionHTTPClient(cfg.HTTPClient), slack.OptionRetry(3),
 		slack.OptionLog(libLog{a}))
@@ -382,7 +390,7 @@ func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 			}
 		case slackevents.CallbackEvent:
 			in, ok, err := a.incoming(r.Context(), ev.InnerEvent.Data)
-			in.TeamID = ev.TeamID // the workspace, for slack:team:T… allowlist entries
+			in.TeamID = senderTeam(in.TeamID, ev.TeamID)
 			if err == nil && ok {
 				err = h.Handle(r.Context(), in)
 			}
@@ -409,7 +417,7 @@ func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 // event comes first. An ignored event is never handed over, so it marks
 // nothing as seen.
 func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, error) {
-	var user, text, channel, ts, threadTS string
+	var user, text, channel, ts, threadTS, team string
 	var dm bool
 	var att *bot.Attachment
 	switch e := inner.(type) {
@@ -420,19 +428,22 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share") || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		user, text, channel, ts, threadTS, team = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.UserTeam
 		dm = e.ChannelType == "im"
 		if dm {
 			a.learnIM(e.User, e.Channel)
 		}
 		if e.Message != nil {
 			att = attachment(e.Message.Files)
+			if team == "" {
+				team = e.Message.Team
+			}
 		}
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == a.botID {
 			return bot.Incoming{}, false, nil
 		}
-		user, text, channel, ts, threadTS = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp
+		user, text, channel, ts, threadTS, team = e.User, e.Text, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.UserTeam
 		dm = a.ownIM(ctx, channel, user)
 		att = attachment(e.Files)
 	default:
@@ -463,7 +474,7 @@ func (a *Adapter) incoming(ctx context.Context, inner any) (bot.Incoming, bool, 
 		thread = ts // in a channel, a run's posts go in the thread of its message
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: channel, ThreadID: thread, MessageID: ts, UserID: user, Text: text,
-		EventID: "msg:" + channel + ":" + ts, DM: dm, At: time.Now(), Attachment: att}
+		EventID: "msg:" + channel + ":" + ts, DM: dm, TeamID: team, At: time.Now(), Attachment: att}
 	if cmd, args, ok := command(text); ok && att == nil {
 		in.Command, in.Text = cmd, args
 	}
@@ -707,7 +718,7 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 		return bot.Incoming{}, false // the browser opened the link; nothing to do
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
-		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: cb.Team.ID, At: time.Now()}
+		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: senderTeam(cb.User.TeamID, cb.Team.ID), At: time.Now()}
 	if in.ChatID == "" {
 		in.ChatID = cb.Container.ChannelID
 	}

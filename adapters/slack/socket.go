@@ -74,7 +74,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		if ea, isEA := evt.Data.(slackevents.EventsAPIEvent); isEA {
 			var err error
 			in, ok, err = a.incoming(ctx, ea.InnerEvent.Data)
-			in.TeamID = ea.TeamID // the workspace, for slack:team:T… allowlist entries
+			in.TeamID = senderTeam(in.TeamID, ea.TeamID)
 			if err != nil {
 				a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", a.redact(err)))
 				return // not acknowledged: Slack redelivers it

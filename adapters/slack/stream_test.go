@@ -177,7 +177,7 @@ func TestStreamDeletedByItsID(t *testing.T) {
 // bot.RateLimited, and the queue's second Finish must delete it, not
 // stop the stopped stream again (message_not_in_streaming_state).
 func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
-	a, srv := newAdapter(t)
+	a, srv, wait := newClockedAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "Moved three"}, "U1")
 	if err != nil {
@@ -189,6 +189,7 @@ func TestStreamFinishRetriedAfterRateLimit(t *testing.T) {
 	if _, _, err := st.Finish(ctx, final); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
 	}
+	wait(time.Second) // the send queue retries after Retry-After
 	if _, ok, err := st.Finish(ctx, final); err != nil || ok {
 		t.Fatalf("finish again: %v %v", ok, err)
 	}
@@ -236,7 +237,7 @@ func TestStreamKeepsTheDetailsLink(t *testing.T) {
 // the send queue makes again after a 429 on the delete neither stops
 // it twice nor fails.
 func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
-	a, srv := newAdapter(t)
+	a, srv, wait := newClockedAdapter(t)
 	ctx := t.Context()
 	st, err := a.StartStream(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001", Text: "I moved three"}, "U1")
 	if err != nil {
@@ -250,6 +251,7 @@ func TestStreamEndedWithoutAnswerIsRemoved(t *testing.T) {
 	if _, _, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"}); !errors.As(err, &rl) {
 		t.Fatalf("finish with chat.delete limited: err = %v, want a bot.RateLimited", err)
 	}
+	wait(time.Second) // the send queue retries after Retry-After
 	id, final, err := st.Finish(ctx, bot.Outgoing{ChatID: "D1", ThreadID: "1.000001"})
 	if err != nil || final || id != "" {
 		t.Fatalf("finish again: %q %v %v", id, final, err)

@@ -53,7 +53,7 @@ func (a *Adapter) storeBatch(ctx context.Context, h bot.Handler, updates []updat
 				u := updates[i]
 				if u.err != nil {
 					a.undecodable(u.id, u.err) // confirmed: Telegram drops it
-				} else if err := a.dispatch(ctx, h, u.Update); err != nil {
+				} else if err := a.dispatch(ctx, h, u); err != nil {
 					mu.Lock()
 					if ctx.Err() != nil || errors.Is(err, bot.ErrStopped) {
 						stop = true

@@ -248,7 +248,7 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 		}
 		send := func() error {
 			var err error
-			last, err = a.api.Send(msg)
+			last, err = a.sendIn(msg, m.ThreadID)
 			return err
 		}
 		if i == 0 {
@@ -525,8 +525,9 @@ func (a *Adapter) poll(ctx, lead context.Context, h bot.Handler, offset int) (in
 // not (id is its update_id either way).
 type update struct {
 	tgbotapi.Update
-	id  int
-	err error
+	id     int
+	err    error
+	thread string // the forum topic it came from (see topicOf), "" if none
 }
 
 // decodeUpdates decodes a getUpdates result update by update, so one
@@ -561,6 +562,7 @@ func decodeUpdate(raw []byte) (u update, ok bool) {
 	}
 	u.id = id.UpdateID
 	u.err = json.Unmarshal(raw, &u.Update)
+	u.thread = topicOf(raw)
 	return u, true
 }
 
@@ -575,11 +577,12 @@ func (a *Adapter) undecodable(id int, err error) {
 
 // dispatch hands one update to h; updates that are not for the bot are
 // dropped.
-func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, u tgbotapi.Update) error {
-	in, ok := a.Incoming(u)
+func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, u update) error {
+	in, ok := a.Incoming(u.Update)
 	if !ok {
 		return nil
 	}
+	in.ThreadID = u.thread // replies and progress go to the message's topic
 	return h.Handle(ctx, in)
 }
 
@@ -612,7 +615,7 @@ func (a *Adapter) WebhookHandler(h bot.Handler) http.Handler {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		if err := a.dispatch(r.Context(), h, u.Update); err != nil {
+		if err := a.dispatch(r.Context(), h, u); err != nil {
 			a.log.Error("telegram webhook update", slog.Int("update_id", u.UpdateID), slog.Any("err", redact(err, a.cfg.Token)))
 			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return

@@ -1,7 +1,8 @@
 // Package outbound is a platform's send queue: every call to one
 // platform waits its turn in a bounded queue of a few lanes (one chat
 // always on the same lane, so a chat's calls keep their order), and a
-// rate-limited call pauses every lane for as long as the platform asks.
+// rate-limited call holds back its own chat, and only it, for as long as
+// the platform asks: the lane goes on with other chats meanwhile.
 package outbound
 
 import (
@@ -15,7 +16,8 @@ import (
 
 // RateLimited is implemented by a platform's error that asks for a pause
 // before the next call (an HTTP 429 with Retry-After, Telegram's
-// retry_after): the platform's send queue waits that long, then retries.
+// retry_after): the calls of the chat that got it wait that long, then
+// the call is tried again (see Queue).
 type RateLimited interface {
 	error
 	RetryAfter() time.Duration
@@ -46,9 +48,9 @@ const QueueSize = 256
 // messages in the order they were queued (the status message before the
 // answer); different chats do not wait for each other's round trips.
 // Slack and Telegram limit posting per chat (about one message a second)
-// and per workspace or bot (a 429 for the whole platform), not to one
-// call at a time: with a single lane every message of every chat waited
-// for every other chat's round trips.
+// and per method and workspace (Slack's tiers) or bot, not to one call
+// at a time: with a single lane every message of every chat waited for
+// every other chat's round trips.
 const Lanes = 8
 
 // MaxRateLimitRetries is how often one call is retried after a 429.
@@ -56,6 +58,7 @@ const MaxRateLimitRetries = 5
 
 // sendOp is one platform call.
 type sendOp struct {
+	key  string // the chat: its lane, and what a 429 holds back
 	what string
 	call func(ctx context.Context) error
 	done chan error  // nil: nobody waits
@@ -65,40 +68,56 @@ type sendOp struct {
 	// chat's answer queued behind it does not wait for it; a later edit
 	// shows the same lines.
 	droppable bool
+	attempt   int   // 429s answered so far
+	err       error // the last answer, once attempt > 0
+	resume    bool  // no call: the pause of chat key is over (see hold)
 }
 
-// ErrSkipped is the result of a droppable call not made because the
-// platform asked for a pause.
+// ErrSkipped is the result of a droppable call not made, or answered
+// RateLimited, because the platform asked for a pause.
 var ErrSkipped = errors.New("outbound: skipped while the platform is rate limited")
 
 // ErrStopped is the result of a call queued once the lanes have stopped.
 var ErrStopped = errors.New("outbound: send queue stopped")
 
 // Queue makes every call to one platform from a bounded queue, a few at
-// a time (one lane per chat, see Lanes), and pauses every lane when
-// the platform asks (RateLimited). Lanes goroutines per platform,
-// never one per send.
+// a time (one lane per chat, see Lanes). A call the platform answers
+// RateLimited holds back its chat's calls, in order, until the pause is
+// over (see hold), while its lane serves other chats: Slack limits each
+// method per workspace and posting per channel, Telegram mostly per
+// chat, so one chat's 429 says nothing about another's next call (the
+// adapter keeps the platform's own lanes, see adapters/slack/limits.go).
+// Lanes goroutines per platform, never one per send.
 type Queue struct {
 	name  string
 	log   *slog.Logger
 	lanes []chan sendOp
 	quit  <-chan struct{}
 	// mu protects pending (ops queued or in progress), idle (closed and
-	// replaced when pending drops to zero), pausedUntil (no call starts
-	// before it: the platform's Retry-After), enqueuing (calls being put
-	// in a lane) and closed (the lanes have stopped; see enter).
-	mu          sync.Mutex
-	pending     int
-	idle        chan struct{}
-	pausedUntil time.Time
-	enqueuing   int
-	closed      bool
+	// replaced when pending drops to zero), held (by chat: the calls
+	// waiting out a 429, the first the one answered it; see hold), cool
+	// (by chat: until when a droppable call's 429 drops the chat's
+	// droppable calls without a call), enqueuing (calls being put in a lane) and closed (the lanes have
+	// stopped; see enter).
+	mu        sync.Mutex
+	pending   int
+	idle      chan struct{}
+	held      map[string]*heldChat
+	cool      map[string]time.Time // by chat: a droppable call's 429 lasts until then
+	enqueuing int
+	closed    bool
+}
+
+// heldChat is a chat whose calls wait out a platform's pause.
+type heldChat struct {
+	ops   []sendOp
+	timer *time.Timer
 }
 
 // New returns the send queue of the platform called name. It takes calls
 // until quit is closed; Run makes them.
 func New(name string, log *slog.Logger, quit <-chan struct{}) *Queue {
-	s := &Queue{name: name, log: log, quit: quit, idle: make(chan struct{})}
+	s := &Queue{name: name, log: log, quit: quit, idle: make(chan struct{}), held: map[string]*heldChat{}, cool: map[string]time.Time{}}
 	s.lanes = make([]chan sendOp, Lanes)
 	for i := range s.lanes {
 		s.lanes[i] = make(chan sendOp, QueueSize)
@@ -189,7 +208,7 @@ func (s *Queue) Post(key, what string, call func(ctx context.Context) error) {
 	}
 	defer s.entered()
 	select {
-	case s.lane(key) <- sendOp{what: what, call: call}:
+	case s.lane(key) <- sendOp{key: key, what: what, call: call}:
 	default:
 		s.end()
 		s.log.Warn("send queue full; reply dropped", slog.String("platform", s.name), slog.String("call", what))
@@ -205,7 +224,7 @@ func (s *Queue) PostThen(key, what string, call func(ctx context.Context) error,
 		return
 	}
 	defer s.entered()
-	s.lane(key) <- sendOp{what: what, call: call, then: then}
+	s.lane(key) <- sendOp{key: key, what: what, call: call, then: then}
 }
 
 // PostDroppable is PostThen for a call that may be dropped (a progress
@@ -217,13 +236,13 @@ func (s *Queue) PostDroppable(key, what string, call func(ctx context.Context) e
 		return
 	}
 	defer s.entered()
-	s.lane(key) <- sendOp{what: what, call: call, then: then, droppable: true}
+	s.lane(key) <- sendOp{key: key, what: what, call: call, then: then, droppable: true}
 }
 
 // Do queues a call for chat key and waits for its result. It returns
 // ErrStopped when the queue stops before the call is made.
 func (s *Queue) Do(ctx context.Context, key, what string, call func(ctx context.Context) error) error {
-	op := sendOp{what: what, call: call, done: make(chan error, 1)}
+	op := sendOp{key: key, what: what, call: call, done: make(chan error, 1)}
 	if !s.enter(0) {
 		return ErrStopped
 	}
@@ -261,7 +280,7 @@ func (s *Queue) runLane(ctx context.Context, q chan sendOp) {
 	for {
 		select {
 		case op := <-q:
-			s.make(ctx, op)
+			s.take(ctx, op)
 		case <-s.quit:
 			s.drain(ctx, q)
 			return
@@ -269,15 +288,79 @@ func (s *Queue) runLane(ctx context.Context, q chan sendOp) {
 	}
 }
 
+// take makes op, or keeps it behind its chat's held calls; a resume
+// makes the held calls of its chat, in order, until one is held again.
+func (s *Queue) take(ctx context.Context, op sendOp) {
+	s.mu.Lock()
+	h := s.held[op.key]
+	if op.resume {
+		delete(s.held, op.key)
+		s.mu.Unlock()
+		if h != nil {
+			s.makeAll(ctx, op.key, h.ops)
+		}
+		return
+	}
+	if op.droppable && (h != nil || time.Now().Before(s.cool[op.key])) {
+		s.mu.Unlock()
+		s.finish(op, ErrSkipped) // a progress edit does not wait out the pause
+		return
+	}
+	delete(s.cool, op.key)
+	if h != nil {
+		h.ops = append(h.ops, op)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.make(ctx, op)
+}
+
+// makeAll makes ops of chat key in order; once one is held (a 429), the
+// rest wait behind it.
+func (s *Queue) makeAll(ctx context.Context, key string, ops []sendOp) {
+	for i, op := range ops {
+		s.mu.Lock()
+		if h := s.held[key]; h != nil {
+			h.ops = append(h.ops, ops[i:]...)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.make(ctx, op)
+	}
+}
+
+// hold keeps op, answered RateLimited, and every later call of its chat
+// out of the lane for wait, then puts them back in order (a resume in
+// the chat's lane). The lane meanwhile serves other chats.
+func (s *Queue) hold(op sendOp, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := &heldChat{ops: []sendOp{op}}
+	s.held[op.key] = h
+	h.timer = time.AfterFunc(wait, func() {
+		select {
+		case s.lane(op.key) <- sendOp{key: op.key, resume: true}:
+		case <-s.quit: // drain makes what is held
+		}
+	})
+}
+
 // drain makes what is queued on q, and what is being queued, then stops
-// the lanes taking calls (see enter).
+// the lanes taking calls (see enter). Calls held by a pause are made
+// now: a call queued before the stop is made once, but a retry is not
+// worth the shutdown grace (the outbox keeps what must be delivered).
 func (s *Queue) drain(ctx context.Context, q chan sendOp) {
 	for {
 		select {
 		case op := <-q:
-			s.make(ctx, op)
+			s.drainOne(ctx, op)
 			continue
 		default:
+		}
+		if s.drainHeld(ctx, q) {
+			continue
 		}
 		s.mu.Lock()
 		if s.enqueuing == 0 && len(q) == 0 {
@@ -290,77 +373,82 @@ func (s *Queue) drain(ctx context.Context, q chan sendOp) {
 		t := time.NewTimer(time.Millisecond)
 		select {
 		case op := <-q:
-			s.make(ctx, op)
+			s.drainOne(ctx, op)
 		case <-t.C:
 		}
 		t.Stop()
 	}
 }
 
-// pause holds every lane's next call for d.
-func (s *Queue) pause(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if until := time.Now().Add(d); until.After(s.pausedUntil) {
-		s.pausedUntil = until
+func (s *Queue) drainOne(ctx context.Context, op sendOp) {
+	if !op.resume {
+		s.take(ctx, op)
 	}
 }
 
-// paused reports whether the platform's pause is on.
-func (s *Queue) paused() bool {
+// drainHeld makes, once, the held calls of the chats of lane q; it
+// reports whether there were any.
+func (s *Queue) drainHeld(ctx context.Context, q chan sendOp) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return time.Now().Before(s.pausedUntil)
+	var ops []sendOp
+	for key, h := range s.held {
+		if s.lanes[s.Lane(key)] == q {
+			h.timer.Stop()
+			delete(s.held, key)
+			ops = append(ops, h.ops...)
+		}
+	}
+	s.mu.Unlock()
+	for _, op := range ops {
+		if op.attempt > 0 {
+			s.finish(op, op.err)
+			continue
+		}
+		s.make(ctx, op)
+	}
+	return len(ops) > 0
 }
 
-// waitPause waits out a pause the platform asked for; it reports false
-// when the queue stops (quit) first.
-func (s *Queue) waitPause() bool {
-	for {
-		s.mu.Lock()
-		wait := time.Until(s.pausedUntil)
-		s.mu.Unlock()
-		if wait <= 0 {
-			return true
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-s.quit:
-			t.Stop()
-			return false
-		}
+func (s *Queue) stopping() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
 	}
 }
 
+// make makes op's call; a call answered RateLimited is held with its
+// chat (see hold) and tried again after the pause, at most
+// MaxRateLimitRetries times, unless droppable (ErrSkipped) or the queue
+// is stopping (the 429 is its answer).
 func (s *Queue) make(ctx context.Context, op sendOp) {
-	defer s.end()
-	var err error
-	for attempt := 0; ; attempt++ {
-		if op.droppable && s.paused() {
-			err = ErrSkipped
-			break
-		}
-		// A 429 on any lane pauses them all. Stopping cuts the pause
-		// short: a call queued before the stop is still made once, but
-		// a retry is not worth the shutdown grace (the outbox keeps
-		// what must be delivered).
-		if !s.waitPause() && attempt > 0 {
-			break
-		}
-		err = op.call(ctx)
-		var rl RateLimited
-		if err == nil || !errors.As(err, &rl) || attempt == MaxRateLimitRetries {
-			break
-		}
+	err := op.call(ctx)
+	var rl RateLimited
+	if err != nil && errors.As(err, &rl) && op.attempt < MaxRateLimitRetries && !s.stopping() {
 		wait := max(rl.RetryAfter(), time.Second)
-		s.log.Warn("platform rate limit; send queue paused", slog.String("platform", s.name), slog.String("call", op.what), slog.Duration("retry_after", wait))
-		s.pause(wait)
 		if op.droppable {
-			err = ErrSkipped
-			break
+			s.mu.Lock()
+			s.cool[op.key] = time.Now().Add(wait)
+			s.mu.Unlock()
+			s.finish(op, ErrSkipped)
+			return
 		}
+		s.log.Warn("platform rate limit; the chat's calls wait", slog.String("platform", s.name), slog.String("call", op.what), slog.Duration("retry_after", wait))
+		op.attempt++
+		op.err = err
+		s.hold(op, wait)
+		return
 	}
+	if err != nil && op.droppable && errors.As(err, &rl) {
+		err = ErrSkipped
+	}
+	s.finish(op, err)
+}
+
+// finish answers op with err and counts it done.
+func (s *Queue) finish(op sendOp, err error) {
+	defer s.end()
 	switch {
 	case op.done != nil:
 		op.done <- err

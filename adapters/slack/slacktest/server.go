@@ -11,6 +11,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -112,7 +113,9 @@ type Server struct {
 	calls      map[string]int
 	refused    int // calls answered ok:false (see Refused)
 	limited    map[string]int
-	outside    map[string]bool // channels the bot is not a member of
+	lanes      map[string][]time.Time // calls counted for Slack's limits, by method (limits.go)
+	throttled  map[string]int         // 429s for calls over those limits, by method (Throttled)
+	outside    map[string]bool        // channels the bot is not a member of
 	hooks      map[string]*hook
 	hookSeq    int
 	echoTokens bool
@@ -128,7 +131,7 @@ type Server struct {
 
 // New starts a fake; close it with Close.
 func New() *Server {
-	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
+	s := &Server{byTS: map[string]*Posted{}, calls: map[string]int{}, limited: map[string]int{}, throttled: map[string]int{}, acks: map[string]bool{}, envelopes: map[string]bool{},
 		outside: map[string]bool{}, hooks: map[string]*hook{}, ims: map[string]string{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL + "/api/"
@@ -214,6 +217,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.limited[method] = n - 1
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if after := s.overLimit(method, r.Form.Get("channel")); after > 0 {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.Itoa(after))
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
@@ -745,6 +754,17 @@ type Message struct {
 	ThreadTS string
 	// Files are shared with the message (see AddFile).
 	Files []File
+	// Team is the team of the person who wrote, when not the workspace
+	// the app is installed in (T1): a member of another organisation
+	// writing in a Slack Connect channel. Their events carry it as
+	// user_team and source_team, fields set "when the message comes from
+	// a channel that is shared between workspaces" (slack-go's
+	// slackevents.MessageEvent and AppMentionEvent), while the envelope's
+	// team_id stays T1, the workspace the event is delivered to
+	// (docs.slack.dev/apis/events-api/#callback-field). Every message
+	// event names its author's team ("team",
+	// docs.slack.dev/reference/events/message).
+	Team string
 }
 
 // Mention is how a message mentions the bot: "<@UBOT>".
@@ -765,9 +785,13 @@ func (s *Server) Events(m Message) [][]byte {
 	s.mu.Lock()
 	s.heard = append(s.heard, m)
 	s.mu.Unlock()
-	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS}
+	team := cmp.Or(m.Team, "T1")
+	inner := map[string]any{"type": "message", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "channel_type": m.ChannelType, "event_ts": m.TS, "team": team}
 	if m.ThreadTS != "" {
 		inner["thread_ts"] = m.ThreadTS
+	}
+	if m.Team != "" && m.Team != "T1" {
+		inner["user_team"], inner["source_team"] = m.Team, m.Team
 	}
 	var files []map[string]any
 	for _, f := range m.Files {
@@ -786,6 +810,9 @@ func (s *Server) Events(m Message) [][]byte {
 		mention := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS}
 		if m.ThreadTS != "" {
 			mention["thread_ts"] = m.ThreadTS
+		}
+		if m.Team != "" && m.Team != "T1" {
+			mention["user_team"], mention["source_team"] = m.Team, m.Team
 		}
 		if len(files) > 0 {
 			mention["files"] = files

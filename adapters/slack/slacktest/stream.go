@@ -40,8 +40,9 @@ import (
 // RefuseStreams makes every stream method answer a code (an older or
 // restricted workspace: unknown_method, as Slack answers a method it
 // does not offer); FailNext makes the next call of one method fail.
-// Rate limits: startStream and appendStream are Tier 4, stopStream Tier
-// 2 (the pages' Facts); RateLimit applies to them as to any method.
+// Rate limits: startStream and stopStream are Tier 2, appendStream Tier
+// 4 (the pages' Facts), enforced in limits.go; RateLimit applies to them
+// as to any method.
 
 // Stream is what the fake knows of a streamed message.
 type Stream struct {

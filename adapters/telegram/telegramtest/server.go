@@ -40,7 +40,12 @@ type Sent struct {
 	// ForceReply is set when the message asks for a reply
 	// (core.telegram.org/bots/api#forcereply).
 	ForceReply bool
-	Edits      int
+	// ThreadID is the forum topic the message was sent to: sendMessage's
+	// message_thread_id, "unique identifier for the target message
+	// thread (topic) of the forum; for forum supergroups only"
+	// (core.telegram.org/bots/api#sendmessage); 0 for none.
+	ThreadID int
+	Edits    int
 }
 
 // Server is a fake Telegram Bot API.
@@ -385,6 +390,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 		return
 	}
 	chat, _ := strconv.ParseInt(get("chat_id"), 10, 64)
+	thread, _ := strconv.Atoi(get("message_thread_id"))
 	data, labels, urls := urlButtons(get("reply_markup"))
 	for _, d := range data {
 		if len(d) > 64 || d == "" {
@@ -399,7 +405,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, f map[string][]string) {
 	s.mu.Lock()
 	s.nextMsg++
 	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, ParseMode: get("parse_mode"), Buttons: data, Labels: labels, URLs: urls,
-		ForceReply: markup.ForceReply}
+		ForceReply: markup.ForceReply, ThreadID: thread}
 	s.lastBot[chat] = true
 	s.messages[m.MessageID] = m
 	s.order = append(s.order, m.MessageID)
@@ -526,16 +532,22 @@ func chatType(chatID int64) string {
 // admin) the bot gets every message and must pick out what is addressed
 // to it.
 func (s *Server) PushText(chatID, userID int64, text string) int {
-	return s.pushMessage(chatID, userID, text, 0)
+	return s.pushMessage(chatID, userID, text, 0, 0)
 }
 
 // PushReply queues a text message from a user that replies to message
 // replyTo (one the bot sent, or one a person sent through this fake).
 func (s *Server) PushReply(chatID, userID int64, replyTo int, text string) int {
-	return s.pushMessage(chatID, userID, text, replyTo)
+	return s.pushMessage(chatID, userID, text, replyTo, 0)
 }
 
-func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int {
+// PushTopicText is PushText for a message in forum topic topic of group
+// chatID (see topics.go).
+func (s *Server) PushTopicText(chatID, userID int64, topic int, text string) int {
+	return s.pushMessage(chatID, userID, text, 0, topic)
+}
+
+func (s *Server) pushMessage(chatID, userID int64, text string, replyTo, topic int) int {
 	var parent map[string]any
 	toBot := false
 	s.mu.Lock()
@@ -563,6 +575,9 @@ func (s *Server) pushMessage(chatID, userID int64, text string, replyTo int) int
 		}
 		if parent != nil {
 			msg["reply_to_message"] = parent
+		}
+		if topic != 0 {
+			inTopic(msg, topic)
 		}
 		s.userMsgs[msg["message_id"].(int)] = msg
 		return u
