@@ -34,6 +34,14 @@ type StreamPlacer interface {
 	StreamsIn(chatID, threadID string) bool
 }
 
+// StreamBudget is a Streamer whose platform limits how many previews
+// may open (Slack: chat.startStream and chat.stopStream are Tier 2 per
+// workspace). While CanStream is false the answer is posted without a
+// preview rather than wait for the budget.
+type StreamBudget interface {
+	CanStream() bool
+}
+
 // Stream is one answer's preview.
 type Stream interface {
 	// Update shows text, the answer so far, which extends every text
@@ -277,6 +285,10 @@ func (pv *preview) show() time.Duration {
 // open records the preview, then opens it showing text, then records its
 // id: idle → recorded → open.
 func (pv *preview) open(ctx context.Context, text string) time.Duration {
+	if sb, ok := pv.q.p.(StreamBudget); ok && !sb.CanStream() {
+		pv.giveUp(ctx, "the platform's stream budget is spent", nil)
+		return 0
+	}
 	_, lasting := pv.q.p.(Unfinisher)
 	if lasting {
 		// The record names the status message, known once the chat's

@@ -215,3 +215,57 @@ func TestSweepLooksOnlyWhereNobodyElseStreams(t *testing.T) {
 		})
 	}
 }
+
+// budgetSpent is a lifeProc whose platform has no stream budget left
+// (Slack's Tier 2 chat.startStream spent this minute).
+type budgetSpent struct{ *lifeProc }
+
+func (budgetSpent) CanStream() bool { return false }
+
+// TestNoPreviewWhenTheStreamBudgetIsSpent: a platform whose stream
+// budget is spent (StreamBudget) gets no stream start and no preview
+// record: the answer is posted once as a message, at once, instead of
+// waiting for the budget (issue 38: streams are limited per workspace).
+func TestNoPreviewWhenTheStreamBudgetIsSpent(t *testing.T) {
+	chat := &lifeChat{tasks: newMemTasks()}
+	p := budgetSpent{newLifeProc(chat, lifePlan{}, 1, 0)}
+	const answer = "Nothing is due today."
+	ag := &mockAgent{StartFn: func(_ context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+		h.Answer("Nothing is due")
+		h.Answer(answer)
+		tr := newTranscript(in)
+		tr.Status = agent.StatusDone
+		return agent.Outcome{Status: agent.StatusDone, Answer: answer, Transcript: tr}
+	}}
+	st := &previewReads{memStore: newMemStore()}
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	in := Incoming{Platform: "chat", ChatID: "c1", ThreadID: "th1", UserID: "U1", Text: "what's due today?", EventID: "e1", DM: true, At: time.Now()}
+	if err := b.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	chat.mu.Lock()
+	defer chat.mu.Unlock()
+	answers := 0
+	for _, id := range chat.order {
+		m := chat.msgs[id]
+		if m.stream {
+			t.Errorf("a preview %q was started with the stream budget spent", m.text)
+		}
+		if strings.Contains(m.text, answer) && !m.deleted {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Errorf("the answer is shown %d times, want once", answers)
+	}
+}
