@@ -187,6 +187,9 @@ type activeRun struct {
 	runID     string
 	cancel    context.CancelCauseFunc
 	cancelled bool // by /cancel
+	// cancelMark, with a Shared store, is the latest /cancel stored for
+	// the conversation as the run began (see stopCancelled).
+	cancelMark int64
 }
 
 var errCancelled = errors.New("cancelled by the user")
@@ -708,7 +711,7 @@ func (b *Bot) worker(ctx context.Context) {
 			return
 		}
 		t := newTurn(func() { b.sched.done(j.ThreadKey) })
-		b.process(withTurn(ctx, t), j)
+		b.process(withTurn(b.fence(ctx, j.ThreadKey), t), j)
 		t.leave()
 	}
 }
@@ -753,6 +756,10 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		default:
 			err = b.message(ctx, j.ID, in)
 		}
+	}
+	if err != nil && b.fenced(err, log) {
+		turnOf(ctx).fail() // the job is the new holder's: it stays stored
+		return
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))

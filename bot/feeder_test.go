@@ -44,7 +44,11 @@ func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error
 
 func (m *mockShared) Listen(context.Context, func(), func(string)) error { return nil }
 
-func (m *mockShared) Cancel(context.Context, string) error { return nil }
+func (m *mockShared) Fence(ctx context.Context, _ string) context.Context { return ctx }
+
+func (m *mockShared) Cancel(context.Context, string) (bool, error) { return false, nil }
+
+func (m *mockShared) Cancels(context.Context, []string) (map[string]int64, error) { return nil, nil }
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
 

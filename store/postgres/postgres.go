@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,10 +87,14 @@ type Store struct {
 	applied []int
 	// retry, when set, replaces leadRetry (tests).
 	retry time.Duration
-	// replica names this process in the outbox entries it owns; its
-	// replica lock (see leases) says it is alive.
-	replica string
+	// replica names this process's incarnation (see leases) in the
+	// leases and outbox entries it owns.
+	replica atomic.Pointer[string]
 	leases  leases
+	// leaseFor, when set, replaces leaseTime (tests).
+	leaseFor time.Duration
+	// closed is set by Close: background work gives up.
+	closed atomic.Bool
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -128,11 +134,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		// pgx's message may quote the URL, password included.
 		return nil, errors.New("store: TIDYBOT_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
 	}
+	keepAlive(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}}
+	id := newReplicaID()
+	s.replica.Store(&id)
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
@@ -143,6 +152,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 func (s *Store) open(ctx context.Context, o *options) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("store: connect to PostgreSQL at %s (TIDYBOT_DATABASE_URL): %w", s.where(), err)
+	}
+	if err := s.sessionPooling(ctx); err != nil {
+		return err
 	}
 	if o.noMigrate {
 		v, err := s.Version(ctx)
@@ -162,6 +174,25 @@ func (s *Store) open(ctx context.Context, o *options) error {
 		}
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
+}
+
+// keepAlive makes every connection of c, the pool's and the ones taken
+// out of it for good (leases, listen, lead), ask for TCP keepalives on
+// both ends: the server learns of a replica cut off by the network
+// after 5 s of silence and 3 unanswered probes a second apart (not the
+// two hours of the server's system default), freeing its session locks,
+// and the replica's side learns of a vanished server as soon.
+func keepAlive(c *pgx.ConnConfig) {
+	for name, v := range map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3"} {
+		if _, set := c.RuntimeParams[name]; !set {
+			c.RuntimeParams[name] = v
+		}
+	}
+	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
+	if c.ConnectTimeout > 0 {
+		d.Timeout = c.ConnectTimeout
+	}
+	c.DialFunc = d.DialContext
 }
 
 // where names the database without its password.
