@@ -135,6 +135,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, errors.New("store: TIDYBOT_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
 	}
 	keepAlive(cfg.ConnConfig)
+	if cfg.PingTimeout == 0 {
+		// A connection idle for a second is pinged before use: one that
+		// died meanwhile (a cut network) costs a second, not a hang.
+		cfg.PingTimeout = time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
@@ -178,12 +183,18 @@ func (s *Store) open(ctx context.Context, o *options) error {
 
 // keepAlive makes every connection of c, the pool's and the ones taken
 // out of it for good (leases, listen, lead), ask for TCP keepalives on
-// both ends: the server learns of a replica cut off by the network
+// both ends, and the server end transactions left idle: the server learns of a replica cut off by the network
 // after 5 s of silence and 3 unanswered probes a second apart (not the
 // two hours of the server's system default), freeing its session locks,
 // and the replica's side learns of a vanished server as soon.
 func keepAlive(c *pgx.ConnConfig) {
-	for name, v := range map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3"} {
+	params := map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3",
+		// A replica frozen (SIGSTOP) or cut off inside a transaction
+		// keeps its row locks (a lease's, FOR SHARE) only this long:
+		// every transaction of the store runs its statements back to
+		// back.
+		"idle_in_transaction_session_timeout": "5s"}
+	for name, v := range params {
 		if _, set := c.RuntimeParams[name]; !set {
 			c.RuntimeParams[name] = v
 		}

@@ -51,6 +51,10 @@ type leases struct {
 	mu   sync.Mutex
 	conn *pgx.Conn
 	stop chan struct{} // closed when conn is dropped: its beats end
+	// making, while a lease connection is being made (makeLeases), is
+	// closed once it is; makeErr is why the last one was not.
+	making  chan struct{}
+	makeErr error
 	// held is the epoch of each conversation this incarnation holds.
 	held map[string]int64
 	// beat is when the last beat that the database accepted was sent.
@@ -98,46 +102,93 @@ func (s *Store) lease() time.Duration {
 // beatPeriod returns the time between beats: a fifth of the lease time.
 func (s *Store) beatPeriod() time.Duration { return min(beatEvery, s.lease()/5) }
 
-// leaseConn returns the lease connection, made at the first call (a
-// store that never leases, as tidybot runs, holds none): the replica
-// lock of this incarnation is taken on it, and its row in replicas
-// beats. A connection that was lost is reported (LeasesLost) and a new
-// incarnation begins, which releases the leases of the old one and
-// takes over its outbox entries (this process is still the one to post
-// them). mu must be held.
-func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
-	if c := s.leases.conn; c != nil {
-		if !c.IsClosed() {
-			return c, nil
-		}
+// ensureLeases waits, up to ctx's end, for the lease connection: made
+// (by one goroutine, makeLeases) if there is none, made again if it was
+// lost. A store that never leases, as tidybot runs, holds none. No
+// query runs under mu: a slow or cut database holds up only the callers
+// that need it, each up to its own deadline.
+func (s *Store) ensureLeases(ctx context.Context) error {
+	s.leases.mu.Lock()
+	if c := s.leases.conn; c != nil && !c.IsClosed() {
+		s.leases.mu.Unlock()
+		return nil
+	}
+	if s.leases.conn != nil {
 		s.dropLeases() // a query on it failed: its leases are gone
 	}
-	c, err := s.pool.Acquire(ctx)
+	if s.leases.making == nil {
+		s.leases.making = make(chan struct{})
+		go s.makeLeases(s.leases.making, s.me())
+	}
+	making := s.leases.making
+	s.leases.mu.Unlock()
+	select {
+	case <-making:
+	case <-ctx.Done():
+		return fmt.Errorf("store: lease connection: %w", ctx.Err())
+	}
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if s.leases.conn == nil {
+		return fmt.Errorf("store: lease connection: %w", s.leases.makeErr)
+	}
+	return nil
+}
+
+// makeLeases makes the lease connection of incarnation me, with its
+// replica lock and its row in replicas, and closes done.
+func (s *Store) makeLeases(done chan struct{}, me string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := s.leaseConn(ctx, me)
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	s.leases.making, s.leases.makeErr = nil, err
+	defer close(done)
 	if err != nil {
-		return nil, fmt.Errorf("store: lease connection: %w", err)
+		return
 	}
-	conn := c.Hijack()
-	me := s.me()
-	var locked bool
-	err = conn.QueryRow(ctx, `SELECT set_config('application_name', $2, false),
-			pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, me, leaseApp).Scan(nil, &locked)
-	if err == nil && !locked {
-		err = fmt.Errorf("the replica lock of %s is taken", me) // an id is new: not seen
-	}
-	if err == nil {
-		_, err = conn.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET beat = now()`, me)
-	}
-	if err != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-		return nil, fmt.Errorf("store: replica lock: %w", err)
+	if s.closed.Load() || s.me() != me {
+		go closeConn(conn)
+		s.leases.makeErr = errors.New("the store was closed")
+		return
 	}
 	s.leases.beat = time.Now()
 	stop := make(chan struct{})
 	s.leases.conn, s.leases.stop = conn, stop
 	go s.watchLeases(conn, stop)
+}
+
+// leaseConn makes a lease connection for incarnation me: its replica
+// lock taken (an id is new: never held, no wait), its row in replicas
+// beating.
+func (s *Store) leaseConn(ctx context.Context, me string) (*pgx.Conn, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.Hijack()
+	var locked bool
+	err = conn.QueryRow(ctx, `SELECT set_config('application_name', $2, false) IS NOT NULL,
+			pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, me, leaseApp).Scan(nil, &locked)
+	if err == nil && !locked {
+		err = fmt.Errorf("the replica lock of %s is taken", me)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET beat = now()`, me)
+	}
+	if err != nil {
+		go closeConn(conn)
+		return nil, fmt.Errorf("replica lock: %w", err)
+	}
 	return conn, nil
+}
+
+// closeConn closes conn, waiting a second at most.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
 }
 
 // dropLeases ends this incarnation after the loss of its lease
@@ -147,15 +198,16 @@ func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 // lost. The old incarnation's rows are handed over in the background
 // (retire). mu must be held.
 func (s *Store) dropLeases() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = s.leases.conn.Close(ctx) // lost already: only the socket is left to close
+	go closeConn(s.leases.conn) // lost already: only the socket is left to close
 	close(s.leases.stop)
 	s.leases.conn, s.leases.stop = nil, nil
 	clear(s.leases.held)
 	old := s.me()
 	next := newReplicaID()
 	s.replica.Store(&next)
+	// The pool's connections may be as dead as this one (a cut
+	// network): new ones are made for what comes next.
+	s.pool.Reset()
 	go s.retire(old, next)
 	select {
 	case s.leases.lost <- struct{}{}:
@@ -204,29 +256,36 @@ func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}) {
 	}
 }
 
-// beatOn sets this replica's beat to the database's now(), if conn is
-// still the lease connection, and drops it when the beat fails, comes
-// too late by this process's clock (it was paused, or the database slow:
-// another replica may have taken its leases), or finds the beat already
-// older than the lease time by the database's clock (another replica may
-// have).
+// beatOn sets this replica's beat to the database's now() on conn (only
+// this goroutine queries it), and drops conn when the beat fails, comes
+// too late by this process's clock (it was paused, or the database
+// slow: another replica may have taken its leases), or finds the beat
+// already older than the lease time by the database's clock (another
+// replica may have).
 func (s *Store) beatOn(conn *pgx.Conn) {
+	s.leases.mu.Lock()
+	if s.leases.conn != conn {
+		s.leases.mu.Unlock()
+		return
+	}
+	late := time.Since(s.leases.beat) > s.lease()-beatTimeout
+	me := s.me()
+	s.leases.mu.Unlock()
+	sent := time.Now()
+	var err error
+	if !late {
+		ctx, cancel := context.WithTimeout(context.Background(), min(beatTimeout, s.lease()/3))
+		var ok bool
+		err = conn.QueryRow(ctx, `UPDATE replicas SET beat = now() WHERE id = $1 AND beat > now() - make_interval(secs => $2) RETURNING true`,
+			me, s.lease().Seconds()).Scan(&ok)
+		cancel()
+	}
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	if s.leases.conn != conn {
 		return
 	}
-	if time.Since(s.leases.beat) > s.lease()-beatTimeout {
-		s.dropLeases()
-		return
-	}
-	sent := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), min(beatTimeout, s.lease()/3))
-	defer cancel()
-	var ok bool
-	err := conn.QueryRow(ctx, `UPDATE replicas SET beat = now() WHERE id = $1 AND beat > now() - make_interval(secs => $2) RETURNING true`,
-		s.me(), s.lease().Seconds()).Scan(&ok)
-	if err != nil {
+	if late || err != nil {
 		s.dropLeases()
 		return
 	}
@@ -245,12 +304,12 @@ func (s *Store) LeasesLost() <-chan struct{} {
 // (tried in the statement's own transaction). Its epoch is kept for
 // Fence.
 func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
+	defer cancel()
 	if err := s.ensureLeases(ctx); err != nil {
 		return false, err
 	}
 	me := s.me()
-	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
-	defer cancel()
 	var epoch int64
 	err := s.pool.QueryRow(ctx, `INSERT INTO leases AS l (thread_key, owner, epoch) VALUES ($1, $2, nextval('lease_epochs'))
 		ON CONFLICT (thread_key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
@@ -271,17 +330,6 @@ func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
 	}
 	s.leases.held[key] = epoch
 	return true, nil
-}
-
-// ensureLeases makes the lease connection if there is none: this
-// process beats and holds its replica lock before it holds a lease.
-func (s *Store) ensureLeases(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
-	_, err := s.leaseConn(ctx)
-	return err
 }
 
 // Release implements bot.Shared: the lease is freed if this
@@ -515,7 +563,10 @@ func notifyJob(ctx context.Context, q querier) error {
 // is made) in one UPDATE, a compare-and-set on
 // their owner, which two replicas claiming together cannot both make.
 func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outbound, error) {
-	if err := s.ensureLeases(ctx); err != nil { // alive before owning entries
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := s.ensureLeases(lctx) // alive before owning entries
+	cancel()
+	if err != nil {
 		return nil, err
 	}
 	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox o SET owner = $1
@@ -543,10 +594,11 @@ func (s *Store) closeLeases() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.leases.conn.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, s.me())
-	_, _ = s.leases.conn.Exec(ctx, `DELETE FROM replicas WHERE id = $1 OR beat < now() - interval '1 day'`, s.me())
+	close(s.leases.stop) // no beat meanwhile
+	// By the pool: the beat may be using the lease connection.
+	_, _ = s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, s.me())
+	_, _ = s.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1 OR beat < now() - interval '1 day'`, s.me())
 	err := s.leases.conn.Close(ctx)
-	close(s.leases.stop)
 	s.leases.conn, s.leases.stop = nil, nil
 	clear(s.leases.held)
 	if err != nil && !errors.Is(err, context.Canceled) {
