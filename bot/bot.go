@@ -531,6 +531,7 @@ func (b *Bot) startShared(ctx context.Context) error {
 		return err
 	}
 	b.feed.claimOutbox(ctx)
+	b.feed.recover(context.WithoutCancel(ctx))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {

@@ -146,6 +146,50 @@ func (f *feeder) loop(ctx context.Context) {
 	}
 }
 
+// recoverRetry is how long a starting process tries again to lease the
+// conversations with work it could not lease at once: a process killed
+// just before (a restart) may hold them for a moment, until the
+// database has seen its connection end.
+const recoverRetry = 3 * time.Second
+
+// recover leases the conversations with work as this process starts
+// and queues their work before Start returns, as Start does on a store
+// of its own (so that a `chat` started to finish what a killed one left
+// finds it queued, not idle). Those it cannot lease at once it tries
+// again for recoverRetry, counted as work to come (WaitIdle waits).
+func (f *feeder) recover(ctx context.Context) {
+	keys, err := f.q.Pending(ctx, f.platforms(), f.max)
+	if err != nil {
+		f.b.log.Error("find pending work", slog.Any("err", err))
+		return
+	}
+	missed := slices.DeleteFunc(keys, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+	if len(missed) == 0 {
+		return
+	}
+	f.b.sched.expect()
+	f.b.workLoops.Add(1)
+	go func() {
+		defer f.b.workLoops.Done()
+		defer f.b.sched.settle()
+		for deadline := time.Now().Add(recoverRetry); len(missed) > 0 && time.Now().Before(deadline); {
+			select {
+			case <-f.b.quit:
+				return
+			case <-time.After(recoverRetry / 15):
+			}
+			missed = slices.DeleteFunc(missed, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+		}
+	}()
+}
+
+// holds reports whether this process holds conversation key.
+func (f *feeder) holds(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held[key]
+}
+
 // watchLeases waits for the loss of the leases (see lost) until the bot
 // stops.
 func (f *feeder) watchLeases() {
