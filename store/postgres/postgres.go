@@ -134,7 +134,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		// pgx's message may quote the URL, password included.
 		return nil, errors.New("store: TIDYBOT_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
 	}
-	keepAlive(cfg.ConnConfig)
+	keepAlive(cfg)
 	if cfg.PingTimeout == 0 {
 		// A connection idle for a second is pinged before use: one that
 		// died meanwhile (a cut network) costs a second, not a hang.
@@ -181,22 +181,39 @@ func (s *Store) open(ctx context.Context, o *options) error {
 	return s.tx(ctx, func(tx pgx.Tx) error { return s.keys.setUp(ctx, tx, o.secrets, !o.noMigrate) })
 }
 
-// keepAlive makes every connection of c, the pool's and the ones taken
-// out of it for good (leases, listen, lead), ask for TCP keepalives on
-// both ends, and the server end transactions left idle: the server learns of a replica cut off by the network
-// after 5 s of silence and 3 unanswered probes a second apart (not the
-// two hours of the server's system default), freeing its session locks,
-// and the replica's side learns of a vanished server as soon.
-func keepAlive(c *pgx.ConnConfig) {
-	params := map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3",
+// keepAlive makes every connection of the pool, and the ones taken out
+// of it for good (leases, listen, lead), ask for TCP keepalives on both
+// ends, and the server end transactions left idle: the server learns of
+// a replica cut off by the network after 5 s of silence and 3
+// unanswered probes a second apart (not the two hours of the server's
+// system default), freeing its session locks, and the replica's side
+// learns of a vanished server as soon. The settings are SET once
+// connected, not sent at startup, which PgBouncer would refuse
+// (unsupported startup parameter); one the URL gives is left alone.
+func keepAlive(cfg *pgxpool.Config) {
+	c := cfg.ConnConfig
+	var set []string
+	for _, p := range [][2]string{{"tcp_keepalives_idle", "5"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "3"},
 		// A replica frozen (SIGSTOP) or cut off inside a transaction
 		// keeps its row locks (a lease's, FOR SHARE) only this long:
 		// every transaction of the store runs its statements back to
 		// back.
-		"idle_in_transaction_session_timeout": "5s"}
-	for name, v := range params {
-		if _, set := c.RuntimeParams[name]; !set {
-			c.RuntimeParams[name] = v
+		{"idle_in_transaction_session_timeout", "'5s'"}} {
+		if _, given := c.RuntimeParams[p[0]]; !given {
+			set = append(set, "SET "+p[0]+" = "+p[1])
+		}
+	}
+	if len(set) > 0 {
+		sql := strings.Join(set, "; ")
+		after := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			if after != nil {
+				if err := after(ctx, conn); err != nil {
+					return err
+				}
+			}
+			_, err := conn.Exec(ctx, sql)
+			return err
 		}
 	}
 	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
