@@ -51,6 +51,7 @@ type leases struct {
 	mu   sync.Mutex
 	conn *pgx.Conn
 	stop chan struct{} // closed when conn is dropped: its beats end
+	done chan struct{} // closed once conn is closed
 	// making, while a lease connection is being made (makeLeases), is
 	// closed once it is; makeErr is why the last one was not.
 	making  chan struct{}
@@ -104,17 +105,15 @@ func (s *Store) beatPeriod() time.Duration { return min(beatEvery, s.lease()/5) 
 
 // ensureLeases waits, up to ctx's end, for the lease connection: made
 // (by one goroutine, makeLeases) if there is none, made again if it was
-// lost. A store that never leases, as tidybot runs, holds none. No
+// lost (its beat dropped it). A store that never leases, as tidybot
+// runs, holds none. No
 // query runs under mu: a slow or cut database holds up only the callers
 // that need it, each up to its own deadline.
 func (s *Store) ensureLeases(ctx context.Context) error {
 	s.leases.mu.Lock()
-	if c := s.leases.conn; c != nil && !c.IsClosed() {
+	if s.leases.conn != nil { // its beat finds a failure (dropLeases)
 		s.leases.mu.Unlock()
 		return nil
-	}
-	if s.leases.conn != nil {
-		s.dropLeases() // a query on it failed: its leases are gone
 	}
 	if s.leases.making == nil {
 		s.leases.making = make(chan struct{})
@@ -136,15 +135,15 @@ func (s *Store) ensureLeases(ctx context.Context) error {
 }
 
 // makeLeases makes the lease connection of incarnation me, with its
-// replica lock and its row in replicas, and closes done.
-func (s *Store) makeLeases(done chan struct{}, me string) {
+// replica lock and its row in replicas, and closes made.
+func (s *Store) makeLeases(made chan struct{}, me string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := s.leaseConn(ctx, me)
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	s.leases.making, s.leases.makeErr = nil, err
-	defer close(done)
+	defer close(made)
 	if err != nil {
 		return
 	}
@@ -155,8 +154,9 @@ func (s *Store) makeLeases(done chan struct{}, me string) {
 	}
 	s.leases.beat = time.Now()
 	stop := make(chan struct{})
-	s.leases.conn, s.leases.stop = conn, stop
-	go s.watchLeases(conn, stop)
+	done := make(chan struct{})
+	s.leases.conn, s.leases.stop, s.leases.done = conn, stop, done
+	go s.watchLeases(conn, stop, done)
 }
 
 // leaseConn makes a lease connection for incarnation me: its replica
@@ -198,9 +198,8 @@ func closeConn(conn *pgx.Conn) {
 // lost. The old incarnation's rows are handed over in the background
 // (retire). mu must be held.
 func (s *Store) dropLeases() {
-	go closeConn(s.leases.conn) // lost already: only the socket is left to close
-	close(s.leases.stop)
-	s.leases.conn, s.leases.stop = nil, nil
+	close(s.leases.stop) // watchLeases closes the connection, lost already
+	s.leases.conn, s.leases.stop, s.leases.done = nil, nil, nil
 	clear(s.leases.held)
 	old := s.me()
 	next := newReplicaID()
@@ -242,8 +241,11 @@ func (s *Store) retire(old, next string) {
 	}
 }
 
-// watchLeases beats on conn every beatPeriod until it is dropped (stop).
-func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}) {
+// watchLeases beats on conn every beatPeriod until it is dropped
+// (stop), then closes it (only this goroutine uses conn) and done.
+func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	defer closeConn(conn)
 	t := time.NewTicker(s.beatPeriod())
 	defer t.Stop()
 	for {
@@ -588,21 +590,27 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 func (s *Store) closeLeases() error {
 	s.closed.Store(true)
 	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
 	if s.leases.conn == nil {
+		s.leases.mu.Unlock()
 		return nil
 	}
+	close(s.leases.stop) // watchLeases closes the connection after its beat in flight
+	done, me := s.leases.done, s.me()
+	s.leases.conn, s.leases.stop, s.leases.done = nil, nil, nil
+	clear(s.leases.held)
+	s.leases.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	close(s.leases.stop) // no beat meanwhile
-	// By the pool: the beat may be using the lease connection.
-	_, _ = s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, s.me())
-	_, _ = s.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1 OR beat < now() - interval '1 day'`, s.me())
-	err := s.leases.conn.Close(ctx)
-	s.leases.conn, s.leases.stop = nil, nil
-	clear(s.leases.held)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("store: close lease connection: %w", err)
+	if _, err := s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, me); err != nil {
+		return fmt.Errorf("store: release the leases: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1 OR beat < now() - interval '1 day'`, me); err != nil {
+		return fmt.Errorf("store: forget this replica: %w", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("store: close lease connection: %w", ctx.Err())
 	}
 	return nil
 }
