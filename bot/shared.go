@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -59,6 +60,10 @@ type Shared interface {
 	// oldest first. An entry committed by this process is its own: no
 	// other claims it while this one lives.
 	ClaimOutbox(ctx context.Context, platforms []string) ([]Outbound, error)
+	// Owns reports whether this process may post outbox entry id: it
+	// owns it (another process may have claimed it, finding this one
+	// dead while it was frozen), and it is not delivered yet.
+	Owns(ctx context.Context, id string) (bool, error)
 	// LeasesLost delivers a value after this process lost every lease
 	// Hold took, and the lock that says it is alive, with the connection
 	// holding them (noticed within seconds); one value may stand for
@@ -416,6 +421,29 @@ func (b *Bot) fenced(err error, log *slog.Logger) bool {
 	}
 	log.Warn("lease lost: this process stopped the conversation's work and posts nothing; the process that took the lease goes on", slog.Any("err", err))
 	return true
+}
+
+// ownedSend is send, made, with a Shared store, only while this
+// process owns the outbox entry ob, checked right before the call: a
+// replica frozen past its lease whose entries another claimed posts
+// none of them (ErrFenced) when it wakes. (The check and the post are
+// not one step: a freeze between them still posts twice.)
+func (b *Bot) ownedSend(ob Outbound, send func(context.Context, Outgoing) (string, error)) func(context.Context, Outgoing) (string, error) {
+	if b.feed == nil {
+		return send
+	}
+	return func(ctx context.Context, m Outgoing) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		owns, err := b.feed.q.Owns(cctx, ob.ID)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("bot: may this process post %s: %w", ob.ID, err)
+		}
+		if !owns {
+			return "", fmt.Errorf("bot: outbox entry %s: %w", ob.ID, ErrFenced)
+		}
+		return send(ctx, m)
+	}
 }
 
 // fence returns ctx carrying this process's lease of conversation key,

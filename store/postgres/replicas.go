@@ -584,6 +584,20 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 	return out, nil
 }
 
+// Owns implements bot.Shared: the entry is stored and is this
+// incarnation's (or nobody's).
+func (s *Store) Owns(ctx context.Context, id string) (bool, error) {
+	var owns bool
+	err := s.pool.QueryRow(ctx, `SELECT owner IS NULL OR owner = $2 FROM outbox WHERE id = $1`, id, s.me()).Scan(&owns)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: owner of %s: %w", id, err)
+	}
+	return owns, nil
+}
+
 // closeLeases ends the lease connection, freeing every lease (released
 // first, for a replica that finds the session's end late) and the
 // replica lock.
