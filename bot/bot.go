@@ -194,6 +194,9 @@ type activeRun struct {
 	runID     string
 	cancel    context.CancelCauseFunc
 	cancelled bool // by /cancel
+	// cancelMark, with a Shared store, is the latest /cancel stored for
+	// the conversation as the run began (see stopCancelled).
+	cancelMark int64
 }
 
 var errCancelled = errors.New("cancelled by the user")
@@ -535,6 +538,7 @@ func (b *Bot) startShared(ctx context.Context) error {
 		return err
 	}
 	b.feed.claimOutbox(ctx)
+	b.feed.recover(context.WithoutCancel(ctx))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -715,7 +719,7 @@ func (b *Bot) worker(ctx context.Context) {
 			return
 		}
 		t := newTurn(func() { b.sched.done(j.ThreadKey) })
-		b.process(withTurn(ctx, t), j)
+		b.process(withTurn(b.fence(ctx, j.ThreadKey), t), j)
 		t.leave()
 	}
 }
@@ -760,6 +764,10 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		default:
 			err = b.message(ctx, j.ID, in)
 		}
+	}
+	if err != nil && b.fenced(err, log) {
+		turnOf(ctx).fail() // the job is the new holder's: it stays stored
+		return
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))

@@ -13,6 +13,7 @@ type mockShared struct {
 	HoldFn    func(ctx context.Context, key string) (bool, error)
 	ReleaseFn func(ctx context.Context, key string) error
 	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
+	PendingFn func(ctx context.Context, platforms []string, n int) ([]string, error)
 	// Lost is LeasesLost's channel (nil: never).
 	Lost chan struct{}
 }
@@ -33,7 +34,12 @@ func (m *mockShared) Release(ctx context.Context, key string) error {
 	return m.ReleaseFn(ctx, key)
 }
 
-func (m *mockShared) Pending(context.Context, []string, int) ([]string, error) { return nil, nil }
+func (m *mockShared) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
+	if m.PendingFn == nil {
+		return nil, nil
+	}
+	return m.PendingFn(ctx, platforms, n)
+}
 
 func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
 	if m.WorkFn == nil {
@@ -44,9 +50,15 @@ func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error
 
 func (m *mockShared) Listen(context.Context, func(), func(string)) error { return nil }
 
-func (m *mockShared) Cancel(context.Context, string) error { return nil }
+func (m *mockShared) Fence(ctx context.Context, _ string) context.Context { return ctx }
+
+func (m *mockShared) Cancel(context.Context, string) (bool, error) { return false, nil }
+
+func (m *mockShared) Cancels(context.Context, []string) (map[string]int64, error) { return nil, nil }
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
+
+func (m *mockShared) Owns(context.Context, string) (bool, error) { return true, nil }
 
 func (m *mockShared) LeasesLost() <-chan struct{} { return m.Lost }
 
@@ -210,5 +222,34 @@ func TestFeederLostLeasesForgetHeldConversations(t *testing.T) {
 	}
 	if _, queued := b.sched.inFlight(); queued != 1 {
 		t.Errorf("queued after the new offer: %d, want 1", queued)
+	}
+}
+
+// TestFeederRecoverWaitsForALeaseFreedSoon: as a process starts, a
+// conversation with work whose lease a killed process still holds for
+// a moment is leased once free and its work queued, and until then
+// WaitIdle waits (a `chat` restarted after a kill would otherwise find
+// nothing to do and exit).
+func TestFeederRecoverWaitsForALeaseFreedSoon(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("")
+	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
+	q.PendingFn = func(context.Context, []string, int) ([]string, error) { return []string{"telegram:1"}, nil }
+	free := time.Now().Add(recoverRetry / 3)
+	q.HoldFn = func(context.Context, string) (bool, error) { return time.Now().After(free), nil }
+	f := newFeeder(b, q)
+	f.recover(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), recoverRetry/6)
+	defer cancel()
+	if err := b.sched.waitIdle(ctx); err == nil {
+		t.Fatal("WaitIdle returned while the lease was still to be taken")
+	}
+	for deadline := time.Now().Add(recoverRetry); !f.holds("telegram:1"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the conversation freed a moment after the start is not held")
+		}
+	}
+	if _, queued := b.sched.inFlight(); queued != 1 {
+		t.Errorf("queued jobs = %d, want 1", queued)
 	}
 }

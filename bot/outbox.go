@@ -67,11 +67,11 @@ func (b *Bot) post(ctx context.Context, d *delivery) {
 	m := d.ob.Msg
 	m.Ref = d.ob.ID
 	then := func(id string, err error) { b.delivered(ctx, d, id, err) }
+	send := q.p.Send
 	if d.again {
-		q.resendThen(m, d.ob.Created, then)
-		return
+		send = q.resender(d.ob.Created)
 	}
-	q.sendThen(m, then)
+	q.postThen(m, b.ownedSend(d.ob, send), then)
 }
 
 // delivered removes a posted entry from the outbox (recording a
@@ -86,6 +86,9 @@ func (b *Bot) delivered(ctx context.Context, d *delivery, id string, err error) 
 		switch {
 		case errors.Is(err, outbound.ErrStopped):
 			log.Error("message not posted; it is posted again at the next start", slog.Any("err", err))
+			return
+		case errors.Is(err, ErrFenced):
+			log.Info("message not posted: another replica claimed it and posts it", slog.Any("err", err))
 			return
 		case b.cfg.Now().Sub(ob.Created) < b.cfg.DedupeFor:
 			b.retry(ctx, d, err, log)

@@ -98,11 +98,15 @@ func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
 // a Resender looks for it first (see Resender); other platforms post it
 // again.
 func (q *queuedPlatform) resendThen(m Outgoing, since time.Time, then func(id string, err error)) {
-	send := q.p.Send
+	q.postThen(m, q.resender(since), then)
+}
+
+// resender is the call resendThen makes.
+func (q *queuedPlatform) resender(since time.Time) func(context.Context, Outgoing) (string, error) {
 	if rs, ok := q.p.(Resender); ok {
-		send = func(ctx context.Context, m Outgoing) (string, error) { return rs.Resend(ctx, m, since) }
+		return func(ctx context.Context, m Outgoing) (string, error) { return rs.Resend(ctx, m, since) }
 	}
-	q.postThen(m, send, then)
+	return q.p.Send
 }
 
 // postThen queues send of m, redacted, without waiting and calls then

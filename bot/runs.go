@@ -246,7 +246,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	// The run's model calls are reserved against its person's day.
 	meter := &runMeter{b: b, platform: r.Platform, userID: r.UserID, stop: cancel}
 	runCtx = context.WithValue(runCtx, meterKey{}, meter)
-	ar := &activeRun{runID: r.ID, cancel: cancel}
+	ar := &activeRun{runID: r.ID, cancel: cancel, cancelMark: b.cancelMark(ctx, r.ThreadKey)}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
 	switch {
@@ -374,6 +374,9 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 		// was sent, so a crash in between loses none.
 		return nil
 	}
+	// A /cancel stored through another replica stops the run here,
+	// before its first save and its next write (drain sees ctx's end).
+	b.stopCancelled(ctx, e.r.ThreadKey)
 	raw, err := agent.MarshalTranscript(tr)
 	if err != nil {
 		return err
@@ -387,10 +390,14 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 		c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 	}
 	if c.DeleteJob != "" || c.Count != nil {
-		if err := b.store.Commit(ctx, c); err != nil {
-			return err
+		err = b.store.Commit(ctx, c)
+	} else {
+		err = b.store.SaveRun(ctx, r)
+	}
+	if err != nil {
+		if errors.Is(err, ErrFenced) {
+			cancel(ErrFenced) // another process has the run now: stop at once
 		}
-	} else if err := b.store.SaveRun(ctx, r); err != nil {
 		return err
 	}
 	e.jobID, e.counted = "", tr.Usage
@@ -698,23 +705,17 @@ func (b *Bot) stopRun(key string) bool {
 	return ar != nil
 }
 
-// stopElsewhere, with a Shared store, asks the other processes to stop
-// the thread's run when one is working there, and reports whether it
-// did.
+// stopElsewhere, with a Shared store, stores a /cancel for the
+// thread's run when one is working there (or its job waits: a run not
+// saved yet), which the process running it reads at its next step, and
+// reports whether it did.
 func (b *Bot) stopElsewhere(ctx context.Context, key string) bool {
 	if b.feed == nil {
 		return false
 	}
-	runs, _, err := b.feed.q.Work(ctx, key)
-	if err != nil || len(runs) == 0 {
-		if err != nil {
-			b.log.Error("cancel", slog.Any("err", err))
-		}
-		return false
-	}
-	if err := b.feed.q.Cancel(ctx, key); err != nil {
+	stored, err := b.feed.q.Cancel(ctx, key)
+	if err != nil {
 		b.log.Error("cancel", slog.Any("err", err))
-		return false
 	}
-	return true
+	return stored
 }

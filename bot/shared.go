@@ -3,7 +3,10 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -16,10 +19,17 @@ import (
 // whose scheduler reads every job at Start.
 type Shared interface {
 	// Hold takes the lease of conversation key, reporting false when
-	// another process holds it. The lease lasts until Release or the
-	// end of this process (its connection to the database), so one
-	// that dies mid-run frees its conversations at once.
+	// another process holds it. The lease lasts until Release, the end
+	// of this process (one that dies mid-run frees its conversations at
+	// once) or its loss (LeasesLost, or a write refused with ErrFenced):
+	// a process that stops answering the store for a lease time loses
+	// its leases to the others.
 	Hold(ctx context.Context, key string) (bool, error)
+	// Fence returns ctx carrying the lease of key as this process holds
+	// it now (ctx itself when it holds none): every write made with the
+	// returned context is refused with ErrFenced, in its transaction,
+	// once another process has taken the lease since.
+	Fence(ctx context.Context, key string) context.Context
 	// Release frees a lease Hold took.
 	Release(ctx context.Context, key string) error
 	// Pending returns up to n conversations of the given platforms that
@@ -29,27 +39,43 @@ type Shared interface {
 	Pending(ctx context.Context, platforms []string, n int) ([]string, error)
 	// Work returns a conversation's unfinished runs (working or queued,
 	// without transcripts) and its jobs, oldest first; the caller holds
-	// its lease.
+	// its lease (ErrFenced when it no longer does).
 	Work(ctx context.Context, key string) ([]*Run, []Job, error)
 	// Listen calls wake each time any process commits a job, and cancel
 	// with a conversation's key each time any process calls Cancel,
 	// until ctx ends (nil) or it fails (what was sent meanwhile is
 	// missed).
 	Listen(ctx context.Context, wake func(), cancel func(key string)) error
-	// Cancel asks every process to stop the run of conversation key it
-	// is running (/cancel that reached another replica).
-	Cancel(ctx context.Context, key string) error
+	// Cancel stores a /cancel for conversation key, when it has an
+	// unfinished run or a job (a run not saved yet works on its job),
+	// and reports whether it did: the process running the run reads it
+	// at the run's next step (Cancels), and is woken sooner (Listen's
+	// cancel) when the notification reaches it.
+	Cancel(ctx context.Context, key string) (bool, error)
+	// Cancels returns, for those of keys with a stored /cancel, the
+	// number of the latest (numbers grow).
+	Cancels(ctx context.Context, keys []string) (map[string]int64, error)
 	// ClaimOutbox makes the outbox entries of the given platforms whose
 	// process died (or that have none) this process's, and returns them,
 	// oldest first. An entry committed by this process is its own: no
 	// other claims it while this one lives.
 	ClaimOutbox(ctx context.Context, platforms []string) ([]Outbound, error)
+	// Owns reports whether this process may post outbox entry id: it
+	// owns it (another process may have claimed it, finding this one
+	// dead while it was frozen), and it is not delivered yet.
+	Owns(ctx context.Context, id string) (bool, error)
 	// LeasesLost delivers a value after this process lost every lease
 	// Hold took, and the lock that says it is alive, with the connection
 	// holding them (noticed within seconds); one value may stand for
 	// several losses. Hold takes leases again afterwards.
 	LeasesLost() <-chan struct{}
 }
+
+// ErrFenced is the error of a write to a Shared store made under a
+// lease (Shared.Fence) that another process has taken since: the write
+// is refused, and the run that made it stops at once, posting nothing;
+// the lease's new holder goes on from what was saved before.
+var ErrFenced = errors.New("bot: the lease of this conversation was taken by another process")
 
 // errLeasesLost is the cause of the interruption of the runs this
 // process was running when it lost its leases.
@@ -119,9 +145,54 @@ func (f *feeder) loop(ctx context.Context) {
 		case <-f.kick:
 		case <-t.C:
 			f.claimOutbox(ctx)
+			f.b.stopCancelled(ctx)
 		}
 		f.fill(ctx)
 	}
+}
+
+// recoverRetry is how long a starting process tries again to lease the
+// conversations with work it could not lease at once: a process killed
+// just before (a restart) may hold them for a moment, until the
+// database has seen its connection end.
+const recoverRetry = 3 * time.Second
+
+// recover leases the conversations with work as this process starts
+// and queues their work before Start returns, as Start does on a store
+// of its own (so that a `chat` started to finish what a killed one left
+// finds it queued, not idle). Those it cannot lease at once it tries
+// again for recoverRetry, counted as work to come (WaitIdle waits).
+func (f *feeder) recover(ctx context.Context) {
+	keys, err := f.q.Pending(ctx, f.platforms(), f.max)
+	if err != nil {
+		f.b.log.Error("find pending work", slog.Any("err", err))
+		return
+	}
+	missed := slices.DeleteFunc(keys, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+	if len(missed) == 0 {
+		return
+	}
+	f.b.sched.expect()
+	f.b.workLoops.Add(1)
+	go func() {
+		defer f.b.workLoops.Done()
+		defer f.b.sched.settle()
+		for deadline := time.Now().Add(recoverRetry); len(missed) > 0 && time.Now().Before(deadline); {
+			select {
+			case <-f.b.quit:
+				return
+			case <-time.After(recoverRetry / 15):
+			}
+			missed = slices.DeleteFunc(missed, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+		}
+	}()
+}
+
+// holds reports whether this process holds conversation key.
+func (f *feeder) holds(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held[key]
 }
 
 // watchLeases waits for the loss of the leases (see lost) until the bot
@@ -280,6 +351,10 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		f.dirty[key] = false
 		f.mu.Unlock()
 		runs, jobs, err := f.q.Work(ctx, key)
+		if errors.Is(err, ErrFenced) {
+			f.forget(key, epoch)
+			return nil
+		}
 		if err != nil {
 			f.b.log.Error("read a conversation's work", slog.String("thread_key", key), slog.Any("err", err))
 		}
@@ -319,6 +394,114 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		f.wake() // room for another conversation
 		return nil
 	}
+}
+
+// forget drops key, whose lease another process took (a write of this
+// one was refused): its jobs are that process's now. A fill may lease
+// it again once it is free.
+func (f *feeder) forget(key string, epoch uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.b.sched.epochNow() != epoch {
+		return // lost forgot key
+	}
+	delete(f.held, key)
+	delete(f.dirty, key)
+	f.b.log.Warn("another process took the lease of this conversation; its work is left to it", slog.String("thread_key", key))
+	f.wake()
+}
+
+// fenced reports whether err is a write refused because another
+// process took the conversation's lease: the run stopped, nothing is
+// posted, nothing is said to the person (the new holder goes on), and
+// it is logged here.
+func (b *Bot) fenced(err error, log *slog.Logger) bool {
+	if !errors.Is(err, ErrFenced) {
+		return false
+	}
+	log.Warn("lease lost: this process stopped the conversation's work and posts nothing; the process that took the lease goes on", slog.Any("err", err))
+	return true
+}
+
+// ownedSend is send, made, with a Shared store, only while this
+// process owns the outbox entry ob, checked right before the call: a
+// replica frozen past its lease whose entries another claimed posts
+// none of them (ErrFenced) when it wakes. (The check and the post are
+// not one step: a freeze between them still posts twice.)
+func (b *Bot) ownedSend(ob Outbound, send func(context.Context, Outgoing) (string, error)) func(context.Context, Outgoing) (string, error) {
+	if b.feed == nil {
+		return send
+	}
+	return func(ctx context.Context, m Outgoing) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		owns, err := b.feed.q.Owns(cctx, ob.ID)
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("bot: may this process post %s: %w", ob.ID, err)
+		}
+		if !owns {
+			return "", fmt.Errorf("bot: outbox entry %s: %w", ob.ID, ErrFenced)
+		}
+		return send(ctx, m)
+	}
+}
+
+// fence returns ctx carrying this process's lease of conversation key,
+// with a Shared store (see Shared.Fence).
+func (b *Bot) fence(ctx context.Context, key string) context.Context {
+	if b.feed == nil {
+		return ctx
+	}
+	return b.feed.q.Fence(ctx, key)
+}
+
+// cancelMark is, with a Shared store, the number of the latest /cancel
+// stored for conversation key as a run begins there: only a later one
+// stops it (see stopCancelled).
+func (b *Bot) cancelMark(ctx context.Context, key string) int64 {
+	if b.feed == nil {
+		return 0
+	}
+	marks, err := b.feed.q.Cancels(ctx, []string{key})
+	if err != nil {
+		b.log.Error("read the cancels of a conversation", slog.String("thread_key", key), slog.Any("err", err))
+		return 0
+	}
+	return marks[key]
+}
+
+// stopCancelled stops the runs of this process (of conversation keys,
+// or all when none is given) for which a /cancel was stored since they
+// began, on another replica whose notification did not come (see
+// Shared.Cancel), and reports whether it stopped one.
+func (b *Bot) stopCancelled(ctx context.Context, keys ...string) bool {
+	if b.feed == nil {
+		return false
+	}
+	b.mu.Lock()
+	marks := map[string]int64{}
+	for key, ar := range b.running {
+		if len(keys) == 0 || slices.Contains(keys, key) {
+			marks[key] = ar.cancelMark
+		}
+	}
+	b.mu.Unlock()
+	if len(marks) == 0 {
+		return false
+	}
+	latest, err := b.feed.q.Cancels(ctx, slices.Collect(maps.Keys(marks)))
+	if err != nil {
+		b.log.Error("read the cancels of running runs", slog.Any("err", err))
+		return false
+	}
+	stopped := false
+	for key, mark := range marks {
+		if latest[key] > mark && b.stopRun(key) {
+			b.log.Info("stopping a run: /cancel came through another replica", slog.String("thread_key", key))
+			stopped = true
+		}
+	}
+	return stopped
 }
 
 // fresh turns a conversation's work into jobs, resumes first, leaving

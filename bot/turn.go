@@ -96,6 +96,9 @@ func (b *Bot) handOff(ctx context.Context, r *Run, tail func() error) {
 		defer t.leave()
 		if err := tail(); err != nil {
 			t.fail()
+			if b.fenced(err, b.log.With(slog.String("run_id", r.ID))) {
+				return // the job is the new holder's
+			}
 			b.log.Error("job failed; it runs again at the next start", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey), slog.Any("err", err))
 			b.replyLater(ctx, r.Platform, r.outgoing(jobFailedText))
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/agent/openai/openaitest"
+	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
 // crashAndResume builds the binary, runs /tidy-inbox in it with extra on
@@ -104,4 +106,24 @@ func crashAndResume(t *testing.T, e *env, extra ...string) (before, after []open
 	mu.Lock()
 	defer mu.Unlock()
 	return recorded[:n], recorded[n:]
+}
+
+// TestCrashMidRunResumesOnPostgres: as TestCrashMidRunResumesWithoutDuplicates,
+// on PostgreSQL, several times: the restarted chat leases the
+// conversation the killed one left (trying again for a moment while the
+// killed one's session may outlive it) and queues its work before it
+// reads its empty stdin and waits for idleness, so that it resumes the
+// run rather than exiting at once. (Issue 35: about 1 restart in 5
+// left the run alone.)
+func TestCrashMidRunResumesOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			e := newEnv(t)
+			e.scen.check = true
+			crashAndResume(t, e, "OPENAI_MODEL=scripted", "TIDYBOT_DATABASE_URL="+pgtest.URL(t))
+		})
+	}
 }

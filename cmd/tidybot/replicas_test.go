@@ -28,6 +28,8 @@ var (
 	replicaMsgs   = flag.Int("replica-msgs", 400, "messages in TestReplicasSurviveKills (the issue's full size: 2000)")
 	replicaPeople = flag.Int("replica-people", 40, "people sending them in TestReplicasSurviveKills (full size: 200)")
 	replicaKill   = flag.Duration("replica-kill-every", time.Second, "how often TestReplicasSurviveKills SIGKILLs a replica")
+	replicaCut    = flag.Duration("replica-cut", 0, "when set, a disruption of TestReplicasSurviveKills in three cuts a replica's database link (both ways, its sockets left open) for this long, through a TCP relay per replica")
+	replicaFreeze = flag.Duration("replica-freeze", 0, "when set, every other disruption of TestReplicasSurviveKills SIGSTOPs a replica for this long (longer than the lease time, 10 s: a GC pause) instead of a SIGKILL")
 )
 
 // replica is one `tidybot serve` process of a replicated set, started
@@ -79,6 +81,15 @@ func (r *replica) kill() {
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
 	<-r.ended
 	r.gone = true
+}
+
+// freeze SIGSTOPs the process for d, then SIGCONTs it.
+func (r *replica) freeze(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	_ = r.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // stop ends the process with SIGTERM, as a rolling deploy does.
@@ -261,8 +272,23 @@ func TestReplicasSurviveKills(t *testing.T) {
 	t.Cleanup(tg.Close)
 	rs := newReplicaSet(t, e, 3, people, withTelegram(tg, people)...)
 	rs.tg = tg
+	var proxies []*dbProxy
+	if *replicaCut > 0 {
+		// Each replica reaches the database through a relay of its own.
+		pu, err := url.Parse(e.cfg.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs.replicas {
+			p := newDBProxy(t, pu.Host)
+			proxies = append(proxies, p)
+			r.environ = append(r.environ, "TIDYBOT_DATABASE_URL="+p.via(t, e.cfg.DatabaseURL))
+			r.kill()
+			r.start()
+		}
+	}
 	done := make(chan struct{})
-	var kills atomic.Int64
+	var kills, freezes, cuts atomic.Int64 // kills counts every disruption
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
@@ -273,8 +299,24 @@ func TestReplicasSurviveKills(t *testing.T) {
 			case <-time.After(*replicaKill):
 			}
 			r := rs.replicas[k%len(rs.replicas)]
-			r.kill()
 			kills.Add(1)
+			if *replicaCut > 0 && k%3 == 2 {
+				cuts.Add(1)
+				p := proxies[k%len(rs.replicas)]
+				p.cut()
+				select {
+				case <-done:
+				case <-time.After(*replicaCut):
+				}
+				p.heal()
+				continue
+			}
+			if *replicaFreeze > 0 && k%2 == 1 {
+				freezes.Add(1)
+				r.freeze(*replicaFreeze)
+				continue
+			}
+			r.kill()
 			r.start()
 		}
 	}()
@@ -302,8 +344,8 @@ func TestReplicasSurviveKills(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); answered() < total && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("%d messages from %d people (%d on Slack, %d on Telegram), 3 replicas, %d SIGKILLs in %v",
-		total, people, (people+1)/2*each, people/2*each, kills.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d messages from %d people (%d on Slack, %d on Telegram), 3 replicas, %d SIGKILLs, %d SIGSTOPs of %v and %d database cuts of %v in %v",
+		total, people, (people+1)/2*each, people/2*each, kills.Load()-freezes.Load()-cuts.Load(), freezes.Load(), *replicaFreeze, cuts.Load(), *replicaCut, time.Since(start).Round(time.Millisecond))
 	var lost, twice, tgTwice, disorder int
 	for p := range people {
 		got := rs.answers(p)
@@ -358,6 +400,8 @@ func TestReplicasSurviveKills(t *testing.T) {
 	}
 	t.Logf("runs resumed by another replica or a restart: %d; answers a dead replica left, posted by another: %d in %d batches",
 		strings.Count(rs.logs.String(), "resuming run"), claimed, len(claims))
+	t.Logf("leases lost by a replica (a frozen one at its next beat): %d; writes refused after another took the lease: %d",
+		strings.Count(rs.logs.String(), "lost the leases of this process"), strings.Count(rs.logs.String(), "lease lost: this process stopped"))
 	t.Logf("lost %d, answered twice on Slack %d, shown again on Telegram %d (at most one per kill, %d, and per answer claimed from a dead replica, %d), out of order %d, writes doubled %d, writes missing %d",
 		lost, twice, tgTwice, kills.Load(), claimed, disorder, doubled, unwritten)
 	if lost+twice+disorder+doubled+unwritten > 0 || int64(tgTwice) > kills.Load() || tgTwice > claimed {

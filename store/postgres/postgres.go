@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,9 +88,9 @@ type Store struct {
 	applied []int
 	// retry, when set, replaces leadRetry (tests).
 	retry time.Duration
-	// replica names this process in the outbox entries it owns; its
-	// replica lock (see leases) says it is alive.
-	replica string
+	// replica names this process's incarnation (see leases) in the
+	// leases and outbox entries it owns.
+	replica atomic.Pointer[string]
 	leases  leases
 	// log reports what the store repairs on its own (a job dropped, data
 	// keys sealed again).
@@ -96,6 +98,10 @@ type Store struct {
 	// stopRewrap, when not nil, ends rewrapLoop, which closes
 	// rewrapDone.
 	stopRewrap, rewrapDone chan struct{}
+	// leaseFor, when set, replaces leaseTime (tests).
+	leaseFor time.Duration
+	// closed is set by Close: background work gives up.
+	closed atomic.Bool
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -146,11 +152,19 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		// pgx's message may quote the URL, password included.
 		return nil, errors.New("store: TIDYBOT_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
 	}
+	keepAlive(cfg)
+	if cfg.PingTimeout == 0 {
+		// A connection idle for a second is pinged before use: one that
+		// died meanwhile (a cut network) costs a second, not a hang.
+		cfg.PingTimeout = time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, replica: newReplicaID(), leases: leases{lost: make(chan struct{}, 1)}, log: o.log}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}, log: o.log}
+	id := newReplicaID()
+	s.replica.Store(&id)
 	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
@@ -161,6 +175,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 func (s *Store) open(ctx context.Context, o *options) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("store: connect to PostgreSQL at %s (TIDYBOT_DATABASE_URL): %w", s.where(), err)
+	}
+	if err := s.sessionPooling(ctx); err != nil {
+		return err
 	}
 	if o.noMigrate {
 		v, err := s.Version(ctx)
@@ -190,6 +207,48 @@ func (s *Store) open(ctx context.Context, o *options) error {
 		go s.rewrapLoop(o.rewrapEvery, s.stopRewrap, s.rewrapDone)
 	}
 	return nil
+}
+
+// keepAlive makes every connection of the pool, and the ones taken out
+// of it for good (leases, listen, lead), ask for TCP keepalives on both
+// ends, and the server end transactions left idle: the server learns of
+// a replica cut off by the network after 5 s of silence and 3
+// unanswered probes a second apart (not the two hours of the server's
+// system default), freeing its session locks, and the replica's side
+// learns of a vanished server as soon. The settings are SET once
+// connected, not sent at startup, which PgBouncer would refuse
+// (unsupported startup parameter); one the URL gives is left alone.
+func keepAlive(cfg *pgxpool.Config) {
+	c := cfg.ConnConfig
+	var set []string
+	for _, p := range [][2]string{{"tcp_keepalives_idle", "5"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "3"},
+		// A replica frozen (SIGSTOP) or cut off inside a transaction
+		// keeps its row locks (a lease's, FOR SHARE) only this long:
+		// every transaction of the store runs its statements back to
+		// back.
+		{"idle_in_transaction_session_timeout", "'5s'"}} {
+		if _, given := c.RuntimeParams[p[0]]; !given {
+			set = append(set, "SET "+p[0]+" = "+p[1])
+		}
+	}
+	if len(set) > 0 {
+		sql := strings.Join(set, "; ")
+		after := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			if after != nil {
+				if err := after(ctx, conn); err != nil {
+					return err
+				}
+			}
+			_, err := conn.Exec(ctx, sql)
+			return err
+		}
+	}
+	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
+	if c.ConnectTimeout > 0 {
+		d.Timeout = c.ConnectTimeout
+	}
+	c.DialFunc = d.DialContext
 }
 
 // where names the database without its password.

@@ -29,12 +29,21 @@ const jobsChannel = "tidybot_jobs"
 // schema, a newline and the conversation's key.
 const cancelChannel = "tidybot_cancel"
 
-// leases is this process's connection for session advisory locks: the
-// lease of each conversation it works on, and its replica lock, which
-// says it is alive (so that another replica leaves its outbox entries
-// alone). Locks of a session end with it: a process that dies frees
-// them at once (its socket closes), and so does a lost connection,
-// which a check every leaseCheckEvery notices and reports on lost.
+// leases is this process's part in the sharing of conversations. A
+// conversation's lease is a row of the leases table (owner, epoch); a
+// holder's writes for it are fenced by the epoch (see Fence). This
+// process is alive, to the other replicas, while its row in replicas
+// has a recent beat (set to the database's now() every beatEvery on
+// the lease connection) and its replica lock (a session advisory lock on
+// that connection) is held: a lease whose owner fails either may be
+// taken. A process that dies frees its leases at once (its socket
+// closes, and with it the lock); one that hangs (a pause, a cut
+// network) loses them a lease time after its last beat.
+//
+// Each lease connection is an incarnation with a new id: after its loss
+// (a failed or late beat, reported on lost) the process starts again as
+// another replica, which never waits for a lock the dead session may
+// still hold on the server.
 type leases struct {
 	// lost receives a value (one for several) when the connection was
 	// lost; see LeasesLost.
@@ -43,16 +52,34 @@ type leases struct {
 	// mu protects the fields below; a connection runs one query at a time.
 	mu   sync.Mutex
 	conn *pgx.Conn
-	stop chan struct{} // closed when conn is dropped: its check ends
+	stop chan struct{} // closed when conn is dropped: its beats end
+	done chan struct{} // closed once conn is closed
+	// making, while a lease connection is being made (makeLeases), is
+	// closed once it is; makeErr is why the last one was not.
+	making  chan struct{}
+	makeErr error
+	// held is the epoch of each conversation this incarnation holds.
+	held map[string]int64
+	// beat is when the last beat that the database accepted was sent.
+	beat time.Time
 }
 
-// leaseCheckEvery is how often the lease connection is checked;
-// leaseCheckTimeout is how long a check may wait (a vanished server
-// sends no error: the check times out).
+// leaseTime is how long after a replica's last beat another may take
+// its leases; beatEvery is how often a replica beats, and beatTimeout how
+// long a beat may take before the replica gives its leases up. A
+// replica stops counting on its leases (LeasesLost) once its last
+// accepted beat is older than leaseTime-beatTimeout by its own clock,
+// before another replica may take them by the database's.
 const (
-	leaseCheckEvery   = 2 * time.Second
-	leaseCheckTimeout = 5 * time.Second
+	leaseTime   = 10 * time.Second
+	beatEvery   = 2 * time.Second
+	beatTimeout = 3 * time.Second
 )
+
+// holdTimeout bounds Hold, Release and Cancel: a database that does not
+// answer costs a message's intake this long at most, never the lease
+// time.
+const holdTimeout = time.Second
 
 // leaseApp is the application_name of the lease connection, for whoever
 // reads pg_stat_activity.
@@ -64,55 +91,164 @@ func newReplicaID() string {
 	return hex.EncodeToString(b)
 }
 
-// leaseConn returns the lease connection, made at the first call (a
-// store that never leases, as tidybot runs, holds none), with this
-// process's replica lock taken. A connection that was lost is reported
-// (LeasesLost) and made again. mu must be held.
-//
-// Its queries run on a context that the caller's end does not cancel:
-// pgx closes a connection whose query is cancelled, which would drop
-// every lease.
-func (s *Store) leaseConn(ctx context.Context) (*pgx.Conn, error) {
-	if c := s.leases.conn; c != nil {
-		if !c.IsClosed() {
-			return c, nil
-		}
-		s.dropLeases() // a query on it failed: its leases are gone
+// me is this incarnation's replica id.
+func (s *Store) me() string { return *s.replica.Load() }
+
+// lease returns the lease time (tests shorten it).
+func (s *Store) lease() time.Duration {
+	if s.leaseFor > 0 {
+		return s.leaseFor
 	}
+	return leaseTime
+}
+
+// beatPeriod returns the time between beats: a fifth of the lease time.
+func (s *Store) beatPeriod() time.Duration { return min(beatEvery, s.lease()/5) }
+
+// ensureLeases waits, up to ctx's end, for the lease connection: made
+// (by one goroutine, makeLeases) if there is none, made again if it was
+// lost (its beat dropped it). A store that never leases, as tidybot
+// runs, holds none. No
+// query runs under mu: a slow or cut database holds up only the callers
+// that need it, each up to its own deadline.
+func (s *Store) ensureLeases(ctx context.Context) error {
+	s.leases.mu.Lock()
+	if s.leases.conn != nil { // its beat finds a failure (dropLeases)
+		s.leases.mu.Unlock()
+		return nil
+	}
+	if s.leases.making == nil {
+		s.leases.making = make(chan struct{})
+		go s.makeLeases(s.leases.making, s.me())
+	}
+	making := s.leases.making
+	s.leases.mu.Unlock()
+	select {
+	case <-making:
+	case <-ctx.Done():
+		return fmt.Errorf("store: lease connection: %w", ctx.Err())
+	}
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if s.leases.conn == nil {
+		return fmt.Errorf("store: lease connection: %w", s.leases.makeErr)
+	}
+	return nil
+}
+
+// makeLeases makes the lease connection of incarnation me, with its
+// replica lock and its row in replicas, and closes made.
+func (s *Store) makeLeases(made chan struct{}, me string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := s.leaseConn(ctx, me)
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	s.leases.making, s.leases.makeErr = nil, err
+	defer close(made)
+	if err != nil {
+		return
+	}
+	if s.closed.Load() || s.me() != me {
+		go closeConn(conn)
+		s.leases.makeErr = errors.New("the store was closed")
+		return
+	}
+	s.leases.beat = time.Now()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	s.leases.conn, s.leases.stop, s.leases.done = conn, stop, done
+	go s.watchLeases(conn, stop, done)
+}
+
+// leaseConn makes a lease connection for incarnation me: its replica
+// lock taken (an id is new: never held, no wait), its row in replicas
+// beating.
+func (s *Store) leaseConn(ctx context.Context, me string) (*pgx.Conn, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("store: lease connection: %w", err)
+		return nil, err
 	}
 	conn := c.Hijack()
-	if _, err := conn.Exec(ctx, `SELECT set_config('application_name', $2, false),
-			pg_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, s.replica, leaseApp); err != nil {
-		_ = conn.Close(ctx)
-		return nil, fmt.Errorf("store: replica lock: %w", err)
+	var locked bool
+	err = conn.QueryRow(ctx, `SELECT set_config('application_name', $2, false) IS NOT NULL,
+			pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, me, leaseApp).Scan(nil, &locked)
+	if err == nil && !locked {
+		err = fmt.Errorf("the replica lock of %s is taken", me)
 	}
-	stop := make(chan struct{})
-	s.leases.conn, s.leases.stop = conn, stop
-	go s.watchLeases(conn, stop)
+	if err == nil {
+		_, err = conn.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET beat = now()`, me)
+	}
+	if err != nil {
+		go closeConn(conn)
+		return nil, fmt.Errorf("replica lock: %w", err)
+	}
 	return conn, nil
 }
 
-// dropLeases closes the lease connection after its loss, and reports
-// the loss on lost. mu must be held.
-func (s *Store) dropLeases() {
+// closeConn closes conn, waiting a second at most.
+func closeConn(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = s.leases.conn.Close(ctx) // lost already: only the socket is left to close
-	close(s.leases.stop)
-	s.leases.conn, s.leases.stop = nil, nil
+	_ = conn.Close(ctx)
+}
+
+// dropLeases ends this incarnation after the loss of its lease
+// connection: the connection is closed, the leases forgotten (the
+// writes fenced by them are refused once another replica takes them),
+// a new id taken for the next incarnation, and the loss reported on
+// lost. The old incarnation's rows are handed over in the background
+// (retire). mu must be held.
+func (s *Store) dropLeases() {
+	close(s.leases.stop) // watchLeases closes the connection, lost already
+	s.leases.conn, s.leases.stop, s.leases.done = nil, nil, nil
+	clear(s.leases.held)
+	old := s.me()
+	next := newReplicaID()
+	s.replica.Store(&next)
+	// The pool's connections may be as dead as this one (a cut
+	// network): new ones are made for what comes next.
+	s.pool.Reset()
+	go s.retire(old, next)
 	select {
 	case s.leases.lost <- struct{}{}:
 	default: // a loss not yet read covers this one
 	}
 }
 
-// watchLeases checks conn every leaseCheckEvery until it is dropped
-// (stop), dropping it when the check fails.
-func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}) {
-	t := time.NewTicker(leaseCheckEvery)
+// retire hands what incarnation old left to next, once the database
+// answers: old is marked dead (its beat at -infinity: its leases are
+// free for any replica at once, whatever the server thinks of its
+// session), its leases released (their epochs stay: a late write of old
+// is refused once another takes one) and its outbox entries made next's,
+// as this process still has them to post. It tries for a lease time;
+// after that, old is dead to every replica anyway.
+func (s *Store) retire(old, next string) {
+	for deadline := time.Now().Add(s.lease()); time.Now().Before(deadline); time.Sleep(s.beatPeriod()) {
+		ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
+		err := s.tx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE replicas SET beat = '-infinity' WHERE id = $1`, old); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, old); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE outbox SET owner = $2 WHERE owner = $1`, old, next)
+			return err
+		})
+		cancel()
+		if err == nil || s.closed.Load() {
+			return
+		}
+	}
+}
+
+// watchLeases beats on conn every beatPeriod until it is dropped
+// (stop), then closes it (only this goroutine uses conn) and done.
+func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	defer closeConn(conn)
+	t := time.NewTicker(s.beatPeriod())
 	defer t.Stop()
 	for {
 		select {
@@ -120,68 +256,160 @@ func (s *Store) watchLeases(conn *pgx.Conn, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		s.checkLeases(conn)
+		s.beatOn(conn)
 	}
 }
 
-// checkLeases pings conn, if it is still the lease connection, and drops
-// it when the ping fails.
-func (s *Store) checkLeases(conn *pgx.Conn) {
+// beatOn sets this replica's beat to the database's now() on conn (only
+// this goroutine queries it), and drops conn when the beat fails, comes
+// too late by this process's clock (it was paused, or the database
+// slow: another replica may have taken its leases), or finds the beat
+// already older than the lease time by the database's clock (another
+// replica may have).
+func (s *Store) beatOn(conn *pgx.Conn) {
+	s.leases.mu.Lock()
+	if s.leases.conn != conn {
+		s.leases.mu.Unlock()
+		return
+	}
+	late := time.Since(s.leases.beat) > s.lease()-beatTimeout
+	me := s.me()
+	s.leases.mu.Unlock()
+	sent := time.Now()
+	var err error
+	if !late {
+		ctx, cancel := context.WithTimeout(context.Background(), min(beatTimeout, s.lease()/3))
+		var ok bool
+		err = conn.QueryRow(ctx, `UPDATE replicas SET beat = now() WHERE id = $1 AND beat > now() - make_interval(secs => $2) RETURNING true`,
+			me, s.lease().Seconds()).Scan(&ok)
+		cancel()
+	}
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	if s.leases.conn != conn {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), leaseCheckTimeout)
-	defer cancel()
-	if err := conn.Ping(ctx); err != nil {
+	if late || err != nil {
 		s.dropLeases()
+		return
 	}
+	s.leases.beat = sent
 }
 
-// LeasesLost implements bot.Shared: a value comes after the lease
-// connection was lost, found by the check every leaseCheckEvery or by a
-// failed lease query.
+// LeasesLost implements bot.Shared: a value comes after this process
+// lost its leases with its lease connection or its beat (see beatOn).
 func (s *Store) LeasesLost() <-chan struct{} {
 	return s.leases.lost
 }
 
-// Hold implements bot.Shared: a session advisory lock on the
-// conversation, on the lease connection.
+// Hold implements bot.Shared: the lease is taken when it is free,
+// this incarnation's already (again, with a new epoch), or its owner is
+// dead: its beat older than the lease time, or its replica lock free
+// (tried in the statement's own transaction). Its epoch is kept for
+// Fence.
 func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
-	var ok bool
-	err := s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key).Scan(&ok); err != nil {
-			return fmt.Errorf("store: hold %s: %w", key, err)
-		}
-		return nil
-	})
-	return ok, err
-}
-
-// onLease runs fn on the lease connection, made if need be, holding its
-// mutex. fn's context is not cancelled with the caller's (pgx closes a
-// connection whose query is cancelled, dropping every lease) but times
-// out after 10 seconds.
-func (s *Store) onLease(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
+	if err := s.ensureLeases(ctx); err != nil {
+		return false, err
+	}
+	me := s.me()
+	var epoch int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO leases AS l (thread_key, owner, epoch) VALUES ($1, $2, nextval('lease_epochs'))
+		ON CONFLICT (thread_key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
+		WHERE l.owner IS NULL OR l.owner = $2
+			OR NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = l.owner AND r.beat > now() - make_interval(secs => $3))
+			OR pg_try_advisory_xact_lock(hashtext('tidybot replica ' || current_schema()), hashtext(l.owner))
+		RETURNING epoch`, key, me, s.lease().Seconds()).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: hold %s: %w", key, err)
+	}
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
-	conn, err := s.leaseConn(ctx)
-	if err != nil {
-		return err
+	if s.me() != me {
+		return false, nil // lost meanwhile: the lease is the dead incarnation's, released by retire
 	}
-	return fn(ctx, conn)
+	s.leases.held[key] = epoch
+	return true, nil
 }
 
-// Release implements bot.Shared.
+// Release implements bot.Shared: the lease is freed if this
+// incarnation still holds it at its epoch (its epoch stays: a late
+// write fenced by it is accepted until another replica takes it).
 func (s *Store) Release(ctx context.Context, key string) error {
-	return s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot thread ' || current_schema()), hashtext($1))`, key); err != nil {
-			return fmt.Errorf("store: release %s: %w", key, err)
-		}
+	s.leases.mu.Lock()
+	epoch, ok := s.leases.held[key]
+	delete(s.leases.held, key)
+	me := s.me()
+	s.leases.mu.Unlock()
+	if !ok {
+		return nil // lost (or fenced) since: not ours to free
+	}
+	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE thread_key = $1 AND owner = $2 AND epoch = $3`, key, me, epoch); err != nil {
+		return fmt.Errorf("store: release %s: %w", key, err)
+	}
+	return nil
+}
+
+// fenceKey is the context key of a fence.
+type fenceKey struct{}
+
+// fence is a lease as held when a job began: the writes made with it
+// are refused once another holder took the lease.
+type fence struct {
+	key   string
+	epoch int64
+}
+
+// Fence implements bot.Shared: ctx carries the lease of key this
+// process holds now, if it does.
+func (s *Store) Fence(ctx context.Context, key string) context.Context {
+	s.leases.mu.Lock()
+	epoch, ok := s.leases.held[key]
+	s.leases.mu.Unlock()
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, fenceKey{}, fence{key: key, epoch: epoch})
+}
+
+// checkFence, when ctx carries a fence, fails with bot.ErrFenced unless
+// the lease is still at the fence's epoch; it locks the lease's row FOR
+// SHARE, so that no replica takes the lease before tx ends (its Hold
+// waits, then reads what tx wrote).
+func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
+	f, ok := ctx.Value(fenceKey{}).(fence)
+	if !ok {
 		return nil
+	}
+	var epoch int64
+	err := tx.QueryRow(ctx, `SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Scan(&epoch)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if err == nil && epoch == f.epoch {
+		return nil
+	}
+	s.leases.mu.Lock()
+	if s.leases.held[f.key] == f.epoch {
+		delete(s.leases.held, f.key) // Work says so to the feeder
+	}
+	s.leases.mu.Unlock()
+	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
+}
+
+// fencedTx runs fn in a transaction that checks ctx's fence first.
+func (s *Store) fencedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if err := s.checkFence(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
 	})
 }
 
@@ -208,8 +436,16 @@ func (s *Store) Pending(ctx context.Context, platforms []string, n int) ([]strin
 	return keys, nil
 }
 
-// Work implements bot.Shared.
+// Work implements bot.Shared. A conversation whose lease this
+// incarnation no longer holds (lost, or taken by another replica as a
+// fenced write found) has none for it: bot.ErrFenced.
 func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, error) {
+	s.leases.mu.Lock()
+	_, held := s.leases.held[key]
+	s.leases.mu.Unlock()
+	if !held {
+		return nil, nil, fmt.Errorf("store: work of %s: %w", key, bot.ErrFenced)
+	}
 	runs, err := s.runs(ctx, `SELECT value FROM runs WHERE thread_key = $1 AND status IN ('working', 'queued') ORDER BY created, id`, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: unfinished runs of %s: %w", key, err)
@@ -308,12 +544,55 @@ func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)
 	}
 }
 
-// Cancel implements bot.Shared.
-func (s *Store) Cancel(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, current_schema() || E'\n' || $2)`, cancelChannel, key); err != nil {
-		return fmt.Errorf("store: cancel %s: %w", key, err)
+// Cancel implements bot.Shared: when the conversation has an
+// unfinished run or a job (a run not saved yet works on its job), a
+// cancel row is stored and every replica is woken; the row is what the
+// run's replica reads at the run's next step (Cancels), the
+// notification only wakes it sooner. Rows older than an hour go.
+func (s *Store) Cancel(ctx context.Context, key string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
+	defer cancel()
+	var stored bool
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO cancels (thread_key) SELECT $1
+			WHERE EXISTS (SELECT 1 FROM runs WHERE thread_key = $1 AND status IN ('working', 'queued'))
+				OR EXISTS (SELECT 1 FROM jobs WHERE thread_key = $1)
+			RETURNING true`, key).Scan(&stored)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM cancels WHERE at < now() - interval '1 hour'`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, current_schema() || E'\n' || $2)`, cancelChannel, key)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: cancel %s: %w", key, err)
 	}
-	return nil
+	return stored, nil
+}
+
+// Cancels implements bot.Shared.
+func (s *Store) Cancels(ctx context.Context, keys []string) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT thread_key, max(id) FROM cancels WHERE thread_key = ANY($1) GROUP BY thread_key`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("store: cancels: %w", err)
+	}
+	out := map[string]int64{}
+	var key string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&key, &id}, func() error {
+		out[key] = id
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: cancels: %w", err)
+	}
+	return out, nil
 }
 
 // notifyJob signals the jobs channel at the commit of q's transaction.
@@ -323,82 +602,72 @@ func notifyJob(ctx context.Context, q querier) error {
 }
 
 // ClaimOutbox implements bot.Shared: an entry's owner is dead when its
-// replica lock is free; its entries become this process's in one
-// UPDATE, which two replicas claiming together cannot both make.
+// beat is older than the lease time or its replica lock is free (tried
+// in the claim's own transaction); the entries of dead owners (and of
+// none) become this incarnation's (alive first: its lease connection
+// is made) in one UPDATE, a compare-and-set on
+// their owner, which two replicas claiming together cannot both make.
 func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outbound, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT owner FROM outbox WHERE owner IS NOT NULL AND owner <> $1`, s.replica)
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := s.ensureLeases(lctx) // alive before owning entries
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("store: outbox owners: %w", err)
-	}
-	owners, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("store: outbox owners: %w", err)
-	}
-	var out []bot.Outbound
-	claim := func(owner *string) error {
-		got, err := s.claimFrom(ctx, owner, platforms)
-		out = append(out, got...)
-		return err
-	}
-	if err := claim(nil); err != nil {
 		return nil, err
 	}
-	for _, o := range owners {
-		if _, err := s.lockDead(ctx, o, func() error { return claim(&o) }); err != nil {
-			return nil, err
-		}
+	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox o SET owner = $1
+		WHERE (o.platform IS NULL OR o.platform = ANY($2))
+			AND (o.owner IS NULL OR (o.owner <> $1
+				AND (NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = o.owner AND r.beat > now() - make_interval(secs => $3))
+					OR pg_try_advisory_xact_lock(hashtext('tidybot replica ' || current_schema()), hashtext(o.owner)))))
+		RETURNING value`, s.me(), platforms, s.lease().Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
 }
 
-// lockDead runs fn while holding owner's replica lock, if it is free
-// (its process is gone), and reports whether it was.
-func (s *Store) lockDead(ctx context.Context, owner string, fn func() error) (bool, error) {
-	var free bool
-	err := s.onLease(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner).Scan(&free); err != nil {
-			return fmt.Errorf("store: replica lock of %s: %w", owner, err)
-		}
-		if !free {
-			return nil
-		}
-		ferr := fn()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, owner); err != nil && ferr == nil {
-			ferr = fmt.Errorf("store: replica unlock of %s: %w", owner, err)
-		}
-		return ferr
-	})
-	return free, err
-}
-
-// claimFrom makes the entries of owner (nil: of none) on platforms
-// this process's and returns them.
-func (s *Store) claimFrom(ctx context.Context, owner *string, platforms []string) ([]bot.Outbound, error) {
-	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox SET owner = $1
-		WHERE owner IS NOT DISTINCT FROM $2::text AND (platform IS NULL OR platform = ANY($3))
-		RETURNING value`, s.replica, owner, platforms)
-	if err != nil {
-		return nil, fmt.Errorf("store: claim outbox: %w", err)
+// Owns implements bot.Shared: the entry is stored and is this
+// incarnation's (or nobody's).
+func (s *Store) Owns(ctx context.Context, id string) (bool, error) {
+	var owns bool
+	err := s.pool.QueryRow(ctx, `SELECT owner IS NULL OR owner = $2 FROM outbox WHERE id = $1`, id, s.me()).Scan(&owns)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
 	}
-	return out, nil
+	if err != nil {
+		return false, fmt.Errorf("store: owner of %s: %w", id, err)
+	}
+	return owns, nil
 }
 
-// closeLeases ends the lease connection, freeing every lease and the
+// closeLeases ends the lease connection, freeing every lease (released
+// first, for a replica that finds the session's end late) and the
 // replica lock.
 func (s *Store) closeLeases() error {
+	s.closed.Store(true)
 	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
 	if s.leases.conn == nil {
+		s.leases.mu.Unlock()
 		return nil
 	}
+	close(s.leases.stop) // watchLeases closes the connection after its beat in flight
+	done, me := s.leases.done, s.me()
+	s.leases.conn, s.leases.stop, s.leases.done = nil, nil, nil
+	clear(s.leases.held)
+	s.leases.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := s.leases.conn.Close(ctx)
-	close(s.leases.stop)
-	s.leases.conn, s.leases.stop = nil, nil
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("store: close lease connection: %w", err)
+	if _, err := s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, me); err != nil {
+		return fmt.Errorf("store: release the leases: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1 OR beat < now() - interval '1 day'`, me); err != nil {
+		return fmt.Errorf("store: forget this replica: %w", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("store: close lease connection: %w", ctx.Err())
 	}
 	return nil
 }

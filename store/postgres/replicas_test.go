@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -98,6 +99,14 @@ func TestPendingAndWork(t *testing.T) {
 	if want := []string{"slack:C3:", "slack:C1:1", "slack:C2:"}; !slices.Equal(got, want) {
 		t.Errorf("pending: got %v, want %v", got, want)
 	}
+	if _, _, err := a.Work(ctx, "slack:C1:1"); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("work of a conversation not held: %v, want bot.ErrFenced", err)
+	}
+	for _, key := range []string{"slack:C1:1", "slack:C3:"} {
+		if ok, err := a.Hold(ctx, key); !ok || err != nil {
+			t.Fatalf("hold %s: %v %v", key, ok, err)
+		}
+	}
 	runs, jobs, err := a.Work(ctx, "slack:C1:1")
 	if err != nil || len(runs) != 0 || len(jobs) != 2 || jobs[0].ID != "a" || jobs[1].ID != "c" {
 		t.Errorf("work of slack:C1:1: %v %v %v", runs, jobs, err)
@@ -131,13 +140,17 @@ func TestListenWakesOnAJob(t *testing.T) {
 		}
 		select {
 		case <-woke:
-			if err := a.Cancel(context.Background(), "slack:C1:7 U1"); err != nil {
-				t.Fatal(err)
+			// Only a conversation with work has a run to stop.
+			if stored, err := a.Cancel(context.Background(), "slack:C2:"); err != nil || stored {
+				t.Fatalf("cancel of a conversation with no work: stored %v, %v", stored, err)
+			}
+			if stored, err := a.Cancel(context.Background(), "slack:C1:"); err != nil || !stored {
+				t.Fatalf("cancel of a conversation with a job: stored %v, %v", stored, err)
 			}
 			select {
 			case key := <-cancels:
-				if key != "slack:C1:7 U1" {
-					t.Errorf("cancel of %q, want slack:C1:7 U1", key)
+				if key != "slack:C1:" {
+					t.Errorf("cancel of %q, want slack:C1:", key)
 				}
 			case <-time.After(5 * time.Second):
 				t.Error("a Cancel did not reach the other replica")

@@ -41,7 +41,7 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 
 // SaveRun implements bot.Store.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.saveRun(ctx, tx, r) }); err != nil {
+	if err := s.fencedTx(ctx, func(tx pgx.Tx) error { return s.saveRun(ctx, tx, r) }); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -164,7 +164,11 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 
 // DeleteJob implements bot.Store.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id); err != nil {
+	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
 	}
 	return nil
@@ -221,10 +225,11 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 	return out, nil
 }
 
-// Commit implements bot.Store: every part of c in one transaction. A
-// duplicate event key rolls it back and returns bot.ErrDuplicate.
+// Commit implements bot.Store: every part of c in one transaction,
+// fenced by ctx's lease (see Fence). A duplicate event key rolls it
+// back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
 		if c.EventKey != "" {
 			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
 			if err != nil {
@@ -277,7 +282,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.replica, ob.Platform); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform); err != nil {
 			return err
 		}
 	}
@@ -298,9 +303,9 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 
 // Delivered implements bot.Store, in one transaction: the message leaves
 // the outbox and, for a question its run still waits on, its message id
-// is recorded in the run.
+// is recorded in the run. It is fenced by ctx's lease (see Fence).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
 			return err
 		}

@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// pause makes s's last beat older than any lease time, as a replica
+// frozen (SIGSTOP, a long GC pause) or cut off for longer than a lease
+// leaves it, while its sessions stay open on the server.
+func pause(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `UPDATE replicas SET beat = now() - interval '1 hour' WHERE id = $1`, s.me()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFencedWriteOfTheOldHolderIsRefused: A holds a conversation and
+// pauses past its lease; B takes the lease. Every write A makes under
+// its lease (a run's save, its end with the outbox and the journal, its
+// job's deletion, a delivery) is refused with bot.ErrFenced and changes
+// nothing; B's writes go through. A's next beat finds it was presumed
+// dead: A's leases are lost.
+func TestFencedWriteOfTheOldHolderIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:5:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("A holds %s: %v %v", key, ok, err)
+	}
+	if ok, err := b.Hold(ctx, key); ok || err != nil {
+		t.Fatalf("B holds %s while A lives: %v %v", key, ok, err)
+	}
+	fa := a.Fence(ctx, key)
+	now := time.Now()
+	j := bot.Job{ID: "j1", ThreadKey: key, Kind: bot.JobIncoming, Enqueued: now}
+	if err := a.Commit(fa, bot.Change{Job: &j}); err != nil {
+		t.Fatalf("A's write under its lease: %v", err)
+	}
+	run := &bot.Run{ID: "r1", ThreadKey: key, Platform: "telegram", Status: bot.RunWorking, Instruction: "A's", Created: now, Updated: now}
+	if err := a.SaveRun(fa, run); err != nil {
+		t.Fatal(err)
+	}
+
+	pause(t, a)
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("B takes the lease of a paused A: %v %v", ok, err)
+	}
+	fb := b.Fence(ctx, key)
+	late := *run
+	late.Status, late.Answer = bot.RunDone, "A's late answer"
+	ob := bot.Outbound{ID: "o1", Platform: "telegram", RunID: "r1", Msg: bot.Outgoing{ChatID: "5", Text: "A's late answer"}, Created: now}
+	writes := map[string]error{
+		"commit of the run's end": a.Commit(fa, bot.Change{Run: &late, Send: []bot.Outbound{ob}, DeleteJob: "j1",
+			Audit: []bot.AuditEntry{{RunID: "r1", ThreadKey: key, Summary: "deleted everything", At: now}}}),
+		"save of the run":   a.SaveRun(fa, &late),
+		"deletion of a job": a.DeleteJob(fa, "j1"),
+		"delivery":          a.Delivered(fa, ob, "m1"),
+	}
+	for what, err := range writes {
+		if !errors.Is(err, bot.ErrFenced) {
+			t.Errorf("A's %s after B took the lease: %v, want bot.ErrFenced", what, err)
+		}
+	}
+	got, err := b.Run(ctx, "r1")
+	if err != nil || got.Status != bot.RunWorking || got.Answer != "" {
+		t.Errorf("the run after A's refused writes: %+v %v", got, err)
+	}
+	if obs, err := b.Outbox(ctx); err != nil || len(obs) != 0 {
+		t.Errorf("outbox after A's refused end: %v %v", obs, err)
+	}
+	if entries, err := b.RunAudit(ctx, "r1"); err != nil || len(entries) != 0 {
+		t.Errorf("journal after A's refused end: %v %v", entries, err)
+	}
+	if jobs, err := b.Jobs(ctx); err != nil || len(jobs) != 1 {
+		t.Errorf("jobs after A's refused deletion: %v %v", jobs, err)
+	}
+	if _, _, err := a.Work(ctx, key); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("A's work of the conversation B took: %v, want bot.ErrFenced", err)
+	}
+	late.Answer = "B's answer"
+	if err := b.Commit(fb, bot.Change{Run: &late, DeleteJob: "j1"}); err != nil {
+		t.Errorf("B's write under its lease: %v", err)
+	}
+	select {
+	case <-a.LeasesLost():
+	case <-time.After(3 * beatEvery):
+		t.Error("A's beat did not find that it was presumed dead")
+	}
+}
+
+// TestCancelStoredWithoutItsNotification: a /cancel stored for a
+// conversation whose run another replica runs stops the run even when
+// its notification is lost (the listener was reconnecting): the
+// replica reads the stored cancels at each sweep.
+func TestCancelStoredWithoutItsNotification(t *testing.T) {
+	t.Parallel()
+	a, _ := twoReplicas(t)
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
+	defer close(release)
+	bt := bot.New(a, gateAgent{0, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	bt.AddPlatform(chatPlatform{c, 0})
+	if err := bt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bt.Stop)
+	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}
+	if err := bt.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-calls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no model call")
+	}
+	// What Cancel stores, without its NOTIFY.
+	if _, err := a.pool.Exec(t.Context(), `INSERT INTO cancels (thread_key) VALUES ('telegram:c:')`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stored /cancel did not stop the run within 10 s")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		posts := strings.Join(c.posts["c"], " | ")
+		c.mu.Unlock()
+		if strings.Contains(posts, "Stopped, as you asked.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run stopped without saying so: %q", posts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFencedRunPostsNothing: while replica A's run waits for the model,
+// another replica takes the conversation's lease (A's beat looked late
+// to it). The model answers A; the end's commit is refused: A posts
+// neither the answer nor an apology, and the job stays stored for the
+// lease's new holder.
+func TestFencedRunPostsNothing(t *testing.T) {
+	t.Parallel()
+	a, _ := twoReplicas(t)
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
+	bt := bot.New(a, gateAgent{0, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
+	bt.AddPlatform(chatPlatform{c, 0})
+	if err := bt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bt.Stop)
+	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "tidy", EventID: "e1", At: time.Now()}
+	if err := bt.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-calls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no model call")
+	}
+	// What another replica's Hold does when it takes the lease.
+	if _, err := a.pool.Exec(t.Context(), `UPDATE leases SET owner = 'another', epoch = nextval('lease_epochs') WHERE thread_key = 'telegram:c:'`); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := bt.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.posts["c"] {
+		if strings.HasPrefix(p, "did: ") || strings.Contains(p, "went wrong") {
+			t.Errorf("a fenced run posted %q", p)
+		}
+	}
+	if jobs, err := a.Jobs(t.Context()); err != nil || len(jobs) != 1 {
+		t.Errorf("the fenced run's job: %v %v, want it stored", jobs, err)
+	}
+	if runs, err := a.Runs(t.Context()); err != nil || len(runs) != 0 {
+		t.Errorf("runs after the fenced end: %v %v, want none saved", runs, err)
+	}
+}
