@@ -77,11 +77,11 @@ func TestResetWaitsForAMessageBeingStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c3.Close()
-	_, jobs, err := c3.Work(ctx, key)
+	_, jobs, err := leasedWork(ctx, c3, key)
 	if err != nil || len(jobs) != 1 {
 		t.Errorf("Work of the conversation after a /reset raced a message: %d jobs, %v; want the one job", len(jobs), err)
 	}
-	if _, _, err := a.Work(ctx, key); err != nil {
+	if _, _, err := leasedWork(ctx, a, key); err != nil {
 		t.Errorf("Work on the replica that reset it: %v", err)
 	}
 	if msgs, err := c3.RecentMessages(ctx, key, time.Time{}, 10); err != nil || len(msgs) != 0 {
@@ -107,7 +107,7 @@ func TestWorkDropsAJobSealedWithADestroyedKey(t *testing.T) {
 	if err := s.Commit(ctx, enqueueChange(key, "after", 1)); err != nil {
 		t.Fatal(err)
 	}
-	_, jobs, err := s.Work(ctx, key)
+	_, jobs, err := leasedWork(ctx, s, key)
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "job-1" {
 		t.Fatalf("Work: %v, %v; want job-1 alone", jobs, err)
 	}
@@ -185,7 +185,7 @@ func TestResetRacingMessagesAcrossReplicas(t *testing.T) {
 		}
 		var gone int
 		_ = fresh.pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE key_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM data_keys d WHERE d.id = jobs.key_id)`).Scan(&gone)
-		_, jobs, werr := fresh.Work(ctx, key)
+		_, jobs, werr := leasedWork(ctx, fresh, key)
 		fresh.Close()
 		if werr != nil || gone != 0 || len(jobs) != round+2 {
 			t.Fatalf("after %d rounds: %d job(s) sealed with a destroyed key; Work of the conversation on a fresh replica: %d jobs (want %d), %v", round+1, gone, len(jobs), round+2, werr)
@@ -222,9 +222,19 @@ func TestResetRacingMessagesOneProcess(t *testing.T) {
 			}
 		}()
 		wg.Wait()
-		if _, jobs, err := s.Work(ctx, key); err != nil || len(jobs) != round+2 {
+		if _, jobs, err := leasedWork(ctx, s, key); err != nil || len(jobs) != round+2 {
 			t.Fatalf("after %d rounds the process reads %d jobs of the conversation (want %d): %v", round+1, len(jobs), round+2, err)
 		}
 	}
 	answersAgain(t, s, key)
+}
+
+// leasedWork reads key's work as its lease holder does (Work requires
+// the lease): it holds the lease, reads, and lets it go.
+func leasedWork(ctx context.Context, s *Store, key string) ([]*bot.Run, []bot.Job, error) {
+	if ok, err := s.Hold(ctx, key); err != nil || !ok {
+		return nil, nil, fmt.Errorf("hold %s: %v %w", key, ok, err)
+	}
+	defer s.Release(ctx, key)
+	return s.Work(ctx, key)
 }
