@@ -8,6 +8,7 @@ import (
 	"github.com/tidybot/tidybot/inspector"
 	"github.com/tidybot/tidybot/internal/config"
 	"github.com/tidybot/tidybot/internal/evalcmd"
+	"github.com/tidybot/tidybot/internal/migratecmd"
 )
 
 // subcommands are tidybot's subcommands, each with the usage that
@@ -57,7 +58,7 @@ the webhook, privacy mode); the database (TIDYBOT_DATABASE_URL: connects,
 schema version, migrations pending; else TIDYBOT_DB: size, schema version);
 team mode (the redirect URL). Exits 0 only if all pass (a warning passes).
 `),
-	"migrate": text(migrateUsage),
+	"migrate": text(migratecmd.Usage),
 	"slack-manifest": text(`Usage: tidybot slack-manifest [--http URL]
 
 Prints the Slack app manifest for this build of tidybot: its slash
@@ -97,7 +98,7 @@ func checkArgs(cmd string, args []string) error {
 		_, err := inspector.TextPath(args)
 		return err
 	case "migrate":
-		_, err := migrateFrom(args)
+		_, err := migratecmd.Parse(args)
 		return err
 	}
 	return nil

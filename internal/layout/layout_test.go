@@ -48,6 +48,8 @@ var allowed = map[string][]string{
 	// through our clients and reads the database read-only.
 	// tidybot eval: its flags and a run of the suite, real or simulated.
 	"internal/evalcmd": {"agent", "bot", "internal/config", "internal/eval", "internal/sim"},
+	// tidybot migrate: its arguments and the copy of a bbolt file.
+	"internal/migratecmd": {"bot", "store", "store/postgres"},
 	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
 }
 
