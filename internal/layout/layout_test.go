@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/evalcmd": {"agent", "bot", "internal/config", "internal/eval", "internal/sim"},
 	// tidybot migrate: its arguments and the copy of a bbolt file.
 	"internal/migratecmd": {"bot", "store", "store/postgres"},
-	"internal/checkup": {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
+	"internal/checkup":    {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
 }
 
 // TestImportDirection checks that no package imports one of ours it
