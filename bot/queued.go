@@ -94,14 +94,9 @@ func (q *queuedPlatform) sendThen(m Outgoing, then func(id string, err error)) {
 	q.postThen(m, q.p.Send, then)
 }
 
-// resendThen is sendThen for an entry that may have been posted already:
-// a Resender looks for it first (see Resender); other platforms post it
+// resender sends an entry that may have been posted already: a
+// Resender looks for it first (see Resender); other platforms post it
 // again.
-func (q *queuedPlatform) resendThen(m Outgoing, since time.Time, then func(id string, err error)) {
-	q.postThen(m, q.resender(since), then)
-}
-
-// resender is the call resendThen makes.
 func (q *queuedPlatform) resender(since time.Time) func(context.Context, Outgoing) (string, error) {
 	if rs, ok := q.p.(Resender); ok {
 		return func(ctx context.Context, m Outgoing) (string, error) { return rs.Resend(ctx, m, since) }

@@ -57,7 +57,6 @@ type Hooks interface {
 // memHooks is Hooks in one process's memory.
 type memHooks struct {
 	mu    sync.Mutex
-	seq   int
 	hooks map[hookPlace][]*hook // by channel and person, oldest first
 }
 
