@@ -411,6 +411,19 @@ func (f *feeder) forget(key string, epoch uint64) {
 	f.wake()
 }
 
+// schedule hands job j, just stored, to whoever may run it: with a
+// Shared store, the feeder, which runs a conversation's jobs only under
+// its lease (this process's, or the holder's, whom the job's
+// notification wakes): every job, a message's or autopilot's, is run
+// once, fenced by that lease. Without one, this process's scheduler.
+func (b *Bot) schedule(ctx context.Context, j Job) {
+	if b.feed == nil {
+		b.sched.add(j, false)
+		return
+	}
+	b.feed.offer(context.WithoutCancel(ctx), j.ThreadKey)
+}
+
 // fenced reports whether err is a write refused because another
 // process took the conversation's lease: the run stopped, nothing is
 // posted, nothing is said to the person (the new holder goes on), and
