@@ -320,7 +320,7 @@ func (b *Bot) look(ctx context.Context, platform, userID string) error {
 		return err
 	}
 	log.Info("autopilot: new inbox tasks; run queued", slog.Int("new_tasks", len(fresh)), slog.String("job_id", j.ID))
-	b.sched.add(j, false)
+	b.schedule(ctx, j)
 	return nil
 }
 

@@ -448,11 +448,7 @@ func (b *Bot) enqueue(ctx context.Context, in Incoming) error {
 		b.cfg.Metrics.Event(in.Platform, "accepted")
 	}
 	b.ack(in)
-	if b.feed != nil {
-		b.feed.offer(context.WithoutCancel(ctx), key) // or the process that holds key takes it
-	} else {
-		b.sched.add(j, false)
-	}
+	b.schedule(ctx, j)
 	return nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -240,4 +242,91 @@ func TestRetryAfterALostResponseLooksFirst(t *testing.T) {
 			t.Errorf("outbox: %+v", left)
 		}
 	})
+}
+
+// ownerStore is a memStore shared by replicas (Shared): the feeder
+// takes a conversation's stored jobs (Work), this replica owns its
+// outbox entries while owns is set (Shared.Owns: the entry is this
+// process's and not delivered, store/postgres/replicas.go), and, with
+// claim set, ClaimOutbox hands it every stored entry (a replica taking
+// over what a frozen one left, as ClaimOutbox does in
+// store/postgres/replicas.go).
+type ownerStore struct {
+	*memStore
+	mockShared
+	owns  atomic.Bool
+	claim bool
+}
+
+func (s *ownerStore) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
+	jobs, err := s.Jobs(ctx)
+	return nil, slices.DeleteFunc(jobs, func(j Job) bool { return j.ThreadKey != key }), err
+}
+
+func (s *ownerStore) Owns(context.Context, string) (bool, error) { return s.owns.Load(), nil }
+
+func (s *ownerStore) ClaimOutbox(ctx context.Context, _ []string) ([]Outbound, error) {
+	if !s.claim {
+		return nil, nil
+	}
+	return s.Outbox(ctx)
+}
+
+// TestStreamedAnswerNotFinishedByAReplicaThatLostItsEntry: a replica
+// whose answer's outbox entry another replica claimed (it was frozen
+// past its lease) does not end its open preview with the answer, as it
+// would not post it (ownedSend): the entry stays for its owner, which
+// posts it once.
+func TestStreamedAnswerNotFinishedByAReplicaThatLostItsEntry(t *testing.T) {
+	const answer = "Moved three tasks to Family."
+	mem := newMemStore()
+	p := &streamingPlatform{fakePlatform: newTelegram(), finalize: true}
+	ag := &mockAgent{StartFn: speaking(p, []string{"Moved ", "Moved three "}, answer, false)}
+	a := New(&ownerStore{memStore: mem}, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+	a.AddPlatform(p)
+	if err := a.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	if err := a.Handle(t.Context(), msg("file it", "e1")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := a.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss := p.snapshot()
+	if len(ss) != 1 {
+		t.Fatalf("previews %+v, want one", ss)
+	}
+	if ss[0].endedM.Text == answer {
+		t.Error("the replica that does not own the answer's entry ended its preview with the answer")
+	}
+	if n := sentText(p.fakePlatform, answer); n != 0 {
+		t.Errorf("the replica that does not own the answer's entry posted it %d times", n)
+	}
+	if ob, _ := mem.Outbox(t.Context()); len(ob) != 1 {
+		t.Fatalf("outbox %+v, want the answer left for its owner", ob)
+	}
+
+	// The owner posts it once.
+	owner := &ownerStore{memStore: mem, claim: true}
+	owner.owns.Store(true)
+	plat := newTelegram()
+	b := New(owner, &mockAgent{}, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(plat)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := sentText(plat, answer); n != 1 {
+		t.Errorf("the owner posted the answer %d times, want 1: %q", n, plat.texts())
+	}
+	if ob, _ := mem.Outbox(t.Context()); len(ob) != 0 {
+		t.Errorf("left in the outbox: %+v", ob)
+	}
 }

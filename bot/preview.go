@@ -342,7 +342,9 @@ func (pv *preview) giveUp(ctx context.Context, why string, err error) {
 // shows, else as a post after the preview is removed. When finishing
 // fails, the preview is removed and the entry posted the way a restart
 // posts it (Resender looks for it first): the person sees the answer
-// once, and no half answer stays open beside it.
+// once, and no half answer stays open beside it. The answer ends the
+// preview only when this process may post the entry (mayPost, as for a
+// post).
 func (pv *preview) answer(ctx context.Context, ob Outbound) {
 	b := pv.b
 	pv.mu.Lock()
@@ -358,11 +360,19 @@ func (pv *preview) answer(ctx context.Context, ob Outbound) {
 	var id string
 	var final bool
 	err := pv.call("finish stream", false, func(ctx context.Context) error {
+		if err := b.mayPost(ctx, ob.ID); err != nil {
+			return err
+		}
 		var err error
 		id, final, err = st.Finish(ctx, m)
 		return err
 	})
 	switch {
+	case errors.Is(err, ErrFenced):
+		// Another replica claimed the entry: it posts the answer, and
+		// deletes this preview first (dropOrphan, by its record).
+		pv.settle()
+		b.delivered(ctx, &delivery{ob: ob}, "", err) // logs it, changes nothing
 	case err == nil && final:
 		pv.settle()
 		b.delivered(ctx, &delivery{ob: ob}, id, nil) // forgets the record with the entry

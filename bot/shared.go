@@ -411,6 +411,19 @@ func (f *feeder) forget(key string, epoch uint64) {
 	f.wake()
 }
 
+// schedule hands job j, just stored, to whoever may run it: with a
+// Shared store, the feeder, which runs a conversation's jobs only under
+// its lease (this process's, or the holder's, whom the job's
+// notification wakes): every job, a message's or autopilot's, is run
+// once, fenced by that lease. Without one, this process's scheduler.
+func (b *Bot) schedule(ctx context.Context, j Job) {
+	if b.feed == nil {
+		b.sched.add(j, false)
+		return
+	}
+	b.feed.offer(context.WithoutCancel(ctx), j.ThreadKey)
+}
+
 // fenced reports whether err is a write refused because another
 // process took the conversation's lease: the run stopped, nothing is
 // posted, nothing is said to the person (the new holder goes on), and
@@ -423,27 +436,42 @@ func (b *Bot) fenced(err error, log *slog.Logger) bool {
 	return true
 }
 
-// ownedSend is send, made, with a Shared store, only while this
-// process owns the outbox entry ob, checked right before the call: a
-// replica frozen past its lease whose entries another claimed posts
-// none of them (ErrFenced) when it wakes. (The check and the post are
-// not one step: a freeze between them still posts twice.)
+// ownedSend is send, made only when mayPost allows it, checked right
+// before the call.
 func (b *Bot) ownedSend(ob Outbound, send func(context.Context, Outgoing) (string, error)) func(context.Context, Outgoing) (string, error) {
 	if b.feed == nil {
 		return send
 	}
 	return func(ctx context.Context, m Outgoing) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		owns, err := b.feed.q.Owns(cctx, ob.ID)
-		cancel()
-		if err != nil {
-			return "", fmt.Errorf("bot: may this process post %s: %w", ob.ID, err)
-		}
-		if !owns {
-			return "", fmt.Errorf("bot: outbox entry %s: %w", ob.ID, ErrFenced)
+		if err := b.mayPost(ctx, ob.ID); err != nil {
+			return "", err
 		}
 		return send(ctx, m)
 	}
+}
+
+// mayPost is the one check before outbox entry id reaches the chat, as
+// a post (ownedSend) or as the end of the answer's preview
+// (preview.answer): with a Shared store, this process must own the
+// entry, which is not delivered yet; else the error wraps ErrFenced: a
+// replica frozen past its lease whose entries another claimed posts
+// none of them when it wakes. (The check and the post are not one
+// step: a freeze between them still posts twice.) Without a Shared
+// store, nil.
+func (b *Bot) mayPost(ctx context.Context, id string) error {
+	if b.feed == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	owns, err := b.feed.q.Owns(cctx, id)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bot: may this process post %s: %w", id, err)
+	}
+	if !owns {
+		return fmt.Errorf("bot: outbox entry %s: %w", id, ErrFenced)
+	}
+	return nil
 }
 
 // fence returns ctx carrying this process's lease of conversation key,
