@@ -2,15 +2,30 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// TranscriptVersion is the version of the Transcript JSON this package
-// writes.
-const TranscriptVersion = 1
+// TranscriptVersion is the newest version of the Transcript JSON this
+// package reads and writes. It reads every version from 1 up to it, and
+// writes each transcript at the oldest version that runs it safely (see
+// version), so that the previous build, during a rolling upgrade, can
+// resume what this one saved.
+//
+// Version 2 adds what a version-1 build (before run policies) would drop
+// while decoding, widening what the run may do: a Policy other than a
+// person's message's, a TokenBudget, known aliases of earlier runs
+// (Earlier). A transcript carrying one is written as version 2, which a
+// version-1 build refuses; any other is written as version 1.
+const TranscriptVersion = 2
+
+// ErrTranscriptNewer is the error of decoding a transcript written by a
+// newer build than this one: it is to be left, untouched, to a replica
+// that reads it.
+var ErrTranscriptNewer = errors.New("agent: transcript written by a newer version")
 
 // Protocol is how the engine talks to the model.
 type Protocol string
@@ -194,24 +209,56 @@ type known struct {
 // from them are then asked of Todoist instead of reported unknown.
 func (k *known) stale() { k.ProjectsFresh, k.TasksFresh = false, false }
 
-// MarshalTranscript encodes t.
+// version is the oldest transcript version that runs t with every limit
+// it holds: 1 unless a version-1 build would drop a field that narrows
+// the run (see TranscriptVersion).
+func (t *Transcript) version() int {
+	switch {
+	case t.TokenBudget > 0, len(t.Known.Earlier) > 0:
+		return 2
+	case t.Policy == "":
+		return 1 // saved by version 1: its policy is inferred, there too
+	case t.Policy != PolicyMessage:
+		// A version-1 build knows no policy: the others would lose
+		// their limits.
+		return 2
+	case inferPolicy(t.Touch, t.Actions, false) != PolicyMessage:
+		// Read back without its policy, the run would not be a
+		// person's message any more (see inferPolicy).
+		return 2
+	}
+	// A person's message may do everything in version 1 too (that
+	// build's own gate asks for a yes).
+	return 1
+}
+
+// MarshalTranscript encodes t, at the oldest version that runs it with
+// its limits (see TranscriptVersion).
 func MarshalTranscript(t *Transcript) ([]byte, error) {
-	b, err := json.Marshal(t)
+	c := *t
+	c.V = t.version()
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("agent: encode transcript: %w", err)
 	}
 	return b, nil
 }
 
-// UnmarshalTranscript decodes a transcript saved by MarshalTranscript.
+// UnmarshalTranscript decodes a transcript saved by MarshalTranscript,
+// of this version or an earlier one. One written by a newer build fails
+// with ErrTranscriptNewer.
 func UnmarshalTranscript(b []byte) (*Transcript, error) {
 	var t Transcript
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("agent: decode transcript: %w", err)
 	}
-	if t.V != TranscriptVersion {
-		return nil, fmt.Errorf("agent: transcript version %d, want %d", t.V, TranscriptVersion)
+	switch {
+	case t.V > TranscriptVersion:
+		return nil, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrTranscriptNewer, t.V, TranscriptVersion)
+	case t.V < 1:
+		return nil, fmt.Errorf("agent: transcript version %d, want 1 to %d", t.V, TranscriptVersion)
 	}
+	t.V = TranscriptVersion // as read: version 1 holds nothing version 2 lacks
 	return &t, nil
 }
 

@@ -215,6 +215,17 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		})
 	}
 	tr, err := agent.UnmarshalTranscript(r.Transcript)
+	if errors.Is(err, agent.ErrTranscriptNewer) {
+		// A newer replica saved it (a rolling upgrade): the run and the
+		// job that resumed it stay stored as they are, for a replica
+		// that reads it (this process's next start, once upgraded);
+		// nothing is posted.
+		b.log.Warn("run saved by a newer version: left for a replica that reads it", slog.String("run_id", r.ID), slog.Any("err", err))
+		if t := turnOf(ctx); t != nil {
+			t.fail()
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("bot: run %s: %w", r.ID, err)
 	}
