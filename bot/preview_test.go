@@ -88,21 +88,7 @@ func TestPreviewRemovedWhenItsEndFails(t *testing.T) {
 		return agent.Outcome{Status: agent.StatusConfirming, Question: question, Label: "Delete", Transcript: tr}
 	}}
 	st := newMemStore()
-	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
-	b.AddPlatform(p)
-	if err := b.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	in := Incoming{Platform: "chat", ChatID: "c1", ThreadID: "th1", UserID: "U1", Text: "delete the milk task", EventID: "e1", DM: true, At: time.Now()}
-	if err := b.Handle(t.Context(), in); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := b.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runInThread(t, st, ag, p, "delete the milk task")
 	chat.mu.Lock()
 	defer chat.mu.Unlock()
 	streams, questions := 0, 0
@@ -237,22 +223,7 @@ func TestNoPreviewWhenTheStreamBudgetIsSpent(t *testing.T) {
 		tr.Status = agent.StatusDone
 		return agent.Outcome{Status: agent.StatusDone, Answer: answer, Transcript: tr}
 	}}
-	st := &previewReads{memStore: newMemStore()}
-	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
-	b.AddPlatform(p)
-	if err := b.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	in := Incoming{Platform: "chat", ChatID: "c1", ThreadID: "th1", UserID: "U1", Text: "what's due today?", EventID: "e1", DM: true, At: time.Now()}
-	if err := b.Handle(t.Context(), in); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := b.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runInThread(t, newMemStore(), ag, p, "what's due today?")
 	chat.mu.Lock()
 	defer chat.mu.Unlock()
 	answers := 0
@@ -267,5 +238,26 @@ func TestNoPreviewWhenTheStreamBudgetIsSpent(t *testing.T) {
 	}
 	if answers != 1 {
 		t.Errorf("the answer is shown %d times, want once", answers)
+	}
+}
+
+// runInThread has a bot on st, ag and p take text from chat:U1 in a DM
+// thread and waits until it is idle.
+func runInThread(t *testing.T, st Store, ag Agent, p Platform, text string) {
+	t.Helper()
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"chat:U1"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	in := Incoming{Platform: "chat", ChatID: "c1", ThreadID: "th1", UserID: "U1", Text: text, EventID: "e1", DM: true, At: time.Now()}
+	if err := b.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -758,7 +758,36 @@ func (a *Adapter) command(text string) (cmd, args string, addressed, ok bool) {
 }
 
 // units counts UTF-16 code units, Telegram's measure of length.
-func units(s string) int { return len(utf16.Encode([]rune(s))) }
+func units(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeUnits(r)
+	}
+	return n
+}
+
+// runeUnits is r's length in UTF-16 code units (an invalid byte, read as
+// U+FFFD, is one).
+func runeUnits(r rune) int {
+	if utf16.RuneLen(r) == 2 {
+		return 2
+	}
+	return 1
+}
+
+// within returns the length in bytes of the longest prefix of s of at
+// most n UTF-16 units (len(s) when all of s fits): one pass over at most
+// that prefix, so that cutting a long text is linear in its length.
+func within(s string, n int) int {
+	used := 0
+	for i, r := range s {
+		used += runeUnits(r)
+		if used > n {
+			return i
+		}
+	}
+	return len(s)
+}
 
 func clipUnits(s string, n int) string {
 	if units(s) <= n {
@@ -767,7 +796,7 @@ func clipUnits(s string, n int) string {
 	var b strings.Builder
 	used := 0
 	for _, r := range s {
-		u := len(utf16.Encode([]rune{r}))
+		u := runeUnits(r)
 		if used+u > n-1 {
 			break
 		}
@@ -786,17 +815,12 @@ func Split(text string, n int) []string {
 		return []string{"…"}
 	}
 	var out []string
-	for units(text) > n {
-		runes := []rune(text)
-		cut, used := 0, 0
-		for i, r := range runes {
-			used += len(utf16.Encode([]rune{r}))
-			if used > n {
-				break
-			}
-			cut = i + 1
+	for {
+		cut := within(text, n)
+		if cut == len(text) {
+			break
 		}
-		head := string(runes[:cut])
+		head := text[:cut]
 		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {
 			head = head[:i]
 		} else if i := strings.LastIndex(head, " "); i > len(head)/2 {

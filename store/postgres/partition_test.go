@@ -32,8 +32,8 @@ func TestABriefPartitionFreesTheReplicasConversations(t *testing.T) {
 	ctx := context.Background()
 	u := pgtest.URL(t)
 	pu, _ := url.Parse(u)
-	p := newCutProxy(t, pu.Host)
-	a, err := Open(ctx, viaProxy(t, u, p.addr()))
+	p := pgtest.NewProxy(t, pu.Host)
+	a, err := Open(ctx, p.Via(t, u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestABriefPartitionFreesTheReplicasConversations(t *testing.T) {
 	if ok, err := a.Hold(ctx, key); !ok || err != nil {
 		t.Fatalf("A holds %s: %v %v", key, ok, err)
 	}
-	p.cut()
+	p.Cut()
 	t0 := time.Now()
 	select {
 	case <-a.LeasesLost():
@@ -56,7 +56,7 @@ func TestABriefPartitionFreesTheReplicasConversations(t *testing.T) {
 		t.Fatal("A did not notice the partition")
 	}
 	time.Sleep(time.Second)
-	p.heal()
+	p.Heal()
 	healed := time.Now()
 	t.Logf("server-side keepalive timers of the relay's sessions: %s", keepaliveTimers(p))
 
@@ -80,21 +80,15 @@ func TestABriefPartitionFreesTheReplicasConversations(t *testing.T) {
 // keepaliveTimers reads /proc/net/tcp for the server's side of the
 // relay's connections (local port 5432): the timer kind (2 = keepalive)
 // and when it fires, in seconds.
-func keepaliveTimers(p *cutProxy) string {
+func keepaliveTimers(p *pgtest.Proxy) string {
 	raw, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		return err.Error()
 	}
-	p.mu.Lock()
 	ports := map[string]bool{}
-	for _, c := range p.conns {
-		if c.RemoteAddr().String() == p.target {
-			_, port, _ := strings.Cut(c.LocalAddr().String(), ":")
-			n, _ := strconv.Atoi(port)
-			ports[fmt.Sprintf("%04X", n)] = true
-		}
+	for _, n := range p.UpstreamPorts() {
+		ports[fmt.Sprintf("%04X", n)] = true
 	}
-	p.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(string(raw), "\n")[1:] {
 		f := strings.Fields(line)
@@ -125,11 +119,11 @@ func TestACutLeaseConnectionDoesNotWedgeHandle(t *testing.T) {
 	ctx := context.Background()
 	u := pgtest.URL(t)
 	pu, _ := url.Parse(u)
-	p := newCutProxy(t, pu.Host)
+	p := pgtest.NewProxy(t, pu.Host)
 	// The relay keeps a query in flight at the cut waiting for ever (on
 	// a real network TCP keepalives end it within seconds), and with it
 	// its connection's place in the pool: room for a few.
-	via, _ := url.Parse(viaProxy(t, u, p.addr()))
+	via, _ := url.Parse(p.Via(t, u))
 	q := via.Query()
 	q.Set("pool_max_conns", "16")
 	via.RawQuery = q.Encode()
@@ -145,7 +139,7 @@ func TestACutLeaseConnectionDoesNotWedgeHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(bt.Stop)
-	t.Cleanup(p.close) // first: what waits on the relay ends
+	t.Cleanup(p.CloseAll) // first: what waits on the relay ends
 
 	answered := func(chat string) bool {
 		c.mu.Lock()
@@ -166,13 +160,13 @@ func TestACutLeaseConnectionDoesNotWedgeHandle(t *testing.T) {
 	send("c", "e1")
 	soon(t, "the first answer", func() bool { return answered("c") })
 	before := a.me()
-	p.cut()
+	p.Cut()
 	for deadline := time.Now().Add(20 * time.Second); a.me() == before; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("A did not notice the cut")
 		}
 	}
-	p.heal()
+	p.Heal()
 	if took := send("d", "e2"); took > 2*time.Second {
 		t.Errorf("Handle after the heal took %v", took.Round(100*time.Millisecond))
 	}

@@ -1,0 +1,149 @@
+package pgtest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy is a TCP relay to a test's PostgreSQL on another loopback port.
+// Cut emulates a network partition: every byte in flight either way is
+// lost, a connection that lost bytes stays dead for ever (its end is
+// not told to the other side: the FIN or RST is lost too), and new
+// connections hang unanswered, as when a replica's host vanishes or a
+// link drops. Heal lets new connections through again; CloseAll closes
+// every connection, as both ends' TCP keepalives do on a real network
+// (here the relay's own kernel answers keepalive probes, so the server
+// never notices a dead connection by itself).
+type Proxy struct {
+	ln     net.Listener
+	target string
+	isCut  atomic.Bool
+
+	mu    sync.Mutex // protects conns
+	conns []net.Conn
+}
+
+// NewProxy starts a relay to target (host:port), closed at t's end.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target}
+	go p.accept()
+	t.Cleanup(func() { _ = ln.Close(); p.CloseAll() })
+	return p
+}
+
+// Addr is the relay's address.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Via returns the database URL u reached through the relay, giving up
+// a connection attempt after 3 s.
+func (p *Proxy) Via(t testing.TB, u string) string {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.Host = p.Addr()
+	q := pu.Query()
+	q.Set("connect_timeout", "3")
+	pu.RawQuery = q.Encode()
+	return pu.String()
+}
+
+// Cut starts the partition.
+func (p *Proxy) Cut() { p.isCut.Store(true) }
+
+// Heal ends it for new connections.
+func (p *Proxy) Heal() { p.isCut.Store(false) }
+
+// CloseAll closes every connection relayed so far.
+func (p *Proxy) CloseAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// UpstreamPorts are the local ports of the relay's connections to the
+// server (the server's peers), for reading their state in /proc.
+func (p *Proxy) UpstreamPorts() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ports []int
+	for _, c := range p.conns {
+		if c.RemoteAddr().String() == p.target {
+			_, port, _ := strings.Cut(c.LocalAddr().String(), ":")
+			n, _ := strconv.Atoi(port)
+			ports = append(ports, n)
+		}
+	}
+	return ports
+}
+
+func (p *Proxy) track(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conns = append(p.conns, cs...)
+}
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.isCut.Load() {
+			// A partitioned host: the SYN is lost; the dialer times out
+			// (emulated by holding the socket without answering).
+			p.track(c)
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.track(c, s)
+		var dead atomic.Bool
+		go p.relay(c, s, &dead)
+		go p.relay(s, c, &dead)
+	}
+}
+
+// relay copies from to to; once the partition cost the connection a
+// byte, it only discards, and never passes on an end.
+func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 && p.isCut.Load() {
+			dead.Store(true)
+		}
+		if n > 0 && !dead.Load() {
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !dead.Load() && !p.isCut.Load() {
+				_ = to.Close()
+			} else {
+				dead.Store(true)
+			}
+			return
+		}
+	}
+}
