@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,7 +10,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
@@ -30,7 +36,13 @@ var (
 	replicaKill   = flag.Duration("replica-kill-every", time.Second, "how often TestReplicasSurviveKills SIGKILLs a replica")
 	replicaCut    = flag.Duration("replica-cut", 0, "when set, a disruption of TestReplicasSurviveKills in three cuts a replica's database link (both ways, its sockets left open) for this long, through a TCP relay per replica")
 	replicaFreeze = flag.Duration("replica-freeze", 0, "when set, every other disruption of TestReplicasSurviveKills SIGSTOPs a replica for this long (longer than the lease time, 10 s: a GC pause) instead of a SIGKILL")
+	replicaProf   = flag.String("replica-cpuprofile", "", "when set, each serve of BenchmarkReplicaThroughput writes a CPU profile into this directory (TIDYBOT_CPU_PROFILE), named after the benchmark and the replica")
 )
+
+// replicaLeaseTime is store/postgres's lease time (leaseTime; see
+// docs/architecture.md, "What a lease guarantees"): a replica whose beat
+// is older than this by the database's clock has its leases taken.
+const replicaLeaseTime = 10 * time.Second
 
 // replica is one `tidybot serve` process of a replicated set, started
 // again on the same address after a kill.
@@ -121,6 +133,7 @@ type replicaSet struct {
 	replicas []*replica
 	logs     *syncBuffer
 	hc       *http.Client
+	acked    []atomic.Int64 // when set, messages of each person a replica took
 }
 
 // tgSecret is the replicas' TELEGRAM_WEBHOOK_SECRET.
@@ -165,8 +178,13 @@ func newReplicaSet(t testing.TB, e *env, n, people int, extra ...string) *replic
 		"SLACK_BOT_TOKEN=" + slacktest.Token, "SLACK_SIGNING_SECRET=" + slackSecret, "SLACK_API_URL=" + rs.sl.URL,
 		"TIDYBOT_ALLOWED_USERS=" + strings.Join(allowed, ",")}
 	environ = append(environ, extra...)
-	for range n {
-		rs.replicas = append(rs.replicas, startReplica(t, environ, rs.logs))
+	for i := range n {
+		env := environ
+		if *replicaProf != "" {
+			name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+			env = append(slices.Clip(environ), "TIDYBOT_CPU_PROFILE="+filepath.Join(*replicaProf, fmt.Sprintf("%s-%d.prof", name, i)))
+		}
+		rs.replicas = append(rs.replicas, startReplica(t, env, rs.logs))
 	}
 	return rs
 }
@@ -197,6 +215,9 @@ func (rs *replicaSet) send(t testing.TB, p, m, k int) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				if rs.acked != nil {
+					rs.acked[p].Add(1)
+				}
 				return
 			}
 		}
@@ -256,9 +277,13 @@ func (rs *replicaSet) answers(p int) []string {
 // after a post and before the outbox entry's removal shows that answer
 // again (docs/architecture.md, "Every answer is delivered"): such
 // answers are counted apart and may be at most one per kill and per
-// answer another replica claimed from a dead one. By default
-// 400 messages from 40 people (CI time); the issue's size is
-// -replica-msgs 2000 -replica-people 200.
+// answer another replica claimed from a dead one. It also measures, for
+// each stop (takeovers), how soon the conversations the stopped replica
+// held with a message unanswered are answered again, and fails when one
+// waits longer than the lease time plus 5 s; a conversation answered
+// only after a later stop is counted apart. By default 400 messages
+// from 40 people (CI time); the issue's size is -replica-msgs 2000
+// -replica-people 200.
 func TestReplicasSurviveKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts tidybot serve many times")
@@ -287,7 +312,12 @@ func TestReplicasSurviveKills(t *testing.T) {
 			r.start()
 		}
 	}
-	done := make(chan struct{})
+	rs.acked = make([]atomic.Int64, people)
+	tk := newTakeovers(t, rs, people, e.cfg.DatabaseURL)
+	done, watchDone := make(chan struct{}), make(chan struct{})
+	watched := make(chan struct{})
+	go func() { defer close(watched); tk.watch(watchDone) }()
+	var measured sync.WaitGroup
 	var kills, freezes, cuts atomic.Int64 // kills counts every disruption
 	killed := make(chan struct{})
 	go func() {
@@ -303,7 +333,7 @@ func TestReplicasSurviveKills(t *testing.T) {
 			if *replicaCut > 0 && k%3 == 2 {
 				cuts.Add(1)
 				p := proxies[k%len(rs.replicas)]
-				p.cut()
+				tk.stop(t, &measured, "cut", p.cut)
 				select {
 				case <-done:
 				case <-time.After(*replicaCut):
@@ -313,10 +343,10 @@ func TestReplicasSurviveKills(t *testing.T) {
 			}
 			if *replicaFreeze > 0 && k%2 == 1 {
 				freezes.Add(1)
-				r.freeze(*replicaFreeze)
+				tk.stop(t, &measured, "SIGSTOP", func() { r.freeze(*replicaFreeze) })
 				continue
 			}
-			r.kill()
+			tk.stop(t, &measured, "SIGKILL", r.kill)
 			r.start()
 		}
 	}()
@@ -339,6 +369,10 @@ func TestReplicasSurviveKills(t *testing.T) {
 	}
 	close(done)
 	<-killed
+	measured.Wait()
+	close(watchDone)
+	<-watched
+	tk.report(t)
 	// What the last kill left is posted by the survivors.
 	time.Sleep(500 * time.Millisecond)
 	for deadline := time.Now().Add(30 * time.Second); answered() < total && time.Now().Before(deadline); {
@@ -421,7 +455,8 @@ func TestReplicasSurviveKills(t *testing.T) {
 // and reports messages per second from the first POST to the last
 // answer: one replica on bbolt, one on PostgreSQL, two on PostgreSQL
 // (POSTs spread over them). The serves, the fakes and the senders share
-// the machine's cores.
+// the machine's cores. With -replica-cpuprofile dir, each serve writes
+// a CPU profile there (the last run of each case).
 //
 //	go test ./cmd/tidybot -run '^$' -bench ReplicaThroughput -benchtime 1x
 func BenchmarkReplicaThroughput(b *testing.B) {
@@ -530,4 +565,224 @@ func TestSlashCommandAnsweredByAnotherReplica(t *testing.T) {
 			t.Errorf("post %+v: want it through the command's response_url, to the user", p)
 		}
 	}
+}
+
+// takeovers measures how soon, after a replica is stopped (SIGKILLed,
+// SIGSTOPped or cut from the database), the conversations it held are
+// answered: for each stop, the conversations whose lease the stopped
+// replica held with a message taken and not yet answered, and for each
+// of them the time from the stop to the next answer posted there (by
+// another replica, or by the killed one started again). The stopped
+// replica's id is the holder in a snapshot of leases taken right before
+// the stop whose beat, looked at takeoverLook later, was not renewed
+// after it (a live replica beats every 2 s).
+type takeovers struct {
+	rs     *replicaSet
+	people int
+	db     *pgxpool.Pool
+
+	mu       sync.Mutex // protects the fields below
+	answerAt [][]time.Time
+	waits    map[string][]time.Duration // by kind of stop, one per conversation and stop
+	none     int                        // conversations never answered again
+	stops    []time.Time                // when each stop began
+	// overlaps is the waits of conversations answered only after a
+	// later stop (of the replica that had taken them over, as often as
+	// not): counted under that stop too, when its replica held them.
+	overlaps []time.Duration
+}
+
+// takeoverLook is how long after a stop its replica's beat is looked at.
+const takeoverLook = 6 * time.Second
+
+func newTakeovers(t testing.TB, rs *replicaSet, people int, dbURL string) *takeovers {
+	t.Helper()
+	db, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("connect to measure takeovers: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return &takeovers{rs: rs, people: people, db: db, answerAt: make([][]time.Time, people), waits: map[string][]time.Duration{}}
+}
+
+// watch notes when each answer is first seen, every 50 ms, until done.
+func (tk *takeovers) watch(done <-chan struct{}) {
+	for {
+		now := time.Now()
+		for p := range tk.people {
+			seen := map[string]bool{}
+			for _, a := range tk.rs.answers(p) {
+				seen[a] = true
+			}
+			tk.mu.Lock()
+			for len(tk.answerAt[p]) < len(seen) {
+				tk.answerAt[p] = append(tk.answerAt[p], now)
+			}
+			tk.mu.Unlock()
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// person is the person whose conversation key is, or -1.
+func (tk *takeovers) person(key string) int {
+	f := strings.Split(key, ":")
+	if len(f) < 2 {
+		return -1
+	}
+	var p int
+	var err error
+	switch f[0] {
+	case "slack":
+		p, err = strconv.Atoi(strings.TrimPrefix(f[1], "D"))
+	case "telegram":
+		p, err = strconv.Atoi(f[1])
+		p -= int(tgUser(0))
+	default:
+		return -1
+	}
+	if err != nil || p < 0 || p >= tk.people {
+		return -1
+	}
+	return p
+}
+
+// stop takes the snapshot, runs fault (the stop, of kind) and, in the
+// background, measures what it left; wg counts the measurements.
+func (tk *takeovers) stop(t testing.TB, wg *sync.WaitGroup, kind string, fault func()) {
+	ctx := context.Background()
+	held := map[string][]int{} // holder → people
+	var dbStop time.Time
+	rows, err := tk.db.Query(ctx, `SELECT thread_key, owner, now() FROM leases WHERE owner IS NOT NULL`)
+	if err == nil {
+		for rows.Next() {
+			var key, owner string
+			if err = rows.Scan(&key, &owner, &dbStop); err != nil {
+				break
+			}
+			if p := tk.person(key); p >= 0 {
+				held[owner] = append(held[owner], p)
+			}
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	if err == nil && dbStop.IsZero() {
+		err = tk.db.QueryRow(ctx, `SELECT now()`).Scan(&dbStop)
+	}
+	at := time.Now()
+	var pending []int // people with a message taken and not answered
+	tk.mu.Lock()
+	tk.stops = append(tk.stops, at)
+	for p := range tk.people {
+		if tk.rs.acked[p].Load() > int64(len(tk.answerAt[p])) {
+			pending = append(pending, p)
+		}
+	}
+	tk.mu.Unlock()
+	if err != nil {
+		t.Errorf("leases before a stop: %v", err)
+		fault()
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(takeoverLook)  // from the stop: a freeze may last longer
+		live := map[string]bool{} // beat since the stop
+		rows, err := tk.db.Query(ctx, `SELECT id FROM replicas WHERE beat > $1`, dbStop)
+		if err != nil {
+			t.Errorf("beats after a stop: %v", err)
+			return
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Errorf("beats after a stop: %v", err)
+				break
+			}
+			live[id] = true
+		}
+		rows.Close()
+		var mine []int
+		for owner, people := range held {
+			if !live[owner] {
+				for _, p := range people {
+					if slices.Contains(pending, p) {
+						mine = append(mine, p)
+					}
+				}
+			}
+		}
+		// The answer due is the first one posted after the stop.
+		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			tk.mu.Lock()
+			var waits, overlaps []time.Duration
+			for _, p := range mine {
+				for _, a := range tk.answerAt[p] {
+					if !a.After(at) {
+						continue
+					}
+					if slices.ContainsFunc(tk.stops, func(s time.Time) bool { return s.After(at) && s.Before(a) }) {
+						overlaps = append(overlaps, a.Sub(at))
+					} else {
+						waits = append(waits, a.Sub(at))
+					}
+					break
+				}
+			}
+			if len(waits)+len(overlaps) == len(mine) || time.Now().After(deadline) {
+				tk.waits[kind] = append(tk.waits[kind], waits...)
+				tk.overlaps = append(tk.overlaps, overlaps...)
+				tk.none += len(mine) - len(waits) - len(overlaps)
+				tk.mu.Unlock()
+				return
+			}
+			tk.mu.Unlock()
+		}
+	}()
+	fault()
+}
+
+// report logs the longest and the median wait, in all and by kind of
+// stop, and fails t when the longest is over the lease time plus 5 s.
+func (tk *takeovers) report(t testing.TB) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	var all []time.Duration
+	for _, kind := range []string{"SIGKILL", "SIGSTOP", "cut"} {
+		if w := tk.waits[kind]; len(w) > 0 {
+			longest, median := spread(w)
+			t.Logf("takeovers after a %s: %d conversations, answered again in at most %v, median %v, first %v", kind, len(w), longest, median, slices.Min(w).Round(time.Millisecond))
+			all = append(all, w...)
+		}
+	}
+	if len(all) == 0 {
+		t.Logf("takeovers: no stop left a held conversation with a message unanswered (%d never answered again)", tk.none)
+		return
+	}
+	longest, median := spread(all)
+	t.Logf("takeovers: %d conversations a stopped replica held with a message unanswered, answered again after the stop in at most %v, median %v (%d never answered again)",
+		len(all), longest, median, tk.none)
+	if len(tk.overlaps) > 0 {
+		l, m := spread(tk.overlaps)
+		t.Logf("takeovers cut short by a later stop, not counted above: %d conversations, answered in at most %v, median %v after the first", len(tk.overlaps), l, m)
+	}
+	if limit := replicaLeaseTime + 5*time.Second; longest > limit {
+		t.Errorf("a stopped replica's conversation waited %v for an answer, over the lease time plus 5 s (%v)", longest, limit)
+	}
+	if tk.none > 0 {
+		t.Errorf("%d conversations a stopped replica held were never answered again", tk.none)
+	}
+}
+
+// spread is the longest and the median of w, to the millisecond.
+func spread(w []time.Duration) (longest, median time.Duration) {
+	w = slices.Clone(w)
+	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	return w[len(w)-1].Round(time.Millisecond), w[len(w)/2].Round(time.Millisecond)
 }
