@@ -199,11 +199,13 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 
 // publishHome builds in's person's Home and hands it to the platform.
 func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error {
-	p, err := b.platform(in.Platform)
-	if err != nil {
-		return err
+	// Straight to the platform, not through its send queue: the person
+	// waits for the tab, and the adapter waits out a 429 itself.
+	q := b.queue(in.Platform)
+	if q == nil {
+		return fmt.Errorf("bot: no platform %q", in.Platform)
 	}
-	hp, ok := p.(HomePublisher)
+	hp, ok := q.p.(HomePublisher)
 	if !ok {
 		return fmt.Errorf("bot: %s has no Home", in.Platform)
 	}

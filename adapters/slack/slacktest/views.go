@@ -81,8 +81,21 @@ type viewBlock struct {
 		ActionID string   `json:"action_id"`
 		Value    string   `json:"value"`
 		URL      string   `json:"url"`
-		Text     viewText `json:"text"` // a button's label, or a context's text element
+		// Text is a button's label (a text object) or, in a context
+		// block, the element's own text (the element is a text object).
+		Text json.RawMessage `json:"text"`
 	} `json:"elements"`
+}
+
+// textOf reads an element's text: a text object's text, or a string.
+func textOf(raw json.RawMessage) string {
+	var t viewText
+	if json.Unmarshal(raw, &t) == nil {
+		return t.Text
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
 }
 
 // publishView serves views.publish. slack-go sends it as JSON
@@ -149,12 +162,12 @@ func (s *Server) publishView(w http.ResponseWriter, r *http.Request, tok string)
 			}
 		case "context":
 			for _, e := range b.Elements {
-				h.Contexts = append(h.Contexts, e.Text.Text)
+				h.Contexts = append(h.Contexts, textOf(e.Text))
 			}
 		case "actions":
 			for _, e := range b.Elements {
 				if e.Type == "button" {
-					h.Buttons, h.Labels, h.Actions = append(h.Buttons, e.Value), append(h.Labels, e.Text.Text), append(h.Actions, e.ActionID)
+					h.Buttons, h.Labels, h.Actions = append(h.Buttons, e.Value), append(h.Labels, textOf(e.Text)), append(h.Actions, e.ActionID)
 					h.Blocks = append(h.Blocks, cmp.Or(b.BlockID, fmt.Sprintf("b%d", i)))
 				}
 			}
@@ -210,7 +223,7 @@ func checkBlock(i int, b viewBlock) []string {
 			el := fmt.Sprintf("%s/elements/%d", at, j)
 			tooLong(e.ActionID, maxID, el+"/action_id")
 			if e.Type == "button" {
-				tooLong(e.Text.Text, maxButtonText, el+"/text/text")
+				tooLong(textOf(e.Text), maxButtonText, el+"/text/text")
 				tooLong(e.Value, maxButtonValue, el+"/value")
 			}
 		}
