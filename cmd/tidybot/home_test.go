@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -83,4 +84,37 @@ func TestSlackHomeOfSomeoneNotAllowed(t *testing.T) {
 	if !ok || !strings.Contains(home.Shown(), "slack:U666") || strings.Contains(home.Shown(), "Autopilot") || len(home.Buttons) != 0 {
 		t.Errorf("the Home of someone not allowed: %+v", home)
 	}
+}
+
+// TestSlackHomeOverSocketMode: the same over Socket Mode: the opened
+// Home is published and its envelope acknowledged; a press there
+// changes the setting and publishes the Home again.
+func TestSlackHomeOverSocketMode(t *testing.T) {
+	e := newEnv(t)
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	serve(t, e)
+	waitFor(t, "the Socket Mode connection", sl.Connected)
+	var opened map[string]any
+	if err := json.Unmarshal(sl.AppHomeOpened("U1"), &opened); err != nil {
+		t.Fatal(err)
+	}
+	env := sl.Push("events_api", opened)
+	waitFor(t, "the Home", func() bool { h, _ := sl.HomeOf("U1"); return slices.Contains(h.Sections, "Autopilot: off") })
+	waitFor(t, "the envelope acknowledged", func() bool { return sl.Acked(env) })
+	press, err := sl.HomePress("U1", "home:set:digest:08:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal([]byte(press.Get("payload")), &payload); err != nil {
+		t.Fatal(err)
+	}
+	sl.Push("interactive", payload)
+	waitFor(t, "the Home again", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return h.Publishes == 2 && slices.Contains(h.Sections, "Morning digest: 08:00") && strings.Contains(h.Shown(), "Morning digest at 08:00.")
+	})
 }
