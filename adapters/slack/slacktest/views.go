@@ -77,10 +77,10 @@ type viewBlock struct {
 	BlockID  string    `json:"block_id"`
 	Text     *viewText `json:"text"`
 	Elements []struct {
-		Type     string   `json:"type"`
-		ActionID string   `json:"action_id"`
-		Value    string   `json:"value"`
-		URL      string   `json:"url"`
+		Type     string `json:"type"`
+		ActionID string `json:"action_id"`
+		Value    string `json:"value"`
+		URL      string `json:"url"`
 		// Text is a button's label (a text object) or, in a context
 		// block, the element's own text (the element is a text object).
 		Text json.RawMessage `json:"text"`
