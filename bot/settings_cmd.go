@@ -236,37 +236,14 @@ func (b *Bot) settingsView(ctx context.Context, platform, userID string, ps Pers
 		sb.WriteString("✓ " + said + "\n\n")
 	}
 	sb.WriteString("Your settings:\n")
-	zone := ps.TimeZone
-	if zone == "" {
-		zone = "Todoist's"
-		if loc, err := b.todoistZone(ctx, platform, userID); err == nil {
-			zone += " (" + loc.String() + ")"
+	for _, row := range settingRows {
+		value := row.value(ps)
+		if row.name == "timezone" && ps.TimeZone == "" {
+			if loc, err := b.todoistZone(ctx, platform, userID); err == nil {
+				value += " (" + loc.String() + ")"
+			}
 		}
-	}
-	fmt.Fprintf(&sb, "• Time zone: %s\n", zone)
-	if ps.Confirm == "" {
-		sb.WriteString("• Confirm: the bot's default\n")
-	} else {
-		fmt.Fprintf(&sb, "• Confirm: %s (%s)\n", ps.Confirm, confirmLevels[ps.Confirm])
-	}
-	scope := "project, section, labels, due date"
-	if ps.AutopilotScope == "projects" {
-		scope = "projects and sections only"
-	}
-	if ps.Autopilot {
-		fmt.Fprintf(&sb, "• Autopilot: on (%s)\n", scope)
-	} else {
-		sb.WriteString("• Autopilot: off\n")
-	}
-	if hm, ok := digestOn(ps); ok {
-		fmt.Fprintf(&sb, "• Morning digest: %s\n", hm)
-	} else {
-		sb.WriteString("• Morning digest: off\n")
-	}
-	if ps.Language == "" {
-		sb.WriteString("• Language: the one you write in\n")
-	} else {
-		fmt.Fprintf(&sb, "• Language: %s\n", ps.Language)
+		fmt.Fprintf(&sb, "• %s: %s\n", row.label, value)
 	}
 	row, usage := b.modelLine(ps, b.commandName(platform, "settings"))
 	sb.WriteString(row + "\n" + fmt.Sprintf(settingsUsage, b.commandName(platform, "settings")) + usage)
