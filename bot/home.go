@@ -129,8 +129,9 @@ type HomeAccount struct {
 	Connected bool
 	// Text says the state and how to change it.
 	Text string
-	// Disconnect, when connected, disconnects it with one press.
-	Disconnect *Button
+	// Disconnect, when connected, disconnects it with one press;
+	// Connect, when not, posts a Connect link in the person's DM.
+	Disconnect, Connect *Button
 }
 
 // HomePublisher is a platform with a settings page of its own per
@@ -143,7 +144,10 @@ type HomePublisher interface {
 // applies /settings NAME VALUE; "home:disconnect" is /disconnect.
 const HomePrefix = "home:"
 
-const homeDisconnect = HomePrefix + "disconnect"
+const (
+	homeDisconnect = HomePrefix + "disconnect"
+	homeConnect    = HomePrefix + "connect"
+)
 
 // OpenHome publishes a person's Home on platform (Slack's
 // app_home_opened): their settings, or, for a person the bot does not
@@ -177,6 +181,15 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 			}
 			said = "Disconnected: I revoked my access to your Todoist and deleted the token."
 		}
+	case in.Button == homeConnect && b.cfg.Accounts != nil:
+		if !in.DM || in.ChatID == "" {
+			said = "Send me " + b.commandName(in.Platform, "connect") + " in a direct message: I answer with a link that connects your Todoist."
+			break
+		}
+		// The Connect flow of /connect: the link, bound to the person
+		// and their DM, is posted there.
+		b.promptConnect(ctx, in, "To connect your Todoist:")
+		said = "I sent you a Connect link in our direct messages; it works for a few minutes."
 	case strings.HasPrefix(in.Button, HomePrefix+settingButton):
 		name, value, ok := strings.Cut(strings.TrimPrefix(in.Button, HomePrefix+settingButton), ":")
 		if !ok {
@@ -259,7 +272,8 @@ func (b *Bot) homeAccount(ctx context.Context, in Incoming) *HomeAccount {
 		return &HomeAccount{Connected: true, Text: "Your Todoist is connected.",
 			Disconnect: &Button{Label: "Disconnect Todoist", Data: homeDisconnect}}
 	case errors.Is(err, ErrNotConnected):
-		return &HomeAccount{Text: "No Todoist is connected. Send me " + connect + " in a direct message: I answer with a link that connects yours."}
+		return &HomeAccount{Text: "No Todoist is connected. Connect Todoist posts a link in our direct messages (as " + connect + " does) that connects yours.",
+			Connect: &Button{Label: "Connect Todoist", Data: homeConnect}}
 	default:
 		b.log.Error("read the Todoist connection", slog.String("platform", in.Platform), slog.String("user_id", in.UserID), slog.Any("err", err))
 		return &HomeAccount{Text: "I cannot tell whether your Todoist is connected right now."}

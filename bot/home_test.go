@@ -72,6 +72,20 @@ func TestHomeTeamModeAccount(t *testing.T) {
 	if !strings.HasPrefix(h.Notice, "Disconnected") || h.Account == nil || h.Account.Connected || h.Account.Disconnect != nil {
 		t.Errorf("the Home after Disconnect: %+v", h)
 	}
+	// Connect posts the Connect flow's link in the person's DM.
+	if h.Account.Connect == nil || h.Account.Connect.Data != homeConnect {
+		t.Fatalf("no Connect on the Home: %+v", h.Account)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", ChatID: "D1", DM: true, UserID: "U1", TeamID: "T1", Button: homeConnect, EventID: "act:3"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, b)
+	if m := plat.last(); m.ChatID != "D1" || !strings.Contains(m.Link.URL, "for=U1") {
+		t.Errorf("the Connect link: %+v", m)
+	}
+	if h := plat.home(t, "U1", 3); !strings.Contains(h.Notice, "Connect link") {
+		t.Errorf("the Home after Connect: %+v", h)
+	}
 	// Not connected: the settings change all the same.
 	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U2", TeamID: "T1", Button: HomePrefix + "set:confirm:writes", EventID: "act:2"}); err != nil {
 		t.Fatal(err)
@@ -82,8 +96,8 @@ func TestHomeTeamModeAccount(t *testing.T) {
 	if h := plat.home(t, "U2", 1); !strings.Contains(h.Notice, "before every change") || !strings.Contains(h.Account.Text, "No Todoist is connected") {
 		t.Errorf("the Home: %+v", h)
 	}
-	if sent := plat.texts(); len(sent) != 0 {
-		t.Errorf("a Home press posted %+v", sent)
+	if sent := plat.texts(); len(sent) != 1 {
+		t.Errorf("Home presses posted %q; want the Connect link alone", sent)
 	}
 }
 
@@ -125,5 +139,15 @@ func TestHomeBadPressChangesNothing(t *testing.T) {
 	}
 	if ps, _ := b.Settings(t.Context(), "slack", "U1"); ps != (PersonSettings{}) {
 		t.Errorf("settings changed: %+v", ps)
+	}
+}
+
+// idle waits until b has nothing queued or posting.
+func idle(t *testing.T, b *Bot) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

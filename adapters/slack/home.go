@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/slack-go/slack"
@@ -98,8 +99,10 @@ func homeBlocks(h bot.Home) []slack.Block {
 	}
 	if acc := h.Account; acc != nil {
 		out = append(out, slack.NewDividerBlock(), slack.NewSectionBlock(text("Todoist: "+acc.Text), nil, nil))
-		if acc.Disconnect != nil {
-			out = append(out, buttons("home_account", []bot.Button{*acc.Disconnect}))
+		for _, b := range []*bot.Button{acc.Disconnect, acc.Connect} {
+			if b != nil {
+				out = append(out, buttons("home_account", []bot.Button{*b}))
+			}
 		}
 	}
 	if h.Usage != "" {
@@ -109,4 +112,20 @@ func homeBlocks(h bot.Home) []slack.Block {
 		out = out[:maxHomeBlocks]
 	}
 	return out
+}
+
+// homeDM gives a press on the Home, which names no channel, the bot's
+// own IM with the presser as its conversation: what the press posts (a
+// Connect link) goes there. Left without one when Slack cannot say.
+func (a *Adapter) homeDM(ctx context.Context, cb slack.InteractionCallback, in bot.Incoming) bot.Incoming {
+	if cb.View.Type != slack.VTHomeTab || in.ChatID != "" || in.UserID == "" {
+		return in
+	}
+	im, err := a.imWith(ctx, in.UserID)
+	if err != nil {
+		a.log.Warn("slack: no DM for a press on the Home", slog.String("user_id", in.UserID), slog.Any("err", a.redact(err)))
+		return in
+	}
+	in.ChatID, in.DM = im, true
+	return in
 }

@@ -46,8 +46,8 @@ func homeOpenedHandled(t *testing.T, a *slack.Adapter, srv *slacktest.Server) {
 }
 
 // TestHomePressFromTheHome: a press on the Home tab (a block_actions of
-// a home view, no channel) reaches the bot as the button's data; a
-// press of anything else there does not.
+// a home view, no channel) reaches the bot as the button's data, in
+// the bot's own IM with the presser (where a Connect link would go).
 func TestHomePressFromTheHome(t *testing.T) {
 	a, srv := newAdapter(t)
 	h := bot.Home{Allowed: true, Settings: []bot.HomeSetting{{Label: "Autopilot", Value: "off",
@@ -63,7 +63,7 @@ func TestHomePressFromTheHome(t *testing.T) {
 	w := httptest.NewRecorder()
 	a.InteractivityHandler(rec).ServeHTTP(w, signed(t, "/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), secret, time.Now()))
 	got := rec.got()
-	if w.Code != 200 || len(got) != 1 || got[0].Button != bot.HomePrefix+"set:autopilot:on" || got[0].UserID != "U1" || got[0].ChatID != "" || got[0].TeamID != "T1" {
+	if w.Code != 200 || len(got) != 1 || got[0].Button != bot.HomePrefix+"set:autopilot:on" || got[0].UserID != "U1" || got[0].ChatID != srv.IM("U1") || !got[0].DM || got[0].TeamID != "T1" {
 		t.Fatalf("status %d, handled %+v", w.Code, got)
 	}
 }

@@ -676,6 +676,7 @@ func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 			return
 		}
 		in, ok := actionIncoming(cb)
+		in = a.homeDM(r.Context(), cb, in)
 		a.rememberHook(r.Context(), in.ChatID, in.UserID, cb.ResponseURL)
 		if !ok {
 			w.WriteHeader(http.StatusOK)

@@ -90,6 +90,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	case socketmode.EventTypeInteractive:
 		if cb, isCB := evt.Data.(slack.InteractionCallback); isCB {
 			in, ok = actionIncoming(cb)
+			in = a.homeDM(ctx, cb, in)
 			a.rememberHook(ctx, in.ChatID, in.UserID, cb.ResponseURL)
 		}
 	}
