@@ -338,6 +338,11 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 		return b.refuse(ctx, in)
 	}
 	in = normalizeCommand(in)
+	if strings.HasPrefix(in.Button, HomePrefix) {
+		// The Home's settings need no Todoist: before the Connect gate.
+		b.cfg.Metrics.Event(in.Platform, "button")
+		return b.pressHome(ctx, in)
+	}
 	if handled, err := b.connectGate(ctx, in); handled || err != nil {
 		return err
 	}

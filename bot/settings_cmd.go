@@ -48,34 +48,17 @@ const settingsUsage = `Change one by typing it:
 // person's settings with buttons; "/settings NAME VALUE" changes one. A
 // bad name or value changes nothing and says what would work.
 func (b *Bot) settingsCmd(ctx context.Context, jobID string, in Incoming) error {
-	old, err := b.Settings(ctx, in.Platform, in.UserID)
+	conversation := ""
+	if in.DM {
+		conversation = in.ThreadKey()
+	}
+	ps, said, bad, err := b.applySettings(ctx, in.Platform, in.UserID, conversation, in.Text)
 	if err != nil {
 		return err
 	}
-	ps := old
-	if in.DM {
-		ps.Conversation = in.ThreadKey()
-	}
-	var said string
-	if args := strings.Fields(in.Text); len(args) > 0 {
-		var bad string
-		if name := strings.ToLower(args[0]); name == "model" || name == "tier" {
-			said, bad = b.changeModel(&ps, strings.Join(args[1:], " "))
-		} else {
-			said, bad = changeSetting(&ps, name, strings.Join(args[1:], " "))
-		}
-		if bad != "" {
-			b.replyLater(ctx, in.Platform, reply(in, bad+"\n\n"+fmt.Sprintf(settingsUsage, b.commandName(in.Platform, "settings"))))
-			return nil
-		}
-	}
-	if ps != old {
-		if err := b.changeSettings(ctx, in.Platform, in.UserID, old, ps); err != nil {
-			return err
-		}
-		if err := b.settingsChanged(ctx, in.Platform, in.UserID, old, ps); err != nil {
-			return err
-		}
+	if bad != "" {
+		b.replyLater(ctx, in.Platform, reply(in, bad+"\n\n"+fmt.Sprintf(settingsUsage, b.commandName(in.Platform, "settings"))))
+		return nil
 	}
 	m := reply(in, b.settingsView(ctx, in.Platform, in.UserID, ps, said))
 	m.Buttons = append(settingsButtons(ps), b.modelButtons(ps)...)
@@ -91,6 +74,44 @@ func (b *Bot) settingsCmd(ctx context.Context, jobID string, in Incoming) error 
 	}
 	b.replyLater(ctx, in.Platform, m)
 	return nil
+}
+
+// applySettings is the one place a person's settings change, whether
+// they typed "/settings NAME VALUE", pressed a /settings button or a
+// control of Slack's Home tab: it applies args ("NAME VALUE"; none
+// changes nothing) to their stored settings, stores what changed and
+// acts on it (timers). conversation, when not empty, becomes where
+// autopilot and the digest post to them. It returns the settings as they
+// are now and what it did in words, or why it cannot (bad), having
+// changed nothing.
+func (b *Bot) applySettings(ctx context.Context, platform, userID, conversation, args string) (ps PersonSettings, said, bad string, err error) {
+	old, err := b.Settings(ctx, platform, userID)
+	if err != nil {
+		return old, "", "", err
+	}
+	ps = old
+	if conversation != "" {
+		ps.Conversation = conversation
+	}
+	if words := strings.Fields(args); len(words) > 0 {
+		if name := strings.ToLower(words[0]); name == "model" || name == "tier" {
+			said, bad = b.changeModel(&ps, strings.Join(words[1:], " "))
+		} else {
+			said, bad = changeSetting(&ps, name, strings.Join(words[1:], " "))
+		}
+		if bad != "" {
+			return old, "", bad, nil
+		}
+	}
+	if ps != old {
+		if err := b.changeSettings(ctx, platform, userID, old, ps); err != nil {
+			return old, "", "", err
+		}
+		if err := b.settingsChanged(ctx, platform, userID, old, ps); err != nil {
+			return old, "", "", err
+		}
+	}
+	return ps, said, "", nil
 }
 
 // changeSetting applies "NAME VALUE" to ps and returns what it did, in
@@ -215,62 +236,28 @@ func (b *Bot) settingsView(ctx context.Context, platform, userID string, ps Pers
 		sb.WriteString("✓ " + said + "\n\n")
 	}
 	sb.WriteString("Your settings:\n")
-	zone := ps.TimeZone
-	if zone == "" {
-		zone = "Todoist's"
-		if loc, err := b.todoistZone(ctx, platform, userID); err == nil {
-			zone += " (" + loc.String() + ")"
+	for _, row := range settingRows {
+		value := row.value(ps)
+		if row.name == "timezone" && ps.TimeZone == "" {
+			if loc, err := b.todoistZone(ctx, platform, userID); err == nil {
+				value += " (" + loc.String() + ")"
+			}
 		}
-	}
-	fmt.Fprintf(&sb, "• Time zone: %s\n", zone)
-	if ps.Confirm == "" {
-		sb.WriteString("• Confirm: the bot's default\n")
-	} else {
-		fmt.Fprintf(&sb, "• Confirm: %s (%s)\n", ps.Confirm, confirmLevels[ps.Confirm])
-	}
-	scope := "project, section, labels, due date"
-	if ps.AutopilotScope == "projects" {
-		scope = "projects and sections only"
-	}
-	if ps.Autopilot {
-		fmt.Fprintf(&sb, "• Autopilot: on (%s)\n", scope)
-	} else {
-		sb.WriteString("• Autopilot: off\n")
-	}
-	if hm, ok := digestOn(ps); ok {
-		fmt.Fprintf(&sb, "• Morning digest: %s\n", hm)
-	} else {
-		sb.WriteString("• Morning digest: off\n")
-	}
-	if ps.Language == "" {
-		sb.WriteString("• Language: the one you write in\n")
-	} else {
-		fmt.Fprintf(&sb, "• Language: %s\n", ps.Language)
+		fmt.Fprintf(&sb, "• %s: %s\n", row.label, value)
 	}
 	row, usage := b.modelLine(ps, b.commandName(platform, "settings"))
 	sb.WriteString(row + "\n" + fmt.Sprintf(settingsUsage, b.commandName(platform, "settings")) + usage)
 	return sb.String()
 }
 
-// settingsButtons are the one-press changes under the settings.
+// settingsButtons are the one-press changes under the settings: the
+// choices of settingRows, as Telegram's keyboard and Slack's message
+// show them.
 func settingsButtons(ps PersonSettings) []Button {
-	btn := func(label, name, value string) Button {
-		return Button{Label: label, Data: settingButton + name + ":" + value, Command: "settings"}
-	}
 	var bs []Button
-	if ps.Autopilot {
-		bs = append(bs, btn("Turn autopilot off", "autopilot", "off"))
-	} else {
-		bs = append(bs, btn("Turn autopilot on", "autopilot", "on"))
-	}
-	if _, ok := digestOn(ps); ok {
-		bs = append(bs, btn("No morning digest", "digest", "off"))
-	} else {
-		bs = append(bs, btn("Morning digest at 08:00", "digest", "08:00"))
-	}
-	for _, lv := range []string{string(agent.ConfirmDestructive), string(agent.ConfirmWrites), string(agent.ConfirmNever)} {
-		if lv != ps.Confirm {
-			bs = append(bs, btn("Confirm "+confirmLevels[lv], "confirm", lv))
+	for _, row := range settingRows {
+		for _, c := range row.choices(ps) {
+			bs = append(bs, Button{Label: c.label, Data: settingButton + row.name + ":" + c.value, Command: "settings"})
 		}
 	}
 	return bs

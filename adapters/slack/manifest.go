@@ -72,6 +72,10 @@ var BotEvents = []Subscription{
 	{Event: "app_mention", Scope: "app_mentions:read"},
 	{Event: "assistant_thread_started"},
 	{Event: "assistant_thread_context_changed"},
+	// The Home tab opened: its settings are published (home.go); "No
+	// scopes required" (docs.slack.dev/reference/events/app_home_opened),
+	// nor for views.publish (docs.slack.dev/reference/methods/views.publish).
+	{Event: "app_home_opened"},
 }
 
 // callScopes are the bot scopes of the Web API methods the adapter calls
@@ -131,6 +135,8 @@ func Manifest(w io.Writer, httpURL string) error {
 	line(1, "description: %s", quote("Manages your Todoist through an LLM agent"))
 	line(0, "features:")
 	line(1, "app_home:")
+	// The Home tab shows each person's settings (home.go).
+	line(2, "home_tab_enabled: true")
 	line(2, "messages_tab_enabled: true")
 	line(2, "messages_tab_read_only_enabled: false")
 	// The assistant pane: tidybot opens beside any channel from the

@@ -33,6 +33,9 @@ func TestManifestEventsAreHandled(t *testing.T) {
 				if !strings.Contains(string(body), `"app_mention"`) {
 					t.Fatalf("no app_mention event: %s", body)
 				}
+			} else if sub.Event == "app_home_opened" {
+				homeOpenedHandled(t, a, srv)
+				return
 			} else if strings.HasPrefix(sub.Event, "assistant_thread_") {
 				paneEventHandled(t, a, srv, sub.Event)
 				return

@@ -389,8 +389,13 @@ func (a *Adapter) EventsHandler(h bot.Handler) http.Handler {
 				return
 			}
 		case slackevents.CallbackEvent:
-			in, ok, err := a.incoming(r.Context(), ev.InnerEvent.Data)
-			in.TeamID = senderTeam(in.TeamID, ev.TeamID)
+			home, err := a.homeOpened(r.Context(), h, ev.InnerEvent.Data, ev.TeamID)
+			var in bot.Incoming
+			ok := false
+			if !home && err == nil {
+				in, ok, err = a.incoming(r.Context(), ev.InnerEvent.Data)
+				in.TeamID = senderTeam(in.TeamID, ev.TeamID)
+			}
 			if err == nil && ok {
 				err = h.Handle(r.Context(), in)
 			}
@@ -671,6 +676,7 @@ func (a *Adapter) InteractivityHandler(h bot.Handler) http.Handler {
 			return
 		}
 		in, ok := actionIncoming(cb)
+		in = a.homeDM(r.Context(), cb, in)
 		a.rememberHook(r.Context(), in.ChatID, in.UserID, cb.ResponseURL)
 		if !ok {
 			w.WriteHeader(http.StatusOK)
@@ -716,6 +722,9 @@ func actionIncoming(cb slack.InteractionCallback) (bot.Incoming, bool) {
 	act := cb.ActionCallback.BlockActions[0]
 	if act.ActionID == linkActionID {
 		return bot.Incoming{}, false // the browser opened the link; nothing to do
+	}
+	if cb.View.Type == slack.VTHomeTab && !strings.HasPrefix(act.Value, bot.HomePrefix) {
+		return bot.Incoming{}, false // only the Home's own controls are pressed there
 	}
 	in := bot.Incoming{Platform: Platform, ChatID: cb.Channel.ID, ThreadID: cb.Container.ThreadTs, UserID: cb.User.ID, Button: act.Value,
 		MessageID: cb.Container.MessageTs, EventID: "act:" + cb.TriggerID, TeamID: senderTeam(cb.User.TeamID, cb.Team.ID), At: time.Now()}

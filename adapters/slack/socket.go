@@ -72,9 +72,11 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
 		if ea, isEA := evt.Data.(slackevents.EventsAPIEvent); isEA {
-			var err error
-			in, ok, err = a.incoming(ctx, ea.InnerEvent.Data)
-			in.TeamID = senderTeam(in.TeamID, ea.TeamID)
+			home, err := a.homeOpened(ctx, h, ea.InnerEvent.Data, ea.TeamID)
+			if !home && err == nil {
+				in, ok, err = a.incoming(ctx, ea.InnerEvent.Data)
+				in.TeamID = senderTeam(in.TeamID, ea.TeamID)
+			}
 			if err != nil {
 				a.log.Error("slack socket event", slog.String("envelope_id", evt.Request.EnvelopeID), slog.Any("err", a.redact(err)))
 				return // not acknowledged: Slack redelivers it
@@ -88,6 +90,7 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 	case socketmode.EventTypeInteractive:
 		if cb, isCB := evt.Data.(slack.InteractionCallback); isCB {
 			in, ok = actionIncoming(cb)
+			in = a.homeDM(ctx, cb, in)
 			a.rememberHook(ctx, in.ChatID, in.UserID, cb.ResponseURL)
 		}
 	}

@@ -3,7 +3,7 @@
 // conversations.open, conversations.history, conversations.replies,
 // apps.connections.open, the assistant pane's assistant.threads.* and
 // events (assistant.go), and chat.startStream, chat.appendStream and
-// chat.stopStream (stream.go)) speaking the real wire protocol (form-encoded
+// chat.stopStream (stream.go), and the Home tab's views.publish (views.go)) speaking the real wire protocol (form-encoded
 // POSTs to /api/<method>, JSON answers with "ok"), slash commands'
 // response_url, Socket Mode over a WebSocket, the Events API callbacks
 // Slack sends for a message, and helpers to sign requests the way Slack
@@ -127,6 +127,7 @@ type Server struct {
 	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
 	panes      map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
 	streams    streaming          // streamed messages (stream.go)
+	homes      map[string]*Home   // each person's Home tab view (views.go)
 }
 
 // New starts a fake; close it with Close.
@@ -260,6 +261,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.history(w, r, tok)
 	case "conversations.replies":
 		s.replies(w, r, tok)
+	case "views.publish":
+		s.publishView(w, r, tok)
 	default:
 		if s.serveStream(w, r, method, tok) {
 			return

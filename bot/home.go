@@ -1,0 +1,281 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/tidybot/tidybot/agent"
+)
+
+// settingRow is one setting of /settings, as every place that shows the
+// settings shows it: its one-press choices are Telegram's /settings
+// keyboard (settingsButtons) and the controls of Slack's Home tab
+// (home), and a choice is applied by applySettings as "NAME VALUE".
+// A new setting is a new row.
+type settingRow struct {
+	// name is the NAME of "/settings NAME VALUE".
+	name string
+	// label names the setting for people.
+	label string
+	// value says the person's choice in words.
+	value func(ps PersonSettings) string
+	// choices are the values one press sets; none for a setting typed
+	// (a time zone, a language).
+	choices func(ps PersonSettings) []settingChoice
+}
+
+// settingChoice is one press's value of a setting.
+type settingChoice struct {
+	label, value string
+}
+
+// settingRows is every setting, in the order they are shown.
+var settingRows = []settingRow{
+	{name: "autopilot", label: "Autopilot",
+		value: func(ps PersonSettings) string {
+			if !ps.Autopilot {
+				return "off"
+			}
+			if ps.AutopilotScope == "projects" {
+				return "on (projects and sections only)"
+			}
+			return "on (project, section, labels, due date)"
+		},
+		choices: func(ps PersonSettings) []settingChoice {
+			if ps.Autopilot {
+				return []settingChoice{{"Turn autopilot off", "off"}}
+			}
+			return []settingChoice{{"Turn autopilot on", "on"}}
+		}},
+	{name: "digest", label: "Morning digest",
+		value: func(ps PersonSettings) string {
+			if hm, ok := digestOn(ps); ok {
+				return hm
+			}
+			return "off"
+		},
+		choices: func(ps PersonSettings) []settingChoice {
+			if _, ok := digestOn(ps); ok {
+				return []settingChoice{{"No morning digest", "off"}}
+			}
+			return []settingChoice{{"Morning digest at 08:00", "08:00"}}
+		}},
+	{name: "confirm", label: "Confirm",
+		value: func(ps PersonSettings) string {
+			if ps.Confirm == "" {
+				return "the bot's default"
+			}
+			return ps.Confirm + " (" + confirmLevels[ps.Confirm] + ")"
+		},
+		choices: func(ps PersonSettings) []settingChoice {
+			var cs []settingChoice
+			for _, lv := range []string{string(agent.ConfirmDestructive), string(agent.ConfirmWrites), string(agent.ConfirmNever)} {
+				if lv != ps.Confirm {
+					cs = append(cs, settingChoice{"Confirm " + confirmLevels[lv], lv})
+				}
+			}
+			return cs
+		}},
+	{name: "timezone", label: "Time zone",
+		value: func(ps PersonSettings) string {
+			if ps.TimeZone == "" {
+				return "Todoist's"
+			}
+			return ps.TimeZone
+		},
+		choices: func(PersonSettings) []settingChoice { return nil }},
+	{name: "language", label: "Language",
+		value: func(ps PersonSettings) string {
+			if ps.Language == "" {
+				return "the one you write in"
+			}
+			return ps.Language
+		},
+		choices: func(PersonSettings) []settingChoice { return nil }},
+}
+
+// Home is what a platform's settings page shows one person (Slack's App
+// Home tab): built by the bot from settingRows, drawn by the platform.
+type Home struct {
+	// Allowed is false for a person the bot does not serve: the page
+	// then says so (Notice) and shows no settings.
+	Allowed bool
+	// Notice comes first: what a press did, or why the person is not
+	// served.
+	Notice string
+	// Settings are the person's settings with their controls.
+	Settings []HomeSetting
+	// Typed says how to change a setting that has no button.
+	Typed string
+	// Account is the connected Todoist account in team mode; nil
+	// otherwise.
+	Account *HomeAccount
+	// Usage is today's model tokens (against the daily cap, if any).
+	Usage string
+}
+
+// HomeSetting is one setting on the Home.
+type HomeSetting struct {
+	Label, Value string
+	// Buttons set it with one press; their Data is a HomePrefix press.
+	Buttons []Button
+}
+
+// HomeAccount is the person's Todoist connection (team mode).
+type HomeAccount struct {
+	Connected bool
+	// Text says the state and how to change it.
+	Text string
+	// Disconnect, when connected, disconnects it with one press;
+	// Connect, when not, posts a Connect link in the person's DM.
+	Disconnect, Connect *Button
+}
+
+// HomePublisher is a platform with a settings page of its own per
+// person (Slack's App Home tab, views.publish).
+type HomePublisher interface {
+	PublishHome(ctx context.Context, userID string, h Home) error
+}
+
+// HomePrefix starts the data of the Home's buttons: "home:set:NAME:VALUE"
+// applies /settings NAME VALUE; "home:disconnect" is /disconnect.
+const HomePrefix = "home:"
+
+const (
+	homeDisconnect = HomePrefix + "disconnect"
+	homeConnect    = HomePrefix + "connect"
+)
+
+// OpenHome publishes a person's Home on platform (Slack's
+// app_home_opened): their settings, or, for a person the bot does not
+// serve, that it does not (teamID is their workspace, for slack:team:
+// entries).
+func (b *Bot) OpenHome(ctx context.Context, platform, userID, teamID string) error {
+	in := Incoming{Platform: platform, UserID: userID, TeamID: teamID}
+	return b.publishHome(ctx, in, "")
+}
+
+// pressHome handles a press on the Home: the change goes through
+// applySettings (or /disconnect's Accounts.Disconnect), then the Home is
+// published again, saying what the press did. A press seen before does
+// nothing.
+func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
+	if dup, err := b.seen(ctx, in); err != nil || dup {
+		return err
+	}
+	var said string
+	switch {
+	case in.Button == homeDisconnect && b.cfg.Accounts != nil:
+		err := b.cfg.Accounts.Disconnect(ctx, in.Platform, in.UserID)
+		switch {
+		case errors.Is(err, ErrNotConnected):
+			said = "No Todoist is connected for you."
+		case err != nil:
+			return fmt.Errorf("bot: disconnect %s:%s: %w", in.Platform, in.UserID, err)
+		default:
+			if err := b.store.SetSetting(ctx, promptedKey(in.Platform, in.UserID), ""); err != nil {
+				b.log.Error("clear the Connect prompt's time", slog.Any("err", err))
+			}
+			said = "Disconnected: I revoked my access to your Todoist and deleted the token."
+		}
+	case in.Button == homeConnect && b.cfg.Accounts != nil:
+		if !in.DM || in.ChatID == "" {
+			said = "Send me " + b.commandName(in.Platform, "connect") + " in a direct message: I answer with a link that connects your Todoist."
+			break
+		}
+		// The Connect flow of /connect: the link, bound to the person
+		// and their DM, is posted there.
+		b.promptConnect(ctx, in, "To connect your Todoist:")
+		said = "I sent you a Connect link in our direct messages; it works for a few minutes."
+	case strings.HasPrefix(in.Button, HomePrefix+settingButton):
+		name, value, ok := strings.Cut(strings.TrimPrefix(in.Button, HomePrefix+settingButton), ":")
+		if !ok {
+			said = "I don't know that button."
+			break
+		}
+		_, done, bad, err := b.applySettings(ctx, in.Platform, in.UserID, "", name+" "+value)
+		if err != nil {
+			return err
+		}
+		said = "✓ " + done
+		if bad != "" {
+			said = bad
+		}
+	default:
+		said = "I don't know that button."
+	}
+	return b.publishHome(ctx, in, said)
+}
+
+// publishHome builds in's person's Home and hands it to the platform.
+func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error {
+	// Straight to the platform, not through its send queue: the person
+	// waits for the tab, and the adapter waits out a 429 itself.
+	q := b.queue(in.Platform)
+	if q == nil {
+		return fmt.Errorf("bot: no platform %q", in.Platform)
+	}
+	hp, ok := q.p.(HomePublisher)
+	if !ok {
+		return fmt.Errorf("bot: %s has no Home", in.Platform)
+	}
+	h, err := b.home(ctx, in, notice)
+	if err != nil {
+		return err
+	}
+	if err := hp.PublishHome(ctx, in.UserID, h); err != nil {
+		return fmt.Errorf("bot: publish the Home of %s:%s: %w", in.Platform, in.UserID, err)
+	}
+	return nil
+}
+
+// home is in's person's Home, from settingRows.
+func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error) {
+	if !b.allowedIn(in) {
+		return Home{Notice: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.",
+			PersonID(in.Platform, in.UserID))}, nil
+	}
+	ps, err := b.Settings(ctx, in.Platform, in.UserID)
+	if err != nil {
+		return Home{}, err
+	}
+	h := Home{Allowed: true, Notice: notice}
+	for _, row := range settingRows {
+		s := HomeSetting{Label: row.label, Value: row.value(ps)}
+		for _, c := range row.choices(ps) {
+			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingButton + row.name + ":" + c.value})
+		}
+		h.Settings = append(h.Settings, s)
+	}
+	cmd := b.commandName(in.Platform, "settings")
+	h.Typed = fmt.Sprintf("Set the others in a message to me: %[1]s timezone Europe/Amsterdam, %[1]s language Dutch, %[1]s digest 07:30, %[1]s autopilot scope projects.", cmd)
+	if b.cfg.Accounts != nil {
+		h.Account = b.homeAccount(ctx, in)
+	}
+	day := b.personUsage(ctx, in.Platform, in.UserID, b.cfg.Now())
+	h.Usage = fmt.Sprintf("Today you used %s.", plural(day, "model token"))
+	if b.cfg.UserDailyTokens > 0 {
+		h.Usage = fmt.Sprintf("Today you used %d of your %d model tokens.", day, b.cfg.UserDailyTokens)
+	}
+	return h, nil
+}
+
+// homeAccount is the person's Todoist connection (team mode).
+func (b *Bot) homeAccount(ctx context.Context, in Incoming) *HomeAccount {
+	connect := b.commandName(in.Platform, "connect")
+	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
+	switch {
+	case err == nil:
+		return &HomeAccount{Connected: true, Text: "Your Todoist is connected.",
+			Disconnect: &Button{Label: "Disconnect Todoist", Data: homeDisconnect}}
+	case errors.Is(err, ErrNotConnected):
+		return &HomeAccount{Text: "No Todoist is connected. Connect Todoist posts a link in our direct messages (as " + connect + " does) that connects yours.",
+			Connect: &Button{Label: "Connect Todoist", Data: homeConnect}}
+	default:
+		b.log.Error("read the Todoist connection", slog.String("platform", in.Platform), slog.String("user_id", in.UserID), slog.Any("err", err))
+		return &HomeAccount{Text: "I cannot tell whether your Todoist is connected right now."}
+	}
+}

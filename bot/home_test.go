@@ -1,0 +1,153 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// homePlatform is a fakePlatform with a Home tab (HomePublisher).
+type homePlatform struct {
+	*fakePlatform
+	hmu   sync.Mutex
+	homes map[string][]Home // by user, every one published
+}
+
+func (p *homePlatform) PublishHome(_ context.Context, userID string, h Home) error {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if p.homes == nil {
+		p.homes = map[string][]Home{}
+	}
+	p.homes[userID] = append(p.homes[userID], h)
+	return nil
+}
+
+func (p *homePlatform) home(t *testing.T, userID string, n int) Home {
+	t.Helper()
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if len(p.homes[userID]) != n {
+		t.Fatalf("%d Homes published for %s, want %d: %+v", len(p.homes[userID]), userID, n, p.homes[userID])
+	}
+	return p.homes[userID][n-1]
+}
+
+func startHomeBot(t *testing.T, cfg Config) (*Bot, *homePlatform) {
+	t.Helper()
+	plat := &homePlatform{fakePlatform: &fakePlatform{name: "slack", interval: time.Second}}
+	cfg.Workers = 2
+	b := New(newMemStore(), &mockAgent{}, cfg)
+	b.AddPlatform(plat)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	return b, plat
+}
+
+// TestHomeTeamModeAccount: in team mode the Home shows the person's
+// Todoist connection; its Disconnect press disconnects as /disconnect
+// does. A person with no Todoist connected still changes their
+// settings there (the Connect gate is for work on Todoist).
+func TestHomeTeamModeAccount(t *testing.T) {
+	acc := &fakeAccounts{agents: map[string]*mockAgent{"slack:U1": {}}}
+	b, plat := startHomeBot(t, Config{Accounts: acc, AllowedUsers: []string{"slack:team:T1"}})
+	if err := b.OpenHome(t.Context(), "slack", "U1", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	h := plat.home(t, "U1", 1)
+	if !h.Allowed || h.Account == nil || !h.Account.Connected || h.Account.Disconnect == nil || h.Account.Disconnect.Data != homeDisconnect {
+		t.Fatalf("the Home of a connected person: %+v", h)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", TeamID: "T1", Button: homeDisconnect, EventID: "act:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acc.Agent(t.Context(), "slack", "U1"); err == nil {
+		t.Error("still connected after Disconnect")
+	}
+	h = plat.home(t, "U1", 2)
+	if !strings.HasPrefix(h.Notice, "Disconnected") || h.Account == nil || h.Account.Connected || h.Account.Disconnect != nil {
+		t.Errorf("the Home after Disconnect: %+v", h)
+	}
+	// Connect posts the Connect flow's link in the person's DM.
+	if h.Account.Connect == nil || h.Account.Connect.Data != homeConnect {
+		t.Fatalf("no Connect on the Home: %+v", h.Account)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", ChatID: "D1", DM: true, UserID: "U1", TeamID: "T1", Button: homeConnect, EventID: "act:3"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, b)
+	if m := plat.last(); m.ChatID != "D1" || !strings.Contains(m.Link.URL, "for=U1") {
+		t.Errorf("the Connect link: %+v", m)
+	}
+	if h := plat.home(t, "U1", 3); !strings.Contains(h.Notice, "Connect link") {
+		t.Errorf("the Home after Connect: %+v", h)
+	}
+	// Not connected: the settings change all the same.
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U2", TeamID: "T1", Button: HomePrefix + "set:confirm:writes", EventID: "act:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := b.Settings(t.Context(), "slack", "U2"); err != nil || ps.Confirm != "writes" {
+		t.Errorf("settings after confirm writes from the Home: %+v, %v", ps, err)
+	}
+	if h := plat.home(t, "U2", 1); !strings.Contains(h.Notice, "before every change") || !strings.Contains(h.Account.Text, "No Todoist is connected") {
+		t.Errorf("the Home: %+v", h)
+	}
+	if sent := plat.texts(); len(sent) != 1 {
+		t.Errorf("Home presses posted %q; want the Connect link alone", sent)
+	}
+}
+
+// TestHomeAndKeyboardShareOneTable: the Home's buttons are /settings'
+// buttons (Telegram's keyboard), setting the same values.
+func TestHomeAndKeyboardShareOneTable(t *testing.T) {
+	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}, UserDailyTokens: 1000})
+	if err := b.OpenHome(t.Context(), "slack", "U1", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	h := plat.home(t, "U1", 1)
+	var home []string
+	for _, s := range h.Settings {
+		for _, bt := range s.Buttons {
+			home = append(home, bt.Label+"="+strings.TrimPrefix(bt.Data, HomePrefix))
+		}
+	}
+	var keyboard []string
+	for _, bt := range settingsButtons(PersonSettings{}) {
+		keyboard = append(keyboard, bt.Label+"="+bt.Data)
+	}
+	if strings.Join(home, "\n") != strings.Join(keyboard, "\n") || len(keyboard) == 0 {
+		t.Errorf("the Home's buttons:\n%s\n/settings' buttons:\n%s", strings.Join(home, "\n"), strings.Join(keyboard, "\n"))
+	}
+	if h.Usage != "Today you used 0 of your 1000 model tokens." {
+		t.Errorf("usage %q", h.Usage)
+	}
+}
+
+// TestHomeBadPressChangesNothing: a Home press naming a value /settings
+// refuses says why and changes nothing.
+func TestHomeBadPressChangesNothing(t *testing.T) {
+	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}})
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + "set:confirm:sometimes", EventID: "act:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if h := plat.home(t, "U1", 1); !strings.HasPrefix(h.Notice, "Confirm is destructive") {
+		t.Errorf("notice %q", h.Notice)
+	}
+	if ps, _ := b.Settings(t.Context(), "slack", "U1"); ps != (PersonSettings{}) {
+		t.Errorf("settings changed: %+v", ps)
+	}
+}
+
+// idle waits until b has nothing queued or posting.
+func idle(t *testing.T, b *Bot) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
