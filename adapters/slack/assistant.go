@@ -161,6 +161,18 @@ func (a *Adapter) HasStatus(chatID, threadID string) bool {
 	return true
 }
 
+// statusLapse is how long Slack shows a thread's status without a
+// message: "A two minute timeout applies, which will cause the status
+// to be removed if no message has been sent"
+// (docs.slack.dev/reference/methods/assistant.threads.setStatus).
+const statusLapse = 2 * time.Minute
+
+var _ bot.Lapsing = (*Adapter)(nil)
+
+// Lapse implements bot.Lapsing for the status line (SetStatus): the bot
+// sets it again before Slack removes it while a step runs long.
+func (a *Adapter) Lapse() time.Duration { return statusLapse }
+
 // SetStatus implements bot.ThreadStatus with
 // assistant.threads.setStatus; "" clears the line. It goes through the
 // bot's send queue, which waits out a 429. A thread Slack refuses

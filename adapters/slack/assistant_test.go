@@ -156,3 +156,37 @@ func TestFakeFeedbackBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestPaneStatusLapses: Slack removes a status set two minutes ago with
+// no message since (the fake enforces it, here shortened); the adapter
+// declares that lapse (bot.Lapsing), and setting the line again, as the
+// bot does before it lapses, keeps it shown.
+func TestPaneStatusLapses(t *testing.T) {
+	a, srv := newAdapter(t)
+	if a.Lapse() != 2*time.Minute || slacktest.StatusLapse != 2*time.Minute {
+		t.Errorf("lapse %v, fake's %v: want Slack's two minutes", a.Lapse(), slacktest.StatusLapse)
+	}
+	const lapse = 200 * time.Millisecond
+	srv.SetStatusLapse(lapse)
+	ts, _ := srv.StartAssistantThread("U1", "C1")
+	im := srv.IM("U1")
+	if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "is working on it…" {
+		t.Fatalf("status %q right after it was set", p.Status)
+	}
+	for range 3 {
+		time.Sleep(lapse / 2)
+		if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "is working on it…" {
+		t.Errorf("a status set again before it lapses is gone: %q", p.Status)
+	}
+	time.Sleep(lapse + lapse/2)
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "" {
+		t.Errorf("status %q after the lapse: Slack removes it", p.Status)
+	}
+}

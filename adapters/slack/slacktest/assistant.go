@@ -39,7 +39,10 @@ type Pane struct {
 	StatusAt []time.Time
 	// Status is the status shown now: cleared when the app replies in
 	// the thread ("The status will be automatically cleared when the
-	// app sends a reply", docs.slack.dev/reference/methods/assistant.threads.setStatus).
+	// app sends a reply", docs.slack.dev/reference/methods/assistant.threads.setStatus),
+	// and when it was set longer ago than the status lapse ("A two
+	// minute timeout applies, which will cause the status to be removed
+	// if no message has been sent", the same page; see SetStatusLapse).
 	Status        string
 	Title         string
 	PromptsTitle  string
@@ -102,10 +105,34 @@ func (s *Server) AssistantThread(channel, threadTS string) (Pane, bool) {
 		return Pane{}, false
 	}
 	out := *p
+	if n := len(p.StatusAt); n > 0 && time.Since(p.StatusAt[n-1]) >= s.lapse() {
+		out.Status = "" // lapsed (Pane.Status)
+	}
 	out.Statuses = slices.Clone(p.Statuses)
 	out.StatusAt = slices.Clone(p.StatusAt)
 	out.Prompts = slices.Clone(p.Prompts)
 	return out, true
+}
+
+// StatusLapse is how long a thread's status is shown when nothing new
+// is set nor posted: "A two minute timeout applies"
+// (docs.slack.dev/reference/methods/assistant.threads.setStatus).
+const StatusLapse = 2 * time.Minute
+
+// SetStatusLapse shortens the status lapse (StatusLapse), for tests
+// that cannot wait two minutes.
+func (s *Server) SetStatusLapse(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statusLapse = d
+}
+
+// lapse is the status lapse; mu is held.
+func (s *Server) lapse() time.Duration {
+	if s.statusLapse > 0 {
+		return s.statusLapse
+	}
+	return StatusLapse
 }
 
 // replied clears the status of a pane thread the bot posted in, as
