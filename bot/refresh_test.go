@@ -100,8 +100,9 @@ func (s *lapsingStream) Update(ctx context.Context, text string) error {
 
 type lapsingStreamer struct {
 	*streamingPlatform
-	mu sync.Mutex
-	st *lapsingStream
+	mu   sync.Mutex
+	st   *lapsingStream
+	team string // the last StartStream's m.TeamID
 }
 
 func (p *lapsingStreamer) StartStream(ctx context.Context, m Outgoing, user string) (Stream, error) {
@@ -111,7 +112,7 @@ func (p *lapsingStreamer) StartStream(ctx context.Context, m Outgoing, user stri
 	}
 	ls := &lapsingStream{fakeStream: st.(*fakeStream), at: []time.Time{time.Now()}}
 	p.mu.Lock()
-	p.st = ls
+	p.st, p.team = ls, m.TeamID
 	p.mu.Unlock()
 	return ls, nil
 }
@@ -136,11 +137,11 @@ func TestPreviewRefreshedBeforeItLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.bot.Stop(); cancel() })
-	h.handle(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", MessageID: "m1", Text: "tidy", EventID: "e1", DM: true})
+	h.handle(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", MessageID: "m1", Text: "tidy", EventID: "e1", DM: true, TeamID: "T9"})
 	h.idle(t)
 
 	p.mu.Lock()
-	st := p.st
+	st, team := p.st, p.team
 	p.mu.Unlock()
 	if st == nil {
 		t.Fatal("no preview opened")
@@ -150,6 +151,9 @@ func TestPreviewRefreshedBeforeItLapses(t *testing.T) {
 	st.mu.Unlock()
 	if gap := longestGap(at); gap >= testLapse || len(at) < 4 {
 		t.Errorf("the preview went %v unchanged (it lapses after %v); shown %d times", gap, testLapse, len(at))
+	}
+	if team != "T9" {
+		t.Errorf("the preview opened for team %q, want the sender's T9 (Slack's recipient_team_id)", team)
 	}
 	if sentText(sp.fakePlatform, "Moved three tasks.") != 1 {
 		t.Errorf("the answer was not sent once: %q", sp.texts())
