@@ -33,7 +33,11 @@ type Outgoing struct {
 	// platform that answers through a link one request gave (Slack's
 	// response_url, shown to its person only) uses only a link of that
 	// person, and of that run when it has one.
-	UserID  string
+	UserID string
+	// TeamID is UserID's own team where the platform has teams (Slack:
+	// the sender's team, another organisation's in Slack Connect), ""
+	// when unknown.
+	TeamID  string
 	RunID   string
 	Text    string
 	Buttons []Button

@@ -45,7 +45,8 @@ type StreamBudget interface {
 // Stream is one answer's preview.
 type Stream interface {
 	// Update shows text, the answer so far, which extends every text
-	// shown before.
+	// shown before; the text shown last, again, refreshes a preview
+	// that lapses (Lapsing).
 	Update(ctx context.Context, text string) error
 	// Interval is the least time between two calls of the preview, as
 	// the platform allows.
@@ -231,9 +232,18 @@ func (pv *preview) stream() Stream {
 func (pv *preview) loop() {
 	defer close(pv.done)
 	for {
+		var refresh <-chan time.Time
+		pv.mu.Lock()
+		if d := refreshEvery(pv.st); d > 0 && !pv.off {
+			refresh = time.After(d) // a preview that lapses (Lapsing)
+		}
+		pv.mu.Unlock()
 		select {
 		case <-pv.quit:
 			return
+		case <-refresh:
+			pv.refresh()
+			continue
 		case <-pv.kick:
 		}
 		wait := pv.show()
@@ -280,6 +290,21 @@ func (pv *preview) show() time.Duration {
 	pv.shown = text
 	pv.mu.Unlock()
 	return st.Interval()
+}
+
+// refresh shows the preview's text again, before the platform lets it
+// lapse (Lapsing) while the run works and nothing new came.
+func (pv *preview) refresh() {
+	pv.mu.Lock()
+	st, shown, off := pv.st, pv.shown, pv.off
+	pv.mu.Unlock()
+	if st == nil || off {
+		return
+	}
+	err := pv.call("stream", true, func(ctx context.Context) error { return st.Update(ctx, shown) })
+	if err != nil && !errors.Is(err, outbound.ErrSkipped) {
+		pv.giveUp(context.Background(), "the platform refused a refresh", err)
+	}
 }
 
 // open records the preview, then opens it showing text, then records its

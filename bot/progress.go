@@ -114,14 +114,23 @@ func (pr *progress) interval() time.Duration {
 	return time.Second
 }
 
-// loop shows new lines, at most once per interval.
+// loop shows new lines, at most once per interval; on a status line
+// that lapses (Lapsing), it shows the line again when nothing new was
+// shown for refreshEvery.
 func (pr *progress) loop() {
 	defer close(pr.done)
 	for {
+		var refresh <-chan time.Time
+		if d := pr.refreshEvery(); d > 0 {
+			refresh = time.After(d)
+		}
 		select {
 		case <-pr.quit:
 			pr.flush()
 			return
+		case <-refresh:
+			pr.showLine()
+			continue
 		case <-pr.kick:
 		}
 		pr.flush()
@@ -134,6 +143,16 @@ func (pr *progress) loop() {
 		case <-t.C:
 		}
 	}
+}
+
+// refreshEvery is refreshEvery of the run's status line, 0 without one.
+func (pr *progress) refreshEvery() time.Duration {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.line == nil {
+		return 0
+	}
+	return refreshEvery(pr.line)
 }
 
 // flush shows lines not yet shown.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // ThreadStatus is a Platform whose threads can show a status line of
@@ -19,6 +20,28 @@ type ThreadStatus interface {
 	// An error means the thread shows none after all: the bot posts a
 	// status message as it does elsewhere.
 	SetStatus(ctx context.Context, chatID, threadID, text string) error
+}
+
+// Lapsing is a platform's native status that the platform removes by
+// itself when nothing changes it for Lapse: a ThreadStatus platform's
+// line (Slack's assistant.threads.setStatus: "A two minute timeout
+// applies"), a Stream's preview (a Telegram draft, a ~30-second
+// preview). Every native status goes through refreshEvery: while the
+// run works and nothing new was shown, the bot shows the same again
+// before it lapses (progress.loop for the line, preview.loop for the
+// preview).
+type Lapsing interface {
+	Lapse() time.Duration
+}
+
+// refreshEvery is how long a native status v may go unchanged before
+// the bot shows it again: two thirds of its lapse (Slack's status line,
+// every 80 s; a Telegram draft, every 20 s), 0 when v does not lapse.
+func refreshEvery(v any) time.Duration {
+	if l, ok := v.(Lapsing); ok && l.Lapse() > 0 {
+		return l.Lapse() * 2 / 3
+	}
+	return 0
 }
 
 // Status lines, as the platform shows them after the app's name
@@ -113,22 +136,23 @@ func (pr *progress) lineMode() bool {
 	return pr.line != nil
 }
 
-// showLine queues the newest note as the status line (droppable, as an
-// edit is: a later note shows anyway).
+// showLine queues the newest note as the status line, or the working
+// line when no note came yet (as a refresh does: see Lapsing); it is
+// droppable, as an edit is: a later note shows anyway.
 func (pr *progress) showLine() {
 	m := pr.r.outgoing("")
 	pr.q.s.PostDroppable(m.ChatID, "status", func(ctx context.Context) error {
 		pr.mu.Lock()
 		line := pr.line
-		text := ""
+		text := statusWorking
 		if n := len(pr.lines); n > 0 {
-			text = pr.lines[n-1]
+			text = statusNote(pr.q.redact.String(pr.lines[n-1]))
 		}
 		pr.mu.Unlock()
-		if line == nil || text == "" {
+		if line == nil {
 			return nil
 		}
-		return line.SetStatus(ctx, m.ChatID, m.ThreadID, statusNote(pr.q.redact.String(text)))
+		return line.SetStatus(ctx, m.ChatID, m.ThreadID, text)
 	}, func(err error) {
 		if err != nil {
 			pr.log.Debug("thread status line", slog.Any("err", err))

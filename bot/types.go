@@ -175,6 +175,8 @@ type Run struct {
 
 	// DM is set for a run in a direct conversation.
 	DM bool `json:"dm,omitempty"`
+	// TeamID is the asker's own team (Incoming.TeamID), "" when unknown.
+	TeamID string `json:"team_id,omitempty"`
 	// Autopilot is set for a run autopilot started (see autopilot.go).
 	Autopilot bool `json:"autopilot,omitempty"`
 

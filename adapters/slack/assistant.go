@@ -146,11 +146,12 @@ func (a *Adapter) titlePane(channel, threadTS, text string) {
 
 // HasStatus implements bot.ThreadStatus: a thread of a DM (D…) — a
 // pane thread the adapter saw start or, after a restart, any DM thread
-// (with assistant_view on, the app's DM threads are pane threads) —
-// unless Slack refused it a status line before. Where Slack refuses the
+// (with assistant_view on, the app's DM threads are pane threads) — or
+// of a channel (setStatus works there since 2026-03-05, scope
+// chat:write), unless Slack refused it a status line before. Where Slack refuses the
 // line, the bot posts a status message instead.
 func (a *Adapter) HasStatus(chatID, threadID string) bool {
-	if threadID == "" || !dm(chatID) {
+	if threadID == "" {
 		return false
 	}
 	if p := a.panes.get(chatID, threadID, false); p != nil {
@@ -160,6 +161,18 @@ func (a *Adapter) HasStatus(chatID, threadID string) bool {
 	}
 	return true
 }
+
+// statusLapse is how long Slack shows a thread's status without a
+// message: "A two minute timeout applies, which will cause the status
+// to be removed if no message has been sent"
+// (docs.slack.dev/reference/methods/assistant.threads.setStatus).
+const statusLapse = 2 * time.Minute
+
+var _ bot.Lapsing = (*Adapter)(nil)
+
+// Lapse implements bot.Lapsing for the status line (SetStatus): the bot
+// sets it again before Slack removes it while a step runs long.
+func (a *Adapter) Lapse() time.Duration { return statusLapse }
 
 // SetStatus implements bot.ThreadStatus with
 // assistant.threads.setStatus; "" clears the line. It goes through the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/bot"
 )
 
 func waitPane(t *testing.T, srv *slacktest.Server, ch, ts, what string, ok func(slacktest.Pane) bool) slacktest.Pane {
@@ -30,8 +31,8 @@ func waitPane(t *testing.T, srv *slacktest.Server, ch, ts, what string, ok func(
 // TestPaneThread: opening the pane sets the three suggested prompts; a
 // message there reaches the bot as a DM in the pane's thread and titles
 // the thread after it, once (a command names no thread); the thread shows a status line (HasStatus,
-// SetStatus), a channel thread does not, and a thread no pane started is
-// refused (invalid_thread_ts).
+// SetStatus), as a channel thread does (TestChannelThreadStatus), and a
+// DM thread no pane started is refused (invalid_thread_ts).
 func TestPaneThread(t *testing.T) {
 	a, srv := newAdapter(t)
 	srv.Subscribe("message.im", "assistant_thread_started")
@@ -63,7 +64,7 @@ func TestPaneThread(t *testing.T) {
 	if p.Title != "What's due today? And please also look at everything that i…" {
 		t.Errorf("title %q: want the first message, clipped", p.Title)
 	}
-	if !a.HasStatus(im, ts) || !a.HasStatus(im, "1.1") || a.HasStatus("C1", "1.1") || a.HasStatus(im, "") {
+	if !a.HasStatus(im, ts) || !a.HasStatus(im, "1.1") || !a.HasStatus("C1", "1.1") || a.HasStatus(im, "") || a.HasStatus("C1", "") {
 		t.Errorf("HasStatus: pane %v, channel thread %v, DM without thread %v", a.HasStatus(im, ts), a.HasStatus("C1", "1.1"), a.HasStatus(im, ""))
 	}
 	if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
@@ -154,5 +155,68 @@ func TestFakeFeedbackBlocks(t *testing.T) {
 		if se := (goslack.SlackErrorResponse{}); !errors.As(err, &se) || se.Err != "invalid_blocks" {
 			t.Errorf("%s: %v, want invalid_blocks", name, err)
 		}
+	}
+}
+
+// TestPaneStatusLapses: Slack removes a status set two minutes ago with
+// no message since (the fake enforces it, here shortened); the adapter
+// declares that lapse (bot.Lapsing), and setting the line again, as the
+// bot does before it lapses, keeps it shown.
+func TestPaneStatusLapses(t *testing.T) {
+	a, srv := newAdapter(t)
+	if a.Lapse() != 2*time.Minute || slacktest.StatusLapse != 2*time.Minute {
+		t.Errorf("lapse %v, fake's %v: want Slack's two minutes", a.Lapse(), slacktest.StatusLapse)
+	}
+	const lapse = 200 * time.Millisecond
+	srv.SetStatusLapse(lapse)
+	ts, _ := srv.StartAssistantThread("U1", "C1")
+	im := srv.IM("U1")
+	if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "is working on it…" {
+		t.Fatalf("status %q right after it was set", p.Status)
+	}
+	for range 3 {
+		time.Sleep(lapse / 2)
+		if err := a.SetStatus(t.Context(), im, ts, "is working on it…"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "is working on it…" {
+		t.Errorf("a status set again before it lapses is gone: %q", p.Status)
+	}
+	time.Sleep(lapse + lapse/2)
+	if p, _ := srv.AssistantThread(im, ts); p.Status != "" {
+		t.Errorf("status %q after the lapse: Slack removes it", p.Status)
+	}
+}
+
+// TestChannelThreadStatus: setStatus works in channel threads (since
+// 2026-03-05, scope chat:write): a channel thread shows the status line,
+// cleared by the app's reply; a channel the bot is not in is refused
+// (channel_not_found) and not asked again.
+func TestChannelThreadStatus(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	if err := a.SetStatus(ctx, "C1", "1.000001", "is working on it…"); err != nil {
+		t.Fatalf("a channel thread's status: %v", err)
+	}
+	if p, ok := srv.AssistantThread("C1", "1.000001"); !ok || p.Status != "is working on it…" {
+		t.Fatalf("channel thread %+v (known %v): want the status shown", p, ok)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", Text: "Done."}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := srv.AssistantThread("C1", "1.000001"); p.Status != "" {
+		t.Errorf("status %q after the app replied: Slack clears it", p.Status)
+	}
+	srv.NotMember("C2")
+	var se goslack.SlackErrorResponse
+	if err := a.SetStatus(ctx, "C2", "1.000001", "is working on it…"); !errors.As(err, &se) || se.Err != "channel_not_found" {
+		t.Errorf("a channel the bot is not in: %v", err)
+	}
+	if a.HasStatus("C2", "1.000001") {
+		t.Error("a thread Slack refused a status line still has one")
 	}
 }

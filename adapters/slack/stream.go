@@ -38,16 +38,18 @@ const streamInterval = time.Second
 // chat.stopStream).
 const maxStreamText = 12000
 
-// StreamsIn implements bot.StreamPlacer: Slack streams only replies in
-// a thread (chat.startStream: "Streamed messages should always be
-// replies to a user request"; the API refuses a stream without
-// thread_ts, see slacktest/stream.go), so a top-level DM answer is
-// posted, not streamed.
-func (a *Adapter) StreamsIn(_, threadID string) bool { return threadID != "" }
+// StreamsIn implements bot.StreamPlacer: in a DM Slack streams only
+// replies in a thread (chat.startStream: "Streamed messages should
+// always be replies to a user request"; the API refuses a DM stream
+// without thread_ts, see slacktest/stream.go), so a top-level DM answer
+// is posted, not streamed; in a channel thread_ts is optional, and a
+// top-level answer streams too.
+func (a *Adapter) StreamsIn(chatID, threadID string) bool { return threadID != "" || !dm(chatID) }
 
 // StartStream implements bot.Streamer with chat.startStream: the answer
-// is streamed as markdown into m's chat, in its thread, to userID (the
-// recipient Slack asks for outside a DM). A workspace without streaming
+// is streamed as markdown into m's chat, in its thread (or top level in
+// a channel), to userID of team m.TeamID (the recipient Slack asks for
+// outside a DM). A workspace without streaming
 // answers an error, and the bot goes on without a preview; so does a
 // message outside a thread, without a call.
 //
@@ -59,13 +61,24 @@ func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string
 		return nil, fmt.Errorf("slack: this client cannot stream")
 	}
 	if !a.StreamsIn(m.ChatID, m.ThreadID) {
-		return nil, fmt.Errorf("slack: start stream in %s: streams are replies in a thread", m.ChatID)
+		return nil, fmt.Errorf("slack: start stream in %s: a DM's streams are replies in a thread", m.ChatID)
 	}
 	text := streamEscape(m.Text)
 	if len([]rune(text)) > maxStreamText {
 		return nil, fmt.Errorf("slack: start stream in %s: the first text is longer than %d characters", m.ChatID, maxStreamText)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(a.teamID), slack.MsgOptionTS(m.ThreadID)}
+	// recipient_team_id is the team of the person receiving the stream
+	// (chat.startStream), the sender's own team (Incoming.TeamID, another
+	// organisation's in Slack Connect); the workspace's from auth.test
+	// only where the run does not know it (a run stored before it did).
+	team := m.TeamID
+	if team == "" {
+		team = a.teamID
+	}
+	opts := []slack.MsgOption{slack.MsgOptionMarkdownText(text), slack.MsgOptionRecipientUserID(userID), slack.MsgOptionRecipientTeamID(team)}
+	if m.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
+	}
 	_, ts, err := api.StartStreamContext(ctx, m.ChatID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("slack: start stream in %s: %w", m.ChatID, a.queueError(err))

@@ -292,13 +292,14 @@ func TestStreamKeepsTheChannelLink(t *testing.T) {
 	}
 }
 
-// TestNoStreamOutsideAThread: Slack streams only replies in a thread, so
-// a top-level DM answer opens no stream: the bot is told so without a
-// call (StreamsIn), and StartStream refuses without calling Slack.
+// TestNoStreamOutsideAThread: in a DM Slack streams only replies in a
+// thread, so a top-level DM answer opens no stream: the bot is told so
+// without a call (StreamsIn), and StartStream refuses without calling
+// Slack. A channel streams at the top level too.
 func TestNoStreamOutsideAThread(t *testing.T) {
 	a, srv := newAdapter(t)
-	if a.StreamsIn("D1", "") || !a.StreamsIn("D1", "1.000001") || !a.StreamsIn("C1", "1.000001") {
-		t.Errorf("StreamsIn: want only threads")
+	if a.StreamsIn("D1", "") || !a.StreamsIn("D1", "1.000001") || !a.StreamsIn("C1", "1.000001") || !a.StreamsIn("C1", "") {
+		t.Errorf("StreamsIn: want DM threads and channels")
 	}
 	if _, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "D1", Text: "Moved"}, "U1"); err == nil {
 		t.Fatal("a stream opened outside a thread")
@@ -336,5 +337,41 @@ func TestUnfinishedKeepsOtherReplies(t *testing.T) {
 	ids, err := a.Unfinished(ctx, "D1", thread, status, time.Time{})
 	if orphan := srv.Streams("D1")[0].TS; err != nil || len(ids) != 1 || ids[0] != orphan {
 		t.Fatalf("unfinished %q %v, want only the stream %s", ids, err, orphan)
+	}
+}
+
+// TestStreamRecipientTeam: chat.startStream's recipient_team_id is the
+// team of the person the stream answers (the sender's own, another
+// organisation's in Slack Connect), the workspace's only when the run
+// does not know it; outside a DM the fake answers Slack's
+// missing_recipient_user_id and missing_recipient_team_id, and streams
+// at the top level of a channel (thread_ts optional there).
+func TestStreamRecipientTeam(t *testing.T) {
+	a, srv := newAdapter(t)
+	ctx := t.Context()
+	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", ThreadID: "1.000001", UserID: "U9", TeamID: "T9", Text: "Hi"}, "U9"); err != nil {
+		t.Fatalf("a Slack Connect guest's stream: %v", err)
+	}
+	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "C1", Text: "Hi"}, "U1"); err != nil {
+		t.Fatalf("a top-level channel stream: %v", err)
+	}
+	ss := srv.Streams("C1")
+	if len(ss) != 2 || ss[0].RecipientUser != "U9" || ss[0].RecipientTeam != "T9" || ss[1].RecipientTeam != "T1" {
+		t.Errorf("streams %+v: want the sender's team T9, then the workspace's T1 for a run without one", ss)
+	}
+	if ps := srv.Posts("C1"); len(ps) != 2 || ps[1].ThreadTS != "" {
+		t.Errorf("posts %+v: want the second stream at the top level", ps)
+	}
+	for _, tt := range []struct {
+		args url.Values
+		want string
+	}{
+		{url.Values{"channel": {"C1"}, "markdown_text": {"Hi"}, "recipient_team_id": {"T1"}}, "missing_recipient_user_id"},
+		{url.Values{"channel": {"C1"}, "markdown_text": {"Hi"}, "recipient_user_id": {"U1"}}, "missing_recipient_team_id"},
+		{url.Values{"channel": {"D1"}, "markdown_text": {"Hi"}}, "invalid_arguments"},
+	} {
+		if got := slackCall(t, srv, "chat.startStream", tt.args); got["error"] != tt.want {
+			t.Errorf("chat.startStream %v: %v, want %s", tt.args, got, tt.want)
+		}
 	}
 }

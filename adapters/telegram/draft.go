@@ -12,13 +12,20 @@ import (
 	"github.com/tidybot/tidybot/bot"
 )
 
-var _ bot.Streamer = (*Adapter)(nil)
+var (
+	_ bot.Streamer = (*Adapter)(nil)
+	_ bot.Lapsing  = (*draft)(nil)
+)
 
 // draftInterval spaces a draft's updates: the Bot API sets no figure
 // for drafts, and Telegram asks bots not to send more than about one
 // message a second to one chat (core.telegram.org/bots/faq, "My bot is
 // hitting limits, how do I avoid this?").
 const draftInterval = time.Second
+
+// draftLapse is how long a draft is shown when it is not sent again
+// (see telegramtest.DraftLapse: a ~30-second preview).
+const draftLapse = 30 * time.Second
 
 // errNotPrivate: sendMessageDraft takes only a private chat
 // (core.telegram.org/bots/api#sendmessagedraft: chat_id, "Unique
@@ -64,7 +71,6 @@ type draft struct {
 	a    *Adapter
 	chat string
 	id   string
-	last string // the text the draft shows
 }
 
 // Update implements bot.Stream: the draft shows text (its first 4,096
@@ -76,16 +82,19 @@ func (d *draft) Update(ctx context.Context, text string) error {
 	if parts := Split(text, maxText); len(parts) > 0 {
 		text = parts[0]
 	}
-	if text == d.last && text != "" {
-		return nil // a long answer's draft is full
-	}
+	// The same text again is sent again: a draft lapses (Lapse), and a
+	// long answer's full draft (its first part unchanged) is kept shown
+	// by the updates that follow; both at most once per Interval.
 	_, err := d.a.api.MakeRequest("sendMessageDraft", tgbotapi.Params{"chat_id": d.chat, "draft_id": d.id, "text": text})
 	if err != nil {
 		return d.a.wrap("show draft", err)
 	}
-	d.last = text
 	return nil
 }
+
+// Lapse implements bot.Lapsing: the bot sends the draft again before it
+// vanishes while the answer pauses.
+func (d *draft) Lapse() time.Duration { return draftLapse }
 
 // Interval implements bot.Stream.
 func (d *draft) Interval() time.Duration { return draftInterval }

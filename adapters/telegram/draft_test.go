@@ -3,7 +3,9 @@ package telegram_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
 	"github.com/tidybot/tidybot/bot"
 )
 
@@ -43,5 +45,35 @@ func TestDraftsInPrivateChatsOnly(t *testing.T) {
 	srv.DraftsOff()
 	if _, err := a.StartStream(ctx, bot.Outgoing{ChatID: "42", Text: "Moved"}, "42"); err == nil || !strings.Contains(err.Error(), "Not Found") {
 		t.Errorf("an older Bot API server: %v", err)
+	}
+}
+
+// TestDraftLapses: a draft vanishes about 30 seconds after it was sent
+// (the fake enforces it, here shortened); the draft declares that lapse
+// (bot.Lapsing), and the same text sent again, as the bot does before it
+// lapses, is sent (not skipped) and keeps the draft shown.
+func TestDraftLapses(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	const lapse = 200 * time.Millisecond
+	srv.SetDraftLapse(lapse)
+	st, err := a.StartStream(t.Context(), bot.Outgoing{ChatID: "42", Text: "Moved"}, "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := st.(bot.Lapsing); !ok || l.Lapse() != 30*time.Second || telegramtest.DraftLapse != 30*time.Second {
+		t.Errorf("the draft declares no 30-second lapse (%T)", st)
+	}
+	for range 3 {
+		time.Sleep(lapse / 2)
+		if err := st.Update(t.Context(), "Moved"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, live := srv.LiveDraft(42); !live || d.Text != "Moved" || len(srv.Drafts(42)) != 4 {
+		t.Errorf("a draft sent again before it lapses: live %v %+v, %d sent", live, d, len(srv.Drafts(42)))
+	}
+	time.Sleep(lapse + lapse/2)
+	if _, live := srv.LiveDraft(42); live {
+		t.Error("a draft is still shown after its lapse")
 	}
 }

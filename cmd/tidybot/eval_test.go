@@ -67,7 +67,7 @@ func TestEvalConfiguredModel(t *testing.T) {
 // TestEvalSimulated: -sim labels its table as simulated, and a faulty
 // script's failures are listed with their reasons.
 func TestEvalSimulated(t *testing.T) {
-	out, _, err := runEval(t, evalConfig(t, "https://api.openai.com/v1"), "-sim", "-sim-fault", "never-asks", "-k", "1", "-run", "^ask-|read-urgent")
+	out, _, err := runEval(t, evalConfig(t, "https://api.openai.com/v1"), "-sim", "-sim-fault", "never-asks", "-k", "1", "-run", "^ask-|read-urgent", "-min-pass", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,44 @@ func TestEvalSimulated(t *testing.T) {
 	}
 }
 
+// TestEvalFailsBelowMinPass: eval gates CI as a test runner does: a
+// suite whose pass^k is below -min-pass (default 1: every task solved in
+// every attempt) returns an error (tidybot exits 1) naming the score,
+// the threshold and the failed tasks, after the report; at or above it,
+// the table's last line says the same figures and eval succeeds.
+func TestEvalFailsBelowMinPass(t *testing.T) {
+	cfg := evalConfig(t, "https://api.openai.com/v1")
+	faulty := []string{"-sim", "-sim-fault", "never-asks", "-k", "1", "-run", "^ask-|read-urgent"}
+
+	out, _, err := runEval(t, cfg, faulty...)
+	if err == nil || !strings.Contains(err.Error(), "FAIL: pass^1 0.33 is below -min-pass 1.00 (2 of 3 tasks failed an attempt: ask-") {
+		t.Errorf("default -min-pass with 2 of 3 tasks failed: err %v, want a FAIL naming score and threshold", err)
+	}
+	if !strings.Contains(out, "Failures:") || strings.Contains(out, "ok:") {
+		t.Errorf("the report is still printed, without an ok line:\n%s", out)
+	}
+	if _, _, err := runEval(t, cfg, append(faulty, "-json", "-min-pass", "0.5")...); err == nil || !strings.Contains(err.Error(), "below -min-pass 0.50") {
+		t.Errorf("-json -min-pass 0.5: err %v, want a FAIL", err)
+	}
+
+	out, _, err = runEval(t, cfg, append(faulty, "-min-pass", "0.3")...)
+	if err != nil {
+		t.Fatalf("-min-pass 0.3 with pass^1 0.33: %v", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); lines[len(lines)-1] != "ok: pass^1 0.33, -min-pass 0.30" {
+		t.Errorf("last line %q, want the score and the threshold", lines[len(lines)-1])
+	}
+	out, _, err = runEval(t, cfg, "-sim", "-k", "2", "-run", "read-urgent")
+	if err != nil || !strings.HasSuffix(out, "ok: pass^2 1.00, -min-pass 1.00\n") {
+		t.Errorf("a clean suite at the default: err %v\n%s", err, out)
+	}
+}
+
 func TestEvalBadFlags(t *testing.T) {
 	cfg := evalConfig(t, "https://api.openai.com/v1")
 	for _, args := range [][]string{
 		{"-k", "0"}, {"-parallel", "0"}, {"-run", "("}, {"-run", "no-such-task"}, {"-sim-fault", "deletes"},
-		{"-sim", "-sim-fault", "bogus"}, {"extra"}, {"-bogus"},
+		{"-sim", "-sim-fault", "bogus"}, {"extra"}, {"-bogus"}, {"-min-pass", "1.5"}, {"-min-pass", "-0.1"},
 	} {
 		if _, _, err := runEval(t, cfg, args...); err == nil {
 			t.Errorf("eval %v: no error", args)

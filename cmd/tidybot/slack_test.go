@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,8 +80,15 @@ func TestSlackChannelTidyAndButtonConfirmation(t *testing.T) {
 			t.Errorf("a post outside the run's thread: %+v", p)
 		}
 	}
-	if status := sl.Posts("C1")[0]; status.Updates == 0 || !strings.Contains(status.Text, "Moved 9 tasks") {
-		t.Errorf("status message not edited in place: %+v", status)
+	// The run's progress is the thread's status line (setStatus works in
+	// channel threads), cleared at the end: no status message is posted.
+	if p, _ := sl.AssistantThread("C1", "1.1"); !slices.Contains(p.Statuses, "is working on it…") || p.Status != "" {
+		t.Errorf("channel thread status lines %q (now %q): want working, …, cleared", p.Statuses, p.Status)
+	}
+	for _, p := range sl.Posts("C1") {
+		if strings.Contains(p.Text, "Working on it") {
+			t.Errorf("a status message in a thread with a status line: %+v", p)
+		}
 	}
 
 	// People talking in the channel start nothing and get no refusal; a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -368,7 +369,10 @@ func TestSlackSweepSparesAnotherPersonsStream(t *testing.T) {
 		}
 	}
 	say("U2", "anything for me?", "1.2")
-	waitFor(t, "Bob's status message", func() bool { return len(sl.Posts("C1")) == 1 })
+	waitFor(t, "Bob's status line", func() bool {
+		p, _ := sl.AssistantThread("C1", "1.1")
+		return slices.Contains(p.Statuses, "is working on it…")
+	})
 	say("U1", "what's due today?", "1.3")
 	waitFor(t, "Alice's answer streaming", func() bool {
 		ss := sl.Streams("C1")

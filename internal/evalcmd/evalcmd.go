@@ -35,7 +35,9 @@ type Wiring struct {
 // Run runs the evaluation suite (internal/eval) against the configured
 // model, each task on its own in-process fake Todoist: no Todoist account
 // is needed or touched. With -sim the model is a script (internal/sim),
-// and the report says so.
+// and the report says so. Like a test runner, it fails (a non-nil
+// error, so a non-zero exit) when the suite's pass^k is below -min-pass;
+// the last line says the score and the threshold.
 func Run(ctx context.Context, cfg config.Config, args []string, m Wiring) error {
 	fs, f := Flags(m.Stderr)
 	k, run, asJSON, parallel, simulated, fault := f.k, f.run, f.asJSON, f.parallel, f.simulated, f.fault
@@ -53,6 +55,9 @@ func Run(ctx context.Context, cfg config.Config, args []string, m Wiring) error 
 	}
 	if *k < 1 || *parallel < 1 {
 		return fmt.Errorf("eval: -k and -parallel must be at least 1")
+	}
+	if *f.minPass < 0 || *f.minPass > 1 {
+		return fmt.Errorf("eval: -min-pass %v: want a share from 0 to 1", *f.minPass)
 	}
 	var re *regexp.Regexp
 	if *run != "" {
@@ -106,14 +111,39 @@ func Run(ctx context.Context, cfg config.Config, args []string, m Wiring) error 
 		return fmt.Errorf("eval: stopped: %w", rep.Err)
 	}
 	rep.Model, rep.Protocol, rep.Simulated = cfg.OpenAIModel, cfg.Protocol, *simulated
+	write := rep.WriteTable
 	if *asJSON {
-		return rep.WriteJSON(m.Stdout)
+		write = rep.WriteJSON
 	}
-	return rep.WriteTable(m.Stdout)
+	if err := write(m.Stdout); err != nil {
+		return fmt.Errorf("eval: writing the report: %w", err)
+	}
+	return verdict(m.Stdout, rep, *f.minPass, !*asJSON)
+}
+
+// verdict fails the run when its pass^k is below min, as a test runner
+// fails on a failed test: the returned error is the last line printed
+// (cmd/tidybot prints it to stderr and exits 1). A run that meets min
+// ends the table with the same figures (not the JSON, which stays one
+// document).
+func verdict(w io.Writer, rep eval.Report, min float64, table bool) error {
+	score := fmt.Sprintf("pass^%d %.2f", rep.K, rep.Total.PassK)
+	if rep.Total.PassK < min {
+		failed := rep.Failed()
+		return fmt.Errorf("eval: FAIL: %s is below -min-pass %.2f (%d of %d tasks failed an attempt: %s)",
+			score, min, len(failed), len(rep.Tasks), strings.Join(failed, ", "))
+	}
+	if table {
+		if _, err := fmt.Fprintf(w, "\nok: %s, -min-pass %.2f\n", score, min); err != nil {
+			return fmt.Errorf("eval: writing the report: %w", err)
+		}
+	}
+	return nil
 }
 
 type options struct {
 	k, parallel       *int
+	minPass           *float64
 	run, fault        *string
 	asJSON, simulated *bool
 	fromFeedback      *bool
@@ -128,11 +158,12 @@ func Flags(out io.Writer) (*flag.FlagSet, options) {
 	f.run = fs.String("run", "", "run only the tasks whose name matches this regular expression")
 	f.asJSON = fs.Bool("json", false, "print the report as JSON instead of a table")
 	f.parallel = fs.Int("parallel", 1, "attempts run at once")
+	f.minPass = fs.Float64("min-pass", 1, "exit non-zero when the suite's pass^k (the share of tasks every attempt solved, 0 to 1) is below this")
 	f.simulated = fs.Bool("sim", false, "SIMULATED: a scripted model plays the suite's reference solutions (no model needed; shows the output format)")
 	f.fault = fs.String("sim-fault", "", "with -sim, a deliberate mistake: "+faultNames())
 	f.fromFeedback = fs.Bool("from-feedback", false, "run nothing: print a draft task (Go source for internal/eval/suite.go) for each run rated 👎, from the database (TIDYBOT_DB or TIDYBOT_DATABASE_URL)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-sim [-sim-fault NAME]]\n       tidybot eval -from-feedback\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: tidybot eval [-k 3] [-run REGEXP] [-json] [-parallel N] [-min-pass 1] [-sim [-sim-fault NAME]]\n       tidybot eval -from-feedback\n\n"+
 			"Runs %d tasks against the model set by OPENAI_* and TIDYBOT_PROTOCOL and a fake Todoist.\n\n", len(eval.Suite()))
 		fs.PrintDefaults()
 	}

@@ -39,7 +39,10 @@ type Pane struct {
 	StatusAt []time.Time
 	// Status is the status shown now: cleared when the app replies in
 	// the thread ("The status will be automatically cleared when the
-	// app sends a reply", docs.slack.dev/reference/methods/assistant.threads.setStatus).
+	// app sends a reply", docs.slack.dev/reference/methods/assistant.threads.setStatus),
+	// and when it was set longer ago than the status lapse ("A two
+	// minute timeout applies, which will cause the status to be removed
+	// if no message has been sent", the same page; see SetStatusLapse).
 	Status        string
 	Title         string
 	PromptsTitle  string
@@ -102,10 +105,34 @@ func (s *Server) AssistantThread(channel, threadTS string) (Pane, bool) {
 		return Pane{}, false
 	}
 	out := *p
+	if n := len(p.StatusAt); n > 0 && time.Since(p.StatusAt[n-1]) >= s.lapse() {
+		out.Status = "" // lapsed (Pane.Status)
+	}
 	out.Statuses = slices.Clone(p.Statuses)
 	out.StatusAt = slices.Clone(p.StatusAt)
 	out.Prompts = slices.Clone(p.Prompts)
 	return out, true
+}
+
+// StatusLapse is how long a thread's status is shown when nothing new
+// is set nor posted: "A two minute timeout applies"
+// (docs.slack.dev/reference/methods/assistant.threads.setStatus).
+const StatusLapse = 2 * time.Minute
+
+// SetStatusLapse shortens the status lapse (StatusLapse), for tests
+// that cannot wait two minutes.
+func (s *Server) SetStatusLapse(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statusLapse = d
+}
+
+// lapse is the status lapse; mu is held.
+func (s *Server) lapse() time.Duration {
+	if s.statusLapse > 0 {
+		return s.statusLapse
+	}
+	return StatusLapse
 }
 
 // replied clears the status of a pane thread the bot posted in, as
@@ -142,6 +169,39 @@ func (s *Server) pane(w http.ResponseWriter, f url.Values, tok string) *Pane {
 	return p
 }
 
+// statusThread finds the thread a setStatus call names: a pane thread in
+// a DM (pane), or, since 2026-03-05, any thread of a channel the bot is
+// in (scope chat:write; docs.slack.dev/reference/methods/assistant.threads.setStatus
+// as read in 2026-08 for the project's issue 38);
+// a channel the bot is not in is channel_not_found, a call without
+// thread_ts invalid_thread_ts. A channel thread is kept as a Pane
+// (AssistantThread shows its status) with no user.
+func (s *Server) statusThread(w http.ResponseWriter, f url.Values, tok string) *Pane {
+	ch, ts := f.Get("channel_id"), f.Get("thread_ts")
+	if ch == "" || strings.HasPrefix(ch, "D") {
+		return s.pane(w, f, tok)
+	}
+	switch {
+	case !s.member(ch):
+		s.fail(w, "channel_not_found", tok)
+		return nil
+	case ts == "":
+		s.fail(w, "invalid_thread_ts", tok)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.panes == nil {
+		s.panes = map[string]*Pane{}
+	}
+	p := s.panes[ch+" "+ts]
+	if p == nil {
+		p = &Pane{Channel: ch, ThreadTS: ts}
+		s.panes[ch+" "+ts] = p
+	}
+	return p
+}
+
 // granted reports whether the bot token has scope, answering
 // missing_scope when it has not; a Server granted nothing (Grant)
 // allows every call.
@@ -167,7 +227,7 @@ func (s *Server) assistant(w http.ResponseWriter, r *http.Request, method, tok s
 		if !s.granted(w, "chat:write", tok) {
 			return true
 		}
-		p := s.pane(w, f, tok)
+		p := s.statusThread(w, f, tok)
 		if p == nil {
 			return true
 		}

@@ -99,35 +99,36 @@ type Server struct {
 	URL string
 	srv *httptest.Server
 
-	mu         sync.Mutex // protects the fields below
-	conns      []*wsConn
-	acks       map[string]bool
-	envelopes  map[string]bool // envelope ids sent
-	strayAcks  []string        // acks that name no envelope we sent
-	envSeq     int
-	posts      []*Posted
-	byTS       map[string]*Posted // chat.postMessage's posts by channel and ts, for chat.update
-	deleted    int                // messages chat.delete removed
-	seq        int
-	eventSeq   int
-	calls      map[string]int
-	refused    int // calls answered ok:false (see Refused)
-	limited    map[string]int
-	lanes      map[string][]time.Time // calls counted for Slack's limits, by method (limits.go)
-	throttled  map[string]int         // 429s for calls over those limits, by method (Throttled)
-	outside    map[string]bool        // channels the bot is not a member of
-	hooks      map[string]*hook
-	hookSeq    int
-	echoTokens bool
-	files      map[string]*shared // by file id
-	ims        map[string]string  // the bot's IM channel with each user (see IM)
-	opens      int                // conversations.open calls
-	heard      []Message          // people's messages sent as events (see Events)
-	subscribed map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
-	scopes     []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
-	panes      map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
-	streams    streaming          // streamed messages (stream.go)
-	homes      map[string]*Home   // each person's Home tab view (views.go)
+	mu          sync.Mutex // protects the fields below
+	conns       []*wsConn
+	acks        map[string]bool
+	envelopes   map[string]bool // envelope ids sent
+	strayAcks   []string        // acks that name no envelope we sent
+	envSeq      int
+	posts       []*Posted
+	byTS        map[string]*Posted // chat.postMessage's posts by channel and ts, for chat.update
+	deleted     int                // messages chat.delete removed
+	seq         int
+	eventSeq    int
+	calls       map[string]int
+	refused     int // calls answered ok:false (see Refused)
+	limited     map[string]int
+	lanes       map[string][]time.Time // calls counted for Slack's limits, by method (limits.go)
+	throttled   map[string]int         // 429s for calls over those limits, by method (Throttled)
+	outside     map[string]bool        // channels the bot is not a member of
+	hooks       map[string]*hook
+	hookSeq     int
+	echoTokens  bool
+	files       map[string]*shared // by file id
+	ims         map[string]string  // the bot's IM channel with each user (see IM)
+	opens       int                // conversations.open calls
+	heard       []Message          // people's messages sent as events (see Events)
+	subscribed  map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
+	scopes      []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
+	panes       map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
+	statusLapse time.Duration      // a status's lifetime without a message, 0 for Slack's (assistant.go)
+	streams     streaming          // streamed messages (stream.go)
+	homes       map[string]*Home   // each person's Home tab view (views.go)
 }
 
 // New starts a fake; close it with Close.

@@ -17,8 +17,12 @@ import (
 //     this field to 12,000 characters", all three pages): msg_too_long;
 //   - recipient_user_id and recipient_team_id are "Required when
 //     streaming to channels" (chat.startStream): outside a D… channel
-//     their absence is invalid_arguments, Slack's answer to arguments
-//     missing (the page names no error of its own for it);
+//     their absence is missing_recipient_user_id or
+//     missing_recipient_team_id, the page's errors table's codes for
+//     them; recipient_team_id is the team of the person receiving the
+//     stream (the page: "The encoded ID of the team the user receiving
+//     the streaming text belongs to"), the sender's own team in Slack
+//     Connect and Enterprise Grid, not the app's workspace;
 //   - the bot must be in the channel (not_in_channel), the channel must
 //     be given (channel_not_found);
 //   - appendStream and stopStream need the ts of a stream
@@ -28,7 +32,10 @@ import (
 //     chat.stopStream);
 //   - stopStream's blocks and metadata are checked as chat.postMessage's
 //     are (invalid_blocks, invalid_metadata_format);
-//   - thread_ts is required: chat.startStream's page says "Streamed
+//   - thread_ts is required in a DM (D…); in a channel it is optional
+//     (a top-level stream: the page lists thread_ts among the optional
+//     arguments, "Provide another message's ts value to reply to"). In
+//     DMs: chat.startStream's page says "Streamed
 //     messages should always be replies to a user request", the official
 //     Node SDK's ChatStartStreamArguments makes thread_ts a required
 //     field (packages/web-api/src/types/request/chat.ts), as the API
@@ -152,11 +159,24 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, method, tok
 
 func (s *Server) startStream(w http.ResponseWriter, f url.Values, tok string) {
 	ch := f.Get("channel")
-	if f.Get("thread_ts") == "" || !strings.HasPrefix(ch, "D") && (f.Get("recipient_user_id") == "" || f.Get("recipient_team_id") == "") {
-		s.fail(w, "invalid_arguments", tok)
+	dm := strings.HasPrefix(ch, "D")
+	code := ""
+	switch {
+	case dm && f.Get("thread_ts") == "":
+		code = "invalid_arguments"
+	case !dm && f.Get("recipient_user_id") == "":
+		code = "missing_recipient_user_id"
+	case !dm && f.Get("recipient_team_id") == "":
+		code = "missing_recipient_team_id"
+	}
+	if code != "" {
+		s.fail(w, code, tok)
 		return
 	}
-	post := url.Values{"channel": {ch}, "thread_ts": {f.Get("thread_ts")}, "text": {f.Get("markdown_text")}}
+	post := url.Values{"channel": {ch}, "text": {f.Get("markdown_text")}}
+	if f.Get("thread_ts") != "" {
+		post.Set("thread_ts", f.Get("thread_ts"))
+	}
 	p, ok := s.keep(w, post, tok, false)
 	if !ok {
 		return

@@ -86,3 +86,35 @@ func (s *Server) DraftsOff() {
 	defer s.mu.Unlock()
 	s.noDrafts = true
 }
+
+// DraftLapse is how long a draft is shown when it is not sent again:
+// a draft is a preview that vanishes by itself. The Bot API does not
+// state the figure; Telegram's clients drop a draft update about 30
+// seconds after it came (the "~30-second preview" the project's issue
+// 38 measured), which the fake takes as the rule.
+const DraftLapse = 30 * time.Second
+
+// SetDraftLapse shortens the draft lapse (DraftLapse), for tests that
+// cannot wait 30 seconds.
+func (s *Server) SetDraftLapse(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draftLapse = d
+}
+
+// LiveDraft returns the draft chat shows now: the latest one sent to
+// it, unless it was sent longer ago than the draft lapse.
+func (s *Server) LiveDraft(chat int64) (Draft, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lapse := s.draftLapse
+	if lapse <= 0 {
+		lapse = DraftLapse
+	}
+	for i := len(s.drafts) - 1; i >= 0; i-- {
+		if d := s.drafts[i]; d.ChatID == chat {
+			return d, time.Since(d.At) < lapse
+		}
+	}
+	return Draft{}, false
+}

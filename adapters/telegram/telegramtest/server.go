@@ -89,6 +89,7 @@ type Server struct {
 	noReactions map[int64]bool
 	drafts      []Draft // sendMessageDraft calls (draft.go)
 	noDrafts    bool
+	draftLapse  time.Duration     // a draft's lifetime, 0 for DraftLapse (draft.go)
 	pushed      map[int]time.Time // when each update was pushed
 
 	// poll is the getUpdates request waiting now (nil: none); conflicts
