@@ -698,12 +698,12 @@ func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
 		{"chat.postMessage", "ts", url.Values{"channel": {"D1"}, "text": {"hi"}}, true},
 		{"chat.postEphemeral", "message_ts", url.Values{"channel": {"D1"}, "user": {"U1"}, "text": {"hi"}}, false},
 	} {
-		posted := slackCall(t, srv, tc.post, tc.form)
+		posted := srv.Call(t, tc.post, tc.form)
 		ts, _ := posted[tc.tsField].(string)
 		if posted["ok"] != true || ts == "" {
 			t.Fatalf("%s: %v", tc.post, posted)
 		}
-		got := slackCall(t, srv, "chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
+		got := srv.Call(t, "chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
 		if got["ok"] != tc.wantOK {
 			t.Errorf("chat.update of a %s message: %v, want ok %v", tc.post, got, tc.wantOK)
 		}
