@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -88,13 +89,14 @@ func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string
 
 // streamEscape escapes text by Slack's rules for message text: &, < and >
 // become &amp;, &lt; and &gt; (api.slack.com/reference/surfaces/formatting#escaping),
-// as slack.MsgOptionText(text, true) does for chat.postMessage, so that
+// with slack-go's own escape, the one slack.MsgOptionText(text, true)
+// makes for chat.postMessage (slackutilsx.EscapeMessage), so that
 // "<!channel>", "<!everyone>", "<@U…>" and "<https://…|…>" in an answer
 // (a task's name, the model's words) are text, not a mention or a link.
 // It works character by character: the escape of a text is the escapes
 // of its pieces, so a stream's appends escape as the whole would.
 func streamEscape(text string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+	return slackutilsx.EscapeMessage(text)
 }
 
 // stream is one answer streamed into a message.
