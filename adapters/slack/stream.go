@@ -40,11 +40,13 @@ const streamInterval = time.Second
 const maxStreamText = 12000
 
 // StreamsIn implements bot.StreamPlacer: in a DM Slack streams only
-// replies in a thread (chat.startStream: "Streamed messages should
-// always be replies to a user request"; the API refuses a DM stream
-// without thread_ts, see slacktest/stream.go), so a top-level DM answer
-// is posted, not streamed; in a channel thread_ts is optional, and a
-// top-level answer streams too.
+// replies in a thread (docs.slack.dev/reference/methods/chat.startStream:
+// "Streamed messages should always be replies to a user request"; the
+// Node SDK's ChatStartStreamArguments requires thread_ts,
+// packages/web-api/src/types/request/chat.ts), so a top-level DM answer
+// is posted, not streamed; in a channel thread_ts is optional (the
+// page lists it among the optional arguments), and a top-level answer
+// streams too.
 func (a *Adapter) StreamsIn(chatID, threadID string) bool { return threadID != "" || !dm(chatID) }
 
 // StartStream implements bot.Streamer with chat.startStream: the answer
