@@ -148,7 +148,8 @@ func (a *Adapter) titlePane(channel, threadTS, text string) {
 // pane thread the adapter saw start or, after a restart, any DM thread
 // (with assistant_view on, the app's DM threads are pane threads) — or
 // of a channel (setStatus works there since 2026-03-05, scope
-// chat:write), unless Slack refused it a status line before. Where Slack refuses the
+// chat:write: docs.slack.dev/changelog/2026/03/05/set-status-scope-update),
+// unless Slack refused it a status line before. Where Slack refuses the
 // line, the bot posts a status message instead.
 func (a *Adapter) HasStatus(chatID, threadID string) bool {
 	if threadID == "" {

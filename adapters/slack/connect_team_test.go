@@ -30,13 +30,7 @@ func TestConnectMembersKeepTheirOwnTeam(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
 			h := a.EventsHandler(rec)
-			for _, ev := range srv.Events(tt.m) {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
-				if w.Code != 200 {
-					t.Fatalf("status %d", w.Code)
-				}
-			}
+			deliver(t, h, srv.Events(tt.m))
 			got := rec.got()
 			if len(got) == 0 {
 				t.Fatal("nothing handled")

@@ -1,11 +1,9 @@
 package slack_test
 
 import (
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
@@ -67,10 +65,7 @@ func TestGroupDMsAreSharedChats(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &dedupe{}
 			h := a.EventsHandler(rec)
-			for _, ev := range srv.Events(tt.m) {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
-			}
+			deliver(t, h, srv.Events(tt.m))
 			got := rec.got()
 			switch {
 			case tt.want == "" && len(got) > 0:

@@ -2,7 +2,6 @@ package slack_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,23 +11,6 @@ import (
 	"github.com/tidybot/tidybot/bot"
 )
 
-// slackCall posts form to a Web API method of the fake and decodes the
-// answer.
-func slackCall(t *testing.T, srv *slacktest.Server, method string, form url.Values) map[string]any {
-	t.Helper()
-	form.Set("token", slacktest.Token)
-	resp, err := http.PostForm(srv.URL+method, form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // The fake keeps a post's metadata and returns it from
 // conversations.history and conversations.replies only when asked with
 // include_all_metadata, as Slack does.
@@ -36,15 +18,15 @@ func TestFakeReturnsMetadataOnlyWhenAsked(t *testing.T) {
 	srv := slacktest.New()
 	defer srv.Close()
 	meta := `{"event_type":"tidybot_outbox","event_payload":{"outbox_id":"ob1"}}`
-	top := slackCall(t, srv, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"top"}, "metadata": {meta}})
+	top := srv.Call(t, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"top"}, "metadata": {meta}})
 	ts, _ := top["ts"].(string)
 	if top["ok"] != true || ts == "" {
 		t.Fatalf("post: %v", top)
 	}
-	if r := slackCall(t, srv, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"in thread"}, "thread_ts": {ts}, "metadata": {meta}}); r["ok"] != true {
+	if r := srv.Call(t, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"in thread"}, "thread_ts": {ts}, "metadata": {meta}}); r["ok"] != true {
 		t.Fatalf("reply: %v", r)
 	}
-	if r := slackCall(t, srv, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"x"}, "metadata": {`{"event_payload":{}}`}}); r["error"] != "invalid_metadata_format" {
+	if r := srv.Call(t, "chat.postMessage", url.Values{"channel": {"D1"}, "text": {"x"}, "metadata": {`{"event_payload":{}}`}}); r["error"] != "invalid_metadata_format" {
 		t.Errorf("metadata without event_type: %v, want invalid_metadata_format", r)
 	}
 	metas := func(r map[string]any) (n, withMeta int) {
@@ -67,16 +49,16 @@ func TestFakeReturnsMetadataOnlyWhenAsked(t *testing.T) {
 		{"conversations.replies", url.Values{"channel": {"D1"}, "ts": {ts}}, 2, 0},
 		{"conversations.replies", url.Values{"channel": {"D1"}, "ts": {ts}, "include_all_metadata": {"true"}}, 2, 2},
 	} {
-		r := slackCall(t, srv, tc.method, tc.form)
+		r := srv.Call(t, tc.method, tc.form)
 		if n, m := metas(r); r["ok"] != true || n != tc.n || m != tc.wantMetas {
 			t.Errorf("%s %v: %d messages, %d with metadata; want %d, %d (%v)", tc.method, tc.form, n, m, tc.n, tc.wantMetas, r)
 		}
 	}
-	if r := slackCall(t, srv, "conversations.replies", url.Values{"channel": {"D1"}, "ts": {"1.000001"}}); r["error"] != "thread_not_found" {
+	if r := srv.Call(t, "conversations.replies", url.Values{"channel": {"D1"}, "ts": {"1.000001"}}); r["error"] != "thread_not_found" {
 		t.Errorf("replies of no message: %v", r)
 	}
 	srv.NotMember("C9")
-	if r := slackCall(t, srv, "conversations.history", url.Values{"channel": {"C9"}}); r["error"] != "not_in_channel" {
+	if r := srv.Call(t, "conversations.history", url.Values{"channel": {"C9"}}); r["error"] != "not_in_channel" {
 		t.Errorf("history where the bot is not a member: %v", r)
 	}
 }
@@ -125,7 +107,7 @@ func TestResendPostsAnEntryOnce(t *testing.T) {
 	}
 	first := parts[0]
 	meta, _ := json.Marshal(first.Metadata)
-	if r := slackCall(t, srv, "chat.postMessage", url.Values{"channel": {"D3"}, "text": {first.Text}, "metadata": {string(meta)}}); r["ok"] != true {
+	if r := srv.Call(t, "chat.postMessage", url.Values{"channel": {"D3"}, "text": {first.Text}, "metadata": {string(meta)}}); r["ok"] != true {
 		t.Fatal(r)
 	}
 	long.ChatID = "D3"

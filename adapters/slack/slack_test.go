@@ -85,6 +85,19 @@ func newAdapter(t *testing.T) (*slack.Adapter, *slacktest.Server) {
 	return a, srv
 }
 
+// deliver posts each Events API callback to h, signed as Slack signs
+// it, and fails unless h answers 200.
+func deliver(t *testing.T, h http.Handler, evs [][]byte) {
+	t.Helper()
+	for _, ev := range evs {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
+		if w.Code != 200 {
+			t.Fatalf("status %d", w.Code)
+		}
+	}
+}
+
 func signed(t *testing.T, path, contentType string, body []byte, sec string, at time.Time) *http.Request {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
@@ -283,13 +296,7 @@ func TestOneMentionRunsOnce(t *testing.T) {
 			if reversed {
 				evs[0], evs[1] = evs[1], evs[0]
 			}
-			for _, ev := range evs {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
-				if w.Code != 200 {
-					t.Fatalf("status %d", w.Code)
-				}
-			}
+			deliver(t, h, evs)
 			got := rec.got()
 			if len(got) != 1 {
 				t.Fatalf("one mention handled %d times: %+v", len(got), got)
@@ -337,13 +344,7 @@ func TestChannelsAnswerOnlyWhatIsAddressedToTheBot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &dedupe{}
 			h := a.EventsHandler(rec)
-			for _, ev := range srv.Events(tt.m) {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, signed(t, "/slack/events", "application/json", ev, secret, time.Now()))
-				if w.Code != 200 {
-					t.Fatalf("status %d", w.Code)
-				}
-			}
+			deliver(t, h, srv.Events(tt.m))
 			got := rec.got()
 			if handled := len(got) > 0; handled != tt.want {
 				t.Fatalf("handled %+v, want handled = %v", got, tt.want)
@@ -697,12 +698,12 @@ func TestFakeUpdatesNoEphemeralMessage(t *testing.T) {
 		{"chat.postMessage", "ts", url.Values{"channel": {"D1"}, "text": {"hi"}}, true},
 		{"chat.postEphemeral", "message_ts", url.Values{"channel": {"D1"}, "user": {"U1"}, "text": {"hi"}}, false},
 	} {
-		posted := slackCall(t, srv, tc.post, tc.form)
+		posted := srv.Call(t, tc.post, tc.form)
 		ts, _ := posted[tc.tsField].(string)
 		if posted["ok"] != true || ts == "" {
 			t.Fatalf("%s: %v", tc.post, posted)
 		}
-		got := slackCall(t, srv, "chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
+		got := srv.Call(t, "chat.update", url.Values{"channel": {"D1"}, "ts": {ts}, "text": {"edited"}})
 		if got["ok"] != tc.wantOK {
 			t.Errorf("chat.update of a %s message: %v, want ok %v", tc.post, got, tc.wantOK)
 		}

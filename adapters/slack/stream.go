@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -39,11 +40,13 @@ const streamInterval = time.Second
 const maxStreamText = 12000
 
 // StreamsIn implements bot.StreamPlacer: in a DM Slack streams only
-// replies in a thread (chat.startStream: "Streamed messages should
-// always be replies to a user request"; the API refuses a DM stream
-// without thread_ts, see slacktest/stream.go), so a top-level DM answer
-// is posted, not streamed; in a channel thread_ts is optional, and a
-// top-level answer streams too.
+// replies in a thread (docs.slack.dev/reference/methods/chat.startStream:
+// "Streamed messages should always be replies to a user request"; the
+// Node SDK's ChatStartStreamArguments requires thread_ts,
+// packages/web-api/src/types/request/chat.ts), so a top-level DM answer
+// is posted, not streamed; in a channel thread_ts is optional (the
+// page lists it among the optional arguments), and a top-level answer
+// streams too.
 func (a *Adapter) StreamsIn(chatID, threadID string) bool { return threadID != "" || !dm(chatID) }
 
 // StartStream implements bot.Streamer with chat.startStream: the answer
@@ -88,13 +91,14 @@ func (a *Adapter) StartStream(ctx context.Context, m bot.Outgoing, userID string
 
 // streamEscape escapes text by Slack's rules for message text: &, < and >
 // become &amp;, &lt; and &gt; (api.slack.com/reference/surfaces/formatting#escaping),
-// as slack.MsgOptionText(text, true) does for chat.postMessage, so that
+// with slack-go's own escape, the one slack.MsgOptionText(text, true)
+// makes for chat.postMessage (slackutilsx.EscapeMessage), so that
 // "<!channel>", "<!everyone>", "<@U…>" and "<https://…|…>" in an answer
 // (a task's name, the model's words) are text, not a mention or a link.
 // It works character by character: the escape of a text is the escapes
 // of its pieces, so a stream's appends escape as the whole would.
 func streamEscape(text string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+	return slackutilsx.EscapeMessage(text)
 }
 
 // stream is one answer streamed into a message.

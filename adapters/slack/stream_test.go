@@ -166,7 +166,7 @@ func TestStreamDeletedByItsID(t *testing.T) {
 	if err := st.Update(ctx, "Added: milk"); !errors.As(err, &se) || se.Err != "message_not_found" {
 		t.Errorf("append to a deleted stream: %v", err)
 	}
-	if got := slackCall(t, srv, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
+	if got := srv.Call(t, "chat.delete", url.Values{"ts": {orphan}}); got["error"] != "channel_not_found" {
 		t.Errorf("chat.delete without a channel: %v", got)
 	}
 }
@@ -308,7 +308,7 @@ func TestNoStreamOutsideAThread(t *testing.T) {
 		t.Errorf("streams %+v, want none", ss)
 	}
 	// The fake refuses one as Slack does (invalid_arguments).
-	if got := slackCall(t, srv, "chat.startStream", url.Values{"channel": {"D1"}, "markdown_text": {"Moved"}}); got["error"] != "invalid_arguments" {
+	if got := srv.Call(t, "chat.startStream", url.Values{"channel": {"D1"}, "markdown_text": {"Moved"}}); got["error"] != "invalid_arguments" {
 		t.Errorf("chat.startStream without thread_ts: %v", got)
 	}
 }
@@ -370,7 +370,7 @@ func TestStreamRecipientTeam(t *testing.T) {
 		{url.Values{"channel": {"C1"}, "markdown_text": {"Hi"}, "recipient_user_id": {"U1"}}, "missing_recipient_team_id"},
 		{url.Values{"channel": {"D1"}, "markdown_text": {"Hi"}}, "invalid_arguments"},
 	} {
-		if got := slackCall(t, srv, "chat.startStream", tt.args); got["error"] != tt.want {
+		if got := srv.Call(t, "chat.startStream", tt.args); got["error"] != tt.want {
 			t.Errorf("chat.startStream %v: %v, want %s", tt.args, got, tt.want)
 		}
 	}

@@ -23,8 +23,9 @@ var (
 // hitting limits, how do I avoid this?").
 const draftInterval = time.Second
 
-// draftLapse is how long a draft is shown when it is not sent again
-// (see telegramtest.DraftLapse: a ~30-second preview).
+// draftLapse is how long a draft is shown when it is not sent again:
+// "the streamed draft is ephemeral and acts as a temporary 30-second
+// preview" (core.telegram.org/bots/api#sendmessagedraft).
 const draftLapse = 30 * time.Second
 
 // errNotPrivate: sendMessageDraft takes only a private chat

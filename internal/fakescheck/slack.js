@@ -49,11 +49,24 @@ export function slack(env) {
       const r = await stream.stop({ markdown_text: ', six.' });
       equal(r.message?.text, 'Four, five, six.', 'the streamed message');
     }],
+    ['views.publish', async () => {
+      const r = await client.views.publish({
+        user_id: person,
+        view: { type: 'home', blocks: [{ type: 'header', text: { type: 'plain_text', text: 'tidybot' } },
+          { type: 'section', text: { type: 'mrkdwn', text: 'Autopilot: off' } },
+          { type: 'actions', elements: [{ type: 'button', action_id: 'setting', text: { type: 'plain_text', text: 'Turn autopilot on' }, value: 'autopilot:on' }] }] },
+      });
+      equal(r.view?.type, 'home', 'the published view');
+    }],
     ['chat.delete', async () => expect((await client.chat.delete({ channel: dm, ts: posted })).ok, 'ok')],
     ['assistant.threads.setStatus', async () => {
       const res = await fetch(`${env.control}/slack/assistant?user=${person}&viewing=C1`, { method: 'POST' });
       pane = await res.json();
       await client.assistant.threads.setStatus({ channel_id: pane.channel, thread_ts: pane.thread_ts, status: 'is looking at your tasks…' });
+    }],
+    ['assistant.threads.setStatus in a channel thread', async () => {
+      const top = await client.chat.postMessage({ channel: 'C1', text: 'what is due?' });
+      await client.assistant.threads.setStatus({ channel_id: 'C1', thread_ts: top.ts, status: 'is looking at your tasks…' });
     }],
     ['assistant.threads.setSuggestedPrompts', async () => {
       await client.assistant.threads.setSuggestedPrompts({

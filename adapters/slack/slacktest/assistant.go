@@ -171,10 +171,15 @@ func (s *Server) pane(w http.ResponseWriter, f url.Values, tok string) *Pane {
 
 // statusThread finds the thread a setStatus call names: a pane thread in
 // a DM (pane), or, since 2026-03-05, any thread of a channel the bot is
-// in (scope chat:write; docs.slack.dev/reference/methods/assistant.threads.setStatus
-// as read in 2026-08 for the project's issue 38);
-// a channel the bot is not in is channel_not_found, a call without
-// thread_ts invalid_thread_ts. A channel thread is kept as a Pane
+// in: the method "now accepts either the assistant:write or chat:write
+// scope. This allows channel-based apps to use AI loading states in
+// channels" (docs.slack.dev/changelog/2026/03/05/set-status-scope-update;
+// the method's page lists Bot token scope chat:write,
+// docs.slack.dev/reference/methods/assistant.threads.setStatus). The
+// same page's Errors: "channel_not_found: Error returned when given an
+// invalid channel_id" (the fake's reading: a channel the bot is not in)
+// and "invalid_thread_ts: Error returned when given an invalid
+// thread_ts" (here: none given). A channel thread is kept as a Pane
 // (AssistantThread shows its status) with no user.
 func (s *Server) statusThread(w http.ResponseWriter, f url.Values, tok string) *Pane {
 	ch, ts := f.Get("channel_id"), f.Get("thread_ts")

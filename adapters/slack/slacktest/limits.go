@@ -20,6 +20,7 @@ var tiers = map[string]int{
 	"chat.update":       50,  // Tier 3: docs.slack.dev/reference/methods/chat.update
 	"chat.delete":       50,  // Tier 3: docs.slack.dev/reference/methods/chat.delete
 	"chat.appendStream": 100, // Tier 4: docs.slack.dev/reference/methods/chat.appendStream
+	"views.publish":     100, // Tier 4: docs.slack.dev/reference/methods/views.publish
 }
 
 // postsPerChannel is chat.postMessage's special tier: it "generally

@@ -101,3 +101,30 @@ func rawPublish(t *testing.T, srv *slacktest.Server, user, typ string, blocks []
 	}
 	return out.Error + ": " + strings.Join(out.Metadata.Messages, "\n")
 }
+
+// TestPublishViewTooLargeAndTier4: a view over 250kb is view_too_large,
+// and views.publish, Tier 4, answers 429 past 100 calls in a minute
+// (docs.slack.dev/reference/methods/views.publish).
+func TestPublishViewTooLargeAndTier4(t *testing.T) {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	big := []slack.Block{}
+	for range 90 {
+		big = append(big, slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, strings.Repeat("x", 2900), false, false), nil, nil))
+	}
+	if got := rawPublish(t, srv, "U1", "home", big); !strings.HasPrefix(got, "view_too_large") {
+		t.Errorf("a 260kb view: %q, want view_too_large", got)
+	}
+	api := slack.New(slacktest.Token, slack.OptionAPIURL(srv.URL))
+	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewDividerBlock()}}}
+	for i := 1; i < 100; i++ { // the refused call above counted too
+		if _, err := api.PublishViewContext(t.Context(), slack.PublishViewContextRequest{UserID: "U1", View: view}); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	_, err := api.PublishViewContext(t.Context(), slack.PublishViewContextRequest{UserID: "U1", View: view})
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || srv.Throttled("views.publish") != 1 {
+		t.Errorf("the 101st call of the minute: %v, throttled %d; want 429", err, srv.Throttled("views.publish"))
+	}
+}

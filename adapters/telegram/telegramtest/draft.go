@@ -88,10 +88,11 @@ func (s *Server) DraftsOff() {
 }
 
 // DraftLapse is how long a draft is shown when it is not sent again:
-// a draft is a preview that vanishes by itself. The Bot API does not
-// state the figure; Telegram's clients drop a draft update about 30
-// seconds after it came (the "~30-second preview" the project's issue
-// 38 measured), which the fake takes as the rule.
+// "the streamed draft is ephemeral and acts as a temporary 30-second
+// preview - once the output is finalized, you must call sendMessage with
+// the complete message to persist it" (core.telegram.org/bots/api#sendmessagedraft,
+// as aiogram's generated aiogram/methods/send_message_draft.py quotes it).
+// The fake reads it as 30 seconds from the draft's last update.
 const DraftLapse = 30 * time.Second
 
 // SetDraftLapse shortens the draft lapse (DraftLapse), for tests that
