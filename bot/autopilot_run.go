@@ -11,18 +11,17 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-// AutopilotActions are the only actions an autopilot run may take: it
-// reads, moves and updates (labels, a due date), and never completes,
-// deletes, comments or asks (nobody is watching).
-var AutopilotActions = []string{
-	agent.ActGetOverview, agent.ActGetProjects, agent.ActGetInboxTasks, agent.ActGetTasks,
-	agent.ActGetSections, agent.ActGetLabels, agent.ActMoveTasks, agent.ActUpdateTasks,
-	agent.ActFinalAnswer, agent.ActFailTask,
-}
-
 // autopilotProjectsOnly are the actions of AutopilotScope "projects":
-// no update_tasks.
-var autopilotProjectsOnly = slices.DeleteFunc(slices.Clone(AutopilotActions), func(s string) bool { return s == agent.ActUpdateTasks })
+// those agent.PolicyAutopilot allows, without update_tasks.
+var autopilotProjectsOnly = func() []string {
+	var out []string
+	for _, r := range agent.PolicyOf(agent.PolicyAutopilot).Rules {
+		if r.Action != agent.ActUpdateTasks {
+			out = append(out, r.Action)
+		}
+	}
+	return out
+}()
 
 // stopAutopilotButton is the data of the Stop autopilot button.
 const stopAutopilotButton = "ap:stop"
@@ -114,10 +113,10 @@ const AutopilotPrefix = "Autopilot: file the tasks that just landed in my inbox,
 // AutopilotInput is what an autopilot run is started with, for the new
 // inbox tasks: its instruction (with habits, the lines of how the person
 // filed before, if any), the overview read before the first model call,
-// and its limits: AutopilotActions (without update_tasks for scope
-// "projects"), on those tasks only. tidybot eval runs the same.
+// and its limits: agent.PolicyAutopilot's (without update_tasks for
+// scope "projects"), on those tasks only. tidybot eval runs the same.
 func AutopilotInput(tasks []agent.Task, habits, scope string) agent.Input {
-	allow := AutopilotActions
+	var allow []string // the policy decides
 	if scope == "projects" {
 		allow = autopilotProjectsOnly
 	}

@@ -514,12 +514,23 @@ func TestAutopilotWebhookFilesAtOnceAndTheLookIsTheSafetyNet(t *testing.T) {
 func TestAutopilotInputScope(t *testing.T) {
 	tasks := []agent.Task{{ID: "a1", Content: "Buy milk"}, {ID: "b2", Content: "Call Bob"}}
 	all, projects := AutopilotInput(tasks, "", ""), AutopilotInput(tasks, "", "projects")
-	if !slices.Contains(all.Allow, agent.ActUpdateTasks) || slices.Contains(projects.Allow, agent.ActUpdateTasks) {
+	// may is what the engine lets the run take: its policy, and Allow
+	// when set (agent's runner.allowed).
+	may := func(in agent.Input, a string) bool {
+		return agent.PolicyOf(in.Policy).Allows(a) && (len(in.Allow) == 0 || slices.Contains(in.Allow, a))
+	}
+	if !may(all, agent.ActUpdateTasks) || may(projects, agent.ActUpdateTasks) {
 		t.Errorf("allow %v and %v: update_tasks only in scope all", all.Allow, projects.Allow)
 	}
+	if !may(projects, agent.ActMoveTasks) {
+		t.Errorf("scope projects may not move: %v", projects.Allow)
+	}
 	for _, in := range []agent.Input{all, projects} {
+		if in.Policy != agent.PolicyAutopilot {
+			t.Errorf("policy %q", in.Policy)
+		}
 		for _, a := range []string{agent.ActDeleteTasks, agent.ActCompleteTasks, agent.ActAddComments, agent.ActAskUser, agent.ActAddTasks} {
-			if slices.Contains(in.Allow, a) {
+			if may(in, a) {
 				t.Errorf("%s allowed", a)
 			}
 		}

@@ -160,30 +160,33 @@ func TestDigestAfterDowntime(t *testing.T) {
 	}
 }
 
+// press presses button data on the digest, as event, and waits for
+// what it does.
+func (e *settingsEnv) press(t *testing.T, data, event string) {
+	t.Helper()
+	in := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: data, ButtonRef: "cb-" + event, EventID: event, DM: true}
+	if err := e.bot.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.bot.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestDigestButtons(t *testing.T) {
 	e := newSettingsEnv(t)
 	e.agent.snap = digestSnapshot()
 	e.say(t, settingsIn("digest 08:00"))
 	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
 	e.runTimers(t)
-	press := func(data, event string) {
-		t.Helper()
-		in := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: data, ButtonRef: "cb-" + event, EventID: event, DM: true}
-		if err := e.bot.Handle(t.Context(), in); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.bot.WaitIdle(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	press(digestMove, "p1")
-	press(digestTidy, "p2")
+	e.press(t, digestMove, "p1")
+	e.press(t, digestTidy, "p2")
 	got := e.agent.startedList()
 	if len(got) != 2 || got[0] != MoveOverdueInstruction || got[1] != TidyInboxInstruction {
 		t.Errorf("runs %q", got)
 	}
-	press(digestSnooze, "p3")
-	press(digestSnooze, "p3") // delivered twice
+	e.press(t, digestSnooze, "p3")
+	e.press(t, digestSnooze, "p3") // delivered twice
 	if last := e.plat.last(); !strings.Contains(last.Text, "again in an hour") {
 		t.Errorf("snooze answered %q", last.Text)
 	}
@@ -380,23 +383,13 @@ func TestDigestSnoozedTwice(t *testing.T) {
 	e.say(t, settingsIn("digest 08:00"))
 	e.clk.Set(time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC))
 	e.runTimers(t)
-	press := func(event string) {
-		t.Helper()
-		in := Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", Button: digestSnooze, ButtonRef: "cb-" + event, EventID: event, DM: true}
-		if err := e.bot.Handle(t.Context(), in); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.bot.WaitIdle(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	press("snooze-1")
+	e.press(t, digestSnooze, "snooze-1")
 	e.clk.Set(time.Date(2026, 11, 25, 8, 0, 30, 0, time.UTC))
 	e.runTimers(t)
 	if n := len(digests(e.plat)); n != 2 {
 		t.Fatalf("%d digests after the first snooze, want 2", n)
 	}
-	press("snooze-2") // on the snoozed digest
+	e.press(t, digestSnooze, "snooze-2") // on the snoozed digest
 	if last := e.plat.last(); !strings.Contains(last.Text, "again in an hour") {
 		t.Fatalf("snooze answered %q", last.Text)
 	}

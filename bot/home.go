@@ -232,7 +232,7 @@ func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error
 	return nil
 }
 
-// home is in's person's Home, from settingRows.
+// home is in's person's Home, from settingRows and the model tiers.
 func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error) {
 	if !b.allowedIn(in) {
 		return Home{Notice: fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.",
@@ -247,6 +247,13 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 		s := HomeSetting{Label: row.label, Value: row.value(ps)}
 		for _, c := range row.choices(ps) {
 			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingButton + row.name + ":" + c.value})
+		}
+		h.Settings = append(h.Settings, s)
+	}
+	if v, ok := b.modelValue(ps); ok { // the tiers, as /settings offers them
+		s := HomeSetting{Label: "Model", Value: v}
+		for _, bt := range b.modelButtons(ps) {
+			s.Buttons = append(s.Buttons, Button{Label: bt.Label, Data: HomePrefix + bt.Data})
 		}
 		h.Settings = append(h.Settings, s)
 	}

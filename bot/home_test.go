@@ -102,9 +102,10 @@ func TestHomeTeamModeAccount(t *testing.T) {
 }
 
 // TestHomeAndKeyboardShareOneTable: the Home's buttons are /settings'
-// buttons (Telegram's keyboard), setting the same values.
+// buttons (Telegram's keyboard), the model tiers' too, setting the same
+// values.
 func TestHomeAndKeyboardShareOneTable(t *testing.T) {
-	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}, UserDailyTokens: 1000})
+	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}, UserDailyTokens: 1000, ModelTiers: testTiers})
 	if err := b.OpenHome(t.Context(), "slack", "U1", "T1"); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestHomeAndKeyboardShareOneTable(t *testing.T) {
 		}
 	}
 	var keyboard []string
-	for _, bt := range settingsButtons(PersonSettings{}) {
+	for _, bt := range append(settingsButtons(PersonSettings{}), b.modelButtons(PersonSettings{})...) {
 		keyboard = append(keyboard, bt.Label+"="+bt.Data)
 	}
 	if strings.Join(home, "\n") != strings.Join(keyboard, "\n") || len(keyboard) == 0 {
@@ -124,6 +125,15 @@ func TestHomeAndKeyboardShareOneTable(t *testing.T) {
 	}
 	if h.Usage != "Today you used 0 of your 1000 model tokens." {
 		t.Errorf("usage %q", h.Usage)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + "set:model:best", EventID: "act:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := b.Settings(t.Context(), "slack", "U1"); ps.ModelTier != "best" {
+		t.Errorf("model tier %q after the Home's press, want best", ps.ModelTier)
+	}
+	if h := plat.home(t, "U1", 2); h.Settings[len(h.Settings)-1].Value != "best (m-large)" {
+		t.Errorf("the Home's model after the press: %+v", h.Settings)
 	}
 }
 

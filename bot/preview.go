@@ -433,21 +433,8 @@ func (pv *preview) withdraw(ctx context.Context) {
 // forgets the record once the preview is gone. finish is false when
 // Finish has just failed: only the delete is tried.
 func (pv *preview) remove(ctx context.Context, st Stream, finish bool) {
-	wait := removeWait
-	var err error
-	for try := 1; ; try++ {
-		if err = pv.removeOnce(st, finish); err == nil || try >= removeTries {
-			break
-		}
-		select {
-		case <-time.After(wait):
-			wait *= 2
-			continue
-		case <-pv.b.quit: // stopping: the record is left for the sweep
-		}
-		break
-	}
-	if err != nil {
+	// Stopping ends the tries: the record is left for the sweep.
+	if err := removeRetrying(pv.b.quit, func() error { return pv.removeOnce(st, finish) }); err != nil {
 		pv.log.Warn("answer preview: could not remove it; it is deleted before the answer's post", slog.Any("err", err))
 		return
 	}
@@ -479,6 +466,27 @@ func (pv *preview) removeOnce(st Stream, finish bool) error {
 	return pv.call("delete stream", false, func(ctx context.Context) error {
 		return u.DeleteMessage(ctx, pv.r.ChatID, ls.MessageID())
 	})
+}
+
+// removeRetrying tries a preview's removal up to removeTries times, the
+// pause after a failure doubling from removeWait, until it succeeds or
+// stop is closed. A rate limit ends the tries: it is the queue's to wait
+// out.
+func removeRetrying(stop <-chan struct{}, remove func() error) error {
+	wait := removeWait
+	for try := 1; ; try++ {
+		err := remove()
+		var rl RateLimited
+		if err == nil || try >= removeTries || errors.As(err, &rl) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+			wait *= 2
+		case <-stop:
+			return err
+		}
+	}
 }
 
 // settle marks the preview closed: nothing more is shown through it.
@@ -598,20 +606,7 @@ func (b *Bot) dropOrphan(ctx context.Context, q *queuedPlatform, runID, chatID, 
 	// Tried again in the lane (removeTries): the post queued behind it
 	// waits, so that the person sees the answer once.
 	q.s.PostThen(rec.ChatID, "delete orphan preview", func(ctx context.Context) error {
-		wait := removeWait
-		for try := 1; ; try++ {
-			err := sweep(ctx)
-			var rl RateLimited
-			if err == nil || try >= removeTries || errors.As(err, &rl) {
-				return err // a rate limit is the queue's to wait out
-			}
-			select {
-			case <-time.After(wait):
-				wait *= 2
-			case <-ctx.Done():
-				return err
-			}
-		}
+		return removeRetrying(ctx.Done(), func() error { return sweep(ctx) })
 	}, func(err error) {
 		if err != nil {
 			b.log.Warn("answer preview: could not delete what a dead process left", slog.String("run_id", runID), slog.Any("err", err))

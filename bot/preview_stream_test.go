@@ -105,9 +105,11 @@ func speaking(p *streamingPlatform, words []string, answer string, ask bool) fun
 	}
 }
 
-func startStreaming(t *testing.T, p *streamingPlatform, ag *mockAgent) *harness {
+// startStreaming starts a bot on p, a streamingPlatform or one that
+// wraps sp.
+func startStreaming(t *testing.T, p Platform, sp *streamingPlatform, ag *mockAgent) *harness {
 	t.Helper()
-	h := &harness{store: newMemStore(), agent: ag, plat: p.fakePlatform}
+	h := &harness{store: newMemStore(), agent: ag, plat: sp.fakePlatform}
 	h.bot = New(h.store, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
 	h.bot.AddPlatform(p)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -165,7 +167,7 @@ func TestPreview(t *testing.T) {
 				tt.setup(p)
 			}
 			ag := &mockAgent{StartFn: speaking(p, tt.words, answer, tt.ask)}
-			h := startStreaming(t, p, ag)
+			h := startStreaming(t, p, p, ag)
 			h.handle(t, msg("file it", "e1"))
 			h.idle(t)
 			ss := p.snapshot()

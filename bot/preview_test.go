@@ -261,3 +261,32 @@ func runInThread(t *testing.T, st Store, ag Agent, p Platform, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRemoveRetrying: a failed removal is tried removeTries times; a
+// rate limit (the queue's to wait out, having waited its retries) or a
+// stop ends the tries at once.
+func TestRemoveRetrying(t *testing.T) {
+	defer func(w time.Duration) { removeWait = w }(removeWait)
+	removeWait = time.Millisecond
+	closed := make(chan struct{})
+	close(closed)
+	for _, tc := range []struct {
+		name string
+		err  error
+		stop chan struct{}
+		want int
+	}{
+		{"a failure", errors.New("boom"), nil, removeTries},
+		{"a rate limit", RetryLater(errors.New("429"), time.Second), nil, 1},
+		{"stopping", errors.New("boom"), closed, 1},
+		{"done", nil, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			err := removeRetrying(tc.stop, func() error { n++; return tc.err })
+			if n != tc.want || !errors.Is(err, tc.err) {
+				t.Errorf("tried %d times (%v), want %d (%v)", n, err, tc.want, tc.err)
+			}
+		})
+	}
+}

@@ -149,10 +149,7 @@ func (pr *progress) loop() {
 func (pr *progress) refreshEvery() time.Duration {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if pr.line == nil {
-		return 0
-	}
-	return refreshEvery(pr.line)
+	return refreshEvery(pr.line) // 0 for nil: it is no Lapsing
 }
 
 // flush shows lines not yet shown.

@@ -129,14 +129,7 @@ func TestPreviewRefreshedBeforeItLapses(t *testing.T) {
 		h.Answer("Moved three tasks.")
 		return done(out.Transcript, "Moved three tasks.")
 	}}
-	h := &harness{store: newMemStore(), agent: ag, plat: sp.fakePlatform}
-	h.bot = New(h.store, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
-	h.bot.AddPlatform(p)
-	ctx, cancel := context.WithCancel(t.Context())
-	if err := h.bot.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.bot.Stop(); cancel() })
+	h := startStreaming(t, p, sp, ag)
 	h.handle(t, Incoming{Platform: "telegram", ChatID: "42", UserID: "42", MessageID: "m1", Text: "tidy", EventID: "e1", DM: true, TeamID: "T9"})
 	h.idle(t)
 

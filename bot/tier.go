@@ -65,15 +65,23 @@ func (b *Bot) changeModel(ps *PersonSettings, value string) (said, bad string) {
 // modelLine is the model row of /settings, with how to change it; ""
 // without tiers.
 func (b *Bot) modelLine(ps PersonSettings, cmd string) (row, usage string) {
-	t, ok := b.tier(ps)
+	v, ok := b.modelValue(ps)
 	if !ok {
 		return "", ""
 	}
-	row = fmt.Sprintf("• Model: %s (%s)\n", t.Name, t.Model)
-	if ps.ModelTier == "" {
-		row = fmt.Sprintf("• Model: %s (%s), the default\n", t.Name, t.Model)
+	return "• Model: " + v + "\n", fmt.Sprintf("\n%s model %s|default", cmd, strings.ReplaceAll(b.tierNames(), ", ", "|"))
+}
+
+// modelValue says ps's person's tier in words; false without tiers.
+func (b *Bot) modelValue(ps PersonSettings) (string, bool) {
+	t, ok := b.tier(ps)
+	if !ok {
+		return "", false
 	}
-	return row, fmt.Sprintf("\n%s model %s|default", cmd, strings.ReplaceAll(b.tierNames(), ", ", "|"))
+	if ps.ModelTier == "" {
+		return fmt.Sprintf("%s (%s), the default", t.Name, t.Model), true
+	}
+	return fmt.Sprintf("%s (%s)", t.Name, t.Model), true
 }
 
 // modelButtons offer the tiers ps's person is not on; none without

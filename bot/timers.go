@@ -307,20 +307,15 @@ func (b *Bot) repairTimers(ctx context.Context) error {
 }
 
 // servesPerson reports whether the bot still serves a person, for the
-// work it does for them unasked (digest, autopilot): Allowed (an exact
-// TIDYBOT_ALLOWED_USERS entry), or in team mode an entry for everyone on
-// the platform ("telegram:*") or for a workspace of it
-// ("slack:team:T…"; which workspace a person is in is known only from
-// their messages, so any such entry serves them).
+// work it does for them unasked (digest, autopilot): allowedIn without
+// their workspace, which is known only from their messages, so in team
+// mode any slack:team:T… entry serves them.
 func (b *Bot) servesPerson(platform, userID string) bool {
-	if b.Allowed(platform, userID) {
+	if b.allowedIn(Incoming{Platform: platform, UserID: userID}) {
 		return true
 	}
 	if b.cfg.Accounts == nil {
 		return false
-	}
-	if b.allowed[platform+":*"] {
-		return true
 	}
 	for u := range b.allowed {
 		if strings.HasPrefix(u, platform+":team:") {
