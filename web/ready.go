@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidybot/tidybot/agent"
@@ -34,9 +33,6 @@ func (s *Server) NotReady(reason string) { s.notReady.Store(&reason) }
 
 // Ready ends NotReady.
 func (s *Server) Ready() { s.notReady.Store(nil) }
-
-// notReadyReason is NotReady's reason, "" once ready.
-type notReadyReason = atomic.Pointer[string]
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	if r := s.notReady.Load(); r != nil {

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,7 +66,7 @@ type Server struct {
 	addr    string
 	servers []*http.Server
 	// notReady, when set, is why serve cannot take work yet (see NotReady).
-	notReady notReadyReason
+	notReady atomic.Pointer[string]
 }
 
 // New returns the surface with its own routes: /healthz, and the run

@@ -143,5 +143,3 @@ func boltFileID(ctx context.Context, openBolt OpenBolt, path string) (string, er
 	}
 	return "", fmt.Errorf("%s has no id after a write: is it read-only?", path)
 }
-
-var _ store.Sink = (*postgres.Importer)(nil)

@@ -19,13 +19,7 @@ func TestCancelOnAnotherReplicaDuringTheFirstStep(t *testing.T) {
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
 	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
 	start := func(i int, st *Store) *bot.Bot {
-		bt := bot.New(st, gateAgent{i, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-		bt.AddPlatform(chatPlatform{c, i})
-		if err := bt.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(bt.Stop)
-		return bt
+		return startBot(t, st, gateAgent{i, calls, ended, release}, c, i, bot.Config{})
 	}
 	botA := start(0, a)
 	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}

@@ -105,12 +105,7 @@ func TestCancelStoredWithoutItsNotification(t *testing.T) {
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
 	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
 	defer close(release)
-	bt := bot.New(a, gateAgent{0, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-	bt.AddPlatform(chatPlatform{c, 0})
-	if err := bt.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bt.Stop)
+	bt := startBot(t, a, gateAgent{0, calls, ended, release}, c, 0, bot.Config{})
 	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}
 	if err := bt.Handle(t.Context(), in); err != nil {
 		t.Fatal(err)
@@ -154,12 +149,7 @@ func TestFencedRunPostsNothing(t *testing.T) {
 	a, _ := twoReplicas(t)
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
 	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
-	bt := bot.New(a, gateAgent{0, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-	bt.AddPlatform(chatPlatform{c, 0})
-	if err := bt.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bt.Stop)
+	bt := startBot(t, a, gateAgent{0, calls, ended, release}, c, 0, bot.Config{})
 	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "tidy", EventID: "e1", At: time.Now()}
 	if err := bt.Handle(t.Context(), in); err != nil {
 		t.Fatal(err)

@@ -107,6 +107,16 @@ func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte,
 // seal encrypts plain with scope's current key; it returns the value
 // and the key's id.
 func (k *keyring) seal(ctx context.Context, q querier, scope string, plain []byte) (sealed, id []byte, err error) {
+	all, id, err := k.sealEach(ctx, q, scope, plain)
+	if err != nil {
+		return nil, nil, err
+	}
+	return all[0], id, nil
+}
+
+// sealEach seals each of plains with scope's current key, read (and
+// locked) once for them all.
+func (k *keyring) sealEach(ctx context.Context, q querier, scope string, plains ...[]byte) (sealed [][]byte, id []byte, err error) {
 	if scope == "" {
 		scope = scopeNone
 	}
@@ -114,7 +124,10 @@ func (k *keyring) seal(ctx context.Context, q querier, scope string, plain []byt
 	if err != nil {
 		return nil, nil, fmt.Errorf("seal: %w", err)
 	}
-	return seal.Seal(id, a, plain), id, nil
+	for _, p := range plains {
+		sealed = append(sealed, seal.Seal(id, a, p))
+	}
+	return sealed, id, nil
 }
 
 // open returns the plaintext of a stored value (raw itself when plain).

@@ -133,12 +133,7 @@ func TestACutLeaseConnectionDoesNotWedgeHandle(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
-	bt := bot.New(a, echoAgent{}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-	bt.AddPlatform(chatPlatform{c, 0})
-	if err := bt.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bt.Stop)
+	bt := startBot(t, a, echoAgent{}, c, 0, bot.Config{})
 	t.Cleanup(p.CloseAll) // first: what waits on the relay ends
 
 	answered := func(chat string) bool {

@@ -40,19 +40,13 @@ func TestAutopilotBatchRunsUnderTheConversationsLease(t *testing.T) {
 	var autopilotBy []int // the bot of each autopilot model call
 	start := func(i int, st *Store) *bot.Bot {
 		g := inboxGate{gateAgent{i, calls, ended, release}, &mu, &inbox}
-		bt := bot.New(st, recordingAgent{g, func(instr string) {
+		return startBot(t, st, recordingAgent{g, func(instr string) {
 			if strings.HasPrefix(instr, bot.AutopilotPrefix) {
 				instrMu.Lock()
 				autopilotBy = append(autopilotBy, i)
 				instrMu.Unlock()
 			}
-		}}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}, TimerEvery: 24 * time.Hour})
-		bt.AddPlatform(chatPlatform{c, i})
-		if err := bt.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(bt.Stop)
-		return bt
+		}}, c, i, bot.Config{TimerEvery: 24 * time.Hour})
 	}
 	botB := start(1, b)
 	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "tidy", EventID: "e1", At: time.Now()}

@@ -54,6 +54,21 @@ func (p chatPlatform) Send(_ context.Context, m bot.Outgoing) (string, error) {
 	return fmt.Sprint(len(p.c.posts[m.ChatID])), nil
 }
 
+// startBot starts bot i of a test on st: model ag, two workers,
+// telegram:42 allowed (with cfg's other fields), its posts recorded in
+// c; it stops at the test's end.
+func startBot(t *testing.T, st *Store, ag bot.Agent, c *chats, i int, cfg bot.Config) *bot.Bot {
+	t.Helper()
+	cfg.Workers, cfg.AllowedUsers = 2, []string{"telegram:42"}
+	bt := bot.New(st, ag, cfg)
+	bt.AddPlatform(chatPlatform{c, i})
+	if err := bt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bt.Stop)
+	return bt
+}
+
 // TestTwoBotsShareTheWork runs two bots in this process, each on its own
 // store (as two replicas) on one database, under the race detector in
 // make test: messages handed to either are each answered once, every
@@ -64,13 +79,7 @@ func TestTwoBotsShareTheWork(t *testing.T) {
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
 	var bots []*bot.Bot
 	for i, st := range []*Store{a, b} {
-		bt := bot.New(st, echoAgent{}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-		bt.AddPlatform(chatPlatform{c, i})
-		if err := bt.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(bt.Stop)
-		bots = append(bots, bt)
+		bots = append(bots, startBot(t, st, echoAgent{}, c, i, bot.Config{}))
 	}
 	const people, each = 8, 6
 	var wg sync.WaitGroup
@@ -182,13 +191,7 @@ func TestReplicaThatLosesItsLeasesStopsItsRuns(t *testing.T) {
 	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
 	calls, ended, release := make(chan int, 8), make(chan int, 8), make(chan struct{})
 	start := func(i int, st *Store) *bot.Bot {
-		bt := bot.New(st, gateAgent{i, calls, ended, release}, bot.Config{Workers: 2, AllowedUsers: []string{"telegram:42"}})
-		bt.AddPlatform(chatPlatform{c, i})
-		if err := bt.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(bt.Stop)
-		return bt
+		return startBot(t, st, gateAgent{i, calls, ended, release}, c, i, bot.Config{})
 	}
 	botA := start(0, a)
 	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "tidy", EventID: "e1", At: time.Now()}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,15 +16,23 @@ import (
 func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 	rec := *r
 	rec.Transcript = nil
-	v, id, err := s.sealJSON(ctx, q, r.ThreadKey, &rec)
+	raw, err := json.Marshal(&rec)
 	if err != nil {
 		return err
 	}
-	var tr, trID []byte
+	plains := [][]byte{raw}
 	if len(r.Transcript) > 0 {
-		if tr, trID, err = s.keys.seal(ctx, q, r.ThreadKey, r.Transcript); err != nil {
-			return err
-		}
+		plains = append(plains, r.Transcript)
+	}
+	// One read of the conversation's key for the run and its transcript.
+	sealed, id, err := s.keys.sealEach(ctx, q, r.ThreadKey, plains...)
+	if err != nil {
+		return err
+	}
+	v := sealed[0]
+	var tr, trID []byte
+	if len(sealed) > 1 {
+		tr, trID = sealed[1], id
 	}
 	var wait *string
 	if r.Status == bot.RunWaiting && r.Waiting != nil {
