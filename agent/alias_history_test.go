@@ -124,3 +124,24 @@ func TestNamedLeavesQuotedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamNamerNamesAsNamed: an answer heard as it grows is named, at
+// every length, as known.named names it whole, quotes and a reply that
+// begins again included.
+func TestStreamNamerNamesAsNamed(t *testing.T) {
+	k := &known{Tasks: map[string]Task{"6Jf8VQXxpwv56VQ7": {ID: "6Jf8VQXxpwv56VQ7", Content: "Call mum"}, "6Jf8VQXxpwv56VQ8": {ID: "6Jf8VQXxpwv56VQ8", Content: "Buy t1 cable"}}}
+	k.shorten("6Jf8VQXxpwv56VQ7 6Jf8VQXxpwv56VQ8") // t1, t2
+	texts := []string{
+		`Moved t2 ("Buy t1 cable") to Work, priority p1; t12 and t9 are unknown.`,
+		"t1,t2\nt1. \"t1 t2\" then t2 (t1)",
+		`Left t1 "open quote t2 and t1 here`,
+	}
+	sn := &streamNamer{k: k}
+	for _, text := range texts { // each text after the last: a reply that begins again
+		for n := 0; n <= len(text); n++ {
+			if got, want := sn.name(text[:n]), k.named(text[:n]); got != want {
+				t.Fatalf("streamed %q named %q, want %q", text[:n], got, want)
+			}
+		}
+	}
+}

@@ -713,8 +713,9 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	req.MaxTokens = min(req.MaxTokens, left)
 	var as *answerStream
 	if r.h.Answer != nil {
+		sn := &streamNamer{k: &r.tr.Known}
 		as = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
-			r.h.Answer(r.tr.Known.named(text)) // as end shows it
+			r.h.Answer(sn.name(text)) // as end shows it (known.named)
 		})
 		req.Stream = func(d Delta) {
 			// A reply arriving is no silence, even where its answer is
