@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,4 +145,36 @@ func TestStreamNamerNamesAsNamed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkStreamedAnswerNaming: a 1500-byte json answer naming 40 task
+// aliases, heard in 5-byte pieces: known.named over the whole answer at
+// each piece, against streamNamer.
+func BenchmarkStreamedAnswerNaming(b *testing.B) {
+	k := &known{Aliases: map[string]string{}, Tasks: map[string]Task{}}
+	for i := 1; i <= 40; i++ {
+		id := fmt.Sprintf("8f2a%08d", i)
+		k.Aliases[fmt.Sprintf("t%d", i)] = id
+		k.Tasks[id] = Task{ID: id, Content: fmt.Sprintf("Task number %d", i)}
+	}
+	var sb strings.Builder
+	for i := 1; sb.Len() < 1500; i++ {
+		fmt.Fprintf(&sb, "Moved t%d to Work. ", i%40+1)
+	}
+	answer := sb.String()
+	b.Run("named", func(b *testing.B) {
+		for b.Loop() {
+			for n := 5; n <= len(answer); n += 5 {
+				_ = k.named(answer[:n])
+			}
+		}
+	})
+	b.Run("streamNamer", func(b *testing.B) {
+		for b.Loop() {
+			sn := &streamNamer{k: k}
+			for n := 5; n <= len(answer); n += 5 {
+				_ = sn.name(answer[:n])
+			}
+		}
+	})
 }
