@@ -720,7 +720,10 @@ func (r *runner) step(ctx context.Context) *Outcome {
 		req.Stream = func(d Delta) {
 			// A reply arriving is no silence, even where its answer is
 			// held until the reply is whole (a tools reply).
-			if d.Content != "" || d.Arguments != "" {
+			switch {
+			case d.Reset: // the call is made again: silent until it replies
+				r.answering.Store(false)
+			case d.Content != "" || d.Arguments != "":
 				r.answering.Store(true)
 			}
 			as.add(d)

@@ -78,7 +78,8 @@ func TestAnswerHeardOnlyOnceItsWritesRan(t *testing.T) {
 // TestSlowNoteOnlyWhileTheModelIsSilent: the "model is slow" note is
 // for a model that has sent nothing yet. A reply that has begun to
 // arrive silences it, even a tools reply whose calls are held until it
-// is whole and so never heard as it grows (Hooks.Answer).
+// is whole and so never heard as it grows (Hooks.Answer), until the
+// call is made again (Delta.Reset).
 func TestSlowNoteOnlyWhileTheModelIsSilent(t *testing.T) {
 	const slowAfter = 10 * time.Millisecond
 	isSlowNote := func(ev Event) bool {
@@ -92,6 +93,28 @@ func TestSlowNoteOnlyWhileTheModelIsSilent(t *testing.T) {
 			case <-noted:
 			case <-time.After(10 * time.Second):
 				t.Error("no slow note while the model sent nothing")
+			}
+			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
+		})
+		New(model, newTalkTasks(), Config{SlowAfter: slowAfter}).Start(t.Context(), Input{Instruction: "hi"}, Hooks{
+			Answer: func(string) {},
+			Observe: func(ev Event) {
+				if isSlowNote(ev) {
+					once.Do(func() { close(noted) })
+				}
+			},
+		})
+	})
+	t.Run("replying, then made again", func(t *testing.T) {
+		noted := make(chan struct{})
+		var once sync.Once
+		model := modelFunc(func(_ context.Context, req Request) (Response, error) {
+			req.Stream(Delta{Call: 0, Name: ActGetProjects, Arguments: `{`})
+			req.Stream(Delta{Reset: true}) // a retry after an error, silent so far
+			select {
+			case <-noted:
+			case <-time.After(10 * time.Second):
+				t.Error("no slow note while the call made again sent nothing")
 			}
 			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
 		})
