@@ -418,7 +418,8 @@ type runner struct {
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
 	// answering is set once a model call's reply arrives (text or a
-	// call's arguments, with Hooks.Answer set): no "slow" note then.
+	// call's arguments, with Hooks.Answer set), until the call is made
+	// again (Delta.Reset): no "slow" note then.
 	answering atomic.Bool
 	// labels are the account's label names, lower-cased, once read for
 	// a policy that uses existing labels only (existingLabels); r.mu
