@@ -234,6 +234,11 @@ func (k *known) named(text string) string {
 	if len(k.Aliases) == 0 {
 		return text
 	}
+	return k.namedFrom(text, false)
+}
+
+// namedFrom is named for text that follows an open quote when quoted.
+func (k *known) namedFrom(text string, quoted bool) string {
 	name := func(w string) string {
 		id, ok := k.Aliases[w]
 		if !ok || k.isID(w) {
@@ -254,8 +259,42 @@ func (k *known) named(text string) string {
 	// Quoted text is a name already ("Buy t3 cable"): only the words
 	// outside quotes are aliases.
 	parts := strings.Split(text, `"`)
-	for i := 0; i < len(parts); i += 2 {
+	i := 0
+	if quoted {
+		i = 1
+	}
+	for ; i < len(parts); i += 2 {
 		parts[i] = aliasShapedWord.ReplaceAllStringFunc(parts[i], name)
 	}
 	return strings.Join(parts, `"`)
+}
+
+// streamNamer is named for an answer heard as it grows (the json
+// protocol's stream): each text extends the one before, so the part up
+// to its last settled word is named once, not again with each piece.
+type streamNamer struct {
+	k *known
+	// raw is the settled part of the text, ending after a character no
+	// alias holds; out is it named, and quoted says it leaves a quote
+	// open.
+	raw, out string
+	quoted   bool
+}
+
+// name returns k.named(text).
+func (s *streamNamer) name(text string) string {
+	if len(s.k.Aliases) == 0 {
+		return text
+	}
+	if !strings.HasPrefix(text, s.raw) { // the reply began again
+		s.raw, s.out, s.quoted = "", "", false
+	}
+	if cut := strings.LastIndexAny(text[len(s.raw):], " \t\n.,;:!?()\""); cut >= 0 {
+		cut += len(s.raw) + 1
+		seg := text[len(s.raw):cut]
+		s.out += s.k.namedFrom(seg, s.quoted)
+		s.quoted = s.quoted != (strings.Count(seg, `"`)%2 == 1)
+		s.raw = text[:cut]
+	}
+	return s.out + s.k.namedFrom(text[len(s.raw):], s.quoted)
 }

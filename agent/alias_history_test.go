@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -123,4 +124,57 @@ func TestNamedLeavesQuotedNames(t *testing.T) {
 			t.Errorf("named(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestStreamNamerNamesAsNamed: an answer heard as it grows is named, at
+// every length, as known.named names it whole, quotes and a reply that
+// begins again included.
+func TestStreamNamerNamesAsNamed(t *testing.T) {
+	k := &known{Tasks: map[string]Task{"6Jf8VQXxpwv56VQ7": {ID: "6Jf8VQXxpwv56VQ7", Content: "Call mum"}, "6Jf8VQXxpwv56VQ8": {ID: "6Jf8VQXxpwv56VQ8", Content: "Buy t1 cable"}}}
+	k.shorten("6Jf8VQXxpwv56VQ7 6Jf8VQXxpwv56VQ8") // t1, t2
+	texts := []string{
+		`Moved t2 ("Buy t1 cable") to Work, priority p1; t12 and t9 are unknown.`,
+		"t1,t2\nt1. \"t1 t2\" then t2 (t1)",
+		`Left t1 "open quote t2 and t1 here`,
+	}
+	sn := &streamNamer{k: k}
+	for _, text := range texts { // each text after the last: a reply that begins again
+		for n := 0; n <= len(text); n++ {
+			if got, want := sn.name(text[:n]), k.named(text[:n]); got != want {
+				t.Fatalf("streamed %q named %q, want %q", text[:n], got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkStreamedAnswerNaming: a 1500-byte json answer naming 40 task
+// aliases, heard in 5-byte pieces: known.named over the whole answer at
+// each piece, against streamNamer.
+func BenchmarkStreamedAnswerNaming(b *testing.B) {
+	k := &known{Aliases: map[string]string{}, Tasks: map[string]Task{}}
+	for i := 1; i <= 40; i++ {
+		id := fmt.Sprintf("8f2a%08d", i)
+		k.Aliases[fmt.Sprintf("t%d", i)] = id
+		k.Tasks[id] = Task{ID: id, Content: fmt.Sprintf("Task number %d", i)}
+	}
+	var sb strings.Builder
+	for i := 1; sb.Len() < 1500; i++ {
+		fmt.Fprintf(&sb, "Moved t%d to Work. ", i%40+1)
+	}
+	answer := sb.String()
+	b.Run("named", func(b *testing.B) {
+		for b.Loop() {
+			for n := 5; n <= len(answer); n += 5 {
+				_ = k.named(answer[:n])
+			}
+		}
+	})
+	b.Run("streamNamer", func(b *testing.B) {
+		for b.Loop() {
+			sn := &streamNamer{k: k}
+			for n := 5; n <= len(answer); n += 5 {
+				_ = sn.name(answer[:n])
+			}
+		}
+	})
 }

@@ -232,9 +232,6 @@ type Input struct {
 	// against (PolicyAutopilot, …); a resumed run keeps it. Empty: Touch
 	// set is autopilot, Overview a command, else a person's message.
 	Policy PolicyName
-	// TokenBudget, when set below Config.TokenBudget, is this run's
-	// budget of prompt plus completion tokens, kept by a resumed run.
-	TokenBudget int
 }
 
 // Outcome is how Start or Resume left the run.
@@ -255,7 +252,7 @@ type Outcome struct {
 
 // Start begins a run.
 func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
-	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch, Policy: in.Policy, TokenBudget: in.TokenBudget}
+	tr := &Transcript{V: TranscriptVersion, Protocol: e.cfg.Protocol, Instruction: in.Instruction, Status: StatusInterrupted, Allow: in.Allow, Touch: in.Touch, Policy: in.Policy}
 	if tr.Policy == "" {
 		tr.Policy = inferPolicy(in.Touch, nil, in.Overview)
 	}
@@ -421,7 +418,8 @@ type runner struct {
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
 	// answering is set once a model call's reply arrives (text or a
-	// call's arguments, with Hooks.Answer set): no "slow" note then.
+	// call's arguments, with Hooks.Answer set), until the call is made
+	// again (Delta.Reset): no "slow" note then.
 	answering atomic.Bool
 	// labels are the account's label names, lower-cased, once read for
 	// a policy that uses existing labels only (existingLabels); r.mu
@@ -701,32 +699,32 @@ func (r *runner) step(ctx context.Context) *Outcome {
 	// The budget is checked before the call: the prompt as counted plus
 	// the longest answer allowed must fit in what is left. The answer may
 	// be shortened to fit, but not below a useful length.
-	budget := cfg.TokenBudget
-	if r.tr.TokenBudget > 0 {
-		budget = min(budget, r.tr.TokenBudget)
-	}
-	left := budget - r.tr.Usage.Total() - PromptBound(req)
+	left := cfg.TokenBudget - r.tr.Usage.Total() - PromptBound(req)
 	if left < req.MaxTokens {
 		// Counting tokens costs more CPU than the rest of a step (a
 		// tokenizer over the whole prompt); the bound, never below the
 		// count, settles most calls, which fit with room to spare.
 		// Only a call near the budget, whose answer may have to be
 		// shortened, needs the count.
-		left = budget - r.tr.Usage.Total() - cfg.CountTokens(req)
+		left = cfg.TokenBudget - r.tr.Usage.Total() - cfg.CountTokens(req)
 	}
 	if left < min(req.MaxTokens, minAnswerTokens) {
-		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", budget))
+		return r.stop(ctx, fmt.Sprintf("the next step would have gone over this run's budget of %d tokens", cfg.TokenBudget))
 	}
 	req.MaxTokens = min(req.MaxTokens, left)
 	var as *answerStream
 	if r.h.Answer != nil {
+		sn := &streamNamer{k: &r.tr.Known}
 		as = newAnswerStream(r.tr.Protocol == ProtocolTools, func(text string) {
-			r.h.Answer(r.tr.Known.named(text)) // as end shows it
+			r.h.Answer(sn.name(text)) // as end shows it (known.named)
 		})
 		req.Stream = func(d Delta) {
 			// A reply arriving is no silence, even where its answer is
 			// held until the reply is whole (a tools reply).
-			if d.Content != "" || d.Arguments != "" {
+			switch {
+			case d.Reset: // the call is made again: silent until it replies
+				r.answering.Store(false)
+			case d.Content != "" || d.Arguments != "":
 				r.answering.Store(true)
 			}
 			as.add(d)

@@ -401,17 +401,6 @@ func TestEngineTokenBudgetCheckedBeforeTheCall(t *testing.T) {
 			t.Errorf("model calls = %d, want 0", len(s.reqs))
 		}
 	})
-	t.Run("the run's own budget below the engine's holds, resumed too", func(t *testing.T) {
-		s := &script{replies: []Response{tool(ActFinalAnswer, `{"answer":"ok"}`)}}
-		out := New(s, newTalkTasks(), Config{CountTokens: count}).
-			Start(t.Context(), Input{Instruction: strings.Repeat("tidy ", 2000), TokenBudget: 1000}, Hooks{})
-		if out.Status != StatusStopped || !strings.Contains(out.Answer, "budget of 1000 tokens") || len(s.reqs) != 0 {
-			t.Fatalf("outcome %s %q after %d calls", out.Status, out.Answer, len(s.reqs))
-		}
-		if reload(t, out.Transcript).TokenBudget != 1000 {
-			t.Error("the run's budget is not kept with its transcript")
-		}
-	})
 	t.Run("a call that would cross the budget is not made", func(t *testing.T) {
 		// Each message counts 250 tokens: the first request (system and
 		// instruction, 500, plus 100 of answer) fits, the second (four

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestAnswerHeardOnlyOnceItsWritesRan: a tools reply's final_answer is
@@ -71,4 +73,89 @@ func TestAnswerHeardOnlyOnceItsWritesRan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlowNoteOnlyWhileTheModelIsSilent: the "model is slow" note is
+// for a model that has sent nothing yet. A reply that has begun to
+// arrive silences it, even a tools reply whose calls are held until it
+// is whole and so never heard as it grows (Hooks.Answer), until the
+// call is made again (Delta.Reset).
+func TestSlowNoteOnlyWhileTheModelIsSilent(t *testing.T) {
+	const slowAfter = 10 * time.Millisecond
+	isSlowNote := func(ev Event) bool {
+		return ev.Kind == EventNote && strings.Contains(ev.Summary, "model is slow")
+	}
+	t.Run("silent", func(t *testing.T) {
+		noted := make(chan struct{})
+		var once sync.Once
+		model := modelFunc(func(context.Context, Request) (Response, error) {
+			select {
+			case <-noted:
+			case <-time.After(10 * time.Second):
+				t.Error("no slow note while the model sent nothing")
+			}
+			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
+		})
+		New(model, newTalkTasks(), Config{SlowAfter: slowAfter}).Start(t.Context(), Input{Instruction: "hi"}, Hooks{
+			Answer: func(string) {},
+			Observe: func(ev Event) {
+				if isSlowNote(ev) {
+					once.Do(func() { close(noted) })
+				}
+			},
+		})
+	})
+	t.Run("replying, then made again", func(t *testing.T) {
+		noted := make(chan struct{})
+		var once sync.Once
+		model := modelFunc(func(_ context.Context, req Request) (Response, error) {
+			req.Stream(Delta{Call: 0, Name: ActGetProjects, Arguments: `{`})
+			req.Stream(Delta{Reset: true}) // a retry after an error, silent so far
+			select {
+			case <-noted:
+			case <-time.After(10 * time.Second):
+				t.Error("no slow note while the call made again sent nothing")
+			}
+			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
+		})
+		New(model, newTalkTasks(), Config{SlowAfter: slowAfter}).Start(t.Context(), Input{Instruction: "hi"}, Hooks{
+			Answer: func(string) {},
+			Observe: func(ev Event) {
+				if isSlowNote(ev) {
+					once.Do(func() { close(noted) })
+				}
+			},
+		})
+	})
+	t.Run("replying", func(t *testing.T) {
+		replies := []ToolCall{{ID: "c1", Name: ActGetProjects, Arguments: `{}`}, {ID: "c2", Name: ActFinalAnswer, Arguments: `{"answer":"ok"}`}}
+		n := 0
+		model := modelFunc(func(_ context.Context, req Request) (Response, error) {
+			c := replies[min(n, len(replies)-1)]
+			n++
+			req.Stream(Delta{Call: 0, Name: c.Name, Arguments: c.Arguments})
+			time.Sleep(10 * slowAfter) // the rest of the reply takes long
+			return Response{ToolCalls: []ToolCall{c}}, nil
+		})
+		var mu sync.Mutex
+		var notes []string
+		out := New(model, newTalkTasks(), Config{SlowAfter: slowAfter}).Start(t.Context(), Input{Instruction: "list my projects"}, Hooks{
+			Answer: func(string) {},
+			Observe: func(ev Event) {
+				if isSlowNote(ev) {
+					mu.Lock()
+					notes = append(notes, ev.Summary)
+					mu.Unlock()
+				}
+			},
+		})
+		if out.Status != StatusDone {
+			t.Fatalf("outcome %s %q", out.Status, out.Answer)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(notes) > 0 {
+			t.Errorf("slow notes %q while the reply was arriving", notes)
+		}
+	})
 }

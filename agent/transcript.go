@@ -17,8 +17,8 @@ import (
 //
 // Version 2 adds what a version-1 build (before run policies) would drop
 // while decoding, widening what the run may do: a Policy other than a
-// person's message's, a TokenBudget, known aliases of earlier runs
-// (Earlier). A transcript carrying one is written as version 2, which a
+// person's message's, known aliases of earlier runs (Earlier). A
+// transcript carrying one is written as version 2, which a
 // version-1 build refuses; any other is written as version 1.
 const TranscriptVersion = 2
 
@@ -143,9 +143,6 @@ type Transcript struct {
 	// is checked against (empty in transcripts saved before it: see
 	// inferPolicy).
 	Policy PolicyName `json:"policy,omitempty"`
-	// TokenBudget is Input.TokenBudget: the run's own token budget when
-	// below the engine's (0: the engine's).
-	TokenBudget int `json:"token_budget,omitempty"`
 	// Messages is the conversation with the model, system prompt first.
 	Messages []Message `json:"messages"`
 	// Actions are the actions the model is offered as tools; empty
@@ -214,7 +211,7 @@ func (k *known) stale() { k.ProjectsFresh, k.TasksFresh = false, false }
 // the run (see TranscriptVersion).
 func (t *Transcript) version() int {
 	switch {
-	case t.TokenBudget > 0, len(t.Known.Earlier) > 0:
+	case len(t.Known.Earlier) > 0:
 		return 2
 	case t.Policy == "":
 		return 1 // saved by version 1: its policy is inferred, there too

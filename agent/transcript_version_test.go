@@ -199,8 +199,8 @@ func TestPreviousBuildReadsWhatThisWrites(t *testing.T) {
 }
 
 // TestPreviousBuildRefusesWhatWouldWidenARun: a transcript holding a
-// limit the previous build would drop (it knows no policy, token budget
-// or earlier aliases) is saved as version 2, which it refuses, instead
+// limit the previous build would drop (it knows no policy or earlier
+// aliases) is saved as version 2, which it refuses, instead
 // of running with fewer limits.
 func TestPreviousBuildRefusesWhatWouldWidenARun(t *testing.T) {
 	base := func() *Transcript {
@@ -217,7 +217,6 @@ func TestPreviousBuildRefusesWhatWouldWidenARun(t *testing.T) {
 		{"webhook", func(tr *Transcript) { tr.Policy = PolicyWebhook }, "policy"},
 		{"digest", func(tr *Transcript) { tr.Policy = PolicyDigest }, "policy"},
 		{"command", func(tr *Transcript) { tr.Policy, tr.Actions = PolicyCommand, TidyActions }, "policy"},
-		{"token budget", func(tr *Transcript) { tr.TokenBudget = 5000 }, "token_budget"},
 		{"earlier aliases", func(tr *Transcript) { tr.Known.Earlier = map[string]bool{"t2": true} }, "known.earlier"},
 		{"message with the tidy's actions", func(tr *Transcript) { tr.Actions = TidyActions }, ""},
 	} {

@@ -817,10 +817,13 @@ func sameTools(a, b []goopenai.Tool) bool {
 	return true
 }
 
-// DefaultMaxResponseBytes is Config.MaxResponseBytes' default: 4 MiB,
-// a hundred times the longest answer a call allows (DefaultMaxTokens,
-// a few bytes a token, with the JSON around it).
-const DefaultMaxResponseBytes = 4 << 20
+// DefaultMaxResponseBytes is Config.MaxResponseBytes' default: 16 MiB.
+// The longest answer a call allows (agent.DefaultMaxTokens) is about
+// 100 KB of text, but streamed it is an event a token, each a
+// chat.completion.chunk (API reference, "The chat completion chunk
+// object") of some 200 to 300 bytes: 5 to 7 MB. The cap is for a
+// runaway server, never for that answer (TestLongestStreamedAnswerFits).
+const DefaultMaxResponseBytes = 16 << 20
 
 // errTooLarge is reading past Config.MaxResponseBytes of an answer.
 var errTooLarge = errors.New("the answer is larger than the limit")

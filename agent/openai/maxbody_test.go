@@ -46,3 +46,25 @@ func TestOversizedAnswerIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLongestStreamedAnswerFits: the default Config.MaxResponseBytes
+// takes a streamed answer as long as a call allows (agent.
+// DefaultMaxTokens), a token an event as the API streams it, on either
+// transport: the cap is for runaway servers, not for the longest answer.
+func TestLongestStreamedAnswerFits(t *testing.T) {
+	answer := strings.Repeat("word", agent.DefaultMaxTokens-20) // a token each, the JSON around it the rest
+	for _, api := range []string{openai.APIChat, openai.APIResponses} {
+		t.Run(api, func(t *testing.T) {
+			_, c, _ := start(t, openaitest.FromAgent(func(agent.Request) agent.Response {
+				args, _ := json.Marshal(map[string]string{"answer": answer})
+				return agent.Response{ToolCalls: []agent.ToolCall{{ID: "c1", Name: agent.ActFinalAnswer, Arguments: string(args)}}}
+			}), openai.Config{API: api}, openaitest.WithTokenRate(1e9)) // an event a token, at no real rate
+			req := agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, Tools: []agent.Tool{{Name: agent.ActFinalAnswer, Parameters: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}}}`)}},
+				Stream: func(agent.Delta) {}}
+			resp, err := c.Complete(t.Context(), req)
+			if err != nil || len(resp.ToolCalls) != 1 {
+				t.Fatalf("the longest streamed answer: %v", err)
+			}
+		})
+	}
+}
