@@ -22,16 +22,13 @@ type PolicyName string
 // The kinds of run.
 const (
 	// PolicyMessage: a person's message. Every action; a write the
-	// person's words did not ask for waits for their yes (see scope.go).
+	// person's words did not ask for waits for their yes (see gate, injection.go).
 	PolicyMessage PolicyName = "message"
 	// PolicyCommand: a command that declares what it may change
 	// (/tidy-inbox: TidyActions).
 	PolicyCommand PolicyName = "command"
 	// PolicyAutopilot: autopilot filing new inbox tasks, unattended.
 	PolicyAutopilot PolicyName = "autopilot"
-	// PolicyWebhook: the autopilot look a Todoist webhook starts (team
-	// mode), unattended.
-	PolicyWebhook PolicyName = "webhook"
 	// PolicyDigest: the daily digest, unattended: it reads only.
 	PolicyDigest PolicyName = "digest"
 )
@@ -104,9 +101,10 @@ func unattendedRules() []Rule {
 var policies = []Policy{
 	{Name: PolicyMessage, Run: "a person's message", Rules: rules(ActionNames()...), Attended: true, Scoped: true},
 	{Name: PolicyCommand, Run: "a command (/tidy-inbox)", Rules: rules(TidyActions...), Attended: true},
-	{Name: PolicyAutopilot, Run: "autopilot", Rules: unattendedRules()},
-	{Name: PolicyWebhook, Run: "a Todoist webhook (team mode)", Rules: unattendedRules()},
-	{Name: PolicyDigest, Run: "the digest", Rules: rules(append(slices.Clone(readActions), ActFinalAnswer, ActFailTask)...)},
+	{Name: PolicyAutopilot, Run: "autopilot (its timer or a Todoist webhook)", Rules: unattendedRules()},
+	// The digest is written without a model; its policy is also the one
+	// an unknown kind gets (PolicyOf): it writes nothing.
+	{Name: PolicyDigest, Run: "the digest (no model run; any unknown kind)", Rules: rules(append(slices.Clone(readActions), ActFinalAnswer, ActFailTask)...)},
 }
 
 // Policies returns every kind of run's Policy.

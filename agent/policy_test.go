@@ -26,7 +26,7 @@ func TestPolicyAutopilotRefusesEachForbiddenWrite(t *testing.T) {
 		{"comment", ActAddComments, `{"comments":[{"task_id":"t2","content":"hi"}]}`, "not allowed"},
 		{"ask", ActAskUser, `{"question":"May I?"}`, "not allowed"},
 	} {
-		for _, policy := range []PolicyName{PolicyAutopilot, PolicyWebhook, ""} {
+		for _, policy := range []PolicyName{PolicyAutopilot, ""} {
 			t.Run(tc.name+"/"+string(policy), func(t *testing.T) {
 				m := newTalkTasks()
 				m.projects = append(m.projects, Project{ID: "home", Name: "Home"})

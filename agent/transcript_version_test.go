@@ -214,7 +214,6 @@ func TestPreviousBuildRefusesWhatWouldWidenARun(t *testing.T) {
 		lost string
 	}{
 		{"autopilot", func(tr *Transcript) { tr.Policy, tr.Touch = PolicyAutopilot, []string{"t1"} }, "policy"},
-		{"webhook", func(tr *Transcript) { tr.Policy = PolicyWebhook }, "policy"},
 		{"digest", func(tr *Transcript) { tr.Policy = PolicyDigest }, "policy"},
 		{"command", func(tr *Transcript) { tr.Policy, tr.Actions = PolicyCommand, TidyActions }, "policy"},
 		{"earlier aliases", func(tr *Transcript) { tr.Known.Earlier = map[string]bool{"t2": true} }, "known.earlier"},
