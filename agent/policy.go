@@ -22,7 +22,7 @@ type PolicyName string
 // The kinds of run.
 const (
 	// PolicyMessage: a person's message. Every action; a write the
-	// person's words did not ask for waits for their yes (see gate, injection.go).
+	// person's words did not ask for waits for their yes (see unasked, injection.go).
 	PolicyMessage PolicyName = "message"
 	// PolicyCommand: a command that declares what it may change
 	// (/tidy-inbox: TidyActions).
