@@ -85,6 +85,7 @@ type Adapter struct {
 	hooks   Hooks      // the response_urls: cfg.Hooks, else in memory
 	hookSeq int
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
+	imSet   map[string]bool   // every channel known to be one of the bot's own IMs
 
 	panes panes // the assistant pane's threads (assistant.go)
 
@@ -747,12 +748,23 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	if !strings.HasPrefix(channel, "D") || user == "" {
 		return false // IM ids start with D; the rest are channels and group DMs
 	}
+	if a.knownIM(channel) {
+		return true
+	}
 	im, err := a.imWith(ctx, user)
 	if err != nil {
 		a.log.Warn("slack: cannot tell the bot's DM with a user; treating the conversation as shared",
 			slog.String("channel", channel), slog.String("user_id", user), slog.Any("err", a.redact(err)))
 	}
 	return err == nil && im == channel
+}
+
+// knownIM reports whether channel was learnt as one of the bot's own IMs
+// (learnIM): a fact no later lookup contradicts.
+func (a *Adapter) knownIM(channel string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.imSet[channel]
 }
 
 // learnIM keeps channel as the bot's own IM with user: a message event
@@ -762,9 +774,10 @@ func (a *Adapter) learnIM(user, channel string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ims == nil {
-		a.ims = map[string]string{}
+		a.ims, a.imSet = map[string]string{}, map[string]bool{}
 	}
 	a.ims[user] = channel
+	a.imSet[channel] = true
 }
 
 // imWith returns the bot's own IM with user, asked once per person and
@@ -795,7 +808,7 @@ func (a *Adapter) imWith(ctx context.Context, user string) (string, error) {
 // bot is never a member: a 1:1 DM has its two people only.
 // When Slack cannot say, chat.postMessage is tried first, as anywhere.
 func (a *Adapter) othersDM(ctx context.Context, m bot.Outgoing) bool {
-	if !dm(m.ChatID) || m.UserID == "" {
+	if !dm(m.ChatID) || m.UserID == "" || a.knownIM(m.ChatID) {
 		return false
 	}
 	im, err := a.imWith(ctx, m.UserID)
