@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -279,19 +280,33 @@ func TestProgressThrottle(t *testing.T) {
 // A run that answers in one step (no progress line) does not leave its
 // status message saying "Working on it…" next to the answer: the message
 // is edited to say the run is done (issue 15 item 8). A run with progress
-// lines keeps them.
+// lines keeps them. The settling edit is the message's last: rate
+// limited, it waits out the Retry-After instead of being dropped as a
+// progress edit is (no later edit would show it).
 func TestStatusMessageSettles(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		events []agent.Event
-		want   []string
+		name    string
+		events  []agent.Event
+		limited bool // the first edit gets a 429
+		want    []string
 	}{
-		{"one step", nil, []string{"m1: ✅ Done"}},
-		{"with progress", []agent.Event{{Kind: agent.EventAction, Summary: "🔎 Read the inbox: 3 tasks"}}, []string{"m1: 🔎 Read the inbox: 3 tasks"}},
+		{"one step", nil, false, []string{"m1: ✅ Done"}},
+		{"one step, its settle rate limited", nil, true, []string{"m1: ✅ Done"}},
+		{"with progress", []agent.Event{{Kind: agent.EventAction, Summary: "🔎 Read the inbox: 3 tasks"}}, false, []string{"m1: 🔎 Read the inbox: 3 tasks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ag := &mockAgent{StartFn: observing(tc.events)}
 			plat := &fakePlatform{name: "telegram"}
+			if tc.limited {
+				first := true
+				plat.onEdit = func(string, Outgoing) error {
+					if first {
+						first = false
+						return RetryLater(errors.New("429 too many requests"), 200*time.Millisecond)
+					}
+					return nil
+				}
+			}
 			b := New(newMemStore(), ag, Config{AllowedUsers: []string{"telegram:42"}})
 			b.AddPlatform(plat)
 			ctx, cancel := context.WithCancel(t.Context())

@@ -197,7 +197,7 @@ func (pr *progress) edit(m Outgoing) {
 		pr.editing = false
 		return strings.Join(pr.lines, "\n")
 	}
-	pr.ed.editLater(pr.messageID, m, text, func(error) {
+	pr.ed.editLater(pr.messageID, m, text, false, func(error) {
 		pr.mu.Lock()
 		pr.editing = false // also when the edit was dropped before it began
 		pr.mu.Unlock()
@@ -244,5 +244,5 @@ func (pr *progress) settle(st agent.Status) {
 	}
 	// Queued behind the status message's other calls and before the
 	// answer, which the worker does not wait for.
-	pr.ed.editLater(pr.messageID, pr.r.outgoing(text), nil, nil)
+	pr.ed.editLater(pr.messageID, pr.r.outgoing(text), nil, true, nil)
 }

@@ -148,11 +148,19 @@ func (e queuedEditor) Edit(ctx context.Context, id string, m Outgoing) error {
 // are asked when the edit is made, so id may name a message queued before
 // it in the same chat and not posted yet ("": no message, nothing to
 // edit), and the text is the latest. then, when set, hears the result.
-func (e queuedEditor) editLater(id func() string, m Outgoing, text func() string, then func(error)) {
+//
+// final says the edit is the status message's last (settle): no later
+// edit would show what it says, so it waits out a rate limit instead of
+// being dropped.
+func (e queuedEditor) editLater(id func() string, m Outgoing, text func() string, final bool, then func(error)) {
 	// A run's own output waits for room rather than be dropped, as its
 	// answer does; only replies made while acknowledging an event are
 	// dropped when the queue is full.
-	e.q.s.PostDroppable(m.ChatID, "edit", func(ctx context.Context) error {
+	post := e.q.s.PostDroppable
+	if final {
+		post = e.q.s.PostThen
+	}
+	post(m.ChatID, "edit", func(ctx context.Context) error {
 		if text != nil {
 			m.Text = text()
 		}
