@@ -85,7 +85,7 @@ type Adapter struct {
 	hooks   Hooks      // the response_urls: cfg.Hooks, else in memory
 	hookSeq int
 	ims     map[string]string // by user: the bot's own IM with them (see ownIM)
-	imSet   map[string]bool   // every channel known to be one of the bot's own IMs
+	imOf    map[string]string // by channel: the person of each channel known to be one of the bot's own IMs
 
 	panes panes // the assistant pane's threads (assistant.go)
 
@@ -748,7 +748,7 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	if !strings.HasPrefix(channel, "D") || user == "" {
 		return false // IM ids start with D; the rest are channels and group DMs
 	}
-	if a.knownIM(channel) {
+	if a.knownIM(channel, user) {
 		return true
 	}
 	im, err := a.imWith(ctx, user)
@@ -759,12 +759,12 @@ func (a *Adapter) ownIM(ctx context.Context, channel, user string) bool {
 	return err == nil && im == channel
 }
 
-// knownIM reports whether channel was learnt as one of the bot's own IMs
-// (learnIM): a fact no later lookup contradicts.
-func (a *Adapter) knownIM(channel string) bool {
+// knownIM reports whether channel was learnt as the bot's own IM with
+// user (learnIM): a fact no later lookup contradicts.
+func (a *Adapter) knownIM(channel, user string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.imSet[channel]
+	return a.imOf[channel] == user
 }
 
 // learnIM keeps channel as the bot's own IM with user: a message event
@@ -774,10 +774,10 @@ func (a *Adapter) learnIM(user, channel string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ims == nil {
-		a.ims, a.imSet = map[string]string{}, map[string]bool{}
+		a.ims, a.imOf = map[string]string{}, map[string]string{}
 	}
 	a.ims[user] = channel
-	a.imSet[channel] = true
+	a.imOf[channel] = user
 }
 
 // imWith returns the bot's own IM with user, asked once per person and
@@ -808,7 +808,7 @@ func (a *Adapter) imWith(ctx context.Context, user string) (string, error) {
 // bot is never a member: a 1:1 DM has its two people only.
 // When Slack cannot say, chat.postMessage is tried first, as anywhere.
 func (a *Adapter) othersDM(ctx context.Context, m bot.Outgoing) bool {
-	if !dm(m.ChatID) || m.UserID == "" || a.knownIM(m.ChatID) {
+	if !dm(m.ChatID) || m.UserID == "" || a.knownIM(m.ChatID, m.UserID) {
 		return false
 	}
 	im, err := a.imWith(ctx, m.UserID)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tidybot/tidybot/agent/openai"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -107,7 +108,7 @@ func TestChatHugeModelBodyIsRefused(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e.cfg.OpenAIBaseURL = srv.URL
 	out, _, _ := e.runChat(t, "hi\n", false)
-	if want := fmt.Sprintf("larger than %d MB", 4); !strings.Contains(out, want) || len(out) > 10_000 {
+	if want := fmt.Sprintf("larger than %d MB", openai.DefaultMaxResponseBytes>>20); !strings.Contains(out, want) || len(out) > 10_000 {
 		t.Errorf("output (%d bytes) %.300q, want a short failure saying %q", len(out), out, want)
 	}
 }
