@@ -301,11 +301,6 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	if !f.hold(ctx, key, epoch) {
 		return false
 	}
-	// A conversation taken from a process that died may have its last
-	// answer in that process's outbox: it is queued for its chat before
-	// this conversation's next run can answer, so answers keep their
-	// order (the sweep's claim alone came seconds later).
-	f.claimOutbox(ctx)
 	jobs := f.take(ctx, key, epoch)
 	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs)
 }
