@@ -26,12 +26,18 @@ import (
 // connection when the server speaks after the client did (so a pgx
 // batch or pipeline costs one, and a NOTIFY the server pushes unasked
 // costs none); connection set-up (start-up, authentication) counts too.
+// Statements tells where they went, by the statement each began with
+// (read from the protocol's messages, which TLS hides: sslmode=disable).
 type Proxy struct {
 	ln     net.Listener
 	target string
 	isCut  atomic.Bool
 
 	roundTrips, toServer, toClient atomic.Int64
+
+	smu sync.Mutex // protects stmts
+	// stmts counts the round trips by the statement that began them.
+	stmts map[string]int64
 
 	mu    sync.Mutex // protects conns
 	conns []net.Conn
@@ -83,12 +89,40 @@ func (p *Proxy) Stats() Stats {
 // RoundTrips returns the round trips counted so far.
 func (p *Proxy) RoundTrips() int64 { return p.roundTrips.Load() }
 
+// Statements returns the round trips counted so far by the statement
+// each began with (its SQL, spaces collapsed, cut at 120 bytes; with
+// " +N" when N more statements shared it, as in a batch; "prepare "
+// and the SQL when it only prepared; "connect" for set-up; "?" when the
+// traffic could not be read).
+func (p *Proxy) Statements() map[string]int64 {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	out := make(map[string]int64, len(p.stmts))
+	for k, v := range p.stmts {
+		out[k] = v
+	}
+	return out
+}
+
 // Reset sets the counts to zero (a burst under way when it is called
 // may still be counted once, when its answer comes).
 func (p *Proxy) Reset() {
+	p.smu.Lock()
+	p.stmts = nil
+	p.smu.Unlock()
 	p.roundTrips.Store(0)
 	p.toServer.Store(0)
 	p.toClient.Store(0)
+}
+
+func (p *Proxy) countRoundTrip(label string) {
+	p.roundTrips.Add(1)
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.stmts == nil {
+		p.stmts = map[string]int64{}
+	}
+	p.stmts[label]++
 }
 
 // Cut starts the partition.
@@ -149,15 +183,15 @@ func (p *Proxy) accept() {
 		}
 		p.track(c, s)
 		var dead atomic.Bool
-		var asked atomic.Bool // the client spoke since the server last did
-		go p.relay(c, s, &dead, func(n int) {
-			p.toServer.Add(int64(n))
-			asked.Store(true)
+		w := &wire{prepared: map[string]string{}}
+		go p.relay(c, s, &dead, func(b []byte) {
+			p.toServer.Add(int64(len(b)))
+			w.fromClient(b)
 		})
-		go p.relay(s, c, &dead, func(n int) {
-			p.toClient.Add(int64(n))
-			if asked.CompareAndSwap(true, false) {
-				p.roundTrips.Add(1)
+		go p.relay(s, c, &dead, func(b []byte) {
+			p.toClient.Add(int64(len(b)))
+			if label, ok := w.fromServer(b); ok {
+				p.countRoundTrip(label)
 			}
 		})
 	}
@@ -167,7 +201,7 @@ func (p *Proxy) accept() {
 // (before writing it, so the count is there when the other end reads);
 // once the partition cost the connection a byte, it only discards, and
 // never passes on an end.
-func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool, passed func(n int)) {
+func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool, passed func(b []byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
@@ -175,7 +209,7 @@ func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool, passed func(n int)) 
 			dead.Store(true)
 		}
 		if n > 0 && !dead.Load() {
-			passed(n)
+			passed(buf[:n])
 			if _, werr := to.Write(buf[:n]); werr != nil {
 				return
 			}

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 // TestProxyCountsRoundTrips: each statement sent on its own costs one
 // round trip, a transaction one for BEGIN, one a statement and one for
 // COMMIT, a batch of five one in all; a NOTIFY the server pushes
-// unasked costs none; bytes are counted both ways; Reset starts again.
+// unasked costs none; bytes are counted both ways; Reset starts again;
+// each is labelled with the statement that began it.
 func TestProxyCountsRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	u := URL(t)
@@ -30,8 +32,8 @@ func TestProxyCountsRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if got := p.RoundTrips(); got < 1 {
-		t.Errorf("connecting counted %d round trips, want ≥ 1 (start-up and authentication)", got)
+	if got := p.RoundTrips(); got < 1 || p.Statements()["connect"] != got {
+		t.Errorf("connecting counted %d round trips (%v), want ≥ 1, all \"connect\" (start-up and authentication)", got, p.Statements())
 	}
 
 	p.Reset()
@@ -64,15 +66,34 @@ func TestProxyCountsRoundTrips(t *testing.T) {
 	if got := p.RoundTrips(); got != 3 {
 		t.Errorf("BEGIN, a statement, COMMIT: %d round trips, want 3", got)
 	}
-
-	p.Reset()
-	b := &pgx.Batch{}
-	for range 5 {
-		b.Queue("SELECT 1")
+	if got, want := p.Statements(), map[string]int64{"begin": 1, "SELECT 1": 1, "commit": 1}; !maps.Equal(got, want) {
+		t.Errorf("a transaction by statement: %v, want %v", got, want)
 	}
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+
+	// pgx's default (statements prepared once, by name): a batch of
+	// five costs one round trip once prepared, labelled with its first
+	// statement's SQL.
+	prep, err := pgx.Connect(ctx, p.Via(t, u))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer prep.Close(ctx)
+	batch := func() {
+		b := &pgx.Batch{}
+		for i := range 5 {
+			b.Queue("SELECT $1::int  +  1", i)
+		}
+		if err := prep.SendBatch(ctx, b).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Reset()
+	batch()
+	if got, want := p.Statements(), map[string]int64{"prepare SELECT $1::int + 1": 1, "SELECT $1::int + 1 +4": 1}; !maps.Equal(got, want) {
+		t.Errorf("a first batch of 5 by statement: %v, want %v", got, want)
+	}
+	p.Reset()
+	batch()
 	if got := p.RoundTrips(); got != 1 {
 		t.Errorf("a batch of 5: %d round trips, want 1", got)
 	}
