@@ -35,6 +35,7 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 			text = "A later run changed things since; " + b.commandName(in.Platform, "undo") + " reverts the latest run first."
 		}
 		b.send(ctx, in.Platform, reply(in, text))
+		b.undoneOnHome(ctx, in, text)
 		return nil
 	}
 	if r == nil {
@@ -95,7 +96,20 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 		b.dropUndoButton(ctx, in, r)
 	}
 	b.deliver(ctx, ob)
+	b.undoneOnHome(ctx, in, ob.Msg.Text)
 	return nil
+}
+
+// undoneOnHome publishes the Home again after an Undo pressed there,
+// saying what the undo did (the report also went to the conversation).
+// A failure is logged: the undo is done.
+func (b *Bot) undoneOnHome(ctx context.Context, in Incoming, said string) {
+	if !strings.HasPrefix(in.Button, HomePrefix) {
+		return
+	}
+	if err := b.publishHome(ctx, in, said); err != nil {
+		b.log.Warn("publish the Home after an undo", slog.String("platform", in.Platform), slog.String("user_id", in.UserID), slog.Any("err", err))
+	}
 }
 
 // lastWrites finds the conversation's latest run that changed something
@@ -150,9 +164,10 @@ func withUndo(m Outgoing, r *Run, tr *agent.Transcript) Outgoing {
 	return m
 }
 
-// undoButton reads an Undo button's run id.
+// undoButton reads an Undo button's run id: the chat's, or the same
+// behind HomePrefix (an autopilot filing's on the Home).
 func undoButton(data string) (runID string, ok bool) {
-	runID, ok = strings.CutPrefix(data, undoButtonPrefix)
+	runID, ok = strings.CutPrefix(strings.TrimPrefix(data, HomePrefix), undoButtonPrefix)
 	return runID, ok && runID != ""
 }
 

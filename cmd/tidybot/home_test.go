@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // TestSlackHomeShowsAndChangesSettings: opening the App Home tab
@@ -117,4 +119,114 @@ func TestSlackHomeOverSocketMode(t *testing.T) {
 		h, _ := sl.HomeOf("U1")
 		return h.Publishes == 2 && slices.Contains(h.Sections, "Morning digest: 08:00") && strings.Contains(h.Shown(), "Morning digest at 08:00.")
 	})
+}
+
+// TestSlackHomeUndoesAnAutopilotFiling: through serve against the fake
+// Slack, Todoist and model, an autopilot run files a task; the person's
+// Home shows that filing with an Undo; a press of it from another
+// person's Home view undoes nothing (the run is not theirs) and tells
+// them so on their own Home; the owner's press goes through the chat's
+// undo (the report is posted in their DM), puts the task back in the
+// fake Todoist's inbox, and the Home is published again without the
+// filing, saying what was undone.
+func TestSlackHomeUndoesAnAutopilotFiling(t *testing.T) {
+	e := newEnv(t)
+	groceries := e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
+	e.cfg.AutopilotInterval = time.Minute
+	clk := &testClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+	b, _ := serveClocked(t, e, clk)
+	base := "http://" + e.cfg.HTTPAddr
+	press := func(presser, owner, value string) {
+		t.Helper()
+		form, err := sl.HomePressAs(presser, owner, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+			t.Fatalf("press: %d", code)
+		}
+	}
+	open := func(user string) {
+		t.Helper()
+		if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened(user), slackSecret); code != 200 {
+			t.Fatalf("app_home_opened: %d", code)
+		}
+	}
+
+	dm := sl.IM("U1")
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev1", dm, "im", "U1", "/settings autopilot on", "1.1", ""), slackSecret); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "autopilot on", func() bool { return strings.Contains(lastPost(sl, dm).Text, "Autopilot is on") })
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b) // the first look
+	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b)
+	waitFor(t, "milk filed", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == groceries.ID })
+	waitFor(t, "autopilot's message", func() bool { return strings.HasPrefix(lastPost(sl, dm).Text, "🤖 Filed 1 new task") })
+
+	open("U1")
+	home, _ := sl.HomeOf("U1")
+	var undo string
+	for _, v := range home.Buttons {
+		if strings.HasPrefix(v, "home:u:") {
+			undo = v
+		}
+	}
+	if undo == "" || !strings.Contains(home.Shown(), "“Buy milk” → Groceries") || !strings.Contains(home.Shown(), "Autopilot's last filings") {
+		t.Fatalf("the Home shows no filing with an Undo:\n%s\n%q", home.Shown(), home.Buttons)
+	}
+
+	// U2 presses U1's Undo from their own Home view: nothing is undone.
+	open("U2")
+	press("U2", "U1", undo)
+	waitFor(t, "U2's Home says why", func() bool {
+		h, _ := sl.HomeOf("U2")
+		return strings.Contains(h.Shown(), "Only the person who asked can undo this.")
+	})
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.todo.Task(milk.ID); got.ProjectID != groceries.ID {
+		t.Fatalf("another person's press undid the filing: milk in %s", got.ProjectID)
+	}
+	if h, _ := sl.HomeOf("U1"); h.Publishes != home.Publishes || !slices.Contains(h.Buttons, undo) {
+		t.Errorf("U1's Home changed on U2's press: %+v", h)
+	}
+
+	// U1 presses it: the filing is undone as /undo does.
+	form, err := sl.HomePress("U1", undo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "milk back in the inbox", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == e.todo.InboxID() })
+	waitFor(t, "the Home again, without the filing", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return strings.Contains(h.Shown(), "↩️ Undid 1 of 1 changes") && !slices.Contains(h.Buttons, undo) && !strings.Contains(h.Shown(), "Autopilot's last filings")
+	})
+	waitFor(t, "the undo's report in the DM", func() bool { return strings.HasPrefix(lastPost(sl, dm).Text, "↩️ Undid 1 of 1 changes") })
+
+	// The same press again (Slack's retry) does nothing more.
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := sl.HomeOf("U1")
+	posts := len(sl.Posts(dm))
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press again: %d", code)
+	}
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := sl.HomeOf("U1"); h.Publishes != before.Publishes || len(sl.Posts(dm)) != posts {
+		t.Errorf("a retried press acted again: %d publishes (was %d), %d posts (was %d)", h.Publishes, before.Publishes, len(sl.Posts(dm)), posts)
+	}
 }
