@@ -80,7 +80,10 @@ func Model(ctx context.Context, cfg config.Config, model *openai.Client) Finding
 		return Finding{part, Warned, where + ": the server did not confirm that it serves this model (it may not list its models); the first message will tell"}
 	case !info.ShutdownDate.IsZero():
 		text := fmt.Sprintf("%s: served, but shuts down on %s", where, info.ShutdownDate.Format("2 January 2006"))
-		if info.Replacement != "" {
+		switch {
+		case info.Chosen:
+			text += "; the nearest current model is " + info.Replacement + " (OpenAI names no replacement tidybot could confirm)"
+		case info.Replacement != "":
 			text += "; OpenAI recommends " + info.Replacement
 		}
 		return Finding{part, Warned, text + ": set OPENAI_MODEL to a model that will still be served"}
