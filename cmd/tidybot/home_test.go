@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -228,5 +233,79 @@ func TestSlackHomeUndoesAnAutopilotFiling(t *testing.T) {
 	}
 	if h, _ := sl.HomeOf("U1"); h.Publishes != before.Publishes || len(sl.Posts(dm)) != posts {
 		t.Errorf("a retried press acted again: %d publishes (was %d), %d posts (was %d)", h.Publishes, before.Publishes, len(sl.Posts(dm)), posts)
+	}
+}
+
+// TestSlackHomeConnectDisconnectAndModel: through serve in team mode
+// against the fake Slack and Todoist, the Home's account controls work:
+// Connect Todoist posts the Connect link in the person's DM (the link of
+// /connect), which connects their account; the Home then shows it
+// connected, and Disconnect Todoist revokes the token as /disconnect
+// does. The model tier's button sets the tier /settings model sets.
+func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	alice := svc.NewAccount()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	e.cfg.Models = "fast:scripted-mini,best:scripted-large"
+	e.cfg.HTTPAddr = addr
+	serveTeam(t, e, io.Discard)
+	press := func(value string) {
+		t.Helper()
+		form, err := sl.HomePress("U1", value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+			t.Fatalf("press %s: %d", value, code)
+		}
+	}
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	home, _ := sl.HomeOf("U1")
+	if !strings.Contains(home.Shown(), "No Todoist is connected") || !slices.Contains(home.Buttons, "home:connect") {
+		t.Fatalf("the Home before connecting: %s %q", home.Shown(), home.Buttons)
+	}
+
+	press("home:connect")
+	dm := sl.IM("U1")
+	waitFor(t, "the Connect link in the DM", func() bool { return connectLink(lastPost(sl, dm).Text) != "" })
+	if code, body := open(t, alice.Browser(), connectLink(lastPost(sl, dm).Text)); code != http.StatusOK || !strings.Contains(body, "Connected") {
+		t.Fatalf("connect: HTTP %d %q", code, body)
+	}
+	if h, _ := sl.HomeOf("U1"); !strings.Contains(h.Shown(), "I sent you a Connect link") {
+		t.Errorf("the Home after Connect: %s", h.Shown())
+	}
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	home, _ = sl.HomeOf("U1")
+	if !strings.Contains(home.Shown(), "Your Todoist is connected.") || !slices.Contains(home.Buttons, "home:disconnect") || len(alice.Tokens()) != 1 {
+		t.Fatalf("the Home once connected: %s %q; %d tokens", home.Shown(), home.Buttons, len(alice.Tokens()))
+	}
+
+	press("home:set:model:best")
+	waitFor(t, "the tier set", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return slices.Contains(h.Sections, "Model: best (scripted-large)")
+	})
+
+	press("home:disconnect")
+	waitFor(t, "disconnected", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return strings.Contains(h.Shown(), "Disconnected: I revoked my access") && slices.Contains(h.Buttons, "home:connect")
+	})
+	if n := len(alice.Tokens()); n != 0 {
+		t.Errorf("%d tokens in force after Disconnect on the Home", n)
 	}
 }
