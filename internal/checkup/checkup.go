@@ -244,7 +244,7 @@ func sharedDatabase(ctx context.Context, cfg config.Config) Finding {
 	case n < 0:
 		return Finding{part, Failed, fmt.Sprintf("%s: schema version %d, newer than this tidybot (%d): upgrade tidybot", where, st.Version, postgres.SchemaVersion())}
 	case st.Version == 0:
-		return Finding{part, Passed, where + ": no tidybot schema yet; tidybot migrate (or the first serve) creates it"}
+		return Finding{part, Passed, where + ": no tidybot schema yet; tidybot migrate (or the first serve) creates it; " + noPooler}
 	case n > 0:
 		pending := fmt.Sprintf("%d migrations", n)
 		if n == 1 {
@@ -252,8 +252,11 @@ func sharedDatabase(ctx context.Context, cfg config.Config) Finding {
 		}
 		return Finding{part, Warned, fmt.Sprintf("%s: schema version %d, this tidybot %d: %s pending; run tidybot migrate before starting several replicas (serve migrates at start)", where, st.Version, postgres.SchemaVersion(), pending)}
 	}
-	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d", where, st.Version)}
+	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d; %s", where, st.Version, noPooler)}
 }
+
+// noPooler says what Probe found of pooling when it passed.
+const noPooler = "a direct connection or session pooling (no transaction pooler)"
 
 // Team: the redirect URL to register in Todoist's App Management
 // Console, and the secret key that seals the tokens.
