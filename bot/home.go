@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -333,8 +332,8 @@ const (
 
 // lastFilings are the person's last autopilot filings (up to
 // shownFilings, newest first): autopilot runs of their conversation
-// that ended, are not undone, and wrote something Undo can revert (its
-// journal has an inverse: the condition of withUndo's button). Whether
+// that ended, are not undone, and wrote something Undo can revert
+// (undoable, as for the Undo under their message). Whether
 // a press may undo one now (a later run changed things since) is undo's
 // to say, as for the chat's Undo.
 func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps PersonSettings) ([]Filing, error) {
@@ -359,7 +358,7 @@ func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps Perso
 		if err != nil {
 			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
 		}
-		if !slices.ContainsFunc(entries, func(e AuditEntry) bool { return len(e.Inverse) > 0 }) {
+		if !undoable(appliedOf(entries)) {
 			continue
 		}
 		out = append(out, Filing{RunID: r.ID, Text: r.Created.In(loc).Format("Mon 2 Jan 15:04 MST") + ": " + strings.TrimPrefix(r.Answer, "🤖 ")})

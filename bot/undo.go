@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +43,7 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 		b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
 		return nil
 	}
-	journal := make([]agent.Applied, len(entries))
-	for i, e := range entries {
-		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
-	}
+	journal := appliedOf(entries)
 	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
@@ -150,18 +148,29 @@ func (b *Bot) runCreated(ctx context.Context, id string) time.Time {
 const undoButtonPrefix = "u:"
 
 // withUndo adds the Undo button to a run's last message when the run
-// changed something that can be undone (a deleted task cannot).
+// changed something that can be undone (undoable).
 func withUndo(m Outgoing, r *Run, tr *agent.Transcript) Outgoing {
-	if tr == nil {
+	if tr == nil || !undoable(tr.Journal) {
 		return m
 	}
-	for _, a := range tr.Journal {
-		if len(a.Inverse) > 0 {
-			m.Buttons = append(m.Buttons, Button{Label: "↩️ Undo", Data: undoButtonPrefix + r.ID, Command: "undo"})
-			return m
-		}
-	}
+	m.Buttons = append(m.Buttons, Button{Label: "↩️ Undo", Data: undoButtonPrefix + r.ID, Command: "undo"})
 	return m
+}
+
+// undoable reports whether a run's journal holds a change Undo can
+// revert (a deleted task cannot be): the runs that get an Undo, under
+// their message and on the Home (lastFilings).
+func undoable(journal []agent.Applied) bool {
+	return slices.ContainsFunc(journal, func(a agent.Applied) bool { return len(a.Inverse) > 0 })
+}
+
+// appliedOf is a run's stored journal as the agent's Undo takes it.
+func appliedOf(entries []AuditEntry) []agent.Applied {
+	journal := make([]agent.Applied, len(entries))
+	for i, e := range entries {
+		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
+	}
+	return journal
 }
 
 // undoButton reads an Undo button's run id: the chat's, or the same
