@@ -163,10 +163,15 @@ type Bot struct {
 	platforms map[string]Platform // wrapped: calls go through queues
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
-	started   bool
-	noticed   map[string]bool         // threads told Config.Notice
-	timerFns  map[string]TimerHandler // by timer kind (HandleTimer)
-	stopped   bool
+	// posting holds the outbox entries this process is delivering
+	// (queued, posted or waiting for a retry), by id: an entry claimed
+	// again (from this process's previous incarnation, after its leases
+	// were lost) is not queued twice.
+	posting  map[string]bool
+	started  bool
+	noticed  map[string]bool         // threads told Config.Notice
+	timerFns map[string]TimerHandler // by timer kind (HandleTimer)
+	stopped  bool
 	// timerPasses counts the RunTimers passes in progress (WaitIdle
 	// waits for them: a timer's post is queued only once it has run).
 	timerPasses atomic.Int32
@@ -214,6 +219,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		platforms: map[string]Platform{},
 		queues:    map[string]*queuedPlatform{},
 		running:   map[string]*activeRun{},
+		posting:   map[string]bool{},
 		quit:      make(chan struct{}),
 		sendQuit:  make(chan struct{}),
 		tailRoom:  make(chan struct{}, cfg.Workers),

@@ -58,6 +58,8 @@ func (m *mockShared) Cancels(context.Context, []string) (map[string]int64, error
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
 
+func (m *mockShared) ClaimThread(context.Context, string) ([]Outbound, error) { return nil, nil }
+
 func (m *mockShared) Owns(context.Context, string) (bool, error) { return true, nil }
 
 func (m *mockShared) LeasesLost() <-chan struct{} { return m.Lost }

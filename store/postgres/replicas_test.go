@@ -260,3 +260,49 @@ func BenchmarkWakeUp(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/wake")
 }
+
+// TestConversationOutboxGoesWithItsLease: an entry committed under a
+// conversation's lease is taken over, once its replica is gone, only by
+// the conversation's next lease holder (ClaimThread), so that it is
+// queued before anything that holder posts there; the sweep's
+// ClaimOutbox leaves it, Pending lists its conversation though it has no
+// other work, and a replica that does not hold the lease cannot claim
+// it.
+func TestConversationOutboxGoesWithItsLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "slack:D1:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	ob := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "m6's answer"}, Created: time.Now()}
+	if err := a.Commit(a.Fence(ctx, key), bot.Change{Send: []bot.Outbound{ob}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ClaimThread(ctx, key); !errors.Is(err, bot.ErrFenced) || len(got) != 0 {
+		t.Fatalf("a claim without the lease: %v %v, want ErrFenced", got, err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(got) != 0 {
+		t.Fatalf("the sweep claimed a conversation's entry: %v %v", got, err)
+	}
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || !slices.Equal(keys, []string{key}) {
+		t.Fatalf("pending: %v %v, want the conversation with a dead replica's entry", keys, err)
+	}
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold after a's end: %v %v", ok, err)
+	}
+	got, err := b.ClaimThread(ctx, key)
+	if err != nil || len(got) != 1 || got[0].ID != "o1" {
+		t.Fatalf("the new holder's claim: %v %v", got, err)
+	}
+	if again, err := b.ClaimThread(ctx, key); err != nil || len(again) != 0 {
+		t.Errorf("claimed twice: %v %v", again, err)
+	}
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || len(keys) != 0 {
+		t.Errorf("pending once claimed by a live replica: %v %v", keys, err)
+	}
+}

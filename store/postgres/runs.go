@@ -286,12 +286,18 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 			return err
 		}
 	}
+	// An entry made under a conversation's lease is that conversation's
+	// (see ClaimThread).
+	var thread *string
+	if f, ok := ctx.Value(fenceKey{}).(fence); ok {
+		thread = &f.key
+	}
 	for _, ob := range c.Send {
 		v, id, err := s.sealJSON(ctx, tx, scopeOutbox, ob)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform, thread_key) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform, thread); err != nil {
 			return err
 		}
 	}
