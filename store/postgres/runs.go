@@ -235,11 +235,15 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 }
 
 // Commit implements bot.Store: every part of c in one transaction,
-// fenced by ctx's lease (see Fence). A duplicate event key rolls it
-// back and returns bot.ErrDuplicate.
+// fenced by ctx's lease (see Fence), and an event's intake (c.EventKey)
+// by the polling lead ctx carries, if any (see LeadPolling). A
+// duplicate event key rolls it back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
 		if c.EventKey != "" {
+			if err := checkPollFence(ctx, tx); err != nil {
+				return err
+			}
 			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
 			if err != nil {
 				return err
