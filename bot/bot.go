@@ -164,10 +164,12 @@ type Bot struct {
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
 	// posting holds the outbox entries this process is delivering
-	// (queued, posted or waiting for a retry), by id: an entry claimed
-	// again (from this process's previous incarnation, after its leases
-	// were lost) is not queued twice.
-	posting  map[string]bool
+	// (queued, posted or waiting for a retry), by id, with the key of
+	// their conversation ("" when none is known): an entry claimed again
+	// (from this process's previous incarnation, after its leases were
+	// lost) is not queued twice, and a conversation's lease is released
+	// only once its entries are settled (feeder.sending).
+	posting  map[string]string
 	started  bool
 	noticed  map[string]bool         // threads told Config.Notice
 	timerFns map[string]TimerHandler // by timer kind (HandleTimer)
@@ -219,7 +221,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		platforms: map[string]Platform{},
 		queues:    map[string]*queuedPlatform{},
 		running:   map[string]*activeRun{},
-		posting:   map[string]bool{},
+		posting:   map[string]string{},
 		quit:      make(chan struct{}),
 		sendQuit:  make(chan struct{}),
 		tailRoom:  make(chan struct{}, cfg.Workers),
@@ -532,7 +534,7 @@ func (b *Bot) Start(ctx context.Context) error {
 	}
 	if len(outbox) > 0 {
 		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
-		b.redeliver(ctx, outbox)
+		b.redeliver(ctx, "", outbox)
 	}
 	return nil
 }
@@ -726,6 +728,7 @@ func (b *Bot) worker(ctx context.Context) {
 			return
 		}
 		t := newTurn(func() { b.sched.done(j.ThreadKey) })
+		t.key = j.ThreadKey
 		b.process(withTurn(b.fence(ctx, j.ThreadKey), t), j)
 		t.leave()
 	}

@@ -45,37 +45,55 @@ type delivery struct {
 // on to the next run while the platform answers. The entry is already
 // durable; see delivered for what happens once the post is made.
 func (b *Bot) deliver(ctx context.Context, ob Outbound) {
-	b.delivering(ob.ID)
+	b.delivering(ob.ID, jobConversation(ctx))
 	b.post(context.WithoutCancel(ctx), &delivery{ob: ob})
 }
 
-// delivering records that this process delivers entry id, until
-// settled, and reports whether it did not already.
-func (b *Bot) delivering(id string) bool {
+// jobConversation is the key of the conversation whose job ctx belongs
+// to, "" outside a job.
+func jobConversation(ctx context.Context) string {
+	if t := turnOf(ctx); t != nil {
+		return t.key
+	}
+	return ""
+}
+
+// delivering records that this process delivers entry id, of
+// conversation key ("" for none known), until settled, and reports
+// whether it did not already.
+func (b *Bot) delivering(id, key string) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.posting[id] {
+	if _, ok := b.posting[id]; ok {
+		b.mu.Unlock()
 		return false
 	}
-	b.posting[id] = true
+	b.posting[id] = key
+	b.mu.Unlock()
+	if key != "" && b.feed != nil {
+		b.feed.sending(key, 1)
+	}
 	return true
 }
 
 // settled records that this process no longer delivers entry id.
 func (b *Bot) settled(id string) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	key, ok := b.posting[id]
 	delete(b.posting, id)
+	b.mu.Unlock()
+	if ok && key != "" && b.feed != nil {
+		b.feed.sending(key, -1)
+	}
 }
 
 // redeliver queues what a previous process left in the outbox, in order,
 // without waiting for the posts (WaitIdle does). Each may have been
 // posted before the process died. One this process is delivering
 // already (claimed from its own previous incarnation) is left to that
-// delivery.
-func (b *Bot) redeliver(ctx context.Context, outbox []Outbound) {
+// delivery. key is their conversation's, when they are one's.
+func (b *Bot) redeliver(ctx context.Context, key string, outbox []Outbound) {
 	for _, ob := range outbox {
-		if !b.delivering(ob.ID) {
+		if !b.delivering(ob.ID, key) {
 			continue
 		}
 		b.post(context.WithoutCancel(ctx), &delivery{ob: ob, again: true})

@@ -115,11 +115,17 @@ type feeder struct {
 	held   map[string]bool      // leased (or being leased) conversations
 	dirty  map[string]bool      // a job arrived for a held conversation since it was last read
 	handed map[string]time.Time // job ids handed out, when
+	// posts counts, by conversation, the outbox entries this process is
+	// delivering (Bot.delivering); due holds the held conversations out
+	// of work whose release waits for them, with their epoch.
+	posts map[string]int
+	due   map[string]uint64
 }
 
 func newFeeder(b *Bot, q Shared) *feeder {
 	return &feeder{b: b, q: q, max: 2 * b.cfg.Workers, kick: make(chan struct{}, 1),
-		held: map[string]bool{}, dirty: map[string]bool{}, handed: map[string]time.Time{}}
+		held: map[string]bool{}, dirty: map[string]bool{}, handed: map[string]time.Time{},
+		posts: map[string]int{}, due: map[string]uint64{}}
 }
 
 // wake asks for a fill without waiting.
@@ -231,6 +237,7 @@ func (f *feeder) lost() {
 	clear(f.held)
 	clear(f.dirty)
 	clear(f.handed)
+	clear(f.due)
 	f.b.sched.drop() // under mu: a lease taken before is not recorded after
 	f.mu.Unlock()
 	runs := f.b.interrupt(errLeasesLost)
@@ -268,7 +275,7 @@ func (f *feeder) claimOutbox(ctx context.Context) {
 	}
 	if len(obs) > 0 {
 		f.b.log.Info("posting messages a stopped process left unsent", slog.Int("count", len(obs)))
-		f.b.redeliver(ctx, obs)
+		f.b.redeliver(ctx, "", obs)
 	}
 }
 
@@ -357,7 +364,7 @@ func (f *feeder) claimThread(ctx context.Context, key string) {
 	}
 	if len(obs) > 0 {
 		f.b.log.Info("posting messages a stopped process left unsent", slog.Int("count", len(obs)), slog.String("thread_key", key))
-		f.b.redeliver(ctx, obs)
+		f.b.redeliver(ctx, key, obs)
 	}
 }
 
@@ -403,6 +410,17 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		if again {
 			continue
 		}
+		// Answer order: while this process still posts the
+		// conversation's answers, it keeps the lease, so that no other
+		// replica answers the next message before they are shown; the
+		// last one settled releases it (sending).
+		f.mu.Lock()
+		if f.posts[key] > 0 && f.b.sched.epochNow() == epoch {
+			f.due[key] = epoch
+			f.mu.Unlock()
+			return nil
+		}
+		f.mu.Unlock()
 		// key stays held while its lease is released: an offer meanwhile
 		// marks it dirty rather than leasing it a second time.
 		if err := f.q.Release(context.WithoutCancel(ctx), key); err != nil {
@@ -426,6 +444,40 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		f.wake() // room for another conversation
 		return nil
 	}
+}
+
+// sending counts n more (or, negative, fewer) outbox entries of
+// conversation key that this process is delivering; once none is left,
+// a held conversation whose release waited for them (take) is read
+// again, and released if it has no work.
+func (f *feeder) sending(key string, n int) {
+	f.mu.Lock()
+	f.posts[key] += n
+	if f.posts[key] > 0 {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.posts, key)
+	epoch, due := f.due[key]
+	delete(f.due, key)
+	if due {
+		f.b.sched.expect()
+	}
+	f.mu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		defer f.b.sched.settle()
+		select {
+		case <-f.b.quit:
+			return // stopping: the lease goes with the store
+		default:
+		}
+		if jobs := f.take(context.Background(), key, epoch); len(jobs) > 0 {
+			f.b.sched.addIn(epoch, jobs)
+		}
+	}()
 }
 
 // forget drops key, whose lease another process took (a write of this
