@@ -330,3 +330,66 @@ func TestStreamedAnswerNotFinishedByAReplicaThatLostItsEntry(t *testing.T) {
 		t.Errorf("left in the outbox: %+v", ob)
 	}
 }
+
+// flakyStore is an ownerStore whose WaitingRun fails the first fails
+// times, as a PostgreSQL connection a network cut closed does.
+type flakyStore struct {
+	*ownerStore
+	fails atomic.Int32
+}
+
+func (s *flakyStore) WaitingRun(ctx context.Context, key string) (*Run, error) {
+	if s.fails.Add(-1) >= 0 {
+		return nil, errors.New("conn closed")
+	}
+	return s.ownerStore.WaitingRun(ctx, key)
+}
+
+// TestSharedJobFailingOnTheStoreStays: with a Shared store, a job whose
+// handling fails on the store (TestReplicasSurviveKills -replica-cut:
+// "find the waiting run: conn closed") stays stored for another try,
+// the person told nothing yet, instead of being deleted with "Something
+// went wrong" and its message lost; a job failing every time is given
+// up after jobTries.
+func TestSharedJobFailingOnTheStoreStays(t *testing.T) {
+	for _, c := range []struct {
+		fails   int32
+		kept    bool
+		apology bool
+	}{{1, true, false}, {jobTries, false, true}} {
+		mem := newMemStore()
+		st := &flakyStore{ownerStore: &ownerStore{memStore: mem}}
+		st.owns.Store(true)
+		st.fails.Store(c.fails)
+		p := newTelegram()
+		b := New(st, &mockAgent{}, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(p)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.fails {
+			if err := b.Handle(t.Context(), msg("tidy", "e1")); err != nil && i == 0 {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			if err := b.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if i+1 < c.fails {
+				b.feed.mu.Lock()
+				clear(b.feed.handed) // tried again at once, as after retakeAfter
+				b.feed.mu.Unlock()
+				b.feed.offer(t.Context(), msg("tidy", "e1").ThreadKey())
+			}
+		}
+		b.Stop()
+		jobs, _ := mem.Jobs(t.Context())
+		if kept := len(jobs) == 1; kept != c.kept {
+			t.Errorf("%d failures: job kept %v, want %v", c.fails, kept, c.kept)
+		}
+		if apology := slices.Contains(p.texts(), jobFailedText); apology != c.apology {
+			t.Errorf("%d failures: the person told %q, want the apology %v", c.fails, p.texts(), c.apology)
+		}
+	}
+}
