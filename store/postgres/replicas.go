@@ -94,12 +94,17 @@ func newReplicaID() string {
 // deadOwner is the SQL condition that replica id col (an expression) is
 // dead, with lease, a parameter, the lease time in seconds: its beat is
 // older than the lease time by the database's clock (or it has none),
-// or its replica lock is free (tried in the statement's transaction,
-// which then holds it: no other statement finds it alive meanwhile). A
-// lease or an outbox entry whose owner is dead may be taken.
+// or its replica lock is free. The lock is tried in shared mode (held by
+// the statement's transaction until it ends): a live replica holds its
+// own exclusively, so the try fails, while statements of several
+// replicas trying a dead one's at once all find it free (an exclusive
+// try made a dead owner look alive to every other statement meanwhile:
+// the conversation's new holder claimed none of its answers, and
+// answered the next message first). A lease or an outbox entry whose
+// owner is dead may be taken.
 func deadOwner(col, lease string) string {
 	return `(NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = ` + col + ` AND r.beat > now() - make_interval(secs => ` + lease + `))
-		OR pg_try_advisory_xact_lock(hashtext('tidybot replica ' || current_schema()), hashtext(` + col + `)))`
+		OR pg_try_advisory_xact_lock_shared(hashtext('tidybot replica ' || current_schema()), hashtext(` + col + `)))`
 }
 
 // me is this incarnation's replica id.

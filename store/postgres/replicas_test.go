@@ -306,3 +306,39 @@ func TestConversationOutboxGoesWithItsLease(t *testing.T) {
 		t.Errorf("pending once claimed by a live replica: %v %v", keys, err)
 	}
 }
+
+// TestDeadOwnerIsDeadToEveryoneAtOnce: while one statement finds a dead
+// replica dead by its free replica lock (its transaction still open),
+// another replica's claim finds it dead too: the try of the lock leaves
+// it free for the others' tries (in TestReplicasSurviveKills a dead
+// replica looked alive to the conversation's new holder, whose
+// ClaimThread then took none of its answers).
+func TestDeadOwnerIsDeadToEveryoneAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	// ghost beats, but holds no replica lock: its process died a moment ago.
+	if _, err := a.pool.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ('ghost', now())`); err != nil {
+		t.Fatal(err)
+	}
+	ob := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "C1", Text: "the answer"}, Created: time.Now()}
+	if err := a.Commit(ctx, bot.Change{Send: []bot.Outbound{ob}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(ctx, `UPDATE outbox SET owner = 'ghost'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var dead bool
+	if err := tx.QueryRow(ctx, `SELECT `+deadOwner("'ghost'::text", "$1"), a.lease().Seconds()).Scan(&dead); err != nil || !dead {
+		t.Fatalf("ghost dead: %v %v", dead, err)
+	}
+	got, err := b.ClaimOutbox(ctx, []string{"slack"})
+	if err != nil || len(got) != 1 {
+		t.Errorf("claim while another statement finds the owner dead: %v %v, want its entry", got, err)
+	}
+}
