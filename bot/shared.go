@@ -63,9 +63,11 @@ type Shared interface {
 	// conversation's lease are left to ClaimThread.
 	ClaimOutbox(ctx context.Context, platforms []string) ([]Outbound, error)
 	// ClaimThread makes the outbox entries of conversation key whose
-	// process died this process's, and returns them, oldest first: the
-	// caller holds the lease of key (ErrFenced when it no longer does),
-	// which no other process can take meanwhile. An entry committed under
+	// process died this process's, and returns them, with those that are
+	// this process's already (it may have dropped their posts while they
+	// were its previous incarnation's), oldest first: the caller holds
+	// the lease of key (ErrFenced when it no longer does), which no other
+	// process can take meanwhile. An entry committed under
 	// the lease of key is claimed only so, by its next holder, which
 	// queues it before anything it posts there (Pending lists such a
 	// conversation even when it has no other work).

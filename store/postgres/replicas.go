@@ -648,7 +648,10 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 // ClaimThread implements bot.Shared: under the lease of conversation
 // key, checked in the same transaction (ErrFenced when another replica
 // took it), the conversation's entries whose owner is dead become this
-// incarnation's, a compare-and-set on their owner.
+// incarnation's, a compare-and-set on their owner, and are returned
+// with those that are this incarnation's already: the entries of this
+// process's previous incarnation, which retire handed over, had their
+// posts refused meanwhile (Owns: not this incarnation's).
 func (s *Store) ClaimThread(ctx context.Context, key string) ([]bot.Outbound, error) {
 	s.leases.mu.Lock()
 	_, held := s.leases.held[key]
@@ -660,7 +663,7 @@ func (s *Store) ClaimThread(ctx context.Context, key string) ([]bot.Outbound, er
 	err := s.fencedTx(s.Fence(ctx, key), func(tx pgx.Tx) error {
 		out = nil // a transaction tried again starts over
 		rows, err := tx.Query(ctx, `WITH c AS (UPDATE outbox o SET owner = $1
-				WHERE o.thread_key = $2 AND o.owner IS DISTINCT FROM $1 AND (o.owner IS NULL OR `+deadOwner("o.owner", "$3")+`)
+				WHERE o.thread_key = $2 AND (o.owner IS NULL OR o.owner = $1 OR `+deadOwner("o.owner", "$3")+`)
 				RETURNING seq, value)
 			SELECT value FROM c ORDER BY seq`, s.me(), key, s.lease().Seconds())
 		if err != nil {
