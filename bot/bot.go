@@ -812,18 +812,25 @@ const jobTries = 3
 // (TestReplicasSurviveKills -replica-cut lost a message whose job had
 // failed on a connection the cut closed).
 func (b *Bot) tryAgain(j Job, err error, log *slog.Logger) bool {
+	return b.triedAgain(j.ID, "job failed; it stays stored and runs again", err, log)
+}
+
+// triedAgain counts a failed try of id (a job, or a run's save) with a
+// Shared store, logging what with err, and reports whether it is tried
+// again: under jobTries tries in this process.
+func (b *Bot) triedAgain(id, what string, err error, log *slog.Logger) bool {
 	if b.feed == nil {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.failures[j.ID]++
-	n := b.failures[j.ID]
+	b.failures[id]++
+	n := b.failures[id]
 	if n >= jobTries {
-		delete(b.failures, j.ID)
+		delete(b.failures, id)
 		return false
 	}
-	log.Warn("job failed; it stays stored and runs again", slog.Int("tries", n), slog.Any("err", err))
+	log.Warn(what, slog.Int("tries", n), slog.Any("err", err))
 	return true
 }
 
