@@ -236,9 +236,14 @@ func (s *Store) dropLeases() {
 // answers: old is marked dead (its beat at -infinity: its leases are
 // free for any replica at once, whatever the server thinks of its
 // session), its leases released (their epochs stay: a late write of old
-// is refused once another takes one) and its outbox entries made next's,
-// as this process still has them to post. It tries for a lease time;
-// after that, old is dead to every replica anyway.
+// is refused once another takes one) and its outbox entries of no
+// conversation made next's, as this process still has them to post. A
+// conversation's entries stay old's, for the conversation's next holder
+// to claim (ClaimThread), this process or another: made next's, they
+// were a live replica's that another holder left alone, while this one
+// had dropped their posts (Owns refused them to next) and answered
+// nothing there. It tries for a lease time; after that, old is dead to
+// every replica anyway.
 func (s *Store) retire(old, next string) {
 	for deadline := time.Now().Add(s.lease()); time.Now().Before(deadline); time.Sleep(s.beatPeriod()) {
 		ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
@@ -249,7 +254,7 @@ func (s *Store) retire(old, next string) {
 			if _, err := tx.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, old); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `UPDATE outbox SET owner = $2 WHERE owner = $1`, old, next)
+			_, err := tx.Exec(ctx, `UPDATE outbox SET owner = $2 WHERE owner = $1 AND thread_key IS NULL`, old, next)
 			return err
 		})
 		cancel()

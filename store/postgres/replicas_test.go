@@ -350,3 +350,56 @@ func TestDeadOwnerIsDeadToEveryoneAtOnce(t *testing.T) {
 		t.Errorf("claim while another statement finds the owner dead: %v %v, want its entry", got, err)
 	}
 }
+
+// TestRetiredIncarnationsConversationEntriesGoWithTheLease: after a
+// replica's lease connection is lost (a cut), retire hands its entries
+// of no conversation to its next incarnation, but leaves a
+// conversation's with the dead one, so that whoever leases the
+// conversation next claims them (TestReplicasSurviveKills -replica-cut
+// 2s: another replica answered m1..m9 while m0 sat with the cut
+// replica's new incarnation, which had dropped its post).
+func TestRetiredIncarnationsConversationEntriesGoWithTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:5023:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	m0 := bot.Outbound{ID: "m0", Platform: "telegram", Msg: bot.Outgoing{ChatID: "5023", Text: "m0's answer"}, Created: time.Now()}
+	if err := a.Commit(a.Fence(ctx, key), bot.Change{Send: []bot.Outbound{m0}}); err != nil {
+		t.Fatal(err)
+	}
+	other := bot.Outbound{ID: "x", Platform: "telegram", Msg: bot.Outgoing{ChatID: "5023", Text: "a reply outside a lease"}, Created: time.Now()}
+	if err := a.Commit(ctx, bot.Change{Send: []bot.Outbound{other}}); err != nil {
+		t.Fatal(err)
+	}
+	// a's next incarnation is alive: it beats and holds its replica lock.
+	old, next := a.me(), newReplicaID()
+	conn, err := a.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, next); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, next)
+	}()
+	if _, err := a.pool.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ($1, now())`, next); err != nil {
+		t.Fatal(err)
+	}
+	a.retire(old, next)
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold after the retire: %v %v", ok, err)
+	}
+	got, err := b.ClaimThread(ctx, key)
+	if err != nil || len(got) != 1 || got[0].ID != "m0" {
+		t.Errorf("the conversation's next holder claimed %v (%v), want m0", got, err)
+	}
+	var owner string
+	if err := a.pool.QueryRow(ctx, `SELECT owner FROM outbox WHERE id = 'x'`).Scan(&owner); err != nil || owner != next {
+		t.Errorf("the entry of no conversation is %q's (%v), want the next incarnation's", owner, err)
+	}
+}
