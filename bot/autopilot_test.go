@@ -572,3 +572,43 @@ func TestAutopilotWaitsForAYesWhenEveryWriteNeedsOne(t *testing.T) {
 		t.Errorf("answer %q %+v; all %q", last.Text, last.Buttons, h.plat.texts())
 	}
 }
+
+// TestStopAutopilotIsFinalOnceStored: once a stop of autopilot is
+// stored (the setting reads off), a timer pass runs no look, however
+// slowly the rest of the stop is written: its timer is gone first
+// (TestServeAutopilotOnTelegram saw "1 timers ran after Stop
+// autopilot" when a pass came between the setting and the timer's
+// delete).
+func TestStopAutopilotIsFinalOnceStored(t *testing.T) {
+	h := newAPHarness(t, Config{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.timers.beforeDelete = func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	if err := h.bot.Handle(t.Context(), Incoming{Platform: "telegram", ChatID: "c1", UserID: "42", DM: true, Command: "settings", Text: "autopilot off", EventID: "e-off"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the stop deleted no timer: %q", h.plat.texts())
+	}
+	h.clock.Add(time.Minute)
+	if ps, _ := h.bot.Settings(t.Context(), "telegram", "42"); !ps.Autopilot {
+		if n, err := h.bot.RunTimers(t.Context()); n != 0 || err != nil {
+			t.Errorf("a timer pass after the stop was stored ran %d timers (%v), want none", n, err)
+		}
+	}
+	close(release)
+	h.idle(t)
+	if ps, _ := h.bot.Settings(t.Context(), "telegram", "42"); ps.Autopilot {
+		t.Fatal("autopilot still on after /settings autopilot off")
+	}
+	if n, err := h.bot.RunTimers(t.Context()); n != 0 || err != nil {
+		t.Errorf("a timer pass after the stop ran %d timers (%v), want none", n, err)
+	}
+}

@@ -163,10 +163,20 @@ type Bot struct {
 	platforms map[string]Platform // wrapped: calls go through queues
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
-	started   bool
-	noticed   map[string]bool         // threads told Config.Notice
-	timerFns  map[string]TimerHandler // by timer kind (HandleTimer)
-	stopped   bool
+	// posting holds the outbox entries this process is delivering
+	// (queued, posted or waiting for a retry), by id, with the key of
+	// their conversation ("" when none is known): an entry claimed again
+	// (from this process's previous incarnation, after its leases were
+	// lost) is not queued twice, and a conversation's lease is released
+	// only once its entries are settled (feeder.sending).
+	posting map[string]string
+	// failures counts the failed tries of the jobs tried again (see
+	// tryAgain), by id.
+	failures map[string]int
+	started  bool
+	noticed  map[string]bool         // threads told Config.Notice
+	timerFns map[string]TimerHandler // by timer kind (HandleTimer)
+	stopped  bool
 	// timerPasses counts the RunTimers passes in progress (WaitIdle
 	// waits for them: a timer's post is queued only once it has run).
 	timerPasses atomic.Int32
@@ -214,6 +224,8 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 		platforms: map[string]Platform{},
 		queues:    map[string]*queuedPlatform{},
 		running:   map[string]*activeRun{},
+		posting:   map[string]string{},
+		failures:  map[string]int{},
 		quit:      make(chan struct{}),
 		sendQuit:  make(chan struct{}),
 		tailRoom:  make(chan struct{}, cfg.Workers),
@@ -526,7 +538,7 @@ func (b *Bot) Start(ctx context.Context) error {
 	}
 	if len(outbox) > 0 {
 		b.log.Info("posting messages a previous process left unsent", slog.Int("count", len(outbox)))
-		b.redeliver(ctx, outbox)
+		b.redeliver(ctx, "", outbox)
 	}
 	return nil
 }
@@ -720,6 +732,7 @@ func (b *Bot) worker(ctx context.Context) {
 			return
 		}
 		t := newTurn(func() { b.sched.done(j.ThreadKey) })
+		t.key = j.ThreadKey
 		b.process(withTurn(b.fence(ctx, j.ThreadKey), t), j)
 		t.leave()
 	}
@@ -766,9 +779,14 @@ func (b *Bot) process(ctx context.Context, j Job) {
 			err = b.message(ctx, j.ID, in)
 		}
 	}
-	if err != nil && b.fenced(err, log) {
-		turnOf(ctx).fail() // the job is the new holder's: it stays stored
+	if err != nil && (b.fenced(err, log) || b.tryAgain(j, err, log)) {
+		turnOf(ctx).fail() // the job stays stored
 		return
+	}
+	if err == nil && b.feed != nil {
+		b.mu.Lock()
+		delete(b.failures, j.ID)
+		b.mu.Unlock()
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
@@ -776,6 +794,44 @@ func (b *Bot) process(ctx context.Context, j Job) {
 			b.replyLater(ctx, in.Platform, reply(in, jobFailedText))
 		}
 	}
+}
+
+// jobTries is how often a process tries a job that fails before it
+// gives up on it (see tryAgain).
+const jobTries = 3
+
+// tryAgain reports whether job j, whose handling failed with err (not
+// fenced), stays stored to be tried again, saying nothing to the
+// person yet: with a Shared store, whose failures are mostly a database
+// out of reach for a moment (a cut link, a lease lost with its
+// connection), until this process has tried it jobTries times; it is
+// tried again here once retakeAfter has passed, or by the replica that
+// leases its conversation next, sooner (this one releases the lease,
+// having no other work there). A job that fails every time is given up
+// as without a Shared store: logged, the person told, the job deleted
+// (TestReplicasSurviveKills -replica-cut lost a message whose job had
+// failed on a connection the cut closed).
+func (b *Bot) tryAgain(j Job, err error, log *slog.Logger) bool {
+	return b.triedAgain(j.ID, "job failed; it stays stored and runs again", err, log)
+}
+
+// triedAgain counts a failed try of id (a job, or a run's save) with a
+// Shared store, logging what with err, and reports whether it is tried
+// again: under jobTries tries in this process.
+func (b *Bot) triedAgain(id, what string, err error, log *slog.Logger) bool {
+	if b.feed == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failures[id]++
+	n := b.failures[id]
+	if n >= jobTries {
+		delete(b.failures, id)
+		return false
+	}
+	log.Warn(what, slog.Int("tries", n), slog.Any("err", err))
+	return true
 }
 
 // message handles a text message: the answer to a waiting run of this

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -57,6 +58,8 @@ func (m *mockShared) Cancel(context.Context, string) (bool, error) { return fals
 func (m *mockShared) Cancels(context.Context, []string) (map[string]int64, error) { return nil, nil }
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
+
+func (m *mockShared) ClaimThread(context.Context, string) ([]Outbound, error) { return nil, nil }
 
 func (m *mockShared) Owns(context.Context, string) (bool, error) { return true, nil }
 
@@ -251,5 +254,43 @@ func TestFeederRecoverWaitsForALeaseFreedSoon(t *testing.T) {
 	}
 	if _, queued := b.sched.inFlight(); queued != 1 {
 		t.Errorf("queued jobs = %d, want 1", queued)
+	}
+}
+
+// TestFeederKeepsTheLeaseWhileItsAnswersPost: a conversation out of
+// work whose answer this process is still posting (queued in its send
+// lane, behind a 429 perhaps) keeps its lease until the post is
+// settled, so that no other replica answers the next message before it
+// is shown (TestReplicasSurviveKills saw m0 posted after m7: its
+// replica had released the conversation with m0 still in its lane);
+// then it is released.
+func TestFeederKeepsTheLeaseWhileItsAnswersPost(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("")
+	var released atomic.Int32
+	q.ReleaseFn = func(context.Context, string) error { released.Add(1); return nil }
+	f := newFeeder(b, q)
+	b.feed = f
+	ctx := t.Context()
+	const key = "telegram:1"
+	q.put(Job{ID: "j1", ThreadKey: key})
+	if !f.offer(ctx, key) {
+		t.Fatal("offer of a conversation with a job = false, want true")
+	}
+	epoch := b.sched.epochNow()
+	b.delivering("o1", key) // the run's answer, queued for the chat
+	if jobs := f.refill(key, epoch); len(jobs) != 0 {
+		t.Fatalf("refill = %v, want no work", jobs)
+	}
+	if n := released.Load(); n != 0 || !f.holds(key) {
+		t.Fatalf("released %d times (held %v) while its answer was still posting", n, f.holds(key))
+	}
+	b.settled("o1")
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := released.Load(); n != 1 || f.holds(key) {
+		t.Errorf("released %d times (held %v) once the answer was posted, want once", n, f.holds(key))
 	}
 }

@@ -45,14 +45,57 @@ type delivery struct {
 // on to the next run while the platform answers. The entry is already
 // durable; see delivered for what happens once the post is made.
 func (b *Bot) deliver(ctx context.Context, ob Outbound) {
+	b.delivering(ob.ID, jobConversation(ctx))
 	b.post(context.WithoutCancel(ctx), &delivery{ob: ob})
+}
+
+// jobConversation is the key of the conversation whose job ctx belongs
+// to, "" outside a job.
+func jobConversation(ctx context.Context) string {
+	if t := turnOf(ctx); t != nil {
+		return t.key
+	}
+	return ""
+}
+
+// delivering records that this process delivers entry id, of
+// conversation key ("" for none known), until settled, and reports
+// whether it did not already.
+func (b *Bot) delivering(id, key string) bool {
+	b.mu.Lock()
+	if _, ok := b.posting[id]; ok {
+		b.mu.Unlock()
+		return false
+	}
+	b.posting[id] = key
+	b.mu.Unlock()
+	if key != "" && b.feed != nil {
+		b.feed.sending(key, 1)
+	}
+	return true
+}
+
+// settled records that this process no longer delivers entry id.
+func (b *Bot) settled(id string) {
+	b.mu.Lock()
+	key, ok := b.posting[id]
+	delete(b.posting, id)
+	b.mu.Unlock()
+	if ok && key != "" && b.feed != nil {
+		b.feed.sending(key, -1)
+	}
 }
 
 // redeliver queues what a previous process left in the outbox, in order,
 // without waiting for the posts (WaitIdle does). Each may have been
-// posted before the process died.
-func (b *Bot) redeliver(ctx context.Context, outbox []Outbound) {
+// posted before the process died. One this process is delivering
+// already (claimed from its own previous incarnation) is left to that
+// delivery. key is their conversation's, when they are one's.
+func (b *Bot) redeliver(ctx context.Context, key string, outbox []Outbound) {
 	for _, ob := range outbox {
+		if !b.delivering(ob.ID, key) {
+			continue
+		}
 		b.post(context.WithoutCancel(ctx), &delivery{ob: ob, again: true})
 	}
 }
@@ -82,6 +125,11 @@ func (b *Bot) post(ctx context.Context, d *delivery) {
 func (b *Bot) delivered(ctx context.Context, d *delivery, id string, err error) {
 	ob := d.ob
 	log := b.log.With(slog.String("platform", ob.Platform), slog.String("outbox_id", ob.ID), slog.String("run_id", ob.RunID))
+	if err != nil && !errors.Is(err, outbound.ErrStopped) && !errors.Is(err, ErrFenced) && b.cfg.Now().Sub(ob.Created) < b.cfg.DedupeFor {
+		b.retry(ctx, d, err, log)
+		return
+	}
+	defer b.settled(ob.ID)
 	if err != nil {
 		switch {
 		case errors.Is(err, outbound.ErrStopped):
@@ -89,9 +137,6 @@ func (b *Bot) delivered(ctx context.Context, d *delivery, id string, err error) 
 			return
 		case errors.Is(err, ErrFenced):
 			log.Info("message not posted: another replica claimed it and posts it", slog.Any("err", err))
-			return
-		case b.cfg.Now().Sub(ob.Created) < b.cfg.DedupeFor:
-			b.retry(ctx, d, err, log)
 			return
 		}
 		log.Error("message not posted for a day; given up", slog.Any("err", err))
@@ -114,6 +159,7 @@ func (b *Bot) retry(ctx context.Context, d *delivery, err error, log *slog.Logge
 		wait = max(wait, rl.RetryAfter())
 	}
 	if now.Add(wait).Sub(d.failing) > retryFor {
+		b.settled(d.ob.ID)
 		log.Error("message not posted; retries given up, it is posted again at the next start",
 			slog.Int("tries", d.tries+1), slog.Duration("failing_for", now.Sub(d.failing)), slog.Any("err", err))
 		return
@@ -128,6 +174,7 @@ func (b *Bot) retry(ctx context.Context, d *delivery, err error, log *slog.Logge
 		case <-t.C:
 			b.post(ctx, d)
 		case <-b.quit:
+			b.settled(d.ob.ID)
 			log.Info("stopping; the message is posted again at the next start")
 		}
 	}()

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot/outbound"
 )
 
@@ -328,5 +329,134 @@ func TestStreamedAnswerNotFinishedByAReplicaThatLostItsEntry(t *testing.T) {
 	}
 	if ob, _ := mem.Outbox(t.Context()); len(ob) != 0 {
 		t.Errorf("left in the outbox: %+v", ob)
+	}
+}
+
+// flakyStore is an ownerStore whose WaitingRun fails the first fails
+// times, as a PostgreSQL connection a network cut closed does.
+type flakyStore struct {
+	*ownerStore
+	fails atomic.Int32
+}
+
+func (s *flakyStore) WaitingRun(ctx context.Context, key string) (*Run, error) {
+	if s.fails.Add(-1) >= 0 {
+		return nil, errors.New("conn closed")
+	}
+	return s.ownerStore.WaitingRun(ctx, key)
+}
+
+// TestSharedJobFailingOnTheStoreStays: with a Shared store, a job whose
+// handling fails on the store (TestReplicasSurviveKills -replica-cut:
+// "find the waiting run: conn closed") stays stored for another try,
+// the person told nothing yet, instead of being deleted with "Something
+// went wrong" and its message lost; a job failing every time is given
+// up after jobTries.
+func TestSharedJobFailingOnTheStoreStays(t *testing.T) {
+	for _, c := range []struct {
+		fails   int32
+		kept    bool
+		apology bool
+	}{{1, true, false}, {jobTries, false, true}} {
+		mem := newMemStore()
+		st := &flakyStore{ownerStore: &ownerStore{memStore: mem}}
+		st.owns.Store(true)
+		st.fails.Store(c.fails)
+		p := newTelegram()
+		b := New(st, &mockAgent{}, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+		b.AddPlatform(p)
+		if err := b.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.fails {
+			if err := b.Handle(t.Context(), msg("tidy", "e1")); err != nil && i == 0 {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			if err := b.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if i+1 < c.fails {
+				b.feed.mu.Lock()
+				clear(b.feed.handed) // tried again at once, as after retakeAfter
+				b.feed.mu.Unlock()
+				b.feed.offer(t.Context(), msg("tidy", "e1").ThreadKey())
+			}
+		}
+		b.Stop()
+		jobs, _ := mem.Jobs(t.Context())
+		if kept := len(jobs) == 1; kept != c.kept {
+			t.Errorf("%d failures: job kept %v, want %v", c.fails, kept, c.kept)
+		}
+		if apology := slices.Contains(p.texts(), jobFailedText); apology != c.apology {
+			t.Errorf("%d failures: the person told %q, want the apology %v", c.fails, p.texts(), c.apology)
+		}
+	}
+}
+
+// runsStore is an ownerStore whose Work also returns the conversation's
+// unfinished runs, as store/postgres's does.
+type runsStore struct{ *ownerStore }
+
+func (s runsStore) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
+	runs, err := s.Runs(ctx, RunWorking, RunQueued)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, jobs, err := s.ownerStore.Work(ctx, key)
+	return slices.DeleteFunc(runs, func(r *Run) bool { return r.ThreadKey != key }), jobs, err
+}
+
+// TestSharedRunWhoseSaveFailsResumes: with a Shared store, a run whose
+// step save fails on the store (TestReplicasSurviveKills -replica-cut:
+// "I couldn't finish: I could not save my progress", its task written)
+// is interrupted instead of failed and resumes from its last save: the
+// person gets the answer, not the failure.
+func TestSharedRunWhoseSaveFailsResumes(t *testing.T) {
+	mem := newMemStore()
+	var failed atomic.Bool
+	mem.commitErr = func(c Change) error {
+		if c.Run != nil && c.Run.Status == RunWorking && c.DeleteJob != "" && !failed.Swap(true) {
+			return errors.New("conn closed")
+		}
+		return nil
+	}
+	st := runsStore{&ownerStore{memStore: mem}}
+	st.owns.Store(true)
+	ag := &mockAgent{
+		StartFn: func(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+			tr := newTranscript(in)
+			tr.Steps = 1
+			if err := h.Save(ctx, tr); err != nil {
+				return agent.Outcome{Status: agent.StatusFailed, Err: err, Answer: "I couldn't finish: I could not save my progress.", Transcript: tr}
+			}
+			return done(tr, "did: "+in.Instruction)
+		},
+		ResumeFn: func(ctx context.Context, tr *agent.Transcript, _ string, h agent.Hooks) agent.Outcome {
+			return done(tr, "resumed and did it")
+		},
+	}
+	p := newTelegram()
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	if err := b.Handle(t.Context(), msg("tidy", "e1")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(p.texts(), "resumed and did it") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, text := range p.texts() {
+		if strings.Contains(text, "couldn't finish") {
+			t.Errorf("posted %q: the failure of a save, which a resume overcomes", text)
+		}
+	}
+	if !slices.Contains(p.texts(), "resumed and did it") {
+		t.Errorf("posted %q, want the resumed run's answer", p.texts())
 	}
 }

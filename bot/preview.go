@@ -372,6 +372,7 @@ func (pv *preview) giveUp(ctx context.Context, why string, err error) {
 // post).
 func (pv *preview) answer(ctx context.Context, ob Outbound) {
 	b := pv.b
+	b.delivering(ob.ID, pv.r.ThreadKey)
 	pv.mu.Lock()
 	st, shown, off := pv.st, pv.shown, pv.off
 	pv.mu.Unlock()

@@ -314,6 +314,15 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	if lost && out.Status != agent.StatusInterrupted {
 		out = agent.Outcome{Status: agent.StatusInterrupted, Err: errLeasesLost}
 	}
+	// A run that failed because a save failed (a database out of reach
+	// for a moment, with a Shared store) is interrupted instead, and
+	// resumes from its last save wherever its conversation is leased
+	// next (here at once), up to jobTries times: its writes were saved
+	// pending before they were sent, so none is made twice.
+	if !lost && e.saveErr != nil && out.Status == agent.StatusFailed &&
+		b.triedAgain("run:"+r.ID, "a save of the run failed; it is interrupted and resumes from its last save", e.saveErr, e.log) {
+		out = agent.Outcome{Status: agent.StatusInterrupted, Err: e.saveErr}
+	}
 	if pv != nil {
 		pv.end()
 		e.preview = pv
@@ -357,6 +366,9 @@ type runEnd struct {
 	counted agent.Usage
 	meter   *runMeter
 	log     *slog.Logger // with the run's id
+	// saveErr is why the last save of a step failed, if it did (not
+	// fenced).
+	saveErr error
 
 	// Set when the run has ended. stopped, when set, says why the bot
 	// stopped the run (/cancel, the daily cap); reconnect asks the person
@@ -408,6 +420,8 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			cancel(ErrFenced) // another process has the run now: stop at once
+		} else {
+			e.saveErr = err
 		}
 		return err
 	}

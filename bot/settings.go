@@ -83,10 +83,12 @@ func (b *Bot) SaveSettings(ctx context.Context, platform, userID string, ps Pers
 	if err != nil {
 		return fmt.Errorf("bot: encode settings of %s:%s: %w", platform, userID, err)
 	}
-	if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
-		return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
-	}
-	return b.followAutopilot(ctx, platform, userID, ps.Autopilot)
+	return b.withAutopilot(ctx, platform, userID, ps.Autopilot, func() error {
+		if err := b.store.SetSetting(ctx, personKey(platform, userID), string(raw)); err != nil {
+			return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
+		}
+		return nil
+	})
 }
 
 // changeSettings stores the fields in which ps differs from old (the
@@ -98,13 +100,38 @@ func (b *Bot) changeSettings(ctx context.Context, platform, userID string, old, 
 	if err != nil {
 		return fmt.Errorf("bot: encode settings of %s:%s: %w", platform, userID, err)
 	}
-	if len(fields) > 0 {
+	return b.withAutopilot(ctx, platform, userID, ps.Autopilot, func() error {
+		if len(fields) == 0 {
+			return nil
+		}
 		c := Change{Fields: map[string]map[string]json.RawMessage{personKey(platform, userID): fields}}
 		if err := b.store.Commit(ctx, c); err != nil {
 			return fmt.Errorf("bot: save settings of %s:%s: %w", platform, userID, err)
 		}
+		return nil
+	})
+}
+
+// withAutopilot stores a person's settings (save) and makes autopilot's
+// timer and index follow them (on), in the one order that makes a stop
+// final once it is stored: autopilot on is stored first, then armed (a
+// timer that fires before sees it off and ends itself); autopilot off
+// is disarmed first (timer and index deleted), then stored, so that a
+// timer pass or a webhook that begins once the setting reads off finds
+// nothing to run. A pass that claimed the timer before reads the
+// setting as its look begins (autopilotTimer), and its end does not set
+// the deleted timer again (FinishTimer).
+func (b *Bot) withAutopilot(ctx context.Context, platform, userID string, on bool, save func() error) error {
+	if on {
+		if err := save(); err != nil {
+			return err
+		}
+		return b.followAutopilot(ctx, platform, userID, true)
 	}
-	return b.followAutopilot(ctx, platform, userID, ps.Autopilot)
+	if err := b.followAutopilot(ctx, platform, userID, false); err != nil {
+		return err
+	}
+	return save()
 }
 
 // followAutopilot makes the autopilot's timer and its index follow the

@@ -33,9 +33,10 @@ type Shared interface {
 	// Release frees a lease Hold took.
 	Release(ctx context.Context, key string) error
 	// Pending returns up to n conversations of the given platforms that
-	// have work (a stored job, or a run working or queued, which a
-	// process that died left), unfinished runs first, then oldest job
-	// first. Some may be held by other processes.
+	// have work (a stored job, a run working or queued, or an outbox
+	// entry, which a process that died left), unfinished runs and
+	// entries first, then oldest job first. Some may be held by other
+	// processes.
 	Pending(ctx context.Context, platforms []string, n int) ([]string, error)
 	// Work returns a conversation's unfinished runs (working or queued,
 	// without transcripts) and its jobs, oldest first; the caller holds
@@ -58,8 +59,19 @@ type Shared interface {
 	// ClaimOutbox makes the outbox entries of the given platforms whose
 	// process died (or that have none) this process's, and returns them,
 	// oldest first. An entry committed by this process is its own: no
-	// other claims it while this one lives.
+	// other claims it while this one lives. Entries committed under a
+	// conversation's lease are left to ClaimThread.
 	ClaimOutbox(ctx context.Context, platforms []string) ([]Outbound, error)
+	// ClaimThread makes the outbox entries of conversation key whose
+	// process died this process's, and returns them, with those that are
+	// this process's already (it may have dropped their posts while they
+	// were its previous incarnation's), oldest first: the caller holds
+	// the lease of key (ErrFenced when it no longer does), which no other
+	// process can take meanwhile. An entry committed under
+	// the lease of key is claimed only so, by its next holder, which
+	// queues it before anything it posts there (Pending lists such a
+	// conversation even when it has no other work).
+	ClaimThread(ctx context.Context, key string) ([]Outbound, error)
 	// Owns reports whether this process may post outbox entry id: it
 	// owns it (another process may have claimed it, finding this one
 	// dead while it was frozen), and it is not delivered yet.
@@ -105,11 +117,17 @@ type feeder struct {
 	held   map[string]bool      // leased (or being leased) conversations
 	dirty  map[string]bool      // a job arrived for a held conversation since it was last read
 	handed map[string]time.Time // job ids handed out, when
+	// posts counts, by conversation, the outbox entries this process is
+	// delivering (Bot.delivering); due holds the held conversations out
+	// of work whose release waits for them, with their epoch.
+	posts map[string]int
+	due   map[string]uint64
 }
 
 func newFeeder(b *Bot, q Shared) *feeder {
 	return &feeder{b: b, q: q, max: 2 * b.cfg.Workers, kick: make(chan struct{}, 1),
-		held: map[string]bool{}, dirty: map[string]bool{}, handed: map[string]time.Time{}}
+		held: map[string]bool{}, dirty: map[string]bool{}, handed: map[string]time.Time{},
+		posts: map[string]int{}, due: map[string]uint64{}}
 }
 
 // wake asks for a fill without waiting.
@@ -221,6 +239,7 @@ func (f *feeder) lost() {
 	clear(f.held)
 	clear(f.dirty)
 	clear(f.handed)
+	clear(f.due)
 	f.b.sched.drop() // under mu: a lease taken before is not recorded after
 	f.mu.Unlock()
 	runs := f.b.interrupt(errLeasesLost)
@@ -248,7 +267,8 @@ func (f *feeder) listen(ctx context.Context) {
 	}
 }
 
-// claimOutbox posts the outbox entries of dead processes.
+// claimOutbox posts the outbox entries of dead processes that belong to
+// no conversation (a conversation's are its lease holder's: claimThread).
 func (f *feeder) claimOutbox(ctx context.Context) {
 	obs, err := f.q.ClaimOutbox(ctx, f.platforms())
 	if err != nil {
@@ -257,7 +277,7 @@ func (f *feeder) claimOutbox(ctx context.Context) {
 	}
 	if len(obs) > 0 {
 		f.b.log.Info("posting messages a stopped process left unsent", slog.Int("count", len(obs)))
-		f.b.redeliver(ctx, obs)
+		f.b.redeliver(ctx, "", obs)
 	}
 }
 
@@ -301,6 +321,7 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	if !f.hold(ctx, key, epoch) {
 		return false
 	}
+	f.claimThread(ctx, key)
 	jobs := f.take(ctx, key, epoch)
 	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs)
 }
@@ -328,6 +349,25 @@ func (f *feeder) hold(ctx context.Context, key string, epoch uint64) bool {
 		return false
 	}
 	return true
+}
+
+// claimThread, right after this process took the lease of key, queues
+// for their chat what a dead process left unposted there, before
+// anything this process posts in the conversation: its answers keep
+// their order. This is the one place a conversation's entries change
+// hands (Shared.ClaimThread); a failure leaves them for the next holder
+// (a refused claim: the lease is lost already) or the next take of the
+// lease.
+func (f *feeder) claimThread(ctx context.Context, key string) {
+	obs, err := f.q.ClaimThread(ctx, key)
+	if err != nil {
+		f.b.log.Error("claim the outbox a stopped replica left in a conversation", slog.String("thread_key", key), slog.Any("err", err))
+		return
+	}
+	if len(obs) > 0 {
+		f.b.log.Info("posting messages a stopped process left unsent", slog.Int("count", len(obs)), slog.String("thread_key", key))
+		f.b.redeliver(ctx, key, obs)
+	}
 }
 
 // refill is the scheduler's look for more work of a held conversation
@@ -372,6 +412,17 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		if again {
 			continue
 		}
+		// Answer order: while this process still posts the
+		// conversation's answers, it keeps the lease, so that no other
+		// replica answers the next message before they are shown; the
+		// last one settled releases it (sending).
+		f.mu.Lock()
+		if f.posts[key] > 0 && f.b.sched.epochNow() == epoch {
+			f.due[key] = epoch
+			f.mu.Unlock()
+			return nil
+		}
+		f.mu.Unlock()
 		// key stays held while its lease is released: an offer meanwhile
 		// marks it dirty rather than leasing it a second time.
 		if err := f.q.Release(context.WithoutCancel(ctx), key); err != nil {
@@ -389,11 +440,46 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		}
 		f.mu.Unlock()
 		if arrived && f.hold(ctx, key, epoch) {
+			f.claimThread(ctx, key)
 			continue // a job came during the release: lease and read again
 		}
 		f.wake() // room for another conversation
 		return nil
 	}
+}
+
+// sending counts n more (or, negative, fewer) outbox entries of
+// conversation key that this process is delivering; once none is left,
+// a held conversation whose release waited for them (take) is read
+// again, and released if it has no work.
+func (f *feeder) sending(key string, n int) {
+	f.mu.Lock()
+	f.posts[key] += n
+	if f.posts[key] > 0 {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.posts, key)
+	epoch, due := f.due[key]
+	delete(f.due, key)
+	if due {
+		f.b.sched.expect()
+	}
+	f.mu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		defer f.b.sched.settle()
+		select {
+		case <-f.b.quit:
+			return // stopping: the lease goes with the store
+		default:
+		}
+		if jobs := f.take(context.Background(), key, epoch); len(jobs) > 0 {
+			f.b.sched.addIn(epoch, jobs)
+		}
+	}()
 }
 
 // forget drops key, whose lease another process took (a write of this

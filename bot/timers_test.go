@@ -16,6 +16,8 @@ type timerStore struct {
 	*memStore
 	tmu    sync.Mutex
 	timers map[[2]string]timerRec
+	// beforeDelete, when set, is called as DeleteTimer begins.
+	beforeDelete func()
 }
 
 type timerRec struct {
@@ -48,6 +50,9 @@ func (s *timerStore) Timer(_ context.Context, kind, key string) (Timer, error) {
 }
 
 func (s *timerStore) DeleteTimer(_ context.Context, kind, key string) error {
+	if s.beforeDelete != nil {
+		s.beforeDelete()
+	}
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
 	delete(s.timers, [2]string{kind, key})

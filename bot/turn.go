@@ -15,6 +15,7 @@ import (
 // off are done with the job.
 type turn struct {
 	free func() // frees the thread
+	key  string // the thread's key
 
 	// mu protects the fields below.
 	mu       sync.Mutex
@@ -73,7 +74,7 @@ func withTurn(ctx context.Context, t *turn) context.Context {
 }
 
 // turnOf returns the turn of the job ctx belongs to (every job a worker
-// handles has one).
+// handles has one; nil outside a job).
 func turnOf(ctx context.Context) *turn {
 	t, _ := ctx.Value(turnKey{}).(*turn)
 	return t

@@ -18,7 +18,10 @@ type Leader interface {
 	// LeadPolling blocks until this process is the only poller of bot,
 	// or ctx ends (then it returns ctx's error). lead ends when the
 	// leadership is lost (the connection holding it broke) or ctx ends;
-	// release gives the leadership up and is called once.
+	// release gives the leadership up and is called once. The values of
+	// lead ride with the offsets the poll saves and the updates it hands
+	// over (with the end of the poll's own context): a Leader may fence
+	// those writes by them, refusing them once another process leads.
 	LeadPolling(ctx context.Context, bot string) (lead context.Context, release func(), err error)
 }
 

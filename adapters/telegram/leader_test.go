@@ -27,7 +27,14 @@ type memLeader struct {
 	saved   time.Time
 	saves   int
 	leaders []string // the bot names leadership was asked for
+	// unfenced counts the saves whose context did not carry the lead's
+	// values (leadTag): a store could not have fenced them.
+	unfenced int
 }
+
+// leadTag is the value a memLeader's lead carries: the leader's number,
+// as the PostgreSQL store's lead carries its epoch.
+type leadTag struct{}
 
 func (l *memLeader) LeadPolling(ctx context.Context, name string) (context.Context, func(), error) {
 	for {
@@ -37,7 +44,7 @@ func (l *memLeader) LeadPolling(ctx context.Context, name string) (context.Conte
 			l.next++
 			me := l.next
 			l.holder = me
-			lead, cancel := context.WithCancel(ctx)
+			lead, cancel := context.WithCancel(context.WithValue(ctx, leadTag{}, me))
 			l.lose = cancel
 			l.mu.Unlock()
 			return lead, func() {
@@ -74,10 +81,13 @@ func (l *memLeader) PollOffset(context.Context, string) (int, time.Time, error) 
 	return l.offset, l.saved, nil
 }
 
-func (l *memLeader) SavePollOffset(_ context.Context, _ string, offset int) error {
+func (l *memLeader) SavePollOffset(ctx context.Context, _ string, offset int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.saves++
+	if ctx.Value(leadTag{}) == nil {
+		l.unfenced++
+	}
 	if offset > l.offset {
 		l.offset, l.saved = offset, time.Now()
 	}
@@ -367,5 +377,54 @@ func TestConflictWhileLeading(t *testing.T) {
 	case err := <-q.done:
 		t.Fatalf("Poll ended: %v", err)
 	default:
+	}
+}
+
+// leadSeen is a bot.Handler that notes the lead each update came with.
+type leadSeen struct {
+	mu    sync.Mutex
+	leads []any
+}
+
+func (h *leadSeen) Handle(ctx context.Context, _ bot.Incoming) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.leads = append(h.leads, ctx.Value(leadTag{}))
+	return nil
+}
+
+func (h *leadSeen) seen() []any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]any(nil), h.leads...)
+}
+
+// TestPollCarriesItsLead: the updates a poll hands over and the offsets
+// it saves carry its lead's values, by which a Leader fences them (the
+// PostgreSQL store refuses them once another replica leads: issue 35,
+// store/postgres TestPollLeadIsFenced).
+func TestPollCarriesItsLead(t *testing.T) {
+	srv := telegramtest.New()
+	t.Cleanup(srv.Close)
+	l := &memLeader{}
+	a, err := telegram.New(telegram.Config{Token: srv.Token, APIURL: srv.URL, PollTimeout: time.Second, Leader: l, Offsets: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &leadSeen{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Poll(ctx, h) }()
+	srv.PushText(42, 7, "one")
+	waitFor(t, "the update", func() bool { return len(h.seen()) == 1 })
+	cancel()
+	<-done
+	if got := h.seen(); got[0] != 1 {
+		t.Errorf("the update came with lead %v, want the first leader's", got[0])
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.saves == 0 || l.unfenced != 0 {
+		t.Errorf("%d of %d offsets saved without the lead", l.unfenced, l.saves)
 	}
 }

@@ -458,8 +458,11 @@ var conflictWait = 5 * time.Second
 
 // poll polls from offset while lead lasts and returns the offset it
 // reached. Updates go to h under ctx, so one being stored when the lead
-// ends is stored whole.
+// ends is stored whole; ctx carries lead's values there and to the
+// saved offsets (withLead): the Leader's fence, which refuses them once
+// another process leads.
 func (a *Adapter) poll(ctx, lead context.Context, h bot.Handler, offset int) (int, error) {
+	ctx = withLead{Context: ctx, lead: lead}
 	poller := a.poller(lead)
 	saved := offset
 	backoff := time.Second
@@ -834,3 +837,13 @@ func Split(text string, n int) []string {
 	}
 	return out
 }
+
+// withLead is a context that ends with its Context and carries the
+// values of lead (a Leader's lead, derived from that Context): what a
+// poll stores is stored whole when the lead ends, and fenced by it.
+type withLead struct {
+	context.Context
+	lead context.Context
+}
+
+func (c withLead) Value(key any) any { return c.lead.Value(key) }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidybot/tidybot/bot"
 )
 
 // leadRetry is how often a replica that does not lead tries to, and how
@@ -20,7 +22,12 @@ const leadRetry = time.Second
 // it when that connection closes, so when the leader's process dies
 // (its socket closes) another replica takes the lock within leadRetry.
 // The leader checks its connection every leadRetry; when the check
-// fails, lead ends (the lock may be gone with the connection).
+// fails, lead ends (the lock may be gone with the connection). Each new
+// leader takes a new epoch (poll_leads), which lead carries as a fence:
+// a write made with a context carrying lead's values (SavePollOffset,
+// the Commit of a polled update's intake) is refused with bot.ErrFenced, in its
+// transaction, once another replica leads, even when this one has not
+// noticed yet that its lock went with its connection.
 func (s *Store) LeadPolling(ctx context.Context, name string) (context.Context, func(), error) {
 	conn, err := s.leaderConn(ctx)
 	if err != nil {
@@ -42,6 +49,14 @@ func (s *Store) LeadPolling(ctx context.Context, name string) (context.Context, 
 			return nil, nil, fmt.Errorf("store: lead %s: %w", name, err)
 		}
 		if ok {
+			var epoch int64
+			err = conn.QueryRow(ctx, `INSERT INTO poll_leads AS p (name, epoch) VALUES ($1, nextval('lease_epochs'))
+				ON CONFLICT (name) DO UPDATE SET epoch = excluded.epoch RETURNING epoch`, name).Scan(&epoch)
+			if err != nil {
+				closeConn() // frees the lock
+				return nil, nil, fmt.Errorf("store: lead %s: %w", name, err)
+			}
+			ctx = context.WithValue(ctx, pollFenceKey{}, pollFence{name: name, epoch: epoch})
 			break
 		}
 		select {
@@ -135,18 +150,55 @@ func (s *Store) PollOffset(ctx context.Context, name string) (int, time.Time, er
 }
 
 // SavePollOffset implements telegram.Offsets: a smaller offset than the
-// one saved changes nothing, so a leader that lost its lead without
-// knowing cannot move the next one back.
+// one saved changes nothing, and one saved with the values of a lead
+// that another replica has taken since is refused (bot.ErrFenced), so a
+// leader that lost its lead without knowing cannot move the next one's.
 func (s *Store) SavePollOffset(ctx context.Context, name string, offset int) error {
 	raw, err := json.Marshal(pollOffset{Offset: offset, Saved: time.Now().UnixNano()})
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value
-		WHERE (convert_from(meta.value, 'UTF8')::jsonb->>'offset')::bigint <= $3`, pollOffsetKey(name), raw, offset)
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if err := checkPollFence(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value
+			WHERE (convert_from(meta.value, 'UTF8')::jsonb->>'offset')::bigint <= $3`, pollOffsetKey(name), raw, offset)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: save poll offset of %s: %w", name, err)
 	}
 	return nil
+}
+
+// pollFenceKey is the context key of a poll lead's fence.
+type pollFenceKey struct{}
+
+// pollFence is a poll lead as taken: the writes made with it are refused
+// once another replica took the lead.
+type pollFence struct {
+	name  string
+	epoch int64
+}
+
+// checkPollFence, when ctx carries a poll lead's fence, fails with
+// bot.ErrFenced unless the lead is still at its epoch; it locks the
+// lead's row FOR SHARE, so that no replica takes the lead before tx
+// ends (its epoch's update waits).
+func checkPollFence(ctx context.Context, tx pgx.Tx) error {
+	f, ok := ctx.Value(pollFenceKey{}).(pollFence)
+	if !ok {
+		return nil
+	}
+	var epoch int64
+	err := tx.QueryRow(ctx, `SELECT epoch FROM poll_leads WHERE name = $1 FOR SHARE`, f.name).Scan(&epoch)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if err == nil && epoch == f.epoch {
+		return nil
+	}
+	return fmt.Errorf("%w: the polling lead of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.name, epoch, f.epoch)
 }

@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/bot"
 )
 
 // replica opens a second store on the database at u, as another serve
@@ -125,5 +128,39 @@ func TestLeadConnectionKeepsAlive(t *testing.T) {
 		if err := conn.QueryRow(t.Context(), `SELECT current_setting($1)`, name).Scan(&got); err != nil || got != want {
 			t.Errorf("%s = %q (%v), want %s", name, got, err, want)
 		}
+	}
+}
+
+// TestPollLeadIsFenced: a replica whose polling lead another has taken
+// since (its lock went with its connection before it noticed) can no
+// longer save the getUpdates offset nor store a polled update with its
+// lead's values (issue 35); the new leader can.
+func TestPollLeadIsFenced(t *testing.T) {
+	a, u := openTest(t)
+	a.retry = 50 * time.Millisecond
+	b := replica(t, u)
+	leadA, releaseA := leadWithin(t, a, "telegram:1", time.Second)
+	stale := context.WithoutCancel(leadA) // its values, as the poll's own context carries them
+	if err := a.SavePollOffset(stale, "telegram:1", 10); err != nil {
+		t.Fatalf("the leader's save: %v", err)
+	}
+	releaseA()
+	leadB, releaseB := leadWithin(t, b, "telegram:1", time.Second)
+	defer releaseB()
+	if err := a.SavePollOffset(stale, "telegram:1", 100); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("a former leader's save: %v, want ErrFenced", err)
+	}
+	j := bot.Job{ID: "j1", ThreadKey: "telegram:5:", Kind: bot.JobIncoming}
+	if err := a.Commit(stale, bot.Change{EventKey: "telegram:update:7", EventAt: time.Now(), Job: &j}); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("a former leader's update: %v, want ErrFenced", err)
+	}
+	if err := b.SavePollOffset(leadB, "telegram:1", 20); err != nil {
+		t.Errorf("the new leader's save: %v", err)
+	}
+	if err := b.Commit(leadB, bot.Change{EventKey: "telegram:update:7", EventAt: time.Now(), Job: &j}); err != nil {
+		t.Errorf("the new leader's update: %v", err)
+	}
+	if off, _, err := b.PollOffset(t.Context(), "telegram:1"); off != 20 || err != nil {
+		t.Errorf("offset %d (%v), want the new leader's 20", off, err)
 	}
 }

@@ -91,6 +91,22 @@ func newReplicaID() string {
 	return hex.EncodeToString(b)
 }
 
+// deadOwner is the SQL condition that replica id col (an expression) is
+// dead, with lease, a parameter, the lease time in seconds: its beat is
+// older than the lease time by the database's clock (or it has none),
+// or its replica lock is free. The lock is tried in shared mode (held by
+// the statement's transaction until it ends): a live replica holds its
+// own exclusively, so the try fails, while statements of several
+// replicas trying a dead one's at once all find it free (an exclusive
+// try made a dead owner look alive to every other statement meanwhile:
+// the conversation's new holder claimed none of its answers, and
+// answered the next message first). A lease or an outbox entry whose
+// owner is dead may be taken.
+func deadOwner(col, lease string) string {
+	return `(NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = ` + col + ` AND r.beat > now() - make_interval(secs => ` + lease + `))
+		OR pg_try_advisory_xact_lock_shared(hashtext('tidybot replica ' || current_schema()), hashtext(` + col + `)))`
+}
+
 // me is this incarnation's replica id.
 func (s *Store) me() string { return *s.replica.Load() }
 
@@ -220,9 +236,14 @@ func (s *Store) dropLeases() {
 // answers: old is marked dead (its beat at -infinity: its leases are
 // free for any replica at once, whatever the server thinks of its
 // session), its leases released (their epochs stay: a late write of old
-// is refused once another takes one) and its outbox entries made next's,
-// as this process still has them to post. It tries for a lease time;
-// after that, old is dead to every replica anyway.
+// is refused once another takes one) and its outbox entries of no
+// conversation made next's, as this process still has them to post. A
+// conversation's entries stay old's, for the conversation's next holder
+// to claim (ClaimThread), this process or another: made next's, they
+// were a live replica's that another holder left alone, while this one
+// had dropped their posts (Owns refused them to next) and answered
+// nothing there. It tries for a lease time; after that, old is dead to
+// every replica anyway.
 func (s *Store) retire(old, next string) {
 	for deadline := time.Now().Add(s.lease()); time.Now().Before(deadline); time.Sleep(s.beatPeriod()) {
 		ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
@@ -233,7 +254,7 @@ func (s *Store) retire(old, next string) {
 			if _, err := tx.Exec(ctx, `UPDATE leases SET owner = NULL WHERE owner = $1`, old); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `UPDATE outbox SET owner = $2 WHERE owner = $1`, old, next)
+			_, err := tx.Exec(ctx, `UPDATE outbox SET owner = $2 WHERE owner = $1 AND thread_key IS NULL`, old, next)
 			return err
 		})
 		cancel()
@@ -317,9 +338,7 @@ func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
 	var epoch int64
 	err := s.pool.QueryRow(ctx, `INSERT INTO leases AS l (thread_key, owner, epoch) VALUES ($1, $2, nextval('lease_epochs'))
 		ON CONFLICT (thread_key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
-		WHERE l.owner IS NULL OR l.owner = $2
-			OR NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = l.owner AND r.beat > now() - make_interval(secs => $3))
-			OR pg_try_advisory_xact_lock(hashtext('tidybot replica ' || current_schema()), hashtext(l.owner))
+		WHERE l.owner IS NULL OR l.owner = $2 OR `+deadOwner("l.owner", "$3")+`
 		RETURNING epoch`, key, me, s.lease().Seconds()).Scan(&epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -413,19 +432,23 @@ func (s *Store) fencedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	})
 }
 
-// Pending implements bot.Shared: conversations with an unfinished run
-// (left by a process that died) first, then by their oldest job.
+// Pending implements bot.Shared: conversations with an answer a dead
+// process left in the outbox (ClaimThread) or an unfinished run first,
+// then by their oldest job.
 func (s *Store) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
 	prefixes := make([]string, len(platforms))
 	for i, p := range platforms {
 		prefixes[i] = p + ":%"
 	}
 	rows, err := s.pool.Query(ctx, `SELECT thread_key FROM (
-			SELECT thread_key, 0 AS pass, min(created) AS at FROM runs WHERE status IN ('working', 'queued') GROUP BY thread_key
+			SELECT DISTINCT thread_key, 0 AS pass, 0::bigint AS at FROM outbox o
+				WHERE thread_key IS NOT NULL AND owner IS DISTINCT FROM $3 AND (owner IS NULL OR `+deadOwner("o.owner", "$4")+`)
+			UNION ALL
+			SELECT thread_key, 0, min(created) FROM runs WHERE status IN ('working', 'queued') GROUP BY thread_key
 			UNION ALL
 			SELECT thread_key, 1, min(seq) FROM jobs GROUP BY thread_key
 		) w WHERE thread_key LIKE ANY($1)
-		GROUP BY thread_key ORDER BY min(pass), min(at) LIMIT $2`, prefixes, n)
+		GROUP BY thread_key ORDER BY min(pass), min(at) LIMIT $2`, prefixes, n, s.me(), s.lease().Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("store: pending conversations: %w", err)
 	}
@@ -604,9 +627,11 @@ func notifyJob(ctx context.Context, q querier) error {
 // ClaimOutbox implements bot.Shared: an entry's owner is dead when its
 // beat is older than the lease time or its replica lock is free (tried
 // in the claim's own transaction); the entries of dead owners (and of
-// none) become this incarnation's (alive first: its lease connection
-// is made) in one UPDATE, a compare-and-set on
-// their owner, which two replicas claiming together cannot both make.
+// none) that belong to no conversation become this incarnation's
+// (alive first: its lease connection is made) in one UPDATE, a
+// compare-and-set on their owner, which two replicas claiming together
+// cannot both make. A conversation's entries are its lease holder's to
+// take (ClaimThread).
 func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outbound, error) {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err := s.ensureLeases(lctx) // alive before owning entries
@@ -615,15 +640,56 @@ func (s *Store) ClaimOutbox(ctx context.Context, platforms []string) ([]bot.Outb
 		return nil, err
 	}
 	out, err := decodeAll[bot.Outbound](ctx, s, `UPDATE outbox o SET owner = $1
-		WHERE (o.platform IS NULL OR o.platform = ANY($2))
-			AND (o.owner IS NULL OR (o.owner <> $1
-				AND (NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = o.owner AND r.beat > now() - make_interval(secs => $3))
-					OR pg_try_advisory_xact_lock(hashtext('tidybot replica ' || current_schema()), hashtext(o.owner)))))
+		WHERE (o.platform IS NULL OR o.platform = ANY($2)) AND o.thread_key IS NULL
+			AND (o.owner IS NULL OR (o.owner <> $1 AND `+deadOwner("o.owner", "$3")+`))
 		RETURNING value`, s.me(), platforms, s.lease().Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// ClaimThread implements bot.Shared: under the lease of conversation
+// key, checked in the same transaction (ErrFenced when another replica
+// took it), the conversation's entries whose owner is dead become this
+// incarnation's, a compare-and-set on their owner, and are returned
+// with those that are this incarnation's already: the entries of this
+// process's previous incarnation, which retire handed over, had their
+// posts refused meanwhile (Owns: not this incarnation's).
+func (s *Store) ClaimThread(ctx context.Context, key string) ([]bot.Outbound, error) {
+	s.leases.mu.Lock()
+	_, held := s.leases.held[key]
+	s.leases.mu.Unlock()
+	if !held {
+		return nil, fmt.Errorf("store: claim the outbox of %s: %w", key, bot.ErrFenced)
+	}
+	var out []bot.Outbound
+	err := s.fencedTx(s.Fence(ctx, key), func(tx pgx.Tx) error {
+		out = nil // a transaction tried again starts over
+		rows, err := tx.Query(ctx, `WITH c AS (UPDATE outbox o SET owner = $1
+				WHERE o.thread_key = $2 AND (o.owner IS NULL OR o.owner = $1 OR `+deadOwner("o.owner", "$3")+`)
+				RETURNING seq, value)
+			SELECT value FROM c ORDER BY seq`, s.me(), key, s.lease().Seconds())
+		if err != nil {
+			return err
+		}
+		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			var ob bot.Outbound
+			if err := s.decode(ctx, tx, v, &ob); err != nil {
+				return err
+			}
+			out = append(out, ob)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: claim the outbox of %s: %w", key, err)
+	}
 	return out, nil
 }
 

@@ -260,3 +260,146 @@ func BenchmarkWakeUp(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/wake")
 }
+
+// TestConversationOutboxGoesWithItsLease: an entry committed under a
+// conversation's lease is taken over, once its replica is gone, only by
+// the conversation's next lease holder (ClaimThread), so that it is
+// queued before anything that holder posts there; the sweep's
+// ClaimOutbox leaves it, Pending lists its conversation though it has no
+// other work, and a replica that does not hold the lease cannot claim
+// it.
+func TestConversationOutboxGoesWithItsLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "slack:D1:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	ob := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "m6's answer"}, Created: time.Now()}
+	if err := a.Commit(a.Fence(ctx, key), bot.Change{Send: []bot.Outbound{ob}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ClaimThread(ctx, key); !errors.Is(err, bot.ErrFenced) || len(got) != 0 {
+		t.Fatalf("a claim without the lease: %v %v, want ErrFenced", got, err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(got) != 0 {
+		t.Fatalf("the sweep claimed a conversation's entry: %v %v", got, err)
+	}
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || !slices.Equal(keys, []string{key}) {
+		t.Fatalf("pending: %v %v, want the conversation with a dead replica's entry", keys, err)
+	}
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold after a's end: %v %v", ok, err)
+	}
+	got, err := b.ClaimThread(ctx, key)
+	if err != nil || len(got) != 1 || got[0].ID != "o1" {
+		t.Fatalf("the new holder's claim: %v %v", got, err)
+	}
+	// Still undelivered, it is returned again as b's own (b may have
+	// dropped its post, as a process does when its incarnation changed).
+	if again, err := b.ClaimThread(ctx, key); err != nil || len(again) != 1 || again[0].ID != "o1" {
+		t.Errorf("an own undelivered entry: %v %v, want it", again, err)
+	}
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || len(keys) != 0 {
+		t.Errorf("pending once claimed by a live replica: %v %v", keys, err)
+	}
+	if err := b.Delivered(ctx, got[0], "ts1"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := b.ClaimThread(ctx, key); err != nil || len(again) != 0 {
+		t.Errorf("a delivered entry claimed: %v %v", again, err)
+	}
+}
+
+// TestDeadOwnerIsDeadToEveryoneAtOnce: while one statement finds a dead
+// replica dead by its free replica lock (its transaction still open),
+// another replica's claim finds it dead too: the try of the lock leaves
+// it free for the others' tries (in TestReplicasSurviveKills a dead
+// replica looked alive to the conversation's new holder, whose
+// ClaimThread then took none of its answers).
+func TestDeadOwnerIsDeadToEveryoneAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	// ghost beats, but holds no replica lock: its process died a moment ago.
+	if _, err := a.pool.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ('ghost', now())`); err != nil {
+		t.Fatal(err)
+	}
+	ob := bot.Outbound{ID: "o1", Platform: "slack", Msg: bot.Outgoing{ChatID: "C1", Text: "the answer"}, Created: time.Now()}
+	if err := a.Commit(ctx, bot.Change{Send: []bot.Outbound{ob}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(ctx, `UPDATE outbox SET owner = 'ghost'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var dead bool
+	if err := tx.QueryRow(ctx, `SELECT `+deadOwner("'ghost'::text", "$1"), a.lease().Seconds()).Scan(&dead); err != nil || !dead {
+		t.Fatalf("ghost dead: %v %v", dead, err)
+	}
+	got, err := b.ClaimOutbox(ctx, []string{"slack"})
+	if err != nil || len(got) != 1 {
+		t.Errorf("claim while another statement finds the owner dead: %v %v, want its entry", got, err)
+	}
+}
+
+// TestRetiredIncarnationsConversationEntriesGoWithTheLease: after a
+// replica's lease connection is lost (a cut), retire hands its entries
+// of no conversation to its next incarnation, but leaves a
+// conversation's with the dead one, so that whoever leases the
+// conversation next claims them (TestReplicasSurviveKills -replica-cut
+// 2s: another replica answered m1..m9 while m0 sat with the cut
+// replica's new incarnation, which had dropped its post).
+func TestRetiredIncarnationsConversationEntriesGoWithTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:5023:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	m0 := bot.Outbound{ID: "m0", Platform: "telegram", Msg: bot.Outgoing{ChatID: "5023", Text: "m0's answer"}, Created: time.Now()}
+	if err := a.Commit(a.Fence(ctx, key), bot.Change{Send: []bot.Outbound{m0}}); err != nil {
+		t.Fatal(err)
+	}
+	other := bot.Outbound{ID: "x", Platform: "telegram", Msg: bot.Outgoing{ChatID: "5023", Text: "a reply outside a lease"}, Created: time.Now()}
+	if err := a.Commit(ctx, bot.Change{Send: []bot.Outbound{other}}); err != nil {
+		t.Fatal(err)
+	}
+	// a's next incarnation is alive: it beats and holds its replica lock.
+	old, next := a.me(), newReplicaID()
+	conn, err := a.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, next); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('tidybot replica ' || current_schema()), hashtext($1))`, next)
+	}()
+	if _, err := a.pool.Exec(ctx, `INSERT INTO replicas (id, beat) VALUES ($1, now())`, next); err != nil {
+		t.Fatal(err)
+	}
+	a.retire(old, next)
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold after the retire: %v %v", ok, err)
+	}
+	got, err := b.ClaimThread(ctx, key)
+	if err != nil || len(got) != 1 || got[0].ID != "m0" {
+		t.Errorf("the conversation's next holder claimed %v (%v), want m0", got, err)
+	}
+	var owner string
+	if err := a.pool.QueryRow(ctx, `SELECT owner FROM outbox WHERE id = 'x'`).Scan(&owner); err != nil || owner != next {
+		t.Errorf("the entry of no conversation is %q's (%v), want the next incarnation's", owner, err)
+	}
+}

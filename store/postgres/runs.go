@@ -235,11 +235,15 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 }
 
 // Commit implements bot.Store: every part of c in one transaction,
-// fenced by ctx's lease (see Fence). A duplicate event key rolls it
-// back and returns bot.ErrDuplicate.
+// fenced by ctx's lease (see Fence), and an event's intake (c.EventKey)
+// by the polling lead ctx carries, if any (see LeadPolling). A
+// duplicate event key rolls it back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
 		if c.EventKey != "" {
+			if err := checkPollFence(ctx, tx); err != nil {
+				return err
+			}
 			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
 			if err != nil {
 				return err
@@ -286,12 +290,18 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 			return err
 		}
 	}
+	// An entry made under a conversation's lease is that conversation's
+	// (see ClaimThread).
+	var thread *string
+	if f, ok := ctx.Value(fenceKey{}).(fence); ok {
+		thread = &f.key
+	}
 	for _, ob := range c.Send {
 		v, id, err := s.sealJSON(ctx, tx, scopeOutbox, ob)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform, thread_key) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform, thread); err != nil {
 			return err
 		}
 	}
