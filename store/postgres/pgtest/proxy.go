@@ -20,10 +20,24 @@ import (
 // every connection, as both ends' TCP keepalives do on a real network
 // (here the relay's own kernel answers keepalive probes, so the server
 // never notices a dead connection by itself).
+//
+// It also counts what it relays (Stats): a round trip is a burst from
+// the client followed by the server's answer, counted on each
+// connection when the server speaks after the client did (so a pgx
+// batch or pipeline costs one, and a NOTIFY the server pushes unasked
+// costs none); connection set-up (start-up, authentication) counts too.
+// Statements tells where they went, by the statement each began with
+// (read from the protocol's messages, which TLS hides: sslmode=disable).
 type Proxy struct {
 	ln     net.Listener
 	target string
 	isCut  atomic.Bool
+
+	roundTrips, toServer, toClient atomic.Int64
+
+	smu sync.Mutex // protects stmts
+	// stmts counts the round trips by the statement that began them.
+	stmts map[string]int64
 
 	mu    sync.Mutex // protects conns
 	conns []net.Conn
@@ -58,6 +72,57 @@ func (p *Proxy) Via(t testing.TB, u string) string {
 	q.Set("connect_timeout", "3")
 	pu.RawQuery = q.Encode()
 	return pu.String()
+}
+
+// Stats is what the relay passed on since it started or was Reset.
+type Stats struct {
+	RoundTrips int64 // client bursts answered by the server, over all connections
+	ToServer   int64 // bytes from clients to the server
+	ToClient   int64 // bytes from the server to clients
+}
+
+// Stats returns the counts so far.
+func (p *Proxy) Stats() Stats {
+	return Stats{RoundTrips: p.roundTrips.Load(), ToServer: p.toServer.Load(), ToClient: p.toClient.Load()}
+}
+
+// RoundTrips returns the round trips counted so far.
+func (p *Proxy) RoundTrips() int64 { return p.roundTrips.Load() }
+
+// Statements returns the round trips counted so far by the statement
+// each began with (its SQL, spaces collapsed, cut at 120 bytes; with
+// " +N" when N more statements shared it, as in a batch; "prepare "
+// and the SQL when it only prepared; "connect" for set-up; "?" when the
+// traffic could not be read).
+func (p *Proxy) Statements() map[string]int64 {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	out := make(map[string]int64, len(p.stmts))
+	for k, v := range p.stmts {
+		out[k] = v
+	}
+	return out
+}
+
+// Reset sets the counts to zero (a burst under way when it is called
+// may still be counted once, when its answer comes).
+func (p *Proxy) Reset() {
+	p.smu.Lock()
+	p.stmts = nil
+	p.smu.Unlock()
+	p.roundTrips.Store(0)
+	p.toServer.Store(0)
+	p.toClient.Store(0)
+}
+
+func (p *Proxy) countRoundTrip(label string) {
+	p.roundTrips.Add(1)
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.stmts == nil {
+		p.stmts = map[string]int64{}
+	}
+	p.stmts[label]++
 }
 
 // Cut starts the partition.
@@ -118,14 +183,25 @@ func (p *Proxy) accept() {
 		}
 		p.track(c, s)
 		var dead atomic.Bool
-		go p.relay(c, s, &dead)
-		go p.relay(s, c, &dead)
+		w := &wire{prepared: map[string]string{}}
+		go p.relay(c, s, &dead, func(b []byte) {
+			p.toServer.Add(int64(len(b)))
+			w.fromClient(b)
+		})
+		go p.relay(s, c, &dead, func(b []byte) {
+			p.toClient.Add(int64(len(b)))
+			if label, ok := w.fromServer(b); ok {
+				p.countRoundTrip(label)
+			}
+		})
 	}
 }
 
-// relay copies from to to; once the partition cost the connection a
-// byte, it only discards, and never passes on an end.
-func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool) {
+// relay copies from to to, telling passed of each chunk it passed on
+// (before writing it, so the count is there when the other end reads);
+// once the partition cost the connection a byte, it only discards, and
+// never passes on an end.
+func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool, passed func(b []byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
@@ -133,6 +209,7 @@ func (p *Proxy) relay(from, to net.Conn, dead *atomic.Bool) {
 			dead.Store(true)
 		}
 		if n > 0 && !dead.Load() {
+			passed(buf[:n])
 			if _, werr := to.Write(buf[:n]); werr != nil {
 				return
 			}
