@@ -697,6 +697,17 @@ func (s *Server) Posts(channel string) []Posted {
 	return out
 }
 
+// AllPosts returns the bot's messages in every channel, in order.
+func (s *Server) AllPosts() []Posted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Posted, len(s.posts))
+	for i, p := range s.posts {
+		out[i] = *p
+	}
+	return out
+}
+
 // Calls returns how often a method was called.
 func (s *Server) Calls(method string) int {
 	s.mu.Lock()
