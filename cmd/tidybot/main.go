@@ -313,7 +313,7 @@ func (m *Main) httpClient() *http.Client {
 // TIDYBOT_WORKERS runs calling the model and 8 send lanes posting to a
 // platform at once, most connections were closed after one request and
 // dialled again (1,567 dials for 2,000 Slack messages in
-// BenchmarkSlackThroughput).
+// BenchmarkSlackThroughput, since replaced by BenchmarkServe).
 func (m *Main) pool() *http.Transport {
 	m.poolOnce.Do(func() {
 		t := http.DefaultTransport.(*http.Transport).Clone()

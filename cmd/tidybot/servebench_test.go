@@ -24,7 +24,8 @@ import (
 )
 
 var (
-	serveStores = flag.String("serve-stores", "bbolt,postgres", "BenchmarkServe: the stores to measure, in turn")
+	serveStores   = flag.String("serve-stores", "bbolt,postgres", "BenchmarkServe: the stores to measure, in turn")
+	serveSurfaces = flag.String("serve-surfaces", "dm,pane", "BenchmarkServe: where people write: dm (top-level DMs), pane (the assistant pane's threads)")
 	servePeople = flag.Int("serve-people", 200, "BenchmarkServe: people writing at once, each in their own DM")
 	serveEach   = flag.Int("serve-each", 10, "BenchmarkServe: messages of each person, in order")
 	servePast   = flag.Int("serve-past", 0, "BenchmarkServe: past runs stored in each person's conversation before the measured messages")
@@ -63,14 +64,16 @@ var (
 //	go test ./cmd/tidybot -run '^$' -bench 'Serve$' -benchtime 1x -args -serve-people 20 -serve-past 10000
 func BenchmarkServe(b *testing.B) {
 	fmt.Println(serveHeader)
-	for _, st := range strings.Split(*serveStores, ",") {
-		b.Run(st, func(b *testing.B) {
-			for range b.N {
-				r := measureServe(b, st == "postgres", *servePeople, *serveEach, *servePast)
-				r.report(b)
-				fmt.Println(r.row(st))
-			}
-		})
+	for _, surface := range strings.Split(*serveSurfaces, ",") {
+		for _, st := range strings.Split(*serveStores, ",") {
+			b.Run(st+"-"+surface, func(b *testing.B) {
+				for range b.N {
+					r := measureServe(b, st == "postgres", surface == "pane", *servePeople, *serveEach, *servePast)
+					r.report(b)
+					fmt.Println(r.row(st + ", " + surface))
+				}
+			})
+		}
 	}
 }
 
@@ -129,7 +132,7 @@ func (r *serveResult) row(store string) string {
 }
 
 // measureServe runs BenchmarkServe's measurement once.
-func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveResult {
+func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *serveResult {
 	e := newEnv(b)
 	sl := slacktest.New()
 	defer sl.Close()
@@ -158,6 +161,36 @@ func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveR
 		"TIDYBOT_ALLOWED_USERS="+strings.Join(allowed, ","), "TIDYBOT_WORKERS=4", "TIDYBOT_DATABASE_URL="+dbURL, "TIDYBOT_METRICS_ADDR="+metrics,
 		"TIDYBOT_CPU_PROFILE="+os.Getenv("TIDYBOT_BENCH_CPU_PROFILE"), "TIDYBOT_TRACE="+os.Getenv("TIDYBOT_BENCH_TRACE"))
 	defer s.stop()
+	// Each person's DM; in the pane, the thread they opened there.
+	channel, thread := make([]string, people), make([]string, people)
+	for p := range people {
+		channel[p] = fmt.Sprint("D", p)
+	}
+	if pane {
+		sl.Subscribe("message.im", "assistant_thread_started")
+		for p := range people {
+			var ev []byte
+			thread[p], ev = sl.StartAssistantThread(fmt.Sprint("U", p), "C1")
+			channel[p] = sl.IM(fmt.Sprint("U", p))
+			ts := strconv.FormatInt(time.Now().Unix(), 10)
+			postJSON(b, http.DefaultClient, s.base+"/slack/events", ev, "assistant_thread_started",
+				"X-Slack-Request-Timestamp", ts, "X-Slack-Signature", slacktest.Sign(slackSecret, ts, ev))
+		}
+		waitFor(b, "the panes' prompts", func() bool {
+			for p := range people {
+				if pn, _ := sl.AssistantThread(channel[p], thread[p]); len(pn.Prompts) == 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	body := func(p, m int) []byte {
+		if pane {
+			return sl.Events(slacktest.Message{Channel: channel[p], ChannelType: "im", User: fmt.Sprint("U", p), Text: fmt.Sprint("hello ", m), TS: serveTS(p, m), ThreadTS: thread[p]})[0]
+		}
+		return slacktest.MessageEvent(fmt.Sprintf("Ev%d-%d", p, m), channel[p], "im", fmt.Sprint("U", p), fmt.Sprint("hello ", m), serveTS(p, m), "")
+	}
 	r := &serveResult{msgs: people * each, people: people, past: past, roundTrips: math.NaN(), syncs: math.NaN()}
 	syncs0 := scrapeMetric(b, metrics, "tidybot_store_fsyncs_total")
 	cpu0 := cpuTime(s.pid)
@@ -175,12 +208,12 @@ func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveR
 		go func() {
 			defer wg.Done()
 			for m := range each {
-				body := slacktest.MessageEvent(fmt.Sprintf("Ev%d-%d", p, m), fmt.Sprint("D", p), "im", fmt.Sprint("U", p), fmt.Sprint("hello ", m), serveTS(p, m), "")
-				req, _ := http.NewRequest(http.MethodPost, s.base+"/slack/events", bytes.NewReader(body))
+				ev := body(p, m)
+				req, _ := http.NewRequest(http.MethodPost, s.base+"/slack/events", bytes.NewReader(ev))
 				now := strconv.FormatInt(time.Now().Unix(), 10)
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Slack-Request-Timestamp", now)
-				req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, now, body))
+				req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, now, ev))
 				t0 := time.Now()
 				if m == 0 {
 					first[p] = t0
@@ -201,21 +234,22 @@ func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveR
 		}()
 	}
 	wg.Wait()
-	// Every answer is a chat.postMessage (a top-level DM's answer is not
-	// streamed); the fake's call counter is cheap to poll, its posts are
-	// not, so they are counted once the calls are enough.
+	// Every answer is a chat.postMessage, or in the pane a stream
+	// (chat.startStream) while Tier 2 allows; the fake's call counters
+	// are cheap to poll, its posts are not, so they are counted once the
+	// calls are enough.
 	want := people * each
 	answered := func() int {
 		n := 0
 		for _, p := range sl.AllPosts() {
-			if strings.HasPrefix(p.Text, "You said: ") {
+			if isAnswer(p) {
 				n++
 			}
 		}
 		return n
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if sl.Calls("chat.postMessage") >= want && answered() >= want {
+		if sl.Calls("chat.postMessage")+sl.Calls("chat.startStream") >= want && answered() >= want {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -231,19 +265,25 @@ func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveR
 	}
 	r.updates, r.throttled = sl.Calls("chat.update"), sl.Throttled("reactions.add")
 	// Each person's first sign of life: the first reaction to their
-	// first message or the first post in their DM, whichever came first.
+	// first message, the first post in their DM or the pane's first
+	// status line, whichever came first.
 	shown := map[string]time.Time{}
 	for _, p := range sl.AllPosts() {
 		if t, ok := shown[p.Channel]; !ok || p.At.Before(t) {
 			shown[p.Channel] = p.At
 		}
-		if !strings.HasPrefix(p.Text, "You said: ") {
+		if !isAnswer(p) {
 			r.statusPosted++
 		}
 	}
 	for p := range people {
-		ch := fmt.Sprint("D", p)
+		ch := channel[p]
 		at, reacted := shown[ch], false
+		if pane {
+			if pn, _ := sl.AssistantThread(ch, thread[p]); len(pn.StatusAt) > 0 && (at.IsZero() || pn.StatusAt[0].Before(at)) {
+				at = pn.StatusAt[0]
+			}
+		}
 		for _, re := range sl.Reactions(ch) {
 			if re.TS == serveTS(p, 0) && (at.IsZero() || re.At.Before(at)) {
 				at, reacted = re.At, true
@@ -266,6 +306,11 @@ func measureServe(b *testing.B, onPostgres bool, people, each, past int) *serveR
 	}
 	b.Logf("status messages posted: %d; chat.update: %d; reactions: %d first signs of %d people", r.statusPosted, r.updates, r.reacted, people)
 	return r
+}
+
+// isAnswer reports whether p is an answer of the scripted model.
+func isAnswer(p slacktest.Posted) bool {
+	return strings.HasPrefix(p.Text, "You said: ") || strings.HasPrefix(p.Shown(), "You said: ")
 }
 
 // serveTS is person p's message m's ts.
