@@ -29,10 +29,10 @@ const ackTimeout = 5 * time.Second
 // a duplicate), and an ack after the commit is the earliest point where
 // the promise holds across a crash (the job is resumed at the next
 // start). It never delays Handle's answer to the webhook, nor waits for
-// a worker: the reaction is its own call outside the send queue (the
-// platform's fast lane, so that no backlog of answers delays it), the
-// status line goes first in its chat's lane (so that it cannot land after
-// the run's own status calls). A platform that refuses or limits the
+// a worker: the reaction or the status line is its own call outside the
+// send queue (the platform's fast lane, so that no backlog of other
+// chats' answers delays it); the run's first status call waits for the
+// line (signShown). A platform that refuses or limits the
 // call (an old Bot API server, a chat with reactions off, Slack's
 // reactions.add spent for the minute) shows no reaction: the decoration
 // is skipped, at once, and the answer is not delayed. Failures are
@@ -53,15 +53,44 @@ func (b *Bot) ack(in Incoming) {
 		}
 		return
 	}
-	q.s.Post(in.ChatID, "status", func(ctx context.Context) error {
+	// The line is set in the fast lane too, not behind other chats'
+	// calls; the run's own first status call waits for it (signShown),
+	// so that "reading" never lands after "working" or after the line is
+	// cleared.
+	key := in.ChatID + " " + in.ThreadID
+	done := make(chan struct{})
+	b.mu.Lock()
+	if b.signs == nil {
+		b.signs = map[string]chan struct{}{}
+	}
+	b.signs[key] = done
+	b.mu.Unlock()
+	go func() {
+		defer func() {
+			b.mu.Lock()
+			if b.signs[key] == done {
+				delete(b.signs, key)
+			}
+			b.mu.Unlock()
+			close(done)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+		defer cancel()
 		if err := ts.SetStatus(ctx, in.ChatID, in.ThreadID, statusReading); err != nil {
 			b.log.Debug("acknowledge message: no status line", slog.String("platform", in.Platform), slog.Any("err", err))
 			if a != nil {
-				go b.react(a, in)
+				b.react(a, in)
 			}
 		}
-		return nil
-	})
+	}()
+}
+
+// signShown returns what closes once the status line ack is setting in
+// chatID's thread threadID is set (or failed); nil when none is.
+func (b *Bot) signShown(chatID, threadID string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.signs[chatID+" "+threadID]
 }
 
 // react marks in with the platform's reaction.

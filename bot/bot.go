@@ -164,9 +164,12 @@ type Bot struct {
 	queues    map[string]*queuedPlatform
 	running   map[string]*activeRun // by thread
 	started   bool
-	noticed   map[string]bool         // threads told Config.Notice
-	timerFns  map[string]TimerHandler // by timer kind (HandleTimer)
-	stopped   bool
+	noticed   map[string]bool // threads told Config.Notice
+	// signs are the status lines being set at intake (ack), by chat and
+	// thread: closed once the call is done.
+	signs    map[string]chan struct{}
+	timerFns map[string]TimerHandler // by timer kind (HandleTimer)
+	stopped  bool
 	// timerPasses counts the RunTimers passes in progress (WaitIdle
 	// waits for them: a timer's post is queued only once it has run).
 	timerPasses atomic.Int32

@@ -39,6 +39,9 @@ type progress struct {
 	// the status message waits for the first note or quietStatus;
 	// posted: the status message was queued.
 	quiet, posted bool
+	// sign, when set, closes once the status line the intake is setting
+	// is set (see ack): the run's first line waits for it.
+	sign <-chan struct{}
 
 	kick chan struct{}
 	quit chan struct{}

@@ -300,6 +300,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	b.dropOrphan(ctx, q, r.ID, r.ChatID, r.ThreadID)
 	prog := newProgress(q, r, b.log)
 	prog.quiet = quiet
+	prog.sign = b.signShown(r.ChatID, r.ThreadID)
 	if first != "" { // "": no status message (autopilot posts only its answer)
 		prog.start(ctx, first)
 	}

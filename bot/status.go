@@ -81,6 +81,13 @@ func (pr *progress) startLine(first string) {
 	pr.mu.Unlock()
 	m := pr.r.outgoing("")
 	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
+		if pr.sign != nil {
+			// The intake's "reading" line first (ack).
+			select {
+			case <-pr.sign:
+			case <-ctx.Done():
+			}
+		}
 		err := pr.line.SetStatus(ctx, m.ChatID, m.ThreadID, statusWorking)
 		if err == nil {
 			return nil
