@@ -47,7 +47,7 @@ var (
 // bot in that DM (the 👀 reaction, a status message or the answer), p50
 // and p99, and the share of those that were the reaction (reactions.add
 // is Tier 3, about 50 a minute for the workspace: past that a message
-// gets none); PostgreSQL's round trips a message (the serve reaches it
+// gets none), with their own p99; PostgreSQL's round trips a message (the serve reaches it
 // through pgtest.Proxy, which counts them); bbolt's fdatasyncs a message
 // (the serve's tidybot_store_fsyncs_total on /metrics); the serve's CPU
 // a message (user + system, from /proc) and peak RSS; Slack's
@@ -82,6 +82,7 @@ type serveResult struct {
 	msgs, people, past      int
 	elapsed                 time.Duration
 	acks, signs             []time.Duration
+	reactions               []time.Duration // of the first signs that were 👀
 	reacted                 int
 	roundTrips, syncs       float64 // NaN where not measured
 	cpu                     time.Duration
@@ -90,7 +91,7 @@ type serveResult struct {
 	throttled, statusPosted int
 }
 
-const serveHeader = "| store | messages | people | past runs | msgs/s | ack p50 / p99 ms | first sign p50 / p99 ms | first signs that were 👀 | round trips/msg | fsyncs/msg | CPU ms/msg | peak RSS MiB | chat.update/msg |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+const serveHeader = "| store | messages | people | past runs | msgs/s | ack p50 / p99 ms | first sign p50 / p99 ms | first signs that were 👀 (their p99 ms) | round trips/msg | fsyncs/msg | CPU ms/msg | peak RSS MiB | chat.update/msg |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 
 func pct(d []time.Duration, p int) float64 {
 	if len(d) == 0 {
@@ -107,6 +108,9 @@ func (r *serveResult) report(b *testing.B) {
 	b.ReportMetric(pct(r.signs, 50), "sign-p50-ms")
 	b.ReportMetric(pct(r.signs, 99), "sign-p99-ms")
 	b.ReportMetric(float64(r.reacted)/float64(r.people), "signs-by-reaction")
+	if len(r.reactions) > 0 {
+		b.ReportMetric(pct(r.reactions, 99), "reaction-p99-ms")
+	}
 	if !math.IsNaN(r.roundTrips) {
 		b.ReportMetric(r.roundTrips/n, "round-trips/msg")
 	}
@@ -126,9 +130,9 @@ func (r *serveResult) row(store string) string {
 		}
 		return fmt.Sprintf("%.2f", v/n)
 	}
-	return fmt.Sprintf("| %s | %d | %d | %d | %.0f | %.1f / %.1f | %.0f / %.0f | %d of %d | %s | %s | %.2f | %.0f | %.2f |",
+	return fmt.Sprintf("| %s | %d | %d | %d | %.0f | %.1f / %.1f | %.0f / %.0f | %d of %d (%.0f) | %s | %s | %.2f | %.0f | %.2f |",
 		store, r.msgs, r.people, r.past, n/r.elapsed.Seconds(), pct(r.acks, 50), pct(r.acks, 99), pct(r.signs, 50), pct(r.signs, 99),
-		r.reacted, r.people, opt(r.roundTrips), opt(r.syncs), float64(r.cpu.Microseconds())/1000/n, r.rss, float64(r.updates)/n)
+		r.reacted, r.people, pct(r.reactions, 99), opt(r.roundTrips), opt(r.syncs), float64(r.cpu.Microseconds())/1000/n, r.rss, float64(r.updates)/n)
 }
 
 // measureServe runs BenchmarkServe's measurement once.
@@ -295,12 +299,14 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 		}
 		if reacted {
 			r.reacted++
+			r.reactions = append(r.reactions, at.Sub(first[p]))
 		}
 		r.signs = append(r.signs, at.Sub(first[p]))
 	}
 	r.acks = acks
 	slices.Sort(r.acks)
 	slices.Sort(r.signs)
+	slices.Sort(r.reactions)
 	if r.throttled > 0 {
 		b.Errorf("the fake Slack answered 429 to %d reactions.add: the adapter's lane should have held them back", r.throttled)
 	}
