@@ -52,8 +52,8 @@ var (
 // (the serve's tidybot_store_fsyncs_total on /metrics); the serve's CPU
 // a message (user + system, from /proc) and peak RSS; Slack's
 // chat.update calls a message. Each is counted from the serve's start
-// (after its start-up) to the last answer. A Markdown table row per run
-// is printed too.
+// (after its start-up) to the last answer. A Markdown table of every run
+// is printed at the end.
 //
 // With -serve-past N, each person's conversation has N past runs (and
 // their messages) stored before serve starts, to compare the cost of a
@@ -63,18 +63,21 @@ var (
 //	go test ./cmd/tidybot -run '^$' -bench 'Serve$' -benchtime 1x -args -serve-people 2000
 //	go test ./cmd/tidybot -run '^$' -bench 'Serve$' -benchtime 1x -args -serve-people 20 -serve-past 10000
 func BenchmarkServe(b *testing.B) {
-	fmt.Println(serveHeader)
+	var rows []string
 	for _, surface := range strings.Split(*serveSurfaces, ",") {
 		for _, st := range strings.Split(*serveStores, ",") {
 			b.Run(st+"-"+surface, func(b *testing.B) {
 				for range b.N {
 					r := measureServe(b, st == "postgres", surface == "pane", *servePeople, *serveEach, *servePast)
 					r.report(b)
-					fmt.Println(r.row(st + ", " + surface))
+					rows = append(rows, r.row(st+", "+surface))
 				}
 			})
 		}
 	}
+	// The table once every case has run (the lines go between the
+	// benchmark's own, each on a line of its own).
+	fmt.Printf("\n%s\n%s\n\n", serveHeader, strings.Join(rows, "\n"))
 }
 
 // serveResult is one BenchmarkServe run.
@@ -122,6 +125,14 @@ func (r *serveResult) report(b *testing.B) {
 	b.ReportMetric(float64(r.updates)/n, "chat.update/msg")
 }
 
+// ms is v in whole milliseconds, "–" for NaN.
+func ms(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
 func (r *serveResult) row(store string) string {
 	n := float64(r.msgs)
 	opt := func(v float64) string {
@@ -130,9 +141,9 @@ func (r *serveResult) row(store string) string {
 		}
 		return fmt.Sprintf("%.2f", v/n)
 	}
-	return fmt.Sprintf("| %s | %d | %d | %d | %.0f | %.1f / %.1f | %.0f / %.0f | %d of %d (%.0f) | %s | %s | %.2f | %.0f | %.2f |",
+	return fmt.Sprintf("| %s | %d | %d | %d | %.0f | %.1f / %.1f | %.0f / %.0f | %d of %d (%s) | %s | %s | %.2f | %.0f | %.2f |",
 		store, r.msgs, r.people, r.past, n/r.elapsed.Seconds(), pct(r.acks, 50), pct(r.acks, 99), pct(r.signs, 50), pct(r.signs, 99),
-		r.reacted, r.people, pct(r.reactions, 99), opt(r.roundTrips), opt(r.syncs), float64(r.cpu.Microseconds())/1000/n, r.rss, float64(r.updates)/n)
+		r.reacted, r.people, ms(pct(r.reactions, 99)), opt(r.roundTrips), opt(r.syncs), float64(r.cpu.Microseconds())/1000/n, r.rss, float64(r.updates)/n)
 }
 
 // measureServe runs BenchmarkServe's measurement once.
@@ -264,6 +275,7 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 	r.cpu, r.rss = cpuTime(s.pid)-cpu0, peakRSS(s.pid)
 	if onPostgres {
 		r.roundTrips = float64(proxy.RoundTrips())
+		logStatements(b, proxy.Statements(), r.msgs)
 	} else {
 		r.syncs = scrapeMetric(b, metrics, "tidybot_store_fsyncs_total") - syncs0
 	}
@@ -317,6 +329,24 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 // isAnswer reports whether p is an answer of the scripted model.
 func isAnswer(p slacktest.Posted) bool {
 	return strings.HasPrefix(p.Text, "You said: ") || strings.HasPrefix(p.Shown(), "You said: ")
+}
+
+// logStatements logs the round trips a message cost by the statement
+// that began them, the most first (the top 12).
+func logStatements(b *testing.B, stmts map[string]int64, msgs int) {
+	keys := make([]string, 0, len(stmts))
+	for k := range stmts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int { return int(stmts[y] - stmts[x]) })
+	var sb strings.Builder
+	for i, k := range keys {
+		if i == 12 {
+			break
+		}
+		fmt.Fprintf(&sb, "\n  %.2f  %s", float64(stmts[k])/float64(msgs), k)
+	}
+	b.Logf("PostgreSQL round trips a message by the statement that began them:%s", sb.String())
 }
 
 // serveTS is person p's message m's ts.
