@@ -26,9 +26,9 @@ import (
 var (
 	serveStores   = flag.String("serve-stores", "bbolt,postgres", "BenchmarkServe: the stores to measure, in turn")
 	serveSurfaces = flag.String("serve-surfaces", "dm,pane", "BenchmarkServe: where people write: dm (top-level DMs), pane (the assistant pane's threads)")
-	servePeople = flag.Int("serve-people", 200, "BenchmarkServe: people writing at once, each in their own DM")
-	serveEach   = flag.Int("serve-each", 10, "BenchmarkServe: messages of each person, in order")
-	servePast   = flag.Int("serve-past", 0, "BenchmarkServe: past runs stored in each person's conversation before the measured messages")
+	servePeople   = flag.Int("serve-people", 200, "BenchmarkServe: people writing at once, each in their own DM")
+	serveEach     = flag.Int("serve-each", 10, "BenchmarkServe: messages of each person, in order")
+	servePast     = flag.Int("serve-past", 0, "BenchmarkServe: past runs stored in each person's conversation before the measured messages")
 )
 
 // BenchmarkServe is issue 36's measurement, for bbolt and PostgreSQL
