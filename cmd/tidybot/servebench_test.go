@@ -29,12 +29,13 @@ var (
 	servePeople   = flag.Int("serve-people", 200, "BenchmarkServe: people writing at once, each in their own DM")
 	serveEach     = flag.Int("serve-each", 10, "BenchmarkServe: messages of each person, in order")
 	servePast     = flag.Int("serve-past", 0, "BenchmarkServe: past runs stored in each person's conversation before the measured messages")
+	serveWorkers  = flag.Int("serve-workers", 4, "BenchmarkServe: the serve's TIDYBOT_WORKERS (4 is its default)")
 )
 
 // BenchmarkServe is issue 36's measurement, for bbolt and PostgreSQL
 // side by side in one run: people (-serve-people, 200) each send their
 // messages (-serve-each, 10) as signed Slack DMs to `tidybot serve` (the
-// built binary, its own process, 4 workers), each message POSTed once
+// built binary, its own process, 4 workers: -serve-workers), each message POSTed once
 // the previous was acknowledged, so that up to one message per person is
 // in flight; the fake model answers each at once ("You said: …", one
 // model call), the fake Slack keeps Slack's rate limits (slacktest,
@@ -173,7 +174,7 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 	}
 	metrics := freeAddr(b)
 	s := startServeProcess(b, e, "SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
-		"TIDYBOT_ALLOWED_USERS="+strings.Join(allowed, ","), "TIDYBOT_WORKERS=4", "TIDYBOT_DATABASE_URL="+dbURL, "TIDYBOT_METRICS_ADDR="+metrics,
+		"TIDYBOT_ALLOWED_USERS="+strings.Join(allowed, ","), "TIDYBOT_WORKERS="+strconv.Itoa(*serveWorkers), "TIDYBOT_DATABASE_URL="+dbURL, "TIDYBOT_METRICS_ADDR="+metrics,
 		"TIDYBOT_CPU_PROFILE="+os.Getenv("TIDYBOT_BENCH_CPU_PROFILE"), "TIDYBOT_TRACE="+os.Getenv("TIDYBOT_BENCH_TRACE"))
 	defer s.stop()
 	// Each person's DM; in the pane, the thread they opened there.
