@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -108,6 +109,9 @@ type Home struct {
 	Notice string
 	// Settings are the person's settings with their controls.
 	Settings []HomeSetting
+	// Filings are autopilot's last filings that can be undone, newest
+	// first (lastFilings), each with its Undo.
+	Filings []HomeFiling
 	// Typed says how to change a setting that has no button.
 	Typed string
 	// Account is the connected Todoist account in team mode; nil
@@ -122,6 +126,15 @@ type HomeSetting struct {
 	Label, Value string
 	// Buttons set it with one press; their Data is a HomePrefix press.
 	Buttons []Button
+}
+
+// HomeFiling is one of autopilot's last filings on the Home.
+type HomeFiling struct {
+	// Text says when and what autopilot filed, as its message said.
+	Text string
+	// Undo reverts it: the chat's Undo of the run (undoButtonPrefix)
+	// behind HomePrefix, so that a press goes to the same undo.
+	Undo Button
 }
 
 // HomeAccount is the person's Todoist connection (team mode).
@@ -141,7 +154,8 @@ type HomePublisher interface {
 }
 
 // HomePrefix starts the data of the Home's buttons: "home:set:NAME:VALUE"
-// applies /settings NAME VALUE; "home:disconnect" is /disconnect.
+// applies /settings NAME VALUE; "home:disconnect" is /disconnect;
+// "home:u:RUN" is the Undo of an autopilot filing.
 const HomePrefix = "home:"
 
 const (
@@ -165,6 +179,16 @@ func (b *Bot) OpenHome(ctx context.Context, platform, userID, teamID string) err
 func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 	if dup, err := b.seen(ctx, in); err != nil || dup {
 		return err
+	}
+	if runID, ok := undoButton(in.Button); ok && strings.HasPrefix(in.Button, HomePrefix) {
+		// The chat's Undo, pressed on the Home: the same undo, answered
+		// on the Home (answerButtonLater). The press is marked seen
+		// above: its job is this press's.
+		in.EventID = ""
+		if !b.homeConnected(ctx, in) {
+			return b.publishHome(ctx, in, "No Todoist is connected for you: there is nothing I can undo.")
+		}
+		return b.pressUndo(ctx, in, runID)
 	}
 	var said string
 	switch {
@@ -262,12 +286,84 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 	if b.cfg.Accounts != nil {
 		h.Account = b.homeAccount(ctx, in)
 	}
+	if h.Account == nil || h.Account.Connected {
+		fs, err := b.lastFilings(ctx, in.Platform, in.UserID, ps)
+		if err != nil {
+			return Home{}, err
+		}
+		for _, f := range fs {
+			h.Filings = append(h.Filings, HomeFiling{Text: f.Text, Undo: Button{Label: "↩️ Undo", Data: HomePrefix + undoButtonPrefix + f.RunID}})
+		}
+	}
 	day := b.personUsage(ctx, in.Platform, in.UserID, b.cfg.Now())
 	h.Usage = fmt.Sprintf("Today you used %s.", plural(day, "model token"))
 	if b.cfg.UserDailyTokens > 0 {
 		h.Usage = fmt.Sprintf("Today you used %d of your %d model tokens.", day, b.cfg.UserDailyTokens)
 	}
 	return h, nil
+}
+
+// homeConnected reports whether in's person has a Todoist to undo in:
+// always outside team mode.
+func (b *Bot) homeConnected(ctx context.Context, in Incoming) bool {
+	if b.cfg.Accounts == nil {
+		return true
+	}
+	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
+	return err == nil
+}
+
+// Filing is one of autopilot's filings that can be undone.
+type Filing struct {
+	// RunID is the autopilot run that filed.
+	RunID string
+	// Text says when and what it filed: its message, after the time.
+	Text string
+}
+
+const (
+	// shownFilings bounds the filings the settings show: with two
+	// blocks each, well within a Home's 100 blocks.
+	shownFilings = 5
+	// filingRuns bounds the runs of the conversation read for them,
+	// newest first (a person's DM holds thousands).
+	filingRuns = 200
+)
+
+// lastFilings are the person's last autopilot filings (up to
+// shownFilings, newest first): autopilot runs of their conversation
+// that ended, are not undone, and wrote something Undo can revert
+// (undoable, as for the Undo under their message). Whether
+// a press may undo one now (a later run changed things since) is undo's
+// to say, as for the chat's Undo.
+func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps PersonSettings) ([]Filing, error) {
+	if ps.Conversation == "" {
+		return nil, nil
+	}
+	runs, err := b.store.ThreadRuns(ctx, ps.Conversation)
+	if err != nil {
+		return nil, fmt.Errorf("bot: list runs of %s: %w", ps.Conversation, err)
+	}
+	loc := time.UTC
+	if l, err := time.LoadLocation(ps.TimeZone); err == nil && ps.TimeZone != "" {
+		loc = l
+	}
+	var out []Filing
+	for i, read := len(runs)-1, 0; i >= 0 && read < filingRuns && len(out) < shownFilings; i, read = i-1, read+1 {
+		r := runs[i]
+		if !r.Autopilot || r.Platform != platform || r.UserID != userID || r.Undone || !r.Status.Final() {
+			continue
+		}
+		entries, err := b.store.RunAudit(ctx, r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		}
+		if !undoable(appliedOf(entries)) {
+			continue
+		}
+		out = append(out, Filing{RunID: r.ID, Text: r.Created.In(loc).Format("Mon 2 Jan 15:04 MST") + ": " + strings.TrimPrefix(r.Answer, "🤖 ")})
+	}
+	return out, nil
 }
 
 // homeAccount is the person's Todoist connection (team mode).

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -86,7 +87,16 @@ func (b *Bot) unknownPress(ctx context.Context, in Incoming) error {
 }
 
 // answerButtonLater queues the answer to a button press without waiting.
-func (b *Bot) answerButtonLater(_ context.Context, in Incoming, text string) {
+// A press on the Home (HomePrefix) is answered on the Home: it is
+// published again with text as its notice, before the press's job can
+// publish its own.
+func (b *Bot) answerButtonLater(ctx context.Context, in Incoming, text string) {
+	if strings.HasPrefix(in.Button, HomePrefix) {
+		if err := b.publishHome(ctx, in, text); err != nil {
+			b.log.Warn("answer a press on the Home", slog.String("platform", in.Platform), slog.String("user_id", in.UserID), slog.Any("err", err))
+		}
+		return
+	}
 	if q := b.queue(in.Platform); q != nil {
 		q.answerLater(in.ButtonRef, text)
 	}

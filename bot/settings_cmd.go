@@ -244,9 +244,34 @@ func (b *Bot) settingsView(ctx context.Context, platform, userID string, ps Pers
 			}
 		}
 		fmt.Fprintf(&sb, "• %s: %s\n", row.label, value)
+		if row.name == "autopilot" {
+			sb.WriteString(b.filingLines(ctx, platform, userID, ps))
+		}
 	}
 	row, usage := b.modelLine(ps, b.commandName(platform, "settings"))
 	sb.WriteString(row + "\n" + fmt.Sprintf(settingsUsage, b.commandName(platform, "settings")) + usage)
+	return sb.String()
+}
+
+// filingLines are autopilot's last filings (lastFilings, as Slack's
+// Home shows them) under its setting, and where each is undone: its
+// message's Undo (the Home has one per filing too; this message does
+// not, as the Undo of a message reverts that message's run). "" for
+// none.
+func (b *Bot) filingLines(ctx context.Context, platform, userID string, ps PersonSettings) string {
+	fs, err := b.lastFilings(ctx, platform, userID, ps)
+	if err != nil {
+		b.log.Warn("read autopilot's last filings", slog.String("platform", platform), slog.String("user_id", userID), slog.Any("err", err))
+		return ""
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("  Its last filings (↩️ Undo under a filing's message puts it back):\n")
+	for _, f := range fs {
+		sb.WriteString("  ◦ " + strings.ReplaceAll(f.Text, "\n", "\n    ") + "\n")
+	}
 	return sb.String()
 }
 

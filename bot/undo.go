@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,16 +36,14 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 			text = "A later run changed things since; " + b.commandName(in.Platform, "undo") + " reverts the latest run first."
 		}
 		b.send(ctx, in.Platform, reply(in, text))
+		b.undoneOnHome(ctx, in, text)
 		return nil
 	}
 	if r == nil {
 		b.send(ctx, in.Platform, reply(in, "There is nothing to undo here."))
 		return nil
 	}
-	journal := make([]agent.Applied, len(entries))
-	for i, e := range entries {
-		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
-	}
+	journal := appliedOf(entries)
 	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
@@ -95,7 +94,20 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 		b.dropUndoButton(ctx, in, r)
 	}
 	b.deliver(ctx, ob)
+	b.undoneOnHome(ctx, in, ob.Msg.Text)
 	return nil
+}
+
+// undoneOnHome publishes the Home again after an Undo pressed there,
+// saying what the undo did (the report also went to the conversation).
+// A failure is logged: the undo is done.
+func (b *Bot) undoneOnHome(ctx context.Context, in Incoming, said string) {
+	if !strings.HasPrefix(in.Button, HomePrefix) {
+		return
+	}
+	if err := b.publishHome(ctx, in, said); err != nil {
+		b.log.Warn("publish the Home after an undo", slog.String("platform", in.Platform), slog.String("user_id", in.UserID), slog.Any("err", err))
+	}
 }
 
 // lastWrites finds the conversation's latest run that changed something
@@ -136,23 +148,35 @@ func (b *Bot) runCreated(ctx context.Context, id string) time.Time {
 const undoButtonPrefix = "u:"
 
 // withUndo adds the Undo button to a run's last message when the run
-// changed something that can be undone (a deleted task cannot).
+// changed something that can be undone (undoable).
 func withUndo(m Outgoing, r *Run, tr *agent.Transcript) Outgoing {
-	if tr == nil {
+	if tr == nil || !undoable(tr.Journal) {
 		return m
 	}
-	for _, a := range tr.Journal {
-		if len(a.Inverse) > 0 {
-			m.Buttons = append(m.Buttons, Button{Label: "↩️ Undo", Data: undoButtonPrefix + r.ID, Command: "undo"})
-			return m
-		}
-	}
+	m.Buttons = append(m.Buttons, Button{Label: "↩️ Undo", Data: undoButtonPrefix + r.ID, Command: "undo"})
 	return m
 }
 
-// undoButton reads an Undo button's run id.
+// undoable reports whether a run's journal holds a change Undo can
+// revert (a deleted task cannot be): the runs that get an Undo, under
+// their message and on the Home (lastFilings).
+func undoable(journal []agent.Applied) bool {
+	return slices.ContainsFunc(journal, func(a agent.Applied) bool { return len(a.Inverse) > 0 })
+}
+
+// appliedOf is a run's stored journal as the agent's Undo takes it.
+func appliedOf(entries []AuditEntry) []agent.Applied {
+	journal := make([]agent.Applied, len(entries))
+	for i, e := range entries {
+		journal[i] = agent.Applied{Write: e.Write, Inverse: e.Inverse, Summary: e.Summary}
+	}
+	return journal
+}
+
+// undoButton reads an Undo button's run id: the chat's, or the same
+// behind HomePrefix (an autopilot filing's on the Home).
 func undoButton(data string) (runID string, ok bool) {
-	runID, ok = strings.CutPrefix(data, undoButtonPrefix)
+	runID, ok = strings.CutPrefix(strings.TrimPrefix(data, HomePrefix), undoButtonPrefix)
 	return runID, ok && runID != ""
 }
 

@@ -65,7 +65,8 @@ func (a *Adapter) PublishHome(ctx context.Context, userID string, h bot.Home) er
 }
 
 // homeBlocks draws h as Block Kit: a header, the notice, one section per
-// setting with its buttons, the account and the day's usage.
+// setting with its buttons, autopilot's last filings each with its Undo,
+// the account and the day's usage.
 func homeBlocks(h bot.Home) []slack.Block {
 	text := func(s string) *slack.TextBlockObject {
 		return slack.NewTextBlockObject(slack.PlainTextType, clip(s, maxText), false, false)
@@ -96,6 +97,12 @@ func homeBlocks(h bot.Home) []slack.Block {
 	}
 	if h.Typed != "" {
 		out = append(out, slack.NewContextBlock("", text(h.Typed)))
+	}
+	if len(h.Filings) > 0 {
+		out = append(out, slack.NewDividerBlock(), slack.NewSectionBlock(text("Autopilot's last filings (Undo puts a filing back as it was):"), nil, nil))
+		for i, f := range h.Filings {
+			out = append(out, slack.NewSectionBlock(text(f.Text), nil, nil), buttons("home_filing_"+strconv.Itoa(i), []bot.Button{f.Undo}))
+		}
 	}
 	if acc := h.Account; acc != nil {
 		out = append(out, slack.NewDividerBlock(), slack.NewSectionBlock(text("Todoist: "+acc.Text), nil, nil))

@@ -3,6 +3,8 @@ package slack_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +87,18 @@ func TestHomeKeepsBlockKitLimits(t *testing.T) {
 	got, ok := srv.HomeOf("U1")
 	if !ok || len(got.Sections) == 0 || len(got.Labels) == 0 {
 		t.Fatalf("published %+v", got)
+	}
+	// Autopilot's filings, long ones, each with its Undo.
+	h = bot.Home{Allowed: true, Settings: h.Settings[:5]}
+	for i := range 5 {
+		h.Filings = append(h.Filings, bot.HomeFiling{Text: strings.Repeat("f", 5000), Undo: bot.Button{Label: "↩️ Undo", Data: bot.HomePrefix + "u:R" + strconv.Itoa(i)}})
+	}
+	if err := a.PublishHome(t.Context(), "U2", h); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = srv.HomeOf("U2")
+	if !slices.Contains(got.Buttons, bot.HomePrefix+"u:R4") || !strings.Contains(got.Shown(), "Autopilot's last filings") {
+		t.Errorf("the filings' Undo not drawn: %q", got.Buttons)
 	}
 }
 

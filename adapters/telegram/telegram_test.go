@@ -490,3 +490,29 @@ func TestFakeRefusesBadCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupLimitGoesToTheQueue: Telegram's limit of 20 messages a minute
+// to one group, as the fake enforces it, reaches the bot's send queue as
+// a bot.RateLimited with the wait Telegram gave (up to the minute), not
+// waited out here; a private chat and another group are not held back.
+func TestGroupLimitGoesToTheQueue(t *testing.T) {
+	a, srv := newAdapter(t, "")
+	for i := range 20 {
+		if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: "-1001", Text: "hi"}); err != nil {
+			t.Fatalf("message %d to the group: %v", i+1, err)
+		}
+	}
+	_, err := a.Send(t.Context(), bot.Outgoing{ChatID: "-1001", Text: "one too many"})
+	var rl bot.RateLimited
+	if !errors.As(err, &rl) || rl.RetryAfter() < 50*time.Second || rl.RetryAfter() > time.Minute || srv.Throttled() != 1 {
+		t.Fatalf("the 21st message of the minute to a group: %v (throttled %d), want a bot.RateLimited of about a minute", err, srv.Throttled())
+	}
+	if n := len(srv.Messages(-1001)); n != 20 {
+		t.Errorf("%d messages in the group, want 20", n)
+	}
+	for _, chat := range []string{"42", "-1002"} {
+		if _, err := a.Send(t.Context(), bot.Outgoing{ChatID: chat, Text: "hi"}); err != nil {
+			t.Errorf("a message to %s while the group is over its limit: %v", chat, err)
+		}
+	}
+}

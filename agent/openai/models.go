@@ -26,8 +26,12 @@ type ModelInfo struct {
 	// is announced.
 	ShutdownDate time.Time
 	// Replacement is the replacement OpenAI's deprecations page names
-	// for the model, "" when it names none.
+	// for the model, or, when Chosen, the one tidybot chose; "" for
+	// none.
 	Replacement string
+	// Chosen says that Replacement is tidybot's choice (chosen), not a
+	// name read on the deprecations page.
+	Chosen bool
 }
 
 // ErrUnknownModel is wrapped by LookUp's error for a model the server
@@ -55,6 +59,32 @@ var replacements = map[string]string{
 	"gpt-4o-mini": "gpt-6-luna", "gpt-4o-mini-2024-07-18": "gpt-6-luna",
 	"gpt-4.1": "gpt-6-luna", "gpt-4.1-2025-04-14": "gpt-6-luna",
 	"gpt-4.1-mini": "gpt-6-luna", "gpt-4.1-mini-2025-04-14": "gpt-6-luna",
+}
+
+// chosen are replacements tidybot chose where the deprecations page, as
+// far as it could be read, names none for a model that has a shutdown
+// date: the nearest current model among gpt-6-luna, gpt-6-sol,
+// gpt-6-astra and gpt-6.1-sol, by the page's own pattern for the
+// generation before (gpt-5 → gpt-6.1-sol, gpt-5-nano → gpt-6-luna).
+// docs/models.md says, model by model, what the sources say and why.
+// The messages call them a suggestion, never OpenAI's.
+var chosen = map[string]string{
+	// Shut down 2027-04-01 (the date GET /models gives; third-party
+	// trackers copying the page agree). The page's row for them could
+	// not be read.
+	"gpt-5.1":       "gpt-6.1-sol", // the flagship of its day → today's
+	"gpt-5.3-codex": "gpt-6.1-sol", // a Codex variant → the flagship (the page's 2026-04-22 table sent gpt-5-codex to the flagship gpt-5.4)
+	"gpt-5.4-nano":  "gpt-6-luna",  // the nano tier → luna (EveryAlt 1.1.1's notes call gpt-6-luna "OpenAI's recommended replacement")
+}
+
+// replacementOf is the replacement of model: the page's, else
+// tidybot's choice (chosen set).
+func replacementOf(model string) (name string, isChosen bool) {
+	if r, ok := replacements[model]; ok {
+		return r, false
+	}
+	r, ok := chosen[model]
+	return r, ok
 }
 
 // LookUp asks the server about the configured model (GET
@@ -128,7 +158,7 @@ func (c *Client) LookUp(ctx context.Context) (ModelInfo, error) {
 	if m.ShutdownDate != nil && *m.ShutdownDate != "" {
 		if d, err := time.Parse(time.DateOnly, *m.ShutdownDate); err == nil {
 			info.ShutdownDate = d
-			info.Replacement = replacements[c.model]
+			info.Replacement, info.Chosen = replacementOf(c.model)
 		}
 	}
 	return info, nil

@@ -278,8 +278,16 @@ func TestLookUp(t *testing.T) {
 	for model, want := range map[string]string{"gpt-5-nano": "gpt-6-luna", "gpt-4o-2024-11-20": "gpt-6-luna", "gpt-5-mini-2025-08-07": "gpt-6.1-terra",
 		"o3": "gpt-6.1-sol", "gpt-5-pro": "", "gpt-6-luna": ""} {
 		info, err := openai.New(openai.Config{BaseURL: all.URL, Model: model}, all.Client()).LookUp(t.Context())
-		if err != nil || info.Replacement != want || info.ShutdownDate.IsZero() != (openaitest.Deprecations[model] == "") {
+		if err != nil || info.Replacement != want || info.Chosen || info.ShutdownDate.IsZero() != (openaitest.Deprecations[model] == "") {
 			t.Errorf("%s: %+v, %v; want replacement %q", model, info, err, want)
+		}
+	}
+	// The 2027-04-01 shutdowns, whose row on the page could not be read:
+	// the replacement tidybot chose, marked as its choice.
+	for model, want := range map[string]string{"gpt-5.1": "gpt-6.1-sol", "gpt-5.3-codex": "gpt-6.1-sol", "gpt-5.4-nano": "gpt-6-luna"} {
+		info, err := openai.New(openai.Config{BaseURL: all.URL, Model: model}, all.Client()).LookUp(t.Context())
+		if err != nil || info.Replacement != want || !info.Chosen || !info.ShutdownDate.Equal(time.Date(2027, 4, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Errorf("%s: %+v, %v; want the chosen replacement %q", model, info, err, want)
 		}
 	}
 	_, err = look("gpt-7-nova")

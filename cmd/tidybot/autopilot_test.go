@@ -24,7 +24,8 @@ import (
 // fake Todoist, the fake model) on a settable clock, with autopilot
 // turned on by /settings a task added to the inbox is filed when the
 // person's autopilot timer is next due (TIDYBOT_AUTOPILOT_INTERVAL) and
-// announced with Undo and Stop autopilot; Undo restores it; Stop
+// announced with Undo and Stop autopilot; /settings lists the filing
+// until Undo restores it; Stop
 // autopilot stops it and deletes the timer. A task added while serve
 // was down is filed at the next start: the timer is in the store.
 func TestServeAutopilotOnTelegram(t *testing.T) {
@@ -89,8 +90,21 @@ func TestServeAutopilotOnTelegram(t *testing.T) {
 		t.Errorf("%d timers ran a minute after the start, want the autopilot's", n)
 	}
 
+	// /settings lists the filing under autopilot, as Slack's Home does.
+	tg.PushText(42, 42, "/settings")
+	waitFor(t, "the settings with the filing", func() bool {
+		s := lastText(tg, 42)
+		return strings.Contains(s, "Your settings:") && strings.Contains(s, "Its last filings") && strings.Contains(s, "“Buy milk” → Groceries")
+	})
+
 	tg.PushCallback(42, 42, ann.MessageID, ann.Buttons[0])
 	waitFor(t, "the undo", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == e.todo.InboxID() })
+	waitFor(t, "the undo's report", func() bool { return strings.HasPrefix(lastText(tg, 42), "↩️ Undid") })
+	tg.PushText(42, 42, "/settings")
+	waitFor(t, "the settings after the undo", func() bool { return strings.Contains(lastText(tg, 42), "Your settings:") })
+	if s := lastText(tg, 42); strings.Contains(s, "Its last filings") {
+		t.Errorf("/settings still lists an undone filing:\n%s", s)
+	}
 
 	tg.PushCallback(42, 42, ann.MessageID, ann.Buttons[1])
 	waitFor(t, "autopilot off", func() bool { ps, _ := b.Settings(t.Context(), "telegram", "42"); return !ps.Autopilot })

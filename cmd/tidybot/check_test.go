@@ -125,6 +125,11 @@ func TestCheckFailures(t *testing.T) {
 				e.withModel(t, "gpt-4.1-mini", openaitest.WithModels(openaitest.Model{ID: "gpt-4.1-mini", ShutdownDate: "2027-01-14"}))
 			},
 			want: ": served, but shuts down on 14 January 2027; OpenAI recommends gpt-6-luna: set OPENAI_MODEL to a model that will still be served"},
+		{name: "model shutting down, replacement chosen", part: "model",
+			setup: func(t *testing.T, e *checkEnv) {
+				e.withModel(t, "gpt-5.4-nano", openaitest.WithModels(openaitest.Model{ID: "gpt-5.4-nano", ShutdownDate: "2027-04-01"}))
+			},
+			want: ": served, but shuts down on 1 April 2027; the nearest current model is gpt-6-luna (OpenAI names no replacement tidybot could confirm): set OPENAI_MODEL to a model that will still be served"},
 		{name: "todoist token rejected", part: "Todoist", wantFail: true, secret: "not-the-token",
 			setup: func(t *testing.T, e *checkEnv) { e.cfg.TodoistToken = "not-the-token" },
 			want:  "FAIL Todoist rejected the token: check TODOIST_TOKEN (Todoist → Settings → Integrations → Developer)"},

@@ -375,3 +375,34 @@ pull) echo 'Error response from daemon: Get "https://registry-1.docker.io/v2/": 
 		t.Errorf("without a daemon: skip %q", why)
 	}
 }
+
+// TestExamplesNameRealModels: every GPT-6 model the deploy files and
+// the docs name is one OpenAI serves (its models page lists gpt-6-luna,
+// gpt-6-sol, gpt-6-astra and gpt-6.1-sol; the deprecations page names
+// gpt-6.1-terra as a replacement), so that an operator who copies an
+// example gets a model that exists (issue 38, item 6: there is no
+// gpt-6-luna-mini).
+func TestExamplesNameRealModels(t *testing.T) {
+	real := map[string]bool{"gpt-6-luna": true, "gpt-6-sol": true, "gpt-6-astra": true, "gpt-6.1-sol": true, "gpt-6.1-terra": true}
+	files := []string{"README.md", "deploy/tidybot.env.example"}
+	for _, dir := range []string{"docs", "deploy"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".png") {
+				rel, _ := filepath.Rel(root, path)
+				files = append(files, rel)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := regexp.MustCompile(`gpt-6(\.\d+)?(-[a-z]+)+`)
+	for _, f := range files {
+		for _, m := range model.FindAllString(readRepoFile(t, f), -1) {
+			if !real[m] {
+				t.Errorf("%s names %s, not an OpenAI model", f, m)
+			}
+		}
+	}
+}

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // TestSlackHomeShowsAndChangesSettings: opening the App Home tab
@@ -117,4 +124,188 @@ func TestSlackHomeOverSocketMode(t *testing.T) {
 		h, _ := sl.HomeOf("U1")
 		return h.Publishes == 2 && slices.Contains(h.Sections, "Morning digest: 08:00") && strings.Contains(h.Shown(), "Morning digest at 08:00.")
 	})
+}
+
+// TestSlackHomeUndoesAnAutopilotFiling: through serve against the fake
+// Slack, Todoist and model, an autopilot run files a task; the person's
+// Home shows that filing with an Undo; a press of it from another
+// person's Home view undoes nothing (the run is not theirs) and tells
+// them so on their own Home; the owner's press goes through the chat's
+// undo (the report is posted in their DM), puts the task back in the
+// fake Todoist's inbox, and the Home is published again without the
+// filing, saying what was undone.
+func TestSlackHomeUndoesAnAutopilotFiling(t *testing.T) {
+	e := newEnv(t)
+	groceries := e.todo.AddProject(todoisttest.Project{Name: "Groceries"})
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1", "slack:U2"}
+	e.cfg.AutopilotInterval = time.Minute
+	clk := &testClock{now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+	b, _ := serveClocked(t, e, clk)
+	base := "http://" + e.cfg.HTTPAddr
+	press := func(presser, owner, value string) {
+		t.Helper()
+		form, err := sl.HomePressAs(presser, owner, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+			t.Fatalf("press: %d", code)
+		}
+	}
+	open := func(user string) {
+		t.Helper()
+		if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened(user), slackSecret); code != 200 {
+			t.Fatalf("app_home_opened: %d", code)
+		}
+	}
+
+	dm := sl.IM("U1")
+	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev1", dm, "im", "U1", "/settings autopilot on", "1.1", ""), slackSecret); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "autopilot on", func() bool { return strings.Contains(lastPost(sl, dm).Text, "Autopilot is on") })
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b) // the first look
+	milk := e.todo.AddTask(todoisttest.Task{Content: "Buy milk"})
+	clk.Set(clk.Now().Add(time.Minute))
+	runTimers(t, b)
+	waitFor(t, "milk filed", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == groceries.ID })
+	waitFor(t, "autopilot's message", func() bool { return strings.HasPrefix(lastPost(sl, dm).Text, "🤖 Filed 1 new task") })
+
+	open("U1")
+	home, _ := sl.HomeOf("U1")
+	var undo string
+	for _, v := range home.Buttons {
+		if strings.HasPrefix(v, "home:u:") {
+			undo = v
+		}
+	}
+	if undo == "" || !strings.Contains(home.Shown(), "“Buy milk” → Groceries") || !strings.Contains(home.Shown(), "Autopilot's last filings") {
+		t.Fatalf("the Home shows no filing with an Undo:\n%s\n%q", home.Shown(), home.Buttons)
+	}
+
+	// U2 presses U1's Undo from their own Home view: nothing is undone.
+	open("U2")
+	press("U2", "U1", undo)
+	waitFor(t, "U2's Home says why", func() bool {
+		h, _ := sl.HomeOf("U2")
+		return strings.Contains(h.Shown(), "Only the person who asked can undo this.")
+	})
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.todo.Task(milk.ID); got.ProjectID != groceries.ID {
+		t.Fatalf("another person's press undid the filing: milk in %s", got.ProjectID)
+	}
+	if h, _ := sl.HomeOf("U1"); h.Publishes != home.Publishes || !slices.Contains(h.Buttons, undo) {
+		t.Errorf("U1's Home changed on U2's press: %+v", h)
+	}
+
+	// U1 presses it: the filing is undone as /undo does.
+	form, err := sl.HomePress("U1", undo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press: %d", code)
+	}
+	waitFor(t, "milk back in the inbox", func() bool { got, _ := e.todo.Task(milk.ID); return got.ProjectID == e.todo.InboxID() })
+	waitFor(t, "the Home again, without the filing", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return strings.Contains(h.Shown(), "↩️ Undid 1 of 1 changes") && !slices.Contains(h.Buttons, undo) && !strings.Contains(h.Shown(), "Autopilot's last filings")
+	})
+	waitFor(t, "the undo's report in the DM", func() bool { return strings.HasPrefix(lastPost(sl, dm).Text, "↩️ Undid 1 of 1 changes") })
+
+	// The same press again (Slack's retry) does nothing more.
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := sl.HomeOf("U1")
+	posts := len(sl.Posts(dm))
+	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+		t.Fatalf("press again: %d", code)
+	}
+	if err := b.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := sl.HomeOf("U1"); h.Publishes != before.Publishes || len(sl.Posts(dm)) != posts {
+		t.Errorf("a retried press acted again: %d publishes (was %d), %d posts (was %d)", h.Publishes, before.Publishes, len(sl.Posts(dm)), posts)
+	}
+}
+
+// TestSlackHomeConnectDisconnectAndModel: through serve in team mode
+// against the fake Slack and Todoist, the Home's account controls work:
+// Connect Todoist posts the Connect link in the person's DM (the link of
+// /connect), which connects their account; the Home then shows it
+// connected, and Disconnect Todoist revokes the token as /disconnect
+// does. The model tier's button sets the tier /settings model sets.
+func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	alice := svc.NewAccount()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	e.cfg.Models = "fast:scripted-mini,best:scripted-large"
+	e.cfg.HTTPAddr = addr
+	serveTeam(t, e, io.Discard)
+	press := func(value string) {
+		t.Helper()
+		form, err := sl.HomePress("U1", value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(form.Encode()), slackSecret); code != 200 {
+			t.Fatalf("press %s: %d", value, code)
+		}
+	}
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	home, _ := sl.HomeOf("U1")
+	if !strings.Contains(home.Shown(), "No Todoist is connected") || !slices.Contains(home.Buttons, "home:connect") {
+		t.Fatalf("the Home before connecting: %s %q", home.Shown(), home.Buttons)
+	}
+
+	press("home:connect")
+	dm := sl.IM("U1")
+	waitFor(t, "the Connect link in the DM", func() bool { return connectLink(lastPost(sl, dm).Text) != "" })
+	if code, body := open(t, alice.Browser(), connectLink(lastPost(sl, dm).Text)); code != http.StatusOK || !strings.Contains(body, "Connected") {
+		t.Fatalf("connect: HTTP %d %q", code, body)
+	}
+	if h, _ := sl.HomeOf("U1"); !strings.Contains(h.Shown(), "I sent you a Connect link") {
+		t.Errorf("the Home after Connect: %s", h.Shown())
+	}
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	home, _ = sl.HomeOf("U1")
+	if !strings.Contains(home.Shown(), "Your Todoist is connected.") || !slices.Contains(home.Buttons, "home:disconnect") || len(alice.Tokens()) != 1 {
+		t.Fatalf("the Home once connected: %s %q; %d tokens", home.Shown(), home.Buttons, len(alice.Tokens()))
+	}
+
+	press("home:set:model:best")
+	waitFor(t, "the tier set", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return slices.Contains(h.Sections, "Model: best (scripted-large)")
+	})
+
+	press("home:disconnect")
+	waitFor(t, "disconnected", func() bool {
+		h, _ := sl.HomeOf("U1")
+		return strings.Contains(h.Shown(), "Disconnected: I revoked my access") && slices.Contains(h.Buttons, "home:connect")
+	})
+	if n := len(alice.Tokens()); n != 0 {
+		t.Errorf("%d tokens in force after Disconnect on the Home", n)
+	}
 }

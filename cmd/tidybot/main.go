@@ -392,6 +392,12 @@ func (m *Main) serve(ctx context.Context, cfg Config) error {
 	adapters, err := m.openAdapters(ctx, cfg, log, b, mux, srv.Waiting(errc))
 	if err != nil {
 		srv.Shutdown(ctx) // started if a platform was unreachable
+		if ctx.Err() != nil {
+			// Stopped (SIGTERM, Ctrl-C) while waiting for a platform:
+			// a stop, not a failure.
+			log.Info("stopped while waiting for a platform to be reachable", slog.Any("last_error", err))
+			return nil
+		}
 		return err
 	}
 	if len(adapters) == 0 {

@@ -137,6 +137,16 @@ func TestRetiredModelWarned(t *testing.T) {
 	mustContain(t, logs, "shutdown_date=2027-01-14", "replacement=gpt-6-luna")
 	e.tidied(t, out)
 
+	// A 2027-04-01 shutdown: the replacement tidybot chose, said to be
+	// its choice.
+	e = newEnv(t)
+	e.withModel(t, "gpt-5.1")
+	e.todo.SeedTalkInbox()
+	out, _, _ = e.run(t, "/tidy-inbox\n")
+	if !strings.HasPrefix(out, "⚠️ The model gpt-5.1 shuts down on 1 April 2027 (the shutdown_date the model API gives for it); OpenAI's deprecations page names no replacement tidybot could confirm: the nearest current model is gpt-6.1-sol: set OPENAI_MODEL") {
+		t.Errorf("stdout does not start with the notice naming the chosen replacement:\n%s", out)
+	}
+
 	// A model the page names no plain replacement for gets none.
 	e = newEnv(t)
 	e.withModel(t, "gpt-5-pro")

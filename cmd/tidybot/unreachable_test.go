@@ -98,3 +98,23 @@ func TestServeExitsOnARefusedToken(t *testing.T) {
 		t.Errorf("serve: %v; want it to end at once with the token's message", err)
 	}
 }
+
+// TestServeStoppedWhileWaitingEndsCleanly: stopping serve (SIGTERM,
+// Ctrl-C; compose's stop) while it waits for an unreachable platform is
+// a stop: it returns no error, as a stop of a running serve does, so
+// the exit status and the container's do not report a failure.
+func TestServeStoppedWhileWaitingEndsCleanly(t *testing.T) {
+	e := newEnv(t)
+	tg := telegramtest.New()
+	t.Cleanup(tg.Close)
+	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, "http://"+refusedAddr(t)
+	e.cfg.LogLevel = "info"
+	r := startMain(t, e, func(m *Main) { m.backoff = 20 * time.Millisecond })
+	if code, _ := health(t, r.base); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz while Telegram is down: %d, want 503", code)
+	}
+	r.stop() // fails the test if serve returns an error
+	if logs := r.logs.String(); !strings.Contains(logs, "stopped while waiting") {
+		t.Errorf("the logs do not say serve stopped while waiting:\n%s", logs)
+	}
+}

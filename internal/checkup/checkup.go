@@ -80,7 +80,10 @@ func Model(ctx context.Context, cfg config.Config, model *openai.Client) Finding
 		return Finding{part, Warned, where + ": the server did not confirm that it serves this model (it may not list its models); the first message will tell"}
 	case !info.ShutdownDate.IsZero():
 		text := fmt.Sprintf("%s: served, but shuts down on %s", where, info.ShutdownDate.Format("2 January 2006"))
-		if info.Replacement != "" {
+		switch {
+		case info.Chosen:
+			text += "; the nearest current model is " + info.Replacement + " (OpenAI names no replacement tidybot could confirm)"
+		case info.Replacement != "":
 			text += "; OpenAI recommends " + info.Replacement
 		}
 		return Finding{part, Warned, text + ": set OPENAI_MODEL to a model that will still be served"}
@@ -241,7 +244,7 @@ func sharedDatabase(ctx context.Context, cfg config.Config) Finding {
 	case n < 0:
 		return Finding{part, Failed, fmt.Sprintf("%s: schema version %d, newer than this tidybot (%d): upgrade tidybot", where, st.Version, postgres.SchemaVersion())}
 	case st.Version == 0:
-		return Finding{part, Passed, where + ": no tidybot schema yet; tidybot migrate (or the first serve) creates it"}
+		return Finding{part, Passed, where + ": no tidybot schema yet; tidybot migrate (or the first serve) creates it; " + noPooler}
 	case n > 0:
 		pending := fmt.Sprintf("%d migrations", n)
 		if n == 1 {
@@ -249,8 +252,11 @@ func sharedDatabase(ctx context.Context, cfg config.Config) Finding {
 		}
 		return Finding{part, Warned, fmt.Sprintf("%s: schema version %d, this tidybot %d: %s pending; run tidybot migrate before starting several replicas (serve migrates at start)", where, st.Version, postgres.SchemaVersion(), pending)}
 	}
-	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d", where, st.Version)}
+	return Finding{part, Passed, fmt.Sprintf("%s: schema version %d; %s", where, st.Version, noPooler)}
 }
+
+// noPooler says what Probe found of pooling when it passed.
+const noPooler = "a direct connection or session pooling (no transaction pooler)"
 
 // Team: the redirect URL to register in Todoist's App Management
 // Console, and the secret key that seals the tokens.

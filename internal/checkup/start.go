@@ -76,7 +76,10 @@ func StartModel(ctx context.Context, model *openai.Client, cfg config.Config, lo
 		return "", nil
 	}
 	notice := fmt.Sprintf("⚠️ The model %s shuts down on %s (the shutdown_date the model API gives for it)", cfg.OpenAIModel, info.ShutdownDate.Format("2 January 2006"))
-	if info.Replacement != "" {
+	switch {
+	case info.Chosen:
+		notice += "; OpenAI's deprecations page names no replacement tidybot could confirm: the nearest current model is " + info.Replacement
+	case info.Replacement != "":
 		notice += "; OpenAI's deprecations page names " + info.Replacement + " as its replacement"
 	}
 	notice += ": set OPENAI_MODEL to a model that will still be served."

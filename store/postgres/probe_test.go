@@ -55,3 +55,23 @@ func TestProbeErrorsHoldNoPassword(t *testing.T) {
 		t.Errorf("refused: %v; want it to name %s/tidybot", err, addr)
 	}
 }
+
+// TestProbeTellsTheTransactionPooler: check (Probe) tells what Open
+// refuses: through PgBouncer in transaction mode Probe fails saying
+// session pooling is needed; in session mode it passes, saying so; a
+// refused connection is said on one line (pgx gives a line per address
+// tried).
+func TestProbeTellsTheTransactionPooler(t *testing.T) {
+	u := pgtest.URL(t)
+	st, err := Probe(t.Context(), startPgBouncer(t, u, "session"))
+	if err != nil || !st.SessionPooled {
+		t.Errorf("through a session pooler: %+v, %v", st, err)
+	}
+	st, err = Probe(t.Context(), startPgBouncer(t, u, "transaction"))
+	if err == nil || !strings.Contains(err.Error(), "session pooling") || st.SessionPooled {
+		t.Errorf("through a transaction pooler: %+v, %v; want the refusal", st, err)
+	}
+	if _, err := Probe(t.Context(), "postgres://tidybot:pw@localhost:1/tidybot?sslmode=disable"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("refused at localhost: %q; want one line", err)
+	}
+}

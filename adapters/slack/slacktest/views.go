@@ -286,9 +286,23 @@ func (s *Server) AppHomeOpened(user string) []byte {
 // (docs.slack.dev/reference/interaction-payloads/block_actions-payload).
 // An error when their Home shows no such button.
 func (s *Server) HomePress(user, value string) (url.Values, error) {
-	h, ok := s.HomeOf(user)
+	return s.HomePressAs(user, user, value)
+}
+
+// HomePressAs is HomePress of the button of value on owner's Home, sent
+// as pressed by presser on their own Home view. Slack sends a person
+// only presses of their own view (a Home is published per user_id,
+// docs.slack.dev/reference/methods/views.publish), so this is the press
+// a bot must not trust blindly: a value it put on someone else's Home,
+// replayed or forged by presser.
+func (s *Server) HomePressAs(presser, owner, value string) (url.Values, error) {
+	user := presser
+	h, ok := s.HomeOf(owner)
 	if !ok {
-		return nil, fmt.Errorf("slacktest: no Home published for %s", user)
+		return nil, fmt.Errorf("slacktest: no Home published for %s", owner)
+	}
+	if own, ok := s.HomeOf(presser); ok {
+		h.ViewID = own.ViewID
 	}
 	i := -1
 	for j, v := range h.Buttons {
@@ -297,7 +311,7 @@ func (s *Server) HomePress(user, value string) (url.Values, error) {
 		}
 	}
 	if i < 0 {
-		return nil, fmt.Errorf("slacktest: the Home of %s has no button %q (it has %q)", user, value, h.Buttons)
+		return nil, fmt.Errorf("slacktest: the Home of %s has no button %q (it has %q)", owner, value, h.Buttons)
 	}
 	s.mu.Lock()
 	s.eventSeq++

@@ -68,11 +68,15 @@ type Server struct {
 	byUpdate map[int]int            // the message id of each pushed message, by update id
 	calls    map[string]int
 	limited  map[string]int // method → 429s left
-	webhook  map[string]string
-	commands string
-	arrived  chan struct{}
-	echo     bool             // error descriptions repeat the request's token
-	files    map[string]*file // by file_id
+	// groupSends are the sendMessage calls to each group in the last
+	// minute, throttled the calls refused over it (limits.go).
+	groupSends map[int64][]time.Time
+	throttled  int
+	webhook    map[string]string
+	commands   string
+	arrived    chan struct{}
+	echo       bool             // error descriptions repeat the request's token
+	files      map[string]*file // by file_id
 	// Privacy mode (privacy.go): off for every group, or per group where
 	// the bot is an admin; lastBot marks the groups this bot posted in
 	// last; withheld are the messages it did not receive.
@@ -164,6 +168,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.limited[method] = n - 1
 		s.mu.Unlock()
 		fail(w, http.StatusTooManyRequests, "Too Many Requests: retry after 1", 1)
+		return
+	}
+	if after := s.groupOverLimit(method, f.Get("chat_id")); after > 0 {
+		s.mu.Unlock()
+		fail(w, http.StatusTooManyRequests, "Too Many Requests: retry after "+strconv.Itoa(after), after)
 		return
 	}
 	s.mu.Unlock()

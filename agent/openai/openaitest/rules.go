@@ -64,8 +64,16 @@ func WithNotFound(kind NotFound) Option { return func(s *Server) { s.notFound = 
 //   - "2026-10-14: GPT-4 family": GPT-4o (gpt-4o-2024-08-06,
 //     gpt-4o-2024-11-20), GPT-4o mini (gpt-4o-mini-2024-07-18), GPT-4.1
 //     (gpt-4.1-2025-04-14) and GPT-4.1 mini (gpt-4.1-mini-2025-04-14),
-//     shut down on 2027-01-14.
+//     shut down on 2027-01-14;
+//   - gpt-5.1, gpt-5.3-codex and gpt-5.4-nano, shut down on 2027-04-01:
+//     the page's row could not be read; the date is the one third-party
+//     copies of the page and of GET /v1/models agree on
+//     (dev.to/max_bob "OpenAI API deprecations 2026–2027", checked
+//     against GET /v1/models on 2026-10-27; dev.to/aidriftline
+//     "OpenAI retires gpt-5.3-codex, gpt-5.1 and gpt-5.4-nano on 1
+//     April 2027").
 var Deprecations = map[string]string{
+	"gpt-5.1": "2027-04-01", "gpt-5.3-codex": "2027-04-01", "gpt-5.4-nano": "2027-04-01",
 	"gpt-5": "2026-12-11", "gpt-5-2025-08-07": "2026-12-11", "gpt-5-mini": "2026-12-11", "gpt-5-mini-2025-08-07": "2026-12-11",
 	"gpt-5-nano": "2026-12-11", "gpt-5-nano-2025-08-07": "2026-12-11", "gpt-5-pro": "2026-12-11", "gpt-5-pro-2025-10-06": "2026-12-11",
 	"o3": "2026-12-11", "o3-2025-04-16": "2026-12-11", "o3-pro": "2026-12-11", "o3-pro-2025-06-10": "2026-12-11",
