@@ -4,7 +4,7 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test soak lint run demo bench fuzz deps deps-list eval eval-sim fakes-check
+.PHONY: build test soak lint run demo bench bench-serve fuzz deps deps-list eval eval-sim fakes-check
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
@@ -26,9 +26,14 @@ run: build
 demo:
 	go run ./cmd/tidydemo
 
-bench:
-	go test -run '^$$' -bench . -benchmem ./...
+bench: bench-serve ## every benchmark once (docs/performance.md), issue 36's table first
+	go test -run '^$$' -bench . -skip '^BenchmarkServe$$' -benchmem ./...
 	go run ./cmd/tidybench -fast
+
+SERVEFLAGS ?=
+
+bench-serve: ## bbolt and PostgreSQL side by side through the built serve (2,000 Slack DMs from 200 people): a Markdown table; SERVEFLAGS="-serve-people 2000" for 20,000 messages
+	go test ./cmd/tidybot -run '^$$' -bench '^BenchmarkServe$$' -benchtime 1x -timeout 60m $(if $(SERVEFLAGS),-args $(SERVEFLAGS))
 
 EVALFLAGS ?= -k 3
 

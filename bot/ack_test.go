@@ -97,16 +97,70 @@ func TestNoAckWhenNotStored(t *testing.T) {
 }
 
 // An acknowledgement the platform refuses (an old Bot API server, a chat
-// with reactions off) changes nothing: the run posts its status message
-// and its answer as without it.
+// with reactions off) leaves the person the status message: a run still
+// working after quietStatus posts it, and its answer follows.
 func TestAckFailureFallsBack(t *testing.T) {
-	h, ap := newAckHarness(t, &mockAgent{}, errors.New("telegram: REACTION_INVALID"))
+	quietStatus = 20 * time.Millisecond
+	t.Cleanup(func() { quietStatus = 2 * time.Second })
+	var h *harness
+	ag := &mockAgent{StartFn: func(ctx context.Context, in agent.Input, _ agent.Hooks) agent.Outcome {
+		for !slices.Contains(h.plat.texts(), "🤔 Working on it…") {
+			select {
+			case <-ctx.Done():
+				return agent.Outcome{Status: agent.StatusInterrupted, Err: ctx.Err()}
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return done(newTranscript(in), "did: "+in.Instruction)
+	}}
+	h, ap := newAckHarness(t, ag, errors.New("telegram: REACTION_INVALID"))
 	in := msg("tidy", "e1")
 	in.MessageID = "m1"
 	h.handle(t, in)
 	waitAck(t, ap.acks)
 	h.idle(t)
-	if texts := h.plat.texts(); !slices.Contains(texts, "🤔 Working on it…") || texts[len(texts)-1] != "did: tidy" {
+	if texts := h.plat.texts(); len(texts) != 2 || texts[1] != "did: tidy" {
 		t.Errorf("sent %q", texts)
+	}
+}
+
+// A message acknowledged at intake whose run answers at once costs the
+// chat its answer alone: no status message, and so no edit settling it
+// (Slack's chat.update is Tier 3, about 50 a minute for a whole
+// workspace: issue 36).
+func TestAckedRunPostsNoStatusMessage(t *testing.T) {
+	h, ap := newAckHarness(t, &mockAgent{}, nil)
+	in := msg("tidy", "e1")
+	in.MessageID = "m1"
+	h.handle(t, in)
+	waitAck(t, ap.acks)
+	h.idle(t)
+	h.plat.mu.Lock()
+	edits := slices.Clone(h.plat.edits)
+	h.plat.mu.Unlock()
+	if texts := h.plat.texts(); len(texts) != 1 || texts[0] != "did: tidy" || len(edits) != 0 {
+		t.Errorf("sent %q, edited %q; want the answer alone", texts, edits)
+	}
+}
+
+// The run of an acknowledged message posts its status message with its
+// first note: the note is the message, and, having lines, it needs no
+// settling edit.
+func TestAckedRunPostsItsFirstNote(t *testing.T) {
+	ag := &mockAgent{StartFn: func(ctx context.Context, in agent.Input, hk agent.Hooks) agent.Outcome {
+		hk.Observe(agent.Event{Kind: agent.EventAction, Summary: "Read the inbox"})
+		return done(newTranscript(in), "did: "+in.Instruction)
+	}}
+	h, ap := newAckHarness(t, ag, nil)
+	in := msg("tidy", "e1")
+	in.MessageID = "m1"
+	h.handle(t, in)
+	waitAck(t, ap.acks)
+	h.idle(t)
+	h.plat.mu.Lock()
+	edits := slices.Clone(h.plat.edits)
+	h.plat.mu.Unlock()
+	if texts := h.plat.texts(); !slices.Equal(texts, []string{"Read the inbox", "did: tidy"}) || len(edits) != 0 {
+		t.Errorf("sent %q, edited %q", texts, edits)
 	}
 }

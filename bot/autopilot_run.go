@@ -100,7 +100,7 @@ func (b *Bot) autopilotRun(ctx context.Context, j Job) error {
 		Status: RunWorking, Instruction: instruction, Created: now, Updated: now, DM: in.DM, Autopilot: true}
 	b.log.Info("autopilot run started", slog.String("run_id", r.ID), slog.String("thread_key", r.ThreadKey), slog.Int("tasks", len(tasks)))
 	// No status message: the run posts one message, its answer.
-	return b.execute(ctx, r, j.ID, "", func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	return b.execute(ctx, r, j.ID, "", false, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		out := ag.Start(ctx, input, h)
 		out.Answer = autopilotAnswer(tasks, out)
 		return out

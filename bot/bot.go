@@ -174,7 +174,10 @@ type Bot struct {
 	// tryAgain), by id.
 	failures map[string]int
 	started  bool
-	noticed  map[string]bool         // threads told Config.Notice
+	noticed  map[string]bool // threads told Config.Notice
+	// signs are the status lines being set at intake (ack), by chat and
+	// thread: closed once the call is done.
+	signs    map[string]chan struct{}
 	timerFns map[string]TimerHandler // by timer kind (HandleTimer)
 	stopped  bool
 	// timerPasses counts the RunTimers passes in progress (WaitIdle

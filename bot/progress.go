@@ -35,6 +35,13 @@ type progress struct {
 	header  string
 	editing bool // an edit is queued and not begun: it shows the lines then
 	started bool // start was called: the updater runs
+	// quiet: the run's message was acknowledged at intake (see ack), so
+	// the status message waits for the first note or quietStatus;
+	// posted: the status message was queued.
+	quiet, posted bool
+	// sign, when set, closes once the status line the intake is setting
+	// is set (see ack): the run's first line waits for it.
+	sign <-chan struct{}
 
 	kick chan struct{}
 	quit chan struct{}
@@ -52,16 +59,44 @@ func newProgress(q *queuedPlatform, r *Run, log *slog.Logger) *progress {
 	return pr
 }
 
-// start queues the status message and starts the updater.
+// quietStatus is how long the run of a message acknowledged at intake
+// (ack) works without a note before its status message is posted.
+var quietStatus = 2 * time.Second
+
+// start queues the status message and starts the updater. A quiet
+// progress (its message acknowledged at intake) queues the status
+// message only with the first note, or showing first once the run has
+// worked for quietStatus without one (loop).
 func (pr *progress) start(_ context.Context, first string) {
 	if pr.lineMode() {
 		pr.startLine(first)
 		return
 	}
 	pr.mu.Lock()
-	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
+	pr.header, pr.started = first, true
+	quiet := pr.quiet
 	pr.mu.Unlock()
-	pr.q.sendThen(pr.r.outgoing(first), func(id string, err error) {
+	if !quiet {
+		pr.post(true)
+	}
+	go pr.loop()
+}
+
+// post queues the status message, once: the header alone, or, when
+// header is false, the lines not shown yet.
+func (pr *progress) post(header bool) {
+	pr.mu.Lock()
+	if pr.posted {
+		pr.mu.Unlock()
+		return
+	}
+	text := pr.header
+	if !header {
+		text = strings.Join(pr.lines[pr.sent:], "\n")
+	}
+	pr.posted, pr.posting, pr.sent = true, true, len(pr.lines)
+	pr.mu.Unlock()
+	pr.q.sendThen(pr.r.outgoing(text), func(id string, err error) {
 		if err != nil {
 			pr.log.Warn("post status message", slog.Any("err", err))
 		}
@@ -69,7 +104,14 @@ func (pr *progress) start(_ context.Context, first string) {
 		pr.msgID, pr.posting = id, false
 		pr.mu.Unlock()
 	})
-	go pr.loop()
+}
+
+// unposted reports whether a quiet progress has not queued its status
+// message yet.
+func (pr *progress) unposted() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.quiet && !pr.posted
 }
 
 // messageID is the status message's id, "" until it is posted.
@@ -119,6 +161,12 @@ func (pr *progress) interval() time.Duration {
 // shown for refreshEvery.
 func (pr *progress) loop() {
 	defer close(pr.done)
+	var quiet <-chan time.Time
+	if pr.unposted() {
+		t := time.NewTimer(quietStatus)
+		defer t.Stop()
+		quiet = t.C
+	}
 	for {
 		var refresh <-chan time.Time
 		if d := pr.refreshEvery(); d > 0 {
@@ -130,6 +178,9 @@ func (pr *progress) loop() {
 			return
 		case <-refresh:
 			pr.showLine()
+			continue
+		case <-quiet:
+			pr.post(true)
 			continue
 		case <-pr.kick:
 		}
@@ -164,6 +215,15 @@ func (pr *progress) flush() {
 	pr.mu.Unlock()
 	if pr.lineMode() {
 		pr.showLine()
+		return
+	}
+	if pr.unposted() {
+		// The first note is the status message (its lines say what was
+		// done: nothing to settle at the end).
+		pr.mu.Lock()
+		pr.sent -= len(fresh)
+		pr.mu.Unlock()
+		pr.post(false)
 		return
 	}
 	m := pr.r.outgoing("")

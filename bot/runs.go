@@ -71,7 +71,11 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 	// transaction: until then the job is the durable record, and a crash
 	// starts the run again from it, having written nothing to Todoist. A
 	// run that answers at once costs one transaction, not two.
-	return b.execute(ctx, r, runID, "🤔 Working on it…", func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	// Its message was acknowledged at intake, where the platform can:
+	// the status message then waits for something to say (see ack).
+	q := b.queue(in.Platform)
+	quiet := q != nil && acknowledges(q.p, in)
+	return b.execute(ctx, r, runID, "🤔 Working on it…", quiet, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
 		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction,
@@ -209,7 +213,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		if err != nil {
 			return err
 		}
-		return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+		return b.execute(ctx, r, "", first, false, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 			return ag.Start(ctx, agent.Input{Instruction: r.Instruction, Images: images,
 				Confirm: agent.ConfirmPolicy(ps.Confirm), Language: ps.Language, TimeZone: ps.TimeZone, Model: b.tierModel(ps)}, h)
 		})
@@ -239,7 +243,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
-	return b.execute(ctx, r, "", first, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	return b.execute(ctx, r, "", first, false, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		out := ag.Resume(ctx, tr, answer, h)
 		if r.Autopilot {
 			out.Answer = autopilotAnswer(touched(tr), out)
@@ -250,8 +254,10 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 
 // execute runs the agent for r with progress notes, then reports the
 // outcome. jobID, when set, is the job of a run not stored yet: the run's
-// first save stores it and retires the job in one transaction.
-func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call func(context.Context, agent.Hooks) agent.Outcome) error {
+// first save stores it and retires the job in one transaction. first is
+// the status message ("" for none); quiet holds it back until the run
+// has something to say (see ack).
+func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bool, call func(context.Context, agent.Hooks) agent.Outcome) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The run's model calls are reserved against its person's day.
@@ -293,6 +299,8 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, call fun
 	// of this execution's status message (orphan.go).
 	b.dropOrphan(ctx, q, r.ID, r.ChatID, r.ThreadID)
 	prog := newProgress(q, r, b.log)
+	prog.quiet = quiet
+	prog.sign = b.signShown(r.ChatID, r.ThreadID)
 	if first != "" { // "": no status message (autopilot posts only its answer)
 		prog.start(ctx, first)
 	}

@@ -71,38 +71,23 @@ func statusNote(note string) string {
 	return cut("is working… "+note, 150)
 }
 
-// ackStatus is ack for a message in a thread with a status line: the
-// line says the message is being read, at once. It goes through the
-// chat's send queue lane, so that it cannot land after the run's own
-// status calls and the line it clears at the end. It reports whether it
-// acknowledged the message.
-func (b *Bot) ackStatus(in Incoming) bool {
-	q := b.queue(in.Platform)
-	if q == nil || in.ThreadID == "" {
-		return false
-	}
-	ts := statusOf(q.p, &Run{ChatID: in.ChatID, ThreadID: in.ThreadID})
-	if ts == nil {
-		return false
-	}
-	q.s.Post(in.ChatID, "status", func(ctx context.Context) error {
-		if err := ts.SetStatus(ctx, in.ChatID, in.ThreadID, statusReading); err != nil {
-			b.log.Debug("acknowledge message: no status line", slog.String("platform", in.Platform), slog.Any("err", err))
-		}
-		return nil
-	})
-	return true
-}
-
 // startLine begins a run's progress on its thread's status line. Should
 // the platform refuse the line, the status message is posted instead,
 // in the same call, so the chat's later calls find it.
 func (pr *progress) startLine(first string) {
 	pr.mu.Lock()
 	pr.header, pr.posting, pr.sent, pr.started = first, true, len(pr.lines), true
+	pr.posted = true // the line, or the status message in its place
 	pr.mu.Unlock()
 	m := pr.r.outgoing("")
 	pr.q.s.PostThen(m.ChatID, "status", func(ctx context.Context) error {
+		if pr.sign != nil {
+			// The intake's "reading" line first (ack).
+			select {
+			case <-pr.sign:
+			case <-ctx.Done():
+			}
+		}
 		err := pr.line.SetStatus(ctx, m.ChatID, m.ThreadID, statusWorking)
 		if err == nil {
 			return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidybot/tidybot/agent"
 )
@@ -19,11 +20,20 @@ type linePlatform struct {
 	mu    sync.Mutex
 	lines []string
 	err   error
+	// hold, when set, holds the first SetStatus until it is closed.
+	hold chan struct{}
 }
 
 func (p *linePlatform) HasStatus(_, threadID string) bool { return strings.HasPrefix(threadID, "t") }
 
 func (p *linePlatform) SetStatus(_ context.Context, _, _, text string) error {
+	p.mu.Lock()
+	hold := p.hold
+	p.hold = nil
+	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lines = append(p.lines, text)
@@ -76,6 +86,35 @@ func TestStatusLineInsteadOfStatusMessage(t *testing.T) {
 	}
 	if len(h.plat.edits) != 0 {
 		t.Errorf("edited %q", h.plat.edits)
+	}
+}
+
+// The intake's status line is set in the fast lane, outside the chat's
+// lane of the send queue, and the run's first line waits for it: held
+// at the platform, "reading" still comes before "working" (issue 36).
+func TestStatusLineAtIntakeComesFirst(t *testing.T) {
+	ran := make(chan struct{})
+	h, lp := newLineHarness(t, &mockAgent{StartFn: func(ctx context.Context, in agent.Input, hk agent.Hooks) agent.Outcome {
+		out := noteRun(ctx, in, hk)
+		close(ran)
+		return out
+	}}, nil)
+	release := make(chan struct{})
+	lp.hold = release
+	h.handle(t, paneMsg("t1"))
+	if h.bot.signShown("D1", "t1") == nil {
+		t.Fatal("no status line being set at intake")
+	}
+	// The run goes on meanwhile: its "working" line, note, clearing and
+	// answer are queued in the chat's lane, where they wait for
+	// "reading"; without that wait they would be made now.
+	<-ran
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	h.idle(t)
+	got := lp.got()
+	if len(got) < 3 || got[0] != statusReading || got[1] != statusWorking || got[len(got)-1] != "" {
+		t.Fatalf("status lines %q: want reading, working, …, cleared", got)
 	}
 }
 

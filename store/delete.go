@@ -532,7 +532,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 		return 0, err
 	}
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {

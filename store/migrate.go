@@ -115,7 +115,7 @@ func (s *Store) scopeOf(tx *bolt.Tx, l loc, v []byte) (string, error) {
 }
 
 func (s *Store) init(secrets [][]byte) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)

@@ -112,7 +112,7 @@ func (s *Store) commit(batch []*write) {
 			break
 		}
 		failed := -1
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.updateTx(func(tx *bolt.Tx) error {
 			for i, w := range batch {
 				if err := call(w.fn, tx); err != nil {
 					failed = i

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -383,4 +384,22 @@ func TestDeliveryCommitsAtOnce(t *testing.T) {
 			t.Errorf("outbox = %+v (%v), want empty", left, err)
 		}
 	})
+}
+
+// Syncs counts two fdatasyncs per committed write transaction (bbolt's
+// pages, then its meta page): a commit costs two; commits that share a
+// transaction share them.
+func TestSyncsCounted(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "tidybot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.Syncs()
+	if _, err := s.MarkEvent(t.Context(), "e1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Syncs() - before; n != 2 {
+		t.Errorf("one commit: %d fdatasyncs counted, want 2", n)
+	}
 }

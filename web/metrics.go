@@ -52,5 +52,12 @@ func (m *Metrics) RunEnded(status bot.RunStatus, u agent.Usage) {
 	m.calls.Add(float64(u.Calls))
 }
 
+// StoreSyncs shows syncs, the store's fdatasyncs so far, as
+// tidybot_store_fsyncs_total.
+func (m *Metrics) StoreSyncs(syncs func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tidybot_store_fsyncs_total",
+		Help: "fdatasyncs of the bbolt store's committed write transactions."}, func() float64 { return float64(syncs()) }))
+}
+
 // Handler serves the registry in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }

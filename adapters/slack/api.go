@@ -26,6 +26,8 @@ type slackAPI interface {
 	SetAssistantThreadsStatusContext(ctx context.Context, params slack.AssistantThreadsSetStatusParameters) error
 	SetAssistantThreadsSuggestedPromptsContext(ctx context.Context, params slack.AssistantThreadsSetSuggestedPromptsParameters) error
 	SetAssistantThreadsTitleContext(ctx context.Context, params slack.AssistantThreadsSetTitleParameters) error
+	// The acknowledgement (ack.go).
+	AddReactionContext(ctx context.Context, name string, item slack.ItemRef) error
 }
 
 var _ slackAPI = (*slack.Client)(nil)

@@ -35,6 +35,7 @@ var perMinute = map[string]int{
 	"chat.update":       50,  // Tier 3
 	"chat.delete":       50,  // Tier 3
 	"chat.appendStream": 100, // Tier 4
+	"reactions.add":     50,  // Tier 3: the acknowledgement's 👀 (Ack)
 }
 
 // errNoStreamBudget is a chat.startStream not made: the streams of the

@@ -86,6 +86,7 @@ var callScopes = []string{
 	"commands",          // SlashCommands
 	"im:write",          // conversations.open: is a D… channel the bot's own IM with the user?
 	"assistant:write",   // assistant.threads.setSuggestedPrompts, .setTitle (the pane; setStatus takes chat:write)
+	"reactions:write",   // reactions.add: the 👀 on a message as it is received (Ack)
 }
 
 // fileScope downloads the files of voice notes and photos (see Download).

@@ -242,6 +242,9 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	metered := bot.Metered(model)
 	eng := agent.New(metered, tasks, m.engineConfig(cfg))
 	m.metrics = web.NewMetrics()
+	if sc, ok := st.(interface{ Syncs() int64 }); ok {
+		m.metrics.StoreSyncs(sc.Syncs)
+	}
 	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens, Now: m.clock, AutopilotEvery: cfg.AutopilotInterval, AutopilotTokensPerHour: cfg.AutopilotTokensPerHour(), ModelTiers: cfg.ModelTiers()}
@@ -310,7 +313,7 @@ func (m *Main) httpClient() *http.Client {
 // TIDYBOT_WORKERS runs calling the model and 8 send lanes posting to a
 // platform at once, most connections were closed after one request and
 // dialled again (1,567 dials for 2,000 Slack messages in
-// BenchmarkSlackThroughput).
+// BenchmarkSlackThroughput, since replaced by BenchmarkServe).
 func (m *Main) pool() *http.Transport {
 	m.poolOnce.Do(func() {
 		t := http.DefaultTransport.(*http.Transport).Clone()

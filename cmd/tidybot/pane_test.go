@@ -12,7 +12,7 @@ import (
 // suggested prompts; a message there titles the thread, shows the status
 // line at once and through the run, clears it, and the answer is posted
 // in the pane's thread with no status message beside it. A DM outside
-// the pane keeps today's status message.
+// the pane gets 👀 on the message instead (issue 36).
 func TestSlackPaneStatusAndAnswer(t *testing.T) {
 	e := newEnv(t)
 	sl, base := serveSlack(t, e)
@@ -43,15 +43,20 @@ func TestSlackPaneStatusAndAnswer(t *testing.T) {
 			t.Errorf("post %+v: want only the answer, in the pane's thread", m)
 		}
 	}
-	// A DM outside the pane: the status message, as before.
-	out := sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "again", TS: sl.NextTS()})
+	// A DM outside the pane: 👀 on the message (reactions.add), and the
+	// answer with no status message (the run answered at once).
+	before := len(sl.Posts(im))
+	againTS := sl.NextTS()
+	out := sl.Events(slacktest.Message{Channel: im, ChannelType: "im", User: "U1", Text: "again", TS: againTS})
 	if code := postSigned(t, base+"/slack/events", "application/json", out[0], slackSecret); code != 200 {
 		t.Fatalf("message: %d", code)
 	}
 	waitFor(t, "the DM's answer", func() bool { return lastPost(sl, im).Text == "You said: again" })
-	status := sl.Posts(im)[len(sl.Posts(im))-2]
-	if status.ThreadTS != "" || status.Text != "✅ Done" || status.Updates == 0 {
-		t.Errorf("no status message outside the pane (settled to ✅ Done): %s", fmtPosts(sl.Posts(im)))
+	if n := len(sl.Posts(im)) - before; n != 1 {
+		t.Errorf("%d posts outside the pane, want the answer alone: %s", n, fmtPosts(sl.Posts(im)))
+	}
+	if r := sl.Reactions(im); len(r) != 1 || r[0].TS != againTS || r[0].Name != "eyes" {
+		t.Errorf("reactions %+v, want 👀 on the DM's message alone (the pane's message had its status line)", r)
 	}
 }
 

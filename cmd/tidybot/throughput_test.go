@@ -4,131 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 )
-
-// BenchmarkSlackThroughput posts 2,000 signed Slack message events (2,000
-// DMs, so no channel's posting limit paces them) from 200 concurrent
-// senders to `tidybot serve`, with the fake Slack, model and Todoist
-// answering at once, and waits for every answer. The bot is the built
-// binary in its own process, as in production, so that its memory and CPU
-// are its own: the fakes and the senders run in the benchmark's process.
-// It reports messages per second from the first POST to the last answer,
-// the p50 and p99 time to acknowledge a POST, the bot's peak resident
-// memory (VmHWM) and its CPU time per message (user + system), and the
-// CPU time per message of the benchmark's own process (fakes and
-// senders), which shares the machine's cores with the bot.
-// TIDYBOT_BENCH_WORKERS sets the bot's workers (default 4,
-// TIDYBOT_WORKERS' default); TIDYBOT_BENCH_CPU_PROFILE and
-// TIDYBOT_BENCH_TRACE name files for the bot's CPU profile and runtime
-// trace (its TIDYBOT_CPU_PROFILE and TIDYBOT_TRACE).
-//
-//	go test ./cmd/tidybot -run '^$' -bench SlackThroughput -benchtime 1x
-//	TIDYBOT_BENCH_TRACE=/tmp/bot.trace go test ./cmd/tidybot -run '^$' -bench SlackThroughput -benchtime 1x
-//	go tool trace -pprof=sync /tmp/bot.trace > sync.prof; go tool pprof -top -cum sync.prof
-func BenchmarkSlackThroughput(b *testing.B) {
-	const total, senders = 2000, 200
-	for round := range b.N {
-		e := newEnv(b)
-		sl := slacktest.New()
-		workers := "4"
-		if w := os.Getenv("TIDYBOT_BENCH_WORKERS"); w != "" {
-			workers = w
-		}
-		s := startServeProcess(b, e, "SLACK_BOT_TOKEN="+slacktest.Token, "SLACK_SIGNING_SECRET="+slackSecret, "SLACK_API_URL="+sl.URL,
-			"TIDYBOT_ALLOWED_USERS=slack:U1", "TIDYBOT_WORKERS="+workers,
-			"TIDYBOT_CPU_PROFILE="+os.Getenv("TIDYBOT_BENCH_CPU_PROFILE"), "TIDYBOT_TRACE="+os.Getenv("TIDYBOT_BENCH_TRACE"))
-		base := s.base
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
-		acks := make([]time.Duration, total)
-		selfCPU := cpuTime(os.Getpid())
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range senders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= total {
-						return
-					}
-					body := slacktest.MessageEvent(fmt.Sprint("Ev", round, "-", i), fmt.Sprint("D", i), "im", "U1", "hello", fmt.Sprint(i, ".1"), "")
-					req, _ := http.NewRequest(http.MethodPost, base+"/slack/events", bytes.NewReader(body))
-					ts := strconv.FormatInt(time.Now().Unix(), 10)
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("X-Slack-Request-Timestamp", ts)
-					req.Header.Set("X-Slack-Signature", slacktest.Sign(slackSecret, ts, body))
-					t0 := time.Now()
-					resp, err := hc.Do(req)
-					acks[i] = time.Since(t0)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Errorf("event %d: %d", i, resp.StatusCode)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		answered := func() int {
-			n := 0
-			for i := range total {
-				for _, p := range sl.Posts(fmt.Sprint("D", i)) {
-					if strings.HasPrefix(p.Text, "You said") {
-						n++
-						break
-					}
-				}
-			}
-			return n
-		}
-		// Each message posts its status message and its answer (posted,
-		// or streamed and ended by chat.stopStream); the fake's call
-		// counters are cheap to poll, reading every post is not.
-		for deadline := time.Now().Add(5 * time.Minute); sl.Calls("chat.postMessage")+sl.Calls("chat.stopStream") < 2*total; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatalf("%d of %d answered", answered(), total)
-			}
-		}
-		elapsed := time.Since(start)
-		if n := answered(); n != total {
-			b.Errorf("%d of %d answered", n, total)
-		}
-		// Each run answered in one step, so each status message is
-		// settled ("✅ Done") once: none is left "Working on it…".
-		if n := sl.Calls("chat.update"); n != total {
-			b.Errorf("%d status messages settled, want %d", n, total)
-		}
-		rss, cpu, fakesCPU := peakRSS(s.pid), cpuTime(s.pid), cpuTime(os.Getpid())-selfCPU
-		s.stop()
-		sl.Close()
-		slices.Sort(acks)
-		b.ReportMetric(total/elapsed.Seconds(), "msgs/s")
-		b.ReportMetric(float64(acks[total/2].Microseconds())/1000, "ack-p50-ms")
-		b.ReportMetric(float64(acks[total*99/100].Microseconds())/1000, "ack-p99-ms")
-		b.ReportMetric(rss, "bot-RSS-MiB")
-		b.ReportMetric(float64(cpu.Microseconds())/1000/total, "bot-CPU-ms/msg")
-		b.ReportMetric(float64(fakesCPU.Microseconds())/1000/total, "fakes-CPU-ms/msg")
-	}
-}
 
 // process is a `tidybot serve` started by startServeProcess.
 type process struct {

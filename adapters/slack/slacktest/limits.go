@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"math"
+	"net/url"
 	"time"
 )
 
@@ -21,6 +22,11 @@ var tiers = map[string]int{
 	"chat.delete":       50,  // Tier 3: docs.slack.dev/reference/methods/chat.delete
 	"chat.appendStream": 100, // Tier 4: docs.slack.dev/reference/methods/chat.appendStream
 	"views.publish":     100, // Tier 4: docs.slack.dev/reference/methods/views.publish
+	// Tier 3: docs.slack.dev/reference/methods/reactions.add; the Java
+	// SDK's table agrees (slackapi/java-slack-sdk
+	// slack-api-client/src/main/java/com/slack/api/methods/MethodsRateLimits.java:
+	// "setRateLimitTier(REACTIONS_ADD, Tier3)").
+	"reactions.add": 50,
 }
 
 // postsPerChannel is chat.postMessage's special tier: it "generally
@@ -30,16 +36,29 @@ var tiers = map[string]int{
 // burst size: the fake allows 60 posts in any 60 seconds per channel.
 const postsPerChannel = 60
 
+// perChannel are the methods limited per channel, as chat.postMessage
+// is, by the argument naming the channel. assistant.threads.setStatus's
+// page gives its limit as "Special"
+// (docs.slack.dev/reference/methods/assistant.threads.setStatus); the
+// Java SDK reads it as chat.postMessage's ("assistant.threads.setStatus
+// has the similar tier with chat.postMessage API", slackapi/java-slack-sdk
+// slack-api-client/src/main/java/com/slack/api/methods/MethodsRateLimitTier.java),
+// so the fake keeps a lane of postsPerChannel per channel for it too.
+var perChannel = map[string]string{
+	"chat.postMessage":            "channel",
+	"assistant.threads.setStatus": "channel_id",
+}
+
 // rateWindow is the span a method's calls are counted over.
 const rateWindow = time.Minute
 
-// overLimit reports, for a call of method (in channel, for
-// chat.postMessage), the Retry-After in seconds when the call is over
+// overLimit reports, for a call of method (with its arguments form, which
+// name the channel of a perChannel method), the Retry-After in seconds when the call is over
 // its limit; 0 when it may be made, which counts it. mu must be held.
-func (s *Server) overLimit(method, channel string) int {
+func (s *Server) overLimit(method string, form url.Values) int {
 	limit, lane := tiers[method], method
-	if method == "chat.postMessage" {
-		limit, lane = postsPerChannel, method+" "+channel
+	if arg, ok := perChannel[method]; ok {
+		limit, lane = postsPerChannel, method+" "+form.Get(arg)
 	}
 	if limit == 0 {
 		return 0

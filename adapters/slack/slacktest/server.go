@@ -67,6 +67,8 @@ type Posted struct {
 	// FeedbackAction their action_id; nil without (see assistant.go).
 	Feedback       []string
 	FeedbackAction string
+	// At is when the fake recorded the post.
+	At time.Time
 }
 
 // Metadata is a message's metadata: "event_type" and "event_payload"
@@ -129,6 +131,7 @@ type Server struct {
 	statusLapse time.Duration      // a status's lifetime without a message, 0 for Slack's (assistant.go)
 	streams     streaming          // streamed messages (stream.go)
 	homes       map[string]*Home   // each person's Home tab view (views.go)
+	reactions   []Reaction         // reactions.add's (reactions.go)
 }
 
 // New starts a fake; close it with Close.
@@ -222,7 +225,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
-	if after := s.overLimit(method, r.Form.Get("channel")); after > 0 {
+	if after := s.overLimit(method, r.Form); after > 0 {
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", strconv.Itoa(after))
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -256,6 +259,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.delete(w, r, tok)
 	case "chat.postEphemeral":
 		s.postEphemeral(w, r, tok)
+	case "reactions.add":
+		s.react(w, r, tok)
 	case "conversations.open":
 		s.open(w, r, tok)
 	case "conversations.history":
@@ -425,7 +430,7 @@ func (s *Server) keep(w http.ResponseWriter, f url.Values, tok string, ephemeral
 	// api.slack.com/messaging/retrieving); conversations.history's oldest
 	// and latest compare against it.
 	p := &Posted{Channel: f.Get("channel"), TS: fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq%1000000), ThreadTS: f.Get("thread_ts"), Text: f.Get("text"),
-		Sections: bs.sections, Metadata: meta}
+		Sections: bs.sections, Metadata: meta, At: time.Now()}
 	p.buttons(bs)
 	if ephemeral {
 		p.Ephemeral, p.User = true, f.Get("user")
@@ -688,6 +693,17 @@ func (s *Server) Posts(channel string) []Posted {
 		if p.Channel == channel {
 			out = append(out, *p)
 		}
+	}
+	return out
+}
+
+// AllPosts returns the bot's messages in every channel, in order.
+func (s *Server) AllPosts() []Posted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Posted, len(s.posts))
+	for i, p := range s.posts {
+		out[i] = *p
 	}
 	return out
 }
