@@ -463,39 +463,35 @@ func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, er
 // only a database written by an older tidybot holds one): it is deleted
 // and logged, so that the jobs after it are answered.
 func (s *Store) threadJobs(ctx context.Context, key string) ([]bot.Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key) // no transaction: see decodeAll
+	if err != nil {
+		return nil, err
+	}
+	type rec struct {
+		ID  string
+		Raw []byte
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return nil, err
+	}
 	var out []bot.Job
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		out = nil // a transaction tried again starts over
-		rows, err := tx.Query(ctx, `SELECT id, value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key)
-		if err != nil {
-			return err
-		}
-		type rec struct {
-			ID  string
-			Raw []byte
-		}
-		recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			var j bot.Job
-			err := s.decode(ctx, tx, r.Raw, &j)
-			if errors.Is(err, seal.ErrKeyGone) {
-				s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
-				if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
-					return fmt.Errorf("drop job %s: %w", r.ID, err)
-				}
-				continue
+	for _, r := range recs {
+		var j bot.Job
+		err := s.decode(ctx, s.pool, r.Raw, &j)
+		if errors.Is(err, seal.ErrKeyGone) {
+			s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
+			if _, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
+				return nil, fmt.Errorf("drop job %s: %w", r.ID, err)
 			}
-			if err != nil {
-				return fmt.Errorf("job %s: %w", r.ID, err)
-			}
-			out = append(out, j)
+			continue
 		}
-		return nil
-	})
-	return out, err
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", r.ID, err)
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,

@@ -59,27 +59,27 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 // Run implements bot.Store: the run with its transcript.
 func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	var r bot.Run
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error {
 		var v, tr []byte
-		err := tx.QueryRow(ctx, `SELECT value, transcript FROM runs WHERE id = $1`, id).Scan(&v, &tr)
+		err := s.pool.QueryRow(ctx, `SELECT value, transcript FROM runs WHERE id = $1`, id).Scan(&v, &tr)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bot.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if err := s.decode(ctx, tx, v, &r); err != nil {
+		if err := s.decode(ctx, s.pool, v, &r); err != nil {
 			return err
 		}
 		if tr != nil {
-			pt, err := s.keys.open(ctx, tx, tr)
+			pt, err := s.keys.open(ctx, s.pool, tr)
 			if err != nil {
 				return fmt.Errorf("transcript: %w", err)
 			}
 			r.Transcript = pt
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("store: run %s: %w", id, err)
 	}
@@ -192,28 +192,30 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 	return out, nil
 }
 
-// decodeAll decodes the values a query selects, in its order.
+// decodeAll decodes the values a query selects, in its order. It runs
+// in no transaction of its own (BEGIN and COMMIT would be two round
+// trips more): a statement sees one moment, and reading committed data
+// a transaction would not see more of (a data key a value needs is read
+// on its own; one destroyed meanwhile fails as it would have a moment
+// later).
 func decodeAll[T any](ctx context.Context, s *Store, sql string, args ...any) ([]T, error) {
-	var out []T
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return err
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(vals))
+	for _, v := range vals {
+		var x T
+		if err := s.decode(ctx, s.pool, v, &x); err != nil {
+			return nil, err
 		}
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return err
-		}
-		for _, v := range vals {
-			var x T
-			if err := s.decode(ctx, tx, v, &x); err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
-		return nil
-	})
-	return out, err
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // RunAudit implements bot.Store.

@@ -145,17 +145,17 @@ func isPending(key string) bool { return strings.HasPrefix(key, bot.PendingPrefi
 // Setting implements bot.Store.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var v string
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error { // no transaction: see decodeAll
 		var raw []byte
-		err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
+		err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bot.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		return s.decode(ctx, tx, raw, &v)
-	})
+		return s.decode(ctx, s.pool, raw, &v)
+	}()
 	if err != nil {
 		return "", fmt.Errorf("store: setting %s: %w", key, err)
 	}
@@ -166,12 +166,7 @@ var _ bot.SettingLister = (*Store)(nil)
 
 // SettingsWithPrefix implements bot.SettingLister.
 func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error) {
-	var out map[string]string
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.settingsUnder(ctx, tx, prefix) // a transaction tried again starts over
-		return err
-	})
+	out, err := s.settingsUnder(ctx, s.pool, prefix) // no transaction: see decodeAll
 	if err != nil {
 		return nil, fmt.Errorf("store: settings %s*: %w", prefix, err)
 	}
@@ -179,8 +174,8 @@ func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[stri
 }
 
 // settingsUnder reads the settings whose keys start with prefix, sealed
-// ones opened, in tx.
-func (s *Store) settingsUnder(ctx context.Context, tx pgx.Tx, prefix string) (map[string]string, error) {
+// ones opened, with q.
+func (s *Store) settingsUnder(ctx context.Context, tx querier, prefix string) (map[string]string, error) {
 	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
 	if err != nil {
 		return nil, err
@@ -342,18 +337,18 @@ func setFields(ctx context.Context, q querier, fields map[string]map[string]json
 // LoadSnapshot implements todoist.SnapshotStore.
 func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
 	var out []byte
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error { // no transaction: see decodeAll
 		var raw []byte
-		err := tx.QueryRow(ctx, `SELECT value FROM snapshots WHERE key = $1`, key).Scan(&raw)
+		err := s.pool.QueryRow(ctx, `SELECT value FROM snapshots WHERE key = $1`, key).Scan(&raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		out, err = s.keys.open(ctx, tx, raw)
+		out, err = s.keys.open(ctx, s.pool, raw)
 		return err
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot: %w", err)
 	}
