@@ -89,7 +89,9 @@ func roundTripTable(stmts map[string]int64, msgs float64) string {
 	for k, v := range stmts {
 		rows = append(rows, row{k, v})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n || rows[i].n == rows[j].n && rows[i].sql < rows[j].sql })
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].n > rows[j].n || rows[i].n == rows[j].n && rows[i].sql < rows[j].sql
+	})
 	var b strings.Builder
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%6.2f  %s\n", float64(r.n)/msgs, r.sql)
