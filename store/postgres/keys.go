@@ -60,20 +60,83 @@ func (k *keyring) aead(ctx context.Context, q querier, id []byte) (cipher.AEAD, 
 	})
 }
 
+// lockedKey is a data key a pipe's transaction locked FOR SHARE (or
+// made): it may seal with it until it ends.
+type lockedKey struct {
+	id []byte
+	a  cipher.AEAD
+}
+
+// currentSQL selects scopes' keys of a period ($2), locking each FOR
+// SHARE until the transaction ends: a destroy (which deletes it, a FOR
+// UPDATE lock) waits for the values sealed with it to commit, then
+// seals them again; a destroy that went first leaves no row here.
+const currentSQL = `SELECT c.scope, d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
+	WHERE c.scope = ANY($1) AND c.period = $2 ORDER BY d.id FOR SHARE OF d`
+
+// lockLater queues, on p, the locking and reading of the current keys
+// of scopes (in one statement), which current then finds in p.keys
+// instead of reading each on its own; a scope with none gets one from
+// current, as without.
+func (k *keyring) lockLater(p *pipe, scopes ...string) {
+	if len(k.masters) == 0 || len(scopes) == 0 {
+		return
+	}
+	for i, sc := range scopes {
+		if sc == "" {
+			scopes[i] = scopeNone
+		}
+	}
+	p.later(currentSQL, scopes, seal.PeriodOf(k.now())).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var scope string
+			var id, sealed []byte
+			if err := rows.Scan(&scope, &id, &sealed); err != nil {
+				return err
+			}
+			a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
+			if err != nil {
+				return err
+			}
+			if p.keys == nil {
+				p.keys = map[string]lockedKey{}
+			}
+			p.keys[scope] = lockedKey{id, a}
+		}
+		return rows.Err()
+	})
+}
+
 // current returns the id and cipher of the key sealing scope's new
-// values, making one when the scope has none for this period.
+// values, making one when the scope has none for this period. On a
+// pipe, a key its transaction locked already is used again.
 func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte, cipher.AEAD, error) {
 	if len(k.masters) == 0 {
 		return nil, nil, seal.ErrNoKeys
 	}
+	p, _ := q.(*pipe)
+	if p != nil {
+		if lk, ok := p.keys[scope]; ok {
+			return lk.id, lk.a, nil
+		}
+	}
+	id, a, err := k.currentRead(ctx, q, scope)
+	if err == nil && p != nil {
+		if p.keys == nil {
+			p.keys = map[string]lockedKey{}
+		}
+		p.keys[scope] = lockedKey{id, a}
+	}
+	return id, a, err
+}
+
+// currentRead is current without a pipe's keys.
+func (k *keyring) currentRead(ctx context.Context, q querier, scope string) ([]byte, cipher.AEAD, error) {
 	period := seal.PeriodOf(k.now())
-	// The key's row is locked FOR SHARE until the transaction ends, so
-	// that a destroy (which deletes it, a FOR UPDATE lock) waits for
-	// the values sealed with it to commit, then seals them again; a
-	// destroy that went first leaves no row here, and a new key is made.
+	// The key's row is locked FOR SHARE (see currentSQL); when a destroy
+	// went first, a new key is made.
 	var id, sealed []byte
-	err := q.QueryRow(ctx, `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
-		WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`, scope, period).Scan(&id, &sealed)
+	err := q.QueryRow(ctx, currentSQL, []string{scope}, period).Scan(nil, &id, &sealed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, err
 	}

@@ -378,38 +378,61 @@ func (s *Store) Fence(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, fenceKey{}, fence{key: key, epoch: epoch})
 }
 
-// checkFence, when ctx carries a fence, fails with bot.ErrFenced unless
-// the lease is still at the fence's epoch; it locks the lease's row FOR
-// SHARE, so that no replica takes the lease before tx ends (its Hold
-// waits, then reads what tx wrote).
-func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
+// fenceLater, when ctx carries a fence, queues on p the reading of the
+// lease's epoch, its row locked FOR SHARE, so that no replica takes the
+// lease before p's transaction ends (its Hold waits, then reads what p
+// wrote); the check it returns (nil without a fence), called once that
+// is sent, fails with bot.ErrFenced unless the lease is still at the
+// fence's epoch.
+func (s *Store) fenceLater(ctx context.Context, p *pipe) func() error {
 	f, ok := ctx.Value(fenceKey{}).(fence)
 	if !ok {
 		return nil
 	}
-	var epoch int64
-	err := tx.QueryRow(ctx, `SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Scan(&epoch)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
+	var epoch int64 // none: no row
+	p.later(`SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&epoch); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return func() error {
+		if epoch == f.epoch {
+			return nil
+		}
+		s.leases.mu.Lock()
+		if s.leases.held[f.key] == f.epoch {
+			delete(s.leases.held, f.key) // Work says so to the feeder
+		}
+		s.leases.mu.Unlock()
+		return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
 	}
-	if err == nil && epoch == f.epoch {
-		return nil
-	}
-	s.leases.mu.Lock()
-	if s.leases.held[f.key] == f.epoch {
-		delete(s.leases.held, f.key) // Work says so to the feeder
-	}
-	s.leases.mu.Unlock()
-	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
 }
 
-// fencedTx runs fn in a transaction that checks ctx's fence first.
-func (s *Store) fencedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		if err := s.checkFence(ctx, tx); err != nil {
-			return err
+// fencedTx runs a transaction that checks ctx's fence (fenceLater)
+// before fn's statements, in two round trips when fn's need no result:
+// the first sends BEGIN, the check and what prepare (when set) queued
+// (the reads fn needs, and locks); the second fn's statements and
+// COMMIT. A refused check rolls it all back.
+func (s *Store) fencedTx(ctx context.Context, prepare func(p *pipe), fn func(p *pipe) error) error {
+	return s.pipeTx(ctx, func(p *pipe) error {
+		check := s.fenceLater(ctx, p)
+		if prepare != nil {
+			prepare(p)
 		}
-		return fn(tx)
+		if check != nil || prepare != nil {
+			if err := p.flush(ctx); err != nil {
+				return err
+			}
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return fn(p)
 	})
 }
 
@@ -593,8 +616,7 @@ func (s *Store) Cancels(ctx context.Context, keys []string) (map[string]int64, e
 
 // notifyJob signals the jobs channel at the commit of q's transaction.
 func notifyJob(ctx context.Context, q querier) error {
-	_, err := q.Exec(ctx, `SELECT pg_notify($1, current_schema())`, jobsChannel)
-	return err
+	return execLater(ctx, q, `SELECT pg_notify($1, current_schema())`, jobsChannel)
 }
 
 // ClaimOutbox implements bot.Shared: an entry's owner is dead when its

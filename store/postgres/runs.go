@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -38,19 +41,19 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 	if r.Status == bot.RunWaiting && r.Waiting != nil {
 		wait = &r.Waiting.Key
 	}
-	_, err = q.Exec(ctx, `INSERT INTO runs (id, thread_key, status, wait_key, created, updated, key_id, value, transcript_key_id, transcript)
+	return execLater(ctx, q, `INSERT INTO runs (id, thread_key, status, wait_key, created, updated, key_id, value, transcript_key_id, transcript)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (id) DO UPDATE SET thread_key = excluded.thread_key, status = excluded.status, wait_key = excluded.wait_key,
 			created = excluded.created, updated = excluded.updated, key_id = excluded.key_id, value = excluded.value,
 			transcript_key_id = coalesce(excluded.transcript_key_id, runs.transcript_key_id),
 			transcript = coalesce(excluded.transcript, runs.transcript)`,
 		r.ID, r.ThreadKey, string(r.Status), wait, ns(r.Created), ns(r.Updated), id, v, trID, tr)
-	return err
 }
 
 // SaveRun implements bot.Store.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	if err := s.fencedTx(ctx, func(tx pgx.Tx) error { return s.saveRun(ctx, tx, r) }); err != nil {
+	lock := func(p *pipe) { s.keys.lockLater(p, r.ThreadKey) }
+	if err := s.fencedTx(ctx, lock, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -165,7 +168,7 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 	if err != nil {
 		return err
 	}
-	if _, err = q.Exec(ctx, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
+	if err = execLater(ctx, q, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
 		return err
 	}
 	return notifyJob(ctx, q)
@@ -173,9 +176,9 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 
 // DeleteJob implements bot.Store.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id)
-		return err
+	err := s.fencedTx(ctx, nil, func(p *pipe) error {
+		p.later(`DELETE FROM jobs WHERE id = $1`, id)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
@@ -240,17 +243,23 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 // fenced by ctx's lease (see Fence). A duplicate event key rolls it
 // back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
+	fresh := true
+	lock := func(p *pipe) {
 		if c.EventKey != "" {
-			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				return bot.ErrDuplicate
-			}
+			p.later(markEventSQL, c.EventKey, ns(c.EventAt)).Exec(func(ct pgconn.CommandTag) error {
+				fresh = ct.RowsAffected() == 1
+				return nil
+			})
 		}
-		return s.apply(ctx, tx, c)
+		s.keys.lockLater(p, changeScopes(c)...)
+		lockSettingsLater(p, slices.Sorted(maps.Keys(c.Count)), countInitial)
+		lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
+	}
+	err := s.fencedTx(ctx, lock, func(p *pipe) error {
+		if !fresh {
+			return bot.ErrDuplicate
+		}
+		return s.apply(ctx, p, c)
 	})
 	if errors.Is(err, bot.ErrDuplicate) {
 		return bot.ErrDuplicate
@@ -261,8 +270,30 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	return nil
 }
 
+// changeScopes are the scopes whose keys seal c's parts (see apply).
+func changeScopes(c bot.Change) []string {
+	var out []string
+	if c.Message != nil {
+		out = append(out, c.Message.ThreadKey)
+	}
+	if c.Job != nil {
+		out = append(out, c.Job.ThreadKey)
+	}
+	if c.Run != nil {
+		out = append(out, c.Run.ThreadKey)
+	}
+	if len(c.Send) > 0 {
+		out = append(out, scopeOutbox)
+	}
+	for _, e := range c.Audit {
+		out = append(out, e.ThreadKey)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // apply writes c's parts after its event key.
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
+func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 	if c.Thread != nil {
 		if err := saveThread(ctx, tx, *c.Thread, false); err != nil {
 			return err
@@ -279,7 +310,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		}
 	}
 	if c.DeleteJob != "" {
-		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, c.DeleteJob); err != nil {
+		if err := execLater(ctx, tx, `DELETE FROM jobs WHERE id = $1`, c.DeleteJob); err != nil {
 			return err
 		}
 	}
@@ -293,7 +324,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform); err != nil {
+		if err := execLater(ctx, tx, `INSERT INTO outbox (id, key_id, value, owner, platform) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform); err != nil {
 			return err
 		}
 	}
@@ -302,7 +333,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit (run_id, key_id, value) VALUES ($1, $2, $3)`, e.RunID, id, v); err != nil {
+		if err := execLater(ctx, tx, `INSERT INTO audit (run_id, key_id, value) VALUES ($1, $2, $3)`, e.RunID, id, v); err != nil {
 			return err
 		}
 	}
@@ -316,15 +347,14 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 // the outbox and, for a question its run still waits on, its message id
 // is recorded in the run. It is fenced by ctx's lease (see Fence).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
-			return err
-		}
+	lock := func(p *pipe) {
+		p.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
 		if ob.RunID != "" && ob.WaitKey == "" {
 			// An answer: its run's preview record goes with it.
-			_, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
-			return err
+			p.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
 		}
+	}
+	err := s.fencedTx(ctx, lock, func(tx *pipe) error {
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
 			return nil
 		}

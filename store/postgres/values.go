@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -54,11 +55,14 @@ func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, 
 	return fresh, nil
 }
 
+// markEventSQL records an event key ($1) at $2 (ns), once.
+const markEventSQL = `INSERT INTO events (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`
+
 // markEvent records key; a key recorded before (by any replica) is not
 // fresh. A concurrent insert of the same key waits for the other's
 // transaction, so exactly one of them finds it fresh.
 func markEvent(ctx context.Context, q querier, key string, at time.Time) (bool, error) {
-	tag, err := q.Exec(ctx, `INSERT INTO events (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, ns(at))
+	tag, err := q.Exec(ctx, markEventSQL, key, ns(at))
 	if err != nil {
 		return false, err
 	}
@@ -109,8 +113,7 @@ func saveThread(ctx context.Context, q querier, t bot.Thread, replace bool) erro
 	if replace {
 		conflict = `DO UPDATE SET value = excluded.value`
 	}
-	_, err = q.Exec(ctx, `INSERT INTO threads (key, value) VALUES ($1, $2) ON CONFLICT (key) `+conflict, t.Key, raw)
-	return err
+	return execLater(ctx, q, `INSERT INTO threads (key, value) VALUES ($1, $2) ON CONFLICT (key) `+conflict, t.Key, raw)
 }
 
 func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) error {
@@ -118,8 +121,7 @@ func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) err
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO messages (thread_key, at, key_id, value) VALUES ($1, $2, $3, $4)`, m.ThreadKey, ns(m.At), id, v)
-	return err
+	return execLater(ctx, q, `INSERT INTO messages (thread_key, at, key_id, value) VALUES ($1, $2, $3, $4)`, m.ThreadKey, ns(m.At), id, v)
 }
 
 // RecentMessages implements bot.Store: the thread's latest n messages
@@ -260,9 +262,8 @@ func (s *Store) SettingOrSet(ctx context.Context, key, value string) (string, er
 }
 
 func putSetting(ctx context.Context, q querier, key string, value, keyID []byte) error {
-	_, err := q.Exec(ctx, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
+	return execLater(ctx, q, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET key_id = excluded.key_id, value = excluded.value`, key, keyID, value)
-	return err
 }
 
 // deletePending deletes a pending request and destroys its keys.
@@ -273,16 +274,21 @@ func (s *Store) deletePending(ctx context.Context, q querier, key string) error 
 	return s.keys.destroyScope(ctx, q, key)
 }
 
+// countInitial and fieldsInitial are the values of a count's and a
+// setting of fields' rows made to be locked.
+const (
+	countInitial  = `"0"`
+	fieldsInitial = `""` // none
+)
+
 // addCounts adds to numeric settings (bot.Change.Count); an absent or
 // unreadable one counts from 0. The row is locked for the addition, so
-// replicas adding at once lose no count.
+// replicas adding at once lose no count; rows are locked in key order.
 func addCounts(ctx context.Context, q querier, counts map[string]int) error {
-	for k, n := range counts {
-		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '"0"') ON CONFLICT (key) DO NOTHING`, k); err != nil {
-			return err
-		}
-		var raw []byte
-		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		n := counts[k]
+		raw, err := lockedSetting(ctx, q, k, countInitial)
+		if err != nil {
 			return err
 		}
 		var v string
@@ -300,16 +306,11 @@ func addCounts(ctx context.Context, q querier, counts map[string]int) error {
 // (bot.Change.Fields). The row is locked while it is merged, so
 // replicas changing other fields at once lose none.
 func setFields(ctx context.Context, q querier, fields map[string]map[string]json.RawMessage) error {
-	for k, f := range fields {
-		if len(f) == 0 {
-			continue
-		}
+	for _, k := range fieldKeys(fields) {
+		f := fields[k]
 		// A row to lock, also for a setting not there yet ("" is none).
-		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '""') ON CONFLICT (key) DO NOTHING`, k); err != nil {
-			return err
-		}
-		var raw []byte
-		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+		raw, err := lockedSetting(ctx, q, k, fieldsInitial)
+		if err != nil {
 			return err
 		}
 		var old string
@@ -332,6 +333,18 @@ func setFields(ctx context.Context, q querier, fields map[string]map[string]json
 		}
 	}
 	return nil
+}
+
+// fieldKeys are the keys of fields with a field to set, in order.
+func fieldKeys(fields map[string]map[string]json.RawMessage) []string {
+	var out []string
+	for k, f := range fields {
+		if len(f) > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // LoadSnapshot implements todoist.SnapshotStore.
