@@ -411,23 +411,28 @@ func (s *Store) fenceLater(ctx context.Context, p *pipe) func() error {
 	}
 }
 
-// fencedTx runs a transaction that checks ctx's fence (fenceLater)
-// before fn's statements, in two round trips when fn's need no result:
-// the first sends BEGIN, the check and what prepare (when set) queued
-// (the reads fn needs, and locks); the second fn's statements and
-// COMMIT. A refused check rolls it all back.
+// fencedTx runs a transaction that checks ctx's fence (fenceLater) and
+// cancel mark (cancelsLater) before fn's statements, in two round trips
+// when fn's need no result: the first sends BEGIN, the checks and what
+// prepare (when set) queued (the reads fn needs, and locks); the second
+// fn's statements and COMMIT. A refused check rolls it all back.
 func (s *Store) fencedTx(ctx context.Context, prepare func(p *pipe), fn func(p *pipe) error) error {
 	return s.pipeTx(ctx, func(p *pipe) error {
-		check := s.fenceLater(ctx, p)
+		var checks []func() error
+		for _, c := range []func() error{s.fenceLater(ctx, p), cancelsLater(ctx, p)} {
+			if c != nil {
+				checks = append(checks, c)
+			}
+		}
 		if prepare != nil {
 			prepare(p)
 		}
-		if check != nil || prepare != nil {
+		if len(checks) > 0 || prepare != nil {
 			if err := p.flush(ctx); err != nil {
 				return err
 			}
 		}
-		if check != nil {
+		for _, check := range checks {
 			if err := check(); err != nil {
 				return err
 			}
