@@ -17,7 +17,7 @@ import (
 // job, runs, journal, outbox, delivery, key reads, cancel checks),
 // measured by TestPostgresRoundTripsPerMessage; see docs/performance.md
 // for the count and where it goes.
-const maxRoundTripsPerMessage = 27
+const maxRoundTripsPerMessage = 21
 
 // TestPostgresRoundTripsPerMessage runs messages from several people
 // (each a run that adds a task to Todoist and answers, as in

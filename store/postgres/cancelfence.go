@@ -48,3 +48,16 @@ func cancelsLater(ctx context.Context, p *pipe) func() error {
 		return nil
 	}
 }
+
+// cancelsGuard, when ctx carries a cancel mark, queues on p its guard:
+// the statements after it run only while no later cancel is stored;
+// else p's transaction fails with bot.ErrCancelStored.
+func cancelsGuard(ctx context.Context, p *pipe) {
+	c, ok := ctx.Value(cancelMarkKey{}).(cancelMark)
+	if !ok {
+		return
+	}
+	p.guardLater(func() error {
+		return fmt.Errorf("%w: %s (the run began after cancel %d)", bot.ErrCancelStored, c.key, c.mark)
+	}, cancelsGuardSQL, c.key, c.mark)
+}

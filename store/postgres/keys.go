@@ -1,12 +1,15 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +49,67 @@ type keyring struct {
 	masters []cipher.AEAD
 	now     func() time.Time
 	opened  seal.Cache
+
+	// mu protects sealing.
+	mu sync.Mutex
+	// sealing is the key each scope sealed with last, with its period:
+	// a transaction may seal with it without reading it first, as long
+	// as it checks in the same transaction that the key is still there,
+	// locking it as current does (keyGuard); a key destroyed meanwhile
+	// fails that check, and the transaction is made again with the keys
+	// read (fencedTx).
+	sealing map[string]sealingKey
+}
+
+// sealingKey is a scope's key in keyring.sealing.
+type sealingKey struct {
+	period int64
+	key    lockedKey
+}
+
+// remember keeps scope's key of period for the transactions after.
+func (k *keyring) remember(scope string, period int64, lk lockedKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sealing == nil {
+		k.sealing = map[string]sealingKey{}
+	}
+	k.sealing[scope] = sealingKey{period, lk}
+}
+
+// sealingKeys returns the keys scopes sealed with last, when each has
+// one of this period, and their ids (each once).
+func (k *keyring) sealingKeys(scopes []string) (map[string]lockedKey, [][]byte, bool) {
+	period := seal.PeriodOf(k.now())
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	keys := make(map[string]lockedKey, len(scopes))
+	var ids [][]byte
+	for _, sc := range scopes {
+		if sc == "" {
+			sc = scopeNone
+		}
+		sk, ok := k.sealing[sc]
+		if !ok || sk.period != period {
+			return nil, nil, false
+		}
+		if _, dup := keys[sc]; !dup && !slices.ContainsFunc(ids, func(id []byte) bool { return bytes.Equal(id, sk.key.id) }) {
+			ids = append(ids, sk.key.id)
+		}
+		keys[sc] = sk.key
+	}
+	return keys, ids, true
+}
+
+// forgetSealing drops the kept keys of ids (destroyed, or not found).
+func (k *keyring) forgetSealing(ids [][]byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for sc, sk := range k.sealing {
+		if slices.ContainsFunc(ids, func(id []byte) bool { return bytes.Equal(id, sk.key.id) }) {
+			delete(k.sealing, sc)
+		}
+	}
 }
 
 // aead returns data key id's cipher.
@@ -87,7 +151,8 @@ func (k *keyring) lockLater(p *pipe, scopes ...string) {
 			scopes[i] = scopeNone
 		}
 	}
-	p.later(currentSQL, scopes, seal.PeriodOf(k.now())).Query(func(rows pgx.Rows) error {
+	period := seal.PeriodOf(k.now())
+	p.later(currentSQL, scopes, period).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var scope string
 			var id, sealed []byte
@@ -102,6 +167,7 @@ func (k *keyring) lockLater(p *pipe, scopes ...string) {
 				p.keys = map[string]lockedKey{}
 			}
 			p.keys[scope] = lockedKey{id, a}
+			k.remember(scope, period, lockedKey{id, a})
 		}
 		return rows.Err()
 	})
@@ -121,13 +187,17 @@ func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte,
 		}
 	}
 	id, a, err := k.currentRead(ctx, q, scope)
-	if err == nil && p != nil {
+	if err != nil {
+		return nil, nil, err
+	}
+	if p != nil {
 		if p.keys == nil {
 			p.keys = map[string]lockedKey{}
 		}
 		p.keys[scope] = lockedKey{id, a}
 	}
-	return id, a, err
+	k.remember(scope, seal.PeriodOf(k.now()), lockedKey{id, a})
+	return id, a, nil
 }
 
 // currentRead is current without a pipe's keys.
@@ -220,6 +290,7 @@ func (k *keyring) destroy(ctx context.Context, q querier, ids [][]byte) error {
 	for _, id := range ids {
 		k.opened.Forget(id)
 	}
+	k.forgetSealing(ids)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,8 +107,19 @@ type pipeRow struct {
 }
 
 func (r pipeRow) Scan(dest ...any) error {
-	r.p.later(r.sql, r.args...).QueryRow(func(row pgx.Row) error { return row.Scan(dest...) })
-	return r.p.flush(r.ctx) // the last of its batch: its error (pgx.ErrNoRows too) is its own
+	var none error
+	r.p.later(r.sql, r.args...).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(dest...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			none = err // no failure of the batch (pgx would forget its prepared statements)
+			return nil
+		}
+		return err
+	})
+	if err := r.p.flush(r.ctx); err != nil {
+		return err
+	}
+	return none
 }
 
 // execLater runs a statement whose result nobody reads: queued on a
@@ -158,4 +170,36 @@ func lockedSetting(ctx context.Context, q querier, k, initial string) ([]byte, e
 		return nil, err
 	}
 	return raw, nil
+}
+
+// A guard is a statement that fails (division by zero, 22012) when a
+// condition the transaction depends on does not hold, so that the
+// statements after it in the same round trip, COMMIT included, are not
+// run: the server ends the transaction at the first error. Its callback
+// turns the failure into the error it stands for.
+const (
+	// fenceGuardSQL: lease $1 is at epoch $2 (its row locked FOR SHARE).
+	fenceGuardSQL = `SELECT 1 / count(*) FROM (SELECT FROM leases WHERE thread_key = $1 AND epoch = $2 FOR SHARE) l`
+	// cancelsGuardSQL: no cancel of conversation $1 after $2.
+	cancelsGuardSQL = `SELECT 1 / (coalesce(max(id), 0) <= $2)::int FROM cancels WHERE thread_key = $1`
+	// keyGuardSQL: the $2 data keys $1 are all there (locked FOR SHARE,
+	// as current locks a key it seals with).
+	keyGuardSQL = `SELECT 1 / (count(*) / $2) FROM (SELECT FROM data_keys WHERE id = ANY($1) ORDER BY id FOR SHARE) k`
+)
+
+// errKeyGone is a keyGuard's failure: a key kept in keyring.sealing was
+// destroyed since.
+var errKeyGone = errors.New("a data key kept to seal with was destroyed")
+
+// guardLater queues guard sql; its failure is failed().
+func (p *pipe) guardLater(failed func() error, sql string, args ...any) {
+	p.later(sql, args...).QueryRow(func(row pgx.Row) error {
+		var one int64
+		err := row.Scan(&one)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "22012" {
+			return failed()
+		}
+		return err
+	})
 }

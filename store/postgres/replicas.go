@@ -402,21 +402,62 @@ func (s *Store) fenceLater(ctx context.Context, p *pipe) func() error {
 		if epoch == f.epoch {
 			return nil
 		}
-		s.leases.mu.Lock()
-		if s.leases.held[f.key] == f.epoch {
-			delete(s.leases.held, f.key) // Work says so to the feeder
-		}
-		s.leases.mu.Unlock()
-		return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
+		return s.refused(f, fmt.Sprint(epoch))
 	}
 }
 
-// fencedTx runs a transaction that checks ctx's fence (fenceLater) and
-// cancel mark (cancelsLater) before fn's statements, in two round trips
-// when fn's need no result: the first sends BEGIN, the checks and what
-// prepare (when set) queued (the reads fn needs, and locks); the second
-// fn's statements and COMMIT. A refused check rolls it all back.
-func (s *Store) fencedTx(ctx context.Context, prepare func(p *pipe), fn func(p *pipe) error) error {
+// fenceGuard, when ctx carries a fence, queues on p its guard: the
+// statements after it run only while the lease is at the fence's
+// epoch, its row locked FOR SHARE (see fenceLater); else p's
+// transaction fails with bot.ErrFenced.
+func (s *Store) fenceGuard(ctx context.Context, p *pipe) {
+	f, ok := ctx.Value(fenceKey{}).(fence)
+	if !ok {
+		return
+	}
+	p.guardLater(func() error { return s.refused(f, "another") }, fenceGuardSQL, f.key, f.epoch)
+}
+
+// refused forgets the lease of f (Work says so to the feeder) and
+// returns the refusal of a write fenced by it.
+func (s *Store) refused(f fence, epoch string) error {
+	s.leases.mu.Lock()
+	if s.leases.held[f.key] == f.epoch {
+		delete(s.leases.held, f.key)
+	}
+	s.leases.mu.Unlock()
+	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %s, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
+}
+
+// fencedTx runs a transaction that checks ctx's fence and cancel mark
+// before fn's statements, which may seal with the keys of scopes. When
+// there is no prepare and each scope's key is kept from an earlier
+// transaction (keyring.sealing), it is one round trip: BEGIN, guards
+// (fenceGuard, cancelsGuard, keyGuardSQL on the kept keys), fn's
+// statements and COMMIT; a kept key destroyed meanwhile fails its guard,
+// and the transaction is made again as follows. Otherwise two: the
+// first sends BEGIN, the checks (fenceLater, cancelsLater), the locking
+// of the scopes' keys and what prepare (when set) queued (the reads fn
+// needs, and locks); the second fn's statements and COMMIT. A refused
+// check rolls it all back.
+func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *pipe), fn func(p *pipe) error) error {
+	if prepare == nil {
+		if keys, ids, ok := s.keys.sealingKeys(scopes); ok {
+			err := s.pipeTx(ctx, func(p *pipe) error {
+				s.fenceGuard(ctx, p)
+				cancelsGuard(ctx, p)
+				if len(ids) > 0 {
+					p.keys = keys
+					p.guardLater(func() error { return errKeyGone }, keyGuardSQL, ids, len(ids))
+				}
+				return fn(p)
+			})
+			if !errors.Is(err, errKeyGone) {
+				return err
+			}
+			s.keys.forgetSealing(ids)
+		}
+	}
 	return s.pipeTx(ctx, func(p *pipe) error {
 		var checks []func() error
 		for _, c := range []func() error{s.fenceLater(ctx, p), cancelsLater(ctx, p)} {
@@ -424,13 +465,12 @@ func (s *Store) fencedTx(ctx context.Context, prepare func(p *pipe), fn func(p *
 				checks = append(checks, c)
 			}
 		}
+		s.keys.lockLater(p, scopes...)
 		if prepare != nil {
 			prepare(p)
 		}
-		if len(checks) > 0 || prepare != nil {
-			if err := p.flush(ctx); err != nil {
-				return err
-			}
+		if err := p.flush(ctx); err != nil {
+			return err
 		}
 		for _, check := range checks {
 			if err := check(); err != nil {

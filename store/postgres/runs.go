@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -52,8 +51,7 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 
 // SaveRun implements bot.Store.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	lock := func(p *pipe) { s.keys.lockLater(p, r.ThreadKey) }
-	if err := s.fencedTx(ctx, lock, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
+	if err := s.fencedTx(ctx, []string{r.ThreadKey}, nil, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -176,7 +174,7 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 
 // DeleteJob implements bot.Store.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	err := s.fencedTx(ctx, nil, func(p *pipe) error {
+	err := s.fencedTx(ctx, nil, nil, func(p *pipe) error {
 		p.later(`DELETE FROM jobs WHERE id = $1`, id)
 		return nil
 	})
@@ -244,18 +242,19 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 // back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	fresh := true
-	lock := func(p *pipe) {
-		if c.EventKey != "" {
-			p.later(markEventSQL, c.EventKey, ns(c.EventAt)).Exec(func(ct pgconn.CommandTag) error {
-				fresh = ct.RowsAffected() == 1
-				return nil
-			})
+	var reads func(p *pipe) // what apply needs read first: the event key's freshness, the rows of fields
+	if c.EventKey != "" || len(fieldKeys(c.Fields)) > 0 {
+		reads = func(p *pipe) {
+			if c.EventKey != "" {
+				p.later(markEventSQL, c.EventKey, ns(c.EventAt)).Exec(func(ct pgconn.CommandTag) error {
+					fresh = ct.RowsAffected() == 1
+					return nil
+				})
+			}
+			lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 		}
-		s.keys.lockLater(p, changeScopes(c)...)
-		lockSettingsLater(p, slices.Sorted(maps.Keys(c.Count)), countInitial)
-		lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 	}
-	err := s.fencedTx(ctx, lock, func(p *pipe) error {
+	err := s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
 		if !fresh {
 			return bot.ErrDuplicate
 		}
@@ -347,14 +346,13 @@ func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 // the outbox and, for a question its run still waits on, its message id
 // is recorded in the run. It is fenced by ctx's lease (see Fence).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
-	lock := func(p *pipe) {
-		p.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
+	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
+		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
 		if ob.RunID != "" && ob.WaitKey == "" {
 			// An answer: its run's preview record goes with it.
-			p.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+			tx.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+			return nil
 		}
-	}
-	err := s.fencedTx(ctx, lock, func(tx *pipe) error {
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
 			return nil
 		}

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -274,28 +273,24 @@ func (s *Store) deletePending(ctx context.Context, q querier, key string) error 
 	return s.keys.destroyScope(ctx, q, key)
 }
 
-// countInitial and fieldsInitial are the values of a count's and a
-// setting of fields' rows made to be locked.
-const (
-	countInitial  = `"0"`
-	fieldsInitial = `""` // none
-)
+// fieldsInitial is the value of a setting of fields' row made to be
+// locked: none.
+const fieldsInitial = `""`
 
-// addCounts adds to numeric settings (bot.Change.Count); an absent or
-// unreadable one counts from 0. The row is locked for the addition, so
-// replicas adding at once lose no count; rows are locked in key order.
+// addCountSQL adds $2 to numeric setting $1 (a JSON string of digits,
+// as strconv.Itoa writes them); an absent or unreadable one counts from
+// 0. The row is locked for the addition (ON CONFLICT DO UPDATE), so
+// replicas adding at once lose no count.
+const addCountSQL = `INSERT INTO settings AS s (key, value) VALUES ($1, convert_to(to_json($2::bigint::text)::text, 'UTF8'))
+	ON CONFLICT (key) DO UPDATE SET key_id = NULL, value = convert_to(to_json((
+		CASE WHEN encode(s.value, 'escape') ~ '^"[+-]?[0-9]{1,18}"$' THEN btrim(encode(s.value, 'escape'), '"')::bigint ELSE 0 END
+		+ $2::bigint)::text)::text, 'UTF8')`
+
+// addCounts adds to numeric settings (bot.Change.Count; see
+// addCountSQL), in key order.
 func addCounts(ctx context.Context, q querier, counts map[string]int) error {
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		n := counts[k]
-		raw, err := lockedSetting(ctx, q, k, countInitial)
-		if err != nil {
-			return err
-		}
-		var v string
-		_ = json.Unmarshal(raw, &v)
-		have, _ := strconv.Atoi(v)
-		next, _ := json.Marshal(strconv.Itoa(have + n))
-		if err := putSetting(ctx, q, k, next, nil); err != nil {
+		if err := execLater(ctx, q, addCountSQL, k, counts[k]); err != nil {
 			return err
 		}
 	}
