@@ -131,17 +131,19 @@ type lockedKey struct {
 	a  cipher.AEAD
 }
 
-// currentSQL selects scopes' keys of a period ($2), locking each FOR
-// SHARE until the transaction ends: a destroy (which deletes it, a FOR
-// UPDATE lock) waits for the values sealed with it to commit, then
-// seals them again; a destroy that went first leaves no row here.
-const currentSQL = `SELECT c.scope, d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
-	WHERE c.scope = ANY($1) AND c.period = $2 ORDER BY d.id FOR SHARE OF d`
+// currentSQL selects scope $1's key of period $2, locking it FOR SHARE
+// until the transaction ends: a destroy (which deletes it, a FOR UPDATE
+// lock) waits for the values sealed with it to commit, then seals them
+// again; a destroy that went first leaves no row here. (One statement a
+// scope, not one for all with = ANY: its plan is made once, not at each
+// run.)
+const currentSQL = `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
+	WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`
 
 // lockLater queues, on p, the locking and reading of the current keys
-// of scopes (in one statement), which current then finds in p.keys
-// instead of reading each on its own; a scope with none gets one from
-// current, as without.
+// of scopes (in the same round trip), which current then finds in
+// p.keys instead of reading each on its own; a scope with none gets one
+// from current, as without.
 func (k *keyring) lockLater(p *pipe, scopes ...string) {
 	if len(k.masters) == 0 || len(scopes) == 0 {
 		return
@@ -152,25 +154,27 @@ func (k *keyring) lockLater(p *pipe, scopes ...string) {
 		}
 	}
 	period := seal.PeriodOf(k.now())
-	p.later(currentSQL, scopes, period).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var scope string
-			var id, sealed []byte
-			if err := rows.Scan(&scope, &id, &sealed); err != nil {
-				return err
+	slices.Sort(scopes) // locked in one order
+	for _, scope := range slices.Compact(scopes) {
+		p.later(currentSQL, scope, period).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id, sealed []byte
+				if err := rows.Scan(&id, &sealed); err != nil {
+					return err
+				}
+				a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
+				if err != nil {
+					return err
+				}
+				if p.keys == nil {
+					p.keys = map[string]lockedKey{}
+				}
+				p.keys[scope] = lockedKey{id, a}
+				k.remember(scope, period, lockedKey{id, a})
 			}
-			a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
-			if err != nil {
-				return err
-			}
-			if p.keys == nil {
-				p.keys = map[string]lockedKey{}
-			}
-			p.keys[scope] = lockedKey{id, a}
-			k.remember(scope, period, lockedKey{id, a})
-		}
-		return rows.Err()
-	})
+			return rows.Err()
+		})
+	}
 }
 
 // current returns the id and cipher of the key sealing scope's new
@@ -206,7 +210,7 @@ func (k *keyring) currentRead(ctx context.Context, q querier, scope string) ([]b
 	// The key's row is locked FOR SHARE (see currentSQL); when a destroy
 	// went first, a new key is made.
 	var id, sealed []byte
-	err := q.QueryRow(ctx, currentSQL, []string{scope}, period).Scan(nil, &id, &sealed)
+	err := q.QueryRow(ctx, currentSQL, scope, period).Scan(&id, &sealed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, err
 	}

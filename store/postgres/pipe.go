@@ -182,9 +182,9 @@ const (
 	fenceGuardSQL = `SELECT 1 / count(*) FROM (SELECT FROM leases WHERE thread_key = $1 AND epoch = $2 FOR SHARE) l`
 	// cancelsGuardSQL: no cancel of conversation $1 after $2.
 	cancelsGuardSQL = `SELECT 1 / (coalesce(max(id), 0) <= $2)::int FROM cancels WHERE thread_key = $1`
-	// keyGuardSQL: the $2 data keys $1 are all there (locked FOR SHARE,
-	// as current locks a key it seals with).
-	keyGuardSQL = `SELECT 1 / (count(*) / $2) FROM (SELECT FROM data_keys WHERE id = ANY($1) ORDER BY id FOR SHARE) k`
+	// keyGuardSQL: data key $1 is there (locked FOR SHARE, as current
+	// locks a key it seals with).
+	keyGuardSQL = `SELECT 1 / count(*) FROM (SELECT FROM data_keys WHERE id = $1 FOR SHARE) k`
 )
 
 // errKeyGone is a keyGuard's failure: a key kept in keyring.sealing was

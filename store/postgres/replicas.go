@@ -433,7 +433,7 @@ func (s *Store) refused(f fence, epoch string) error {
 // before fn's statements, which may seal with the keys of scopes. When
 // there is no prepare and each scope's key is kept from an earlier
 // transaction (keyring.sealing), it is one round trip: BEGIN, guards
-// (fenceGuard, cancelsGuard, keyGuardSQL on the kept keys), fn's
+// (fenceGuard, cancelsGuard, keyGuardSQL on each kept key), fn's
 // statements and COMMIT; a kept key destroyed meanwhile fails its guard,
 // and the transaction is made again as follows. Otherwise two: the
 // first sends BEGIN, the checks (fenceLater, cancelsLater), the locking
@@ -446,9 +446,9 @@ func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *p
 			err := s.pipeTx(ctx, func(p *pipe) error {
 				s.fenceGuard(ctx, p)
 				cancelsGuard(ctx, p)
-				if len(ids) > 0 {
-					p.keys = keys
-					p.guardLater(func() error { return errKeyGone }, keyGuardSQL, ids, len(ids))
+				p.keys = keys
+				for _, id := range ids {
+					p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
 				}
 				return fn(p)
 			})
