@@ -407,7 +407,7 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 	}
 	// A /cancel stored through another replica stops the run here,
 	// before its first save and its next write (drain sees ctx's end).
-	b.stopCancelled(ctx, e.r.ThreadKey)
+	saveCtx := b.checkCancels(ctx, e.r.ThreadKey)
 	raw, err := agent.MarshalTranscript(tr)
 	if err != nil {
 		return err
@@ -421,15 +421,18 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 		c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 	}
 	if c.DeleteJob != "" || c.Count != nil {
-		err = b.store.Commit(ctx, c)
+		err = b.store.Commit(saveCtx, c)
 	} else {
-		err = b.store.SaveRun(ctx, r)
+		err = b.store.SaveRun(saveCtx, r)
 	}
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			cancel(ErrFenced) // another process has the run now: stop at once
 		} else {
 			e.saveErr = err
+		}
+		if errors.Is(err, ErrCancelStored) && b.stopRun(r.ThreadKey) {
+			b.log.Info("stopping a run: /cancel came through another replica", slog.String("thread_key", r.ThreadKey))
 		}
 		return err
 	}
@@ -723,6 +726,45 @@ func (b *Bot) cancel(ctx context.Context, in Incoming) {
 		b.log.Error("cancel", slog.Any("err", err))
 	}
 	b.replyLater(ctx, in.Platform, reply(in, "Cancelled; I dropped my open question."))
+}
+
+// ErrCancelStored is the error of a run's save to a Shared store that
+// checks cancels (CancelFence) when a /cancel was stored for the
+// conversation since the run began: the save is refused, and the run
+// stops as /cancel stops it.
+var ErrCancelStored = errors.New("bot: a /cancel was stored for this conversation since the run began")
+
+// CancelFence is a Shared store that checks, in the transaction of a
+// run's save, the cancels stored for its conversation (Shared.Cancels)
+// instead of a read of their own before it.
+type CancelFence interface {
+	// FenceCancels returns ctx carrying mark, the latest cancel of
+	// conversation key as the run began: a save made with it fails with
+	// ErrCancelStored when a later one is stored.
+	FenceCancels(ctx context.Context, key string, mark int64) context.Context
+}
+
+// checkCancels stops the run of conversation key when a /cancel was
+// stored for it since it began (a Shared store's), and returns the
+// context for its save: with a CancelFence store, the check is left to
+// the save, which the returned context makes fail with ErrCancelStored
+// (one round trip less a step).
+func (b *Bot) checkCancels(ctx context.Context, key string) context.Context {
+	if b.feed == nil {
+		return ctx
+	}
+	cf, ok := b.feed.q.(CancelFence)
+	if !ok {
+		b.stopCancelled(ctx, key)
+		return ctx
+	}
+	b.mu.Lock()
+	ar := b.running[key]
+	b.mu.Unlock()
+	if ar == nil {
+		return ctx
+	}
+	return cf.FenceCancels(ctx, key, ar.cancelMark)
 }
 
 // stopRun stops the run of thread key this process is running, at its

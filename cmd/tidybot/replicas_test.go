@@ -465,7 +465,8 @@ func TestReplicasSurviveKills(t *testing.T) {
 // writes a task to Todoist and answers) to `tidybot serve` processes on
 // one store, with the fake Slack, model and Todoist answering at once,
 // and reports messages per second from the first POST to the last
-// answer: one replica on bbolt, one on PostgreSQL, two on PostgreSQL
+// answer, and the serves' CPU time a message (all of it, start and stop
+// included; not PostgreSQL's): one replica on bbolt, one on PostgreSQL, two on PostgreSQL
 // (POSTs spread over them). The serves, the fakes and the senders share
 // the machine's cores. With -replica-cpuprofile dir, each serve writes
 // a CPU profile there (the last run of each case).
@@ -509,9 +510,16 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 					b.Errorf("%d of %d answered", n, people*each)
 				}
 				b.ReportMetric(float64(people*each)/elapsed.Seconds(), "msgs/s")
+				var cpu time.Duration // the serves', start and stop included
 				for _, r := range rs.replicas {
 					r.stop()
+					r.mu.Lock()
+					if st := r.cmd.ProcessState; st != nil {
+						cpu += st.UserTime() + st.SystemTime()
+					}
+					r.mu.Unlock()
 				}
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(people*each), "serve-cpu-ms/msg")
 			}
 		})
 	}

@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
 )
 
@@ -48,5 +51,80 @@ func TestCancelOnAnotherReplicaDuringTheFirstStep(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		t.Fatalf("/cancel sent to replica B did not stop the run on A within 5 s; the chat shows: %q", strings.Join(c.posts["c"], " | "))
+	}
+}
+
+// saveAgent saves one step once released, then ends as the engine does
+// when a save fails; the save's error goes to saved.
+type saveAgent struct {
+	calls   chan int
+	release chan struct{}
+	saved   chan error
+}
+
+func (g saveAgent) Start(ctx context.Context, in agent.Input, h agent.Hooks) agent.Outcome {
+	g.calls <- 0
+	<-g.release
+	tr := &agent.Transcript{V: agent.TranscriptVersion, Instruction: in.Instruction}
+	err := h.Save(ctx, tr)
+	g.saved <- err
+	if err != nil {
+		tr.Status = agent.StatusInterrupted
+		return agent.Outcome{Status: agent.StatusInterrupted, Err: err, Transcript: tr}
+	}
+	tr.Status = agent.StatusDone
+	return agent.Outcome{Status: agent.StatusDone, Answer: "did: " + in.Instruction, Transcript: tr}
+}
+
+func (g saveAgent) Resume(ctx context.Context, tr *agent.Transcript, _ string, h agent.Hooks) agent.Outcome {
+	return g.Start(ctx, agent.Input{Instruction: tr.Instruction}, h)
+}
+
+func (saveAgent) Undo(context.Context, []agent.Applied) (agent.UndoReport, error) {
+	return agent.UndoReport{}, nil
+}
+
+// TestCancelStoredRefusesTheNextSave: a /cancel stored for a
+// conversation (its notification lost, and before the sweep reads the
+// cancels) while its run waits for the model refuses the run's next
+// save, the step's own transaction reading the cancels with the lease
+// (bot.CancelFence: no read of their own a step): the save fails with
+// bot.ErrCancelStored, and the run stops as /cancel stops it.
+func TestCancelStoredRefusesTheNextSave(t *testing.T) {
+	t.Parallel()
+	a, _ := twoReplicas(t)
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	g := saveAgent{calls: make(chan int, 8), release: make(chan struct{}), saved: make(chan error, 8)}
+	bt := startBot(t, a, g, c, 0, bot.Config{})
+	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}
+	if err := bt.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.calls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no model call")
+	}
+	// What Cancel stores, without its NOTIFY.
+	if _, err := a.pool.Exec(t.Context(), `INSERT INTO cancels (thread_key) VALUES ('telegram:c:')`); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	select {
+	case err := <-g.saved:
+		if !errors.Is(err, bot.ErrCancelStored) {
+			t.Fatalf("the step's save after a stored /cancel: %v, want bot.ErrCancelStored", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no save")
+	}
+	if err := bt.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	posts := strings.Join(c.posts["c"], " | ")
+	c.mu.Unlock()
+	if !strings.Contains(posts, "Stopped, as you asked.") || strings.Contains(posts, "did: ") {
+		t.Errorf("the chat after a /cancel stored during the run: %q", posts)
 	}
 }

@@ -1,12 +1,15 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +49,67 @@ type keyring struct {
 	masters []cipher.AEAD
 	now     func() time.Time
 	opened  seal.Cache
+
+	// mu protects sealing.
+	mu sync.Mutex
+	// sealing is the key each scope sealed with last, with its period:
+	// a transaction may seal with it without reading it first, as long
+	// as it checks in the same transaction that the key is still there,
+	// locking it as current does (keyGuard); a key destroyed meanwhile
+	// fails that check, and the transaction is made again with the keys
+	// read (fencedTx).
+	sealing map[string]sealingKey
+}
+
+// sealingKey is a scope's key in keyring.sealing.
+type sealingKey struct {
+	period int64
+	key    lockedKey
+}
+
+// remember keeps scope's key of period for the transactions after.
+func (k *keyring) remember(scope string, period int64, lk lockedKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sealing == nil {
+		k.sealing = map[string]sealingKey{}
+	}
+	k.sealing[scope] = sealingKey{period, lk}
+}
+
+// sealingKeys returns the keys scopes sealed with last, when each has
+// one of this period, and their ids (each once).
+func (k *keyring) sealingKeys(scopes []string) (map[string]lockedKey, [][]byte, bool) {
+	period := seal.PeriodOf(k.now())
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	keys := make(map[string]lockedKey, len(scopes))
+	var ids [][]byte
+	for _, sc := range scopes {
+		if sc == "" {
+			sc = scopeNone
+		}
+		sk, ok := k.sealing[sc]
+		if !ok || sk.period != period {
+			return nil, nil, false
+		}
+		if _, dup := keys[sc]; !dup && !slices.ContainsFunc(ids, func(id []byte) bool { return bytes.Equal(id, sk.key.id) }) {
+			ids = append(ids, sk.key.id)
+		}
+		keys[sc] = sk.key
+	}
+	return keys, ids, true
+}
+
+// forgetSealing drops the kept keys of ids (destroyed, or not found).
+func (k *keyring) forgetSealing(ids [][]byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for sc, sk := range k.sealing {
+		if slices.ContainsFunc(ids, func(id []byte) bool { return bytes.Equal(id, sk.key.id) }) {
+			delete(k.sealing, sc)
+		}
+	}
 }
 
 // aead returns data key id's cipher.
@@ -60,20 +124,93 @@ func (k *keyring) aead(ctx context.Context, q querier, id []byte) (cipher.AEAD, 
 	})
 }
 
+// lockedKey is a data key a pipe's transaction locked FOR SHARE (or
+// made): it may seal with it until it ends.
+type lockedKey struct {
+	id []byte
+	a  cipher.AEAD
+}
+
+// currentSQL selects scope $1's key of period $2, locking it FOR SHARE
+// until the transaction ends: a destroy (which deletes it, a FOR UPDATE
+// lock) waits for the values sealed with it to commit, then seals them
+// again; a destroy that went first leaves no row here. (One statement a
+// scope, not one for all with = ANY: its plan is made once, not at each
+// run.)
+const currentSQL = `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
+	WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`
+
+// lockLater queues, on p, the locking and reading of the current keys
+// of scopes (in the same round trip), which current then finds in
+// p.keys instead of reading each on its own; a scope with none gets one
+// from current, as without.
+func (k *keyring) lockLater(p *pipe, scopes ...string) {
+	if len(k.masters) == 0 || len(scopes) == 0 {
+		return
+	}
+	for i, sc := range scopes {
+		if sc == "" {
+			scopes[i] = scopeNone
+		}
+	}
+	period := seal.PeriodOf(k.now())
+	slices.Sort(scopes) // locked in one order
+	for _, scope := range slices.Compact(scopes) {
+		p.later(currentSQL, scope, period).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id, sealed []byte
+				if err := rows.Scan(&id, &sealed); err != nil {
+					return err
+				}
+				a, err := k.opened.Cipher(k.masters, id, func() ([]byte, error) { return sealed, nil })
+				if err != nil {
+					return err
+				}
+				if p.keys == nil {
+					p.keys = map[string]lockedKey{}
+				}
+				p.keys[scope] = lockedKey{id, a}
+				k.remember(scope, period, lockedKey{id, a})
+			}
+			return rows.Err()
+		})
+	}
+}
+
 // current returns the id and cipher of the key sealing scope's new
-// values, making one when the scope has none for this period.
+// values, making one when the scope has none for this period. On a
+// pipe, a key its transaction locked already is used again.
 func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte, cipher.AEAD, error) {
 	if len(k.masters) == 0 {
 		return nil, nil, seal.ErrNoKeys
 	}
+	p, _ := q.(*pipe)
+	if p != nil {
+		if lk, ok := p.keys[scope]; ok {
+			return lk.id, lk.a, nil
+		}
+	}
+	id, a, err := k.currentRead(ctx, q, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p != nil {
+		if p.keys == nil {
+			p.keys = map[string]lockedKey{}
+		}
+		p.keys[scope] = lockedKey{id, a}
+	}
+	k.remember(scope, seal.PeriodOf(k.now()), lockedKey{id, a})
+	return id, a, nil
+}
+
+// currentRead is current without a pipe's keys.
+func (k *keyring) currentRead(ctx context.Context, q querier, scope string) ([]byte, cipher.AEAD, error) {
 	period := seal.PeriodOf(k.now())
-	// The key's row is locked FOR SHARE until the transaction ends, so
-	// that a destroy (which deletes it, a FOR UPDATE lock) waits for
-	// the values sealed with it to commit, then seals them again; a
-	// destroy that went first leaves no row here, and a new key is made.
+	// The key's row is locked FOR SHARE (see currentSQL); when a destroy
+	// went first, a new key is made.
 	var id, sealed []byte
-	err := q.QueryRow(ctx, `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d ON d.id = c.id
-		WHERE c.scope = $1 AND c.period = $2 FOR SHARE OF d`, scope, period).Scan(&id, &sealed)
+	err := q.QueryRow(ctx, currentSQL, scope, period).Scan(&id, &sealed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, err
 	}
@@ -157,6 +294,7 @@ func (k *keyring) destroy(ctx context.Context, q querier, ids [][]byte) error {
 	for _, id := range ids {
 		k.opened.Forget(id)
 	}
+	k.forgetSealing(ids)
 	return nil
 }
 

@@ -158,11 +158,9 @@ func (s *Store) SavePollOffset(ctx context.Context, name string, offset int) err
 	if err != nil {
 		return err
 	}
-	err = s.tx(ctx, func(tx pgx.Tx) error {
-		if err := checkPollFence(ctx, tx); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
+	err = s.pipeTx(ctx, func(p *pipe) error {
+		pollGuardLater(ctx, p)
+		_, err := p.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value
 			WHERE (convert_from(meta.value, 'UTF8')::jsonb->>'offset')::bigint <= $3`, pollOffsetKey(name), raw, offset)
 		return err
@@ -183,22 +181,20 @@ type pollFence struct {
 	epoch int64
 }
 
-// checkPollFence, when ctx carries a poll lead's fence, fails with
-// bot.ErrFenced unless the lead is still at its epoch; it locks the
-// lead's row FOR SHARE, so that no replica takes the lead before tx
-// ends (its epoch's update waits).
-func checkPollFence(ctx context.Context, tx pgx.Tx) error {
+// pollGuardSQL: poll lead $1 is at epoch $2, its row locked FOR SHARE,
+// so that no replica takes the lead before the transaction ends (its
+// epoch's update waits).
+const pollGuardSQL = `SELECT 1 / count(*) FROM (SELECT FROM poll_leads WHERE name = $1 AND epoch = $2 FOR SHARE) l`
+
+// pollGuardLater, when ctx carries a poll lead's fence, queues on p its
+// guard: the statements after it run only while the lead is still at
+// its epoch; else p's transaction fails with bot.ErrFenced.
+func pollGuardLater(ctx context.Context, p *pipe) {
 	f, ok := ctx.Value(pollFenceKey{}).(pollFence)
 	if !ok {
-		return nil
+		return
 	}
-	var epoch int64
-	err := tx.QueryRow(ctx, `SELECT epoch FROM poll_leads WHERE name = $1 FOR SHARE`, f.name).Scan(&epoch)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
-	if err == nil && epoch == f.epoch {
-		return nil
-	}
-	return fmt.Errorf("%w: the polling lead of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.name, epoch, f.epoch)
+	p.guardLater(func() error {
+		return fmt.Errorf("%w: the polling lead of %s was taken by another replica (ours was epoch %d)", bot.ErrFenced, f.name, f.epoch)
+	}, pollGuardSQL, f.name, f.epoch)
 }

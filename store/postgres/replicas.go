@@ -397,38 +397,106 @@ func (s *Store) Fence(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, fenceKey{}, fence{key: key, epoch: epoch})
 }
 
-// checkFence, when ctx carries a fence, fails with bot.ErrFenced unless
-// the lease is still at the fence's epoch; it locks the lease's row FOR
-// SHARE, so that no replica takes the lease before tx ends (its Hold
-// waits, then reads what tx wrote).
-func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
+// fenceLater, when ctx carries a fence, queues on p the reading of the
+// lease's epoch, its row locked FOR SHARE, so that no replica takes the
+// lease before p's transaction ends (its Hold waits, then reads what p
+// wrote); the check it returns (nil without a fence), called once that
+// is sent, fails with bot.ErrFenced unless the lease is still at the
+// fence's epoch.
+func (s *Store) fenceLater(ctx context.Context, p *pipe) func() error {
 	f, ok := ctx.Value(fenceKey{}).(fence)
 	if !ok {
 		return nil
 	}
-	var epoch int64
-	err := tx.QueryRow(ctx, `SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Scan(&epoch)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
+	var epoch int64 // none: no row
+	p.later(`SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&epoch); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return func() error {
+		if epoch == f.epoch {
+			return nil
+		}
+		return s.refused(f, fmt.Sprint(epoch))
 	}
-	if err == nil && epoch == f.epoch {
-		return nil
-	}
-	s.leases.mu.Lock()
-	if s.leases.held[f.key] == f.epoch {
-		delete(s.leases.held, f.key) // Work says so to the feeder
-	}
-	s.leases.mu.Unlock()
-	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %d, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
 }
 
-// fencedTx runs fn in a transaction that checks ctx's fence first.
-func (s *Store) fencedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		if err := s.checkFence(ctx, tx); err != nil {
+// fenceGuard, when ctx carries a fence, queues on p its guard: the
+// statements after it run only while the lease is at the fence's
+// epoch, its row locked FOR SHARE (see fenceLater); else p's
+// transaction fails with bot.ErrFenced.
+func (s *Store) fenceGuard(ctx context.Context, p *pipe) {
+	f, ok := ctx.Value(fenceKey{}).(fence)
+	if !ok {
+		return
+	}
+	p.guardLater(func() error { return s.refused(f, "another") }, fenceGuardSQL, f.key, f.epoch)
+}
+
+// refused forgets the lease of f (Work says so to the feeder) and
+// returns the refusal of a write fenced by it.
+func (s *Store) refused(f fence, epoch string) error {
+	s.leases.mu.Lock()
+	if s.leases.held[f.key] == f.epoch {
+		delete(s.leases.held, f.key)
+	}
+	s.leases.mu.Unlock()
+	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %s, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
+}
+
+// fencedTx runs a transaction that checks ctx's fence and cancel mark
+// before fn's statements, which may seal with the keys of scopes. When
+// there is no prepare and each scope's key is kept from an earlier
+// transaction (keyring.sealing), it is one round trip: BEGIN, guards
+// (fenceGuard, cancelsGuard, keyGuardSQL on each kept key), fn's
+// statements and COMMIT; a kept key destroyed meanwhile fails its guard,
+// and the transaction is made again as follows. Otherwise two: the
+// first sends BEGIN, the checks (fenceLater, cancelsLater), the locking
+// of the scopes' keys and what prepare (when set) queued (the reads fn
+// needs, and locks); the second fn's statements and COMMIT. A refused
+// check rolls it all back.
+func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *pipe), fn func(p *pipe) error) error {
+	if prepare == nil {
+		if keys, ids, ok := s.keys.sealingKeys(scopes); ok {
+			err := s.pipeTx(ctx, func(p *pipe) error {
+				s.fenceGuard(ctx, p)
+				cancelsGuard(ctx, p)
+				p.keys = keys
+				for _, id := range ids {
+					p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
+				}
+				return fn(p)
+			})
+			if !errors.Is(err, errKeyGone) {
+				return err
+			}
+			s.keys.forgetSealing(ids)
+		}
+	}
+	return s.pipeTx(ctx, func(p *pipe) error {
+		var checks []func() error
+		for _, c := range []func() error{s.fenceLater(ctx, p), cancelsLater(ctx, p)} {
+			if c != nil {
+				checks = append(checks, c)
+			}
+		}
+		s.keys.lockLater(p, scopes...)
+		if prepare != nil {
+			prepare(p)
+		}
+		if err := p.flush(ctx); err != nil {
 			return err
 		}
-		return fn(tx)
+		for _, check := range checks {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return fn(p)
 	})
 }
 
@@ -486,39 +554,35 @@ func (s *Store) Work(ctx context.Context, key string) ([]*bot.Run, []bot.Job, er
 // only a database written by an older tidybot holds one): it is deleted
 // and logged, so that the jobs after it are answered.
 func (s *Store) threadJobs(ctx context.Context, key string) ([]bot.Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key) // no transaction: see decodeAll
+	if err != nil {
+		return nil, err
+	}
+	type rec struct {
+		ID  string
+		Raw []byte
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		return nil, err
+	}
 	var out []bot.Job
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		out = nil // a transaction tried again starts over
-		rows, err := tx.Query(ctx, `SELECT id, value FROM jobs WHERE thread_key = $1 ORDER BY seq`, key)
-		if err != nil {
-			return err
-		}
-		type rec struct {
-			ID  string
-			Raw []byte
-		}
-		recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			var j bot.Job
-			err := s.decode(ctx, tx, r.Raw, &j)
-			if errors.Is(err, seal.ErrKeyGone) {
-				s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
-				if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
-					return fmt.Errorf("drop job %s: %w", r.ID, err)
-				}
-				continue
+	for _, r := range recs {
+		var j bot.Job
+		err := s.decode(ctx, s.pool, r.Raw, &j)
+		if errors.Is(err, seal.ErrKeyGone) {
+			s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
+			if _, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
+				return nil, fmt.Errorf("drop job %s: %w", r.ID, err)
 			}
-			if err != nil {
-				return fmt.Errorf("job %s: %w", r.ID, err)
-			}
-			out = append(out, j)
+			continue
 		}
-		return nil
-	})
-	return out, err
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", r.ID, err)
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,
@@ -620,8 +684,7 @@ func (s *Store) Cancels(ctx context.Context, keys []string) (map[string]int64, e
 
 // notifyJob signals the jobs channel at the commit of q's transaction.
 func notifyJob(ctx context.Context, q querier) error {
-	_, err := q.Exec(ctx, `SELECT pg_notify($1, current_schema())`, jobsChannel)
-	return err
+	return execLater(ctx, q, `SELECT pg_notify($1, current_schema())`, jobsChannel)
 }
 
 // ClaimOutbox implements bot.Shared: an entry's owner is dead when its
@@ -665,7 +728,7 @@ func (s *Store) ClaimThread(ctx context.Context, key string) ([]bot.Outbound, er
 		return nil, fmt.Errorf("store: claim the outbox of %s: %w", key, bot.ErrFenced)
 	}
 	var out []bot.Outbound
-	err := s.fencedTx(s.Fence(ctx, key), func(tx pgx.Tx) error {
+	err := s.fencedTx(s.Fence(ctx, key), nil, nil, func(tx *pipe) error {
 		out = nil // a transaction tried again starts over
 		rows, err := tx.Query(ctx, `WITH c AS (UPDATE outbox o SET owner = $1
 				WHERE o.thread_key = $2 AND (o.owner IS NULL OR o.owner = $1 OR `+deadOwner("o.owner", "$3")+`)

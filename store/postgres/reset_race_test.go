@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -237,4 +238,43 @@ func leasedWork(ctx context.Context, s *Store, key string) ([]*bot.Run, []bot.Jo
 	}
 	defer s.Release(ctx, key)
 	return s.Work(ctx, key)
+}
+
+// TestAKeptKeyDestroyedByAnotherReplicaSealsNothing: replica A keeps
+// the key it sealed a conversation's message with, to seal its next
+// write without reading it (keyring.sealing); replica B resets the
+// conversation, destroying the key. A's next save, in one round trip
+// with the kept key, fails the key's guard and is made again with a new
+// key: the run is stored readable, never sealed with the destroyed key.
+func TestAKeptKeyDestroyedByAnotherReplicaSealsNothing(t *testing.T) {
+	t.Parallel()
+	a, b := twoReplicas(t)
+	ctx := context.Background()
+	const key = "telegram:c1:"
+	if err := a.Commit(ctx, enqueueChange(key, "first", 0)); err != nil {
+		t.Fatal(err)
+	}
+	kept, ids, ok := a.keys.sealingKeys([]string{key})
+	if !ok || len(ids) != 1 {
+		t.Fatalf("A kept no key of %s: %v", key, kept)
+	}
+	if err := b.DeleteConversation(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM data_keys WHERE id = $1`, ids[0]).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the reset left the key: %d %v", n, err)
+	}
+	now := time.Now()
+	run := &bot.Run{ID: "r1", ThreadKey: key, Platform: "telegram", Status: bot.RunWorking, Instruction: "after the reset", Created: now, Updated: now}
+	if err := a.SaveRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Run(ctx, "r1")
+	if err != nil || got.Instruction != "after the reset" {
+		t.Fatalf("the run A saved after B's reset: %+v %v", got, err)
+	}
+	if _, now, ok := a.keys.sealingKeys([]string{key}); !ok || bytes.Equal(now[0], ids[0]) {
+		t.Errorf("A still keeps the destroyed key (%v)", ok)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidybot/tidybot/bot"
 )
@@ -38,19 +40,18 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 	if r.Status == bot.RunWaiting && r.Waiting != nil {
 		wait = &r.Waiting.Key
 	}
-	_, err = q.Exec(ctx, `INSERT INTO runs (id, thread_key, status, wait_key, created, updated, key_id, value, transcript_key_id, transcript)
+	return execLater(ctx, q, `INSERT INTO runs (id, thread_key, status, wait_key, created, updated, key_id, value, transcript_key_id, transcript)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (id) DO UPDATE SET thread_key = excluded.thread_key, status = excluded.status, wait_key = excluded.wait_key,
 			created = excluded.created, updated = excluded.updated, key_id = excluded.key_id, value = excluded.value,
 			transcript_key_id = coalesce(excluded.transcript_key_id, runs.transcript_key_id),
 			transcript = coalesce(excluded.transcript, runs.transcript)`,
 		r.ID, r.ThreadKey, string(r.Status), wait, ns(r.Created), ns(r.Updated), id, v, trID, tr)
-	return err
 }
 
 // SaveRun implements bot.Store.
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	if err := s.fencedTx(ctx, func(tx pgx.Tx) error { return s.saveRun(ctx, tx, r) }); err != nil {
+	if err := s.fencedTx(ctx, []string{r.ThreadKey}, nil, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -59,27 +60,27 @@ func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
 // Run implements bot.Store: the run with its transcript.
 func (s *Store) Run(ctx context.Context, id string) (*bot.Run, error) {
 	var r bot.Run
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error {
 		var v, tr []byte
-		err := tx.QueryRow(ctx, `SELECT value, transcript FROM runs WHERE id = $1`, id).Scan(&v, &tr)
+		err := s.pool.QueryRow(ctx, `SELECT value, transcript FROM runs WHERE id = $1`, id).Scan(&v, &tr)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bot.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if err := s.decode(ctx, tx, v, &r); err != nil {
+		if err := s.decode(ctx, s.pool, v, &r); err != nil {
 			return err
 		}
 		if tr != nil {
-			pt, err := s.keys.open(ctx, tx, tr)
+			pt, err := s.keys.open(ctx, s.pool, tr)
 			if err != nil {
 				return fmt.Errorf("transcript: %w", err)
 			}
 			r.Transcript = pt
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("store: run %s: %w", id, err)
 	}
@@ -165,7 +166,7 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 	if err != nil {
 		return err
 	}
-	if _, err = q.Exec(ctx, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
+	if err = execLater(ctx, q, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
 		return err
 	}
 	return notifyJob(ctx, q)
@@ -173,9 +174,9 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 
 // DeleteJob implements bot.Store.
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id)
-		return err
+	err := s.fencedTx(ctx, nil, nil, func(p *pipe) error {
+		p.later(`DELETE FROM jobs WHERE id = $1`, id)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete job %s: %w", id, err)
@@ -192,28 +193,30 @@ func (s *Store) Jobs(ctx context.Context) ([]bot.Job, error) {
 	return out, nil
 }
 
-// decodeAll decodes the values a query selects, in its order.
+// decodeAll decodes the values a query selects, in its order. It runs
+// in no transaction of its own (BEGIN and COMMIT would be two round
+// trips more): a statement sees one moment, and reading committed data
+// a transaction would not see more of (a data key a value needs is read
+// on its own; one destroyed meanwhile fails as it would have a moment
+// later).
 func decodeAll[T any](ctx context.Context, s *Store, sql string, args ...any) ([]T, error) {
-	var out []T
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return err
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(vals))
+	for _, v := range vals {
+		var x T
+		if err := s.decode(ctx, s.pool, v, &x); err != nil {
+			return nil, err
 		}
-		vals, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return err
-		}
-		for _, v := range vals {
-			var x T
-			if err := s.decode(ctx, tx, v, &x); err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
-		return nil
-	})
-	return out, err
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // RunAudit implements bot.Store.
@@ -239,20 +242,25 @@ func (s *Store) Outbox(ctx context.Context) ([]bot.Outbound, error) {
 // by the polling lead ctx carries, if any (see LeadPolling). A
 // duplicate event key rolls it back and returns bot.ErrDuplicate.
 func (s *Store) Commit(ctx context.Context, c bot.Change) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
-		if c.EventKey != "" {
-			if err := checkPollFence(ctx, tx); err != nil {
-				return err
+	fresh := true
+	var reads func(p *pipe) // what apply needs read first: the event key's freshness, the rows of fields
+	if c.EventKey != "" || len(fieldKeys(c.Fields)) > 0 {
+		reads = func(p *pipe) {
+			if c.EventKey != "" {
+				pollGuardLater(ctx, p)
+				p.later(markEventSQL, c.EventKey, ns(c.EventAt)).Exec(func(ct pgconn.CommandTag) error {
+					fresh = ct.RowsAffected() == 1
+					return nil
+				})
 			}
-			fresh, err := markEvent(ctx, tx, c.EventKey, c.EventAt)
-			if err != nil {
-				return err
-			}
-			if !fresh {
-				return bot.ErrDuplicate
-			}
+			lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 		}
-		return s.apply(ctx, tx, c)
+	}
+	err := s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
+		if !fresh {
+			return bot.ErrDuplicate
+		}
+		return s.apply(ctx, p, c)
 	})
 	if errors.Is(err, bot.ErrDuplicate) {
 		return bot.ErrDuplicate
@@ -263,8 +271,30 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 	return nil
 }
 
+// changeScopes are the scopes whose keys seal c's parts (see apply).
+func changeScopes(c bot.Change) []string {
+	var out []string
+	if c.Message != nil {
+		out = append(out, c.Message.ThreadKey)
+	}
+	if c.Job != nil {
+		out = append(out, c.Job.ThreadKey)
+	}
+	if c.Run != nil {
+		out = append(out, c.Run.ThreadKey)
+	}
+	if len(c.Send) > 0 {
+		out = append(out, scopeOutbox)
+	}
+	for _, e := range c.Audit {
+		out = append(out, e.ThreadKey)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // apply writes c's parts after its event key.
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
+func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 	if c.Thread != nil {
 		if err := saveThread(ctx, tx, *c.Thread, false); err != nil {
 			return err
@@ -281,7 +311,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		}
 	}
 	if c.DeleteJob != "" {
-		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, c.DeleteJob); err != nil {
+		if err := execLater(ctx, tx, `DELETE FROM jobs WHERE id = $1`, c.DeleteJob); err != nil {
 			return err
 		}
 	}
@@ -301,7 +331,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (id, key_id, value, owner, platform, thread_key) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform, thread); err != nil {
+		if err := execLater(ctx, tx, `INSERT INTO outbox (id, key_id, value, owner, platform, thread_key) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, ob.ID, id, v, s.me(), ob.Platform, thread); err != nil {
 			return err
 		}
 	}
@@ -310,7 +340,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit (run_id, key_id, value) VALUES ($1, $2, $3)`, e.RunID, id, v); err != nil {
+		if err := execLater(ctx, tx, `INSERT INTO audit (run_id, key_id, value) VALUES ($1, $2, $3)`, e.RunID, id, v); err != nil {
 			return err
 		}
 	}
@@ -324,14 +354,12 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, c bot.Change) error {
 // the outbox and, for a question its run still waits on, its message id
 // is recorded in the run. It is fenced by ctx's lease (see Fence).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
-	err := s.fencedTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, ob.ID); err != nil {
-			return err
-		}
+	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
+		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
 		if ob.RunID != "" && ob.WaitKey == "" {
 			// An answer: its run's preview record goes with it.
-			_, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
-			return err
+			tx.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+			return nil
 		}
 		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
 			return nil

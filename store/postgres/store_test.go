@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -362,5 +363,57 @@ func TestSnapshotsPerAccountAndDisconnect(t *testing.T) {
 	}
 	if got, _ := s.LoadSnapshot(ctx, "acct2"); got == nil {
 		t.Error("acct2 went with acct1")
+	}
+}
+
+// TestCountsAddInTheDatabase: a count adds to what is stored (a JSON
+// string of digits, as strconv.Itoa writes), counts from 0 when absent
+// or unreadable, and loses nothing to commits adding at once.
+func TestCountsAddInTheDatabase(t *testing.T) {
+	t.Parallel()
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		stored []byte // nil: none
+		want   string
+	}{
+		{"absent", nil, "5"},
+		{"a count", []byte(`"12"`), "17"},
+		{"negative", []byte(`"-3"`), "2"},
+		{"not a string", []byte(`12`), "5"},
+		{"not digits", []byte(`"twelve"`), "5"},
+		{"not text", []byte{0xff, 0x00, '"'}, "5"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := "tokens:" + c.name
+			if c.stored != nil {
+				if _, err := s.pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)`, key, c.stored); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Commit(ctx, bot.Change{Count: map[string]int{key: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Setting(ctx, key); err != nil || got != c.want {
+				t.Errorf("after adding 5: %q %v, want %q", got, err, c.want)
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Commit(ctx, bot.Change{Count: map[string]int{"tokens:at once": 1, "tokens:at once too": 2}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for key, want := range map[string]string{"tokens:at once": "20", "tokens:at once too": "40"} {
+		if got, err := s.Setting(ctx, key); err != nil || got != want {
+			t.Errorf("%s after 20 commits at once: %q %v, want %q", key, got, err, want)
+		}
 	}
 }

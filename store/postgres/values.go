@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,11 +54,14 @@ func (s *Store) MarkEvent(ctx context.Context, key string, at time.Time) (bool, 
 	return fresh, nil
 }
 
+// markEventSQL records an event key ($1) at $2 (ns), once.
+const markEventSQL = `INSERT INTO events (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`
+
 // markEvent records key; a key recorded before (by any replica) is not
 // fresh. A concurrent insert of the same key waits for the other's
 // transaction, so exactly one of them finds it fresh.
 func markEvent(ctx context.Context, q querier, key string, at time.Time) (bool, error) {
-	tag, err := q.Exec(ctx, `INSERT INTO events (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, ns(at))
+	tag, err := q.Exec(ctx, markEventSQL, key, ns(at))
 	if err != nil {
 		return false, err
 	}
@@ -109,8 +112,7 @@ func saveThread(ctx context.Context, q querier, t bot.Thread, replace bool) erro
 	if replace {
 		conflict = `DO UPDATE SET value = excluded.value`
 	}
-	_, err = q.Exec(ctx, `INSERT INTO threads (key, value) VALUES ($1, $2) ON CONFLICT (key) `+conflict, t.Key, raw)
-	return err
+	return execLater(ctx, q, `INSERT INTO threads (key, value) VALUES ($1, $2) ON CONFLICT (key) `+conflict, t.Key, raw)
 }
 
 func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) error {
@@ -118,8 +120,7 @@ func (s *Store) appendMessage(ctx context.Context, q querier, m bot.Message) err
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO messages (thread_key, at, key_id, value) VALUES ($1, $2, $3, $4)`, m.ThreadKey, ns(m.At), id, v)
-	return err
+	return execLater(ctx, q, `INSERT INTO messages (thread_key, at, key_id, value) VALUES ($1, $2, $3, $4)`, m.ThreadKey, ns(m.At), id, v)
 }
 
 // RecentMessages implements bot.Store: the thread's latest n messages
@@ -145,17 +146,17 @@ func isPending(key string) bool { return strings.HasPrefix(key, bot.PendingPrefi
 // Setting implements bot.Store.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var v string
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error { // no transaction: see decodeAll
 		var raw []byte
-		err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
+		err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bot.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		return s.decode(ctx, tx, raw, &v)
-	})
+		return s.decode(ctx, s.pool, raw, &v)
+	}()
 	if err != nil {
 		return "", fmt.Errorf("store: setting %s: %w", key, err)
 	}
@@ -166,12 +167,7 @@ var _ bot.SettingLister = (*Store)(nil)
 
 // SettingsWithPrefix implements bot.SettingLister.
 func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[string]string, error) {
-	var out map[string]string
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.settingsUnder(ctx, tx, prefix) // a transaction tried again starts over
-		return err
-	})
+	out, err := s.settingsUnder(ctx, s.pool, prefix) // no transaction: see decodeAll
 	if err != nil {
 		return nil, fmt.Errorf("store: settings %s*: %w", prefix, err)
 	}
@@ -179,8 +175,8 @@ func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[stri
 }
 
 // settingsUnder reads the settings whose keys start with prefix, sealed
-// ones opened, in tx.
-func (s *Store) settingsUnder(ctx context.Context, tx pgx.Tx, prefix string) (map[string]string, error) {
+// ones opened, with q.
+func (s *Store) settingsUnder(ctx context.Context, tx querier, prefix string) (map[string]string, error) {
 	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
 	if err != nil {
 		return nil, err
@@ -265,9 +261,8 @@ func (s *Store) SettingOrSet(ctx context.Context, key, value string) (string, er
 }
 
 func putSetting(ctx context.Context, q querier, key string, value, keyID []byte) error {
-	_, err := q.Exec(ctx, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
+	return execLater(ctx, q, `INSERT INTO settings (key, key_id, value) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET key_id = excluded.key_id, value = excluded.value`, key, keyID, value)
-	return err
 }
 
 // deletePending deletes a pending request and destroys its keys.
@@ -278,23 +273,24 @@ func (s *Store) deletePending(ctx context.Context, q querier, key string) error 
 	return s.keys.destroyScope(ctx, q, key)
 }
 
-// addCounts adds to numeric settings (bot.Change.Count); an absent or
-// unreadable one counts from 0. The row is locked for the addition, so
+// fieldsInitial is the value of a setting of fields' row made to be
+// locked: none.
+const fieldsInitial = `""`
+
+// addCountSQL adds $2 to numeric setting $1 (a JSON string of digits,
+// as strconv.Itoa writes them); an absent or unreadable one counts from
+// 0. The row is locked for the addition (ON CONFLICT DO UPDATE), so
 // replicas adding at once lose no count.
+const addCountSQL = `INSERT INTO settings AS s (key, value) VALUES ($1, convert_to(to_json($2::bigint::text)::text, 'UTF8'))
+	ON CONFLICT (key) DO UPDATE SET key_id = NULL, value = convert_to(to_json((
+		CASE WHEN encode(s.value, 'escape') ~ '^"[+-]?[0-9]{1,18}"$' THEN btrim(encode(s.value, 'escape'), '"')::bigint ELSE 0 END
+		+ $2::bigint)::text)::text, 'UTF8')`
+
+// addCounts adds to numeric settings (bot.Change.Count; see
+// addCountSQL), in key order.
 func addCounts(ctx context.Context, q querier, counts map[string]int) error {
-	for k, n := range counts {
-		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '"0"') ON CONFLICT (key) DO NOTHING`, k); err != nil {
-			return err
-		}
-		var raw []byte
-		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
-			return err
-		}
-		var v string
-		_ = json.Unmarshal(raw, &v)
-		have, _ := strconv.Atoi(v)
-		next, _ := json.Marshal(strconv.Itoa(have + n))
-		if err := putSetting(ctx, q, k, next, nil); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if err := execLater(ctx, q, addCountSQL, k, counts[k]); err != nil {
 			return err
 		}
 	}
@@ -305,16 +301,11 @@ func addCounts(ctx context.Context, q querier, counts map[string]int) error {
 // (bot.Change.Fields). The row is locked while it is merged, so
 // replicas changing other fields at once lose none.
 func setFields(ctx context.Context, q querier, fields map[string]map[string]json.RawMessage) error {
-	for k, f := range fields {
-		if len(f) == 0 {
-			continue
-		}
+	for _, k := range fieldKeys(fields) {
+		f := fields[k]
 		// A row to lock, also for a setting not there yet ("" is none).
-		if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, '""') ON CONFLICT (key) DO NOTHING`, k); err != nil {
-			return err
-		}
-		var raw []byte
-		if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+		raw, err := lockedSetting(ctx, q, k, fieldsInitial)
+		if err != nil {
 			return err
 		}
 		var old string
@@ -339,21 +330,33 @@ func setFields(ctx context.Context, q querier, fields map[string]map[string]json
 	return nil
 }
 
+// fieldKeys are the keys of fields with a field to set, in order.
+func fieldKeys(fields map[string]map[string]json.RawMessage) []string {
+	var out []string
+	for k, f := range fields {
+		if len(f) > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // LoadSnapshot implements todoist.SnapshotStore.
 func (s *Store) LoadSnapshot(ctx context.Context, key string) ([]byte, error) {
 	var out []byte
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := func() error { // no transaction: see decodeAll
 		var raw []byte
-		err := tx.QueryRow(ctx, `SELECT value FROM snapshots WHERE key = $1`, key).Scan(&raw)
+		err := s.pool.QueryRow(ctx, `SELECT value FROM snapshots WHERE key = $1`, key).Scan(&raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		out, err = s.keys.open(ctx, tx, raw)
+		out, err = s.keys.open(ctx, s.pool, raw)
 		return err
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot: %w", err)
 	}
