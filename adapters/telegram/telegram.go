@@ -21,6 +21,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/internal/retry"
 )
@@ -113,11 +114,7 @@ func New(cfg Config) (*Adapter, error) {
 // for a token of the wrong form, core.telegram.org/bots/api#authorizing-your-bot),
 // or another answer of Telegram's.
 func connectError(err error, cfg Config) error {
-	host := cfg.APIURL
-	if u, perr := url.Parse(cfg.APIURL); perr == nil && u.Host != "" {
-		host = u.Host
-	}
-	if u := retry.UnreachedAtStart(err, "Telegram at "+host, "the network connection and TELEGRAM_API_URL", redact(err, cfg.Token)); u != nil {
+	if u := unreached(err, cfg); u != nil {
 		return fmt.Errorf("telegram: getMe: %w", u)
 	}
 	var te *tgbotapi.Error
@@ -125,6 +122,18 @@ func connectError(err error, cfg Config) error {
 		return fmt.Errorf("telegram: getMe: Telegram refused the token (%s): check TELEGRAM_BOT_TOKEN", redact(errors.New(te.Message), cfg.Token))
 	}
 	return fmt.Errorf("telegram: getMe: %w", redact(err, cfg.Token))
+}
+
+// unreached is err, the error of a call made at start (getMe, Setup),
+// as an agent.ErrUnreachable when it is the network (DNS, refused, no
+// route, a timeout): worth waiting for (retry.Connect). Nil when it is
+// not. It classifies err before redact, which keeps only the text.
+func unreached(err error, cfg Config) *agent.Error {
+	host := cfg.APIURL
+	if u, perr := url.Parse(cfg.APIURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	return retry.UnreachedAtStart(err, "Telegram at "+host, "the network connection and TELEGRAM_API_URL", redact(err, cfg.Token))
 }
 
 // redact removes the token from an error: the library's transport errors
@@ -336,22 +345,23 @@ func BotFatherList(team bool) string {
 }
 
 // Setup registers the commands and either sets the webhook (webhook mode)
-// or deletes it (long polling).
+// or deletes it (long polling). A network failure is an
+// agent.ErrUnreachable, as New's (Run waits it out).
 func (a *Adapter) Setup(ctx context.Context) error {
-	if err := a.call(ctx, "set commands", func() error {
+	if err := a.setupCall(ctx, "set commands", func() error {
 		_, err := a.api.Request(tgbotapi.NewSetMyCommands(Commands(a.cfg.Team)...))
 		return err
 	}); err != nil {
 		return err
 	}
 	if a.cfg.WebhookURL == "" {
-		return a.call(ctx, "delete webhook", func() error {
+		return a.setupCall(ctx, "delete webhook", func() error {
 			_, err := a.api.Request(tgbotapi.DeleteWebhookConfig{})
 			return err
 		})
 	}
 	// v5.5.1 has no secret_token field: set it through the raw call.
-	return a.call(ctx, "set webhook", func() error {
+	return a.setupCall(ctx, "set webhook", func() error {
 		_, err := a.api.MakeRequest("setWebhook", tgbotapi.Params{
 			"url": a.cfg.WebhookURL, "secret_token": a.cfg.WebhookSecret,
 			"allowed_updates": `["message","callback_query"]`,
@@ -360,11 +370,34 @@ func (a *Adapter) Setup(ctx context.Context) error {
 	})
 }
 
+// setupCall is call for Setup: a network failure is said as New says it
+// (an agent.ErrUnreachable naming the reason), so that Run waits for it.
+func (a *Adapter) setupCall(ctx context.Context, what string, fn func() error) error {
+	var last error
+	err := a.call(ctx, what, func() error { last = fn(); return last })
+	if err == nil {
+		return nil
+	}
+	if u := unreached(last, a.cfg); u != nil {
+		return fmt.Errorf("telegram: %s: %w", what, u)
+	}
+	return err
+}
+
 // Run implements bot.Receiver: it registers the commands and the
 // webhook (Setup), then, without a webhook, polls until ctx ends; with
-// one, updates arrive on Routes' handler and Run waits for ctx.
+// one, updates arrive on Routes' handler and Run waits for ctx. Telegram
+// that New reached but Setup cannot (the network dropped since) is
+// waited for as at start (retry.Connect: logged, tried again after waits
+// that double), not an end of intake: serve would stop.
 func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
-	if err := a.Setup(ctx); err != nil {
+	err := retry.Connect(ctx, 0, func() error { return a.Setup(ctx) }, func(err error, wait time.Duration) {
+		a.log.Warn("telegram: cannot register the commands and webhook; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+	})
+	if ctx.Err() != nil {
+		return nil // stopped, maybe while waiting: a stop
+	}
+	if err != nil {
 		return err
 	}
 	a.log.Info("telegram ready", slog.Bool("webhook", a.cfg.WebhookURL != ""))
