@@ -52,7 +52,7 @@ func (r *runner) drain(ctx context.Context) *Outcome {
 			return o
 		}
 		if err := r.save(ctx); err != nil {
-			return r.saveFailed(ctx, err)
+			return r.fail(ctx, errSaving(err))
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func (r *runner) write(ctx context.Context, c call, w writer) *Outcome {
 	}
 	r.tr.Pending = &pendingWrite{Call: c, Writes: ws, Plan: p}
 	if err := r.save(ctx); err != nil {
-		return r.saveFailed(ctx, err)
+		return r.fail(ctx, errSaving(err))
 	}
 	return r.send(ctx)
 }

@@ -590,16 +590,6 @@ func userMessage(err error) string {
 	return "something went wrong on my side"
 }
 
-// saveFailed ends the run whose save failed with err: interrupted when
-// ctx ended meanwhile (the host refused the save because it stopped the
-// run: a /cancel, a lease lost), failed otherwise.
-func (r *runner) saveFailed(ctx context.Context, err error) *Outcome {
-	if ctx.Err() != nil {
-		return r.interrupted(ctx)
-	}
-	return r.fail(ctx, errSaving(err))
-}
-
 // errSaving is the failure to save the transcript.
 func errSaving(err error) error {
 	return &Error{Code: ErrServer, Message: "I could not save my progress", Err: err}
@@ -665,7 +655,7 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 			continue
 		}
 		if err := r.save(ctx); err != nil {
-			return r.saveFailed(ctx, err)
+			return r.fail(ctx, errSaving(err))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -642,21 +641,6 @@ func TestEngineFailureWords(t *testing.T) {
 				t.Error("no cause for the log")
 			}
 		})
-	}
-}
-
-// A save the host refuses because it stopped the run (it ended the
-// run's context first: a /cancel stored elsewhere, a lease lost)
-// interrupts the run, which the host then ends in its own words; it is
-// no failure to tell the user about.
-func TestEngineSaveRefusedByAStopInterrupts(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	refused := errors.New("a /cancel was stored")
-	save := func(context.Context, *Transcript) error { cancel(); return refused }
-	out := New(&script{replies: []Response{tool(ActGetLabels, `{}`)}}, newTalkTasks(), Config{}).Start(ctx, Input{Instruction: talkRequest}, Hooks{Save: save})
-	if out.Status != StatusInterrupted || strings.Contains(out.Answer, "couldn't finish") {
-		t.Errorf("outcome %s %q, want interrupted", out.Status, out.Answer)
 	}
 }
 
