@@ -341,6 +341,12 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	b.mu.Lock()
 	cancelled := ar.cancelled
 	b.mu.Unlock()
+	if cancelled && !lost && errors.Is(out.Err, ErrCancelStored) {
+		// The save a /cancel stored elsewhere refused ended the run
+		// (the engine ends a run whose save failed as failed): it
+		// stopped as asked.
+		out.Status = agent.StatusInterrupted
+	}
 	switch {
 	case lost: // interrupted, not stopped: it goes on where it is leased
 	case cancelled:

@@ -128,3 +128,51 @@ func TestCancelStoredRefusesTheNextSave(t *testing.T) {
 		t.Errorf("the chat after a /cancel stored during the run: %q", posts)
 	}
 }
+
+// TestCancelOfAQueuedMessageStopsItsRun: a person's message waits as a
+// job (its conversation is leased by replica B, which has not begun it)
+// and their /cancel reaches replica A, which answers that it stops the
+// run; when the run then begins (on A, once B let the conversation go),
+// its first save must be refused as a /cancel stored since it began
+// would refuse it: the person was told it stops.
+func TestCancelOfAQueuedMessageStopsItsRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:c:"
+	if ok, err := b.Hold(ctx, key); err != nil || !ok {
+		t.Fatalf("B holds %s: %v %v", key, ok, err)
+	}
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	g := saveAgent{calls: make(chan int, 8), release: make(chan struct{}), saved: make(chan error, 8)}
+	bt := startBot(t, a, g, c, 0, bot.Config{})
+	in := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}
+	if err := bt.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	cancel := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Command: "cancel", EventID: "e2", At: time.Now()}
+	if err := bt.Handle(t.Context(), cancel); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	c.mu.Lock()
+	told := strings.Join(c.posts["c"], " | ")
+	c.mu.Unlock()
+	if err := b.Release(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.calls:
+	case <-time.After(20 * time.Second):
+		t.Skipf("the run did not begin on A (the chat: %q)", told)
+	}
+	close(g.release)
+	select {
+	case err := <-g.saved:
+		if !errors.Is(err, bot.ErrCancelStored) {
+			t.Errorf("the first save of a run whose message was cancelled while queued (the chat said %q): %v, want bot.ErrCancelStored", told, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no save")
+	}
+}

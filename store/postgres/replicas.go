@@ -568,21 +568,48 @@ func (s *Store) threadJobs(ctx context.Context, key string) ([]bot.Job, error) {
 	}
 	var out []bot.Job
 	for _, r := range recs {
-		var j bot.Job
-		err := s.decode(ctx, s.pool, r.Raw, &j)
-		if errors.Is(err, seal.ErrKeyGone) {
-			s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", r.ID))
-			if _, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, r.ID); err != nil {
-				return nil, fmt.Errorf("drop job %s: %w", r.ID, err)
-			}
-			continue
-		}
+		j, ok, err := s.jobOrDrop(ctx, key, r.ID, r.Raw)
 		if err != nil {
-			return nil, fmt.Errorf("job %s: %w", r.ID, err)
+			return nil, err
 		}
-		out = append(out, j)
+		if ok {
+			out = append(out, j)
+		}
 	}
 	return out, nil
+}
+
+// jobOrDrop decodes job id of conversation key, read as raw; one whose
+// data key was destroyed is dropped (false) only if it is still stored
+// as read: a /reset that committed since it was read may have sealed it
+// again with a new key before destroying the old one (DeleteConversation
+// keeps the jobs), and then it is read again.
+func (s *Store) jobOrDrop(ctx context.Context, key, id string, raw []byte) (bot.Job, bool, error) {
+	for {
+		var j bot.Job
+		err := s.decode(ctx, s.pool, raw, &j)
+		if err == nil {
+			return j, true, nil
+		}
+		if !errors.Is(err, seal.ErrKeyGone) {
+			return j, false, fmt.Errorf("job %s: %w", id, err)
+		}
+		tag, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1 AND value = $2`, id, raw)
+		if err != nil {
+			return j, false, fmt.Errorf("drop job %s: %w", id, err)
+		}
+		if tag.RowsAffected() == 1 {
+			s.log.Error("job unreadable: its data key was destroyed; dropped", slog.String("thread_key", key), slog.String("job_id", id))
+			return j, false, nil
+		}
+		err = s.pool.QueryRow(ctx, `SELECT value FROM jobs WHERE id = $1`, id).Scan(&raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return j, false, nil // done meanwhile
+		}
+		if err != nil {
+			return j, false, fmt.Errorf("job %s: %w", id, err)
+		}
+	}
 }
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,

@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/url"
@@ -41,6 +42,43 @@ type Proxy struct {
 
 	mu    sync.Mutex // protects conns
 	conns []net.Conn
+
+	pmu   sync.Mutex // protects pause
+	pause *pause
+}
+
+// pause is a PauseAt waiting for its burst.
+type pause struct {
+	match           []byte
+	reached, resume chan struct{}
+}
+
+// PauseAt holds, before the server sees it, the next client burst whose
+// bytes hold sql (as a Parse or Query message carries a statement's
+// text: a statement the connection prepared already goes by its name),
+// until resume is called; reached is closed once it is held. It lets a
+// test put another transaction between two statements of a client.
+func (p *Proxy) PauseAt(sql string) (reached <-chan struct{}, resume func()) {
+	ps := &pause{match: []byte(sql), reached: make(chan struct{}), resume: make(chan struct{})}
+	p.pmu.Lock()
+	p.pause = ps
+	p.pmu.Unlock()
+	var once sync.Once
+	return ps.reached, func() { once.Do(func() { close(ps.resume) }) }
+}
+
+// held waits while b is the burst a PauseAt holds.
+func (p *Proxy) held(b []byte) {
+	p.pmu.Lock()
+	ps := p.pause
+	if ps == nil || !bytes.Contains(b, ps.match) {
+		p.pmu.Unlock()
+		return
+	}
+	p.pause = nil
+	p.pmu.Unlock()
+	close(ps.reached)
+	<-ps.resume
 }
 
 // NewProxy starts a relay to target (host:port), closed at t's end.
@@ -185,6 +223,7 @@ func (p *Proxy) accept() {
 		var dead atomic.Bool
 		w := &wire{prepared: map[string]string{}}
 		go p.relay(c, s, &dead, func(b []byte) {
+			p.held(b)
 			p.toServer.Add(int64(len(b)))
 			w.fromClient(b)
 		})
