@@ -2,6 +2,9 @@ package bot
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,5 +295,71 @@ func TestFeederKeepsTheLeaseWhileItsAnswersPost(t *testing.T) {
 	}
 	if n := released.Load(); n != 1 || f.holds(key) {
 		t.Errorf("released %d times (held %v) once the answer was posted, want once", n, f.holds(key))
+	}
+}
+
+// TestFeederWaitingConversationGoesFirst: a conversation whose work
+// waits for a holder (its holder died) is leased by a fill however many
+// conversations this process holds with work, and its job is the next
+// one a worker takes, before theirs; a fill takes at most max such
+// conversations, and fills again once a worker takes one.
+func TestFeederWaitingConversationGoesFirst(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1}) // max 2
+	q := newSlowRelease("")
+	f := newFeeder(b, q)
+	b.sched.started = f.started
+	ctx := t.Context()
+	for _, key := range []string{"telegram:1", "telegram:2"} {
+		for i := range 3 {
+			q.put(Job{ID: fmt.Sprintf("%s-%d", key, i), ThreadKey: key})
+		}
+		if !f.offer(ctx, key) {
+			t.Fatalf("offer of %s, with jobs, = false", key)
+		}
+	}
+	for _, key := range []string{"telegram:7", "telegram:8", "telegram:9"} {
+		q.put(Job{ID: key + "-0", ThreadKey: key})
+	}
+	q.PendingFn = func(context.Context, []string, int) ([]string, error) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return slices.Sorted(maps.Keys(q.jobs)), nil
+	}
+	next := func() string {
+		t.Helper()
+		j, ok := b.sched.next(ctx)
+		if !ok {
+			t.Fatal("no job handed out")
+		}
+		return j.ID
+	}
+	kicked := func() bool {
+		select {
+		case <-f.kick:
+			return true
+		default:
+			return false
+		}
+	}
+
+	f.fill(ctx)
+	if got := q.holdsOf("telegram:9"); got != 0 {
+		t.Errorf("a fill with max (2) conversations waiting for a worker leased a third")
+	}
+	kicked()
+	if got, want := next(), "telegram:7-0"; got != want {
+		t.Fatalf("first job handed out after the fill: %s, want %s (the conversation that waited for a holder)", got, want)
+	}
+	if !kicked() {
+		t.Error("a worker took a waiting conversation's job, with another left waiting: no fill asked")
+	}
+	f.fill(ctx)
+	for _, want := range []string{"telegram:8-0", "telegram:9-0", "telegram:1-0", "telegram:2-0"} {
+		if got := next(); got != want {
+			t.Errorf("job handed out: %s, want %s", got, want)
+		}
+	}
+	if kicked() {
+		t.Error("a fill asked with no conversation left waiting")
 	}
 }

@@ -34,9 +34,9 @@ type Shared interface {
 	Release(ctx context.Context, key string) error
 	// Pending returns up to n conversations of the given platforms that
 	// have work (a stored job, a run working or queued, or an outbox
-	// entry, which a process that died left), unfinished runs and
-	// entries first, then oldest job first. Some may be held by other
-	// processes.
+	// entry, which a process that died left) and no live holder but
+	// this process perhaps: unfinished runs and entries first, then
+	// oldest job first, those this process holds last.
 	Pending(ctx context.Context, platforms []string, n int) ([]string, error)
 	// Work returns a conversation's unfinished runs (working or queued,
 	// without transcripts) and its jobs, oldest first; the caller holds
@@ -106,14 +106,29 @@ const retakeAfter = 30 * time.Second
 // conversation with work, queues its jobs (and the resume of a run a
 // dead process left), and releases the lease once the conversation has
 // nothing left, looking once more under the lease (refill).
+//
+// Fairness across replicas is decided here, in fill: a conversation
+// whose work waits for a holder (its holder died, froze or was cut
+// off, or it is free) has waited already, for the lease time at least,
+// so it is leased whatever this process holds and queued before every
+// conversation queued here (scheduler.addIn, first). What bounds it is
+// max: a fill stops once max such conversations wait here for a worker,
+// and fills again as each is taken by one (scheduler.started), so the
+// live replicas share a dead one's conversations, each taking them as
+// fast as its workers start them. A held conversation keeps its lease
+// while it has work: releasing it between jobs would cost round trips
+// for each, and wait for its answers to post (take).
 type feeder struct {
 	b    *Bot
 	q    Shared
-	max  int           // leases held at most
+	max  int           // conversations leased by fill waiting for a worker, at most
 	kick chan struct{} // a fill is wanted
 
 	// mu protects the fields below.
-	mu     sync.Mutex
+	mu sync.Mutex
+	// more is set when the last fill stopped at max with waiting
+	// conversations left: the next start of one fills again.
+	more   bool
 	held   map[string]bool      // leased (or being leased) conversations
 	dirty  map[string]bool      // a job arrived for a held conversation since it was last read
 	handed map[string]time.Time // job ids handed out, when
@@ -186,7 +201,7 @@ func (f *feeder) recover(ctx context.Context) {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
 	}
-	missed := slices.DeleteFunc(keys, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+	missed := slices.DeleteFunc(keys, func(key string) bool { return f.lease(ctx, key, true) || f.holds(key) })
 	if len(missed) == 0 {
 		return
 	}
@@ -201,7 +216,7 @@ func (f *feeder) recover(ctx context.Context) {
 				return
 			case <-time.After(recoverRetry / 15):
 			}
-			missed = slices.DeleteFunc(missed, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+			missed = slices.DeleteFunc(missed, func(key string) bool { return f.lease(ctx, key, true) || f.holds(key) })
 		}
 	}()
 }
@@ -281,11 +296,12 @@ func (f *feeder) claimOutbox(ctx context.Context) {
 	}
 }
 
-// fill leases conversations with work, up to max, and queues their work.
+// fill leases the conversations whose work waits for a holder and
+// queues their work first, until max of them wait here for a worker
+// (see feeder).
 func (f *feeder) fill(ctx context.Context) {
-	f.mu.Lock()
-	room := f.max - len(f.held)
-	f.mu.Unlock()
+	room := f.max - f.b.sched.leading()
+	f.setMore(room <= 0)
 	if room <= 0 {
 		return
 	}
@@ -294,19 +310,46 @@ func (f *feeder) fill(ctx context.Context) {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
 	}
-	for _, key := range keys {
+	for i, key := range keys {
 		if room <= 0 {
+			f.setMore(i < len(keys))
 			return
 		}
-		if f.offer(ctx, key) {
+		if f.lease(ctx, key, true) {
 			room--
 		}
 	}
 }
 
-// offer leases conversation key unless this process holds it, and
-// queues its work; it reports whether it did.
+// setMore records whether a fill left waiting conversations for later.
+func (f *feeder) setMore(more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.more = more
+}
+
+// started is told that a worker took the first job of a conversation a
+// fill queued first: when the fill left others waiting, it fills again.
+func (f *feeder) started() {
+	f.mu.Lock()
+	more := f.more
+	f.mu.Unlock()
+	if more {
+		f.wake()
+	}
+}
+
+// offer leases conversation key, a job of which this process just
+// stored, unless this process holds it, and queues its work; it
+// reports whether it did.
 func (f *feeder) offer(ctx context.Context, key string) bool {
+	return f.lease(ctx, key, false)
+}
+
+// lease leases conversation key unless this process holds it, and
+// queues its work, first when its work waited for a holder (fill); it
+// reports whether it did.
+func (f *feeder) lease(ctx context.Context, key string, waited bool) bool {
 	f.mu.Lock()
 	if f.held[key] {
 		f.dirty[key] = true // the refill at its end reads it again
@@ -323,7 +366,7 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	}
 	f.claimThread(ctx, key)
 	jobs := f.take(ctx, key, epoch)
-	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs)
+	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs, waited)
 }
 
 // hold takes the lease of key, which the caller marked held in epoch;
@@ -477,7 +520,7 @@ func (f *feeder) sending(key string, n int) {
 		default:
 		}
 		if jobs := f.take(context.Background(), key, epoch); len(jobs) > 0 {
-			f.b.sched.addIn(epoch, jobs)
+			f.b.sched.addIn(epoch, jobs, false)
 		}
 	}()
 }

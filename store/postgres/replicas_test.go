@@ -80,7 +80,7 @@ func soon(t *testing.T, what string, cond func() bool) {
 func TestPendingAndWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := twoReplicas(t)
+	a, b := twoReplicas(t)
 	now := time.Now()
 	for i, key := range []string{"slack:C1:1", "telegram:5:", "slack:C1:1", "slack:C2:"} {
 		j := bot.Job{ID: string(rune('a' + i)), ThreadKey: key, Kind: bot.JobIncoming, Enqueued: now}
@@ -114,6 +114,14 @@ func TestPendingAndWork(t *testing.T) {
 	runs, _, err = a.Work(ctx, "slack:C3:")
 	if err != nil || len(runs) != 1 || runs[0].ID != "r1" {
 		t.Errorf("work of slack:C3: %v %v", runs, err)
+	}
+	// A conversation a live replica holds is its own: not pending to
+	// another; its holder sees it last.
+	if got, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || !slices.Equal(got, []string{"slack:C2:"}) {
+		t.Errorf("pending to the other replica: got %v %v, want [slack:C2:]", got, err)
+	}
+	if got, err := a.Pending(ctx, []string{"slack"}, 10); err != nil || !slices.Equal(got, []string{"slack:C2:", "slack:C3:", "slack:C1:1"}) {
+		t.Errorf("pending to the holder: got %v %v, want [slack:C2: slack:C3: slack:C1:1]", got, err)
 	}
 }
 
