@@ -17,7 +17,7 @@ type mockShared struct {
 	HoldFn    func(ctx context.Context, key string) (bool, error)
 	ReleaseFn func(ctx context.Context, key string) error
 	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
-	PendingFn func(ctx context.Context, platforms []string, n int) ([]string, error)
+	PendingFn func(ctx context.Context, platforms []string, n int, all bool) ([]string, error)
 	// Lost is LeasesLost's channel (nil: never).
 	Lost chan struct{}
 }
@@ -38,11 +38,11 @@ func (m *mockShared) Release(ctx context.Context, key string) error {
 	return m.ReleaseFn(ctx, key)
 }
 
-func (m *mockShared) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
+func (m *mockShared) Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error) {
 	if m.PendingFn == nil {
 		return nil, nil
 	}
-	return m.PendingFn(ctx, platforms, n)
+	return m.PendingFn(ctx, platforms, n, all)
 }
 
 func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
@@ -240,7 +240,7 @@ func TestFeederRecoverWaitsForALeaseFreedSoon(t *testing.T) {
 	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
 	q := newSlowRelease("")
 	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
-	q.PendingFn = func(context.Context, []string, int) ([]string, error) { return []string{"telegram:1"}, nil }
+	q.PendingFn = func(context.Context, []string, int, bool) ([]string, error) { return []string{"telegram:1"}, nil }
 	free := time.Now().Add(recoverRetry / 3)
 	q.HoldFn = func(context.Context, string) (bool, error) { return time.Now().After(free), nil }
 	f := newFeeder(b, q)
@@ -320,7 +320,7 @@ func TestFeederWaitingConversationGoesFirst(t *testing.T) {
 	for _, key := range []string{"telegram:7", "telegram:8", "telegram:9"} {
 		q.put(Job{ID: key + "-0", ThreadKey: key})
 	}
-	q.PendingFn = func(context.Context, []string, int) ([]string, error) {
+	q.PendingFn = func(context.Context, []string, int, bool) ([]string, error) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return slices.Sorted(maps.Keys(q.jobs)), nil

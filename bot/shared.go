@@ -35,9 +35,10 @@ type Shared interface {
 	// Pending returns up to n conversations of the given platforms that
 	// have work (a stored job, a run working or queued, or an outbox
 	// entry, which a process that died left) and no live holder but
-	// this process perhaps: unfinished runs and entries first, then
-	// oldest job first, those this process holds last.
-	Pending(ctx context.Context, platforms []string, n int) ([]string, error)
+	// this process perhaps, or with all those another live process
+	// holds too: unfinished runs and entries first, then oldest job
+	// first, those this process holds last.
+	Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error)
 	// Work returns a conversation's unfinished runs (working or queued,
 	// without transcripts) and its jobs, oldest first; the caller holds
 	// its lease (ErrFenced when it no longer does).
@@ -93,9 +94,16 @@ var ErrFenced = errors.New("bot: the lease of this conversation was taken by ano
 // process was running when it lost its leases.
 var errLeasesLost = errors.New("bot: this process lost the leases of its conversations")
 
-// sweepEvery is the slow safety poll of a shared store: it finds work a
-// missed notification left and answers a dead replica left unposted.
+// sweepEvery is the slow safety poll of a shared store: it posts the
+// answers of no conversation a dead replica left unposted, and stops
+// the runs a /cancel whose notification was lost reached.
 const sweepEvery = 3 * time.Second
+
+// fillEvery is how often a shared store is asked for work that waits
+// for a holder: what a missed notification left, and the conversations
+// of a replica found dead (a lease time after its last beat: the
+// sooner they are seen, the sooner they are answered).
+const fillEvery = time.Second
 
 // retakeAfter is how soon this process takes again a job it handed out
 // that is still stored (its run's end failed to commit): not at once, so
@@ -165,11 +173,13 @@ func (f *feeder) platforms() []string {
 	return ps
 }
 
-// loop fills on each wake-up and every sweepEvery, when it also posts
-// what dead replicas left in the outbox, until the bot stops.
+// loop fills on each wake-up and every fillEvery, and every sweepEvery
+// posts what dead replicas left in the outbox, until the bot stops.
 func (f *feeder) loop(ctx context.Context) {
 	defer f.b.workLoops.Done()
-	t := time.NewTicker(sweepEvery)
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	t := time.NewTicker(fillEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -177,6 +187,7 @@ func (f *feeder) loop(ctx context.Context) {
 			return
 		case <-f.kick:
 		case <-t.C:
+		case <-sweep.C:
 			f.claimOutbox(ctx)
 			f.b.stopCancelled(ctx)
 		}
@@ -196,7 +207,7 @@ const recoverRetry = 3 * time.Second
 // finds it queued, not idle). Those it cannot lease at once it tries
 // again for recoverRetry, counted as work to come (WaitIdle waits).
 func (f *feeder) recover(ctx context.Context) {
-	keys, err := f.q.Pending(ctx, f.platforms(), f.max)
+	keys, err := f.q.Pending(ctx, f.platforms(), f.max, true) // a killed process may hold them for a moment
 	if err != nil {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
@@ -305,20 +316,39 @@ func (f *feeder) fill(ctx context.Context) {
 	if room <= 0 {
 		return
 	}
-	keys, err := f.q.Pending(ctx, f.platforms(), 4*f.max+64)
+	keys, err := f.q.Pending(ctx, f.platforms(), 4*f.max+64, false)
 	if err != nil {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
 	}
-	for i, key := range keys {
-		if room <= 0 {
-			f.setMore(i < len(keys))
-			return
-		}
-		if f.lease(ctx, key, true) {
-			room--
+	// Those this process holds are noted as having more work (lease);
+	// the others are leased side by side, each lease costing several
+	// round trips.
+	var waiting []string
+	for _, key := range keys {
+		if f.holds(key) {
+			f.lease(ctx, key, true)
+		} else {
+			waiting = append(waiting, key)
 		}
 	}
+	f.setMore(len(waiting) > room)
+	var wg sync.WaitGroup
+	var prev chan struct{} // closed once the one before is queued (or not)
+	for _, key := range waiting[:min(room, len(waiting))] {
+		wg.Add(1)
+		queued, after := make(chan struct{}), prev
+		prev = queued
+		go func() {
+			defer wg.Done()
+			f.leaseAfter(ctx, key, true, after)
+			if after != nil {
+				<-after // a lease refused returns at once
+			}
+			close(queued)
+		}()
+	}
+	wg.Wait()
 }
 
 // setMore records whether a fill left waiting conversations for later.
@@ -350,6 +380,13 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 // queues its work, first when its work waited for a holder (fill); it
 // reports whether it did.
 func (f *feeder) lease(ctx context.Context, key string, waited bool) bool {
+	return f.leaseAfter(ctx, key, waited, nil)
+}
+
+// leaseAfter is lease, whose work is queued only once after is closed
+// (nil: at once), so that conversations leased side by side keep their
+// order in the scheduler.
+func (f *feeder) leaseAfter(ctx context.Context, key string, waited bool, after <-chan struct{}) bool {
 	f.mu.Lock()
 	if f.held[key] {
 		f.dirty[key] = true // the refill at its end reads it again
@@ -366,6 +403,9 @@ func (f *feeder) lease(ctx context.Context, key string, waited bool) bool {
 	}
 	f.claimThread(ctx, key)
 	jobs := f.take(ctx, key, epoch)
+	if after != nil {
+		<-after
+	}
 	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs, waited)
 }
 

@@ -434,11 +434,11 @@ func (s *Store) fencedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 
 // Pending implements bot.Shared: the conversations with work whose
 // lease is free, this incarnation's or a dead owner's (those of a live
-// replica are its own to run, and would cost a refused Hold each); an
-// answer a dead process left in the outbox (ClaimThread) or an
-// unfinished run first, then by their oldest job, this incarnation's
-// last (the feeder only notes that they have more).
-func (s *Store) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
+// replica are its own to run, and would cost a refused Hold each),
+// with all, any; an answer a dead process left in the outbox
+// (ClaimThread) or an unfinished run first, then by their oldest job,
+// this incarnation's last (the feeder only notes that they have more).
+func (s *Store) Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error) {
 	prefixes := make([]string, len(platforms))
 	for i, p := range platforms {
 		prefixes[i] = p + ":%"
@@ -451,8 +451,8 @@ func (s *Store) Pending(ctx context.Context, platforms []string, n int) ([]strin
 			UNION ALL
 			SELECT thread_key, 1, min(seq) FROM jobs GROUP BY thread_key
 		) w LEFT JOIN leases l ON l.thread_key = w.thread_key
-		WHERE w.thread_key LIKE ANY($1) AND (l.owner IS NULL OR l.owner = $3 OR `+deadOwner("l.owner", "$4")+`)
-		GROUP BY w.thread_key, l.owner ORDER BY l.owner IS NOT DISTINCT FROM $3, min(pass), min(at) LIMIT $2`, prefixes, n, s.me(), s.lease().Seconds())
+		WHERE w.thread_key LIKE ANY($1) AND ($5 OR l.owner IS NULL OR l.owner = $3 OR `+deadOwner("l.owner", "$4")+`)
+		GROUP BY w.thread_key, l.owner ORDER BY l.owner IS NOT DISTINCT FROM $3, min(pass), min(at) LIMIT $2`, prefixes, n, s.me(), s.lease().Seconds(), all)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending conversations: %w", err)
 	}
