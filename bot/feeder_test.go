@@ -2,6 +2,9 @@ package bot
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +17,7 @@ type mockShared struct {
 	HoldFn    func(ctx context.Context, key string) (bool, error)
 	ReleaseFn func(ctx context.Context, key string) error
 	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
-	PendingFn func(ctx context.Context, platforms []string, n int) ([]string, error)
+	PendingFn func(ctx context.Context, platforms []string, n int, all bool) ([]string, error)
 	// Lost is LeasesLost's channel (nil: never).
 	Lost chan struct{}
 }
@@ -35,11 +38,11 @@ func (m *mockShared) Release(ctx context.Context, key string) error {
 	return m.ReleaseFn(ctx, key)
 }
 
-func (m *mockShared) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
+func (m *mockShared) Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error) {
 	if m.PendingFn == nil {
 		return nil, nil
 	}
-	return m.PendingFn(ctx, platforms, n)
+	return m.PendingFn(ctx, platforms, n, all)
 }
 
 func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error) {
@@ -237,7 +240,14 @@ func TestFeederRecoverWaitsForALeaseFreedSoon(t *testing.T) {
 	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
 	q := newSlowRelease("")
 	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
-	q.PendingFn = func(context.Context, []string, int) ([]string, error) { return []string{"telegram:1"}, nil }
+	// The killed process is alive to the store for that moment: its
+	// leases are listed only to a Pending that asks for all.
+	q.PendingFn = func(_ context.Context, _ []string, _ int, all bool) ([]string, error) {
+		if !all {
+			return nil, nil
+		}
+		return []string{"telegram:1"}, nil
+	}
 	free := time.Now().Add(recoverRetry / 3)
 	q.HoldFn = func(context.Context, string) (bool, error) { return time.Now().After(free), nil }
 	f := newFeeder(b, q)
@@ -292,5 +302,71 @@ func TestFeederKeepsTheLeaseWhileItsAnswersPost(t *testing.T) {
 	}
 	if n := released.Load(); n != 1 || f.holds(key) {
 		t.Errorf("released %d times (held %v) once the answer was posted, want once", n, f.holds(key))
+	}
+}
+
+// TestFeederWaitingConversationGoesFirst: a conversation whose work
+// waits for a holder (its holder died) is leased by a fill however many
+// conversations this process holds with work, and its job is the next
+// one a worker takes, before theirs; a fill takes at most max such
+// conversations, and fills again once a worker takes one.
+func TestFeederWaitingConversationGoesFirst(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1}) // max 2
+	q := newSlowRelease("")
+	f := newFeeder(b, q)
+	b.sched.started = f.started
+	ctx := t.Context()
+	for _, key := range []string{"telegram:1", "telegram:2"} {
+		for i := range 3 {
+			q.put(Job{ID: fmt.Sprintf("%s-%d", key, i), ThreadKey: key})
+		}
+		if !f.offer(ctx, key) {
+			t.Fatalf("offer of %s, with jobs, = false", key)
+		}
+	}
+	for _, key := range []string{"telegram:7", "telegram:8", "telegram:9"} {
+		q.put(Job{ID: key + "-0", ThreadKey: key})
+	}
+	q.PendingFn = func(context.Context, []string, int, bool) ([]string, error) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return slices.Sorted(maps.Keys(q.jobs)), nil
+	}
+	next := func() string {
+		t.Helper()
+		j, ok := b.sched.next(ctx)
+		if !ok {
+			t.Fatal("no job handed out")
+		}
+		return j.ID
+	}
+	kicked := func() bool {
+		select {
+		case <-f.kick:
+			return true
+		default:
+			return false
+		}
+	}
+
+	f.fill(ctx)
+	if got := q.holdsOf("telegram:9"); got != 0 {
+		t.Errorf("a fill with max (2) conversations waiting for a worker leased a third")
+	}
+	kicked()
+	if got, want := next(), "telegram:7-0"; got != want {
+		t.Fatalf("first job handed out after the fill: %s, want %s (the conversation that waited for a holder)", got, want)
+	}
+	if !kicked() {
+		t.Error("a worker took a waiting conversation's job, with another left waiting: no fill asked")
+	}
+	f.fill(ctx)
+	for _, want := range []string{"telegram:8-0", "telegram:9-0", "telegram:1-0", "telegram:2-0"} {
+		if got := next(); got != want {
+			t.Errorf("job handed out: %s, want %s", got, want)
+		}
+	}
+	if kicked() {
+		t.Error("a fill asked with no conversation left waiting")
 	}
 }

@@ -2,11 +2,13 @@ package bot
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
 // scheduler hands jobs to workers: one job per thread at a time, a
-// thread's jobs in order, threads first come first served.
+// thread's jobs in order, threads first come first served, except
+// that a thread whose work waited for a holder goes first (addIn).
 type scheduler struct {
 	// mu protects the fields below.
 	mu      sync.Mutex
@@ -15,6 +17,12 @@ type scheduler struct {
 	ready   []string         // threads with work and no worker
 	running int              // jobs handed out and not done
 	stopped bool
+	// lead counts the threads at the head of ready that were queued
+	// first (addIn), none of whose jobs a worker has taken yet.
+	lead int
+	// started, when set, is called after a worker took the first job of
+	// a thread queued first.
+	started func()
 	// epoch counts the losses of this process's leases (drop); handed
 	// is the epoch at which each running thread's job was handed out: a
 	// job of an earlier epoch is stale, its thread perhaps another
@@ -74,7 +82,15 @@ func (s *scheduler) next(ctx context.Context) (j Job, ok bool) {
 			s.queues[key] = s.queues[key][1:]
 			s.running++
 			s.handed[key] = s.epoch
+			led := s.lead > 0
+			if led {
+				s.lead--
+			}
+			started := s.started
 			s.mu.Unlock()
+			if led && started != nil {
+				started()
+			}
 			return j, true
 		}
 		changed := s.changed
@@ -115,8 +131,10 @@ func (s *scheduler) done(key string) {
 
 // addIn queues jobs for their threads, unless the epoch is no longer
 // epoch (they were read under leases since lost); it reports whether it
-// did.
-func (s *scheduler) addIn(epoch uint64, jobs []Job) bool {
+// did. With first, a thread not queued yet goes before every thread
+// that is, after those queued first before it: its work has waited
+// already (see feeder.fill).
+func (s *scheduler) addIn(epoch uint64, jobs []Job, first bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.epoch != epoch {
@@ -124,13 +142,26 @@ func (s *scheduler) addIn(epoch uint64, jobs []Job) bool {
 	}
 	for _, j := range jobs {
 		s.queues[j.ThreadKey] = append(s.queues[j.ThreadKey], j)
-		if !s.active[j.ThreadKey] {
-			s.active[j.ThreadKey] = true
+		if s.active[j.ThreadKey] {
+			continue
+		}
+		s.active[j.ThreadKey] = true
+		if first {
+			s.ready = slices.Insert(s.ready, s.lead, j.ThreadKey)
+			s.lead++
+		} else {
 			s.ready = append(s.ready, j.ThreadKey)
 		}
 	}
 	s.broadcast()
 	return true
+}
+
+// leading returns how many threads queued first wait for a worker.
+func (s *scheduler) leading() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lead
 }
 
 // drop begins a new epoch after the leases were lost: queued jobs are
@@ -141,6 +172,7 @@ func (s *scheduler) drop() {
 	defer s.mu.Unlock()
 	s.epoch++
 	s.ready = nil
+	s.lead = 0
 	for key := range s.queues {
 		s.queues[key] = nil
 	}

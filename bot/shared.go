@@ -34,10 +34,11 @@ type Shared interface {
 	Release(ctx context.Context, key string) error
 	// Pending returns up to n conversations of the given platforms that
 	// have work (a stored job, a run working or queued, or an outbox
-	// entry, which a process that died left), unfinished runs and
-	// entries first, then oldest job first. Some may be held by other
-	// processes.
-	Pending(ctx context.Context, platforms []string, n int) ([]string, error)
+	// entry, which a process that died left) and no live holder but
+	// this process perhaps, or with all those another live process
+	// holds too: unfinished runs and entries first, then oldest job
+	// first, those this process holds last.
+	Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error)
 	// Work returns a conversation's unfinished runs (working or queued,
 	// without transcripts) and its jobs, oldest first; the caller holds
 	// its lease (ErrFenced when it no longer does).
@@ -93,9 +94,16 @@ var ErrFenced = errors.New("bot: the lease of this conversation was taken by ano
 // process was running when it lost its leases.
 var errLeasesLost = errors.New("bot: this process lost the leases of its conversations")
 
-// sweepEvery is the slow safety poll of a shared store: it finds work a
-// missed notification left and answers a dead replica left unposted.
+// sweepEvery is the slow safety poll of a shared store: it posts the
+// answers of no conversation a dead replica left unposted, and stops
+// the runs a /cancel whose notification was lost reached.
 const sweepEvery = 3 * time.Second
+
+// fillEvery is how often a shared store is asked for work that waits
+// for a holder: what a missed notification left, and the conversations
+// of a replica found dead (a lease time after its last beat: the
+// sooner they are seen, the sooner they are answered).
+const fillEvery = time.Second
 
 // retakeAfter is how soon this process takes again a job it handed out
 // that is still stored (its run's end failed to commit): not at once, so
@@ -106,14 +114,29 @@ const retakeAfter = 30 * time.Second
 // conversation with work, queues its jobs (and the resume of a run a
 // dead process left), and releases the lease once the conversation has
 // nothing left, looking once more under the lease (refill).
+//
+// Fairness across replicas is decided here, in fill: a conversation
+// whose work waits for a holder (its holder died, froze or was cut
+// off, or it is free) has waited already, for the lease time at least,
+// so it is leased whatever this process holds and queued before every
+// conversation queued here (scheduler.addIn, first). What bounds it is
+// max: a fill stops once max such conversations wait here for a worker,
+// and fills again as each is taken by one (scheduler.started), so the
+// live replicas share a dead one's conversations, each taking them as
+// fast as its workers start them. A held conversation keeps its lease
+// while it has work: releasing it between jobs would cost round trips
+// for each, and wait for its answers to post (take).
 type feeder struct {
 	b    *Bot
 	q    Shared
-	max  int           // leases held at most
+	max  int           // conversations leased by fill waiting for a worker, at most
 	kick chan struct{} // a fill is wanted
 
 	// mu protects the fields below.
-	mu     sync.Mutex
+	mu sync.Mutex
+	// more is set when the last fill stopped at max with waiting
+	// conversations left: the next start of one fills again.
+	more   bool
 	held   map[string]bool      // leased (or being leased) conversations
 	dirty  map[string]bool      // a job arrived for a held conversation since it was last read
 	handed map[string]time.Time // job ids handed out, when
@@ -150,11 +173,13 @@ func (f *feeder) platforms() []string {
 	return ps
 }
 
-// loop fills on each wake-up and every sweepEvery, when it also posts
-// what dead replicas left in the outbox, until the bot stops.
+// loop fills on each wake-up and every fillEvery, and every sweepEvery
+// posts what dead replicas left in the outbox, until the bot stops.
 func (f *feeder) loop(ctx context.Context) {
 	defer f.b.workLoops.Done()
-	t := time.NewTicker(sweepEvery)
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	t := time.NewTicker(fillEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -162,6 +187,7 @@ func (f *feeder) loop(ctx context.Context) {
 			return
 		case <-f.kick:
 		case <-t.C:
+		case <-sweep.C:
 			f.claimOutbox(ctx)
 			f.b.stopCancelled(ctx)
 		}
@@ -181,12 +207,12 @@ const recoverRetry = 3 * time.Second
 // finds it queued, not idle). Those it cannot lease at once it tries
 // again for recoverRetry, counted as work to come (WaitIdle waits).
 func (f *feeder) recover(ctx context.Context) {
-	keys, err := f.q.Pending(ctx, f.platforms(), f.max)
+	keys, err := f.q.Pending(ctx, f.platforms(), f.max, true) // a killed process may hold them for a moment
 	if err != nil {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
 	}
-	missed := slices.DeleteFunc(keys, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+	missed := slices.DeleteFunc(keys, func(key string) bool { return f.lease(ctx, key, true) || f.holds(key) })
 	if len(missed) == 0 {
 		return
 	}
@@ -201,7 +227,7 @@ func (f *feeder) recover(ctx context.Context) {
 				return
 			case <-time.After(recoverRetry / 15):
 			}
-			missed = slices.DeleteFunc(missed, func(key string) bool { return f.offer(ctx, key) || f.holds(key) })
+			missed = slices.DeleteFunc(missed, func(key string) bool { return f.lease(ctx, key, true) || f.holds(key) })
 		}
 	}()
 }
@@ -281,32 +307,86 @@ func (f *feeder) claimOutbox(ctx context.Context) {
 	}
 }
 
-// fill leases conversations with work, up to max, and queues their work.
+// fill leases the conversations whose work waits for a holder and
+// queues their work first, until max of them wait here for a worker
+// (see feeder).
 func (f *feeder) fill(ctx context.Context) {
-	f.mu.Lock()
-	room := f.max - len(f.held)
-	f.mu.Unlock()
+	room := f.max - f.b.sched.leading()
+	f.setMore(room <= 0)
 	if room <= 0 {
 		return
 	}
-	keys, err := f.q.Pending(ctx, f.platforms(), 4*f.max+64)
+	keys, err := f.q.Pending(ctx, f.platforms(), 4*f.max+64, false)
 	if err != nil {
 		f.b.log.Error("find pending work", slog.Any("err", err))
 		return
 	}
+	// Those this process holds are noted as having more work (lease);
+	// the others are leased side by side, each lease costing several
+	// round trips.
+	var waiting []string
 	for _, key := range keys {
-		if room <= 0 {
-			return
+		if f.holds(key) {
+			f.lease(ctx, key, true)
+		} else {
+			waiting = append(waiting, key)
 		}
-		if f.offer(ctx, key) {
-			room--
-		}
+	}
+	f.setMore(len(waiting) > room)
+	var wg sync.WaitGroup
+	var prev chan struct{} // closed once the one before is queued (or not)
+	for _, key := range waiting[:min(room, len(waiting))] {
+		wg.Add(1)
+		queued, after := make(chan struct{}), prev
+		prev = queued
+		go func() {
+			defer wg.Done()
+			f.leaseAfter(ctx, key, true, after)
+			if after != nil {
+				<-after // a lease refused returns at once
+			}
+			close(queued)
+		}()
+	}
+	wg.Wait()
+}
+
+// setMore records whether a fill left waiting conversations for later.
+func (f *feeder) setMore(more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.more = more
+}
+
+// started is told that a worker took the first job of a conversation a
+// fill queued first: when the fill left others waiting, it fills again.
+func (f *feeder) started() {
+	f.mu.Lock()
+	more := f.more
+	f.mu.Unlock()
+	if more {
+		f.wake()
 	}
 }
 
-// offer leases conversation key unless this process holds it, and
-// queues its work; it reports whether it did.
+// offer leases conversation key, a job of which this process just
+// stored, unless this process holds it, and queues its work; it
+// reports whether it did.
 func (f *feeder) offer(ctx context.Context, key string) bool {
+	return f.lease(ctx, key, false)
+}
+
+// lease leases conversation key unless this process holds it, and
+// queues its work, first when its work waited for a holder (fill); it
+// reports whether it did.
+func (f *feeder) lease(ctx context.Context, key string, waited bool) bool {
+	return f.leaseAfter(ctx, key, waited, nil)
+}
+
+// leaseAfter is lease, whose work is queued only once after is closed
+// (nil: at once), so that conversations leased side by side keep their
+// order in the scheduler.
+func (f *feeder) leaseAfter(ctx context.Context, key string, waited bool, after <-chan struct{}) bool {
 	f.mu.Lock()
 	if f.held[key] {
 		f.dirty[key] = true // the refill at its end reads it again
@@ -323,7 +403,10 @@ func (f *feeder) offer(ctx context.Context, key string) bool {
 	}
 	f.claimThread(ctx, key)
 	jobs := f.take(ctx, key, epoch)
-	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs)
+	if after != nil {
+		<-after
+	}
+	return len(jobs) > 0 && f.b.sched.addIn(epoch, jobs, waited)
 }
 
 // hold takes the lease of key, which the caller marked held in epoch;
@@ -477,7 +560,7 @@ func (f *feeder) sending(key string, n int) {
 		default:
 		}
 		if jobs := f.take(context.Background(), key, epoch); len(jobs) > 0 {
-			f.b.sched.addIn(epoch, jobs)
+			f.b.sched.addIn(epoch, jobs, false)
 		}
 	}()
 }

@@ -500,23 +500,27 @@ func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *p
 	})
 }
 
-// Pending implements bot.Shared: conversations with an answer a dead
-// process left in the outbox (ClaimThread) or an unfinished run first,
-// then by their oldest job.
-func (s *Store) Pending(ctx context.Context, platforms []string, n int) ([]string, error) {
+// Pending implements bot.Shared: the conversations with work whose
+// lease is free, this incarnation's or a dead owner's (those of a live
+// replica are its own to run, and would cost a refused Hold each),
+// with all, any; an answer a dead process left in the outbox
+// (ClaimThread) or an unfinished run first, then by their oldest job,
+// this incarnation's last (the feeder only notes that they have more).
+func (s *Store) Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error) {
 	prefixes := make([]string, len(platforms))
 	for i, p := range platforms {
 		prefixes[i] = p + ":%"
 	}
-	rows, err := s.pool.Query(ctx, `SELECT thread_key FROM (
+	rows, err := s.pool.Query(ctx, `SELECT w.thread_key FROM (
 			SELECT DISTINCT thread_key, 0 AS pass, 0::bigint AS at FROM outbox o
 				WHERE thread_key IS NOT NULL AND owner IS DISTINCT FROM $3 AND (owner IS NULL OR `+deadOwner("o.owner", "$4")+`)
 			UNION ALL
 			SELECT thread_key, 0, min(created) FROM runs WHERE status IN ('working', 'queued') GROUP BY thread_key
 			UNION ALL
 			SELECT thread_key, 1, min(seq) FROM jobs GROUP BY thread_key
-		) w WHERE thread_key LIKE ANY($1)
-		GROUP BY thread_key ORDER BY min(pass), min(at) LIMIT $2`, prefixes, n, s.me(), s.lease().Seconds())
+		) w LEFT JOIN leases l ON l.thread_key = w.thread_key
+		WHERE w.thread_key LIKE ANY($1) AND ($5 OR l.owner IS NULL OR l.owner = $3 OR `+deadOwner("l.owner", "$4")+`)
+		GROUP BY w.thread_key, l.owner ORDER BY l.owner IS NOT DISTINCT FROM $3, min(pass), min(at) LIMIT $2`, prefixes, n, s.me(), s.lease().Seconds(), all)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending conversations: %w", err)
 	}

@@ -80,7 +80,7 @@ func soon(t *testing.T, what string, cond func() bool) {
 func TestPendingAndWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := twoReplicas(t)
+	a, b := twoReplicas(t)
 	now := time.Now()
 	for i, key := range []string{"slack:C1:1", "telegram:5:", "slack:C1:1", "slack:C2:"} {
 		j := bot.Job{ID: string(rune('a' + i)), ThreadKey: key, Kind: bot.JobIncoming, Enqueued: now}
@@ -92,7 +92,7 @@ func TestPendingAndWork(t *testing.T) {
 	if err := a.SaveRun(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Pending(ctx, []string{"slack"}, 10)
+	got, err := a.Pending(ctx, []string{"slack"}, 10, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,17 @@ func TestPendingAndWork(t *testing.T) {
 	runs, _, err = a.Work(ctx, "slack:C3:")
 	if err != nil || len(runs) != 1 || runs[0].ID != "r1" {
 		t.Errorf("work of slack:C3: %v %v", runs, err)
+	}
+	// A conversation a live replica holds is its own: not pending to
+	// another; its holder sees it last.
+	if got, err := b.Pending(ctx, []string{"slack"}, 10, false); err != nil || !slices.Equal(got, []string{"slack:C2:"}) {
+		t.Errorf("pending to the other replica: got %v %v, want [slack:C2:]", got, err)
+	}
+	if got, err := a.Pending(ctx, []string{"slack"}, 10, false); err != nil || !slices.Equal(got, []string{"slack:C2:", "slack:C3:", "slack:C1:1"}) {
+		t.Errorf("pending to the holder: got %v %v, want [slack:C2: slack:C3: slack:C1:1]", got, err)
+	}
+	if got, err := b.Pending(ctx, []string{"slack"}, 10, true); err != nil || !slices.Equal(got, []string{"slack:C3:", "slack:C1:1", "slack:C2:"}) {
+		t.Errorf("all pending to the other replica: got %v %v, want [slack:C3: slack:C1:1 slack:C2:]", got, err)
 	}
 }
 
@@ -289,7 +300,7 @@ func TestConversationOutboxGoesWithItsLease(t *testing.T) {
 	if got, err := b.ClaimOutbox(ctx, []string{"slack"}); err != nil || len(got) != 0 {
 		t.Fatalf("the sweep claimed a conversation's entry: %v %v", got, err)
 	}
-	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || !slices.Equal(keys, []string{key}) {
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10, false); err != nil || !slices.Equal(keys, []string{key}) {
 		t.Fatalf("pending: %v %v, want the conversation with a dead replica's entry", keys, err)
 	}
 	if ok, err := b.Hold(ctx, key); !ok || err != nil {
@@ -304,7 +315,7 @@ func TestConversationOutboxGoesWithItsLease(t *testing.T) {
 	if again, err := b.ClaimThread(ctx, key); err != nil || len(again) != 1 || again[0].ID != "o1" {
 		t.Errorf("an own undelivered entry: %v %v, want it", again, err)
 	}
-	if keys, err := b.Pending(ctx, []string{"slack"}, 10); err != nil || len(keys) != 0 {
+	if keys, err := b.Pending(ctx, []string{"slack"}, 10, false); err != nil || len(keys) != 0 {
 		t.Errorf("pending once claimed by a live replica: %v %v", keys, err)
 	}
 	if err := b.Delivered(ctx, got[0], "ts1"); err != nil {
