@@ -208,7 +208,8 @@ type activeRun struct {
 	cancel    context.CancelCauseFunc
 	cancelled bool // by /cancel
 	// cancelMark, with a Shared store, is the latest /cancel stored for
-	// the conversation as the run began (see stopCancelled).
+	// the conversation as the run began, but those stored for its job
+	// while it waited (see Bot.cancelMark, stopCancelled).
 	cancelMark int64
 }
 

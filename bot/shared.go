@@ -57,6 +57,11 @@ type Shared interface {
 	// Cancels returns, for those of keys with a stored /cancel, the
 	// number of the latest (numbers grow).
 	Cancels(ctx context.Context, keys []string) (map[string]int64, error)
+	// CancelMark returns the number of the latest /cancel stored for
+	// conversation key (0 for none) as the run of job jobID ("" for a
+	// run stored already) begins there, leaving out those stored for
+	// that job while it waited (the run they stop is this one).
+	CancelMark(ctx context.Context, key, jobID string) (int64, error)
 	// ClaimOutbox makes the outbox entries of the given platforms whose
 	// process died (or that have none) this process's, and returns them,
 	// oldest first. An entry committed by this process is its own: no
@@ -653,18 +658,19 @@ func (b *Bot) fence(ctx context.Context, key string) context.Context {
 }
 
 // cancelMark is, with a Shared store, the number of the latest /cancel
-// stored for conversation key as a run begins there: only a later one
-// stops it (see stopCancelled).
-func (b *Bot) cancelMark(ctx context.Context, key string) int64 {
+// stored for conversation key as a run begins there (from job jobID,
+// when set), but those stored for its job while it waited: only a later
+// one stops it (see stopCancelled, CancelFence).
+func (b *Bot) cancelMark(ctx context.Context, key, jobID string) int64 {
 	if b.feed == nil {
 		return 0
 	}
-	marks, err := b.feed.q.Cancels(ctx, []string{key})
+	mark, err := b.feed.q.CancelMark(ctx, key, jobID)
 	if err != nil {
 		b.log.Error("read the cancels of a conversation", slog.String("thread_key", key), slog.Any("err", err))
 		return 0
 	}
-	return marks[key]
+	return mark
 }
 
 // stopCancelled stops the runs of this process (of conversation keys,

@@ -176,3 +176,53 @@ func TestCancelOfAQueuedMessageStopsItsRun(t *testing.T) {
 		t.Fatal("no save")
 	}
 }
+
+// TestCancelStopsTheRunNotTheMessageQueuedBehindIt: a /cancel sent
+// while a run works (in its first step: only its job is stored) and the
+// person's next message waits behind it stops that run only, as on one
+// process: the next message's run begins after it and saves.
+func TestCancelStopsTheRunNotTheMessageQueuedBehindIt(t *testing.T) {
+	t.Parallel()
+	a, _ := twoReplicas(t)
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	g := saveAgent{calls: make(chan int, 8), release: make(chan struct{}), saved: make(chan error, 8)}
+	bt := startBot(t, a, g, c, 0, bot.Config{})
+	first := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "delete all my tasks", EventID: "e1", At: time.Now()}
+	if err := bt.Handle(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.calls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no model call")
+	}
+	next := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Text: "add milk", EventID: "e2", At: time.Now()}
+	if err := bt.Handle(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	// The /cancel as another replica stores it (its NOTIFY stops the
+	// run here, or its save is refused).
+	if ok, err := a.Cancel(t.Context(), "telegram:c:"); err != nil || !ok {
+		t.Fatalf("store the /cancel: %v %v", ok, err)
+	}
+	close(g.release)
+	for i, refused := range []bool{true, false} {
+		select {
+		case err := <-g.saved:
+			if (err != nil) != refused {
+				t.Fatalf("save of run %d: %v, want refused %v", i+1, err, refused)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no save of run %d", i+1)
+		}
+	}
+	if err := bt.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	posts := strings.Join(c.posts["c"], " | ")
+	c.mu.Unlock()
+	if !strings.Contains(posts, "did: add milk") || strings.Contains(posts, "did: delete") {
+		t.Errorf("the chat: %q", posts)
+	}
+}
