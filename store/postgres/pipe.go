@@ -80,7 +80,8 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 		tag = ct
 		return nil
 	})
-	return tag, p.flush(ctx)
+	err := p.flush(ctx) // sets tag: Go does not order reading tag against this call in one return
+	return tag, err
 }
 
 // QueryRow implements querier: what waits and sql, in one round trip
