@@ -60,7 +60,9 @@ func (m *mockShared) Cancel(context.Context, string) (bool, error) { return fals
 
 func (m *mockShared) Cancels(context.Context, []string) (map[string]int64, error) { return nil, nil }
 
-func (m *mockShared) CancelMark(context.Context, string, string) (int64, error) { return 0, nil }
+func (m *mockShared) CancelMark(context.Context, string, string, string) (int64, error) {
+	return 0, nil
+}
 
 func (m *mockShared) ClaimOutbox(context.Context, []string) ([]Outbound, error) { return nil, nil }
 

@@ -58,10 +58,11 @@ type Shared interface {
 	// number of the latest (numbers grow).
 	Cancels(ctx context.Context, keys []string) (map[string]int64, error)
 	// CancelMark returns the number of the latest /cancel stored for
-	// conversation key (0 for none) as the run of job jobID ("" for a
-	// run stored already) begins there, leaving out those stored for
-	// that job while it waited (the run they stop is this one).
-	CancelMark(ctx context.Context, key, jobID string) (int64, error)
+	// conversation key (0 for none) as run runID, begun from job jobID
+	// ("" for a run stored already), begins or resumes there, leaving
+	// out those stored for that job or that run while it waited (the
+	// run they stop is this one).
+	CancelMark(ctx context.Context, key, jobID, runID string) (int64, error)
 	// ClaimOutbox makes the outbox entries of the given platforms whose
 	// process died (or that have none) this process's, and returns them,
 	// oldest first. An entry committed by this process is its own: no
@@ -658,14 +659,15 @@ func (b *Bot) fence(ctx context.Context, key string) context.Context {
 }
 
 // cancelMark is, with a Shared store, the number of the latest /cancel
-// stored for conversation key as a run begins there (from job jobID,
-// when set), but those stored for its job while it waited: only a later
-// one stops it (see stopCancelled, CancelFence).
-func (b *Bot) cancelMark(ctx context.Context, key, jobID string) int64 {
+// stored for conversation key as run runID begins or resumes there
+// (from job jobID, when set), but those stored for its job or for it
+// while it waited: only a later one stops it (see stopCancelled,
+// CancelFence).
+func (b *Bot) cancelMark(ctx context.Context, key, jobID, runID string) int64 {
 	if b.feed == nil {
 		return 0
 	}
-	mark, err := b.feed.q.CancelMark(ctx, key, jobID)
+	mark, err := b.feed.q.CancelMark(ctx, key, jobID, runID)
 	if err != nil {
 		b.log.Error("read the cancels of a conversation", slog.String("thread_key", key), slog.Any("err", err))
 		return 0

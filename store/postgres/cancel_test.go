@@ -226,3 +226,54 @@ func TestCancelStopsTheRunNotTheMessageQueuedBehindIt(t *testing.T) {
 		t.Errorf("the chat: %q", posts)
 	}
 }
+
+// TestCancelOfAStoredRunWaitingToResumeStopsIt: a run stored working
+// by a replica that died waits to be resumed (its conversation still
+// leased by the dead replica, here B holding it); the person's /cancel
+// reaches replica A, which stores it and answers that it stops the run.
+// When A resumes the run (once B let the conversation go), its first
+// save must be refused: the cancel was stored for this run, so the
+// resumed run's cancel mark must not take it in.
+func TestCancelOfAStoredRunWaitingToResumeStopsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:c:"
+	if ok, err := b.Hold(ctx, key); err != nil || !ok {
+		t.Fatalf("B holds %s: %v %v", key, ok, err)
+	}
+	now := time.Now()
+	r := &bot.Run{ID: "r1", ThreadKey: key, Platform: "telegram", ChatID: "c", UserID: "42", DM: true,
+		Status: bot.RunWorking, Instruction: "delete all my tasks", Created: now, Updated: now}
+	if err := b.Commit(ctx, bot.Change{Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	c := &chats{posts: map[string][]string{}, by: map[int]int{}}
+	g := saveAgent{calls: make(chan int, 8), release: make(chan struct{}), saved: make(chan error, 8)}
+	bt := startBot(t, a, g, c, 0, bot.Config{})
+	cancel := bot.Incoming{Platform: "telegram", ChatID: "c", UserID: "42", DM: true, Command: "cancel", EventID: "e2", At: time.Now()}
+	if err := bt.Handle(t.Context(), cancel); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	c.mu.Lock()
+	told := strings.Join(c.posts["c"], " | ")
+	c.mu.Unlock()
+	if err := b.Release(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.calls:
+	case <-time.After(20 * time.Second):
+		t.Skipf("the run was not resumed on A (the chat: %q)", told)
+	}
+	close(g.release)
+	select {
+	case err := <-g.saved:
+		if !errors.Is(err, bot.ErrCancelStored) {
+			t.Errorf("the first save of a stored run cancelled while it waited to resume (the chat said %q): %v, want bot.ErrCancelStored", told, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no save")
+	}
+}

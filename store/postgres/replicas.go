@@ -666,20 +666,22 @@ func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)
 // unfinished run or a job (a run not saved yet works on its job), a
 // cancel row is stored and every replica is woken; the row is what the
 // run's replica reads at the run's next step (Cancels), the
-// notification only wakes it sooner. Without an unfinished run, the
-// row names the oldest job (job): the run begun from it later takes the
-// cancel as stored since it began (CancelMark). Rows older than an hour
-// go.
+// notification only wakes it sooner. The row names the run it stops:
+// the unfinished run (run; the oldest, should there be several), else
+// the oldest job (job), so that the run resumed, or begun from that
+// job, later takes the cancel as stored since it began (CancelMark).
+// Rows older than an hour go.
 func (s *Store) Cancel(ctx context.Context, key string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
 	var stored bool
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO cancels (thread_key, job)
-			SELECT $1, CASE WHEN r.unfinished THEN 0 ELSE coalesce(j.oldest, 0) END
-			FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $1 AND status IN ('working', 'queued')) AS unfinished) r,
-				(SELECT min(seq) AS oldest FROM jobs WHERE thread_key = $1) j
-			WHERE r.unfinished OR j.oldest IS NOT NULL
+		err := tx.QueryRow(ctx, `INSERT INTO cancels (thread_key, job, run)
+			SELECT $1, CASE WHEN u.id IS NULL THEN coalesce(j.oldest, 0) ELSE 0 END, coalesce(u.id, '')
+			FROM (SELECT min(seq) AS oldest FROM jobs WHERE thread_key = $1) j
+			LEFT JOIN LATERAL (SELECT id FROM runs WHERE thread_key = $1 AND status IN ('working', 'queued')
+				ORDER BY created, id LIMIT 1) u ON true
+			WHERE u.id IS NOT NULL OR j.oldest IS NOT NULL
 			RETURNING true`, key).Scan(&stored)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -700,11 +702,12 @@ func (s *Store) Cancel(ctx context.Context, key string) (bool, error) {
 }
 
 // CancelMark implements bot.Shared: the latest cancel of conversation
-// key but those Cancel stored for job jobID while it waited.
-func (s *Store) CancelMark(ctx context.Context, key, jobID string) (int64, error) {
+// key but those Cancel stored for job jobID or run runID while it
+// waited.
+func (s *Store) CancelMark(ctx context.Context, key, jobID, runID string) (int64, error) {
 	var mark int64
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM cancels WHERE thread_key = $1
-		AND job <> coalesce((SELECT seq FROM jobs WHERE id = $2), -1)`, key, jobID).Scan(&mark)
+		AND job <> coalesce((SELECT seq FROM jobs WHERE id = $2), -1) AND (run = '' OR run <> $3)`, key, jobID, runID).Scan(&mark)
 	if err != nil {
 		return 0, fmt.Errorf("store: cancel mark of %s: %w", key, err)
 	}
