@@ -660,17 +660,18 @@ func (b *Bot) fence(ctx context.Context, key string) context.Context {
 // cancelMark is, with a Shared store, the number of the latest /cancel
 // stored for conversation key as a run begins there (from job jobID,
 // when set), but those stored for its job while it waited: only a later
-// one stops it (see stopCancelled, CancelFence).
-func (b *Bot) cancelMark(ctx context.Context, key, jobID string) int64 {
+// one stops it (see stopCancelled, CancelFence). When it cannot be read
+// the run does not begin (its job or run stays stored, tried again): a
+// mark of 0 would let any /cancel of the past stop it.
+func (b *Bot) cancelMark(ctx context.Context, key, jobID string) (int64, error) {
 	if b.feed == nil {
-		return 0
+		return 0, nil
 	}
 	mark, err := b.feed.q.CancelMark(ctx, key, jobID)
 	if err != nil {
-		b.log.Error("read the cancels of a conversation", slog.String("thread_key", key), slog.Any("err", err))
-		return 0
+		return 0, fmt.Errorf("bot: the cancels of %s as a run begins: %w", key, err)
 	}
-	return mark
+	return mark, nil
 }
 
 // stopCancelled stops the runs of this process (of conversation keys,
