@@ -94,9 +94,9 @@ func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
 	return t, nil
 }
 
-// SaveThread implements bot.Store.
+// SaveThread implements bot.Store, fenced by ctx's lease (fencedTx).
 func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
-	if err := saveThread(ctx, s.pool, t, true); err != nil {
+	if err := s.fencedTx(ctx, nil, nil, func(p *pipe) error { return saveThread(ctx, p, t, true) }); err != nil {
 		return fmt.Errorf("store: save thread %s: %w", t.Key, err)
 	}
 	return nil
