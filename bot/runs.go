@@ -263,7 +263,11 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	// The run's model calls are reserved against its person's day.
 	meter := &runMeter{b: b, platform: r.Platform, userID: r.UserID, stop: cancel}
 	runCtx = context.WithValue(runCtx, meterKey{}, meter)
-	ar := &activeRun{runID: r.ID, cancel: cancel, cancelMark: b.cancelMark(ctx, r.ThreadKey, jobID, r.ID)}
+	mark, markErr := b.cancelMark(ctx, r.ThreadKey, jobID, r.ID)
+	if markErr != nil {
+		return markErr
+	}
+	ar := &activeRun{runID: r.ID, cancel: cancel, cancelMark: mark}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar
 	switch {

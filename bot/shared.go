@@ -662,17 +662,18 @@ func (b *Bot) fence(ctx context.Context, key string) context.Context {
 // stored for conversation key as run runID begins or resumes there
 // (from job jobID, when set), but those stored for its job or for it
 // while it waited: only a later one stops it (see stopCancelled,
-// CancelFence).
-func (b *Bot) cancelMark(ctx context.Context, key, jobID, runID string) int64 {
+// CancelFence). When it cannot be read the run does not begin (its job
+// or run stays stored, tried again): a mark of 0 would let any /cancel
+// of the past stop it.
+func (b *Bot) cancelMark(ctx context.Context, key, jobID, runID string) (int64, error) {
 	if b.feed == nil {
-		return 0
+		return 0, nil
 	}
 	mark, err := b.feed.q.CancelMark(ctx, key, jobID, runID)
 	if err != nil {
-		b.log.Error("read the cancels of a conversation", slog.String("thread_key", key), slog.Any("err", err))
-		return 0
+		return 0, fmt.Errorf("bot: the cancels of %s as a run begins: %w", key, err)
 	}
-	return mark
+	return mark, nil
 }
 
 // stopCancelled stops the runs of this process (of conversation keys,

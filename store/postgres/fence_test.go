@@ -182,3 +182,44 @@ func TestFencedRunPostsNothing(t *testing.T) {
 		t.Errorf("runs after the fenced end: %v %v, want none saved", runs, err)
 	}
 }
+
+// TestResetOfTheOldHolderIsRefused: A holds a conversation and pauses
+// past its lease; B takes it. A's /reset (bot.reset: SaveThread, then
+// DeleteConversation, under its lease) is refused with bot.ErrFenced
+// and changes nothing: the conversation's messages, kept by B, stay.
+// (Before, neither was fenced: the old holder deleted the conversation
+// its new holder was answering in.)
+func TestResetOfTheOldHolderIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "telegram:c1:"
+	if ok, err := a.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("A holds %s: %v %v", key, ok, err)
+	}
+	fa := a.Fence(ctx, key)
+	pause(t, a)
+	if ok, err := b.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("B takes the lease of a paused A: %v %v", ok, err)
+	}
+	if err := b.Commit(b.Fence(ctx, key), enqueueChange(key, "B's message", 0)); err != nil {
+		t.Fatal(err)
+	}
+	th, err := a.Thread(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.ResetAt = time.Now()
+	if err := a.SaveThread(fa, th); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("A's SaveThread after B took the lease: %v, want bot.ErrFenced", err)
+	}
+	if err := a.DeleteConversation(fa, key); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("A's DeleteConversation after B took the lease: %v, want bot.ErrFenced", err)
+	}
+	if got, err := b.Thread(ctx, key); err != nil || !got.ResetAt.IsZero() {
+		t.Errorf("the thread after A's refused reset: %+v %v", got, err)
+	}
+	if msgs, err := b.RecentMessages(ctx, key, time.Time{}, 10); err != nil || len(msgs) != 1 {
+		t.Errorf("messages after A's refused reset: %d, %v; want B's one", len(msgs), err)
+	}
+}

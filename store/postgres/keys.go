@@ -316,15 +316,6 @@ func lockKeys(ctx context.Context, q querier, where string, arg any) ([][]byte, 
 	return ids, nil
 }
 
-// destroyScope destroys every key of scope (whose values are all gone).
-func (k *keyring) destroyScope(ctx context.Context, q querier, scope string) error {
-	ids, err := lockKeys(ctx, q, `scope = $1`, scope)
-	if err != nil {
-		return err
-	}
-	return k.destroy(ctx, q, ids)
-}
-
 // setUp finds the master keys: derived from secrets, else the one kept
 // in meta, generated when create is set and there is none. A data key
 // sealed with another master than the current one is sealed again with

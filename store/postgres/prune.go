@@ -35,7 +35,7 @@ var sealedColumns = []sealedColumn{
 
 // resealAndDestroy seals again, with their scope's current key, the
 // values the keys ids still seal, then destroys those keys.
-func (s *Store) resealAndDestroy(ctx context.Context, tx pgx.Tx, ids [][]byte) error {
+func (s *Store) resealAndDestroy(ctx context.Context, tx querier, ids [][]byte) error {
 	ids, err := lockKeys(ctx, tx, `id = ANY($1)`, ids)
 	if err != nil {
 		return err
@@ -91,9 +91,10 @@ func (s *Store) resealAndDestroy(ctx context.Context, tx pgx.Tx, ids [][]byte) e
 // thread's messages and its runs (with transcripts and journals) except
 // those working or queued go, and the conversation's data keys are
 // destroyed, the values kept (those runs, the thread's jobs) being
-// sealed again with a new key first.
+// sealed again with a new key first. It is fenced by ctx's lease
+// (fencedTx), as every write of a /reset.
 func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
 		scope := threadKey
 		if scope == "" {
 			scope = scopeNone

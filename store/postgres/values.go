@@ -94,9 +94,9 @@ func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
 	return t, nil
 }
 
-// SaveThread implements bot.Store.
+// SaveThread implements bot.Store, fenced by ctx's lease (fencedTx).
 func (s *Store) SaveThread(ctx context.Context, t bot.Thread) error {
-	if err := saveThread(ctx, s.pool, t, true); err != nil {
+	if err := s.fencedTx(ctx, nil, nil, func(p *pipe) error { return saveThread(ctx, p, t, true) }); err != nil {
 		return fmt.Errorf("store: save thread %s: %w", t.Key, err)
 	}
 	return nil
@@ -265,12 +265,28 @@ func putSetting(ctx context.Context, q querier, key string, value, keyID []byte)
 		ON CONFLICT (key) DO UPDATE SET key_id = excluded.key_id, value = excluded.value`, key, keyID, value)
 }
 
-// deletePending deletes a pending request and destroys its keys.
+// deletePending deletes a pending request and destroys its keys, the
+// keys locked first (see lockKeys): a request being sealed with one
+// commits before the DELETE, which then sees it.
 func (s *Store) deletePending(ctx context.Context, q querier, key string) error {
-	if _, err := q.Exec(ctx, `DELETE FROM settings WHERE key = $1`, key); err != nil {
+	return s.deleteScoped(ctx, q, `DELETE FROM settings WHERE key = $1`, key, key)
+}
+
+// deleteScoped runs del (with arg as $1) and destroys the keys of scope,
+// locked before del runs: a transaction sealing with one of them (FOR
+// SHARE) commits first, and del, a statement after, deletes what it
+// wrote. Deleted first, a value not committed yet would be missed and
+// left sealed with the destroyed key, or its upsert would wait for the
+// deleted row while the destroy waits for its key: a deadlock.
+func (s *Store) deleteScoped(ctx context.Context, q querier, del string, arg any, scope string) error {
+	ids, err := lockKeys(ctx, q, `scope = $1`, scope)
+	if err != nil {
 		return err
 	}
-	return s.keys.destroyScope(ctx, q, key)
+	if _, err := q.Exec(ctx, del, arg); err != nil {
+		return err
+	}
+	return s.keys.destroy(ctx, q, ids)
 }
 
 // fieldsInitial is the value of a setting of fields' row made to be
@@ -395,8 +411,5 @@ func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
 }
 
 func (s *Store) deleteSnapshot(ctx context.Context, q querier, key string) error {
-	if _, err := q.Exec(ctx, `DELETE FROM snapshots WHERE key = $1`, key); err != nil {
-		return err
-	}
-	return s.keys.destroyScope(ctx, q, scopeSnapshot+key)
+	return s.deleteScoped(ctx, q, `DELETE FROM snapshots WHERE key = $1`, key, scopeSnapshot+key)
 }
