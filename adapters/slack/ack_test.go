@@ -3,7 +3,6 @@ package slack_test
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,13 +55,7 @@ func TestFakeReactionLimits(t *testing.T) {
 			t.Fatalf("reaction %d: %v", i, out)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"reactions.add", strings.NewReader("channel=D1&timestamp=1.1&name=eyes"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Bearer "+slacktest.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := srv.Send(t, "reactions.add", map[string][]string{"channel": {"D1"}, "timestamp": {"1.1"}, "name": {"eyes"}})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("the 51st reaction of the minute: %s, Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
@@ -79,14 +72,7 @@ func TestFakeStatusLimitPerChannel(t *testing.T) {
 	srv := slacktest.New()
 	t.Cleanup(srv.Close)
 	status := func(channel, thread string) int {
-		body := fmt.Sprintf("channel_id=%s&thread_ts=%s&status=is+working", channel, thread)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"assistant.threads.setStatus", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Authorization", "Bearer "+slacktest.Token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := srv.Send(t, "assistant.threads.setStatus", map[string][]string{"channel_id": {channel}, "thread_ts": {thread}, "status": {"is working"}})
 		resp.Body.Close()
 		return resp.StatusCode
 	}

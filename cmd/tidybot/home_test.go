@@ -98,12 +98,7 @@ func TestSlackHomeOfSomeoneNotAllowed(t *testing.T) {
 // changes the setting and publishes the Home again.
 func TestSlackHomeOverSocketMode(t *testing.T) {
 	e := newEnv(t)
-	sl := slacktest.New()
-	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
-	e.cfg.AllowedUsers = []string{"slack:U1"}
-	serve(t, e)
-	waitFor(t, "the Socket Mode connection", sl.Connected)
+	sl := serveSocketSlack(t, e)
 	var opened map[string]any
 	if err := json.Unmarshal(sl.AppHomeOpened("U1"), &opened); err != nil {
 		t.Fatal(err)

@@ -220,12 +220,7 @@ func TestTelegramPoisonUpdateIsSkipped(t *testing.T) {
 func TestSlackSocketModePoisonEnvelopeIsAcknowledged(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.MetricsAddr = freeAddr(t)
-	sl := slacktest.New()
-	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
-	e.cfg.AllowedUsers = []string{"slack:U1"}
-	serve(t, e)
-	waitFor(t, "the Socket Mode connection", sl.Connected)
+	sl := serveSocketSlack(t, e)
 	var poison map[string]any
 	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "x", "1.1", ""), &poison)
 	poison["event"].(map[string]any)["text"] = 12345

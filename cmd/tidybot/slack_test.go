@@ -29,6 +29,19 @@ func serveSlack(t *testing.T, e *env) (*slacktest.Server, string) {
 	return sl, base
 }
 
+// serveSocketSlack runs `tidybot serve` with the fake Slack over Socket
+// Mode (U1 allowed) and returns the fake once the connection is up.
+func serveSocketSlack(t *testing.T, e *env) *slacktest.Server {
+	t.Helper()
+	sl := slacktest.New()
+	t.Cleanup(sl.Close)
+	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
+	e.cfg.AllowedUsers = []string{"slack:U1"}
+	serve(t, e)
+	waitFor(t, "the Socket Mode connection", sl.Connected)
+	return sl
+}
+
 func postSigned(t testing.TB, url, contentType string, body []byte, secret string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
@@ -157,12 +170,7 @@ func fmtPosts(ps []slacktest.Posted) string {
 func TestSlackSocketMode(t *testing.T) {
 	e := newEnv(t)
 	e.todo.SeedTalkInbox()
-	sl := slacktest.New()
-	t.Cleanup(sl.Close)
-	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, sl.URL
-	e.cfg.AllowedUsers = []string{"slack:U1"}
-	serve(t, e)
-	waitFor(t, "the Socket Mode connection", sl.Connected)
+	sl := serveSocketSlack(t, e)
 	var ev map[string]any
 	_ = json.Unmarshal(slacktest.MessageEvent("Ev1", "D1", "im", "U1", "/tidy-inbox", "1.1", ""), &ev)
 	id := sl.Push("events_api", ev)

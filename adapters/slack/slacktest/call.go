@@ -14,6 +14,20 @@ import (
 // the wire protocol without a client.
 func (s *Server) Call(t testing.TB, method string, form url.Values) map[string]any {
 	t.Helper()
+	resp := s.Send(t, method, form)
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return out
+}
+
+// Send posts method as Call does and returns the response undecoded,
+// for tests that read its status and headers (a 429's Retry-After); the
+// caller closes its body.
+func (s *Server) Send(t testing.TB, method string, form url.Values) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.URL+method, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
@@ -24,10 +38,5 @@ func (s *Server) Call(t testing.TB, method string, form url.Values) map[string]a
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	return out
+	return resp
 }

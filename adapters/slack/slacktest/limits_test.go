@@ -3,7 +3,6 @@ package slacktest_test
 import (
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
@@ -21,16 +20,7 @@ func TestMethodTiers(t *testing.T) {
 	t.Cleanup(srv.Close)
 	call := func(method, channel string) int {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+method, strings.NewReader(url.Values{"channel": {channel}}.Encode()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Authorization", "Bearer "+slacktest.Token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := srv.Send(t, method, url.Values{"channel": {channel}})
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s: 429 without Retry-After", method)
