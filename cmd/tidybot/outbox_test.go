@@ -46,15 +46,17 @@ func (a *armedText) take(w http.ResponseWriter, r *http.Request) (hit, ok bool) 
 	form, _ := url.ParseQuery(string(body))
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	hit = a.text != "" && (form.Get("text") == a.text || a.text == ackHold && strings.HasSuffix(r.URL.Path, "/setMessageReaction"))
+	hit = a.text != "" && (form.Get("text") == a.text || a.text == ackHold)
 	if hit {
 		a.text = ""
 	}
 	return hit, true
 }
 
-// ackHold, armed, holds the next reaction (setMessageReaction) instead
-// of a message.
+// ackHold, armed, holds the next call, a reaction (setMessageReaction)
+// or a message: the 👀 is its own call beside the run (bot/ack.go), so
+// the run's answer may go first, and a kill after a post is the case
+// Telegram shows twice (documented), not this one.
 const ackHold = "👀"
 
 // disarm disarms the text, reporting whether it was armed.
@@ -115,8 +117,9 @@ func TestKillWhilePostingTheAnswerLosesNothing(t *testing.T) {
 	killTest(t, tries, func(i int) string { return fmt.Sprintf("You said: note %d", i) })
 }
 
-// TestKillRightAfterTheAckLosesNothing kills tidybot while the 👀 of a
-// message it has stored is in flight (10 times, 3 with -short): the
+// TestKillRightAfterTheAckLosesNothing kills tidybot while its first
+// call after storing a message (the 👀, or the answer if it goes first)
+// is in flight (10 times, 3 with -short): the
 // restart runs the stored message and posts its answer once.
 func TestKillRightAfterTheAckLosesNothing(t *testing.T) {
 	tries := 10
