@@ -85,36 +85,17 @@ func TestSlowNoteOnlyWhileTheModelIsSilent(t *testing.T) {
 	isSlowNote := func(ev Event) bool {
 		return ev.Kind == EventNote && strings.Contains(ev.Summary, "model is slow")
 	}
-	t.Run("silent", func(t *testing.T) {
-		noted := make(chan struct{})
-		var once sync.Once
-		model := modelFunc(func(context.Context, Request) (Response, error) {
-			select {
-			case <-noted:
-			case <-time.After(10 * time.Second):
-				t.Error("no slow note while the model sent nothing")
-			}
-			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
-		})
-		New(model, newTalkTasks(), Config{SlowAfter: slowAfter}).Start(t.Context(), Input{Instruction: "hi"}, Hooks{
-			Answer: func(string) {},
-			Observe: func(ev Event) {
-				if isSlowNote(ev) {
-					once.Do(func() { close(noted) })
-				}
-			},
-		})
-	})
-	t.Run("replying, then made again", func(t *testing.T) {
+	// awaitsNote runs a model call that streams with stream, then waits
+	// for the slow note, failing with missing when none comes.
+	awaitsNote := func(t *testing.T, missing string, stream func(Request)) {
 		noted := make(chan struct{})
 		var once sync.Once
 		model := modelFunc(func(_ context.Context, req Request) (Response, error) {
-			req.Stream(Delta{Call: 0, Name: ActGetProjects, Arguments: `{`})
-			req.Stream(Delta{Reset: true}) // a retry after an error, silent so far
+			stream(req)
 			select {
 			case <-noted:
 			case <-time.After(10 * time.Second):
-				t.Error("no slow note while the call made again sent nothing")
+				t.Error(missing)
 			}
 			return tool(ActFinalAnswer, `{"answer":"ok"}`), nil
 		})
@@ -125,6 +106,15 @@ func TestSlowNoteOnlyWhileTheModelIsSilent(t *testing.T) {
 					once.Do(func() { close(noted) })
 				}
 			},
+		})
+	}
+	t.Run("silent", func(t *testing.T) {
+		awaitsNote(t, "no slow note while the model sent nothing", func(Request) {})
+	})
+	t.Run("replying, then made again", func(t *testing.T) {
+		awaitsNote(t, "no slow note while the call made again sent nothing", func(req Request) {
+			req.Stream(Delta{Call: 0, Name: ActGetProjects, Arguments: `{`})
+			req.Stream(Delta{Reset: true}) // a retry after an error, silent so far
 		})
 	})
 	t.Run("replying", func(t *testing.T) {

@@ -38,16 +38,12 @@ const ackTimeout = 5 * time.Second
 // is skipped, at once, and the answer is not delayed. Failures are
 // logged at debug.
 func (b *Bot) ack(in Incoming) {
-	if !acknowledged(in) {
-		return
-	}
 	q := b.queue(in.Platform)
 	if q == nil {
 		return
 	}
-	a, _ := q.p.(Acknowledger)
-	ts := statusOf(q.p, &Run{ChatID: in.ChatID, ThreadID: in.ThreadID})
-	if ts == nil || in.ThreadID == "" {
+	ts, a := signOf(q.p, in)
+	if ts == nil {
 		if a != nil {
 			go b.react(a, in)
 		}
@@ -103,19 +99,25 @@ func (b *Bot) react(a Acknowledger, in Incoming) {
 	}
 }
 
-// acknowledged reports whether in is a message ack shows a sign of life
-// for (one with an id: not a button press).
-func acknowledged(in Incoming) bool { return in.MessageID != "" && in.Button == "" }
+// signOf is how platform p shows the sender of in a sign of life: the
+// status line of in's thread (ts), else, or should the line be refused,
+// the reaction (a); both nil for none, and for what is no message with
+// an id (a button press).
+func signOf(p Platform, in Incoming) (ts ThreadStatus, a Acknowledger) {
+	if in.MessageID == "" || in.Button != "" {
+		return nil, nil
+	}
+	a, _ = p.(Acknowledger)
+	if in.ThreadID != "" {
+		ts = statusOf(p, &Run{ChatID: in.ChatID, ThreadID: in.ThreadID})
+	}
+	return ts, a
+}
 
 // acknowledges reports whether platform p shows the sender of in a sign
 // of life at intake (see ack), so that its run need not post a status
 // message before it has something to say.
 func acknowledges(p Platform, in Incoming) bool {
-	if !acknowledged(in) {
-		return false
-	}
-	if _, ok := p.(Acknowledger); ok {
-		return true
-	}
-	return in.ThreadID != "" && statusOf(p, &Run{ChatID: in.ChatID, ThreadID: in.ThreadID}) != nil
+	ts, a := signOf(p, in)
+	return ts != nil || a != nil
 }

@@ -124,21 +124,30 @@ func TestAckFailureFallsBack(t *testing.T) {
 	}
 }
 
-// A message acknowledged at intake whose run answers at once costs the
-// chat its answer alone: no status message, and so no edit settling it
-// (Slack's chat.update is Tier 3, about 50 a minute for a whole
-// workspace: issue 36).
-func TestAckedRunPostsNoStatusMessage(t *testing.T) {
-	h, ap := newAckHarness(t, &mockAgent{}, nil)
+// ackedRun handles a message acknowledged at intake (the reaction
+// shown) whose run ag does, and returns what the chat was sent and the
+// edits made, once the bot is idle.
+func ackedRun(t *testing.T, ag *mockAgent) (texts, edits []string) {
+	t.Helper()
+	h, ap := newAckHarness(t, ag, nil)
 	in := msg("tidy", "e1")
 	in.MessageID = "m1"
 	h.handle(t, in)
 	waitAck(t, ap.acks)
 	h.idle(t)
 	h.plat.mu.Lock()
-	edits := slices.Clone(h.plat.edits)
+	edits = slices.Clone(h.plat.edits)
 	h.plat.mu.Unlock()
-	if texts := h.plat.texts(); len(texts) != 1 || texts[0] != "did: tidy" || len(edits) != 0 {
+	return h.plat.texts(), edits
+}
+
+// A message acknowledged at intake whose run answers at once costs the
+// chat its answer alone: no status message, and so no edit settling it
+// (Slack's chat.update is Tier 3, about 50 a minute for a whole
+// workspace: issue 36).
+func TestAckedRunPostsNoStatusMessage(t *testing.T) {
+	texts, edits := ackedRun(t, &mockAgent{})
+	if len(texts) != 1 || texts[0] != "did: tidy" || len(edits) != 0 {
 		t.Errorf("sent %q, edited %q; want the answer alone", texts, edits)
 	}
 }
@@ -151,16 +160,8 @@ func TestAckedRunPostsItsFirstNote(t *testing.T) {
 		hk.Observe(agent.Event{Kind: agent.EventAction, Summary: "Read the inbox"})
 		return done(newTranscript(in), "did: "+in.Instruction)
 	}}
-	h, ap := newAckHarness(t, ag, nil)
-	in := msg("tidy", "e1")
-	in.MessageID = "m1"
-	h.handle(t, in)
-	waitAck(t, ap.acks)
-	h.idle(t)
-	h.plat.mu.Lock()
-	edits := slices.Clone(h.plat.edits)
-	h.plat.mu.Unlock()
-	if texts := h.plat.texts(); !slices.Equal(texts, []string{"Read the inbox", "did: tidy"}) || len(edits) != 0 {
+	texts, edits := ackedRun(t, ag)
+	if !slices.Equal(texts, []string{"Read the inbox", "did: tidy"}) || len(edits) != 0 {
 		t.Errorf("sent %q, edited %q", texts, edits)
 	}
 }
