@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tidybot/tidybot/bot"
 )
 
@@ -26,27 +24,6 @@ type cancelMark struct {
 // than mark.
 func (s *Store) FenceCancels(ctx context.Context, key string, mark int64) context.Context {
 	return context.WithValue(ctx, cancelMarkKey{}, cancelMark{key: key, mark: mark})
-}
-
-// cancelsLater, when ctx carries a cancel mark, queues on p the reading
-// of the conversation's latest cancel (see Cancels); the check it
-// returns (nil without a mark), called once that is sent, fails with
-// bot.ErrCancelStored when it is later than the mark.
-func cancelsLater(ctx context.Context, p *pipe) func() error {
-	c, ok := ctx.Value(cancelMarkKey{}).(cancelMark)
-	if !ok {
-		return nil
-	}
-	var latest int64
-	p.later(`SELECT coalesce(max(id), 0) FROM cancels WHERE thread_key = $1`, c.key).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&latest)
-	})
-	return func() error {
-		if latest > c.mark {
-			return fmt.Errorf("%w: %s (cancel %d, the run began after %d)", bot.ErrCancelStored, c.key, latest, c.mark)
-		}
-		return nil
-	}
 }
 
 // cancelsGuard, when ctx carries a cancel mark, queues on p its guard:

@@ -397,55 +397,28 @@ func (s *Store) Fence(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, fenceKey{}, fence{key: key, epoch: epoch})
 }
 
-// fenceLater, when ctx carries a fence, queues on p the reading of the
-// lease's epoch, its row locked FOR SHARE, so that no replica takes the
-// lease before p's transaction ends (its Hold waits, then reads what p
-// wrote); the check it returns (nil without a fence), called once that
-// is sent, fails with bot.ErrFenced unless the lease is still at the
-// fence's epoch.
-func (s *Store) fenceLater(ctx context.Context, p *pipe) func() error {
-	f, ok := ctx.Value(fenceKey{}).(fence)
-	if !ok {
-		return nil
-	}
-	var epoch int64 // none: no row
-	p.later(`SELECT epoch FROM leases WHERE thread_key = $1 FOR SHARE`, f.key).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := rows.Scan(&epoch); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
-	return func() error {
-		if epoch == f.epoch {
-			return nil
-		}
-		return s.refused(f, fmt.Sprint(epoch))
-	}
-}
-
 // fenceGuard, when ctx carries a fence, queues on p its guard: the
 // statements after it run only while the lease is at the fence's
-// epoch, its row locked FOR SHARE (see fenceLater); else p's
-// transaction fails with bot.ErrFenced.
+// epoch, its row locked FOR SHARE so that no replica takes the lease
+// before p's transaction ends (its Hold waits, then reads what p
+// wrote); else p's transaction fails with bot.ErrFenced.
 func (s *Store) fenceGuard(ctx context.Context, p *pipe) {
 	f, ok := ctx.Value(fenceKey{}).(fence)
 	if !ok {
 		return
 	}
-	p.guardLater(func() error { return s.refused(f, "another") }, fenceGuardSQL, f.key, f.epoch)
+	p.guardLater(func() error { return s.refused(f) }, fenceGuardSQL, f.key, f.epoch)
 }
 
 // refused forgets the lease of f (Work says so to the feeder) and
 // returns the refusal of a write fenced by it.
-func (s *Store) refused(f fence, epoch string) error {
+func (s *Store) refused(f fence) error {
 	s.leases.mu.Lock()
 	if s.leases.held[f.key] == f.epoch {
 		delete(s.leases.held, f.key)
 	}
 	s.leases.mu.Unlock()
-	return fmt.Errorf("%w: the lease of %s was taken by another replica (epoch %s, ours %d)", bot.ErrFenced, f.key, epoch, f.epoch)
+	return fmt.Errorf("%w: the lease of %s was taken by another replica (ours was epoch %d)", bot.ErrFenced, f.key, f.epoch)
 }
 
 // fencedTx runs a transaction that checks ctx's fence and cancel mark
@@ -455,10 +428,10 @@ func (s *Store) refused(f fence, epoch string) error {
 // (fenceGuard, cancelsGuard, keyGuardSQL on each kept key), fn's
 // statements and COMMIT; a kept key destroyed meanwhile fails its guard,
 // and the transaction is made again as follows. Otherwise two: the
-// first sends BEGIN, the checks (fenceLater, cancelsLater), the locking
-// of the scopes' keys and what prepare (when set) queued (the reads fn
-// needs, and locks); the second fn's statements and COMMIT. A refused
-// check rolls it all back.
+// first sends BEGIN, the same guards, the locking of the scopes' keys
+// and what prepare (when set) queued (the reads fn needs, and locks);
+// the second fn's statements and COMMIT. A failed guard rolls it all
+// back.
 func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *pipe), fn func(p *pipe) error) error {
 	if prepare == nil {
 		if keys, ids, ok := s.keys.sealingKeys(scopes); ok {
@@ -478,23 +451,14 @@ func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *p
 		}
 	}
 	return s.pipeTx(ctx, func(p *pipe) error {
-		var checks []func() error
-		for _, c := range []func() error{s.fenceLater(ctx, p), cancelsLater(ctx, p)} {
-			if c != nil {
-				checks = append(checks, c)
-			}
-		}
+		s.fenceGuard(ctx, p)
+		cancelsGuard(ctx, p)
 		s.keys.lockLater(p, scopes...)
 		if prepare != nil {
 			prepare(p)
 		}
 		if err := p.flush(ctx); err != nil {
 			return err
-		}
-		for _, check := range checks {
-			if err := check(); err != nil {
-				return err
-			}
 		}
 		return fn(p)
 	})
