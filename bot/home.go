@@ -325,15 +325,20 @@ const (
 	// shownFilings bounds the filings the settings show: with two
 	// blocks each, well within a Home's 100 blocks.
 	shownFilings = 5
-	// filingRuns bounds the runs of the conversation read for them,
-	// newest first (a person's DM holds thousands).
-	filingRuns = 200
+	// filingJournals bounds the journals read for them: those of the
+	// person's newest ended autopilot runs not undone. A settings page
+	// (each /settings, each Home publish) reads at most this many, not
+	// one per run of a DM that holds thousands; an autopilot run has
+	// tasks to file, so most of those runs filed something.
+	filingJournals = 3 * shownFilings
 )
 
 // lastFilings are the person's last autopilot filings (up to
 // shownFilings, newest first): autopilot runs of their conversation
 // that ended, are not undone, and wrote something Undo can revert
-// (undoable, as for the Undo under their message). Whether
+// (undoable, as for the Undo under their message), among the newest
+// filingJournals such runs (one read of the runs, at most
+// filingJournals of journals). Whether
 // a press may undo one now (a later run changed things since) is undo's
 // to say, as for the chat's Undo.
 func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps PersonSettings) ([]Filing, error) {
@@ -349,11 +354,12 @@ func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps Perso
 		loc = l
 	}
 	var out []Filing
-	for i, read := len(runs)-1, 0; i >= 0 && read < filingRuns && len(out) < shownFilings; i, read = i-1, read+1 {
+	for i, read := len(runs)-1, 0; i >= 0 && read < filingJournals && len(out) < shownFilings; i-- {
 		r := runs[i]
 		if !r.Autopilot || r.Platform != platform || r.UserID != userID || r.Undone || !r.Status.Final() {
 			continue
 		}
+		read++
 		entries, err := b.store.RunAudit(ctx, r.ID)
 		if err != nil {
 			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)

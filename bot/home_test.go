@@ -2,10 +2,14 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // homePlatform is a fakePlatform with a Home tab (HomePublisher).
@@ -159,5 +163,75 @@ func idle(t *testing.T, b *Bot) {
 	defer cancel()
 	if err := b.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// auditCountingStore counts the journals read (RunAudit) and the reads
+// of a conversation's runs (ThreadRuns).
+type auditCountingStore struct {
+	*memStore
+	audits, threadRuns atomic.Int32
+}
+
+func (s *auditCountingStore) RunAudit(ctx context.Context, runID string) ([]AuditEntry, error) {
+	s.audits.Add(1)
+	return s.memStore.RunAudit(ctx, runID)
+}
+
+func (s *auditCountingStore) ThreadRuns(ctx context.Context, key string) ([]*Run, error) {
+	s.threadRuns.Add(1)
+	return s.memStore.ThreadRuns(ctx, key)
+}
+
+// TestLastFilingsReadsBounded: the settings' last filings read the
+// conversation's runs once and at most filingJournals journals, however
+// many autopilot runs of the person filed nothing (each /settings and
+// each Home publish reads them); the newest filings come first.
+func TestLastFilingsReadsBounded(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		empty, filed  int // newest runs that filed nothing, then older ones that filed
+		wantFilings   int
+		wantMaxAudits int32
+	}{
+		{"many empty", 100, 3, 0, filingJournals},
+		{"filings first", 0, 100, shownFilings, shownFilings},
+		{"few empty", 2, 3, 3, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &auditCountingStore{memStore: newMemStore()}
+			b := New(st, &mockAgent{}, Config{AllowedUsers: []string{"slack:U1"}})
+			const key = "slack:D1:"
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			n := c.filed + c.empty
+			for i := range n {
+				r := &Run{ID: fmt.Sprintf("r%03d", i), ThreadKey: key, Platform: "slack", ChatID: "D1", UserID: "U1",
+					Status: RunDone, Autopilot: true, Answer: fmt.Sprintf("🤖 filed %d", i), Created: at.Add(time.Duration(i) * time.Minute)}
+				ch := Change{Run: r}
+				if i < c.filed { // the older runs filed a task
+					ch.Audit = []AuditEntry{{RunID: r.ID, ThreadKey: key, Write: agent.Write{Kind: agent.MoveTask, ID: "t"},
+						Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t"}}, Summary: "moved", At: r.Created}}
+				}
+				if err := st.Commit(t.Context(), ch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs, err := b.lastFilings(t.Context(), "slack", "U1", PersonSettings{Conversation: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != c.wantFilings {
+				t.Errorf("%d filings, want %d: %+v", len(fs), c.wantFilings, fs)
+			}
+			if len(fs) > 0 && fs[0].RunID != fmt.Sprintf("r%03d", c.filed-1) {
+				t.Errorf("first filing %s, want the newest that filed, r%03d", fs[0].RunID, c.filed-1)
+			}
+			if got := st.audits.Load(); got > c.wantMaxAudits {
+				t.Errorf("%d journals read, want at most %d", got, c.wantMaxAudits)
+			}
+			if got := st.threadRuns.Load(); got != 1 {
+				t.Errorf("the runs read %d times, want once", got)
+			}
+		})
 	}
 }
