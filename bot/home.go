@@ -166,7 +166,7 @@ const (
 // OpenHome publishes a person's Home on platform (Slack's
 // app_home_opened): their settings, or, for a person the bot does not
 // serve, that it does not (teamID is their workspace, for slack:team:
-// entries).
+// entries). It returns once the publish is queued (publishHome).
 func (b *Bot) OpenHome(ctx context.Context, platform, userID, teamID string) error {
 	in := Incoming{Platform: platform, UserID: userID, TeamID: teamID}
 	return b.publishHome(ctx, in, "")
@@ -234,10 +234,16 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 	return b.publishHome(ctx, in, said)
 }
 
-// publishHome builds in's person's Home and hands it to the platform.
-func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error {
-	// Straight to the platform, not through its send queue: the person
-	// waits for the tab, and the adapter waits out a 429 itself.
+// publishHome queues the build and publish of in's person's Home on
+// the platform's send queue, without waiting: the platform's request
+// (Slack's app_home_opened or a press, to be acknowledged within 3
+// seconds) is answered at once, and the Home is read from the store
+// and published after, in the order queued (a press's "Undoing…"
+// before the undo's report), the queue waiting out a 429. A build or
+// publish that fails is logged (the queue's "send" error); a full or
+// stopped queue drops it, logged, as a reply. An error means the
+// platform has no Home.
+func (b *Bot) publishHome(_ context.Context, in Incoming, notice string) error {
 	q := b.queue(in.Platform)
 	if q == nil {
 		return fmt.Errorf("bot: no platform %q", in.Platform)
@@ -246,13 +252,17 @@ func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error
 	if !ok {
 		return fmt.Errorf("bot: %s has no Home", in.Platform)
 	}
-	h, err := b.home(ctx, in, notice)
-	if err != nil {
-		return err
-	}
-	if err := hp.PublishHome(ctx, in.UserID, h); err != nil {
-		return fmt.Errorf("bot: publish the Home of %s:%s: %w", in.Platform, in.UserID, err)
-	}
+	// One lane per person: their Homes are published in order.
+	q.s.Post(HomePrefix+in.UserID, "publish the Home", func(ctx context.Context) error {
+		h, err := b.home(ctx, in, notice)
+		if err != nil {
+			return fmt.Errorf("bot: build the Home of %s:%s: %w", in.Platform, in.UserID, err)
+		}
+		if err := hp.PublishHome(ctx, in.UserID, h); err != nil {
+			return fmt.Errorf("bot: publish the Home of %s:%s: %w", in.Platform, in.UserID, err)
+		}
+		return nil
+	})
 	return nil
 }
 

@@ -15,11 +15,18 @@ import (
 // homePlatform is a fakePlatform with a Home tab (HomePublisher).
 type homePlatform struct {
 	*fakePlatform
+	bot *Bot // whose queue publishes the Homes
+	// gate, when set, holds every publish until it is closed (a slow
+	// views.publish).
+	gate  chan struct{}
 	hmu   sync.Mutex
 	homes map[string][]Home // by user, every one published
 }
 
 func (p *homePlatform) PublishHome(_ context.Context, userID string, h Home) error {
+	if p.gate != nil {
+		<-p.gate
+	}
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	if p.homes == nil {
@@ -31,6 +38,7 @@ func (p *homePlatform) PublishHome(_ context.Context, userID string, h Home) err
 
 func (p *homePlatform) home(t *testing.T, userID string, n int) Home {
 	t.Helper()
+	idle(t, p.bot) // the Homes queued are published
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	if len(p.homes[userID]) != n {
@@ -44,6 +52,7 @@ func startHomeBot(t *testing.T, cfg Config) (*Bot, *homePlatform) {
 	plat := &homePlatform{fakePlatform: &fakePlatform{name: "slack", interval: time.Second}}
 	cfg.Workers = 2
 	b := New(newMemStore(), &mockAgent{}, cfg)
+	plat.bot = b
 	b.AddPlatform(plat)
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -153,6 +162,37 @@ func TestHomeBadPressChangesNothing(t *testing.T) {
 	}
 	if ps, _ := b.Settings(t.Context(), "slack", "U1"); ps != (PersonSettings{}) {
 		t.Errorf("settings changed: %+v", ps)
+	}
+}
+
+// TestHomeAnsweredBeforeItIsPublished: opening the Home and pressing
+// on it return (Slack is acknowledged) while the Home's publish is
+// still under way: the build and views.publish are queued, not made in
+// the platform's request, which Slack wants answered within 3 seconds.
+func TestHomeAnsweredBeforeItIsPublished(t *testing.T) {
+	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}})
+	plat.gate = make(chan struct{})
+	returned := func(what string, f func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second): // a deadlock, not a speed: the publish is held until gate closes
+			close(plat.gate)
+			t.Fatalf("%s waited for the Home's publish", what)
+		}
+	}
+	returned("OpenHome", func() error { return b.OpenHome(t.Context(), "slack", "U1", "T1") })
+	returned("a press on the Home", func() error {
+		return b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + "set:confirm:writes", EventID: "act:1"})
+	})
+	close(plat.gate)
+	if h := plat.home(t, "U1", 2); !strings.Contains(h.Notice, "before every change") {
+		t.Errorf("the Home after the press, published second: %+v", h)
 	}
 }
 
