@@ -185,7 +185,11 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 		// on the Home (answerButtonLater). The press is marked seen
 		// above: its job is this press's.
 		in.EventID = ""
-		if !b.homeConnected(ctx, in) {
+		// The connection is looked up once for the press: the Homes
+		// its answer publishes show what it found (accountKnown).
+		err := b.accountErr(ctx, in.Platform, in.UserID)
+		ctx = accountKnown(ctx, in.Platform, in.UserID, err)
+		if err != nil {
 			return b.publishHome(ctx, in, "No Todoist is connected for you: there is nothing I can undo.")
 		}
 		return b.pressUndo(ctx, in, runID)
@@ -243,7 +247,7 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 // publish that fails is logged (the queue's "send" error); a full or
 // stopped queue drops it, logged, as a reply. An error means the
 // platform has no Home.
-func (b *Bot) publishHome(_ context.Context, in Incoming, notice string) error {
+func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error {
 	q := b.queue(in.Platform)
 	if q == nil {
 		return fmt.Errorf("bot: no platform %q", in.Platform)
@@ -252,8 +256,13 @@ func (b *Bot) publishHome(_ context.Context, in Incoming, notice string) error {
 	if !ok {
 		return fmt.Errorf("bot: %s has no Home", in.Platform)
 	}
+	// A connection already looked up for this press goes with the build.
+	known, _ := ctx.Value(accountKey{}).(*accountLookup)
 	// One lane per person: their Homes are published in order.
 	q.s.Post(HomePrefix+in.UserID, "publish the Home", func(ctx context.Context) error {
+		if known != nil {
+			ctx = context.WithValue(ctx, accountKey{}, known)
+		}
 		h, err := b.home(ctx, in, notice)
 		if err != nil {
 			return fmt.Errorf("bot: build the Home of %s:%s: %w", in.Platform, in.UserID, err)
@@ -313,14 +322,35 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 	return h, nil
 }
 
-// homeConnected reports whether in's person has a Todoist to undo in:
-// always outside team mode.
-func (b *Bot) homeConnected(ctx context.Context, in Incoming) bool {
+// accountLookup is what looking up a person's Todoist connection found
+// (err nil: connected), carried by a context so that one press (a Home
+// Undo, its job's report) looks it up once.
+type accountLookup struct {
+	person string
+	err    error
+}
+
+type accountKey struct{}
+
+// accountKnown returns ctx carrying what looking up the connection of
+// platform's userID found.
+func accountKnown(ctx context.Context, platform, userID string, err error) context.Context {
+	return context.WithValue(ctx, accountKey{}, &accountLookup{person: PersonID(platform, userID), err: err})
+}
+
+// accountErr is nil when platform's userID has a Todoist to work in
+// (always outside team mode), else why not (ErrNotConnected, or the
+// lookup's failure): what ctx carries for them (accountKnown), else
+// looked up.
+func (b *Bot) accountErr(ctx context.Context, platform, userID string) error {
 	if b.cfg.Accounts == nil {
-		return true
+		return nil
 	}
-	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
-	return err == nil
+	if k, ok := ctx.Value(accountKey{}).(*accountLookup); ok && k.person == PersonID(platform, userID) {
+		return k.err
+	}
+	_, err := b.cfg.Accounts.Agent(ctx, platform, userID)
+	return err
 }
 
 // Filing is one of autopilot's filings that can be undone.
@@ -385,7 +415,7 @@ func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps Perso
 // homeAccount is the person's Todoist connection (team mode).
 func (b *Bot) homeAccount(ctx context.Context, in Incoming) *HomeAccount {
 	connect := b.commandName(in.Platform, "connect")
-	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
+	err := b.accountErr(ctx, in.Platform, in.UserID)
 	switch {
 	case err == nil:
 		return &HomeAccount{Connected: true, Text: "Your Todoist is connected.",

@@ -275,3 +275,46 @@ func TestLastFilingsReadsBounded(t *testing.T) {
 		})
 	}
 }
+
+// lookupCounter is fakeAccounts counting the lookups of a connection.
+type lookupCounter struct {
+	*fakeAccounts
+	lookups atomic.Int32
+}
+
+func (c *lookupCounter) Agent(ctx context.Context, platform, userID string) (Agent, error) {
+	c.lookups.Add(1)
+	return c.fakeAccounts.Agent(ctx, platform, userID)
+}
+
+// TestHomeUndoLooksUpTheAccountOnce: an Undo pressed on the Home (team
+// mode) looks up the person's Todoist connection once in the press (the
+// Home saying "Undoing…" shows what it found) and once in the undo's
+// job (whose Home report shows what the undo used), not again for each
+// Home; and it undoes.
+func TestHomeUndoLooksUpTheAccountOnce(t *testing.T) {
+	ag := &mockAgent{}
+	acc := &lookupCounter{fakeAccounts: &fakeAccounts{agents: map[string]*mockAgent{"slack:U1": ag}}}
+	b, plat := startHomeBot(t, Config{Accounts: acc, AllowedUsers: []string{"slack:U1"}})
+	const key = "slack:D1:"
+	r := &Run{ID: "r1", ThreadKey: key, Platform: "slack", ChatID: "D1", UserID: "U1", DM: true, Status: RunDone, Autopilot: true,
+		Answer: "🤖 Filed 1 new task", Created: time.Now(), Updated: time.Now()}
+	move := agent.Write{Kind: agent.MoveTask, ID: "t1", ProjectID: "p2"}
+	if err := b.store.Commit(t.Context(), Change{Run: r, Audit: []AuditEntry{{RunID: "r1", ThreadKey: key, Write: move,
+		Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t1", ProjectID: "inbox"}}, Summary: "moved", At: time.Now()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + undoButtonPrefix + "r1", EventID: "act:1"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, b)
+	if got, err := b.store.Run(t.Context(), "r1"); err != nil || !got.Undone {
+		t.Fatalf("the run after the Home's Undo: %+v, %v", got, err)
+	}
+	if h := plat.home(t, "U1", 2); !strings.HasPrefix(h.Notice, "↩️ Undid") || h.Account == nil || !h.Account.Connected {
+		t.Errorf("the Home after the undo: %+v", h)
+	}
+	if n := acc.lookups.Load(); n != 2 {
+		t.Errorf("the connection looked up %d times, want 2 (the press, the undo's job)", n)
+	}
+}
