@@ -219,7 +219,7 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 		b.promptConnect(ctx, in, "To connect your Todoist:")
 		said = "I sent you a Connect link in our direct messages; it works for a few minutes."
 	case strings.HasPrefix(in.Button, HomePrefix+settingButton):
-		name, value, ok := strings.Cut(strings.TrimPrefix(in.Button, HomePrefix+settingButton), ":")
+		name, value, ok := settingOf(in.Button)
 		if !ok {
 			said = "I don't know that button."
 			break
@@ -289,7 +289,7 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 	for _, row := range settingRows {
 		s := HomeSetting{Label: row.label, Value: row.value(ps)}
 		for _, c := range row.choices(ps) {
-			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingButton + row.name + ":" + c.value})
+			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingData(row.name, c.value)})
 		}
 		h.Settings = append(h.Settings, s)
 	}
