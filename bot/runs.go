@@ -334,6 +334,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	if !lost && e.saveErr != nil && out.Status == agent.StatusFailed &&
 		b.triedAgain("run:"+r.ID, "a save of the run failed; it is interrupted and resumes from its last save", e.saveErr, e.log) {
 		out = agent.Outcome{Status: agent.StatusInterrupted, Err: e.saveErr}
+	} else {
+		// This execution is not tried again for a failed save: the
+		// count of its earlier tries goes, or a later failure of the
+		// run would start from it (and the map would keep it).
+		b.mu.Lock()
+		delete(b.failures, "run:"+r.ID)
+		b.mu.Unlock()
 	}
 	if pv != nil {
 		pv.end()

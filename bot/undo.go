@@ -48,6 +48,9 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}
+	// The Home published after (undoneOnHome) shows the connection
+	// just found, not looked up again.
+	ctx = accountKnown(ctx, r.Platform, r.UserID, nil)
 	rep, err := ag.Undo(ctx, journal)
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)

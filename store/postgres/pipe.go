@@ -134,13 +134,20 @@ func execLater(ctx context.Context, q querier, sql string, args ...any) error {
 	return err
 }
 
+// The locking of a settings row $1 (lockSettingsLater, lockedSetting):
+// made with value $2 when it is not there yet, then read FOR UPDATE.
+const (
+	settingMakeSQL = `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`
+	settingLockSQL = `SELECT value FROM settings WHERE key = $1 FOR UPDATE`
+)
+
 // lockSettingsLater queues the locking (FOR UPDATE) of settings rows
 // keys, each made with value initial when it is not there yet, and
 // their reading into p.rows (see lockedSetting).
 func lockSettingsLater(p *pipe, keys []string, initial string) {
 	for _, k := range keys {
-		p.later(`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, k, []byte(initial))
-		p.later(`SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).QueryRow(func(row pgx.Row) error {
+		p.later(settingMakeSQL, k, []byte(initial))
+		p.later(settingLockSQL, k).QueryRow(func(row pgx.Row) error {
 			var raw []byte
 			if err := row.Scan(&raw); err != nil {
 				return fmt.Errorf("lock setting %s: %w", k, err)
@@ -163,11 +170,11 @@ func lockedSetting(ctx context.Context, q querier, k, initial string) ([]byte, e
 			return raw, nil
 		}
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, k, []byte(initial)); err != nil {
+	if _, err := q.Exec(ctx, settingMakeSQL, k, []byte(initial)); err != nil {
 		return nil, err
 	}
 	var raw []byte
-	if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+	if err := q.QueryRow(ctx, settingLockSQL, k).Scan(&raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
