@@ -19,6 +19,11 @@ import (
 // for the count and where it goes.
 const maxRoundTripsPerMessage = 21
 
+// maxCommitsPerMessage bounds the write transactions one message
+// commits (each a WAL flush on the server), measured by the same test
+// (pgtest.Proxy.Commits).
+const maxCommitsPerMessage = 8.0
+
 // TestPostgresRoundTripsPerMessage runs messages from several people
 // (each a run that adds a task to Todoist and answers, as in
 // BenchmarkReplicaThroughput) through one `serve` on PostgreSQL, its
@@ -72,10 +77,21 @@ func TestPostgresRoundTripsPerMessage(t *testing.T) {
 	msgs := float64(people * each)
 	per := float64(st.RoundTrips) / msgs
 	table := roundTripTable(p.Statements(), msgs)
+	commits := p.Commits()
+	var nc int64
+	for _, n := range commits {
+		nc += n
+	}
+	perCommit := float64(nc) / msgs
+	ctable := roundTripTable(commits, msgs)
 	t.Logf("%d messages in %v: %.1f round trips a message (%.0f bytes to the server, %.0f back), by statement:\n%s",
 		people*each, elapsed.Round(time.Millisecond), per, float64(st.ToServer)/msgs, float64(st.ToClient)/msgs, table)
+	t.Logf("%.2f write transactions committed a message, by what they wrote:\n%s", perCommit, ctable)
 	if per > maxRoundTripsPerMessage {
 		t.Errorf("%.1f round trips a message, want at most %d; by statement:\n%s", per, maxRoundTripsPerMessage, table)
+	}
+	if perCommit > maxCommitsPerMessage {
+		t.Errorf("%.2f write transactions a message, want at most %.1f; by what they wrote:\n%s", perCommit, maxCommitsPerMessage, ctable)
 	}
 }
 
