@@ -644,20 +644,40 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 		if o := r.step(ctx); o != nil {
 			return o
 		}
-		if r.controlsOnly() {
+		if r.controlsOnly() || r.writesFirst() {
 			// An answer, a question or giving up touches nothing
 			// outside: the run's end saves the transcript with the
 			// run's state in one transaction, and drain saves after a
 			// control that does not end the run (a refused answer). A
-			// crash before that costs the model call again, as one
-			// during the call does. (A run that answers at once is
-			// one write, not two.)
+			// reply that begins with a write is saved with that
+			// write pending, before it is sent (drain's write), or
+			// with the run's end when it waits for a yes: nothing
+			// leaves before then but reads. A crash before that costs
+			// the model call again, as one during the call does. (A
+			// run that answers at once is one write, not two; one
+			// that writes, one less.)
 			continue
 		}
 		if err := r.save(ctx); err != nil {
 			return r.fail(ctx, errSaving(err))
 		}
 	}
+}
+
+// writesFirst reports whether the last reply's first queued call is a
+// write: drain saves the run with it pending before anything is sent
+// (see write), so a save of the reply before it would be a second one
+// with nothing done outside in between.
+func (r *runner) writesFirst() bool {
+	if len(r.tr.Calls) == 0 {
+		return false
+	}
+	a, ok := decode(r.tr.Calls[0])
+	if !ok {
+		return false
+	}
+	_, w := a.(writer)
+	return w
 }
 
 // controlsOnly reports whether the last reply queued controls only
