@@ -176,7 +176,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
 	if errors.Is(err, ErrNotConnected) {
 		r.Status, r.Waiting, r.Updated = RunCancelled, nil, b.cfg.Now()
-		if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+		if err := b.commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
 		b.rejected(ctx, r)
@@ -240,7 +240,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		answer = withEarly(r, answer)
 	}
 	r.Status, r.Waiting, r.Reply, r.Early = RunWorking, nil, answer, nil
-	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+	if err := b.commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, "", first, false, func(ctx context.Context, h agent.Hooks) agent.Outcome {
@@ -431,7 +431,7 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 		c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 	}
 	if c.DeleteJob != "" || c.Count != nil {
-		err = b.store.Commit(saveCtx, c)
+		err = b.commit(saveCtx, c)
 	} else {
 		err = b.store.SaveRun(saveCtx, r)
 	}
@@ -594,7 +594,7 @@ func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
 // tokens and the retirement of its job.
 func (b *Bot) commitEnd(ctx context.Context, e *runEnd, c Change) error {
 	c.Audit, c.Count, c.DeleteJob = e.audit, e.count, e.jobID
-	return b.store.Commit(context.WithoutCancel(ctx), c)
+	return b.commit(context.WithoutCancel(ctx), c)
 }
 
 // postEnd saves the run with text, its answer or question, in the
