@@ -352,18 +352,41 @@ func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 
 // Delivered implements bot.Store, in one transaction: the message leaves
 // the outbox and, for a question its run still waits on, its message id
-// is recorded in the run. It is fenced by ctx's lease (see Fence).
+// is recorded in the run. It is fenced by ctx's lease (see Fence). The
+// deliveries recorded while another is being committed share the next
+// transaction (see deliveries).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
+	if recordsMessageID(ob, msgID) {
+		return s.delivered(ctx, ob, msgID)
+	}
+	return s.deliveries.record(ctx, s, ob)
+}
+
+// recordsMessageID reports whether the delivery of ob as message msgID
+// records msgID in its run: a question's (its run is read, then
+// written).
+func recordsMessageID(ob bot.Outbound, msgID string) bool {
+	return ob.RunID != "" && ob.WaitKey != "" && msgID != ""
+}
+
+// deliveredLater queues the statements that record the delivery of ob,
+// when it records no message id (see recordsMessageID).
+func deliveredLater(p *pipe, ob bot.Outbound) {
+	p.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
+	if ob.RunID != "" && ob.WaitKey == "" {
+		// An answer: its run's preview record goes with it.
+		p.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+	}
+}
+
+// delivered is Delivered in a transaction of its own.
+func (s *Store) delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
+		if !recordsMessageID(ob, msgID) {
+			deliveredLater(tx, ob)
+			return nil
+		}
 		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
-		if ob.RunID != "" && ob.WaitKey == "" {
-			// An answer: its run's preview record goes with it.
-			tx.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
-			return nil
-		}
-		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
-			return nil
-		}
 		var v []byte
 		err := tx.QueryRow(ctx, `SELECT value FROM runs WHERE id = $1 FOR UPDATE`, ob.RunID).Scan(&v)
 		if errors.Is(err, pgx.ErrNoRows) {
