@@ -171,7 +171,7 @@ func TestProxyCountsCommits(t *testing.T) {
 		}
 	}
 	want := map[string]int64{
-		"INSERT pgtest_commits, UPDATE pgtest_commits": 1,
+		"INSERT pgtest_commits, UPDATE pgtest_commits":            1,
 		"(no BEGIN) INSERT pgtest_commits, UPDATE pgtest_commits": 1,
 	}
 	if got := p.Commits(); !maps.Equal(got, want) {
