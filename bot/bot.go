@@ -895,7 +895,7 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	if in.Button != "" {
 		return nil // a press for a question that is gone; already answered
 	}
-	return b.startRun(ctx, jobID, in, in.Text)
+	return b.beginRun(ctx, jobID, in, in.Text, false) // none waits: read above
 }
 
 func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {

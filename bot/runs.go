@@ -11,8 +11,17 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-// startRun begins a new run for a message or command.
+// startRun begins a new run for a message or command; a run of the
+// thread waiting for an answer is dropped.
 func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instruction string) error {
+	return b.beginRun(ctx, runID, in, instruction, true)
+}
+
+// beginRun is startRun; without dropWaiting when the caller found no
+// run of the thread waiting, as the job's handling began: none can
+// start waiting since (the thread runs one job at a time, and the end
+// of the one before was committed before this job's turn).
+func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instruction string, dropWaiting bool) error {
 	if _, err := b.store.Run(ctx, runID); err == nil {
 		return nil // started before a restart; it resumes from its own record
 	} else if !errors.Is(err, ErrNotFound) {
@@ -27,8 +36,10 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		images = append(images, *im)
 	}
-	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
-		return err
+	if dropWaiting {
+		if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
+			return err
+		}
 	}
 	history, err := b.history(ctx, in)
 	if err != nil {
