@@ -309,7 +309,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	// counts its tokens since the last, in the same transaction, so that
 	// a crash forgets none and counts none twice.
 	before := r.Usage
-	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
+	e := &runEnd{r: r, jobID: jobID, unstored: jobID != "", counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	// What a dead process's preview of this run left goes first, ahead
 	// of this execution's status message (orphan.go).
 	b.dropOrphan(ctx, q, r.ID, r.ChatID, r.ThreadID)
@@ -389,6 +389,9 @@ type runEnd struct {
 	// jobID, when set, is the job of a run not stored yet: the run's
 	// first save retires it.
 	jobID string
+	// unstored is set when the run was not stored as this execution
+	// began (jobID was set): it has no journal yet.
+	unstored bool
 	// counted is the run's usage as counted in its person's day in the
 	// store: every save counts the tokens since the last, in the same
 	// transaction, so that a crash forgets none and counts none twice.
@@ -522,7 +525,7 @@ func (b *Bot) endTranscript(ctx context.Context, e *runEnd, tr *agent.Transcript
 		return err
 	}
 	e.r.Transcript, e.r.Usage = raw, tr.Usage
-	e.audit, err = b.unjournaled(ctx, e.r, tr.Journal)
+	e.audit, err = b.unjournaled(ctx, e.r, tr.Journal, e.unstored)
 	return err
 }
 
@@ -673,13 +676,18 @@ func (b *Bot) doneList(platform string, tr *agent.Transcript) string {
 
 // unjournaled returns audit entries for the writes of applied not yet in
 // r's journal (a resumed run journaled its earlier ones when it paused).
-func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) ([]AuditEntry, error) {
+// unstored says r was not stored as this execution began: its journal,
+// written only with a run's end, is empty (not read).
+func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied, unstored bool) ([]AuditEntry, error) {
 	if len(applied) == 0 {
 		return nil, nil
 	}
-	have, err := b.store.RunAudit(ctx, r.ID)
-	if err != nil {
-		return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+	var have []AuditEntry
+	if !unstored {
+		var err error
+		if have, err = b.store.RunAudit(ctx, r.ID); err != nil {
+			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		}
 	}
 	if len(applied) <= len(have) {
 		return nil, nil

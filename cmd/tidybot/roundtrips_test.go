@@ -17,12 +17,12 @@ import (
 // job, runs, journal, outbox, delivery, key reads, cancel checks),
 // measured by TestPostgresRoundTripsPerMessage; see docs/performance.md
 // for the count and where it goes.
-const maxRoundTripsPerMessage = 21
+const maxRoundTripsPerMessage = 18
 
 // maxCommitsPerMessage bounds the write transactions one message
 // commits (each a WAL flush on the server), measured by the same test
 // (pgtest.Proxy.Commits).
-const maxCommitsPerMessage = 8.0
+const maxCommitsPerMessage = 5.7
 
 // TestPostgresRoundTripsPerMessage runs messages from several people
 // (each a run that adds a task to Todoist and answers, as in
