@@ -415,6 +415,10 @@ type runner struct {
 	e  *Engine
 	tr *Transcript
 	h  Hooks
+	// unsaved is set while the last reply is not saved, left to the
+	// save of its first write (writesFirst): drain saves it when it
+	// ends without one.
+	unsaved bool
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
 	// answering is set once a model call's reply arrives (text or a
@@ -443,6 +447,7 @@ func (r *runner) save(ctx context.Context) error {
 	if err := r.h.Save(context.WithoutCancel(ctx), r.tr); err != nil {
 		return fmt.Errorf("save transcript: %w", err)
 	}
+	r.unsaved = false
 	return nil
 }
 
@@ -638,13 +643,24 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
 		}
+		if r.unsaved {
+			// Its write was refused before it was planned (not
+			// offered, not allowed): the reply is saved before the
+			// next model call all the same.
+			if err := r.save(ctx); err != nil {
+				return r.fail(ctx, errSaving(err))
+			}
+		}
 		if r.tr.Steps >= cfg.MaxSteps {
 			return r.stop(ctx, fmt.Sprintf("I reached the limit of %d steps", cfg.MaxSteps))
 		}
 		if o := r.step(ctx); o != nil {
 			return o
 		}
-		if r.controlsOnly() || r.writesFirst() {
+		if r.writesFirst() {
+			r.unsaved = true
+		}
+		if r.controlsOnly() || r.unsaved {
 			// An answer, a question or giving up touches nothing
 			// outside: the run's end saves the transcript with the
 			// run's state in one transaction, and drain saves after a
