@@ -17,12 +17,15 @@ import (
 // job, runs, journal, outbox, delivery, key reads, cancel checks),
 // measured by TestPostgresRoundTripsPerMessage; see docs/performance.md
 // for the count and where it goes.
-const maxRoundTripsPerMessage = 18
+const maxRoundTripsPerMessage = 16.5
 
 // maxCommitsPerMessage bounds the write transactions one message
 // commits (each a WAL flush on the server), measured by the same test
-// (pgtest.Proxy.Commits).
-const maxCommitsPerMessage = 5.7
+// (pgtest.Proxy.Commits). A message's own are 5.3 (its intake, the save
+// of its write pending, the save after it, its end, its delivery, and
+// its lease's share); the fenced writes of the 20 conversations at
+// once share transactions (store/postgres/group.go), so fewer commit.
+const maxCommitsPerMessage = 4.0
 
 // TestPostgresRoundTripsPerMessage runs messages from several people
 // (each a run that adds a task to Todoist and answers, as in
@@ -88,7 +91,7 @@ func TestPostgresRoundTripsPerMessage(t *testing.T) {
 		people*each, elapsed.Round(time.Millisecond), per, float64(st.ToServer)/msgs, float64(st.ToClient)/msgs, table)
 	t.Logf("%.2f write transactions committed a message, by what they wrote:\n%s", perCommit, ctable)
 	if per > maxRoundTripsPerMessage {
-		t.Errorf("%.1f round trips a message, want at most %d; by statement:\n%s", per, maxRoundTripsPerMessage, table)
+		t.Errorf("%.1f round trips a message, want at most %.1f; by statement:\n%s", per, maxRoundTripsPerMessage, table)
 	}
 	if perCommit > maxCommitsPerMessage {
 		t.Errorf("%.2f write transactions a message, want at most %.1f; by what they wrote:\n%s", perCommit, maxCommitsPerMessage, ctable)

@@ -102,8 +102,8 @@ type Store struct {
 	leaseFor time.Duration
 	// closed is set by Close: background work gives up.
 	closed atomic.Bool
-	// deliveries gathers the records of deliveries (see Delivered).
-	deliveries deliveries
+	// group commits the fenced writes made at the same moment together.
+	group group
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -165,7 +165,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
 	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}, log: o.log,
-		deliveries: deliveries{slot: make(chan struct{}, 1)}}
+		group: group{slot: make(chan struct{}, 1)}}
 	id := newReplicaID()
 	s.replica.Store(&id)
 	if err := s.open(ctx, o); err != nil {

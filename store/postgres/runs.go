@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -49,9 +50,11 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 		r.ID, r.ThreadKey, string(r.Status), wait, ns(r.Created), ns(r.Updated), id, v, trID, tr)
 }
 
-// SaveRun implements bot.Store.
+// SaveRun implements bot.Store (with the writes made at the same
+// moment: see group).
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	if err := s.fencedTx(ctx, []string{r.ThreadKey}, nil, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
+	w := &groupWrite{scopes: []string{r.ThreadKey}, queue: func(p *pipe) error { return s.saveRun(ctx, p, r) }, order: groupOrder(ctx, "")}
+	if err := s.group.write(ctx, s, w); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -256,12 +259,23 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 			lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 		}
 	}
-	err := s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
-		if !fresh {
-			return bot.ErrDuplicate
+	var err error
+	if reads == nil {
+		// Nothing to read first: with the writes made at the same
+		// moment (see group).
+		var first string
+		if len(c.Count) > 0 {
+			first = slices.Min(slices.Collect(maps.Keys(c.Count)))
 		}
-		return s.apply(ctx, p, c)
-	})
+		err = s.group.write(ctx, s, &groupWrite{scopes: changeScopes(c), queue: func(p *pipe) error { return s.apply(ctx, p, c) }, order: groupOrder(ctx, first)})
+	} else {
+		err = s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
+			if !fresh {
+				return bot.ErrDuplicate
+			}
+			return s.apply(ctx, p, c)
+		})
+	}
 	if errors.Is(err, bot.ErrDuplicate) {
 		return bot.ErrDuplicate
 	}
@@ -352,14 +366,18 @@ func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 
 // Delivered implements bot.Store, in one transaction: the message leaves
 // the outbox and, for a question its run still waits on, its message id
-// is recorded in the run. It is fenced by ctx's lease (see Fence). The
-// deliveries recorded while another is being committed share the next
-// transaction (see deliveries).
+// is recorded in the run. It is fenced by ctx's lease (see Fence). One
+// that records no message id goes with the writes made at the same
+// moment (see group).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	if recordsMessageID(ob, msgID) {
 		return s.delivered(ctx, ob, msgID)
 	}
-	return s.deliveries.record(ctx, s, ob)
+	w := &groupWrite{queue: func(p *pipe) error { deliveredLater(p, ob); return nil }, order: groupOrder(ctx, "")}
+	if err := s.group.write(ctx, s, w); err != nil {
+		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
+	}
+	return nil
 }
 
 // recordsMessageID reports whether the delivery of ob as message msgID
@@ -379,13 +397,10 @@ func deliveredLater(p *pipe, ob bot.Outbound) {
 	}
 }
 
-// delivered is Delivered in a transaction of its own.
+// delivered is Delivered of a question whose message id is recorded in
+// its run (read first), in a transaction of its own.
 func (s *Store) delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
-		if !recordsMessageID(ob, msgID) {
-			deliveredLater(tx, ob)
-			return nil
-		}
 		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
 		var v []byte
 		err := tx.QueryRow(ctx, `SELECT value FROM runs WHERE id = $1 FOR UPDATE`, ob.RunID).Scan(&v)
