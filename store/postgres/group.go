@@ -15,10 +15,10 @@ import (
 // trip) for all. Nothing waits on purpose: a write with none in flight
 // is committed at once, alone; one that waited groupWait for the
 // transaction in flight (slow, or hung on a cut connection) is made
-// alone too. Only writes that read nothing first take
-// part (a Commit without an event key or fields to merge, SaveRun, a
-// Delivered that records no message id), with the data keys kept for
-// their scopes (keyring.sealing). Each keeps its own guards in the
+// alone too. Only writes that read nothing first take part (a Commit
+// without an event key or fields to merge, SaveRun, a Delivered that
+// records no message id), with the data keys kept for their scopes
+// (keyring.sealing). Each keeps its own guards in the
 // shared transaction (its lease's epoch, its cancel mark: fenceGuard,
 // cancelsGuard), so the transaction writes nothing unless every one of
 // them holds; when it is refused (or fails), each is made again in a
