@@ -17,13 +17,13 @@ import (
 // job, runs, journal, outbox, delivery, key reads, cancel checks),
 // measured by TestPostgresRoundTripsPerMessage; see docs/performance.md
 // for the count and where it goes.
-const maxRoundTripsPerMessage = 16.5
+const maxRoundTripsPerMessage = 15.0
 
 // maxCommitsPerMessage bounds the write transactions one message
 // commits (each a WAL flush on the server), measured by the same test
 // (pgtest.Proxy.Commits). A message's own are 5.3 (its intake, the save
 // of its write pending, the save after it, its end, its delivery, and
-// its lease's share); the fenced writes of the 20 conversations at
+// its lease's share); the writes of the 20 conversations made at
 // once share transactions (store/postgres/group.go), so fewer commit.
 const maxCommitsPerMessage = 4.0
 

@@ -15,10 +15,11 @@ import (
 // trip) for all. Nothing waits on purpose: a write with none in flight
 // is committed at once, alone; one that waited groupWait for the
 // transaction in flight (slow, or hung on a cut connection) is made
-// alone too. Only writes that read nothing first take part (a Commit
-// without an event key or fields to merge, SaveRun, a Delivered that
-// records no message id), with the data keys kept for their scopes
-// (keyring.sealing). Each keeps its own guards in the
+// alone too. Commit, SaveRun and a Delivered that records no message
+// id take part, with the data keys kept for their scopes
+// (keyring.sealing); what some read first (a message's event key, a
+// person's settings row to merge fields in) is read for all in one
+// round trip, then all are written in a second. Each keeps its own guards in the
 // shared transaction (its lease's epoch, its cancel mark: fenceGuard,
 // cancelsGuard), so the transaction writes nothing unless every one of
 // them holds; when it is refused (or fails), each is made again in a
@@ -36,8 +37,11 @@ type group struct {
 type groupWrite struct {
 	ctx    context.Context // its fence and cancel mark
 	scopes []string        // the scopes whose keys it seals with
-	// queue queues its statements on a pipe whose keys are kept ones
-	// (it reads nothing).
+	// read, when set, queues what queue needs read first (an event
+	// key's freshness, settings rows locked: see Commit), sent before
+	// queue is called.
+	read func(p *pipe)
+	// queue queues its statements on a pipe whose keys are kept ones.
 	queue func(p *pipe) error
 	// order sorts the writes of a transaction: the rows several may
 	// lock (a person's token count) are locked in one order.
@@ -63,7 +67,7 @@ func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
 		// cut network left waiting until keepalives end it): made
 		// alone, as if none were in flight.
 		if g.withdraw(w) {
-			return s.fencedTx(ctx, w.scopes, nil, w.queue)
+			return s.fencedTx(ctx, w.scopes, w.read, w.queue)
 		}
 		return <-w.done // in that transaction already
 	}
@@ -103,7 +107,7 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 	// the next shared transaction.
 	alone := func() {
 		for _, w := range batch {
-			go func() { w.done <- s.fencedTx(w.ctx, w.scopes, nil, w.queue) }()
+			go func() { w.done <- s.fencedTx(w.ctx, w.scopes, w.read, w.queue) }()
 		}
 	}
 	if len(batch) == 1 {
@@ -111,7 +115,7 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		// is held, so that what comes meanwhile waits to share the
 		// next transaction.
 		w := batch[0]
-		w.done <- s.fencedTx(w.ctx, w.scopes, nil, w.queue)
+		w.done <- s.fencedTx(w.ctx, w.scopes, w.read, w.queue)
 		return
 	}
 	if len(batch) == 0 {
@@ -140,6 +144,18 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		p.keys = keys
 		for _, id := range ids {
 			p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
+		}
+		reads := false
+		for _, w := range batch {
+			if w.read != nil {
+				w.read(p)
+				reads = true
+			}
+		}
+		if reads {
+			if err := p.flush(ctx); err != nil {
+				return err
+			}
 		}
 		for _, w := range batch {
 			if err := w.queue(p); err != nil {

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -299,5 +301,87 @@ func TestWriteDoesNotWaitForAHungSharedTransaction(t *testing.T) {
 	defer s.group.mu.Unlock()
 	if len(s.group.waiting) != 0 {
 		t.Errorf("%d writes left waiting", len(s.group.waiting))
+	}
+}
+
+// TestIntakesShareACommit: messages' intakes (an event key, a person's
+// setting's fields merged) and another merge of the same setting made
+// at once share one transaction, which reads what they need in one
+// round trip and keeps every field; a duplicate among them gets
+// bot.ErrDuplicate alone, the others are stored.
+func TestIntakesShareACommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, p := storeViaProxy(t)
+	for _, dup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a duplicate %v", dup), func(t *testing.T) {
+			person := fmt.Sprintf("person:test:%v", dup)
+			key := fmt.Sprintf("telegram:in%v:", dup)
+			now := time.Now()
+			field := func(name, v string) map[string]map[string]json.RawMessage {
+				return map[string]map[string]json.RawMessage{person: {name: json.RawMessage(v)}}
+			}
+			// Keys kept for the conversation, the event key seen once.
+			if err := s.Commit(ctx, bot.Change{EventKey: "ev-old-" + key, Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: "first", At: now}}); err != nil {
+				t.Fatal(err)
+			}
+			intake := func(event, text string, fields map[string]map[string]json.RawMessage) bot.Change {
+				j := bot.Job{ID: "job-" + event, ThreadKey: key, Kind: bot.JobIncoming, Enqueued: now}
+				return bot.Change{EventKey: event, EventAt: now, Thread: &bot.Thread{Key: key, Platform: "telegram", ChatID: "c"},
+					Message: &bot.Message{ThreadKey: key, Role: bot.RoleUser, Text: text, At: now}, Job: &j, Fields: fields}
+			}
+			changes := []bot.Change{
+				intake("ev-1-"+key, "hello", field("conversation", `"`+key+`"`)),
+				{Fields: field("language", `"fr"`)}, // as /settings merges
+			}
+			if dup {
+				changes = append(changes, intake("ev-old-"+key, "first again", nil))
+			}
+			s.group.slot <- struct{}{}
+			errs := make([]chan error, len(changes))
+			for i, c := range changes {
+				errs[i] = make(chan error, 1)
+				go func() { errs[i] <- s.Commit(ctx, c) }()
+			}
+			waitUntil(t, func() bool {
+				s.group.mu.Lock()
+				defer s.group.mu.Unlock()
+				return len(s.group.waiting) == len(changes)
+			})
+			p.Reset()
+			<-s.group.slot
+			for i := range changes {
+				err := <-errs[i]
+				if isDup := dup && i == 2; isDup != errors.Is(err, bot.ErrDuplicate) || !isDup && err != nil {
+					t.Errorf("change %d: %v, want duplicate %v", i, err, isDup)
+				}
+			}
+			want := int64(1)
+			if dup {
+				want = 2 // refused together, then each alone: the others'
+			}
+			if c := commits(p); c != want {
+				t.Errorf("%d commits (%v), want %d", c, p.Commits(), want)
+			}
+			v, err := s.Setting(ctx, person)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]string
+			if err := json.Unmarshal([]byte(v), &got); err != nil || got["conversation"] != key || got["language"] != "fr" {
+				t.Errorf("the person's setting: %s (%v), want both fields", v, err)
+			}
+			msgs, err := s.RecentMessages(ctx, key, time.Time{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, m := range msgs {
+				texts = append(texts, m.Text)
+			}
+			if !slices.Equal(texts, []string{"first", "hello"}) {
+				t.Errorf("messages: %q, want the first and the new one", texts)
+			}
+		})
 	}
 }

@@ -259,23 +259,18 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 			lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 		}
 	}
-	var err error
-	if reads == nil {
-		// Nothing to read first: with the writes made at the same
-		// moment (see group).
-		var first string
-		if len(c.Count) > 0 {
-			first = slices.Min(slices.Collect(maps.Keys(c.Count)))
-		}
-		err = s.group.write(ctx, s, &groupWrite{scopes: changeScopes(c), queue: func(p *pipe) error { return s.apply(ctx, p, c) }, order: groupOrder(ctx, first)})
-	} else {
-		err = s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
+	// With the writes made at the same moment (see group).
+	var first string
+	if len(c.Count) > 0 {
+		first = slices.Min(slices.Collect(maps.Keys(c.Count)))
+	}
+	err := s.group.write(ctx, s, &groupWrite{scopes: changeScopes(c), read: reads, order: groupOrder(ctx, first),
+		queue: func(p *pipe) error {
 			if !fresh {
 				return bot.ErrDuplicate
 			}
 			return s.apply(ctx, p, c)
-		})
-	}
+		}})
 	if errors.Is(err, bot.ErrDuplicate) {
 		return bot.ErrDuplicate
 	}
