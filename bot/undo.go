@@ -90,7 +90,7 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 	// run undone, as finish does with an answer: a crash before the post
 	// keeps it for the next start.
 	ob := b.outbound(in.Platform, reply(in, b.fit(in.Platform, sb.String())))
-	if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+	if err := b.commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	if in.Button != "" {

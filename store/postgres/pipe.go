@@ -30,8 +30,15 @@ type pipe struct {
 	rows map[string][]byte
 }
 
+// errNothingWritten, returned by a pipeTx's fn, rolls its transaction
+// back as a success: what it found left nothing to write, and a commit
+// of a transaction that locked a row (a guard's FOR SHARE) would be a
+// WAL flush for nothing.
+var errNothingWritten = errors.New("nothing to write")
+
 // pipeTx runs fn in a pipe, committed (with what fn left queued, in one
-// round trip) when fn returns nil, rolled back otherwise.
+// round trip) when fn returns nil, rolled back otherwise (returning nil
+// when fn returned errNothingWritten).
 func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -53,6 +60,9 @@ func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 		if _, rerr := conn.Exec(rctx, "rollback"); rerr != nil {
 			_ = conn.Conn().Close(rctx)
 		}
+	}
+	if errors.Is(err, errNothingWritten) {
+		return nil
 	}
 	return err
 }

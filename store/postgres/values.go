@@ -360,6 +360,11 @@ func setFields(ctx context.Context, q querier, fields map[string]map[string]json
 		if err := putSetting(ctx, q, k, next, nil); err != nil {
 			return err
 		}
+		if p, ok := q.(*pipe); ok && p.rows != nil {
+			// What a later merge in the same transaction (a Change of
+			// the same group) starts from.
+			p.rows[k] = next
+		}
 	}
 	return nil
 }
