@@ -268,7 +268,10 @@ func (c Config) Validate(serve bool, platforms []Platform) error {
 		errs = append(errs, errors.New("TODOIST_TOKEN is not set: create a token in Todoist under Settings → Integrations → Developer (or set TODOIST_CLIENT_ID and TODOIST_CLIENT_SECRET for team mode)"))
 	}
 	errs = append(errs, c.validateTeam(serve)...)
-	urls := []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}, {"DISCORD_API_URL", c.DiscordURL}}
+	urls := []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}}
+	if c.DiscordURL != "" { // empty: the adapter's default
+		urls = append(urls, struct{ name, v string }{"DISCORD_API_URL", c.DiscordURL})
+	}
 	if c.TranscribeURL != "" {
 		urls = append(urls, struct{ name, v string }{"TIDYBOT_TRANSCRIBE_URL", c.TranscribeURL})
 	}
