@@ -1,0 +1,594 @@
+package discordtest
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// The Gateway as https://discord.com/developers/docs/events/gateway
+// describes it: on connect the server sends op 10 HELLO with
+// heartbeat_interval; the client sends op 2 IDENTIFY (token, intents)
+// and gets the READY dispatch (session_id, resume_gateway_url), then
+// dispatches (op 0) with an increasing sequence number s; op 1
+// HEARTBEAT is answered with op 11 HEARTBEAT_ACK; op 6 RESUME
+// (token, session_id, seq) replays the dispatches after seq and ends
+// with RESUMED; op 7 RECONNECT asks the client to reconnect and resume;
+// op 9 INVALID_SESSION (d: whether the session may be resumed).
+// Opcodes and close codes:
+// https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway.
+
+// Gateway opcodes.
+const (
+	opDispatch       = 0
+	opHeartbeat      = 1
+	opIdentify       = 2
+	opPresenceUpdate = 3
+	opVoiceState     = 4
+	opResume         = 6
+	opReconnect      = 7
+	opRequestMembers = 8
+	opInvalidSession = 9
+	opHello          = 10
+	opHeartbeatAck   = 11
+)
+
+// Gateway close event codes.
+const (
+	closeUnknownOpcode     = 4001
+	closeDecodeError       = 4002
+	closeNotAuthenticated  = 4003
+	closeAuthFailed        = 4004
+	closeAlreadyAuthed     = 4005
+	closeInvalidSeq        = 4007
+	closeInvalidVersion    = 4012
+	closeInvalidIntents    = 4013
+	closeDisallowedIntents = 4014
+)
+
+// Gateway intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
+const (
+	intentGuilds         = 1 << 0
+	intentGuildMembers   = 1 << 1
+	intentGuildPresences = 1 << 8
+	intentGuildMessages  = 1 << 9
+	intentDirectMessages = 1 << 12
+	intentMessageContent = 1 << 15
+	intentsKnown         = 1<<26 - 1
+)
+
+// session is a gateway session: the dispatches sent in it, kept for
+// RESUME.
+type session struct {
+	id string
+	// mu protects the fields below; it is held while writing the log to
+	// the connection, so dispatches go out in sequence order.
+	mu      sync.Mutex
+	seq     int64
+	log     []gwEvent // log[i] has s = i+1
+	sent    int64     // the last s written to conn
+	conn    *gwConn
+	intents int64
+	content bool // granted MESSAGE_CONTENT
+	invalid bool
+}
+
+type gwEvent struct {
+	name string
+	data json.RawMessage
+}
+
+type gwConn struct {
+	ws   *websocket.Conn
+	wmu  sync.Mutex // one writer at a time (gorilla/websocket's rule)
+	sess *session   // read and written by the connection's goroutine
+	// compress: the client asked for payload compression in IDENTIFY.
+	compress bool
+	// reidentify: an op 9 was sent; the client may IDENTIFY again.
+	reidentify atomic.Bool
+}
+
+type payload struct {
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d"`
+	S  *int64          `json:"s"`
+	T  *string         `json:"t"`
+}
+
+func (c *gwConn) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return c.ws.WriteJSON(v)
+}
+
+// writeCompressed sends a payload zlib-compressed in a binary frame, as
+// Discord does for some payloads when IDENTIFY asked for compress
+// ("Not all payloads will be compressed",
+// https://discord.com/developers/docs/events/gateway#payload-compression);
+// discordgo inflates binary frames (discordgo wsapi.go, onEvent).
+func (c *gwConn) writeCompressed(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return c.ws.WriteMessage(websocket.BinaryMessage, buf.Bytes())
+}
+
+// closeWith sends a close frame with a gateway close code, then closes.
+func (c *gwConn) closeWith(code int, reason string) {
+	c.wmu.Lock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	c.ws.Close()
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c := &gwConn{ws: ws}
+	s.mu.Lock()
+	s.conns[c] = true
+	hb := s.heartbeatMS
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		if c.sess != nil {
+			c.sess.mu.Lock()
+			if c.sess.conn == c {
+				c.sess.conn = nil
+			}
+			c.sess.mu.Unlock()
+		}
+		ws.Close()
+	}()
+	if err := c.write(map[string]any{"op": opHello, "d": map[string]any{"heartbeat_interval": hb}, "s": nil, "t": nil}); err != nil {
+		return
+	}
+	// The version and encoding come in the query: v 9 or 10, JSON
+	// (https://discord.com/developers/docs/events/gateway#connecting,
+	// "Gateway URL Query String Params"); discordgo sends
+	// ?v=9&encoding=json (discordgo wsapi.go, Open).
+	q := r.URL.Query()
+	if v := q.Get("v"); v != "9" && v != "10" {
+		c.closeWith(closeInvalidVersion, "Invalid API version.")
+		return
+	}
+	if e := q.Get("encoding"); e != "" && e != "json" {
+		c.closeWith(closeDecodeError, "Error while decoding payload.")
+		return
+	}
+	for {
+		_, raw, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var p payload
+		if err := json.Unmarshal(raw, &p); err != nil {
+			c.closeWith(closeDecodeError, "Error while decoding payload.")
+			return
+		}
+		if !s.handleOp(c, &p) {
+			return
+		}
+	}
+}
+
+// handleOp answers one client payload; false ends the connection.
+func (s *Server) handleOp(c *gwConn, p *payload) bool {
+	switch p.Op {
+	case opHeartbeat:
+		return c.write(map[string]any{"op": opHeartbeatAck, "d": nil, "s": nil, "t": nil}) == nil
+	case opIdentify:
+		return s.identify(c, p.D)
+	case opResume:
+		return s.resume(c, p.D)
+	case opPresenceUpdate, opVoiceState, opRequestMembers:
+		if c.sess == nil {
+			c.closeWith(closeNotAuthenticated, "Not authenticated.")
+			return false
+		}
+		return true
+	default:
+		c.closeWith(closeUnknownOpcode, "Unknown opcode.")
+		return false
+	}
+}
+
+func (s *Server) identify(c *gwConn, d json.RawMessage) bool {
+	var id struct {
+		Token    string `json:"token"`
+		Intents  *int64 `json:"intents"`
+		Compress bool   `json:"compress"`
+	}
+	if err := json.Unmarshal(d, &id); err != nil {
+		c.closeWith(closeDecodeError, "Error while decoding payload.")
+		return false
+	}
+	if c.sess != nil && !c.reidentify.Load() {
+		c.closeWith(closeAlreadyAuthed, "Already authenticated.")
+		return false
+	}
+	// The token is the bot token, with or without "Bot "
+	// (discordgo sends the Session's token as given: discordgo wsapi.go,
+	// identify; Discord accepts both).
+	if id.Token != Token && id.Token != "Bot "+Token {
+		c.closeWith(closeAuthFailed, "Authentication failed.")
+		return false
+	}
+	// intents is required (v8 and later) and must name known bits; a
+	// privileged intent the application lacks is 4014.
+	if id.Intents == nil || *id.Intents&^intentsKnown != 0 || *id.Intents < 0 {
+		c.closeWith(closeInvalidIntents, "Invalid intent(s).")
+		return false
+	}
+	s.mu.Lock()
+	if *id.Intents&intentMessageContent != 0 && !s.messageContent && s.strictIntents {
+		s.mu.Unlock()
+		c.closeWith(closeDisallowedIntents, "Disallowed intent(s).")
+		return false
+	}
+	s.identifies++
+	sess := &session{id: randomHex(16), intents: *id.Intents, conn: c,
+		content: *id.Intents&intentMessageContent != 0 && s.messageContent}
+	if c.sess != nil {
+		c.sess.mu.Lock()
+		c.sess.invalid = true
+		if c.sess.conn == c {
+			c.sess.conn = nil
+		}
+		c.sess.mu.Unlock()
+	}
+	s.sessions[sess.id] = sess
+	c.sess, c.compress = sess, id.Compress
+	c.reidentify.Store(false)
+	ready := map[string]any{
+		"v": 9, "user": s.userJSONLocked(s.botID), "guilds": []any{}, "session_id": sess.id,
+		"resume_gateway_url": s.GatewayURL(), "session_type": "normal",
+		"application":      map[string]any{"id": s.appID, "flags": 0},
+		"private_channels": []any{}, "relationships": []any{},
+	}
+	raw, _ := json.Marshal(ready)
+	sess.mu.Lock()
+	sess.seq++
+	sess.log = append(sess.log, gwEvent{name: "READY", data: raw})
+	sess.sent = sess.seq
+	n := sess.seq
+	t := "READY"
+	var err error
+	if c.compress {
+		err = c.writeCompressed(payload{Op: opDispatch, D: raw, S: &n, T: &t})
+	} else {
+		err = c.write(payload{Op: opDispatch, D: raw, S: &n, T: &t})
+	}
+	sess.mu.Unlock()
+	s.mu.Unlock()
+	return err == nil
+}
+
+func (s *Server) resume(c *gwConn, d json.RawMessage) bool {
+	var r struct {
+		Token     string `json:"token"`
+		SessionID string `json:"session_id"`
+		Seq       int64  `json:"seq"`
+	}
+	if err := json.Unmarshal(d, &r); err != nil {
+		c.closeWith(closeDecodeError, "Error while decoding payload.")
+		return false
+	}
+	if r.Token != Token && r.Token != "Bot "+Token {
+		c.closeWith(closeAuthFailed, "Authentication failed.")
+		return false
+	}
+	s.mu.Lock()
+	sess, ok := s.sessions[r.SessionID]
+	s.resumes++
+	s.mu.Unlock()
+	if !ok {
+		// "it's possible that you may receive an Invalid Session (opcode 9)
+		// event when trying to resume" with d false: identify again
+		// (https://discord.com/developers/docs/events/gateway#resuming).
+		c.reidentify.Store(true)
+		return c.write(map[string]any{"op": opInvalidSession, "d": false, "s": nil, "t": nil}) == nil
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.invalid {
+		c.reidentify.Store(true)
+		return c.write(map[string]any{"op": opInvalidSession, "d": false, "s": nil, "t": nil}) == nil
+	}
+	if r.Seq > sess.seq || r.Seq < 0 {
+		c.closeWith(closeInvalidSeq, "Invalid seq.")
+		return false
+	}
+	if old := sess.conn; old != nil && old != c {
+		old.ws.Close()
+	}
+	sess.conn, sess.sent = c, r.Seq
+	c.sess = sess
+	// The missed dispatches, in order, then RESUMED.
+	sess.seq++
+	sess.log = append(sess.log, gwEvent{name: "RESUMED", data: json.RawMessage(`{}`)})
+	return sess.flushLocked() == nil
+}
+
+// flushLocked writes the dispatches after sent to the connection.
+func (sess *session) flushLocked() error {
+	for sess.conn != nil && sess.sent < sess.seq {
+		ev := sess.log[sess.sent]
+		n := sess.sent + 1
+		t := ev.name
+		if err := sess.conn.write(payload{Op: opDispatch, D: ev.data, S: &n, T: &t}); err != nil {
+			sess.conn.ws.Close()
+			sess.conn = nil
+			return err
+		}
+		sess.sent = n
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// dispatch sends an event to every live session; build returns the
+// event's data for a session, nil when the session does not get it
+// (its intents). Call without mu held.
+func (s *Server) dispatch(name string, build func(sess *session) any) {
+	s.waitSession()
+	s.mu.Lock()
+	var to []*session
+	for _, sess := range s.sessions {
+		sess.mu.Lock()
+		if !sess.invalid {
+			if d := build(sess); d != nil {
+				raw, err := json.Marshal(d)
+				if err != nil {
+					s.t.Errorf("discordtest: marshal %s: %v", name, err)
+				} else {
+					sess.seq++
+					sess.log = append(sess.log, gwEvent{name: name, data: raw})
+					to = append(to, sess)
+				}
+			}
+		}
+		sess.mu.Unlock()
+	}
+	s.mu.Unlock()
+	for _, sess := range to {
+		sess.mu.Lock()
+		_ = sess.flushLocked()
+		sess.mu.Unlock()
+	}
+}
+
+// waitSession waits up to ten seconds for the bot to have identified,
+// so that a test's first event is not sent before anyone listens.
+func (s *Server) waitSession() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		n := 0
+		for _, sess := range s.sessions {
+			sess.mu.Lock()
+			if !sess.invalid {
+				n++
+			}
+			sess.mu.Unlock()
+		}
+		s.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Errorf("discordtest: no gateway session after 10s: the event is lost")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// WaitReady waits up to ten seconds for a session to be connected and
+// reports whether one is.
+func (s *Server) WaitReady() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if s.connected() > 0 {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+func (s *Server) connected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sess := range s.sessions {
+		sess.mu.Lock()
+		if !sess.invalid && sess.conn != nil {
+			n++
+		}
+		sess.mu.Unlock()
+	}
+	return n
+}
+
+// Connected reports how many sessions have a live connection.
+func (s *Server) Connected() int { return s.connected() }
+
+// messageCreateLocked is MESSAGE_CREATE's data for a session, or nil:
+// guild messages need GUILD_MESSAGES, DMs DIRECT_MESSAGES; without
+// MESSAGE_CONTENT the content is empty but for the bot's own messages,
+// DMs and messages that mention the bot
+// (https://discord.com/developers/docs/events/gateway#message-content-intent).
+func (s *Server) messageEventLocked(sess *session, ch *channel, m *message) map[string]any {
+	if ch.Type == channelDM && sess.intents&intentDirectMessages == 0 ||
+		ch.Type != channelDM && sess.intents&intentGuildMessages == 0 {
+		return nil
+	}
+	content := sess.content || m.AuthorID == s.botID || ch.Type == channelDM
+	for _, id := range m.Mentions {
+		content = content || id == s.botID
+	}
+	d := s.messageJSONLocked(m, content)
+	if ch.GuildID != "" {
+		d["guild_id"] = ch.GuildID
+		d["member"] = s.memberJSONLocked(m.AuthorID, false)
+	}
+	return d
+}
+
+func (s *Server) dispatchMessage(ch *channel, m *message) {
+	s.dispatch("MESSAGE_CREATE", func(sess *session) any {
+		if d := s.messageEventLocked(sess, ch, m); d != nil {
+			return d
+		}
+		return nil
+	})
+}
+
+func (s *Server) dispatchUpdate(ch *channel, m *message) {
+	s.dispatch("MESSAGE_UPDATE", func(sess *session) any {
+		if d := s.messageEventLocked(sess, ch, m); d != nil {
+			return d
+		}
+		return nil
+	})
+}
+
+// dispatchDelete sends MESSAGE_DELETE
+// (https://discord.com/developers/docs/events/gateway-events#message-delete).
+func (s *Server) dispatchDelete(ch *channel, m *message) {
+	s.dispatch("MESSAGE_DELETE", func(sess *session) any {
+		if ch.Type == channelDM && sess.intents&intentDirectMessages == 0 ||
+			ch.Type != channelDM && sess.intents&intentGuildMessages == 0 {
+			return nil
+		}
+		d := map[string]any{"id": m.ID, "channel_id": ch.ID}
+		if ch.GuildID != "" {
+			d["guild_id"] = ch.GuildID
+		}
+		return d
+	})
+}
+
+// dispatchThread sends THREAD_CREATE, which needs GUILDS
+// (https://discord.com/developers/docs/events/gateway-events#thread-create).
+func (s *Server) dispatchThread(th *channel) {
+	s.dispatch("THREAD_CREATE", func(sess *session) any {
+		if sess.intents&intentGuilds == 0 {
+			return nil
+		}
+		d := s.channelJSONLocked(th)
+		d["newly_created"] = true
+		return d
+	})
+}
+
+// Identifies is how many IDENTIFY payloads the gateway accepted.
+func (s *Server) Identifies() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.identifies
+}
+
+// Resumes is how many RESUME payloads the gateway received.
+func (s *Server) Resumes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumes
+}
+
+// liveConns returns the connections attached to a valid session.
+func (s *Server) liveSessions() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*session
+	for _, sess := range s.sessions {
+		out = append(out, sess)
+	}
+	return out
+}
+
+// Reconnect sends op 7 RECONNECT on every connection: the client
+// should reconnect and RESUME
+// (https://discord.com/developers/docs/events/gateway-events#reconnect).
+func (s *Server) Reconnect() {
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		if c := sess.conn; c != nil && !sess.invalid {
+			_ = c.write(map[string]any{"op": opReconnect, "d": nil, "s": nil, "t": nil})
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// InvalidSession sends op 9 INVALID_SESSION on every connection; when
+// not resumable the session is gone and a RESUME of it gets op 9 again
+// (https://discord.com/developers/docs/events/gateway-events#invalid-session).
+func (s *Server) InvalidSession(resumable bool) {
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		if c := sess.conn; c != nil && !sess.invalid {
+			c.reidentify.Store(true)
+			if !resumable {
+				sess.invalid = true
+			}
+			_ = c.write(map[string]any{"op": opInvalidSession, "d": resumable, "s": nil, "t": nil})
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// Drop closes every gateway connection's TCP socket without a close
+// frame, as a network failure would; the sessions stay resumable and
+// the events sent meanwhile wait for a RESUME.
+func (s *Server) Drop() {
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		if c := sess.conn; c != nil {
+			_ = c.ws.UnderlyingConn().Close()
+			sess.conn = nil
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// CloseGateway closes every gateway connection with a close code (4000
+// unknown error, 4009 session timed out, …).
+func (s *Server) CloseGateway(code int) {
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		if c := sess.conn; c != nil {
+			c.closeWith(code, "")
+			sess.conn = nil
+		}
+		sess.mu.Unlock()
+	}
+}

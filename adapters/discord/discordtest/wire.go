@@ -1,0 +1,167 @@
+package discordtest
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The JSON shapes below follow Discord's object pages: the user object
+// (https://discord.com/developers/docs/resources/user#user-object), the
+// channel object (https://discord.com/developers/docs/resources/channel#channel-object)
+// and the message object (https://discord.com/developers/docs/resources/message#message-object).
+
+// timestamp is ISO8601 as Discord writes it ("2026-11-28T20:45:18.123000+00:00").
+func timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000+00:00")
+}
+
+func (s *Server) userJSONLocked(id string) map[string]any {
+	u := s.userLocked(id)
+	out := map[string]any{
+		"id": u.ID, "username": u.Name, "discriminator": "0", "global_name": u.Name,
+		"avatar": nil, "public_flags": 0,
+	}
+	if u.Bot {
+		out["bot"] = true
+		out["global_name"] = nil
+	}
+	return out
+}
+
+// memberJSONLocked is a guild member as an interaction carries it
+// (https://discord.com/developers/docs/resources/guild#guild-member-object).
+// permissions is a string: discordgo reads it with ",string"
+// (discordgo structs.go, Member.Permissions).
+func (s *Server) memberJSONLocked(id string, withUser bool) map[string]any {
+	out := map[string]any{
+		"roles": []string{}, "joined_at": timestamp(time.Now().Add(-time.Hour)),
+		"deaf": false, "mute": false, "flags": 0, "nick": nil, "pending": false,
+		"permissions": "2248473465835073",
+	}
+	if withUser {
+		out["user"] = s.userJSONLocked(id)
+	}
+	return out
+}
+
+func (s *Server) channelJSONLocked(c *channel) map[string]any {
+	out := map[string]any{"id": c.ID, "type": c.Type, "flags": 0, "last_message_id": nil}
+	if n := len(c.msgs); n > 0 {
+		out["last_message_id"] = c.msgs[n-1].ID
+	}
+	switch c.Type {
+	case channelDM:
+		out["recipients"] = []any{s.userJSONLocked(c.Recipient)}
+	case channelPublicThread:
+		out["guild_id"] = c.GuildID
+		out["parent_id"] = c.ParentID
+		out["owner_id"] = c.OwnerID
+		out["name"] = c.Name
+		out["rate_limit_per_user"] = 0
+		out["message_count"] = len(c.msgs)
+		out["member_count"] = 1
+		out["total_message_sent"] = len(c.msgs)
+		out["thread_metadata"] = map[string]any{
+			"archived": false, "auto_archive_duration": 1440, "locked": false,
+			"archive_timestamp": timestamp(c.Created), "create_timestamp": timestamp(c.Created),
+		}
+	default:
+		out["guild_id"] = c.GuildID
+		out["name"] = c.Name
+		out["position"] = 0
+		out["parent_id"] = nil
+		out["nsfw"] = false
+		out["topic"] = nil
+		out["rate_limit_per_user"] = 0
+		out["permission_overwrites"] = []any{}
+	}
+	return out
+}
+
+// messageJSONLocked renders a message; content false empties what the
+// MESSAGE_CONTENT intent guards (content, embeds, attachments,
+// components: https://discord.com/developers/docs/events/gateway#message-content-intent).
+func (s *Server) messageJSONLocked(m *message, content bool) map[string]any {
+	ments := []any{}
+	for _, id := range m.Mentions {
+		ments = append(ments, s.userJSONLocked(id))
+	}
+	out := map[string]any{
+		"id": m.ID, "channel_id": m.ChannelID, "author": s.userJSONLocked(m.AuthorID),
+		"content": "", "timestamp": timestamp(m.Created), "edited_timestamp": nil,
+		"tts": false, "mention_everyone": false, "mentions": ments, "mention_roles": []string{},
+		"attachments": []any{}, "embeds": []any{}, "components": []any{}, "pinned": false,
+		"type": 0, "flags": m.Flags,
+	}
+	if m.GuildID != "" {
+		out["guild_id"] = m.GuildID
+	}
+	if !m.Edited.IsZero() {
+		out["edited_timestamp"] = timestamp(m.Edited)
+	}
+	if len(m.Nonce) > 0 {
+		out["nonce"] = m.Nonce
+	}
+	if m.Reference != "" {
+		// type 19 is REPLY (https://discord.com/developers/docs/resources/message#message-object-message-types).
+		out["type"] = 19
+		out["message_reference"] = map[string]any{"type": 0, "message_id": m.Reference, "channel_id": m.ChannelID, "guild_id": m.GuildID}
+	}
+	if m.Interaction != "" {
+		if in, ok := s.interactions[m.Interaction]; ok {
+			out["application_id"] = s.appID
+			out["webhook_id"] = s.appID
+			out["interaction_metadata"] = map[string]any{"id": in.ID, "type": in.Type, "user": s.userJSONLocked(in.UserID)}
+			if in.Type == interactionCommand {
+				out["type"] = 20 // CHAT_INPUT_COMMAND
+			}
+		}
+	}
+	if content {
+		out["content"] = m.Content
+		if len(m.Embeds) > 0 {
+			out["embeds"] = m.Embeds
+		}
+		if len(m.Components) > 0 {
+			out["components"] = m.Components
+		}
+		atts := []any{}
+		for _, name := range m.Attachments {
+			atts = append(atts, map[string]any{"id": s.newID(), "filename": name, "size": 0,
+				"url": "https://cdn.discordapp.com/attachments/" + m.ChannelID + "/" + name, "proxy_url": ""})
+		}
+		out["attachments"] = atts
+	}
+	return out
+}
+
+// component is a message component as posted
+// (https://discord.com/developers/docs/components/reference).
+type component struct {
+	Type       int             `json:"type"`
+	ID         int             `json:"id,omitempty"`
+	CustomID   string          `json:"custom_id,omitempty"`
+	Label      string          `json:"label,omitempty"`
+	Style      int             `json:"style,omitempty"`
+	URL        string          `json:"url,omitempty"`
+	Disabled   bool            `json:"disabled,omitempty"`
+	Emoji      json.RawMessage `json:"emoji,omitempty"`
+	SKUID      string          `json:"sku_id,omitempty"`
+	Options    json.RawMessage `json:"options,omitempty"`
+	Components []component     `json:"components,omitempty"`
+	// Placeholder, min/max values of select menus.
+	Placeholder string `json:"placeholder,omitempty"`
+	MinValues   *int   `json:"min_values,omitempty"`
+	MaxValues   *int   `json:"max_values,omitempty"`
+}
+
+// Component types (https://discord.com/developers/docs/components/reference#component-object-component-types).
+const (
+	componentActionRow    = 1
+	componentButton       = 2
+	componentStringSelect = 3
+	componentTextInput    = 4
+	componentChannelMenu  = 8
+	buttonLink            = 5
+	buttonPremium         = 6
+)
