@@ -355,11 +355,11 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// dispatch sends an event to every live session; build returns the
-// event's data for a session, nil when the session does not get it
-// (its intents). Call without mu held.
+// dispatch sends an event to every session (a dropped one keeps it for
+// its RESUME); build returns the event's data for a session, nil when
+// the session does not get it (its intents). With no session the event
+// reaches no one, as on Discord. Call without mu held.
 func (s *Server) dispatch(name string, build func(sess *session) any) {
-	s.waitSession()
 	s.mu.Lock()
 	var to []*session
 	for _, sess := range s.sessions {
@@ -386,34 +386,10 @@ func (s *Server) dispatch(name string, build func(sess *session) any) {
 	}
 }
 
-// waitSession waits up to ten seconds for the bot to have identified,
-// so that a test's first event is not sent before anyone listens.
-func (s *Server) waitSession() {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s.mu.Lock()
-		n := 0
-		for _, sess := range s.sessions {
-			sess.mu.Lock()
-			if !sess.invalid {
-				n++
-			}
-			sess.mu.Unlock()
-		}
-		s.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Errorf("discordtest: no gateway session after 10s: the event is lost")
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // WaitReady waits up to ten seconds for a session to be connected and
-// reports whether one is.
+// reports whether one is. Events sent before the bot identified reach
+// no one, as on Discord: a test that starts the bot in the background
+// waits for it before DM, Say, Command or Press.
 func (s *Server) WaitReady() bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

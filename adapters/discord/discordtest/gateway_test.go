@@ -31,6 +31,7 @@ func newSession(t *testing.T, srv *discordtest.Server, token string) *bot {
 	}
 	dg.Client = &http.Client{Transport: srv.Transport(), Timeout: 10 * time.Second}
 	dg.LogLevel = -1
+	dg.SyncEvents = true // handlers in arrival order
 	b := &bot{Session: dg, seen: make(chan struct{}, 100)}
 	dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		b.mu.Lock()
