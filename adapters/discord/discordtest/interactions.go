@@ -153,6 +153,8 @@ func (s *Server) commandInteractionLocked(userID, guildID, channelID, name strin
 	var ch *channel
 	if guildID == "" {
 		ch = s.dmLocked(userID)
+	} else if channelID == "" {
+		return nil, nil, fmt.Errorf("a guild command needs a channel")
 	} else {
 		ch = s.guildChannelLocked(guildID, channelID)
 	}
