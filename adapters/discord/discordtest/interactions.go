@@ -299,7 +299,7 @@ func (s *Server) interactionCallback(c *call) (int, any) {
 
 // answerLocked applies an interaction's answer; it returns the messages
 // to dispatch.
-func (s *Server) answerLocked(in *interaction, body *callbackBody, files []string) ([]*message, *apiError) {
+func (s *Server) answerLocked(in *interaction, body *callbackBody, files []*attachment) ([]*message, *apiError) {
 	if in.callback != 0 {
 		in.refused = append(in.refused, errAcknowledged.Code)
 		return nil, errAcknowledged
@@ -352,7 +352,7 @@ func (s *Server) answerLocked(in *interaction, body *callbackBody, files []strin
 		if target == nil {
 			return nil, errUnknownMessage
 		}
-		if err := s.applyEditLocked(target, p, mb.Content, len(files)); err != nil {
+		if err := s.applyEditLocked(target, p, mb.Content, files); err != nil {
 			return nil, err
 		}
 	}
@@ -371,9 +371,9 @@ func (s *Server) messageByIDLocked(channelID, id string) *message {
 
 // interactionPostLocked posts an interaction's message: an ephemeral one
 // is kept with the interaction only, as only the person sees it.
-func (s *Server) interactionPostLocked(in *interaction, ch *channel, p *parsed, flags int, files []string) *message {
+func (s *Server) interactionPostLocked(in *interaction, ch *channel, p *parsed, flags int, files []*attachment) *message {
 	m := &message{ID: s.newID(), ChannelID: in.ChannelID, GuildID: in.GuildID, AuthorID: s.botID, Created: time.Now(),
-		Components: p.components, Embeds: p.embeds, Flags: flags, Interaction: in.ID, Attachments: files}
+		Components: p.components, Embeds: p.embeds, Flags: flags, Interaction: in.ID, Attachments: s.keepFilesLocked(files)}
 	if p.content != nil {
 		m.Content = *p.content
 	}
@@ -443,7 +443,7 @@ func (s *Server) followup(c *call) (int, any) {
 		return 0, errEmptyMessage
 	}
 	if o := in.original; o != nil && o.Flags&flagLoading != 0 {
-		if err := s.applyEditLocked(o, p, body.Content, len(c.files)); err != nil {
+		if err := s.applyEditLocked(o, p, body.Content, c.files); err != nil {
 			s.mu.Unlock()
 			return 0, err
 		}
@@ -518,7 +518,7 @@ func (s *Server) editWebhookMessage(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, errUnknownMessage
 	}
-	if err := s.applyEditLocked(m, p, body.Content, len(c.files)); err != nil {
+	if err := s.applyEditLocked(m, p, body.Content, c.files); err != nil {
 		s.mu.Unlock()
 		return 0, err
 	}

@@ -213,7 +213,7 @@ func (s *Server) createMessage(c *call) (int, any) {
 		}
 	}
 	m := &message{ID: s.newID(), ChannelID: ch.ID, GuildID: ch.GuildID, AuthorID: s.botID, Created: time.Now(),
-		Components: p.components, Embeds: p.embeds, Attachments: c.files, Flags: body.Flags}
+		Components: p.components, Embeds: p.embeds, Attachments: s.keepFilesLocked(c.files), Flags: body.Flags}
 	if p.content != nil {
 		m.Content = *p.content
 		m.Mentions = mentions(m.Content)
@@ -372,7 +372,7 @@ func (s *Server) editMessage(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, errNotAuthor
 	}
-	if aerr := s.applyEditLocked(m, p, body.Content, len(c.files)); aerr != nil {
+	if aerr := s.applyEditLocked(m, p, body.Content, c.files); aerr != nil {
 		s.mu.Unlock()
 		return 0, aerr
 	}
@@ -384,7 +384,7 @@ func (s *Server) editMessage(c *call) (int, any) {
 
 // applyEditLocked changes a message; a message left with nothing to
 // show is 50006, as a new one would be.
-func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessage, files int) *apiError {
+func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessage, files []*attachment) *apiError {
 	content, components, embeds := m.Content, m.Components, m.Embeds
 	if p.content != nil {
 		content = *p.content
@@ -397,7 +397,7 @@ func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessa
 	if p.hasEmbeds {
 		embeds = p.embeds
 	}
-	if content == "" && len(components) == 0 && len(embeds) == 0 && len(m.Attachments)+files == 0 {
+	if content == "" && len(components) == 0 && len(embeds) == 0 && len(m.Attachments)+len(files) == 0 {
 		return errEmptyMessage
 	}
 	if content != m.Content {
@@ -406,6 +406,8 @@ func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessa
 		m.Mentions = mentions(content)
 	}
 	m.Components, m.Embeds = components, embeds
+	// Files sent with an edit are added to the message's.
+	m.Attachments = append(m.Attachments, s.keepFilesLocked(files)...)
 	m.Flags &^= flagLoading
 	m.Edited = time.Now()
 	return nil
@@ -515,4 +517,13 @@ func (s *Server) removeReaction(c *call) (int, any) {
 	}
 	s.reactions[key] = keep
 	return 204, nil
+}
+
+// keepFilesLocked gives uploaded files their ids and serves them.
+func (s *Server) keepFilesLocked(files []*attachment) []*attachment {
+	for _, a := range files {
+		a.ID = s.newID()
+		s.files[a.ID] = a
+	}
+	return files
 }

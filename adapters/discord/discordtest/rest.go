@@ -64,7 +64,7 @@ type call struct {
 	path  string // "/channels/123/messages"
 	p     map[string]string
 	body  []byte
-	files []string // names of uploaded files (multipart)
+	files []*attachment // uploaded files (multipart)
 }
 
 // decode reads the JSON body into v.
@@ -183,6 +183,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGateway(w, r)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/attachments/") {
+		s.serveAttachment(w, r)
+		return
+	}
 	// REST lives under /api/v{version}; v9 is discordgo's
 	// (discordgo endpoints.go, APIVersion) and v10 the current one
 	// (https://discord.com/developers/docs/reference#api-versioning).
@@ -259,7 +263,7 @@ func (s *Server) readBody(c *call) *apiError {
 		if part.FormName() == "payload_json" {
 			c.body = b
 		} else if part.FileName() != "" {
-			c.files = append(c.files, part.FileName())
+			c.files = append(c.files, &attachment{File: File{Name: part.FileName(), ContentType: part.Header.Get("Content-Type"), Data: b}})
 		}
 	}
 }

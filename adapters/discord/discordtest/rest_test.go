@@ -3,6 +3,7 @@ package discordtest_test
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -358,5 +359,33 @@ func TestGlobalRateLimit(t *testing.T) {
 	}
 	if _, err := dg.User("@me"); err != nil {
 		t.Errorf("after the global limit: %v", err)
+	}
+}
+
+func TestAttachmentsBothWays(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	ch, _ := srv.DMFiles("7", "", discordtest.File{Name: "voice.ogg", ContentType: "audio/ogg", Data: []byte("OggS...")})
+	m := b.waitMessages(t, 1)[0]
+	if len(m.Attachments) != 1 || m.Attachments[0].Filename != "voice.ogg" || m.Attachments[0].Size != 7 ||
+		!strings.HasPrefix(m.Attachments[0].URL, "https://cdn.discordapp.com/attachments/"+ch+"/") {
+		t.Fatalf("attachments = %+v", m.Attachments)
+	}
+	resp, err := b.Client.Get(m.Attachments[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(data) != "OggS..." || resp.Header.Get("Content-Type") != "audio/ogg" {
+		t.Errorf("download: %d %q %q", resp.StatusCode, data, resp.Header.Get("Content-Type"))
+	}
+	sent, err := b.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Files: []*discordgo.File{{Name: "plan.txt", ContentType: "text/plain", Reader: strings.NewReader("plan")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages(ch)
+	if len(sent.Attachments) != 1 || len(got) != 1 || len(got[0].Files) != 1 || string(got[0].Files[0].Data) != "plan" {
+		t.Errorf("upload: %+v / %+v", sent.Attachments, got)
 	}
 }

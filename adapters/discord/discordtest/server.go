@@ -12,11 +12,15 @@
 //	dg.Client = &http.Client{Transport: srv.Transport()}
 //	dg.Open()
 //
-// People act through the Server: DM and Say deliver MESSAGE_CREATE over
+// People act through the Server: DM and Say (DMFiles and SayFiles with
+// attachments, served on the CDN paths) deliver MESSAGE_CREATE over
 // the gateway, Command and Press deliver INTERACTION_CREATE, PostCommand
 // and PostPress post a signed interaction to an HTTP endpoint instead.
 // What the bot did is read back with Messages (per channel, text after
-// edits, buttons), Interaction, Threads, Typing and Commands. Faults:
+// edits, buttons, files), Interaction, Threads, Typing, Reactions and
+// Commands. Events sent before the bot identified reach no one, as on
+// Discord: a test that opens the gateway in the background calls
+// WaitReady first. Faults:
 // RateLimit and GlobalRateLimit (429s), Reconnect (op 7),
 // InvalidSession (op 9), Drop (the TCP connection closes without a
 // close frame), WithoutMessageContent and RefuseDisallowedIntents (the
@@ -82,6 +86,7 @@ type Server struct {
 	heartbeatMS       int
 	requests          map[string]int
 	reactions         map[string][]string // channel/message → emoji
+	files             map[string]*attachment
 }
 
 // New starts the fake; t.Cleanup closes it.
@@ -106,6 +111,7 @@ func New(t testing.TB) *Server {
 		conns:             map[*gwConn]bool{},
 		requests:          map[string]int{},
 		reactions:         map[string][]string{},
+		files:             map[string]*attachment{},
 		retryAfter:        500 * time.Millisecond,
 		bucketLimit:       50,
 		bucketWindow:      time.Second,
@@ -158,7 +164,9 @@ func (s *Server) BotID() string { return s.botID }
 func (s *Server) PublicKey() ed25519.PublicKey { return s.pub }
 
 // Transport sends requests for https://discord.com/ (and
-// discordapp.com) to the fake and every other request as usual.
+// discordapp.com, and the CDN hosts cdn.discordapp.com and
+// media.discordapp.net, where attachments are) to the fake and every
+// other request as usual.
 func (s *Server) Transport() http.RoundTripper {
 	u, _ := url.Parse(s.hs.URL)
 	return &transport{host: u.Host, next: s.hs.Client().Transport}
@@ -171,7 +179,7 @@ type transport struct {
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch r.URL.Host {
-	case "discord.com", "discordapp.com", "www.discord.com":
+	case "discord.com", "discordapp.com", "www.discord.com", "cdn.discordapp.com", "media.discordapp.net":
 		r = r.Clone(r.Context())
 		r.URL.Scheme = "http"
 		r.URL.Host = t.host

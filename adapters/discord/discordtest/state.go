@@ -45,7 +45,7 @@ type message struct {
 	Content     string
 	Components  []component
 	Embeds      json.RawMessage
-	Attachments []string
+	Attachments []*attachment
 	Flags       int
 	Nonce       json.RawMessage
 	Created     time.Time
@@ -70,7 +70,9 @@ type Message struct {
 	Rows [][]Button
 	// Attachments are the file names of uploaded files.
 	Attachments []string
-	Flags       int
+	// Files are the uploaded files.
+	Files []File
+	Flags int
 	// Nonce is the nonce the post carried, as JSON text.
 	Nonce string
 	// Reference is the message this one replies to.
@@ -93,9 +95,12 @@ func (m *message) export() Message {
 	out := Message{
 		ID: m.ID, ChannelID: m.ChannelID, AuthorID: m.AuthorID,
 		Content: m.Content, Edits: append([]string(nil), m.Edits...),
-		Attachments: append([]string(nil), m.Attachments...),
-		Flags:       m.Flags, Nonce: string(m.Nonce), Reference: m.Reference,
+		Flags: m.Flags, Nonce: string(m.Nonce), Reference: m.Reference,
 		Interaction: m.Interaction, Deleted: m.Deleted,
+	}
+	for _, a := range m.Attachments {
+		out.Attachments = append(out.Attachments, a.Name)
+		out.Files = append(out.Files, File{Name: a.Name, ContentType: a.ContentType, Data: append([]byte(nil), a.Data...)})
 	}
 	for _, row := range m.Components {
 		var bs []Button
@@ -220,6 +225,51 @@ func (s *Server) Typing(channelID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.typing[channelID]
+}
+
+// File is an attached file.
+type File struct {
+	Name        string
+	ContentType string
+	Data        []byte
+}
+
+type attachment struct {
+	ID string
+	File
+}
+
+// DMFiles delivers a person's direct message with attached files.
+func (s *Server) DMFiles(userID, text string, files ...File) (channelID, messageID string) {
+	s.mu.Lock()
+	c := s.dmLocked(userID)
+	m := s.addMessageLocked(c, userID, text)
+	m.Attachments = s.attachLocked(files)
+	s.mu.Unlock()
+	s.dispatchMessage(c, m)
+	return c.ID, m.ID
+}
+
+// SayFiles delivers a person's guild message with attached files.
+func (s *Server) SayFiles(guildID, channelID, userID, text string, files ...File) (messageID string) {
+	s.mu.Lock()
+	s.userLocked(userID)
+	c := s.guildChannelLocked(guildID, channelID)
+	m := s.addMessageLocked(c, userID, text)
+	m.Attachments = s.attachLocked(files)
+	s.mu.Unlock()
+	s.dispatchMessage(c, m)
+	return m.ID
+}
+
+func (s *Server) attachLocked(files []File) []*attachment {
+	var out []*attachment
+	for _, f := range files {
+		a := &attachment{ID: s.newID(), File: f}
+		s.files[a.ID] = a
+		out = append(out, a)
+	}
+	return out
 }
 
 // DM delivers a person's direct message to the bot (MESSAGE_CREATE in

@@ -2,6 +2,10 @@ package discordtest
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -126,9 +130,8 @@ func (s *Server) messageJSONLocked(m *message, content bool) map[string]any {
 			out["components"] = m.Components
 		}
 		atts := []any{}
-		for _, name := range m.Attachments {
-			atts = append(atts, map[string]any{"id": s.newID(), "filename": name, "size": 0,
-				"url": "https://cdn.discordapp.com/attachments/" + m.ChannelID + "/" + name, "proxy_url": ""})
+		for _, a := range m.Attachments {
+			atts = append(atts, s.attachmentJSON(m.ChannelID, a))
 		}
 		out["attachments"] = atts
 	}
@@ -165,3 +168,42 @@ const (
 	buttonLink            = 5
 	buttonPremium         = 6
 )
+
+// attachmentJSON is the attachment object
+// (https://discord.com/developers/docs/resources/message#attachment-object):
+// its url is on the CDN, signed with ex/is/hm parameters
+// (https://discord.com/developers/docs/reference#signed-attachment-cdn-urls).
+func (s *Server) attachmentJSON(channelID string, a *attachment) map[string]any {
+	path := "/attachments/" + channelID + "/" + a.ID + "/" + url.PathEscape(a.Name)
+	ex := strconv.FormatInt(time.Now().Add(24*time.Hour).Unix(), 16)
+	is := strconv.FormatInt(time.Now().Unix(), 16)
+	q := "?ex=" + ex + "&is=" + is + "&hm=" + randomHex(32) + "&"
+	out := map[string]any{
+		"id": a.ID, "filename": a.Name, "size": len(a.Data),
+		"url": "https://cdn.discordapp.com" + path + q, "proxy_url": "https://media.discordapp.net" + path + q,
+	}
+	if a.ContentType != "" {
+		out["content_type"] = a.ContentType
+	}
+	return out
+}
+
+// serveAttachment serves a file from the CDN paths the attachment
+// object names; the CDN needs no token.
+func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/attachments/"), "/")
+	s.mu.Lock()
+	var a *attachment
+	if len(parts) == 3 {
+		a = s.files[parts[1]]
+	}
+	s.mu.Unlock()
+	if a == nil || r.Method != http.MethodGet {
+		http.Error(w, "This content is no longer available.", http.StatusNotFound)
+		return
+	}
+	if a.ContentType != "" {
+		w.Header().Set("Content-Type", a.ContentType)
+	}
+	_, _ = w.Write(a.Data)
+}
