@@ -199,6 +199,9 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleOp(c *gwConn, p *payload) bool {
 	switch p.Op {
 	case opHeartbeat:
+		s.mu.Lock()
+		s.heartbeats++
+		s.mu.Unlock()
 		return c.write(map[string]any{"op": opHeartbeatAck, "d": nil, "s": nil, "t": nil}) == nil
 	case opIdentify:
 		return s.identify(c, p.D)
@@ -564,6 +567,28 @@ func (s *Server) CloseGateway(code int) {
 		if c := sess.conn; c != nil {
 			c.closeWith(code, "")
 			sess.conn = nil
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// Heartbeats is how many op 1 HEARTBEAT payloads clients sent.
+func (s *Server) Heartbeats() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heartbeats
+}
+
+// RequestHeartbeat sends op 1 on every connection: "The gateway may
+// request a heartbeat from the app in some situations by sending a
+// Heartbeat (opcode 1). When this occurs, the app should immediately
+// send a Heartbeat back"
+// (https://discord.com/developers/docs/events/gateway#sending-heartbeats).
+func (s *Server) RequestHeartbeat() {
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		if c := sess.conn; c != nil {
+			_ = c.write(map[string]any{"op": opHeartbeat, "d": nil, "s": nil, "t": nil})
 		}
 		sess.mu.Unlock()
 	}

@@ -259,3 +259,33 @@ func TestDisallowedIntentIsClosed4014(t *testing.T) {
 		t.Fatalf("Open = %v, want close 4014", err)
 	}
 }
+
+func TestHeartbeatsAreAcked(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	waitFor(t, func() bool { return srv.Heartbeats() == 1 }) // discordgo beats once at open
+	srv.RequestHeartbeat()
+	waitFor(t, func() bool { return srv.Heartbeats() == 2 })
+	// discordgo records the op 11 under its lock.
+	waitFor(t, func() bool {
+		b.RLock()
+		defer b.RUnlock()
+		return !b.LastHeartbeatAck.IsZero() && !b.LastHeartbeatAck.Before(b.LastHeartbeatSent)
+	})
+}
+
+func TestReplyMentionsTheRepliedAuthor(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, discordgo.IntentsAllWithoutPrivileged)
+	srv.AddChannel("G1", "C1")
+	q, err := b.ChannelMessageSend("C1", "Which project?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Reply("G1", "C1", "7", "Work", q.ID)
+	m := b.waitMessages(t, 1)[0]
+	if m.Type != discordgo.MessageTypeReply || m.MessageReference == nil || m.MessageReference.MessageID != q.ID ||
+		m.ReferencedMessage == nil || m.ReferencedMessage.ID != q.ID || m.Content != "Work" {
+		t.Errorf("reply = %+v", m.Message)
+	}
+}

@@ -20,6 +20,12 @@ const maxContent = 2000
 // the fake takes five.
 const nonceWindow = 5 * time.Minute
 
+// settableFlags are the flags a new message may carry: "only
+// SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, and
+// IS_COMPONENTS_V2 can be set" (Create Message); the fake drops the
+// others (EPHEMERAL is for interaction answers only).
+const settableFlags = 1<<2 | 1<<12 | 1<<13 | 1<<15
+
 // messageBody is what Create Message and Edit Message take
 // (https://discord.com/developers/docs/resources/message#create-message-jsonform-params).
 type messageBody struct {
@@ -213,7 +219,7 @@ func (s *Server) createMessage(c *call) (int, any) {
 		}
 	}
 	m := &message{ID: s.newID(), ChannelID: ch.ID, GuildID: ch.GuildID, AuthorID: s.botID, Created: time.Now(),
-		Components: p.components, Embeds: p.embeds, Attachments: s.keepFilesLocked(c.files), Flags: body.Flags}
+		Components: p.components, Embeds: p.embeds, Attachments: s.keepFilesLocked(c.files), Flags: body.Flags & settableFlags}
 	if p.content != nil {
 		m.Content = *p.content
 		m.Mentions = mentions(m.Content)
@@ -415,7 +421,8 @@ func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessa
 
 // deleteMessage deletes the bot's own message: 204
 // (https://discord.com/developers/docs/resources/message#delete-message);
-// another's needs MANAGE_MESSAGES, which the fake's bot lacks (50013).
+// another's needs MANAGE_MESSAGES, which the fake's bot lacks (50013),
+// and in a DM cannot be deleted at all (50003).
 func (s *Server) deleteMessage(c *call) (int, any) {
 	s.mu.Lock()
 	ch, m, err := s.lookupLocked(c.p["channel"], c.p["message"])
@@ -423,8 +430,12 @@ func (s *Server) deleteMessage(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, err
 	}
-	if m.AuthorID != s.botID && ch.Type != channelDM {
+	if m.AuthorID != s.botID {
 		s.mu.Unlock()
+		if ch.Type == channelDM {
+			// No one may delete another's message in a DM.
+			return 0, &apiError{status: 403, Code: 50003, Message: "Cannot execute action on a DM channel"}
+		}
 		return 0, &apiError{status: 403, Code: 50013, Message: "Missing Permissions"}
 	}
 	m.Deleted = true

@@ -389,3 +389,28 @@ func TestAttachmentsBothWays(t *testing.T) {
 		t.Errorf("upload: %+v / %+v", sent.Attachments, got)
 	}
 }
+
+func TestDeleteOnlyTheBotsOwn(t *testing.T) {
+	srv := discordtest.New(t)
+	dg := rest(t, srv)
+	ch, theirs := srv.DM("7", "hi")
+	m, _ := dg.ChannelMessageSend(ch, "preview")
+	if err := dg.ChannelMessageDelete(ch, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Messages(ch); len(got) != 1 || !got[0].Deleted {
+		t.Errorf("after delete: %+v", got)
+	}
+	if _, err := dg.ChannelMessage(ch, m.ID); err == nil {
+		t.Error("a deleted message is still there")
+	}
+	err := dg.ChannelMessageDelete(ch, theirs)
+	if status, code, _ := restErr(t, err); status != 403 || code != 50003 {
+		t.Errorf("deleting a person's DM: %d %d, want 403 50003", status, code)
+	}
+	// EPHEMERAL is not a flag a channel message may carry.
+	e, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "x", Flags: discordgo.MessageFlagsEphemeral})
+	if err != nil || e.Flags != 0 {
+		t.Errorf("flags 64 on a channel message: %v, %v", e, err)
+	}
+}

@@ -80,6 +80,7 @@ type Server struct {
 	sessions          map[string]*session
 	conns             map[*gwConn]bool
 	identifies        int
+	heartbeats        int
 	resumes           int
 	messageContent    bool
 	strictIntents     bool

@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -290,6 +291,30 @@ func (s *Server) Say(guildID, channelID, userID, text string) (messageID string)
 	s.userLocked(userID)
 	c := s.guildChannelLocked(guildID, channelID)
 	m := s.addMessageLocked(c, userID, text)
+	s.mu.Unlock()
+	s.dispatchMessage(c, m)
+	return m.ID
+}
+
+// Reply delivers a person's reply to a message in a guild channel (type
+// 19 with message_reference and referenced_message); a reply mentions
+// the replied-to author, as Discord's client does by default
+// (https://discord.com/developers/docs/resources/message#message-reference-types).
+func (s *Server) Reply(guildID, channelID, userID, text, replyTo string) (messageID string) {
+	s.mu.Lock()
+	s.userLocked(userID)
+	c := s.guildChannelLocked(guildID, channelID)
+	ref := findMessage(c, replyTo)
+	if ref == nil {
+		s.mu.Unlock()
+		s.t.Errorf("discordtest: Reply: no message %s in channel %s", replyTo, channelID)
+		return ""
+	}
+	m := s.addMessageLocked(c, userID, text)
+	m.Reference = replyTo
+	if !slices.Contains(m.Mentions, ref.AuthorID) {
+		m.Mentions = append(m.Mentions, ref.AuthorID)
+	}
 	s.mu.Unlock()
 	s.dispatchMessage(c, m)
 	return m.ID

@@ -110,6 +110,13 @@ func (s *Server) messageJSONLocked(m *message, content bool) map[string]any {
 		// type 19 is REPLY (https://discord.com/developers/docs/resources/message#message-object-message-types).
 		out["type"] = 19
 		out["message_reference"] = map[string]any{"type": 0, "message_id": m.Reference, "channel_id": m.ChannelID, "guild_id": m.GuildID}
+		if ch, ok := s.channels[m.ChannelID]; ok {
+			if ref := findMessage(ch, m.Reference); ref != nil && ref != m {
+				rm := s.messageJSONLocked(ref, content)
+				delete(rm, "referenced_message") // one level only
+				out["referenced_message"] = rm
+			}
+		}
 	}
 	if m.Interaction != "" {
 		if in, ok := s.interactions[m.Interaction]; ok {
