@@ -266,8 +266,14 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) bool {
 	s.sessions[sess.id] = sess
 	c.sess, c.compress = sess, id.Compress
 	c.reidentify.Store(false)
+	// READY lists the bot's guilds as unavailable; a GUILD_CREATE for
+	// each follows (https://discord.com/developers/docs/events/gateway-events#ready).
+	guilds := []any{}
+	for _, g := range s.guilds {
+		guilds = append(guilds, map[string]any{"id": g, "unavailable": true})
+	}
 	ready := map[string]any{
-		"v": 9, "user": s.userJSONLocked(s.botID), "guilds": []any{}, "session_id": sess.id,
+		"v": 9, "user": s.userJSONLocked(s.botID), "guilds": guilds, "session_id": sess.id,
 		"resume_gateway_url": s.GatewayURL(), "session_type": "normal",
 		"application":      map[string]any{"id": s.appID, "flags": 0},
 		"private_channels": []any{}, "relationships": []any{},
@@ -284,6 +290,14 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) bool {
 		err = c.writeCompressed(payload{Op: opDispatch, D: raw, S: &n, T: &t})
 	} else {
 		err = c.write(payload{Op: opDispatch, D: raw, S: &n, T: &t})
+	}
+	if err == nil && sess.intents&intentGuilds != 0 {
+		for _, g := range s.guilds {
+			raw, _ := json.Marshal(s.guildJSONLocked(g))
+			sess.seq++
+			sess.log = append(sess.log, gwEvent{name: "GUILD_CREATE", data: raw})
+		}
+		err = sess.flushLocked()
 	}
 	sess.mu.Unlock()
 	s.mu.Unlock()

@@ -289,3 +289,15 @@ func TestReplyMentionsTheRepliedAuthor(t *testing.T) {
 		t.Errorf("reply = %+v", m.Message)
 	}
 }
+
+func TestGuildsAreCreatedForTheState(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.AddChannel("G1", "C1")
+	b := open(t, srv, allIntents)
+	waitFor(t, func() bool { _, err := b.State.Guild("G1"); return err == nil })
+	srv.Say("G2", "C2", "7", "hi")
+	b.waitMessages(t, 1)
+	if _, err := b.State.Guild("G2"); err != nil {
+		t.Errorf("GUILD_CREATE for a new guild: %v", err)
+	}
+}

@@ -245,6 +245,7 @@ func (s *Server) interactionMessageLocked(id string) *message {
 // The command must be registered (globally, or in that guild); options
 // are given as text and typed by the registered option.
 func (s *Server) Command(userID, guildID, channelID, name string, opts map[string]string) (interactionID string) {
+	s.ensureGuild(guildID)
 	s.mu.Lock()
 	in, d, err := s.commandInteractionLocked(userID, guildID, channelID, name, opts)
 	s.mu.Unlock()
@@ -399,9 +400,12 @@ func (s *Server) dispatchCreated(ms []*message) {
 }
 
 // webhookLocked finds the interaction a webhook token belongs to: an
-// unknown one, or one not answered yet, is 10015 Unknown Webhook; one
-// older than 15 minutes, or whose 3 s deadline passed unanswered, 50027
-// Invalid Webhook Token.
+// unknown one is 10015 Unknown Webhook; one older than 15 minutes, or
+// whose 3 s deadline passed unanswered ("the token will be
+// invalidated"), 50027 Invalid Webhook Token. A follow-up before the
+// first answer is 10015 too: the docs only say follow-ups come after
+// it; that code is the fake's reading of what bots report, not a
+// documented one.
 func (s *Server) webhookLocked(c *call) (*interaction, *apiError) {
 	in, ok := s.byToken[c.p["token"]]
 	if !ok || c.p["app"] != s.appID {

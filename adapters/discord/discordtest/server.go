@@ -88,6 +88,7 @@ type Server struct {
 	requests          map[string]int
 	reactions         map[string][]string // channel/message → emoji
 	files             map[string]*attachment
+	guilds            []string // the guilds the bot is in, in order
 }
 
 // New starts the fake; t.Cleanup closes it.

@@ -153,9 +153,30 @@ func (s *Server) guildChannelLocked(guildID, channelID string) *channel {
 // AddChannel makes a text channel of a guild known, so the bot may post
 // there before anyone speaks in it.
 func (s *Server) AddChannel(guildID, channelID string) {
+	s.ensureGuild(guildID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.guildChannelLocked(guildID, channelID)
+}
+
+// ensureGuild adds the bot to a guild on first sight, with GUILD_CREATE
+// ("sent ... when the current user joins a new Guild",
+// https://discord.com/developers/docs/events/gateway-events#guild-create;
+// it needs the GUILDS intent).
+func (s *Server) ensureGuild(guildID string) {
+	s.mu.Lock()
+	if guildID == "" || slices.Contains(s.guilds, guildID) {
+		s.mu.Unlock()
+		return
+	}
+	s.guilds = append(s.guilds, guildID)
+	s.mu.Unlock()
+	s.dispatch("GUILD_CREATE", func(sess *session) any {
+		if sess.intents&intentGuilds == 0 {
+			return nil
+		}
+		return s.guildJSONLocked(guildID)
+	})
 }
 
 // SetUserName sets the username a person's id shows.
@@ -253,6 +274,7 @@ func (s *Server) DMFiles(userID, text string, files ...File) (channelID, message
 
 // SayFiles delivers a person's guild message with attached files.
 func (s *Server) SayFiles(guildID, channelID, userID, text string, files ...File) (messageID string) {
+	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
 	c := s.guildChannelLocked(guildID, channelID)
@@ -287,6 +309,7 @@ func (s *Server) DM(userID, text string) (channelID, messageID string) {
 // Say delivers a person's message in a guild channel (or a thread in
 // it) and returns its id. Write "<@"+BotID()+"> …" to mention the bot.
 func (s *Server) Say(guildID, channelID, userID, text string) (messageID string) {
+	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
 	c := s.guildChannelLocked(guildID, channelID)
@@ -301,6 +324,7 @@ func (s *Server) Say(guildID, channelID, userID, text string) (messageID string)
 // the replied-to author, as Discord's client does by default
 // (https://discord.com/developers/docs/resources/message#message-reference-types).
 func (s *Server) Reply(guildID, channelID, userID, text, replyTo string) (messageID string) {
+	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
 	c := s.guildChannelLocked(guildID, channelID)

@@ -214,3 +214,30 @@ func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = w.Write(a.Data)
 }
+
+// guildJSONLocked is GUILD_CREATE's guild: the guild object with its
+// channels and threads
+// (https://discord.com/developers/docs/events/gateway-events#guild-create).
+func (s *Server) guildJSONLocked(id string) map[string]any {
+	channels, threads := []any{}, []any{}
+	for _, c := range s.channels {
+		if c.GuildID != id {
+			continue
+		}
+		if c.Type == channelPublicThread {
+			threads = append(threads, s.channelJSONLocked(c))
+		} else {
+			channels = append(channels, s.channelJSONLocked(c))
+		}
+	}
+	return map[string]any{
+		"id": id, "name": "guild " + id, "icon": nil, "owner_id": "1", "afk_channel_id": nil,
+		"afk_timeout": 300, "verification_level": 0, "default_message_notifications": 0,
+		"explicit_content_filter": 0, "roles": []any{}, "emojis": []any{}, "stickers": []any{}, "features": []string{},
+		"mfa_level": 0, "system_channel_id": nil, "system_channel_flags": 0, "rules_channel_id": nil,
+		"premium_tier": 0, "preferred_locale": "en-US", "nsfw_level": 0, "premium_progress_bar_enabled": false,
+		"joined_at": timestamp(time.Now().Add(-time.Hour)), "large": false, "unavailable": false, "member_count": 2,
+		"voice_states": []any{}, "members": []any{}, "channels": channels, "threads": threads,
+		"presences": []any{}, "stage_instances": []any{}, "guild_scheduled_events": []any{},
+	}
+}
