@@ -57,8 +57,6 @@ const (
 // Gateway intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
 const (
 	intentGuilds         = 1 << 0
-	intentGuildMembers   = 1 << 1
-	intentGuildPresences = 1 << 8
 	intentGuildMessages  = 1 << 9
 	intentDirectMessages = 1 << 12
 	intentMessageContent = 1 << 15
@@ -518,7 +516,7 @@ func (s *Server) Resumes() int {
 	return s.resumes
 }
 
-// liveConns returns the connections attached to a valid session.
+// liveSessions returns every session, for the faults to walk.
 func (s *Server) liveSessions() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()

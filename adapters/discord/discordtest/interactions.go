@@ -38,7 +38,6 @@ const (
 	callbackDeferred      = 5
 	callbackDeferedUpdate = 6
 	callbackUpdate        = 7
-	callbackAutocomplete  = 8
 	callbackModal         = 9
 )
 

@@ -94,13 +94,12 @@ func seconds(d time.Duration) string {
 
 // rateLimit counts a call against its bucket and returns the headers to
 // send and, when the call is refused, the 429 body.
-func (s *Server) rateLimit(c *call, rt *route) (http.Header, *limitBody) {
+func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	hdr := http.Header{}
-	interactionRoute := strings.HasPrefix(c.route, "POST /interactions/") || strings.HasPrefix(c.route, "POST /webhooks/") ||
-		strings.Contains(c.route, "/webhooks/")
+	interactionRoute := strings.Contains(c.route, " /interactions/") || strings.Contains(c.route, " /webhooks/")
 	if s.globalForced > 0 && !interactionRoute {
 		s.globalForced--
 		s.limited++

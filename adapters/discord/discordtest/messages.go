@@ -211,7 +211,7 @@ func (s *Server) createMessage(c *call) (int, any) {
 	// be returned and no new message will be created." (Create Message)
 	if body.EnforceNonce && present(body.Nonce) {
 		for _, m := range ch.msgs {
-			if m.AuthorID == s.botID && bytes.Equal(m.Nonce, body.Nonce) && time.Since(m.Created) < nonceWindow {
+			if m.AuthorID == s.botID && !m.Deleted && bytes.Equal(m.Nonce, body.Nonce) && time.Since(m.Created) < nonceWindow {
 				out := s.messageJSONLocked(m, true)
 				s.mu.Unlock()
 				return 200, out
@@ -313,7 +313,7 @@ func (s *Server) listMessages(c *call) (int, any) {
 			live = append(live, m)
 		}
 	}
-	less := func(a, b string) bool { return idLess(a, b) }
+	less := idLess
 	var pick []*message
 	switch {
 	case q.Get("after") != "":

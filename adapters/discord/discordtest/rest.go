@@ -32,7 +32,6 @@ var (
 	errUnknownMessage = &apiError{status: 404, Code: 10008, Message: "Unknown Message"}
 	errUnknownWebhook = &apiError{status: 404, Code: 10015, Message: "Unknown Webhook"}
 	errUnknownUser    = &apiError{status: 404, Code: 10013, Message: "Unknown User"}
-	errUnknownApp     = &apiError{status: 404, Code: 10002, Message: "Unknown Application"}
 	errUnknownInter   = &apiError{status: 404, Code: 10062, Message: "Unknown interaction"}
 	errMissingAccess  = &apiError{status: 403, Code: 50001, Message: "Missing Access"}
 	errEmptyMessage   = &apiError{status: 400, Code: 50006, Message: "Cannot send an empty message"}
@@ -218,7 +217,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, nil, 401, errUnauthorized)
 		return
 	}
-	hdr, limited := s.rateLimit(c, rt)
+	hdr, limited := s.rateLimit(c)
 	if limited != nil {
 		writeJSON(w, hdr, http.StatusTooManyRequests, limited)
 		return

@@ -170,7 +170,6 @@ const (
 	componentActionRow    = 1
 	componentButton       = 2
 	componentStringSelect = 3
-	componentTextInput    = 4
 	componentChannelMenu  = 8
 	buttonLink            = 5
 	buttonPremium         = 6
