@@ -414,3 +414,44 @@ func TestDeleteOnlyTheBotsOwn(t *testing.T) {
 		t.Errorf("flags 64 on a channel message: %v, %v", e, err)
 	}
 }
+
+func TestMalformedRequests(t *testing.T) {
+	srv := discordtest.New(t)
+	ch := srv.DMChannel("1")
+	client := &http.Client{Transport: srv.Transport()}
+	cases := []struct {
+		name, method, path, body string
+		status, code             int
+	}{
+		{"invalid JSON", "POST", "/api/v9/channels/" + ch + "/messages", `{"content":`, 400, 50109},
+		{"unknown route", "GET", "/api/v9/nothing/here", "", 404, 0},
+		{"wrong method", "PUT", "/api/v9/channels/" + ch + "/typing", "", 405, 0},
+		{"unknown version", "GET", "/api/v5/users/@me", "", 404, 0},
+		{"content not a string", "POST", "/api/v10/channels/" + ch + "/messages", `{"content":5}`, 400, 50035},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, "https://discord.com"+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bot "+discordtest.Token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Code    *int   `json:"code"`
+				Message string `json:"message"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("body: %v", err)
+			}
+			if resp.StatusCode != tc.status || body.Code == nil || *body.Code != tc.code || body.Message == "" {
+				t.Errorf("got %d %+v, want %d code %d", resp.StatusCode, body, tc.status, tc.code)
+			}
+		})
+	}
+	if got := srv.Messages(ch); len(got) != 0 {
+		t.Errorf("a malformed post was kept: %+v", got)
+	}
+}
