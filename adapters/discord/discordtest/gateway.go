@@ -605,3 +605,31 @@ func (s *Server) RequestHeartbeat() {
 		sess.mu.Unlock()
 	}
 }
+
+// Redeliver sends again, with a new sequence number, the last dispatch
+// of each session whose data has this id (a message's or an
+// interaction's), and reports whether there was one. The docs promise
+// no exactly-once delivery (a RESUME replays whatever came after the
+// client's last sequence), so a bot drops an event it has seen by its
+// id; this is the fault that tests it.
+func (s *Server) Redeliver(id string) bool {
+	found := false
+	for _, sess := range s.liveSessions() {
+		sess.mu.Lock()
+		for i := len(sess.log) - 1; i >= 0; i-- {
+			var d struct {
+				ID string `json:"id"`
+			}
+			ev := sess.log[i]
+			if json.Unmarshal(ev.data, &d) == nil && d.ID == id && ev.name != "READY" {
+				sess.seq++
+				sess.log = append(sess.log, ev)
+				found = true
+				_ = sess.flushLocked()
+				break
+			}
+		}
+		sess.mu.Unlock()
+	}
+	return found
+}

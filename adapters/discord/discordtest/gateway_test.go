@@ -301,3 +301,19 @@ func TestGuildsAreCreatedForTheState(t *testing.T) {
 		t.Errorf("GUILD_CREATE for a new guild: %v", err)
 	}
 }
+
+func TestRedeliverSendsAnEventTwice(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	_, id := srv.DM("7", "once")
+	b.waitMessages(t, 1)
+	if !srv.Redeliver(id) {
+		t.Fatal("Redeliver found nothing")
+	}
+	if got := b.waitMessages(t, 2); got[1].ID != id {
+		t.Errorf("second delivery %+v", got[1].Message)
+	}
+	if srv.Redeliver("nope") {
+		t.Error("Redeliver of an unknown id")
+	}
+}

@@ -26,10 +26,12 @@ type bucket struct {
 	reset time.Time
 }
 
-// forcedLimit answers the next n calls of a route with 429.
+// forcedLimit answers the next n calls of a route with 429 (status 0)
+// or with a server error.
 type forcedLimit struct {
-	route string // normalized ("POST /channels/{}/messages") or exact ("POST /channels/123/messages")
-	n     int
+	route  string // normalized ("POST /channels/{}/messages") or exact ("POST /channels/123/messages")
+	n      int
+	status int
 }
 
 // limitBody is the 429 body
@@ -50,6 +52,16 @@ func (s *Server) RateLimit(route string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forced = append(s.forced, &forcedLimit{route: normalizeRoute(route), n: n})
+}
+
+// Fail answers the next n calls of a route (as RateLimit names it) with
+// a server error status (500, 502, 503) and Discord's body for it
+// ({"message": "502: Bad Gateway", "code": 0}); discordgo retries a 502
+// itself (discordgo restapi.go, RequestWithLockedBucket).
+func (s *Server) Fail(route string, status, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forced = append(s.forced, &forcedLimit{route: normalizeRoute(route), n: n, status: status})
 }
 
 // GlobalRateLimit answers the next n calls of any route but the
@@ -94,7 +106,7 @@ func seconds(d time.Duration) string {
 
 // rateLimit counts a call against its bucket and returns the headers to
 // send and, when the call is refused, the 429 body.
-func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
+func (s *Server) rateLimit(c *call) (http.Header, *limitBody, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -106,7 +118,7 @@ func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
 		hdr.Set("Retry-After", strconv.Itoa(int(math.Ceil(s.retryAfter.Seconds()))))
 		hdr.Set("X-RateLimit-Global", "true")
 		hdr.Set("X-RateLimit-Scope", "global")
-		return hdr, &limitBody{Message: "You are being rate limited.", RetryAfter: s.retryAfter.Seconds(), Global: true}
+		return hdr, &limitBody{Message: "You are being rate limited.", RetryAfter: s.retryAfter.Seconds(), Global: true}, nil
 	}
 	key := majorKey(c)
 	b, ok := s.buckets[key]
@@ -116,14 +128,14 @@ func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
 	}
 	hdr.Set("X-RateLimit-Bucket", bucketHash(c.route))
 	hdr.Set("X-RateLimit-Limit", strconv.Itoa(s.bucketLimit))
-	refuse := func(after time.Duration) (http.Header, *limitBody) {
+	refuse := func(after time.Duration) (http.Header, *limitBody, *apiError) {
 		s.limited++
 		hdr.Set("X-RateLimit-Remaining", "0")
 		hdr.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(now.Add(after).UnixMilli())/1000, 'f', 3, 64))
 		hdr.Set("X-RateLimit-Reset-After", seconds(after))
 		hdr.Set("Retry-After", strconv.Itoa(int(math.Ceil(after.Seconds()))))
 		hdr.Set("X-RateLimit-Scope", "user")
-		return hdr, &limitBody{Message: "You are being rate limited.", RetryAfter: after.Seconds(), Global: false}
+		return hdr, &limitBody{Message: "You are being rate limited.", RetryAfter: after.Seconds(), Global: false}, nil
 	}
 	exact := c.r.Method + " " + c.path
 	for i, f := range s.forced {
@@ -131,6 +143,9 @@ func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
 			f.n--
 			if f.n <= 0 {
 				s.forced = append(s.forced[:i], s.forced[i+1:]...)
+			}
+			if f.status != 0 {
+				return nil, nil, &apiError{status: f.status, Code: 0, Message: fmt.Sprintf("%d: %s", f.status, http.StatusText(f.status))}
 			}
 			return refuse(s.retryAfter)
 		}
@@ -142,5 +157,5 @@ func (s *Server) rateLimit(c *call) (http.Header, *limitBody) {
 	hdr.Set("X-RateLimit-Remaining", strconv.Itoa(s.bucketLimit-b.count))
 	hdr.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(b.reset.UnixMilli())/1000, 'f', 3, 64))
 	hdr.Set("X-RateLimit-Reset-After", seconds(b.reset.Sub(now)))
-	return hdr, nil
+	return hdr, nil, nil
 }

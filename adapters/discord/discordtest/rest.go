@@ -217,9 +217,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, nil, 401, errUnauthorized)
 		return
 	}
-	hdr, limited := s.rateLimit(c)
+	hdr, limited, failed := s.rateLimit(c)
 	if limited != nil {
 		writeJSON(w, hdr, http.StatusTooManyRequests, limited)
+		return
+	}
+	if failed != nil {
+		writeJSON(w, nil, failed.status, failed)
 		return
 	}
 	if err := s.readBody(c); err != nil {

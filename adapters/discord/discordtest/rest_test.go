@@ -455,3 +455,22 @@ func TestMalformedRequests(t *testing.T) {
 		t.Errorf("a malformed post was kept: %+v", got)
 	}
 }
+
+func TestServerErrors(t *testing.T) {
+	srv := discordtest.New(t)
+	dg := rest(t, srv)
+	ch := srv.DMChannel("1")
+	srv.Fail("POST /channels/{id}/messages", 500, 1)
+	_, err := dg.ChannelMessageSend(ch, "x")
+	if status, _, body := restErr(t, err); status != 500 || body["message"] != "500: Internal Server Error" {
+		t.Errorf("got %d %v, want 500", status, body)
+	}
+	// discordgo tries a 502 again by itself.
+	srv.Fail("POST /channels/{id}/messages", 502, 1)
+	if _, err := dg.ChannelMessageSend(ch, "y"); err != nil {
+		t.Errorf("after one 502: %v", err)
+	}
+	if got := srv.Messages(ch); len(got) != 1 || got[0].Content != "y" {
+		t.Errorf("Messages = %+v", got)
+	}
+}

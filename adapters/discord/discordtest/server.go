@@ -20,11 +20,12 @@
 // edits, buttons, files), Interaction, Threads, Typing, Reactions and
 // Commands. Events sent before the bot identified reach no one, as on
 // Discord: a test that opens the gateway in the background calls
-// WaitReady first. Faults:
-// RateLimit and GlobalRateLimit (429s), Reconnect (op 7),
-// InvalidSession (op 9), Drop (the TCP connection closes without a
-// close frame), WithoutMessageContent and RefuseDisallowedIntents (the
-// privileged MESSAGE_CONTENT intent), SetInteractionDeadline.
+// WaitReady first. Faults: RateLimit and GlobalRateLimit (429s), Fail
+// (5xx), Reconnect (op 7), InvalidSession (op 9), Drop (the TCP
+// connection closes without a close frame), CloseGateway (a close
+// code), Redeliver (an event sent twice), WithoutMessageContent and
+// RefuseDisallowedIntents (the privileged MESSAGE_CONTENT intent),
+// SetInteractionDeadline.
 //
 // Every rule the fake enforces cites its source next to the code: a
 // page of https://discord.com/developers/docs or a discordgo file.
