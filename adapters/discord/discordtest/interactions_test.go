@@ -253,3 +253,23 @@ func TestSignedInteractionPosts(t *testing.T) {
 		t.Errorf("signature of another body: %d", resp.StatusCode)
 	}
 }
+
+func TestTokenLastsFifteenMinutes(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	register(t, srv, b.Session, "")
+	id := srv.Command("7", "G1", "C1", "tidy_inbox", nil)
+	in := b.waitInteraction(t, id).Interaction
+	if err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}); err != nil {
+		t.Fatal(err)
+	}
+	srv.AgeInteraction(id, 14*time.Minute)
+	if _, err := b.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "at 14 minutes"}); err != nil {
+		t.Errorf("follow-up at 14 minutes: %v", err)
+	}
+	srv.AgeInteraction(id, 2*time.Minute)
+	_, err := b.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: ptr("at 16 minutes")})
+	if status, code, _ := restErr(t, err); status != 401 || code != 50027 {
+		t.Errorf("edit at 16 minutes: %d %d, want 401 50027", status, code)
+	}
+}
