@@ -468,6 +468,11 @@ func (s *Server) followup(c *call) (int, any) {
 
 func (s *Server) webhookMessageLocked(in *interaction, id string) *message {
 	if id == "@original" {
+		if in.original == nil && (in.callback == callbackDeferedUpdate || in.callback == callbackUpdate) {
+			// After an update (type 6 or 7), the original response is
+			// the message the button is on.
+			return s.messageByIDLocked(in.ChannelID, in.MessageID)
+		}
 		if in.original == nil || in.original.Deleted {
 			return nil
 		}
@@ -513,10 +518,6 @@ func (s *Server) editWebhookMessage(c *call) (int, any) {
 		return 0, aerr
 	}
 	m := s.webhookMessageLocked(in, c.p["message"])
-	if m == nil && c.p["message"] == "@original" && in.callback == callbackDeferedUpdate {
-		// After a deferred update, @original is the component's message.
-		m = s.messageByIDLocked(in.ChannelID, in.MessageID)
-	}
 	if m == nil {
 		s.mu.Unlock()
 		return 0, errUnknownMessage

@@ -273,3 +273,28 @@ func TestTokenLastsFifteenMinutes(t *testing.T) {
 		t.Errorf("edit at 16 minutes: %d %d, want 401 50027", status, code)
 	}
 }
+
+func TestDeferredUpdateThenEditOriginalEditsTheButtonsMessage(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	ch := srv.DMChannel("7")
+	m, err := b.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "Delete?", Components: []discordgo.MessageComponent{
+		discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.Button{Label: "Yes", CustomID: "yes"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := b.waitInteraction(t, srv.Press("7", ch, m.ID, "yes")).Interaction
+	if err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: ptr("Deleted."), Components: &[]discordgo.MessageComponent{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Messages(ch); len(got) != 1 || got[0].Content != "Deleted." || len(got[0].Rows) != 0 {
+		t.Errorf("Messages = %+v", got)
+	}
+	if st := srv.Interaction(in.ID); st.Callback != 6 || st.Original != nil {
+		t.Errorf("Interaction = %+v", st)
+	}
+}
