@@ -48,6 +48,7 @@ const (
 	closeNotAuthenticated  = 4003
 	closeAuthFailed        = 4004
 	closeAlreadyAuthed     = 4005
+	closeRateLimited       = 4008
 	closeInvalidSeq        = 4007
 	closeInvalidVersion    = 4012
 	closeInvalidIntents    = 4013
@@ -177,9 +178,27 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		c.closeWith(closeDecodeError, "Error while decoding payload.")
 		return
 	}
+	// "Apps can send 120 gateway events per connection every 60 seconds
+	// ... Apps that surpass the limit are immediately disconnected"
+	// (close 4008), and a payload sent may be at most 4096 bytes, else
+	// 4002 (https://discord.com/developers/docs/events/gateway#rate-limiting,
+	// #sending-events).
+	var window time.Time
+	sent := 0
 	for {
 		_, raw, err := ws.ReadMessage()
 		if err != nil {
+			return
+		}
+		if now := time.Now(); now.Sub(window) >= time.Minute {
+			window, sent = now, 0
+		}
+		if sent++; sent > 120 {
+			c.closeWith(closeRateLimited, "You are being rate limited.")
+			return
+		}
+		if len(raw) > 4096 {
+			c.closeWith(closeDecodeError, "Error while decoding payload.")
 			return
 		}
 		var p payload

@@ -3,6 +3,7 @@ package discordtest_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,7 @@ func TestGatewayProtocol(t *testing.T) {
 		{"no intents", "?v=10&encoding=json", map[string]any{"op": 2, "d": map[string]any{"token": discordtest.Token}}, 4013},
 		{"resume past the sequence", "?v=10&encoding=json", map[string]any{"op": 6, "d": map[string]any{"token": discordtest.Token, "session_id": r.SessionID, "seq": 999}}, 4007},
 		{"old version", "?v=6&encoding=json", nil, 4012},
+		{"payload over 4096 bytes", "?v=10&encoding=json", map[string]any{"op": 1, "d": strings.Repeat("x", 4100)}, 4002},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,5 +162,19 @@ func TestResumeOfAnUnknownSessionIsInvalid(t *testing.T) {
 	_ = ws.WriteJSON(identify(1 << 12))
 	if ready := read(t, ws); ready.T == nil || *ready.T != "READY" {
 		t.Errorf("IDENTIFY after op 9: %+v", ready)
+	}
+}
+
+func TestGatewaySendLimit(t *testing.T) {
+	srv := discordtest.New(t)
+	ws := dial(t, srv, "?v=10&encoding=json")
+	read(t, ws)
+	for range 121 {
+		if err := ws.WriteJSON(map[string]any{"op": 1, "d": nil}); err != nil {
+			break
+		}
+	}
+	if code := closeCode(t, ws); code != 4008 {
+		t.Errorf("close %d after 121 payloads in a minute, want 4008", code)
 	}
 }
