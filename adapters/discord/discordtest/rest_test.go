@@ -474,3 +474,23 @@ func TestServerErrors(t *testing.T) {
 		t.Errorf("Messages = %+v", got)
 	}
 }
+
+func TestAttachmentsOnFake(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.AttachmentsOnFake()
+	b := open(t, srv, allIntents)
+	srv.DMFiles("7", "see", discordtest.File{Name: "a b.png", ContentType: "image/png", Data: []byte("PNG")})
+	m := b.waitMessages(t, 1)[0]
+	if !strings.HasPrefix(m.Attachments[0].URL, srv.URL()+"/attachments/") {
+		t.Fatalf("url = %s", m.Attachments[0].URL)
+	}
+	resp, err := http.Get(m.Attachments[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(data) != "PNG" {
+		t.Errorf("download = %q", data)
+	}
+}

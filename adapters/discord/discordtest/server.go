@@ -90,6 +90,7 @@ type Server struct {
 	reactions         map[string][]string // channel/message → emoji
 	files             map[string]*attachment
 	guilds            []string // the guilds the bot is in, in order
+	cdn, mediaProxy   string   // attachment URLs' bases
 }
 
 // New starts the fake; t.Cleanup closes it.
@@ -120,6 +121,8 @@ func New(t testing.TB) *Server {
 		bucketWindow:      time.Second,
 		interactionWindow: 3 * time.Second,
 		messageContent:    true,
+		cdn:               "https://cdn.discordapp.com",
+		mediaProxy:        "https://media.discordapp.net",
 		// Discord's own value, in milliseconds
 		// (https://discord.com/developers/docs/events/gateway#hello-event).
 		heartbeatMS: 41250,
@@ -263,4 +266,13 @@ func (s *Server) Requests(route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[normalizeRoute(route)]
+}
+
+// AttachmentsOnFake makes attachment URLs point at the fake itself
+// (URL()+"/attachments/…") instead of https://cdn.discordapp.com, for a
+// client whose transport rewrites only discord.com.
+func (s *Server) AttachmentsOnFake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cdn, s.mediaProxy = s.hs.URL, s.hs.URL
 }

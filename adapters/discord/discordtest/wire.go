@@ -186,7 +186,7 @@ func (s *Server) attachmentJSON(channelID string, a *attachment) map[string]any 
 	q := "?ex=" + ex + "&is=" + is + "&hm=" + randomHex(32) + "&"
 	out := map[string]any{
 		"id": a.ID, "filename": a.Name, "size": len(a.Data),
-		"url": "https://cdn.discordapp.com" + path + q, "proxy_url": "https://media.discordapp.net" + path + q,
+		"url": s.cdn + path + q, "proxy_url": s.mediaProxy + path + q,
 	}
 	if a.ContentType != "" {
 		out["content_type"] = a.ContentType
