@@ -317,3 +317,24 @@ func TestRedeliverSendsAnEventTwice(t *testing.T) {
 		t.Error("Redeliver of an unknown id")
 	}
 }
+
+func TestCloseCodeResumes(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	srv.CloseGateway(4000) // unknown error: reconnect and resume
+	srv.DM("7", "after 4000")
+	if got := b.waitMessages(t, 1); got[0].Content != "after 4000" {
+		t.Errorf("got %q", got[0].Content)
+	}
+	waitFor(t, func() bool { return srv.Resumes() == 1 })
+}
+
+func TestResumableInvalidSession(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	srv.InvalidSession(true)
+	// discordgo answers any op 9 with IDENTIFY (discordgo wsapi.go, onEvent).
+	waitFor(t, func() bool { return srv.Identifies() == 2 && srv.Connected() == 1 })
+	srv.DM("7", "x")
+	b.waitMessages(t, 1)
+}

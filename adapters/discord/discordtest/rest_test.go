@@ -494,3 +494,28 @@ func TestAttachmentsOnFake(t *testing.T) {
 		t.Errorf("download = %q", data)
 	}
 }
+
+func TestReactions(t *testing.T) {
+	srv := discordtest.New(t)
+	dg := rest(t, srv)
+	ch, id := srv.DM("7", "hi")
+	if err := dg.MessageReactionAdd(ch, id, "👀"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Reactions(ch, id); len(got) != 1 || got[0] != "👀" {
+		t.Errorf("Reactions = %q", got)
+	}
+	if err := dg.MessageReactionRemove(ch, id, "👀", "@me"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Reactions(ch, id); len(got) != 0 {
+		t.Errorf("after removal: %q", got)
+	}
+	if got := srv.Requests("PUT /channels/{c}/messages/{m}/reactions/{e}/@me"); got != 1 {
+		t.Errorf("Requests = %d, want 1", got)
+	}
+	err := dg.MessageReactionAdd(ch, "1", "👀")
+	if status, code, _ := restErr(t, err); status != 404 || code != 10008 {
+		t.Errorf("reaction on an unknown message: %d %d", status, code)
+	}
+}
