@@ -23,6 +23,8 @@ import (
 // (token, session_id, seq) replays the dispatches after seq and ends
 // with RESUMED; op 7 RECONNECT asks the client to reconnect and resume;
 // op 9 INVALID_SESSION (d: whether the session may be resumed).
+// resume_gateway_url is the fake's gateway URL itself; discordgo
+// v0.29.0 reconnects to the URL it first got and does not read it.
 // Opcodes and close codes:
 // https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway.
 
@@ -250,9 +252,10 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) bool {
 		c.closeWith(closeAlreadyAuthed, "Already authenticated.")
 		return false
 	}
-	// The token is the bot token, with or without "Bot "
-	// (discordgo sends the Session's token as given: discordgo wsapi.go,
-	// identify; Discord accepts both).
+	// The token is the bot token: bare in the docs' example, with the
+	// "Bot " prefix from discordgo, which sends the session's token as
+	// given (discordgo discord.go, New; wsapi.go, identify) and works
+	// against Discord.
 	if id.Token != Token && id.Token != "Bot "+Token {
 		c.closeWith(closeAuthFailed, "Authentication failed.")
 		return false
@@ -452,7 +455,7 @@ func (s *Server) connected() int {
 // Connected reports how many sessions have a live connection.
 func (s *Server) Connected() int { return s.connected() }
 
-// messageCreateLocked is MESSAGE_CREATE's data for a session, or nil:
+// messageEventLocked is MESSAGE_CREATE's data for a session, or nil:
 // guild messages need GUILD_MESSAGES, DMs DIRECT_MESSAGES; without
 // MESSAGE_CONTENT the content is empty but for the bot's own messages,
 // DMs and messages that mention the bot
