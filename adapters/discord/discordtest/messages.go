@@ -11,7 +11,10 @@ import (
 
 // maxContent is the longest message content, in characters
 // (https://discord.com/developers/docs/resources/message#create-message:
-// "content: Message contents (up to 2000 characters)").
+// "content: Message contents (up to 2000 characters)"), counted as code
+// points: "the API calculates length based on the number of codepoints
+// in the string" (a Discord engineer,
+// https://github.com/discord/discord-api-docs/issues/1315).
 const maxContent = 2000
 
 // nonceWindow is how long enforce_nonce remembers a nonce: Discord says

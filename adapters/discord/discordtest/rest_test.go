@@ -61,7 +61,8 @@ func TestMessageLimits(t *testing.T) {
 	srv := discordtest.New(t)
 	dg := rest(t, srv)
 	ch := srv.DMChannel("42")
-	if _, err := dg.ChannelMessageSend(ch, strings.Repeat("é", 2000)); err != nil {
+	// Code points are counted: 2,000 emoji (4,000 UTF-16 units) fit.
+	if _, err := dg.ChannelMessageSend(ch, strings.Repeat("😀", 2000)); err != nil {
 		t.Fatalf("2,000 characters: %v", err)
 	}
 	rows := func(n int) []discordgo.MessageComponent {
