@@ -252,8 +252,40 @@ func (s *Server) Command(userID, guildID, channelID, name string, opts map[strin
 		s.t.Errorf("discordtest: Command: %v", err)
 		return ""
 	}
-	s.dispatch("INTERACTION_CREATE", func(*session) any { return d })
+	s.deliver(in, d)
 	return in.ID
+}
+
+// SetInteractionsEndpoint sets the application's Interactions Endpoint
+// URL: Command and Press then post there, signed, instead of sending
+// INTERACTION_CREATE over the gateway, as Discord does ("Apps can
+// receive interactions in one of two ways: via Gateway or via outgoing
+// webhooks ... If you configure an Interactions Endpoint URL, you will no
+// longer receive interactions over the gateway",
+// https://discord.com/developers/docs/interactions/receiving-and-responding#receiving-an-interaction).
+// "" goes back to the gateway.
+func (s *Server) SetInteractionsEndpoint(url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endpoint = url
+}
+
+// deliver sends an interaction over the gateway, or to the endpoint.
+func (s *Server) deliver(in *interaction, d map[string]any) {
+	s.mu.Lock()
+	url := s.endpoint
+	if url != "" {
+		in.HTTP = true
+	}
+	s.mu.Unlock()
+	if url == "" {
+		s.dispatch("INTERACTION_CREATE", func(*session) any { return d })
+		return
+	}
+	body, _ := json.Marshal(d)
+	if status, err := s.deliverHTTP(url, in, body); err != nil || status/100 != 2 {
+		s.t.Errorf("discordtest: interactions endpoint answered %d: %v", status, err)
+	}
 }
 
 // Press delivers a person's press of a button of the bot's message
@@ -266,7 +298,7 @@ func (s *Server) Press(userID, channelID, messageID, customID string) (interacti
 		s.t.Errorf("discordtest: Press: %v", err)
 		return ""
 	}
-	s.dispatch("INTERACTION_CREATE", func(*session) any { return d })
+	s.deliver(in, d)
 	return in.ID
 }
 

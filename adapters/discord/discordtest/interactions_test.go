@@ -298,3 +298,20 @@ func TestDeferredUpdateThenEditOriginalEditsTheButtonsMessage(t *testing.T) {
 		t.Errorf("Interaction = %+v", st)
 	}
 }
+
+func TestInteractionsEndpointReplacesTheGateway(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	register(t, srv, b.Session, "")
+	srv.SetInteractionsEndpoint(endpoint(t, srv.PublicKey()).URL)
+	id := srv.Command("7", "", "", "tidy_inbox", nil)
+	if st := srv.Interaction(id); st.Callback != 4 || st.Original == nil || st.Original.Content != "tidied" {
+		t.Errorf("Interaction = %+v", st)
+	}
+	b.mu.Lock()
+	n := len(b.inters)
+	b.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d INTERACTION_CREATE over the gateway with an endpoint set", n)
+	}
+}

@@ -14,8 +14,9 @@
 //
 // People act through the Server: DM and Say (DMFiles and SayFiles with
 // attachments, served on the CDN paths) deliver MESSAGE_CREATE over
-// the gateway, Command and Press deliver INTERACTION_CREATE, PostCommand
-// and PostPress post a signed interaction to an HTTP endpoint instead.
+// the gateway, Command and Press deliver INTERACTION_CREATE (or, after
+// SetInteractionsEndpoint, a signed post to the app's endpoint, as
+// PostCommand and PostPress do).
 // What the bot did is read back with Messages (per channel, text after
 // edits, buttons, files), Interaction, Threads, Typing, Reactions and
 // Commands. Events sent before the bot identified reach no one, as on
@@ -91,6 +92,7 @@ type Server struct {
 	files             map[string]*attachment
 	guilds            []string // the guilds the bot is in, in order
 	cdn, mediaProxy   string   // attachment URLs' bases
+	endpoint          string   // the Interactions Endpoint URL, "" for the gateway
 }
 
 // New starts the fake; t.Cleanup closes it.
