@@ -258,11 +258,11 @@ func (s *Server) Command(userID, guildID, channelID, name string, opts map[strin
 
 // SetInteractionsEndpoint sets the application's Interactions Endpoint
 // URL: Command and Press then post there, signed, instead of sending
-// INTERACTION_CREATE over the gateway, as Discord does ("Apps can
-// receive interactions in one of two ways: via Gateway or via outgoing
-// webhooks ... If you configure an Interactions Endpoint URL, you will no
-// longer receive interactions over the gateway",
-// https://discord.com/developers/docs/interactions/receiving-and-responding#receiving-an-interaction).
+// INTERACTION_CREATE over the gateway, as Discord does: an app receives
+// interactions either over the gateway or, once an Interactions
+// Endpoint URL is configured, as signed posts to it, the two methods
+// being mutually exclusive
+// (https://discord.com/developers/docs/interactions/receiving-and-responding#receiving-an-interaction).
 // "" goes back to the gateway.
 func (s *Server) SetInteractionsEndpoint(url string) {
 	s.mu.Lock()
