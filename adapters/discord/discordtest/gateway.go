@@ -112,8 +112,8 @@ func (c *gwConn) write(v any) error {
 }
 
 // writeCompressed sends a payload zlib-compressed in a binary frame, as
-// Discord does for some payloads when IDENTIFY asked for compress
-// ("Not all payloads will be compressed",
+// Discord may when IDENTIFY set compress (payload compression, which
+// compresses some payloads only:
 // https://discord.com/developers/docs/events/gateway#payload-compression);
 // discordgo inflates binary frames (discordgo wsapi.go, onEvent).
 func (c *gwConn) writeCompressed(v any) error {
@@ -343,8 +343,8 @@ func (s *Server) resume(c *gwConn, d json.RawMessage) bool {
 	s.resumes++
 	s.mu.Unlock()
 	if !ok {
-		// "it's possible that you may receive an Invalid Session (opcode 9)
-		// event when trying to resume" with d false: identify again
+		// A session that cannot be resumed is answered with op 9 INVALID_SESSION,
+		// d false: the client identifies again
 		// (https://discord.com/developers/docs/events/gateway#resuming).
 		c.reidentify.Store(true)
 		return c.write(map[string]any{"op": opInvalidSession, "d": false, "s": nil, "t": nil}) == nil
@@ -613,10 +613,8 @@ func (s *Server) Heartbeats() int {
 	return s.heartbeats
 }
 
-// RequestHeartbeat sends op 1 on every connection: "The gateway may
-// request a heartbeat from the app in some situations by sending a
-// Heartbeat (opcode 1). When this occurs, the app should immediately
-// send a Heartbeat back"
+// RequestHeartbeat sends op 1 on every connection: the gateway may ask
+// for a heartbeat that way, and the app answers with one at once
 // (https://discord.com/developers/docs/events/gateway#sending-heartbeats).
 func (s *Server) RequestHeartbeat() {
 	for _, sess := range s.liveSessions() {

@@ -159,9 +159,9 @@ func (s *Server) AddChannel(guildID, channelID string) {
 	s.guildChannelLocked(guildID, channelID)
 }
 
-// ensureGuild adds the bot to a guild on first sight, with GUILD_CREATE
-// ("sent ... when the current user joins a new Guild",
-// https://discord.com/developers/docs/events/gateway-events#guild-create;
+// ensureGuild adds the bot to a guild on first sight, with GUILD_CREATE,
+// which Discord sends when the bot joins a guild
+// (https://discord.com/developers/docs/events/gateway-events#guild-create;
 // it needs the GUILDS intent).
 func (s *Server) ensureGuild(guildID string) {
 	s.mu.Lock()
