@@ -653,3 +653,16 @@ func (s *Server) Redeliver(id string) bool {
 	}
 	return found
 }
+
+// Dispatch sends any event to every session as it is given, under the
+// next sequence number: for tests of what a client does with events it
+// cannot read (a malformed MESSAGE_CREATE, an unknown event name).
+// data must be JSON, since the dispatch's d field carries it as is.
+func (s *Server) Dispatch(name string, data []byte) {
+	if !json.Valid(data) {
+		s.t.Errorf("discordtest: Dispatch %s: data is not JSON", name)
+		return
+	}
+	raw := json.RawMessage(append([]byte(nil), data...))
+	s.dispatch(name, func(*session) any { return raw })
+}

@@ -338,3 +338,18 @@ func TestResumableInvalidSession(t *testing.T) {
 	srv.DM("7", "x")
 	b.waitMessages(t, 1)
 }
+
+func TestDispatchRawEvents(t *testing.T) {
+	srv := discordtest.New(t)
+	b := open(t, srv, allIntents)
+	srv.Dispatch("SOMETHING_NEW", []byte(`{"x":1}`))
+	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"5","channel_id":"6","content":"raw","author":{"id":"7"},"timestamp":"2026-11-28T20:00:00.000000+00:00"}`))
+	if got := b.waitMessages(t, 1); got[0].ID != "5" || got[0].Content != "raw" {
+		t.Errorf("got %+v", got[0].Message)
+	}
+	// An unknown event does not end the session: a later DM arrives.
+	srv.DM("7", "after")
+	if got := b.waitMessages(t, 2); got[1].Content != "after" {
+		t.Errorf("got %q", got[1].Content)
+	}
+}

@@ -24,7 +24,8 @@
 // WaitReady first. Faults: RateLimit and GlobalRateLimit (429s), Fail
 // (5xx), Reconnect (op 7), InvalidSession (op 9), Drop (the TCP
 // connection closes without a close frame), CloseGateway (a close
-// code), Redeliver (an event sent twice), WithoutMessageContent and
+// code), Redeliver (an event sent twice), Dispatch (any event, as
+// given), WithoutMessageContent and
 // RefuseDisallowedIntents (the privileged MESSAGE_CONTENT intent),
 // SetInteractionDeadline.
 //
