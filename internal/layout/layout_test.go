@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"agent/todoist/todoisttest":      {"agent", "internal/directhttp"},
 	"agent/openai/openaitest":        {"agent", "internal/directhttp"},
 	"internal/directhttp":            {},
+	"adapters/discord/discordtest":   {},
 	"inspector":                      {"bot", "agent"},
 	// Team mode: the Connect flow on the Todoist OAuth client, and its
 	// crypto (the standard library's); no adapter, no store.
