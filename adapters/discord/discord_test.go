@@ -710,3 +710,26 @@ func TestAllowedID(t *testing.T) {
 		}
 	}
 }
+
+// Events the adapter cannot read (a malformed MESSAGE_CREATE, one with
+// no author, an unknown event) are skipped, logged, and hold up nothing.
+func TestUndecodableEventsAreSkipped(t *testing.T) {
+	srv := discordtest.New(t)
+	logs := &syncBuf{}
+	_, h := start(t, srv, config(srv, logs))
+	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"1","channel_id":42,"content":{"not":"text"}}`))
+	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"2","channel_id":"3","content":"no author"}`))
+	srv.Dispatch("SOMETHING_NEW", []byte(`{"id":"4"}`))
+	srv.DM(alice, "still here")
+	ev := h.wait(t, 1)
+	time.Sleep(50 * time.Millisecond)
+	if ev = h.events(); len(ev) != 1 || ev[0].Text != "still here" {
+		t.Fatalf("events %+v", ev)
+	}
+	if !strings.Contains(logs.String(), "discordgo: ") {
+		t.Errorf("the malformed event was not logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), discordtest.Token) {
+		t.Errorf("the logs show the token:\n%s", logs.String())
+	}
+}
