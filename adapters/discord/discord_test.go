@@ -733,3 +733,32 @@ func TestUndecodableEventsAreSkipped(t *testing.T) {
 		t.Errorf("the logs show the token:\n%s", logs.String())
 	}
 }
+
+// An outbox entry posted again (its first answer lost, a restart) within
+// Discord's nonce window is not posted twice: each part carries a nonce
+// with enforce_nonce, and Discord returns the first post.
+func TestResendPostsAnEntryOnce(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := srv.DMChannel(alice)
+	m := bot.Outgoing{ChatID: dm, Ref: "outbox-entry-1", Text: strings.Repeat("word ", 600)}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(dm); len(ms) != 2 || again != first {
+		t.Fatalf("%d messages, ids %s and %s: want the two parts once", len(ms), first, again)
+	}
+	other := m
+	other.Ref, other.Text = "outbox-entry-2", "another answer"
+	if _, err := a.Resend(context.Background(), other, time.Now()); err != nil || len(srv.Messages(dm)) != 3 {
+		t.Fatalf("another entry: %v, %d messages", err, len(srv.Messages(dm)))
+	}
+}
