@@ -762,3 +762,37 @@ func TestResendPostsAnEntryOnce(t *testing.T) {
 		t.Fatalf("another entry: %v, %d messages", err, len(srv.Messages(dm)))
 	}
 }
+
+// A voice message or a photo reaches the bot as an attachment, which
+// Download fetches from its CDN address (the fake's here), within the
+// limit.
+func TestIncomingMediaAndDownload(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.AttachmentsOnFake()
+	a, h := start(t, srv, config(srv, nil))
+	voice := []byte("OggS fake voice")
+	srv.DMFiles(alice, "", discordtest.File{Name: "voice-message.ogg", ContentType: "audio/ogg", Data: voice})
+	srv.SayFiles(guild, chanA, alice, mention(srv, "file this"), discordtest.File{Name: "receipt.png", ContentType: "image/png", Data: []byte("png")})
+	srv.DMFiles(alice, "", discordtest.File{Name: "notes.pdf", ContentType: "application/pdf", Data: []byte("pdf")})
+	ev := h.wait(t, 2)
+	if at := ev[0].Attachment; at == nil || at.Kind != bot.AttachVoice || at.MIME != "audio/ogg" || at.Name != "voice-message.ogg" {
+		t.Fatalf("voice %+v", ev[0])
+	}
+	if at := ev[1].Attachment; at == nil || at.Kind != bot.AttachImage || ev[1].Text != "file this" {
+		t.Fatalf("image %+v", ev[1])
+	}
+	got, err := a.Download(context.Background(), *ev[0].Attachment, bot.MaxFileBytes)
+	if err != nil || string(got) != string(voice) {
+		t.Fatalf("Download: %q, %v", got, err)
+	}
+	if _, err := a.Download(context.Background(), *ev[0].Attachment, 4); !errors.Is(err, bot.ErrFileTooLarge) {
+		t.Fatalf("Download over the limit: %v", err)
+	}
+	if _, err := a.Download(context.Background(), bot.Attachment{Ref: "https://example.com/x.ogg", Name: "x.ogg"}, 100); err == nil {
+		t.Fatal("Download fetched from a host that is not Discord's")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(h.events()); n != 2 {
+		t.Fatalf("%d events: a PDF alone is no message for the bot", n)
+	}
+}
