@@ -796,3 +796,34 @@ func TestIncomingMediaAndDownload(t *testing.T) {
 		t.Fatalf("%d events: a PDF alone is no message for the bot", n)
 	}
 }
+
+// After a restart (an adapter that learnt nothing yet) the bot's posts
+// and edits of a conversation still go to its thread.
+func TestThreadAfterARestart(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	id := srv.Say(guild, chanA, alice, mention(srv, "hello"))
+	in := h.wait(t, 1)[0]
+	fresh, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := fresh.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Edit(context.Background(), first, bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "one, edited"}); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(id)
+	if len(srv.Threads()) != 1 || len(ms) != 2 || ms[0].Content != "one, edited" || ms[1].Content != "two" {
+		t.Fatalf("threads %+v, messages %+v", srv.Threads(), ms)
+	}
+}
