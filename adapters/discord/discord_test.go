@@ -286,9 +286,20 @@ func TestSlashCommand(t *testing.T) {
 	if st := srv.Interaction(id); len(st.Refused) != 0 {
 		t.Fatalf("refused %v", st.Refused)
 	}
+	// A command typed in the channel that acts on a conversation in a
+	// thread (/undo): its answer, naming the thread, replaces its "thinking".
+	uid := srv.Command(alice, guild, chanA, "undo", nil)
+	h.wait(t, 2)
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(uid).Callback == 5 })
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, Text: "Undid the last run."}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(uid); st.Original == nil || st.Original.Content != "Undid the last run." {
+		t.Fatalf("/undo's interaction %+v", st)
+	}
 	// A command in a DM.
 	cid := srv.Command(bob, "", "", "help", nil)
-	in = h.wait(t, 2)[1]
+	in = h.wait(t, 3)[2]
 	if in.Command != "help" || !in.DM || in.ChatID != srv.DMChannel(bob) {
 		t.Fatalf("incoming %+v", in)
 	}
