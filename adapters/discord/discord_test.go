@@ -838,3 +838,31 @@ func TestThreadAfterARestart(t *testing.T) {
 		t.Fatalf("threads %+v, messages %+v", srv.Threads(), ms)
 	}
 }
+
+// Slash commands Discord refuses to register (a server the bot is not
+// in) are logged with what to check, and messages are still taken.
+func TestCommandsRefusedStillServesMessages(t *testing.T) {
+	srv := discordtest.New(t)
+	logs := &syncBuf{}
+	cfg := config(srv, logs)
+	srv.Fail("PUT /applications/{app}/commands", 403, 1)
+	a, err := discord.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handler{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "the log line", func() bool { return strings.Contains(logs.String(), "slash commands are not registered") })
+	srv.DM(alice, "hello")
+	if in := h.wait(t, 1)[0]; in.Text != "hello" {
+		t.Fatalf("incoming %+v", in)
+	}
+}
