@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -254,4 +255,30 @@ func TestDiscordTeamModeConnect(t *testing.T) {
 	})
 	dc.Command(discordAlice, "", "", "tidy-inbox", nil)
 	waitFor(t, "the tidy on Alice's own Todoist", func() bool { return len(alice.TasksIn(alice.InboxID())) == 0 })
+}
+
+// With DISCORD_PUBLIC_KEY, interactions come to serve's
+// /discord/interactions, signed: a forged one is refused, a slash
+// command is answered as over the gateway.
+func TestDiscordInteractionsOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
+	e.cfg.AllowedUsers = append(e.cfg.AllowedUsers, "discord:"+discordAlice)
+	base := serve(t, e)
+	if !dc.WaitReady() {
+		t.Fatal("serve did not open Discord's gateway")
+	}
+	waitFor(t, "the slash commands", func() bool { return len(dc.Commands()) > 0 })
+	url := base + "/discord/interactions"
+	if status, err := dc.PostForged(url, []byte(`{"type":1}`)); err != nil || status != http.StatusUnauthorized {
+		t.Fatalf("a forged request: %d, %v; want 401", status, err)
+	}
+	dc.SetInteractionsEndpoint(url)
+	id := dc.Command(discordAlice, "", "", "help", nil)
+	waitFor(t, "the help", func() bool {
+		st := dc.Interaction(id)
+		return st.Original != nil && strings.Contains(st.Original.Content, "/tidy-inbox")
+	})
 }
