@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,18 +46,12 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 	in := &intake{a: a, h: h, ctx: ctx, lanes: map[string]*lane{}}
 	remove := []func(){
 		a.sess.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { a.ready(r) }),
-		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { in.message(m.Message) }),
 		a.sess.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) {
 			if c.Channel != nil && c.ParentID != "" {
 				a.learnThread(c.ID, c.ParentID)
 			}
 		}),
-		a.sess.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-			if i.Interaction == nil {
-				return
-			}
-			go in.interaction(i.Interaction, a.gatewayResponder(ctx, i.Interaction))
-		}),
+		a.sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) { in.raw(ctx, e) }),
 	}
 	defer func() {
 		for _, r := range remove {
@@ -135,6 +130,38 @@ type intake struct {
 
 // lane is one chat's events waiting for Handle, oldest first.
 type lane struct{ queue []bot.Incoming }
+
+// raw reads the two events the bot takes from their JSON itself:
+// discordgo hands its typed handlers whatever part of an event decoded,
+// while an event that does not decode whole is one to skip, log and
+// count (Config.Events, outcome "undecodable"), as Telegram's and
+// Slack's are, so that it holds up nothing after it.
+func (in *intake) raw(ctx context.Context, e *discordgo.Event) {
+	switch e.Type {
+	case "MESSAGE_CREATE":
+		var m discordgo.Message
+		if err := json.Unmarshal(e.RawData, &m); err != nil {
+			in.a.undecodable(e, err)
+			return
+		}
+		in.message(&m)
+	case "INTERACTION_CREATE":
+		var i discordgo.Interaction
+		if err := json.Unmarshal(e.RawData, &i); err != nil {
+			in.a.undecodable(e, err)
+			return
+		}
+		go in.interaction(&i, in.a.gatewayResponder(ctx, &i))
+	}
+}
+
+// undecodable logs and counts an event that does not decode.
+func (a *Adapter) undecodable(e *discordgo.Event, err error) {
+	a.log.Warn("discord event does not decode; skipped", slog.String("event", e.Type), slog.Int64("seq", e.Sequence), slog.Any("err", err))
+	if a.cfg.Events != nil {
+		a.cfg.Events.Event(Platform, "undecodable")
+	}
+}
 
 // message turns one MESSAGE_CREATE into an event for its chat's lane.
 func (in *intake) message(m *discordgo.Message) {
