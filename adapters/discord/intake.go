@@ -43,7 +43,7 @@ const (
 // intake; a refused token or a privileged intent the portal has not
 // switched on is an error that says which setting to fix.
 func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
-	in := &intake{a: a, h: h, ctx: ctx, lanes: map[string]*lane{}}
+	in := &intake{a: a, h: h, ctx: ctx, lanes: map[string]*lane{}, room: make(chan struct{}, maxWaiting)}
 	remove := []func(){
 		a.sess.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { a.ready(r) }),
 		a.sess.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) {
@@ -126,7 +126,15 @@ type intake struct {
 
 	mu    sync.Mutex
 	lanes map[string]*lane
+	// room holds a token per message waiting for Handle: when it is
+	// full (the store has been down a while), the gateway's reader waits
+	// too, so that memory stays bounded; Discord then resumes the session
+	// and sends what was not read yet.
+	room chan struct{}
 }
+
+// maxWaiting is how many messages may wait in memory for Handle.
+const maxWaiting = 1000
 
 // lane is one chat's events waiting for Handle, oldest first.
 type lane struct{ queue []bot.Incoming }
@@ -174,6 +182,11 @@ func (in *intake) message(m *discordgo.Message) {
 
 // enqueue adds ev to its chat's lane, starting the lane's worker when idle.
 func (in *intake) enqueue(ev bot.Incoming) {
+	select {
+	case in.room <- struct{}{}:
+	case <-in.ctx.Done():
+		return
+	}
 	key := ev.ChatID
 	in.mu.Lock()
 	l, running := in.lanes[key]
@@ -203,6 +216,7 @@ func (in *intake) drain(key string, l *lane) {
 		if err := in.a.deliver(in.ctx, in.h, ev, 0); err != nil {
 			in.a.log.Warn("discord: event not stored before shutdown", slog.String("event_id", ev.EventID), slog.Any("err", err))
 		}
+		<-in.room
 	}
 }
 
