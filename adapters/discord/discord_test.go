@@ -738,6 +738,7 @@ func TestAllowedID(t *testing.T) {
 		{"team:123456789012345678", true, true},
 		{"team:123456789012345678", false, false},
 		{"team:abc", true, false},
+		{"guild:123456789012345678", true, false},
 	} {
 		if err := discord.AllowedID(c.id, c.team); (err == nil) != c.ok {
 			t.Errorf("AllowedID(%q, %v) = %v", c.id, c.team, err)
