@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -103,7 +104,48 @@ func (r *Redactor) replace(s string) string {
 	if r.r == nil {
 		return s // nothing to hide yet
 	}
+	// Most texts hold no secret: they are checked without a copy
+	// (strings.Replacer's Replace copies s whenever it has more than one
+	// secret to look for, even when it finds none), and only one that
+	// holds a secret is replaced.
+	w := sameWriters.Get().(*sameWriter)
+	*w = sameWriter{s: s}
+	_, err := r.r.WriteString(w, s)
+	same := err == nil && w.n == len(s)
+	*w = sameWriter{}
+	sameWriters.Put(w)
+	if same {
+		return s
+	}
 	return r.r.Replace(s)
+}
+
+// A sameWriter checks that what a strings.Replacer writes is s itself,
+// and stops it (errChanged) at the first byte that differs.
+type sameWriter struct {
+	s string
+	n int // the bytes written so far, each equal to s's
+}
+
+var (
+	sameWriters = sync.Pool{New: func() any { return new(sameWriter) }}
+	errChanged  = errors.New("redactor: text changed")
+)
+
+func (w *sameWriter) WriteString(p string) (int, error) {
+	if len(p) > len(w.s)-w.n || w.s[w.n:w.n+len(p)] != p {
+		return 0, errChanged
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *sameWriter) Write(p []byte) (int, error) {
+	if len(p) > len(w.s)-w.n || w.s[w.n:w.n+len(p)] != string(p) {
+		return 0, errChanged
+	}
+	w.n += len(p)
+	return len(p), nil
 }
 
 // String returns s with every secret replaced by Redacted.

@@ -30,6 +30,12 @@ func TestRedactorString(t *testing.T) {
 		{"twice", testToken + testToken, "[redacted][redacted]"},
 		{"too short to hide", "a short word", "a short word"},
 		{"nothing", "no secret here", "no secret here"},
+		// The text with no secret is returned without a copy, the rest
+		// replaced: a secret at either end, alone, or only begun.
+		{"the whole text", testToken, "[redacted]"},
+		{"at the end", "the token is " + testToken, "the token is [redacted]"},
+		{"a secret begun at the end", "the token starts " + testToken[:20], "the token starts " + testToken[:20]},
+		{"after the start of another", "0123456789" + testKey, "0123456789[redacted]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := r.String(tt.in); got != tt.want {
@@ -190,5 +196,22 @@ func TestEngineRedactsTheFailureAnswer(t *testing.T) {
 	}
 	if strings.Contains(out.Answer, testToken) || !strings.Contains(out.Answer, Redacted) {
 		t.Errorf("answer = %q, want the token redacted", out.Answer)
+	}
+}
+
+// BenchmarkRedactorString is the redaction of a text with no secret in
+// it (most of what a run sends and stores: the system prompt, the
+// history): no allocation.
+//
+//	go test ./agent -run '^$' -bench RedactorString -benchmem
+func BenchmarkRedactorString(b *testing.B) {
+	r := NewRedactor(testToken, testKey, tgToken)
+	text := strings.Repeat("Move the milk task to Groceries, then tell me what is due today. ", 40)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if r.String(text) != text {
+			b.Fatal("a text without a secret was changed")
+		}
 	}
 }
