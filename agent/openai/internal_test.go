@@ -268,4 +268,23 @@ func TestToolsEncodedOnce(t *testing.T) {
 	if changed := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(changed, []byte("temperature")) {
 		t.Errorf("a changed schema was sent as before: %s", changed)
 	}
+	// The tools are made once too (chatTools): a schema changed in
+	// place, in the same bytes, or another schema level makes them again.
+	params := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	req.Tools[0].Parameters, req.Tools[0].Strict = params, true
+	first := c.chatRequest(req, c.plan(req)).Tools
+	if &first[0] != &c.chatRequest(req, c.plan(req)).Tools[0] {
+		t.Error("the same tools were made again")
+	}
+	if before := c.encodedTools(first); !bytes.Contains(before, []byte(`"a"`)) {
+		t.Fatalf("the tools were sent without their schema: %s", before)
+	}
+	params[bytes.IndexByte(params, 'a')] = 'b'
+	if changed := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); !bytes.Contains(changed, []byte(`"b"`)) || !bytes.Contains(changed, []byte(`"strict":true`)) {
+		t.Errorf("a schema changed in place was sent as before: %s", changed)
+	}
+	c.schema = schemaLoose
+	if loose := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(loose, []byte(`"strict":true`)) {
+		t.Errorf("the tools were sent strict at the loose schema level: %s", loose)
+	}
 }
