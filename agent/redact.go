@@ -223,15 +223,41 @@ func (r *Redactor) Handler(h slog.Handler) slog.Handler {
 	if r == nil {
 		return h
 	}
-	return &redactHandler{r: r, h: h}
+	return &redactHandler{r: r, base: h}
 }
 
+// A redactHandler redacts what it passes to base. The attributes a
+// logger is given (Logger.With) wait in pending until a record is
+// logged: most loggers made for one message or job log nothing, and
+// neither the redaction nor the handler's own formatting of them is
+// done for those.
 type redactHandler struct {
-	r *Redactor
-	h slog.Handler
+	r       *Redactor
+	base    slog.Handler
+	pending []slog.Attr // base's attributes yet to be added, redacted
+
+	once sync.Once
+	h    slog.Handler // base with pending, once made (handler)
 }
 
-func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+// handler is base with the pending attributes, redacted.
+func (h *redactHandler) handler() slog.Handler {
+	if len(h.pending) == 0 {
+		return h.base
+	}
+	h.once.Do(func() {
+		red := make([]slog.Attr, len(h.pending))
+		for i, a := range h.pending {
+			red[i] = h.r.attr(a)
+		}
+		h.h = h.base.WithAttrs(red)
+	})
+	return h.h
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.base.Enabled(ctx, l)
+}
 
 func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
@@ -239,19 +265,22 @@ func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 		out.AddAttrs(h.r.attr(a))
 		return true
 	})
-	return h.h.Handle(ctx, out)
+	return h.handler().Handle(ctx, out)
 }
 
 func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(as))
-	for i, a := range as {
-		red[i] = h.r.attr(a)
+	if len(as) == 0 {
+		return h
 	}
-	return &redactHandler{r: h.r, h: h.h.WithAttrs(red)}
+	// Clipped, so that two loggers made from this one never share
+	// the array their attributes are appended to.
+	return &redactHandler{r: h.r, base: h.base, pending: append(slices.Clip(h.pending), as...)}
 }
 
+// WithGroup adds the pending attributes first: they are outside the
+// group.
 func (h *redactHandler) WithGroup(name string) slog.Handler {
-	return &redactHandler{r: h.r, h: h.h.WithGroup(name)}
+	return &redactHandler{r: h.r, base: h.handler().WithGroup(name)}
 }
 
 // attr redacts one attribute. Values that are not strings are printed

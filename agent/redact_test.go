@@ -109,6 +109,48 @@ func TestRedactorHandler(t *testing.T) {
 	}
 }
 
+// TestRedactorHandlerAttrsInOrder: the attributes a logger is given
+// (With, kept until it logs) come out as the handler beneath would write
+// them, groups included, and loggers made from one another or from the
+// same one never share attributes; a secret in one is hidden.
+func TestRedactorHandlerAttrsInOrder(t *testing.T) {
+	r := NewRedactor(testToken)
+	var got, want bytes.Buffer
+	plain := slog.NewTextHandler(&want, nil)
+	red := r.Handler(slog.NewTextHandler(&got, nil))
+	for _, h := range []slog.Handler{plain, red} {
+		base := slog.New(h).With("a", 1, "z", 0)
+		one := base.With("b", 2)
+		two := base.With("c", 3) // beside one, from the same array
+		one.Info("one")
+		two.Info("two")
+		one.WithGroup("g").With("d", 4).WithGroup("h").Info("grouped", "e", 5)
+		base.With("f", 6).With().WithGroup("").Info("again", "g", 7)
+		two.Info("two again")
+		c1, c2 := one.With("x", 8), one.With("y", 9)
+		c1.Info("c1")
+		c2.Info("c2")
+	}
+	strip := func(s string) string { // the times differ
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if _, rest, ok := strings.Cut(l, " level="); ok {
+				l = rest
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	if strip(got.String()) != strip(want.String()) {
+		t.Errorf("through the Redactor:\n%s\nwant:\n%s", got.String(), want.String())
+	}
+	got.Reset()
+	slog.New(red).With("token", testToken).With("n", 1).Info("hello")
+	if strings.Contains(got.String(), testToken) || !strings.Contains(got.String(), "token="+Redacted) {
+		t.Errorf("a secret given with With was not hidden: %s", got.String())
+	}
+}
+
 // echoTasks is a Todoist whose error bodies echo its token, as a real
 // service or a proxy may.
 type echoTasks struct{ *memTasks }
