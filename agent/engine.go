@@ -270,6 +270,10 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	}
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
+	// The prompt, the date, the language, the history and the
+	// instruction, then room for the model's first reply and what it
+	// asks for (most runs end there).
+	tr.Messages = make([]Message, 0, 3+len(in.History)+1+2)
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
 	tr.Confirm, tr.TimeZone, tr.Model, tr.Language = in.Confirm, in.TimeZone, in.Model, in.Language
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
@@ -342,7 +346,7 @@ const minHistoryClip = 100
 // history turns earlier messages into model messages, keeping the newest
 // that fit in cfg.HistoryTokens and clipping the one that crosses it.
 func (e *Engine) history(hist []HistoryMessage) []Message {
-	var msgs []Message
+	msgs := make([]Message, 0, len(hist))
 	bound := 0
 	for _, h := range hist {
 		if h.Role == RoleUser || h.Role == RoleAssistant {
