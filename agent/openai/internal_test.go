@@ -83,6 +83,13 @@ func TestEditBody(t *testing.T) {
 		{"quoted in a value is not a key", `{"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`, zero,
 			`{"temperature":0,"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`},
 		{"escaped backslash before a quote", `{"a":"x\\","temperature":2}`, zero, `{"a":"x\\","temperature":2}`},
+		// The tools, with or without the temperature, are spliced in
+		// too, in one place before the body (editBody's room).
+		{"tools and temperature", `{"model":"m"}`, bodyEdit{zeroTemperature: true, tools: []byte(`[{"x":1}]`)}, `{"tools":[{"x":1}],"temperature":0,"model":"m"}`},
+		{"tools and a temperature present", ` {"temperature":1}`, bodyEdit{zeroTemperature: true, tools: []byte(`[{"x":1}]`)}, ` {"tools":[{"x":1}],"temperature":1}`},
+		{"tools into an empty object", "\n{ }", bodyEdit{tools: []byte(`[]`)}, "\n{\"tools\":[] }"},
+		{"tools and temperature into an empty object", `{}`, bodyEdit{zeroTemperature: true, tools: []byte(`[]`)}, `{"tools":[],"temperature":0}`},
+		{"tools, not an object", `[1]`, bodyEdit{tools: []byte(`[]`)}, `[1]`},
 		// What the scan cannot tell goes through a decode.
 		{"escaped key", `{"\u0074emperature":0.5}`, zero, `{"temperature":0.5}`},
 		{"not an object", `[1]`, zero, `[1]`},
