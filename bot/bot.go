@@ -891,7 +891,8 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	if in.Button != "" {
 		return nil // a press for a question that is gone; already answered
 	}
-	return b.startRun(ctx, jobID, in, in.Text)
+	// No run waits here: the new run has none to drop.
+	return b.startRunAfter(ctx, jobID, in, in.Text, true)
 }
 
 func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {

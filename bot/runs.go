@@ -13,6 +13,12 @@ import (
 
 // startRun begins a new run for a message or command.
 func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instruction string) error {
+	return b.startRunAfter(ctx, runID, in, instruction, false)
+}
+
+// startRunAfter is startRun; noneWaiting says the caller has just found
+// no run waiting in in's thread (message), which is then not read again.
+func (b *Bot) startRunAfter(ctx context.Context, runID string, in Incoming, instruction string, noneWaiting bool) error {
 	if _, err := b.store.Run(ctx, runID); err == nil {
 		return nil // started before a restart; it resumes from its own record
 	} else if !errors.Is(err, ErrNotFound) {
@@ -27,8 +33,10 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		images = append(images, *im)
 	}
-	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
-		return err
+	if !noneWaiting {
+		if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
+			return err
+		}
 	}
 	history, err := b.history(ctx, in)
 	if err != nil {
