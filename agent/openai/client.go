@@ -625,13 +625,20 @@ func (c *Client) toolOptions(req agent.Request, named func(string) any) (choice 
 	}
 	switch req.ToolChoice {
 	case "":
-	case "auto", "required", "none":
-		choice = req.ToolChoice
+	// Constants, which need no allocation to become an any.
+	case "auto":
+		choice = "auto"
+	case "required":
+		choice = "required"
+	case "none":
+		choice = "none"
 	default:
 		choice = named(req.ToolChoice)
 	}
 	if !noParallelToolCalls(c.model) {
-		parallel = &req.ParallelToolCalls
+		// A copy: a pointer into req would move all of req to the heap.
+		v := req.ParallelToolCalls
+		parallel = &v
 	}
 	return choice, parallel
 }
