@@ -429,6 +429,13 @@ type runner struct {
 	// a policy that uses existing labels only (existingLabels); r.mu
 	// protects them.
 	labels map[string]bool
+	// redacted is what redact last redacted: the number of messages,
+	// with the Redactor's secrets of generation gen.
+	redacted struct {
+		ok       bool
+		gen      uint64
+		messages int
+	}
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -439,8 +446,23 @@ func (r *runner) observe(ev Event) {
 	}
 }
 
+// redact redacts the transcript (Redactor.Transcript) before it is sent
+// or saved. The messages it redacted last time are skipped while the
+// secrets are the same: messages are only appended (the date of a resumed
+// run is set before its first redaction), so each is checked once a run,
+// not at each of its model calls and saves.
+func (r *runner) redact() {
+	red := r.e.cfg.Redact
+	gen, from := red.generation(), 0
+	if r.redacted.ok && r.redacted.gen == gen && r.redacted.messages <= len(r.tr.Messages) {
+		from = r.redacted.messages
+	}
+	red.transcriptFrom(r.tr, from)
+	r.redacted.ok, r.redacted.gen, r.redacted.messages = true, gen, len(r.tr.Messages)
+}
+
 func (r *runner) save(ctx context.Context) error {
-	r.e.cfg.Redact.Transcript(r.tr)
+	r.redact()
 	if r.h.Save == nil {
 		return nil
 	}
@@ -682,7 +704,7 @@ func (r *runner) controlsOnly() bool {
 // request is the next model call.
 func (r *runner) request() Request {
 	cfg := &r.e.cfg
-	cfg.Redact.Transcript(r.tr) // the instruction and history too
+	r.redact() // the instruction and history too
 	req := Request{Model: r.tr.Model, Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {

@@ -29,6 +29,9 @@ type Redactor struct {
 	mu      sync.RWMutex // protects the fields below
 	secrets []string
 	r       *strings.Replacer
+	// gen counts the changes of secrets (Add): a text redacted before
+	// one may hold a secret learnt since.
+	gen uint64
 }
 
 // NewRedactor returns a Redactor hiding each non-empty secret, in its
@@ -59,7 +62,19 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 	if nr := replacer(all); nr != nil {
 		r.secrets, r.r = all, nr
+		r.gen++
 	}
+}
+
+// generation is the number of times the secrets changed (Add); 0 for a
+// nil Redactor.
+func (r *Redactor) generation() uint64 {
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // replacer returns the strings.Replacer hiding every form of secrets, or
@@ -185,11 +200,18 @@ func (e redactedError) Unwrap() error { return e.err }
 // what was read from the to-do service are left as they are: a resumed run
 // must re-send exactly what it planned.
 func (r *Redactor) Transcript(t *Transcript) {
+	r.transcriptFrom(t, 0)
+}
+
+// transcriptFrom is Transcript, but for the messages before index from,
+// which the caller knows were redacted with the same secrets and have not
+// changed since (runner.redact).
+func (r *Redactor) transcriptFrom(t *Transcript, from int) {
 	if r == nil || t == nil {
 		return
 	}
 	t.Instruction = r.String(t.Instruction)
-	for i := range t.Messages {
+	for i := from; i < len(t.Messages); i++ {
 		m := &t.Messages[i]
 		m.Content = r.String(m.Content)
 		for j := range m.ToolCalls {

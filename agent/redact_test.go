@@ -257,3 +257,56 @@ func BenchmarkRedactorString(b *testing.B) {
 		}
 	}
 }
+
+// learningTasks learns a secret (Redactor.Add) as it reads the labels,
+// as team mode learns a person's token once it is loaded.
+type learningTasks struct {
+	*memTasks
+	r      *Redactor
+	secret string
+}
+
+func (l learningTasks) Labels(ctx context.Context) ([]Label, error) {
+	l.r.Add(l.secret)
+	return l.memTasks.Labels(ctx)
+}
+
+// TestEngineRedactsWithSecretsLearntDuringTheRun: the messages a run
+// redacted before (its instruction, its history) are redacted again once
+// a secret is learnt, so that neither the next model call nor the saved
+// transcript holds it; and what comes later is redacted too.
+func TestEngineRedactsWithSecretsLearntDuringTheRun(t *testing.T) {
+	const secret = "learnt-secret-0123456789"
+	r := NewRedactor(testToken)
+	s := &script{replies: []Response{
+		tool(ActGetLabels, `{}`),
+		tool(ActFinalAnswer, `{"answer":"done, `+secret+`"}`),
+	}}
+	e := New(s, learningTasks{memTasks: newTalkTasks(), r: r, secret: secret}, Config{Redact: r})
+	var saved [][]byte
+	out := e.Start(t.Context(), Input{Instruction: "list labels; " + secret + " and " + testToken,
+		History: []HistoryMessage{{Role: RoleUser, Text: "earlier: " + secret}, {Role: RoleAssistant, Text: "noted"}}}, Hooks{
+		Save: func(_ context.Context, tr *Transcript) error {
+			b, err := json.Marshal(tr)
+			saved = append(saved, b)
+			return err
+		},
+	})
+	if out.Status != StatusDone || len(s.reqs) != 2 {
+		t.Fatalf("status %s (%v), %d model calls", out.Status, out.Err, len(s.reqs))
+	}
+	if b, _ := json.Marshal(s.reqs[0]); bytes.Contains(b, []byte(testToken)) {
+		t.Errorf("the first call holds a secret: %s", b)
+	}
+	if b, _ := json.Marshal(s.reqs[1]); bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte(testToken)) {
+		t.Errorf("the second call holds a secret: %s", b)
+	}
+	// Saved once before the labels were read (the secret not yet
+	// known), and at the end.
+	if len(saved) < 2 || bytes.Contains(saved[len(saved)-1], []byte(secret)) {
+		t.Errorf("the transcript saved at the end holds the secret learnt (%d saves)", len(saved))
+	}
+	if strings.Contains(out.Answer, secret) {
+		t.Errorf("answer holds the secret: %q", out.Answer)
+	}
+}
