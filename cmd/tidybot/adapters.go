@@ -55,8 +55,9 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 }
 
 func openDiscord(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
+	hooks, _ := m.store.(discord.Hooks) // PostgreSQL's, shared by replicas; none with bbolt (one process: memory)
 	return discord.New(discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordURL, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
-		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics,
+		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, Hooks: hooks,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 
