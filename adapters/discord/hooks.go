@@ -79,19 +79,19 @@ func hookOf(v string) (interactionHook, bool) {
 // (refused): another replica was quicker than the acknowledgement.
 const ackFor = 5 * time.Second
 
-// refused sorts out an error of the first use of h's token, taken from
-// place for person: Discord refusing it within ackFor of its arrival
+// refused sorts out an error of the first use of h's token, taken for
+// person: Discord refusing it within ackFor of its arrival
 // gives it back and asks the send queue to try again once the
 // acknowledgement had time; later it is errTokenRefused (it expired, or
 // was never acknowledged: the answer goes elsewhere); any other failure
 // gives it back for the queue's retry.
-func (a *Adapter) refused(ctx context.Context, place, person string, h interactionHook, err error) error {
+func (a *Adapter) refused(ctx context.Context, person string, h interactionHook, err error) error {
 	if !refusedToken(err) {
-		a.saveHook(ctx, place, person, &h)
+		a.saveHook(ctx, h.place, person, &h)
 		return err
 	}
 	if wait := h.expires.Add(-hookFor + ackFor).Sub(a.cfg.Now()); wait > 0 {
-		a.saveHook(ctx, place, person, &h)
+		a.saveHook(ctx, h.place, person, &h)
 		return bot.RetryLater(err, min(wait, time.Second))
 	}
 	return fmt.Errorf("%w: %w", errTokenRefused, err)
@@ -136,6 +136,7 @@ func (a *Adapter) takeHook(ctx context.Context, place, person, run string) (inte
 	if !ok {
 		return interactionHook{}, false, errors.New("discord: a kept interaction token does not read")
 	}
+	h.place = place
 	return h, true, nil
 }
 

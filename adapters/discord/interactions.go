@@ -204,7 +204,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		return err
 	})
 	if err != nil {
-		err = a.refused(ctx, pressPlace(id), user, h, err)
+		err = a.refused(ctx, user, h, err)
 	}
 	if errors.Is(err, errTokenRefused) {
 		return nil // nothing to answer any more

@@ -218,3 +218,30 @@ func TestARefusedTokenAnswersInTheChannel(t *testing.T) {
 		t.Fatalf("interaction %+v", st)
 	}
 }
+
+// TestATokenRateLimitedIsKeptForTheRetry: the answer that would replace
+// the thinking gets a 429; the token is given back, and the send
+// queue's retry of the same run replaces the thinking.
+func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	id := srv.Command(alice, guild, chanA, "help", nil)
+	h.wait(t, 1)
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
+	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "What I can do"}
+	_, err := a.Send(context.Background(), out)
+	var rl bot.RateLimited
+	if !errors.As(err, &rl) {
+		t.Fatalf("Send = %v, want a rate limit", err)
+	}
+	if _, err := a.Send(context.Background(), out); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "What I can do" {
+		t.Fatalf("interaction %+v", st)
+	}
+	if ms := srv.Messages(chanA); len(ms) != 1 {
+		t.Fatalf("messages %+v, want the answer in place of the thinking only", ms)
+	}
+}

@@ -187,7 +187,7 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 			})
 		}
 		if err != nil && i == 0 {
-			return "", a.refused(ctx, commandPlace(m.ChatID, m.ThreadID), m.UserID, h, err) // not answered: given back
+			return "", a.refused(ctx, m.UserID, h, err) // not answered: given back
 		}
 		if err != nil {
 			return "", err

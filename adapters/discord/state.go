@@ -22,6 +22,7 @@ import (
 type interactionHook struct {
 	id, appID, token string
 	expires          time.Time
+	place            string // where it was kept in Hooks, once taken
 	// ready closes once this process made the interaction's response,
 	// or could not (answered).
 	ready chan struct{}
