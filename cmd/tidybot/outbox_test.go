@@ -81,27 +81,83 @@ type holdProxy struct {
 	// send after it (the answer of a run that went on beside a held 👀)
 	// reaches Telegram.
 	frozen atomic.Bool
+	// gen is the number of the process now running (1 for the first):
+	// the old one is dead before the next starts, so a call is the gen's
+	// it arrived under.
+	gen atomic.Int32
+	// began is when the test began; trace records every sendMessage and
+	// setMessageReaction (time since began, process, what became of it)
+	// for a failure's report.
+	began time.Time
+	mu    sync.Mutex // protects trace
+	trace []string
+}
+
+func (p *holdProxy) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trace = append(p.trace, fmt.Sprintf("%8.3fs ", time.Since(p.began).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (p *holdProxy) traced() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.trace, "\n")
+}
+
+// traceRecorder keeps the status and body of a response for the trace.
+type traceRecorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *traceRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *traceRecorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
 }
 
 func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	gen := p.gen.Load()
+	method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+	traced := method == "sendMessage" || method == "setMessageReaction" || method == "editMessageText" || method == "deleteMessage"
+	var what string
+	if traced {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		what = fmt.Sprintf("p%d %s chat=%s msg=%s text=%q reaction=%s", gen, method, form.Get("chat_id"), form.Get("message_id"), form.Get("text"), form.Get("reaction"))
+	}
 	if p.frozen.Load() {
+		if traced {
+			p.note("%s: frozen", what)
+		}
 		_, _ = io.Copy(io.Discard, r.Body) // the server sees the client go only once the body is read
 		<-r.Context().Done()
 		return
 	}
-	if strings.HasSuffix(r.URL.Path, "/sendMessage") || strings.HasSuffix(r.URL.Path, "/setMessageReaction") {
+	if method == "sendMessage" || method == "setMessageReaction" {
 		hold, ok := p.take(w, r)
 		if !ok {
 			return
 		}
 		if hold {
+			p.note("%s: HELD", what)
 			p.frozen.Store(true)
 			p.held <- struct{}{}
 			<-r.Context().Done() // until the process is killed
 			return
 		}
 	}
-	p.next.ServeHTTP(w, r)
+	if !traced {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	p.note("%s: passed on", what)
+	rec := &traceRecorder{ResponseWriter: w, status: http.StatusOK}
+	p.next.ServeHTTP(rec, r)
+	p.note("p%d %s answered %d %.120s", gen, method, rec.status, rec.body.String())
 }
 
 // TestKillWhilePostingTheAnswerLosesNothing runs `tidybot serve` with
@@ -142,7 +198,7 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // the killed process's calls
-	proxy := &holdProxy{next: rp, held: make(chan struct{}, 1)}
+	proxy := &holdProxy{next: rp, held: make(chan struct{}, 1), began: time.Now()}
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 
@@ -156,6 +212,7 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 	var logMu sync.Mutex
 	start := func() *exec.Cmd {
 		t.Helper()
+		proxy.gen.Add(1)
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = environ
 		w := &lockedWriter{mu: &logMu, w: &logs}
@@ -212,6 +269,11 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 		if n := delivered(fmt.Sprintf("You said: note %d", i)); n != 1 {
 			t.Errorf("answer %d posted %d times, want once", i, n)
 		}
+	}
+	if t.Failed() || os.Getenv("KILLTRACE") != "" {
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Logf("calls:\n%s\nlogs:\n%s", proxy.traced(), logs.String())
 	}
 	t.Logf("%d kills while posting %q, none lost, in %v", tries, hold(0), time.Since(began).Round(time.Millisecond))
 }
