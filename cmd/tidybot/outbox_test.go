@@ -10,8 +10,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path"
 	"os/exec"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,8 +211,13 @@ func TestKillRightAfterTheAckLosesNothing(t *testing.T) {
 }
 
 // killTest sends tries messages; for each it kills tidybot while the
-// sendMessage whose text is hold(i) is in flight, restarts it, and
-// checks that message i's answer is then posted, once.
+// call hold(i) picks (see armedText.takeForm) is in flight, restarts it,
+// waits for message i's answer, and stops that restart (SIGTERM) before
+// the next try; at the end each answer must have been posted once. A
+// kill at the held call cuts off only calls that never reached
+// Telegram, and no kill falls in another answer's window between its
+// post and its delivery's record (at-least-once on Telegram, documented
+// in docs/architecture.md), so a second post is a defect.
 func killTest(t *testing.T, tries int, hold func(i int) string) {
 	e := newEnv(t)
 	tg := telegramtest.New()
