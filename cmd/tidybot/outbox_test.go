@@ -321,7 +321,7 @@ func killTest(t *testing.T, tries int, hold func(i int) string) {
 			t.Errorf("answer %d posted %d times, want once", i, n)
 		}
 	}
-	if t.Failed() || os.Getenv("KILLTRACE") != "" {
+	if t.Failed() {
 		t.Log(report())
 	}
 	t.Logf("%d kills while posting %q, none lost, in %v", tries, hold(0), time.Since(began).Round(time.Millisecond))
