@@ -270,6 +270,10 @@ func (e *Engine) Start(ctx context.Context, in Input, h Hooks) Outcome {
 	}
 	// The system prompt and the tool list are the stable prefix of every
 	// request; what changes (the date, the history) comes after.
+	// The prompt, the date, the language, the history and the
+	// instruction, then room for the model's first reply and what it
+	// asks for (most runs end there).
+	tr.Messages = make([]Message, 0, 3+len(in.History)+1+2)
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: SystemPrompt(e.cfg.Protocol)})
 	tr.Confirm, tr.TimeZone, tr.Model, tr.Language = in.Confirm, in.TimeZone, in.Model, in.Language
 	tr.Messages = append(tr.Messages, Message{Role: RoleSystem, Content: TodayMessage(r.now(ctx))})
@@ -342,7 +346,7 @@ const minHistoryClip = 100
 // history turns earlier messages into model messages, keeping the newest
 // that fit in cfg.HistoryTokens and clipping the one that crosses it.
 func (e *Engine) history(hist []HistoryMessage) []Message {
-	var msgs []Message
+	msgs := make([]Message, 0, len(hist))
 	bound := 0
 	for _, h := range hist {
 		if h.Role == RoleUser || h.Role == RoleAssistant {
@@ -429,6 +433,13 @@ type runner struct {
 	// a policy that uses existing labels only (existingLabels); r.mu
 	// protects them.
 	labels map[string]bool
+	// redacted is what redact last redacted: the number of messages,
+	// with the Redactor's secrets of generation gen.
+	redacted struct {
+		ok       bool
+		gen      uint64
+		messages int
+	}
 }
 
 var errRunTimeout = errors.New("run timed out")
@@ -439,8 +450,23 @@ func (r *runner) observe(ev Event) {
 	}
 }
 
+// redact redacts the transcript (Redactor.Transcript) before it is sent
+// or saved. The messages it redacted last time are skipped while the
+// secrets are the same: messages are only appended (the date of a resumed
+// run is set before its first redaction), so each is checked once a run,
+// not at each of its model calls and saves.
+func (r *runner) redact() {
+	red := r.e.cfg.Redact
+	gen, from := red.generation(), 0
+	if r.redacted.ok && r.redacted.gen == gen && r.redacted.messages <= len(r.tr.Messages) {
+		from = r.redacted.messages
+	}
+	red.transcriptFrom(r.tr, from)
+	r.redacted.ok, r.redacted.gen, r.redacted.messages = true, gen, len(r.tr.Messages)
+}
+
 func (r *runner) save(ctx context.Context) error {
-	r.e.cfg.Redact.Transcript(r.tr)
+	r.redact()
 	if r.h.Save == nil {
 		return nil
 	}
@@ -714,7 +740,7 @@ func (r *runner) controlsOnly() bool {
 // request is the next model call.
 func (r *runner) request() Request {
 	cfg := &r.e.cfg
-	cfg.Redact.Transcript(r.tr) // the instruction and history too
+	r.redact() // the instruction and history too
 	req := Request{Model: r.tr.Model, Messages: r.tr.Messages, MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature}
 	strict := !cfg.NotStrict
 	if r.tr.Protocol == ProtocolTools {

@@ -190,7 +190,7 @@ func (r *runner) allowedNames() []string {
 // allowedTools keeps the tools the run may take, so the model is not
 // even offered an action the run would refuse.
 func (r *runner) allowedTools(ts []Tool) []Tool {
-	out := ts[:0:0]
+	out := make([]Tool, 0, len(ts))
 	for _, t := range ts {
 		if r.allowed(t.Name) {
 			out = append(out, t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -78,8 +79,22 @@ func TodayMessage(now time.Time) string {
 
 // SystemPrompt returns the system prompt for a protocol. It holds
 // nothing that changes between calls, runs or days (the date is in
-// TodayMessage): it is byte-identical for every request of a protocol.
+// TodayMessage): it is byte-identical for every request of a protocol,
+// so it is built once for each (every run starts with it).
 func SystemPrompt(p Protocol) string {
+	if p == ProtocolJSON {
+		return jsonPrompt()
+	}
+	return toolsPrompt()
+}
+
+var (
+	toolsPrompt = sync.OnceValue(func() string { return buildSystemPrompt(ProtocolTools) })
+	jsonPrompt  = sync.OnceValue(func() string { return buildSystemPrompt(ProtocolJSON) })
+)
+
+// buildSystemPrompt writes SystemPrompt's text for p.
+func buildSystemPrompt(p Protocol) string {
 	var b strings.Builder
 	b.WriteString(`You are tidybot, an assistant that manages the user's Todoist.
 Work in steps: think, act, read the observation, repeat; finish with final_answer.

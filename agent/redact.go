@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -28,6 +29,9 @@ type Redactor struct {
 	mu      sync.RWMutex // protects the fields below
 	secrets []string
 	r       *strings.Replacer
+	// gen counts the changes of secrets (Add): a text redacted before
+	// one may hold a secret learnt since.
+	gen uint64
 }
 
 // NewRedactor returns a Redactor hiding each non-empty secret, in its
@@ -58,7 +62,19 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 	if nr := replacer(all); nr != nil {
 		r.secrets, r.r = all, nr
+		r.gen++
 	}
+}
+
+// generation is the number of times the secrets changed (Add); 0 for a
+// nil Redactor.
+func (r *Redactor) generation() uint64 {
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // replacer returns the strings.Replacer hiding every form of secrets, or
@@ -103,7 +119,48 @@ func (r *Redactor) replace(s string) string {
 	if r.r == nil {
 		return s // nothing to hide yet
 	}
+	// Most texts hold no secret: they are checked without a copy
+	// (strings.Replacer's Replace copies s whenever it has more than one
+	// secret to look for, even when it finds none), and only one that
+	// holds a secret is replaced.
+	w := sameWriters.Get().(*sameWriter)
+	*w = sameWriter{s: s}
+	_, err := r.r.WriteString(w, s)
+	same := err == nil && w.n == len(s)
+	*w = sameWriter{}
+	sameWriters.Put(w)
+	if same {
+		return s
+	}
 	return r.r.Replace(s)
+}
+
+// A sameWriter checks that what a strings.Replacer writes is s itself,
+// and stops it (errChanged) at the first byte that differs.
+type sameWriter struct {
+	s string
+	n int // the bytes written so far, each equal to s's
+}
+
+var (
+	sameWriters = sync.Pool{New: func() any { return new(sameWriter) }}
+	errChanged  = errors.New("redactor: text changed")
+)
+
+func (w *sameWriter) WriteString(p string) (int, error) {
+	if len(p) > len(w.s)-w.n || w.s[w.n:w.n+len(p)] != p {
+		return 0, errChanged
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *sameWriter) Write(p []byte) (int, error) {
+	if len(p) > len(w.s)-w.n || w.s[w.n:w.n+len(p)] != string(p) {
+		return 0, errChanged
+	}
+	w.n += len(p)
+	return len(p), nil
 }
 
 // String returns s with every secret replaced by Redacted.
@@ -143,11 +200,18 @@ func (e redactedError) Unwrap() error { return e.err }
 // what was read from the to-do service are left as they are: a resumed run
 // must re-send exactly what it planned.
 func (r *Redactor) Transcript(t *Transcript) {
+	r.transcriptFrom(t, 0)
+}
+
+// transcriptFrom is Transcript, but for the messages before index from,
+// which the caller knows were redacted with the same secrets and have not
+// changed since (runner.redact).
+func (r *Redactor) transcriptFrom(t *Transcript, from int) {
 	if r == nil || t == nil {
 		return
 	}
 	t.Instruction = r.String(t.Instruction)
-	for i := range t.Messages {
+	for i := from; i < len(t.Messages); i++ {
 		m := &t.Messages[i]
 		m.Content = r.String(m.Content)
 		for j := range m.ToolCalls {
@@ -181,15 +245,41 @@ func (r *Redactor) Handler(h slog.Handler) slog.Handler {
 	if r == nil {
 		return h
 	}
-	return &redactHandler{r: r, h: h}
+	return &redactHandler{r: r, base: h}
 }
 
+// A redactHandler redacts what it passes to base. The attributes a
+// logger is given (Logger.With) wait in pending until a record is
+// logged: most loggers made for one message or job log nothing, and
+// neither the redaction nor the handler's own formatting of them is
+// done for those.
 type redactHandler struct {
-	r *Redactor
-	h slog.Handler
+	r       *Redactor
+	base    slog.Handler
+	pending []slog.Attr // base's attributes yet to be added, redacted
+
+	once sync.Once
+	h    slog.Handler // base with pending, once made (handler)
 }
 
-func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+// handler is base with the pending attributes, redacted.
+func (h *redactHandler) handler() slog.Handler {
+	if len(h.pending) == 0 {
+		return h.base
+	}
+	h.once.Do(func() {
+		red := make([]slog.Attr, len(h.pending))
+		for i, a := range h.pending {
+			red[i] = h.r.attr(a)
+		}
+		h.h = h.base.WithAttrs(red)
+	})
+	return h.h
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.base.Enabled(ctx, l)
+}
 
 func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
@@ -197,19 +287,22 @@ func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 		out.AddAttrs(h.r.attr(a))
 		return true
 	})
-	return h.h.Handle(ctx, out)
+	return h.handler().Handle(ctx, out)
 }
 
 func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(as))
-	for i, a := range as {
-		red[i] = h.r.attr(a)
+	if len(as) == 0 {
+		return h
 	}
-	return &redactHandler{r: h.r, h: h.h.WithAttrs(red)}
+	// Clipped, so that two loggers made from this one never share
+	// the array their attributes are appended to.
+	return &redactHandler{r: h.r, base: h.base, pending: append(slices.Clip(h.pending), as...)}
 }
 
+// WithGroup adds the pending attributes first: they are outside the
+// group.
 func (h *redactHandler) WithGroup(name string) slog.Handler {
-	return &redactHandler{r: h.r, h: h.h.WithGroup(name)}
+	return &redactHandler{r: h.r, base: h.handler().WithGroup(name)}
 }
 
 // attr redacts one attribute. Values that are not strings are printed

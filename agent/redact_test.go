@@ -30,6 +30,12 @@ func TestRedactorString(t *testing.T) {
 		{"twice", testToken + testToken, "[redacted][redacted]"},
 		{"too short to hide", "a short word", "a short word"},
 		{"nothing", "no secret here", "no secret here"},
+		// The text with no secret is returned without a copy, the rest
+		// replaced: a secret at either end, alone, or only begun.
+		{"the whole text", testToken, "[redacted]"},
+		{"at the end", "the token is " + testToken, "the token is [redacted]"},
+		{"a secret begun at the end", "the token starts " + testToken[:20], "the token starts " + testToken[:20]},
+		{"after the start of another", "0123456789" + testKey, "0123456789[redacted]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := r.String(tt.in); got != tt.want {
@@ -100,6 +106,48 @@ func TestRedactorHandler(t *testing.T) {
 				t.Errorf("a plain value was changed:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestRedactorHandlerAttrsInOrder: the attributes a logger is given
+// (With, kept until it logs) come out as the handler beneath would write
+// them, groups included, and loggers made from one another or from the
+// same one never share attributes; a secret in one is hidden.
+func TestRedactorHandlerAttrsInOrder(t *testing.T) {
+	r := NewRedactor(testToken)
+	var got, want bytes.Buffer
+	plain := slog.NewTextHandler(&want, nil)
+	red := r.Handler(slog.NewTextHandler(&got, nil))
+	for _, h := range []slog.Handler{plain, red} {
+		base := slog.New(h).With("a", 1, "z", 0)
+		one := base.With("b", 2)
+		two := base.With("c", 3) // beside one, from the same array
+		one.Info("one")
+		two.Info("two")
+		one.WithGroup("g").With("d", 4).WithGroup("h").Info("grouped", "e", 5)
+		base.With("f", 6).With().WithGroup("").Info("again", "g", 7)
+		two.Info("two again")
+		c1, c2 := one.With("x", 8), one.With("y", 9)
+		c1.Info("c1")
+		c2.Info("c2")
+	}
+	strip := func(s string) string { // the times differ
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if _, rest, ok := strings.Cut(l, " level="); ok {
+				l = rest
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	if strip(got.String()) != strip(want.String()) {
+		t.Errorf("through the Redactor:\n%s\nwant:\n%s", got.String(), want.String())
+	}
+	got.Reset()
+	slog.New(red).With("token", testToken).With("n", 1).Info("hello")
+	if strings.Contains(got.String(), testToken) || !strings.Contains(got.String(), "token="+Redacted) {
+		t.Errorf("a secret given with With was not hidden: %s", got.String())
 	}
 }
 
@@ -190,5 +238,75 @@ func TestEngineRedactsTheFailureAnswer(t *testing.T) {
 	}
 	if strings.Contains(out.Answer, testToken) || !strings.Contains(out.Answer, Redacted) {
 		t.Errorf("answer = %q, want the token redacted", out.Answer)
+	}
+}
+
+// BenchmarkRedactorString is the redaction of a text with no secret in
+// it (most of what a run sends and stores: the system prompt, the
+// history): no allocation.
+//
+//	go test ./agent -run '^$' -bench RedactorString -benchmem
+func BenchmarkRedactorString(b *testing.B) {
+	r := NewRedactor(testToken, testKey, tgToken)
+	text := strings.Repeat("Move the milk task to Groceries, then tell me what is due today. ", 40)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if r.String(text) != text {
+			b.Fatal("a text without a secret was changed")
+		}
+	}
+}
+
+// learningTasks learns a secret (Redactor.Add) as it reads the labels,
+// as team mode learns a person's token once it is loaded.
+type learningTasks struct {
+	*memTasks
+	r      *Redactor
+	secret string
+}
+
+func (l learningTasks) Labels(ctx context.Context) ([]Label, error) {
+	l.r.Add(l.secret)
+	return l.memTasks.Labels(ctx)
+}
+
+// TestEngineRedactsWithSecretsLearntDuringTheRun: the messages a run
+// redacted before (its instruction, its history) are redacted again once
+// a secret is learnt, so that neither the next model call nor the saved
+// transcript holds it; and what comes later is redacted too.
+func TestEngineRedactsWithSecretsLearntDuringTheRun(t *testing.T) {
+	const secret = "learnt-secret-0123456789"
+	r := NewRedactor(testToken)
+	s := &script{replies: []Response{
+		tool(ActGetLabels, `{}`),
+		tool(ActFinalAnswer, `{"answer":"done, `+secret+`"}`),
+	}}
+	e := New(s, learningTasks{memTasks: newTalkTasks(), r: r, secret: secret}, Config{Redact: r})
+	var saved [][]byte
+	out := e.Start(t.Context(), Input{Instruction: "list labels; " + secret + " and " + testToken,
+		History: []HistoryMessage{{Role: RoleUser, Text: "earlier: " + secret}, {Role: RoleAssistant, Text: "noted"}}}, Hooks{
+		Save: func(_ context.Context, tr *Transcript) error {
+			b, err := json.Marshal(tr)
+			saved = append(saved, b)
+			return err
+		},
+	})
+	if out.Status != StatusDone || len(s.reqs) != 2 {
+		t.Fatalf("status %s (%v), %d model calls", out.Status, out.Err, len(s.reqs))
+	}
+	if b, _ := json.Marshal(s.reqs[0]); bytes.Contains(b, []byte(testToken)) {
+		t.Errorf("the first call holds a secret: %s", b)
+	}
+	if b, _ := json.Marshal(s.reqs[1]); bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte(testToken)) {
+		t.Errorf("the second call holds a secret: %s", b)
+	}
+	// Saved once before the labels were read (the secret not yet
+	// known), and at the end.
+	if len(saved) < 2 || bytes.Contains(saved[len(saved)-1], []byte(secret)) {
+		t.Errorf("the transcript saved at the end holds the secret learnt (%d saves)", len(saved))
+	}
+	if strings.Contains(out.Answer, secret) {
+		t.Errorf("answer holds the secret: %q", out.Answer)
 	}
 }

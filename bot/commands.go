@@ -114,8 +114,11 @@ func LookupCommand(word string) (Command, bool) {
 // command returns the command in.Command names in the bot's mode, or nil
 // for none (plain text, or a command the bot does not know).
 func (b *Bot) command(name string) *Command {
+	if name == "" {
+		return nil // a message, asked about several times each: no copy of a command made
+	}
 	c, ok := LookupCommand(name)
-	if !ok || name == "" || (c.TeamOnly && b.cfg.Accounts == nil) {
+	if !ok || (c.TeamOnly && b.cfg.Accounts == nil) {
 		return nil
 	}
 	return &c

@@ -1,7 +1,9 @@
 package bot
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -98,4 +100,60 @@ func lastRunID(t *testing.T, s *memStore, user string) string {
 		t.Fatalf("runs of %s: %v, %v", user, runs, err)
 	}
 	return runs[len(runs)-1].ID
+}
+
+// waitingCounter is a memStore counting the reads of a thread's waiting
+// run.
+type waitingCounter struct {
+	*memStore
+	reads atomic.Int32
+}
+
+func (s *waitingCounter) WaitingRun(ctx context.Context, key string) (*Run, error) {
+	s.reads.Add(1)
+	return s.memStore.WaitingRun(ctx, key)
+}
+
+// TestNewRequestReadsTheWaitingRunOnce: a message in a conversation
+// where no run waits looks for a waiting run once (message), not again
+// as its run starts; one that comes while a question waits still drops
+// the question and starts a run of its own.
+func TestNewRequestReadsTheWaitingRunOnce(t *testing.T) {
+	ag := &mockAgent{}
+	st := &waitingCounter{memStore: newMemStore()}
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42", "telegram:43"}})
+	plat := newTelegram()
+	b.AddPlatform(plat)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Stop(); cancel() })
+	h := &harness{bot: b, store: st.memStore, agent: ag, plat: plat}
+
+	h.handle(t, msg("what's due today?", "e1"))
+	h.idle(t)
+	if got := joined(ag.startedList()); got != "what's due today?" {
+		t.Fatalf("runs = %s", got)
+	}
+	if n := st.reads.Load(); n != 1 {
+		t.Errorf("the waiting run was read %d times for a new request, want 1", n)
+	}
+
+	ag.mu.Lock()
+	ag.StartFn = asking("Work", "Home")
+	ag.mu.Unlock()
+	h.handle(t, msg("file the dentist task", "e2"))
+	h.idle(t)
+	asked, err := st.memStore.WaitingRun(t.Context(), msg("", "").ThreadKey())
+	if err != nil || asked == nil {
+		t.Fatalf("the run asking: %+v, %v", asked, err)
+	}
+	other := msg("what's due tomorrow?", "e3")
+	other.UserID = "43" // someone else in the chat: a new request
+	h.handle(t, other)
+	h.idle(t)
+	if got, err := st.Run(t.Context(), asked.ID); err != nil || got.Status != RunCancelled {
+		t.Errorf("the question after a new request: %+v, %v", got, err)
+	}
 }

@@ -350,3 +350,30 @@ func TestOpenTightensFileMode(t *testing.T) {
 		t.Errorf("mode %o, want 600", got)
 	}
 }
+
+// BenchmarkRecentMessages is a run's read of its conversation's history
+// (bot.history: the default 15 messages and the one being answered), in
+// a conversation of 40 messages.
+//
+//	go test ./store -run '^$' -bench RecentMessages -benchmem
+func BenchmarkRecentMessages(b *testing.B) {
+	s, _ := open(b)
+	ctx := context.Background()
+	const key = "slack:D1:"
+	for i := range 40 {
+		role := bot.RoleUser
+		if i%2 == 1 {
+			role = bot.RoleAssistant
+		}
+		m := &bot.Message{ThreadKey: key, Role: role, Text: fmt.Sprintf("message %d: move the \"birthday\" tasks into one project\nand tell me", i), RunID: fmt.Sprint("run", i/2), At: t0.Add(time.Duration(i) * time.Second)}
+		if err := s.Commit(ctx, bot.Change{Message: m}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ms, err := s.RecentMessages(ctx, key, time.Time{}, 16); err != nil || len(ms) != 16 {
+			b.Fatal(len(ms), err)
+		}
+	}
+}

@@ -50,6 +50,16 @@ func (s *Store) appendMessage(tx *bolt.Tx, m bot.Message) error {
 	return s.putSealed(tx, b, u64(seq), m.ThreadKey, m)
 }
 
+// messageRecord is a stored bot.Message as RecentMessages reads it:
+// without its thread key, which is the name of the bucket it is in
+// (appendMessage), so that each message's copy of it is not decoded.
+type messageRecord struct {
+	Role  string    `json:"role"`
+	Text  string    `json:"text"`
+	RunID string    `json:"run_id,omitempty"`
+	At    time.Time `json:"at"`
+}
+
 // RecentMessages implements bot.Store: it walks the thread backwards and
 // stops after n messages or at the first one before since.
 func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time.Time, n int) ([]bot.Message, error) {
@@ -59,16 +69,18 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 		if b == nil {
 			return nil
 		}
+		out = make([]bot.Message, 0, min(n, 64))
+		var rec messageRecord // one for all: a run reads 16 messages
 		c := b.Cursor()
 		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
-			var m bot.Message
-			if err := s.decodeSealed(tx, v, &m); err != nil {
+			rec = messageRecord{}
+			if err := s.decodeSealed(tx, v, &rec); err != nil {
 				return err
 			}
-			if m.At.Before(since) {
+			if rec.At.Before(since) {
 				break
 			}
-			out = append(out, m)
+			out = append(out, bot.Message{ThreadKey: threadKey, Role: rec.Role, Text: rec.Text, RunID: rec.RunID, At: rec.At})
 		}
 		return nil
 	})

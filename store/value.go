@@ -47,13 +47,13 @@ func decode(raw []byte, v any) error {
 	// another version, goes through the envelope.
 	if data, ok := bytes.CutPrefix(raw, []byte(envelopeStart)); ok && bytes.HasSuffix(data, []byte("}")) {
 		err := json.Unmarshal(data[:len(data)-1], v)
+		if err == nil {
+			return nil
+		}
 		// A syntax error (a layout envelop did not write) has changed
 		// nothing in v: json checks the whole input first.
 		if syntax := (*json.SyntaxError)(nil); !errors.As(err, &syntax) {
-			if err != nil {
-				return fmt.Errorf("decode value: %w", err)
-			}
-			return nil
+			return fmt.Errorf("decode value: %w", err)
 		}
 	}
 	var env envelope

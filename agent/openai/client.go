@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,8 +163,12 @@ type Client struct {
 	othersMu sync.Mutex
 	others   map[string]*Client
 
-	// toolsMu protects the last tools encoded (see encodedTools).
+	// toolsMu protects the last tools made (see chatTools) and encoded
+	// (see encodedTools).
 	toolsMu       sync.Mutex
+	builtFrom     []agent.Tool
+	builtLevel    int
+	built         []goopenai.Tool
 	lastTools     []goopenai.Tool
 	lastToolsJSON []byte
 }
@@ -620,20 +625,27 @@ func (c *Client) toolOptions(req agent.Request, named func(string) any) (choice 
 	}
 	switch req.ToolChoice {
 	case "":
-	case "auto", "required", "none":
-		choice = req.ToolChoice
+	// Constants, which need no allocation to become an any.
+	case "auto":
+		choice = "auto"
+	case "required":
+		choice = "required"
+	case "none":
+		choice = "none"
 	default:
 		choice = named(req.ToolChoice)
 	}
 	if !noParallelToolCalls(c.model) {
-		parallel = &req.ParallelToolCalls
+		// A copy: a pointer into req would move all of req to the heap.
+		v := req.ParallelToolCalls
+		parallel = &v
 	}
 	return choice, parallel
 }
 
 // chatRequest maps req onto go-openai's Chat Completions request.
 func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionRequest {
-	out := goopenai.ChatCompletionRequest{Model: c.model}
+	out := goopenai.ChatCompletionRequest{Model: c.model, Messages: make([]goopenai.ChatCompletionMessage, 0, len(req.Messages))}
 	for _, m := range req.Messages {
 		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
 		if len(m.Images) > 0 {
@@ -655,18 +667,7 @@ func (c *Client) chatRequest(req agent.Request, p plan) goopenai.ChatCompletionR
 		}
 		out.Messages = append(out.Messages, om)
 	}
-	for _, t := range req.Tools {
-		params, strict := toolSchema(t, p.schema)
-		out.Tools = append(out.Tools, goopenai.Tool{
-			Type: goopenai.ToolTypeFunction,
-			Function: &goopenai.FunctionDefinition{
-				Name:        t.Name,
-				Description: t.Description,
-				Strict:      strict,
-				Parameters:  params,
-			},
-		})
-	}
+	out.Tools = c.chatTools(req.Tools, p.schema)
 	choice, parallel := c.toolOptions(req, func(name string) any {
 		return goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: name}}
 	})
@@ -778,6 +779,45 @@ func (c *Client) chatResponse(req agent.Request, format agent.FormatKind, resp g
 	return out, nil
 }
 
+// chatTools returns tools as go-openai's, at schema level, made only
+// when they differ from the last tools asked for (the agent sends the
+// same tools on every call). The slice returned is shared: it is read,
+// never changed.
+func (c *Client) chatTools(tools []agent.Tool, level int) []goopenai.Tool {
+	if len(tools) == 0 {
+		return nil
+	}
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if level == c.builtLevel && slices.EqualFunc(c.builtFrom, tools, sameTool) {
+		return c.built
+	}
+	out := make([]goopenai.Tool, 0, len(tools))
+	from := make([]agent.Tool, 0, len(tools))
+	for _, t := range tools {
+		// The caller's schema is kept as it is now, to compare the next
+		// call's with.
+		t.Parameters = bytes.Clone(t.Parameters)
+		from = append(from, t)
+		params, strict := toolSchema(t, level)
+		out = append(out, goopenai.Tool{
+			Type: goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{
+				Name:        t.Name,
+				Description: t.Description,
+				Strict:      strict,
+				Parameters:  params,
+			},
+		})
+	}
+	c.builtFrom, c.builtLevel, c.built = from, level, out
+	return out
+}
+
+func sameTool(a, b agent.Tool) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Strict == b.Strict && bytes.Equal(a.Parameters, b.Parameters)
+}
+
 // encodedTools returns tools as go-openai would encode them in a request,
 // encoding them only when they differ from the last tools asked for (the
 // agent sends the same tools on every call), or nil if they cannot be
@@ -801,6 +841,9 @@ func (c *Client) encodedTools(tools []goopenai.Tool) []byte {
 func sameTools(a, b []goopenai.Tool) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true // chatTools' shared slice
 	}
 	for i := range a {
 		fa, fb := a[i].Function, b[i].Function

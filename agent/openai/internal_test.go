@@ -83,6 +83,13 @@ func TestEditBody(t *testing.T) {
 		{"quoted in a value is not a key", `{"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`, zero,
 			`{"temperature":0,"messages":[{"content":"\"temperature\":1"}],"model":"temperature"}`},
 		{"escaped backslash before a quote", `{"a":"x\\","temperature":2}`, zero, `{"a":"x\\","temperature":2}`},
+		// The tools, with or without the temperature, are spliced in
+		// too, in one place before the body (editBody's room).
+		{"tools and temperature", `{"model":"m"}`, bodyEdit{zeroTemperature: true, tools: []byte(`[{"x":1}]`)}, `{"tools":[{"x":1}],"temperature":0,"model":"m"}`},
+		{"tools and a temperature present", ` {"temperature":1}`, bodyEdit{zeroTemperature: true, tools: []byte(`[{"x":1}]`)}, ` {"tools":[{"x":1}],"temperature":1}`},
+		{"tools into an empty object", "\n{ }", bodyEdit{tools: []byte(`[]`)}, "\n{\"tools\":[] }"},
+		{"tools and temperature into an empty object", `{}`, bodyEdit{zeroTemperature: true, tools: []byte(`[]`)}, `{"tools":[],"temperature":0}`},
+		{"tools, not an object", `[1]`, bodyEdit{tools: []byte(`[]`)}, `[1]`},
 		// What the scan cannot tell goes through a decode.
 		{"escaped key", `{"\u0074emperature":0.5}`, zero, `{"temperature":0.5}`},
 		{"not an object", `[1]`, zero, `[1]`},
@@ -267,5 +274,24 @@ func TestToolsEncodedOnce(t *testing.T) {
 	req.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
 	if changed := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(changed, []byte("temperature")) {
 		t.Errorf("a changed schema was sent as before: %s", changed)
+	}
+	// The tools are made once too (chatTools): a schema changed in
+	// place, in the same bytes, or another schema level makes them again.
+	params := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	req.Tools[0].Parameters, req.Tools[0].Strict = params, true
+	first := c.chatRequest(req, c.plan(req)).Tools
+	if &first[0] != &c.chatRequest(req, c.plan(req)).Tools[0] {
+		t.Error("the same tools were made again")
+	}
+	if before := c.encodedTools(first); !bytes.Contains(before, []byte(`"a"`)) {
+		t.Fatalf("the tools were sent without their schema: %s", before)
+	}
+	params[bytes.IndexByte(params, 'a')] = 'b'
+	if changed := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); !bytes.Contains(changed, []byte(`"b"`)) || !bytes.Contains(changed, []byte(`"strict":true`)) {
+		t.Errorf("a schema changed in place was sent as before: %s", changed)
+	}
+	c.schema = schemaLoose
+	if loose := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(loose, []byte(`"strict":true`)) {
+		t.Errorf("the tools were sent strict at the loose schema level: %s", loose)
 	}
 }

@@ -307,14 +307,20 @@ type bodyEdit struct {
 
 func (e bodyEdit) needed() bool { return e.zeroTemperature || len(e.drop) > 0 || len(e.tools) > 0 }
 
-// editBody returns req with its JSON body changed as e says.
+// editBody returns req with its JSON body changed as e says. The body
+// is read once, into a buffer with room before it for what the usual
+// edits add (see spliced), and sent from that buffer.
 func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
-	body, err := io.ReadAll(req.Body)
+	room := e.room()
+	buf, err := readAfter(req.Body, req.ContentLength, room)
 	_ = req.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	body = edited(body, e)
+	body, ok := spliced(buf, room, e)
+	if !ok {
+		body = decodedEdit(buf[room:], e)
+	}
 	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -322,24 +328,75 @@ func editBody(req *http.Request, e bodyEdit) (*http.Request, error) {
 	return r, nil
 }
 
+// readAfter reads r to its end into a buffer whose first room bytes are
+// left free; length is what r holds, when known (-1 or 0 if not).
+func readAfter(r io.Reader, length int64, room int) ([]byte, error) {
+	// bytes.Buffer reads while MinRead bytes are free: with them, a body
+	// of the length given is read without growing the buffer.
+	size := room + bytes.MinRead
+	if length > 0 {
+		size += int(length)
+	}
+	b := bytes.NewBuffer(make([]byte, room, size))
+	if _, err := b.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 // edited returns body changed as e says; a body that is not a JSON
 // object is returned as it is.
 func edited(body []byte, e bodyEdit) []byte {
-	if len(e.drop) == 0 {
-		// The usual edits, on every call: decoding and encoding the
-		// whole body again (the conversation, the tool schemas) costs
-		// as much CPU as go-openai's own encoding, for one field.
-		b, ok := body, true
-		if e.zeroTemperature {
-			b, ok = withZeroTemperature(b)
+	room := e.room()
+	buf := make([]byte, room+len(body))
+	copy(buf[room:], body)
+	if out, ok := spliced(buf, room, e); ok {
+		return out
+	}
+	return decodedEdit(body, e)
+}
+
+// room is the most the usual edits (spliced) add to a body: the tools
+// and a zero temperature, each with a comma.
+func (e bodyEdit) room() int {
+	return len(`"tools":,`) + len(e.tools) + len(`"temperature":0,`)
+}
+
+// spliced is the JSON body at buf[room:] with the usual edits, on every
+// call: the tools and a zero temperature added as its first members,
+// without decoding and encoding the whole body again (the conversation,
+// the tool schemas), which costs as much CPU as go-openai's own encoding.
+// They are written in buf's first room bytes (e.room() of them), the
+// body left where it is. ok is false when the edit needs the body decoded
+// (a field dropped, or a body the scan cannot read): buf is then as it was.
+func spliced(buf []byte, room int, e bodyEdit) (out []byte, ok bool) {
+	body := buf[room:]
+	if len(e.drop) > 0 {
+		return nil, false
+	}
+	var add [2]member
+	ms := add[:0]
+	if len(e.tools) > 0 {
+		ms = append(ms, member{"tools", e.tools})
+	}
+	if e.zeroTemperature {
+		has, ok := hasMember(body, "temperature")
+		if !ok {
+			return nil, false
 		}
-		if ok && len(e.tools) > 0 {
-			b, ok = withMember(b, "tools", e.tools)
-		}
-		if ok {
-			return b
+		if !has {
+			ms = append(ms, member{"temperature", []byte("0")})
 		}
 	}
+	if len(ms) == 0 {
+		return body, true
+	}
+	return spliceMembers(buf, room, ms)
+}
+
+// decodedEdit returns body changed as e says by decoding it; a body
+// that is not a JSON object is returned as it is.
+func decodedEdit(body []byte, e bodyEdit) []byte {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return body
@@ -362,25 +419,74 @@ func edited(body []byte, e bodyEdit) []byte {
 	return b
 }
 
+// A member is a JSON object's "name":raw.
+type member struct {
+	name string
+	raw  []byte
+}
+
 // withMember returns body, a JSON object that has no member name (a
 // field go-openai left out), with "name":raw as its first member; ok is
-// false when body is not an object.
+// false when body is not an object. body is not changed.
 func withMember(body []byte, name string, raw []byte) (out []byte, ok bool) {
+	m := []member{{name, raw}}
+	room := membersLen(m, true)
+	buf := make([]byte, room+len(body))
+	copy(buf[room:], body)
+	return spliceMembers(buf, room, m)
+}
+
+// spliceMembers returns the JSON object at buf[room:], which has none
+// of ms, with ms as its first members, in their order; ok is false (and
+// buf unchanged) when it is not an object. They are written into buf's
+// first room bytes, the object's opening moved before them, when room is
+// enough (else into a new buffer).
+func spliceMembers(buf []byte, room int, ms []member) (out []byte, ok bool) {
+	body := buf[room:]
 	start := bytes.IndexFunc(body, func(r rune) bool { return !isJSONSpace(r) })
 	if start < 0 || body[start] != '{' {
 		return nil, false
 	}
 	empty := len(bytes.TrimFunc(body[start+1:], isJSONSpace)) == 1 // just "}"
-	out = make([]byte, 0, len(body)+len(name)+len(raw)+4)
-	out = append(out, body[:start+1]...)
-	out = append(out, '"')
-	out = append(out, name...)
-	out = append(out, '"', ':')
-	out = append(out, raw...)
-	if !empty {
-		out = append(out, ',')
+	n := membersLen(ms, !empty)
+	if n > room {
+		bigger := make([]byte, n+len(body))
+		copy(bigger[n:], body)
+		buf, room = bigger, n
 	}
-	return append(out, body[start+1:]...), true
+	at := room - n
+	// The opening (spaces and the brace) moves n bytes back; the members
+	// go between it and the rest, which stays where it is.
+	p := at + copy(buf[at:], buf[room:room+start+1])
+	for i, m := range ms {
+		if i > 0 {
+			buf[p] = ','
+			p++
+		}
+		buf[p] = '"'
+		p++
+		p += copy(buf[p:], m.name)
+		buf[p], buf[p+1] = '"', ':'
+		p += 2
+		p += copy(buf[p:], m.raw)
+	}
+	if !empty {
+		buf[p] = ','
+	}
+	return buf[at:], true
+}
+
+// membersLen is the length of ms written as members, with a comma after
+// the last when more follow.
+func membersLen(ms []member, more bool) int {
+	n := len(ms) - 1
+	if more {
+		n++
+	}
+	for _, m := range ms {
+		n += len(`"":`) + len(m.name) + len(m.raw)
+	}
+	return n
 }
 
 // withZeroTemperature returns body, a JSON object, with "temperature":0

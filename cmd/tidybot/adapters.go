@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/discord"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/bot"
@@ -28,6 +29,7 @@ type platform struct {
 var platforms = []platform{
 	{config.Platform{Name: telegram.Platform, Allow: telegram.AllowedID, On: func(cfg Config) bool { return cfg.TelegramToken != "" }}, openTelegram},
 	{config.Platform{Name: slack.Platform, Allow: slack.AllowedID, On: func(cfg Config) bool { return cfg.SlackBotToken != "" }}, openSlack},
+	{config.Platform{Name: discord.Platform, Allow: discord.AllowedID, On: func(cfg Config) bool { return cfg.DiscordToken != "" }}, openDiscord},
 }
 
 type Config = config.Config // every setting (package config)
@@ -50,6 +52,12 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 	hooks, _ := m.store.(slack.Hooks) // PostgreSQL's, shared by replicas; none with bbolt (one process: memory)
 	return slack.New(ctx, slack.Config{BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken, APIURL: cfg.SlackURL, Logger: log,
 		Threads: b, Events: m.metrics, Hooks: hooks, HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
+}
+
+func openDiscord(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
+	return discord.New(discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordURL, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
+		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 
 // openAdapters connects every platform the configuration enables (an

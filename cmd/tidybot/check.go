@@ -12,7 +12,7 @@ import (
 )
 
 // check checks every configured part (settings, model, Todoist, Slack,
-// Telegram, database, team mode), one line each, and fails unless all
+// Telegram, Discord, database, team mode), one line each, and fails unless all
 // pass (a warning passes).
 func (m *Main) check(ctx context.Context, cfg Config) error {
 	hc := m.httpClient()
@@ -24,6 +24,9 @@ func (m *Main) check(ctx context.Context, cfg Config) error {
 	}
 	if cfg.TelegramToken != "" {
 		findings = append(findings, checkup.Telegram(cfg, hc))
+	}
+	if cfg.DiscordToken != "" {
+		findings = append(findings, checkup.Discord(ctx, cfg, hc))
 	}
 	findings = append(findings, checkup.Database(ctx, cfg))
 	if cfg.TeamMode() {

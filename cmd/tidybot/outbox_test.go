@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -38,31 +39,36 @@ func (a *armedText) arm(text string) {
 // take reports whether r's form posts the armed text, disarming it if so;
 // r's body stays readable for the next handler.
 func (a *armedText) take(w http.ResponseWriter, r *http.Request) (hit, ok bool) {
-	form, ok := readForm(w, r)
+	form, body, ok := readForm(w, r)
 	if !ok {
 		return false, false
 	}
-	return a.takeForm(form), true
+	return a.takeForm(form, body), true
 }
 
-// readForm reads r's form, leaving r's body readable for the next
-// handler; on failure it answers w and reports false.
-func readForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+// readForm reads r's body and form, leaving the body readable for the
+// next handler; on failure it answers w and reports false.
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, []byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	form, _ := url.ParseQuery(string(body))
-	return form, true
+	return form, body, true
 }
 
-// takeForm reports whether form posts the armed text, disarming it if so.
-func (a *armedText) takeForm(form url.Values) bool {
+// takeForm reports whether form (or, on Discord, body's JSON content)
+// posts the armed text, disarming it if so.
+func (a *armedText) takeForm(form url.Values, body []byte) bool {
+	var j struct {
+		Content string `json:"content"` // Discord's JSON body
+	}
+	_ = json.Unmarshal(body, &j)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	hit := a.text != "" && (form.Get("text") == a.text || a.text == ackHold)
+	hit := a.text != "" && (form.Get("text") == a.text || (j.Content != "" && j.Content == a.text) || a.text == ackHold)
 	if hit {
 		a.text = ""
 	}
@@ -143,16 +149,17 @@ func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	traced := posts || method == "editMessageText" || method == "deleteMessage"
 	var what string
 	var form url.Values
+	var body []byte
 	if traced {
 		var ok bool
-		if form, ok = readForm(w, r); !ok {
+		if form, body, ok = readForm(w, r); !ok {
 			return
 		}
 		what = fmt.Sprintf("p%d %s chat=%s msg=%s text=%q reaction=%s", gen, method, form.Get("chat_id"), form.Get("message_id"), form.Get("text"), form.Get("reaction"))
 	}
 	p.mu.Lock()
 	frozen := p.frozen
-	hold := !frozen && posts && p.takeForm(form)
+	hold := !frozen && posts && p.takeForm(form, body)
 	p.frozen = frozen || hold
 	p.mu.Unlock()
 	switch {

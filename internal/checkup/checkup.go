@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/adapters/discord"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/telegram"
 	"github.com/tidybot/tidybot/agent"
@@ -194,6 +195,30 @@ func Telegram(cfg config.Config, hc *http.Client) Finding {
 		text += "; privacy mode on: in groups only /command@" + c.UserName + " and replies to the bot reach it (BotFather's /setprivacy lets @mentions in)"
 	}
 	return Finding{part, v, text}
+}
+
+// Discord: the bot token (GET /users/@me) and the gateway (GET
+// /gateway/bot), and how interactions arrive.
+func Discord(ctx context.Context, cfg config.Config, hc *http.Client) Finding {
+	const part = "Discord"
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	c, err := discord.Check(ctx, discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordURL, HTTPClient: &http.Client{Timeout: Timeout, Transport: hc.Transport}})
+	if err != nil {
+		return Finding{part, Failed, err.Error() + ": check DISCORD_BOT_TOKEN (developer portal → Bot → Reset Token) and DISCORD_API_URL"}
+	}
+	text := "bot " + c.UserName + " (" + c.ID + "); gateway " + c.Gateway
+	if cfg.DiscordPublicKey != "" {
+		text += "; interactions over HTTP: set the portal's Interactions Endpoint URL to <TIDYBOT_PUBLIC_URL>/discord/interactions"
+	} else {
+		text += "; interactions over the gateway"
+	}
+	if cfg.DiscordMessageContent {
+		text += "; Message Content intent asked for (the portal must allow it, or the gateway refuses the bot)"
+	} else {
+		text += "; without the Message Content intent: in servers only mentions and slash commands reach the bot"
+	}
+	return Finding{part, Passed, text}
 }
 
 // Database: the PostgreSQL at TIDYBOT_DATABASE_URL when it is set (see

@@ -50,11 +50,17 @@ type Config struct {
 	SlackAppToken         string        `envconfig:"SLACK_APP_TOKEN" secret:"true" desc:"Socket Mode when set (secret; xapp-…)"`
 	SlackSigningSecret    string        `envconfig:"SLACK_SIGNING_SECRET" secret:"true" desc:"Events API over HTTP when set (secret)"`
 	SlackURL              string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/" desc:"Slack API base URL, ending in /api/"`
+	DiscordToken          string        `envconfig:"DISCORD_BOT_TOKEN" secret:"true" desc:"enables the Discord adapter (secret; developer portal → Bot → Reset Token)"`
+	DiscordURL            string        `envconfig:"DISCORD_API_URL" default:"https://discord.com" desc:"Discord API base URL (the REST API is under /api/v9/; the gateway's address comes from GET /gateway)"`
+	DiscordPublicKey      string        `envconfig:"DISCORD_PUBLIC_KEY" desc:"interactions over HTTP when set (POST /discord/interactions, each request's Ed25519 signature checked): the portal's General Information → Public Key, 64 hex digits"`
+	DiscordAppID          string        `envconfig:"DISCORD_APP_ID" desc:"the application id (empty: read from the gateway's READY)"`
+	DiscordGuildID        string        `envconfig:"DISCORD_GUILD_ID" desc:"register the slash commands in this server only, where they show at once (empty: globally)"`
+	DiscordMessageContent bool          `envconfig:"DISCORD_MESSAGE_CONTENT" default:"false" desc:"true: ask for the privileged Message Content intent (switch it on in the portal first); the bot works without it through mentions, DMs and slash commands"`
 	DB                    string        `envconfig:"TIDYBOT_DB" default:"tidybot.db" desc:"bbolt database file"`
 	DatabaseURL           string        `envconfig:"TIDYBOT_DATABASE_URL" secret:"true" desc:"postgres://user:password@host:5432/db: keep everything in PostgreSQL instead of TIDYBOT_DB (secret: it may hold a password); schema migrated at start or by tidybot migrate"`
 	HTTPAddr              string        `envconfig:"TIDYBOT_HTTP_ADDR" default:":8080" desc:"webhooks, /healthz, the OAuth callback and run pages (serve only)"`
 	MetricsAddr           string        `envconfig:"TIDYBOT_METRICS_ADDR" default:"127.0.0.1:9090" desc:"/metrics on its own address (serve only); empty turns it off"`
-	AllowedUsers          []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC (numeric Telegram ids, Slack member ids)"`
+	AllowedUsers          []string      `envconfig:"TIDYBOT_ALLOWED_USERS" desc:"who is served, e.g. telegram:123456,slack:U0ABC,discord:123456789012345678 (numeric Telegram ids, Slack member ids, Discord user ids)"`
 	Protocol              string        `envconfig:"TIDYBOT_PROTOCOL" default:"tools" desc:"tools (native function calling) or json (JSON-schema ReAct)"`
 	MaxSteps              int           `envconfig:"TIDYBOT_MAX_STEPS" default:"20" desc:"model calls per run"`
 	MaxTokens             int           `envconfig:"TIDYBOT_MAX_TOKENS" default:"24576" desc:"max response tokens per model call (reasoning included): room for the largest batch"`
@@ -226,6 +232,12 @@ var (
 	// characters A-Z, a-z, 0-9, _ and - are allowed"
 	// (core.telegram.org/bots/api#setwebhook).
 	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+	// discordKey is an application's Ed25519 public key as the developer
+	// portal shows it: 32 bytes in hex
+	// (discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers).
+	discordKey = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	// discordID is a snowflake (discord.com/developers/docs/reference#snowflakes).
+	discordID = regexp.MustCompile(`^[0-9]{15,20}$`)
 )
 
 // Platform is what validation knows of a chat platform: its name (as in
@@ -257,6 +269,9 @@ func (c Config) Validate(serve bool, platforms []Platform) error {
 	}
 	errs = append(errs, c.validateTeam(serve)...)
 	urls := []struct{ name, v string }{{"OPENAI_BASE_URL", c.OpenAIBaseURL}, {"TODOIST_API_URL", c.TodoistURL}, {"TELEGRAM_API_URL", c.TelegramURL}, {"SLACK_API_URL", c.SlackURL}}
+	if c.DiscordURL != "" { // empty: the adapter's default
+		urls = append(urls, struct{ name, v string }{"DISCORD_API_URL", c.DiscordURL})
+	}
 	if c.TranscribeURL != "" {
 		urls = append(urls, struct{ name, v string }{"TIDYBOT_TRANSCRIBE_URL", c.TranscribeURL})
 	}
@@ -372,6 +387,17 @@ func (c Config) validatePlatforms(serve bool, platforms []Platform) []error {
 	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
 		bad("SLACK_APP_TOKEN must be an app-level token (xapp-…) with connections:write")
 	}
+	if c.DiscordToken != "" && (strings.HasPrefix(c.DiscordToken, "Bot ") || strings.ContainsAny(c.DiscordToken, " \t\n")) {
+		bad("DISCORD_BOT_TOKEN must be the bot token alone (developer portal → Bot → Reset Token), without \"Bot \" or spaces")
+	}
+	if c.DiscordPublicKey != "" && !discordKey.MatchString(c.DiscordPublicKey) {
+		bad("DISCORD_PUBLIC_KEY must be the 64 hex digits of the portal's General Information → Public Key")
+	}
+	for _, id := range []struct{ name, v string }{{"DISCORD_APP_ID", c.DiscordAppID}, {"DISCORD_GUILD_ID", c.DiscordGuildID}} {
+		if id.v != "" && !discordID.MatchString(id.v) {
+			bad("%s must be a Discord id (a number of 15 to 20 digits; Copy ID in developer mode), not %q", id.name, id.v)
+		}
+	}
 	if c.TelegramWebhookSecret != "" && !webhookSecret.MatchString(c.TelegramWebhookSecret) {
 		bad("TELEGRAM_WEBHOOK_SECRET must be 1 to 256 of A-Z a-z 0-9 _ - (Telegram's rule for secret_token)")
 	}
@@ -391,7 +417,7 @@ func (c Config) validatePlatforms(serve bool, platforms []Platform) []error {
 			errs = append(errs, errors.New("SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"))
 		}
 		if !slices.ContainsFunc(platforms, func(p Platform) bool { return p.On(c) }) && !c.HTTPOnly {
-			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN (see docs/telegram.md, docs/slack.md); "+
+			errs = append(errs, errors.New("no platform to serve: set TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN with SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN (see docs/telegram.md, docs/slack.md, docs/discord.md); "+
 				"tidybot chat needs neither; TIDYBOT_HTTP_ONLY=true serves only the HTTP routes (run pages, /healthz)"))
 		}
 	}

@@ -45,8 +45,8 @@ func TestLoadSaysWhatAValueMustBe(t *testing.T) {
 func TestSecretsAreMarked(t *testing.T) {
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(Config{})) {
 		name := f.Tag.Get("envconfig")
-		looks := strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_SECRET") ||
-			name == "TIDYBOT_DATABASE_URL" // its password
+		looks := strings.HasSuffix(name, "_TOKEN") || (strings.HasSuffix(name, "_KEY") && !strings.HasSuffix(name, "_PUBLIC_KEY")) ||
+			strings.HasSuffix(name, "_SECRET") || name == "TIDYBOT_DATABASE_URL" // its password; a public key is none
 		if looks != (f.Tag.Get("secret") == "true") {
 			t.Errorf("%s: secret tag %q", name, f.Tag.Get("secret"))
 		}
@@ -57,6 +57,7 @@ func TestSecretsAreMarked(t *testing.T) {
 	c.SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	c.TranscribeKey = "sk-speechsecretvalue"
 	c.ClientSecret = "clientsecretvalue"
+	c.DiscordToken = "discordsecretvalue"
 	c.DatabaseURL = "postgres://tidybot:dbpasswordvalue@db.internal:5432/tidybot"
 	secrets := c.Secrets()
 	if len(secrets) < 7 {

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
+	"adapters/discord":               {"bot", "agent", "internal/retry"},
 	"adapters/slack":                 {"bot", "agent", "internal/retry"},
 	"adapters/slack/slacktest":       {},
 	"adapters/telegram":              {"bot", "agent", "internal/retry"},
@@ -34,6 +35,7 @@ var allowed = map[string][]string{
 	"agent/todoist/todoisttest":      {"agent", "internal/directhttp"},
 	"agent/openai/openaitest":        {"agent", "internal/directhttp"},
 	"internal/directhttp":            {},
+	"adapters/discord/discordtest":   {},
 	"inspector":                      {"bot", "agent"},
 	// Team mode: the Connect flow on the Todoist OAuth client, and its
 	// crypto (the standard library's); no adapter, no store.
@@ -50,7 +52,7 @@ var allowed = map[string][]string{
 	"internal/evalcmd": {"agent", "bot", "internal/config", "internal/eval", "internal/sim"},
 	// tidybot migrate: its arguments and the copy of a bbolt file.
 	"internal/migratecmd": {"bot", "store", "store/postgres"},
-	"internal/checkup":    {"accounts", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
+	"internal/checkup":    {"accounts", "adapters/discord", "adapters/slack", "adapters/telegram", "agent", "agent/openai", "agent/todoist", "internal/config", "store", "store/postgres"},
 }
 
 // TestImportDirection checks that no package imports one of ours it

@@ -1,0 +1,266 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/tidybot/tidybot/bot"
+)
+
+// An interaction (a slash command, a button press) must get its first
+// response within 3 s, and only one
+// (discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
+// The adapter hands it to the bot first and answers once Handle stored
+// it: a slash command with a deferred response (type 5, "… is
+// thinking"), which the bot's first message to that person in that chat
+// then replaces (and later ones follow up, while the token lives); a
+// press with a deferred update (type 6: the message stays as it is, the
+// bot edits it). An interaction that could not be stored in time gets an
+// ephemeral "try again" instead; one seen before (the gateway's replay
+// after a RESUME) gets nothing more.
+
+// failedText is what a person sees when their interaction could not be
+// stored in time.
+const failedText = "Sorry, I could not take that in just now. Please try again."
+
+// responder makes an interaction's first (and only) response.
+type responder func(*discordgo.InteractionResponse) error
+
+// interaction hands one interaction to the bot and responds to it.
+func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
+	a := in.a
+	if i.Type == discordgo.InteractionPing {
+		a.report(respond(&discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong}), i)
+		return
+	}
+	if !a.firstTime(i.ID) {
+		return // replayed after a RESUME: stored and answered already
+	}
+	ev, ok := a.interactionIncoming(in.ctx, i)
+	if !ok {
+		a.report(respond(ephemeral("I cannot do anything with that here.")), i)
+		return
+	}
+	hook := newHook(i)
+	kind := discordgo.InteractionResponseDeferredChannelMessageWithSource
+	if ev.Button != "" {
+		kind = discordgo.InteractionResponseDeferredMessageUpdate
+		a.keepPress(hook)
+	} else {
+		a.addPending(ev, hook)
+	}
+	if err := a.deliver(in.ctx, in.h, ev, interactionBudget); err != nil {
+		a.log.Warn("discord: interaction not stored in time; the person is asked to try again", slog.String("event_id", ev.EventID), slog.Any("err", redact(err, a.cfg.Token)))
+		if ev.Button == "" {
+			a.dropPending(ev, hook)
+		}
+		hook.done(false)
+		a.forget(i.ID)
+		a.report(respond(ephemeral(failedText)), i)
+		return
+	}
+	err := respond(&discordgo.InteractionResponse{Type: kind})
+	hook.done(err == nil)
+	a.report(err, i)
+}
+
+// report logs a failed response.
+func (a *Adapter) report(err error, i *discordgo.Interaction) {
+	if err != nil {
+		a.log.Warn("discord: interaction response failed", slog.String("interaction_id", i.ID), slog.Any("err", redact(err, a.cfg.Token)))
+	}
+}
+
+func ephemeral(text string) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}}
+}
+
+// firstTime reports whether interaction id is seen for the first time
+// (remembered for its token's 15 minutes).
+func (a *Adapter) firstTime(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if t, ok := a.seen[id]; ok && now.Before(t) {
+		return false
+	}
+	if len(a.seen) > 1000 {
+		for k, t := range a.seen {
+			if !now.Before(t) {
+				delete(a.seen, k)
+			}
+		}
+	}
+	a.seen[id] = now.Add(hookFor)
+	return true
+}
+
+// forget lets interaction id be taken again (it was not stored).
+func (a *Adapter) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.seen, id)
+}
+
+// gatewayResponder responds to a gateway interaction with a REST call
+// (POST /interactions/{id}/{token}/callback).
+func (a *Adapter) gatewayResponder(ctx context.Context, i *discordgo.Interaction) responder {
+	return func(r *discordgo.InteractionResponse) error {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		return a.wrap("respond to interaction", a.api.InteractionRespond(i, r, discordgo.WithContext(ctx)))
+	}
+}
+
+// interactionIncoming turns a slash command or a button press into a bot
+// event; ok is false for other interactions (autocomplete, modals).
+func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interaction) (bot.Incoming, bool) {
+	user := i.User
+	if i.Member != nil && i.Member.User != nil {
+		user = i.Member.User
+	}
+	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot {
+		return bot.Incoming{}, false
+	}
+	ev := bot.Incoming{Platform: Platform, ChatID: i.ChannelID, UserID: user.ID, UserName: user.Username,
+		EventID: "i" + i.ID, At: time.Now(), DM: i.GuildID == "", TeamID: i.GuildID}
+	if ev.DM {
+		a.learnDM(i.ChannelID, user.ID)
+	} else {
+		ev.ChatID, ev.ThreadID = a.place(ctx, i.ChannelID)
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+		d := i.ApplicationCommandData()
+		if d.Name == "" {
+			return bot.Incoming{}, false
+		}
+		ev.Command = d.Name
+		if c, ok := bot.LookupCommand(d.Name); ok {
+			ev.Command = c.Name
+		}
+		for _, o := range d.Options {
+			if o != nil && o.Name == optionText {
+				if s, ok := o.Value.(string); ok {
+					ev.Text = strings.TrimSpace(s)
+				}
+			}
+		}
+		return ev, true
+	case discordgo.InteractionMessageComponent:
+		d := i.MessageComponentData()
+		if d.CustomID == "" {
+			return bot.Incoming{}, false
+		}
+		ev.Button, ev.ButtonRef = d.CustomID, i.ID
+		if i.Message != nil {
+			ev.MessageID = i.Message.ID
+		}
+		return ev, true
+	}
+	return bot.Incoming{}, false
+}
+
+// AnswerButton implements bot.ButtonAnswerer. The press was answered
+// with a deferred update as soon as it was stored; a text (the wrong
+// person's press: "Only the person who asked…") is an ephemeral
+// follow-up that only the presser sees. A press whose token this
+// process no longer has (a restart, 15 minutes) has nothing to answer.
+func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	h, ok := a.press(ref)
+	if !ok {
+		a.log.Debug("discord: button answer dropped: the press's token is not known here", slog.String("interaction_id", ref))
+		return nil
+	}
+	if !h.wait(ctx) {
+		return nil
+	}
+	params := &discordgo.WebhookParams{Content: clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
+	return a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
+		_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
+		return err
+	})
+}
+
+// Routes implements bot.Router: POST /discord/interactions when
+// DISCORD_PUBLIC_KEY is set (the portal's Interactions Endpoint URL;
+// Discord then sends interactions there instead of over the gateway),
+// nothing otherwise.
+func (a *Adapter) Routes(mux *http.ServeMux, h bot.Handler) error {
+	if a.cfg.PublicKey == "" {
+		return nil
+	}
+	key, err := publicKey(a.cfg.PublicKey)
+	if err != nil {
+		return err
+	}
+	mux.Handle("POST /discord/interactions", a.InteractionsHandler(key, h))
+	return nil
+}
+
+// publicKey reads DISCORD_PUBLIC_KEY (hex, the portal's General
+// Information → Public Key).
+func publicKey(s string) (ed25519.PublicKey, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("discord: DISCORD_PUBLIC_KEY is not a public key: copy the 64 hex digits of General Information → Public Key in the developer portal")
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// InteractionsHandler serves POST /discord/interactions: a request whose
+// Ed25519 signature (X-Signature-Ed25519 over X-Signature-Timestamp and
+// the body, discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers)
+// does not verify gets 401 before its body is read as JSON; a body that
+// is no interaction 400; a PING its PONG; any other interaction is
+// handed to h and answered in the HTTP response (the same answers as
+// over the gateway).
+func (a *Adapter) InteractionsHandler(key ed25519.PublicKey, h bot.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		sig, err := hex.DecodeString(r.Header.Get("X-Signature-Ed25519"))
+		ts := r.Header.Get("X-Signature-Timestamp")
+		if err != nil || len(sig) != ed25519.SignatureSize || ts == "" || !ed25519.Verify(key, append([]byte(ts), body...), sig) {
+			http.Error(w, "invalid request signature", http.StatusUnauthorized)
+			return
+		}
+		var i discordgo.Interaction
+		if err := json.Unmarshal(body, &i); err != nil || i.Type == 0 || (i.Type != discordgo.InteractionPing && i.ID == "") {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		in := &intake{a: a, h: h, ctx: r.Context()}
+		in.interaction(&i, func(resp *discordgo.InteractionResponse) error {
+			var buf bytes.Buffer
+			if err := json.NewEncoder(&buf).Encode(resp); err != nil {
+				return fmt.Errorf("discord: interaction response: %w", err)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, err := w.Write(buf.Bytes())
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			return err
+		})
+	})
+}
