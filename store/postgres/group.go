@@ -132,6 +132,10 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		return
 	}
 	slices.SortStableFunc(batch, func(a, b *groupWrite) int { return cmp.Compare(a.order, b.order) })
+	// The transaction is the others' too: its committer's context
+	// canceled (its caller gone) does not end it (a COMMIT whose answer
+	// is given up on may have been made, see below).
+	ctx = context.WithoutCancel(ctx)
 	err := s.pipeTx(ctx, func(p *pipe) error {
 		// A row another transaction holds (a frozen replica's, until
 		// the server ends it) holds up only the write that needs it:
@@ -167,6 +171,15 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 	if err == nil {
 		for _, w := range batch {
 			w.done <- nil
+		}
+		return
+	}
+	if errors.Is(err, errCommitUnknown) {
+		// Made, perhaps: made again alone, a write could be there twice
+		// (a message, a journal entry, a token count). Each is told, as a
+		// transaction of its own would tell it.
+		for _, w := range batch {
+			w.done <- err
 		}
 		return
 	}
