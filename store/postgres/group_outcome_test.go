@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ type sharedPair struct {
 	errs   [2]chan error
 }
 
-func newSharedPair(t *testing.T, name string) *sharedPair {
+func newSharedPair(t *testing.T, name string, wctx context.Context) *sharedPair {
 	t.Helper()
 	ctx := context.Background()
 	u := pgtest.URL(t)
@@ -55,12 +56,12 @@ func newSharedPair(t *testing.T, name string) *sharedPair {
 		if ok, err := s.Hold(ctx, k); !ok || err != nil {
 			t.Fatalf("hold %s: %v %v", k, ok, err)
 		}
-		fences[k] = s.Fence(ctx, k)
+		fences[k] = s.Fence(wctx, k)
 	}
 	ra := &bot.Run{ID: sp.runA, ThreadKey: sp.keyA, Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now}
 	rb := &bot.Run{ID: "keys-" + name, ThreadKey: keyB, Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now}
 	for _, r := range []*bot.Run{ra, rb} { // the keys kept from here on
-		if err := s.SaveRun(fences[r.ThreadKey], r); err != nil {
+		if err := s.SaveRun(s.Fence(ctx, r.ThreadKey), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,7 +141,7 @@ func (sp *sharedPair) check(t *testing.T, wantNil bool) {
 // would be in the history twice, its tokens counted twice).
 func TestSharedCommitLostAnswerIsNotRedone(t *testing.T) {
 	t.Parallel()
-	sp := newSharedPair(t, "lostans")
+	sp := newSharedPair(t, "lostans", context.Background())
 	reached, resume := sp.p.PauseAt(sp.runB)
 	done := make(chan struct{})
 	go func() {
@@ -162,7 +163,7 @@ func TestSharedCommitLostAnswerIsNotRedone(t *testing.T) {
 // others' writes, nor have them made twice.
 func TestSharedCommitOutlivesItsCommittersContext(t *testing.T) {
 	t.Parallel()
-	sp := newSharedPair(t, "cancelled")
+	sp := newSharedPair(t, "cancelled", context.Background())
 	reached, resume := sp.p.PauseAt(sp.runB)
 	cctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -177,4 +178,34 @@ func TestSharedCommitOutlivesItsCommittersContext(t *testing.T) {
 	<-done
 	sp.committed(t)
 	sp.check(t, true)
+}
+
+// TestSharedCommitEndsWithAllItsWriters: a shared transaction hung in
+// flight ends once the contexts of all its writes have (a shutdown),
+// as a transaction of one write would: Close is not held up for ever.
+// Each is told that its outcome is unknown.
+func TestSharedCommitEndsWithAllItsWriters(t *testing.T) {
+	t.Parallel()
+	wctx, cancel := context.WithCancel(context.Background())
+	sp := newSharedPair(t, "shutdown", wctx)
+	reached, resume := sp.p.PauseAt(sp.runB)
+	defer resume()
+	done := make(chan struct{})
+	go func() {
+		sp.s.commitGroup(context.Background(), sp.batch)
+		close(done)
+	}()
+	<-reached
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shared transaction outlived all its writers' contexts")
+	}
+	<-sp.s.group.slot
+	for i, ch := range sp.errs {
+		if err := <-ch; !errors.Is(err, context.Canceled) && !errors.Is(err, errCommitUnknown) {
+			t.Errorf("write %d: %v, want its end told", i, err)
+		}
+	}
 }
