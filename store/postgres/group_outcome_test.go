@@ -209,3 +209,85 @@ func TestSharedCommitEndsWithAllItsWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedCommitRefusesEachGuardAlone: in one shared transaction, a
+// run's save made after a cancel of its conversation (its cancel mark
+// passed) and an intake under a polling lead taken since by another
+// replica are each refused alone, with their own error; the save of
+// another conversation riding with them is made, once.
+func TestSharedCommitRefusesEachGuardAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTest(t)
+	now := time.Now()
+	keys := []string{"telegram:gcancel:", "telegram:gok:", "telegram:gpoll:"}
+	fences := map[string]context.Context{}
+	for _, k := range keys[:2] {
+		if ok, err := s.Hold(ctx, k); !ok || err != nil {
+			t.Fatalf("hold %s: %v %v", k, ok, err)
+		}
+		fences[k] = s.Fence(ctx, k)
+		r := &bot.Run{ID: "keys-" + k, ThreadKey: k, Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now}
+		if err := s.SaveRun(fences[k], r); err != nil { // the keys kept from here on
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(ctx, bot.Change{Message: &bot.Message{ThreadKey: keys[2], Role: bot.RoleUser, Text: "first", At: now}}); err != nil {
+		t.Fatal(err)
+	}
+	lead, release, err := s.LeadPolling(ctx, "telegram:gpoll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, err := s.pool.Exec(ctx, `UPDATE poll_leads SET epoch = epoch + 1000 WHERE name = $1`, "telegram:gpoll"); err != nil {
+		t.Fatal(err)
+	}
+	canceled := s.FenceCancels(fences[keys[0]], keys[0], 0)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO cancels (thread_key) VALUES ($1)`, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	s.group.slot <- struct{}{}
+	runs := []*bot.Run{
+		{ID: "g-canceled", ThreadKey: keys[0], Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now},
+		{ID: "g-ok", ThreadKey: keys[1], Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now},
+	}
+	writes := []func() error{
+		func() error { return s.SaveRun(canceled, runs[0]) },
+		func() error { return s.SaveRun(fences[keys[1]], runs[1]) },
+		func() error {
+			return s.Commit(lead, bot.Change{EventKey: "ev-gpoll", EventAt: now,
+				Message: &bot.Message{ThreadKey: keys[2], Role: bot.RoleUser, Text: "polled", At: now}})
+		},
+	}
+	errs := make([]chan error, len(writes))
+	for i, w := range writes {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- w() }()
+	}
+	waitUntil(t, func() bool {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return len(s.group.waiting) == len(writes)
+	})
+	<-s.group.slot
+	if err := <-errs[0]; !errors.Is(err, bot.ErrCancelStored) {
+		t.Errorf("the canceled run's save: %v, want bot.ErrCancelStored", err)
+	}
+	if err := <-errs[1]; err != nil {
+		t.Errorf("the other save: %v", err)
+	}
+	if err := <-errs[2]; !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("the intake under a lost lead: %v, want bot.ErrFenced", err)
+	}
+	if _, err := s.Run(ctx, "g-canceled"); !errors.Is(err, bot.ErrNotFound) {
+		t.Errorf("the canceled run was saved: %v", err)
+	}
+	if r, err := s.Run(ctx, "g-ok"); err != nil || r.Status != bot.RunWorking {
+		t.Errorf("the other run: %+v %v", r, err)
+	}
+	msgs, err := s.RecentMessages(ctx, keys[2], time.Time{}, 10)
+	if err != nil || len(msgs) != 1 {
+		t.Errorf("the intake under a lost lead was stored: %d messages %v", len(msgs), err)
+	}
+}
