@@ -291,3 +291,37 @@ func TestSharedCommitRefusesEachGuardAlone(t *testing.T) {
 		t.Errorf("the intake under a lost lead was stored: %d messages %v", len(msgs), err)
 	}
 }
+
+// TestCloseWhileAWriteWaits: Close while a write waits for the shared
+// transaction in flight returns, and the write is answered (made, or
+// refused as the store closed), not left waiting.
+func TestCloseWhileAWriteWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTest(t)
+	const key = "telegram:closing:"
+	if ok, err := s.Hold(ctx, key); !ok || err != nil {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	now := time.Now()
+	s.group.slot <- struct{}{} // in flight
+	defer func() { <-s.group.slot }()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.SaveRun(s.Fence(ctx, key), &bot.Run{ID: "closing-r", ThreadKey: key, Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now})
+	}()
+	waitUntil(t, func() bool {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return len(s.group.waiting) == 1
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for _, ch := range []chan error{closed, done} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close or the waiting write did not return")
+		}
+	}
+}
