@@ -116,22 +116,22 @@ func (sp *sharedPair) check(t *testing.T, wantNil bool) {
 			t.Errorf("write %d: %v, but it was committed", i, err)
 		}
 	}
-	msgs, err := sp.s.RecentMessages(ctx, sp.keyA, time.Time{}, 10)
-	if err != nil {
+	// Read past the relay: the store's idle connections may be the
+	// ones the test cut.
+	var msgs, audit int
+	var usage string
+	if err := sp.direct.QueryRow(ctx, `SELECT (SELECT count(*) FROM messages WHERE thread_key = $1), (SELECT count(*) FROM audit WHERE run_id = $2),
+		(SELECT convert_from(value, 'UTF8') FROM settings WHERE key = $3)`, sp.keyA, sp.runA, sp.usage).Scan(&msgs, &audit, &usage); err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 1 {
-		t.Errorf("%d answers in the history, want 1", len(msgs))
+	if msgs != 1 {
+		t.Errorf("%d answers in the history, want 1", msgs)
 	}
-	audit, err := sp.s.RunAudit(ctx, sp.runA)
-	if err != nil {
-		t.Fatal(err)
+	if audit != 1 {
+		t.Errorf("%d journal entries, want 1", audit)
 	}
-	if len(audit) != 1 {
-		t.Errorf("%d journal entries, want 1", len(audit))
-	}
-	if v, err := sp.s.Setting(ctx, sp.usage); err != nil || v != "10" {
-		t.Errorf("tokens counted: %q %v, want 10", v, err)
+	if usage != `"10"` {
+		t.Errorf("tokens counted: %s, want 10", usage)
 	}
 }
 
