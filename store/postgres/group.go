@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -132,6 +133,12 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		return
 	}
 	slices.SortStableFunc(batch, func(a, b *groupWrite) int { return cmp.Compare(a.order, b.order) })
+	// The transaction is the others' too: its committer's context
+	// canceled (its caller gone) does not end it (a COMMIT whose answer
+	// is given up on may have been made, see below); it ends once every
+	// write's has (all gone: a shutdown).
+	ctx, stop := allDone(ctx, batch)
+	defer stop()
 	err := s.pipeTx(ctx, func(p *pipe) error {
 		// A row another transaction holds (a frozen replica's, until
 		// the server ends it) holds up only the write that needs it:
@@ -170,10 +177,41 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		}
 		return
 	}
+	if errors.Is(err, errCommitUnknown) {
+		// Made, perhaps: made again alone, a write could be there twice
+		// (a message, a journal entry, a token count). Each is told, as a
+		// transaction of its own would tell it.
+		for _, w := range batch {
+			w.done <- err
+		}
+		return
+	}
 	if errors.Is(err, errKeyGone) {
 		s.keys.forgetSealing(ids)
 	}
 	alone()
+}
+
+// allDone returns a context with ctx's values that ends once the
+// contexts of every write of batch have ended, and its stop.
+func allDone(ctx context.Context, batch []*groupWrite) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, 0, len(batch))
+	for _, w := range batch {
+		stops = append(stops, context.AfterFunc(w.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 // groupLockTimeoutSQL bounds how long a shared transaction waits for a

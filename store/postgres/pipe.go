@@ -53,6 +53,9 @@ func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 		if err == nil {
 			return nil
 		}
+		if commitMayHaveRun(conn, err) {
+			err = fmt.Errorf("%w: %w", errCommitUnknown, err)
+		}
 	}
 	if conn.Conn().PgConn().TxStatus() != 'I' {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -65,6 +68,30 @@ func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 		return nil
 	}
 	return err
+}
+
+// errCommitUnknown marks a pipeTx's failure whose COMMIT may have been
+// made: the connection was lost (or its wait given up) once COMMIT was
+// sent, before its answer came. What it wrote may be there; made again
+// it could be there twice.
+var errCommitUnknown = errors.New("commit outcome unknown (connection lost after COMMIT was sent)")
+
+// commitMayHaveRun reports whether the failed flush (err) of a batch
+// that ends with COMMIT may have committed: not when nothing was sent,
+// nor when the connection is still there to tell that the transaction
+// was refused (the server ended it, or runs it still: a statement's
+// failure skips the rest, COMMIT included).
+func commitMayHaveRun(conn *pgxpool.Conn, err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return false
+	}
+	pc := conn.Conn().PgConn()
+	if pc.IsClosed() {
+		return true
+	}
+	// 'I' after the batch: COMMIT ran (a callback's error came after the
+	// server's success).
+	return pc.TxStatus() == 'I'
 }
 
 // later queues a statement whose result nobody reads.
