@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"regexp"
 
 	"github.com/bwmarrin/discordgo"
@@ -35,7 +36,7 @@ func ApplicationCommands(team bool) ([]*discordgo.ApplicationCommand, error) {
 			return nil, fmt.Errorf("discord: command %q is no Discord command name (lowercase letters, digits, - and _, at most 32)", c.Name)
 		}
 		out = append(out, &discordgo.ApplicationCommand{
-			Name: c.Name, Type: discordgo.ChatApplicationCommand, Description: clip(c.Menu(), 100),
+			Name: c.Name, Type: discordgo.ChatApplicationCommand, Description: utf16text.Clip(c.Menu(), 100),
 			Options: []*discordgo.ApplicationCommandOption{{
 				Type: discordgo.ApplicationCommandOptionString, Name: optionText, Description: "What to add (optional)", Required: false,
 			}},

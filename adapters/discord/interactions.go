@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"io"
 	"log/slog"
 	"net/http"
@@ -198,7 +199,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		a.log.Debug("discord: button answer dropped: the press's token is not kept", slog.String("interaction_id", id))
 		return nil
 	}
-	params := &discordgo.WebhookParams{Content: clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
+	params := &discordgo.WebhookParams{Content: utf16text.Clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
 	err = a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
 		_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 		return err

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -63,7 +63,7 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	if m.ChatID == "" {
 		return "", errors.New("discord: send: no channel id")
 	}
-	parts := Split(m.Text, maxText)
+	parts := utf16text.Split(m.Text, maxText)
 	hook, ok, err := a.takePending(ctx, m)
 	if err != nil {
 		a.log.Warn("discord: no interaction token to answer with; answering in the channel", slog.String("chat_id", m.ChatID), slog.Any("err", err))
@@ -207,8 +207,8 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 // token while it lives, any other through the channel.
 func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 	text := m.Text
-	if units(text) > maxText {
-		parts := Split(text, maxText)
+	if utf16text.Units(text) > maxText {
+		parts := utf16text.Split(text, maxText)
 		text = parts[len(parts)-1]
 	} else if strings.TrimSpace(text) == "" {
 		text = "…"
@@ -252,10 +252,10 @@ func (a *Adapter) components(m bot.Outgoing) []discordgo.MessageComponent {
 		if b.Command != "" || b.Feedback != "" {
 			style = discordgo.SecondaryButton
 		}
-		buttons = append(buttons, discordgo.Button{Label: clip(label, maxLabel), Style: style, CustomID: b.Data})
+		buttons = append(buttons, discordgo.Button{Label: utf16text.Clip(label, maxLabel), Style: style, CustomID: b.Data})
 	}
 	if m.Link != nil && m.Link.URL != "" && a.dmOf(m.ChatID) == m.Link.UserID {
-		buttons = append(buttons, discordgo.Button{Label: clip(m.Link.Label, maxLabel), Style: discordgo.LinkButton, URL: m.Link.URL})
+		buttons = append(buttons, discordgo.Button{Label: utf16text.Clip(m.Link.Label, maxLabel), Style: discordgo.LinkButton, URL: m.Link.URL})
 	}
 	rows := []discordgo.MessageComponent{}
 	for len(buttons) > 0 && len(rows) < maxRows {
@@ -404,63 +404,4 @@ func (a *Adapter) wrap(what string, err error) error {
 		clean = bot.RetryLater(clean, time.Second)
 	}
 	return fmt.Errorf("discord: %s: %w", what, clean)
-}
-
-// units counts UTF-16 code units.
-func units(s string) int {
-	n := 0
-	for _, r := range s {
-		n += max(utf16.RuneLen(r), 1)
-	}
-	return n
-}
-
-// within returns the length in bytes of the longest prefix of s of at
-// most n UTF-16 units.
-func within(s string, n int) int {
-	used := 0
-	for i, r := range s {
-		used += max(utf16.RuneLen(r), 1)
-		if used > n {
-			return i
-		}
-	}
-	return len(s)
-}
-
-// clip cuts s to at most n UTF-16 units, ending a cut text with "…".
-func clip(s string, n int) string {
-	if units(s) <= n {
-		return s
-	}
-	return s[:within(s, n-1)] + "…"
-}
-
-// Split cuts text into parts of at most n UTF-16 units, at a line break
-// where it can, else at a space, else anywhere; it never returns an empty
-// part (an empty text becomes "…": Discord refuses an empty message).
-func Split(text string, n int) []string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return []string{"…"}
-	}
-	var out []string
-	for {
-		cut := within(text, n)
-		if cut == len(text) {
-			break
-		}
-		head := text[:cut]
-		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {
-			head = head[:i]
-		} else if i := strings.LastIndex(head, " "); i > len(head)/2 {
-			head = head[:i]
-		}
-		out = append(out, strings.TrimSpace(head))
-		text = strings.TrimSpace(text[len(head):])
-	}
-	if text != "" {
-		out = append(out, text)
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -118,7 +119,7 @@ func (a *Adapter) threadName(id string) string {
 	if name == "" {
 		name = "tidybot"
 	}
-	return clip(name, 100)
+	return utf16text.Clip(name, 100)
 }
 
 // learnDM records that channel is user's DM with the bot.

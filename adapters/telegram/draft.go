@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,7 @@ func (d *draft) Update(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if parts := Split(text, maxText); len(parts) > 0 {
+	if parts := utf16text.Split(text, maxText); len(parts) > 0 {
 		text = parts[0]
 	}
 	// The same text again is sent again: a draft lapses (Lapse), and a

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"log/slog"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -12,7 +13,7 @@ import (
 // withLink adds a URL button row (core.telegram.org/bots/api#inlinekeyboardbutton)
 // under kb.
 func withLink(kb *tgbotapi.InlineKeyboardMarkup, l *bot.Link) *tgbotapi.InlineKeyboardMarkup {
-	row := tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonURL(clipUnits(l.Label, 64), l.URL))
+	row := tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonURL(utf16text.Clip(l.Label, 64), l.URL))
 	if kb == nil {
 		k := tgbotapi.NewInlineKeyboardMarkup(row)
 		return &k

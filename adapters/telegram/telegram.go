@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidybot/tidybot/internal/utf16text"
 	"io"
 	"log/slog"
 	"net/http"
@@ -220,7 +221,7 @@ func keyboard(bs []bot.Button) *tgbotapi.InlineKeyboardMarkup {
 		if label == "" {
 			label = "…"
 		}
-		btn := tgbotapi.NewInlineKeyboardButtonData(clipUnits(label, 64), b.Data)
+		btn := tgbotapi.NewInlineKeyboardButtonData(utf16text.Clip(label, 64), b.Data)
 		if b.Feedback != "" && pair {
 			rows[len(rows)-1] = append(rows[len(rows)-1], btn) // 👍 👎 side by side
 			pair = false
@@ -241,7 +242,7 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	chunks := Split(m.Text, maxText)
+	chunks := utf16text.Split(m.Text, maxText)
 	var last tgbotapi.Message
 	for i, c := range chunks {
 		msg := tgbotapi.NewMessage(chat, c)
@@ -287,8 +288,8 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		return fmt.Errorf("telegram: bad message id %q", id)
 	}
 	text := m.Text
-	if units(text) > maxText {
-		parts := Split(text, maxText)
+	if utf16text.Units(text) > maxText {
+		parts := utf16text.Split(text, maxText)
 		text = parts[len(parts)-1]
 	}
 	edit := tgbotapi.NewEditMessageText(chat, msgID, text)
@@ -309,7 +310,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 // stops the spinner on the user's button; text ≤ 200 characters).
 func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 	return a.queuedCall("answer button", func() error {
-		_, err := a.api.Request(tgbotapi.NewCallback(ref, clipUnits(text, 200)))
+		_, err := a.api.Request(tgbotapi.NewCallback(ref, utf16text.Clip(text, 200)))
 		return err
 	})
 }
@@ -791,84 +792,6 @@ func (a *Adapter) command(text string) (cmd, args string, addressed, ok bool) {
 		name = c.Name // tidy_inbox is tidy-inbox
 	}
 	return name, strings.TrimSpace(rest), hasAt, name != ""
-}
-
-// units counts UTF-16 code units, Telegram's measure of length.
-func units(s string) int {
-	n := 0
-	for _, r := range s {
-		n += runeUnits(r)
-	}
-	return n
-}
-
-// runeUnits is r's length in UTF-16 code units (an invalid byte, read as
-// U+FFFD, is one).
-func runeUnits(r rune) int {
-	if utf16.RuneLen(r) == 2 {
-		return 2
-	}
-	return 1
-}
-
-// within returns the length in bytes of the longest prefix of s of at
-// most n UTF-16 units (len(s) when all of s fits): one pass over at most
-// that prefix, so that cutting a long text is linear in its length.
-func within(s string, n int) int {
-	used := 0
-	for i, r := range s {
-		used += runeUnits(r)
-		if used > n {
-			return i
-		}
-	}
-	return len(s)
-}
-
-func clipUnits(s string, n int) string {
-	if units(s) <= n {
-		return s
-	}
-	var b strings.Builder
-	used := 0
-	for _, r := range s {
-		u := runeUnits(r)
-		if used+u > n-1 {
-			break
-		}
-		b.WriteRune(r)
-		used += u
-	}
-	return b.String() + "…"
-}
-
-// Split cuts text into chunks of at most n UTF-16 units, at a line break
-// where it can, else at a space, else anywhere; it never returns an empty
-// chunk (an empty text becomes "…", since Telegram rejects empty text).
-func Split(text string, n int) []string {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return []string{"…"}
-	}
-	var out []string
-	for {
-		cut := within(text, n)
-		if cut == len(text) {
-			break
-		}
-		head := text[:cut]
-		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {
-			head = head[:i]
-		} else if i := strings.LastIndex(head, " "); i > len(head)/2 {
-			head = head[:i]
-		}
-		out = append(out, strings.TrimSpace(head))
-		text = strings.TrimSpace(text[len(head):])
-	}
-	if text != "" {
-		out = append(out, text)
-	}
-	return out
 }
 
 // withLead is a context that ends with its Context and carries the

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -230,45 +228,6 @@ func TestSetupRegistersTeamCommandsInTeamMode(t *testing.T) {
 	for _, c := range []string{`"tidy_inbox"`, `"connect"`, `"disconnect"`} {
 		if !strings.Contains(srv.Commands(), c) {
 			t.Errorf("team mode commands lack %s: %s", c, srv.Commands())
-		}
-	}
-}
-
-func FuzzSplit(f *testing.F) {
-	for _, s := range []string{"", "hi", strings.Repeat("a", 5000), strings.Repeat("🎂 ", 3000), "line\n" + strings.Repeat("x", 4100)} {
-		f.Add(s, 4096)
-	}
-	f.Add("a b c d e f", 3)
-	f.Fuzz(func(t *testing.T, s string, n int) {
-		if n < 2 || n > 5000 || !utf8.ValidString(s) {
-			return // Telegram takes only valid UTF-8
-		}
-		chunks := telegram.Split(s, n)
-		if len(chunks) == 0 {
-			t.Fatal("no chunks")
-		}
-		for _, c := range chunks {
-			if c == "" || len(utf16.Encode([]rune(c))) > n {
-				t.Fatalf("chunk of %d units (limit %d): %q", len(utf16.Encode([]rune(c))), n, c)
-			}
-		}
-		squash := func(x string) string { return strings.Join(strings.Fields(x), "") }
-		if squash(strings.Join(chunks, "")) != squash(s) && strings.TrimSpace(s) != "" {
-			t.Fatalf("text lost or changed")
-		}
-	})
-}
-
-// BenchmarkSplitLongAnswer: a runaway 1 MB answer is cut into 4,096-unit
-// messages (and its draft takes the first) in one pass: Split was
-// quadratic, converting what was left of the text at every cut (2 s of
-// CPU for 1 MB, 0.2 s of it in the draft alone).
-func BenchmarkSplitLongAnswer(b *testing.B) {
-	text := strings.Repeat("blah ", 200_000)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		if parts := telegram.Split(text, 4096); len(parts) < 244 {
-			b.Fatalf("%d parts", len(parts))
 		}
 	}
 }

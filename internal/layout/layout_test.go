@@ -25,10 +25,10 @@ var allowed = map[string][]string{
 	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
-	"adapters/discord":               {"bot", "agent", "internal/hooks", "internal/retry"},
+	"adapters/discord":               {"bot", "agent", "internal/hooks", "internal/retry", "internal/utf16text"},
 	"adapters/slack":                 {"bot", "agent", "internal/hooks", "internal/retry"},
 	"adapters/slack/slacktest":       {},
-	"adapters/telegram":              {"bot", "agent", "internal/retry"},
+	"adapters/telegram":              {"bot", "agent", "internal/retry", "internal/utf16text"},
 	"adapters/telegram/telegramtest": {},
 	"internal/sim":                   {"agent", "agent/openai/openaitest", "internal/eval"},
 	"internal/eval":                  {"agent", "agent/todoist", "agent/todoist/todoisttest", "bot"},
@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	// The memory Hooks of a process without a shared store (Slack's
 	// response_urls, Discord's interaction tokens).
 	"internal/hooks":               {},
+	"internal/utf16text":           {},
 	"adapters/discord/discordtest": {},
 	"inspector":                    {"bot", "agent"},
 	// Team mode: the Connect flow on the Todoist OAuth client, and its
