@@ -1,0 +1,266 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/discord/discordtest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
+)
+
+// Discord people and places of these tests: ids are snowflakes (15 to
+// 20 digits), as TIDYBOT_ALLOWED_USERS requires of discord: entries.
+const (
+	dcAlice    = "100000000000000001"
+	dcBob      = "100000000000000002"
+	dcStranger = "100000000000000666"
+	dcGuild    = "200000000000000001"
+	dcChannel  = "300000000000000001"
+	dcOther    = "300000000000000002"
+)
+
+// dcServe runs `tidybot serve` with the fake Discord (gateway and REST
+// through DISCORD_API_URL) for Alice and Bob, and returns the fake once
+// the gateway session is up and the slash commands are registered.
+func dcServe(t *testing.T, e *env) (*discordtest.Server, *running) {
+	t.Helper()
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.AllowedUsers = []string{"discord:" + dcAlice, "discord:" + dcBob}
+	r := startServe(t, e, nil)
+	dcReady(t, dc, r)
+	return dc, r
+}
+
+// dcReady waits for the gateway session and the registered commands.
+func dcReady(t *testing.T, dc *discordtest.Server, r *running) {
+	t.Helper()
+	if !dc.WaitReady() {
+		t.Fatalf("the bot never opened the gateway; logs:\n%s", r.logs.String())
+	}
+	waitFor(t, "the slash commands registered", func() bool { return len(dc.Commands()) > 0 })
+}
+
+// dcLast is the text of the bot's last message in a channel.
+func dcLast(dc *discordtest.Server, channel string) string {
+	ms := dc.Messages(channel)
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[len(ms)-1].Content
+}
+
+// dcCount is how many of the bot's messages in a channel say want.
+func dcCount(dc *discordtest.Server, channel, want string) int {
+	n := 0
+	for _, m := range dc.Messages(channel) {
+		if strings.Contains(m.Content, want) {
+			n++
+		}
+	}
+	return n
+}
+
+// dcDump logs a channel's messages, for a failing test.
+func dcDump(t *testing.T, dc *discordtest.Server, channel string) {
+	t.Helper()
+	for _, m := range dc.AllMessages(channel) {
+		t.Logf("%s by %s: %q edits=%d rows=%v deleted=%v", m.ID, m.AuthorID, m.Content, len(m.Edits), m.Rows, m.Deleted)
+	}
+}
+
+// dcButton is the custom id of the button labelled label on message m.
+func dcButton(m discordtest.Message, label string) string {
+	for _, row := range m.Rows {
+		for _, b := range row {
+			if b.Label == label {
+				return b.CustomID
+			}
+		}
+	}
+	return ""
+}
+
+func TestDiscordDMTidyAndSlashCommand(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+
+	// A DM in, the answer out: progress in one status message edited in
+	// place, the answer after it, the typing indicator meanwhile.
+	dm, _ := dc.DM(dcAlice, "/tidy-inbox")
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(dcLast(dc, dm), "Moved ") })
+	if len(e.layout()["Inbox"]) != 0 {
+		t.Errorf("layout: %v", e.layout())
+	}
+	msgs := dc.Messages(dm)
+	if status := msgs[0]; len(status.Edits) == 0 || !strings.Contains(status.Content, "➡️ Moved 9 tasks into 3 projects") {
+		t.Errorf("status message %+v: want progress edited in place", status)
+	}
+	if n := dcCount(dc, dm, "Moved 9 tasks: "); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+		dcDump(t, dc, dm)
+	}
+	if dc.Typing(dm) == 0 {
+		t.Error("no typing indicator while the model worked")
+	}
+
+	// Undo through the slash command /undo: deferred at once, then the
+	// answer replaces the deferred response; answered exactly once.
+	start := time.Now()
+	id := dc.Command(dcAlice, "", "", "undo", nil)
+	waitFor(t, "the deferred response", func() bool { return dc.Interaction(id).Callback != 0 })
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the command was acknowledged after %v: Discord wants 3 s", d)
+	}
+	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+	waitFor(t, "the undo's answer", func() bool {
+		o := dc.Interaction(id).Original
+		return o != nil && strings.Contains(o.Content, "Undid")
+	})
+	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 {
+		t.Errorf("/undo's interaction %+v: want one deferred response (5), nothing refused", st)
+	}
+
+	// /tidy-inbox as a slash command: the deferred response ("…is
+	// thinking") becomes the run's first message, the status; the answer
+	// follows in the DM.
+	id = dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the command's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") == 2 })
+	st := dc.Interaction(id)
+	if st.Callback != 5 || len(st.Refused) != 0 {
+		t.Errorf("interaction %+v: want one deferred response (5), nothing refused", st)
+	}
+	if st.Original == nil || !strings.Contains(st.Original.Content, "Moved 9 tasks into 3 projects") {
+		t.Errorf("the deferred response %+v was not replaced by the run's progress", st.Original)
+	}
+	if len(e.layout()["Inbox"]) != 0 {
+		t.Errorf("layout after the slash command: %v", e.layout())
+	}
+	if n := dcCount(dc, dm, "Moved 9 tasks: "); n != 2 {
+		t.Errorf("two tidies, %d answers in the DM", n)
+		dcDump(t, dc, dm)
+	}
+}
+
+// dcThreadOf is the thread started from message id, if any.
+func dcThreadOf(dc *discordtest.Server, id string) (discordtest.Thread, bool) {
+	for _, th := range dc.Threads() {
+		if th.ID == id {
+			return th, true
+		}
+	}
+	return discordtest.Thread{}, false
+}
+
+func TestDiscordMentionAnsweredInAThreadAndButtons(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	mention := "<@" + dc.BotID() + "> "
+
+	// People talking in the channel start nothing and get no refusal;
+	// a mention is answered in a thread started from its message.
+	dc.Say(dcGuild, dcChannel, dcAlice, "I'll be late today")
+	dc.Say(dcGuild, dcChannel, dcStranger, "lunch anyone?")
+	asked := dc.Say(dcGuild, dcChannel, dcAlice, mention+"what's due today?")
+	waitFor(t, "the answer in the thread", func() bool { return dcLast(dc, asked) == "You said: what's due today?" })
+	th, ok := dcThreadOf(dc, asked)
+	if !ok || th.ParentID != dcChannel || th.GuildID != dcGuild {
+		t.Errorf("threads %+v: want one started from message %s in channel %s", dc.Threads(), asked, dcChannel)
+	}
+	if n := len(dc.Threads()); n != 1 {
+		t.Errorf("%d threads, want the mention's alone: %+v", n, dc.Threads())
+	}
+	if ms := dc.Messages(dcChannel); len(ms) != 0 {
+		t.Errorf("the bot posted in the channel itself: %+v", ms)
+	}
+	if n := dcCount(dc, asked, "You said: what's due today?"); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+	}
+
+	// A gated delete asked by Alice in the channel: the confirmation's
+	// buttons are in the thread; Bob's press is refused to him alone
+	// and changes nothing; Alice's yes deletes.
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	ask := dc.Say(dcGuild, dcChannel, dcAlice, mention+"delete the cake task")
+	var q discordtest.Message
+	waitFor(t, "the confirmation", func() bool {
+		ms := dc.Messages(ask)
+		if len(ms) == 0 {
+			return false
+		}
+		q = ms[len(ms)-1]
+		return dcButton(q, "Delete 1 task") != ""
+	})
+	if dcButton(q, "Cancel") == "" {
+		t.Errorf("question %+v: want Delete 1 task and Cancel", q)
+	}
+	yes := dcButton(q, "Delete 1 task")
+	wrong := dc.Press(dcBob, ask, q.ID, yes)
+	waitFor(t, "Bob's press answered", func() bool {
+		st := dc.Interaction(wrong)
+		return len(st.Followups) > 0 || (st.Original != nil && st.Original.Content != "")
+	})
+	st := dc.Interaction(wrong)
+	var said string
+	if st.Original != nil && st.Original.Content != "" {
+		said = st.Original.Content
+		if !st.Ephemeral {
+			t.Errorf("the refusal is seen by all: %+v", st)
+		}
+	}
+	for _, f := range st.Followups {
+		said += f.Content
+		if f.Flags&(1<<6) == 0 {
+			t.Errorf("the refusal is seen by all: %+v", f)
+		}
+	}
+	if !strings.Contains(said, "Only the person who asked") {
+		t.Errorf("Bob was told %q, want Only the person who asked…", said)
+	}
+	if len(st.Refused) != 0 {
+		t.Errorf("Bob's press answered twice: %+v", st)
+	}
+	if n := len(e.todo.Tasks()); n != 1 {
+		t.Errorf("Bob's press changed the account: %d tasks", n)
+	}
+	for _, m := range dc.Messages(ask) {
+		if strings.Contains(m.Content, "Deleted") {
+			t.Errorf("Bob's press ran the delete: %q", m.Content)
+		}
+	}
+
+	right := dc.Press(dcAlice, ask, q.ID, yes)
+	waitFor(t, "the deletion", func() bool { return dcLast(dc, ask) == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 0 {
+		t.Errorf("tasks after the yes: %d, want 0", n)
+	}
+	if n := dcCount(dc, ask, "Deleted the cake task."); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+		dcDump(t, dc, ask)
+	}
+	if st := dc.Interaction(right); st.Callback == 0 || len(st.Refused) != 0 {
+		t.Errorf("Alice's press %+v: want answered once", st)
+	}
+	for _, m := range dc.Messages(ask) {
+		if m.ID == q.ID && (dcButton(m, "Delete 1 task") != "" || !strings.Contains(m.Content, "→ yes")) {
+			t.Errorf("the buttons did not give way to the choice: %+v", m)
+		}
+	}
+	for _, id := range []string{dcChannel} {
+		for _, m := range dc.Messages(id) {
+			t.Errorf("the bot answered chatter in the channel: %+v", m)
+		}
+	}
+}
