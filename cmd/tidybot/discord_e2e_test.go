@@ -2,10 +2,13 @@ package main
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/agent/openai/openaitest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
@@ -262,5 +265,137 @@ func TestDiscordMentionAnsweredInAThreadAndButtons(t *testing.T) {
 		for _, m := range dc.Messages(id) {
 			t.Errorf("the bot answered chatter in the channel: %+v", m)
 		}
+	}
+}
+
+// dcGate makes e's model wait, for a request whose instruction says
+// "slowly", until release is called; asked receives each such request.
+func dcGate(t *testing.T, e *env) (asked <-chan string, release func()) {
+	t.Helper()
+	ask := make(chan string, 16)
+	open := make(chan struct{})
+	var once sync.Once
+	e.model.Close()
+	e.model = openaitest.New(openaitest.FromAgent(func(req agent.Request) agent.Response {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == agent.RoleUser && strings.Contains(last.Content, "slowly") {
+			ask <- last.Content
+			select {
+			case <-open:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		return e.scen.reply(req)
+	}))
+	t.Cleanup(e.model.Close)
+	e.cfg.OpenAIBaseURL = e.model.URL
+	release = func() { once.Do(func() { close(open) }) }
+	t.Cleanup(release)
+	return ask, release
+}
+
+// TestDiscordResumeMidRun: the gateway goes away while the model is
+// answering (a dropped TCP connection; Discord's op 7 RECONNECT); the
+// bot resumes the session (RESUME with its session id and sequence, no
+// new IDENTIFY), the messages sent meanwhile arrive by the replay, and
+// every message is answered once, the one in flight included.
+func TestDiscordResumeMidRun(t *testing.T) {
+	for _, fault := range []string{"drop", "reconnect"} {
+		t.Run(fault, func(t *testing.T) {
+			e := newEnv(t)
+			asked, release := dcGate(t, e)
+			dc, r := dcServe(t, e)
+			defer func() {
+				if t.Failed() {
+					t.Logf("logs:\n%s", r.logs.String())
+				}
+			}()
+			mention := "<@" + dc.BotID() + "> "
+			dm, _ := dc.DM(dcAlice, "slowly say hi")
+			select {
+			case <-asked:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the model was never asked")
+			}
+			if fault == "drop" {
+				dc.Drop()
+			} else {
+				dc.Reconnect()
+			}
+			dc.DM(dcAlice, "and this too")
+			inServer := dc.Say(dcGuild, dcChannel, dcBob, mention+"and from the server")
+			waitFor(t, "the RESUME", func() bool { return dc.Resumes() >= 1 && dc.Connected() == 1 })
+			release()
+			waitFor(t, "the answers", func() bool {
+				return dcCount(dc, dm, "You said: slowly say hi") >= 1 && dcCount(dc, dm, "You said: and this too") >= 1 &&
+					dcLast(dc, inServer) == "You said: and from the server"
+			})
+			// One more message after them: each chat's messages run in
+			// order, so a second run of any would show by now.
+			dc.DM(dcAlice, "last one")
+			dc.Say(dcGuild, inServer, dcBob, mention+"and the last")
+			waitFor(t, "the last answers", func() bool {
+				return dcLast(dc, dm) == "You said: last one" && dcLast(dc, inServer) == "You said: and the last"
+			})
+			for _, want := range []string{"You said: slowly say hi", "You said: and this too", "You said: last one"} {
+				if n := dcCount(dc, dm, want); n != 1 {
+					t.Errorf("%q posted %d times", want, n)
+				}
+			}
+			if n := dcCount(dc, inServer, "You said: and from the server"); n != 1 {
+				t.Errorf("the server's answer posted %d times", n)
+			}
+			if n := dc.Identifies(); n != 1 {
+				t.Errorf("%d IDENTIFYs, want 1: the session was not resumed", n)
+			}
+		})
+	}
+}
+
+// TestDiscordRedeliveredEventsRunOnce: the gateway promises no
+// exactly-once delivery; a message or an interaction seen twice (the
+// fake's Redeliver, under a new sequence number) runs once and is
+// answered once.
+func TestDiscordRedeliveredEventsRunOnce(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dm, msg := dc.DM(dcAlice, "add task Buy oat milk")
+	waitFor(t, "the answer", func() bool { return dcLast(dc, dm) == "Added: Buy oat milk" })
+	if !dc.Redeliver(msg) {
+		t.Fatal("the fake had no such message to send again")
+	}
+	id := dc.Command(dcAlice, "", "", "help", nil)
+	waitFor(t, "the help", func() bool {
+		o := dc.Interaction(id).Original
+		return o != nil && strings.Contains(o.Content, "/undo")
+	})
+	if !dc.Redeliver(id) {
+		t.Fatal("the fake had no such interaction to send again")
+	}
+	dc.DM(dcAlice, "last one")
+	waitFor(t, "the last answer", func() bool { return dcLast(dc, dm) == "You said: last one" })
+	if n := dcCount(dc, dm, "Added: Buy oat milk"); n != 1 {
+		t.Errorf("the message ran %d times", n)
+		dcDump(t, dc, dm)
+	}
+	n := 0
+	for _, task := range e.todo.Tasks() {
+		if task.Content == "Buy oat milk" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tasks Buy oat milk, want 1", n)
+	}
+	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 || len(st.Followups) != 0 {
+		t.Errorf("the redelivered command %+v: want answered once", st)
+	}
+	if n := dcCount(dc, dm, "/undo"); n != 1 {
+		t.Errorf("the help was posted %d times", n)
 	}
 }
