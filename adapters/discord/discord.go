@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -157,9 +158,41 @@ func newSession(cfg *Config) (*discordgo.Session, error) {
 	s.MaxRestRetries = 1
 	s.SyncEvents = true // events in the gateway's order; intake keeps each chat's
 	s.StateEnabled = true
-	s.LogLevel = discordgo.LogError
+	s.LogLevel = discordgo.LogWarning
+	routeLibraryLogs(cfg.Logger, cfg.Token)
 	s.Identify.Intents = intents(cfg.MessageContent)
 	return s, nil
+}
+
+// libraryLog is where discordgo's own log lines go (its Logger is one
+// package variable, so the last adapter made sets it): the adapter's
+// logger, redacted of the token, instead of the standard log package.
+var (
+	libraryLog  atomic.Pointer[libraryLogger]
+	libraryOnce sync.Once
+)
+
+type libraryLogger struct {
+	log   *slog.Logger
+	token string
+}
+
+func routeLibraryLogs(l *slog.Logger, token string) {
+	libraryLog.Store(&libraryLogger{log: l, token: token})
+	libraryOnce.Do(func() {
+		discordgo.Logger = func(level, _ int, format string, a ...any) {
+			ll := libraryLog.Load()
+			if ll == nil {
+				return
+			}
+			msg := redact(fmt.Errorf(format, a...), ll.token).Error()
+			lvl := slog.LevelDebug
+			if level <= discordgo.LogWarning {
+				lvl = slog.LevelWarn // discordgo reconnects by itself: a warning
+			}
+			ll.log.Log(context.Background(), lvl, "discordgo: "+msg)
+		}
+	})
 }
 
 // intents are the gateway intents the bot asks for

@@ -204,8 +204,8 @@ func (a *Adapter) deliver(ctx context.Context, h bot.Handler, ev bot.Incoming, w
 }
 
 // Incoming turns a message into a bot event; ok is false for a message
-// the bot ignores: its own, another bot's, a system message, one with no
-// text, and, in a server, one that does not address the bot. In a server
+// the bot ignores: its own, another bot's, a system message, one with
+// neither text nor an audio file or image, and, in a server, one that does not address the bot. In a server
 // the bot reads a message that mentions it (<@id>, which a reply that
 // pings it also counts) or replies to one of its messages; without the
 // MESSAGE_CONTENT intent those are the only server messages whose text
@@ -245,10 +245,11 @@ func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incom
 			a.nameThread(m.ID, text)
 		}
 	}
-	if strings.TrimSpace(ev.Text) == "" {
+	ev.Attachment = attachment(m.Attachments)
+	if strings.TrimSpace(ev.Text) == "" && ev.Attachment == nil {
 		return bot.Incoming{}, false
 	}
-	if cmd, args, ok := command(ev.Text); ok {
+	if cmd, args, ok := command(ev.Text); ok && ev.Attachment == nil {
 		ev.Command, ev.Text = cmd, args
 	}
 	return ev, true

@@ -2,10 +2,14 @@ package discord
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -79,7 +83,11 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 		bucket := discordgo.EndpointChannelMessages(channel)
 		send := func() error {
 			var err error
-			last, err = a.api.ChannelMessageSendComplex(channel, msg, discordgo.WithContext(ctx))
+			if m.Ref != "" {
+				last, err = a.postTagged(ctx, channel, msg, nonceFor(m.Ref, i))
+			} else {
+				last, err = a.api.ChannelMessageSendComplex(channel, msg, discordgo.WithContext(ctx))
+			}
 			return err
 		}
 		if i == 0 {
@@ -95,6 +103,55 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 		return "", errors.New("discord: send message: Discord returned no message")
 	}
 	return last.ID, nil
+}
+
+// A message that must reach its person (Outgoing.Ref, an outbox entry)
+// is posted with a nonce and enforce_nonce: "If true and nonce is
+// present, it will be checked for uniqueness in the past few minutes. If
+// another message was created by the same author with the same nonce,
+// that message will be returned and no new message will be created"
+// (discord.com/developers/docs/resources/message#create-message). So a
+// post whose answer was lost (a timeout, a crash before the outbox
+// recorded it) and is made again within those minutes returns the first
+// one instead of posting twice. discordgo v0.29's MessageSend has no
+// nonce field: the call is made with its generic request.
+
+var _ bot.Resender = (*Adapter)(nil)
+
+// tagged is a message to create with its nonce.
+type tagged struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce"`
+	EnforceNonce bool   `json:"enforce_nonce"`
+}
+
+// nonceFor is part i's nonce of outbox entry ref: at most 25 characters
+// (Discord's limit), the same on every try.
+func nonceFor(ref string, i int) string {
+	sum := sha256.Sum256([]byte(ref + "\x00" + strconv.Itoa(i)))
+	return "t" + hex.EncodeToString(sum[:12])
+}
+
+// postTagged creates msg in channel with its nonce enforced.
+func (a *Adapter) postTagged(ctx context.Context, channel string, msg *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
+	endpoint := discordgo.EndpointChannelMessages(channel)
+	body, err := a.api.RequestWithBucketID("POST", endpoint, tagged{MessageSend: msg, Nonce: nonce, EnforceNonce: true}, endpoint, discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	var out discordgo.Message
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("discord: create message: %w", err)
+	}
+	return &out, nil
+}
+
+// Resend implements bot.Resender: it posts m as Send does, each part with
+// the nonce Send gave it, so a part Discord already has (created in the
+// last few minutes) is returned, not posted again. Older posts Discord
+// no longer matches are posted again: since is not needed to look.
+func (a *Adapter) Resend(ctx context.Context, m bot.Outgoing, _ time.Time) (string, error) {
+	return a.Send(ctx, m)
 }
 
 // sendHook answers a slash command through its interaction: the first

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/adapters/telegram/telegramtest"
@@ -20,22 +21,24 @@ import (
 	"github.com/tidybot/tidybot/store"
 )
 
-// checkEnv is env with a fake Slack (Socket Mode, every scope granted)
-// and a fake Telegram (long polling) configured too.
+// checkEnv is env with a fake Slack (Socket Mode, every scope granted),
+// a fake Telegram (long polling) and a fake Discord configured too.
 type checkEnv struct {
 	*env
 	slack *slacktest.Server
 	tg    *telegramtest.Server
+	dc    *discordtest.Server
 }
 
 func newCheckEnv(t *testing.T) *checkEnv {
 	t.Helper()
-	e := &checkEnv{env: newEnv(t), slack: slacktest.New(), tg: telegramtest.New()}
+	e := &checkEnv{env: newEnv(t), slack: slacktest.New(), tg: telegramtest.New(), dc: discordtest.New(t)}
 	t.Cleanup(e.slack.Close)
 	t.Cleanup(e.tg.Close)
 	e.slack.Grant(slack.BotScopes()...)
 	e.cfg.SlackBotToken, e.cfg.SlackAppToken, e.cfg.SlackURL = slacktest.Token, slacktest.AppToken, e.slack.URL
 	e.cfg.TelegramToken, e.cfg.TelegramURL = e.tg.Token, e.tg.URL
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, e.dc.URL()
 	return e
 }
 
@@ -49,7 +52,7 @@ func (e *checkEnv) check(t *testing.T) (map[string]string, string, error) {
 	defer cancel()
 	err := m.Run(ctx)
 	lines := map[string]string{}
-	line := regexp.MustCompile(`^(ok|warn|FAIL) +(settings|model|Todoist|Slack|Telegram|database|team mode) +(.*)$`)
+	line := regexp.MustCompile(`^(ok|warn|FAIL) +(settings|model|Todoist|Slack|Telegram|Discord|database|team mode) +(.*)$`)
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		m := line.FindStringSubmatch(l)
 		if m == nil {
@@ -78,6 +81,7 @@ func TestCheckAllPass(t *testing.T) {
 		"Todoist":  "ok token valid: the account of Test User, time zone ",
 		"Slack":    "ok bot @tidybot in Tidy Team; all ",
 		"Telegram": "ok bot @tidybot; long polling; privacy mode on: in groups only /command@tidybot and replies to the bot reach it",
+		"Discord":  "ok bot tidybot (" + e.dc.BotID() + "); gateway ws://",
 		"database": "ok " + e.cfg.DB + ": no database yet; the first start creates it",
 	}
 	for part, w := range want {
@@ -150,6 +154,9 @@ func TestCheckFailures(t *testing.T) {
 		{name: "telegram token rejected", part: "Telegram", wantFail: true, secret: "999:wrong",
 			setup: func(t *testing.T, e *checkEnv) { e.cfg.TelegramToken = "999:wrong" },
 			want:  "FAIL telegram: getMe: Unauthorized: check TELEGRAM_BOT_TOKEN"},
+		{name: "discord token rejected", part: "Discord", wantFail: true, secret: "wrong-discord-token",
+			setup: func(t *testing.T, e *checkEnv) { e.cfg.DiscordToken = "wrong-discord-token" },
+			want:  "Discord refused the token (401 Unauthorized): check DISCORD_BOT_TOKEN"},
 		{name: "telegram privacy off", part: "Telegram",
 			setup: func(t *testing.T, e *checkEnv) { e.tg.PrivacyOff() },
 			want:  "ok bot @tidybot; long polling; privacy mode off"},

@@ -1,0 +1,798 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/discord"
+	"github.com/tidybot/tidybot/adapters/discord/discordtest"
+	"github.com/tidybot/tidybot/agent"
+	"github.com/tidybot/tidybot/bot"
+)
+
+const (
+	guild = "900000000000000001"
+	chanA = "900000000000000002"
+	chanB = "900000000000000003"
+	alice = "800000000000000001"
+	bob   = "800000000000000002"
+)
+
+// handler stands in for the bot: it keeps every event, drops one seen
+// before by its event id (as the store does), and fails the next fail
+// calls (a store that is down).
+type handler struct {
+	mu    sync.Mutex
+	got   []bot.Incoming
+	seen  map[string]bool
+	fail  int
+	calls int
+}
+
+func (h *handler) Handle(_ context.Context, in bot.Incoming) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls++
+	if h.fail > 0 {
+		h.fail--
+		return errors.New("store down")
+	}
+	if h.seen == nil {
+		h.seen = map[string]bool{}
+	}
+	if h.seen[in.EventID] {
+		return nil
+	}
+	h.seen[in.EventID] = true
+	h.got = append(h.got, in)
+	return nil
+}
+
+func (h *handler) events() []bot.Incoming {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]bot.Incoming(nil), h.got...)
+}
+
+func (h *handler) setFail(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fail = n
+}
+
+func (h *handler) callCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls
+}
+
+// wait waits for n events and returns them.
+func (h *handler) wait(t *testing.T, n int) []bot.Incoming {
+	t.Helper()
+	waitFor(t, "events", func() bool { return len(h.events()) >= n })
+	return h.events()
+}
+
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// syncBuf is a log buffer safe for the adapter's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// config is an adapter's configuration against srv.
+func config(srv *discordtest.Server, logs io.Writer) discord.Config {
+	if logs == nil {
+		logs = io.Discard
+	}
+	return discord.Config{Token: discordtest.Token, APIURL: srv.URL(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+}
+
+// start connects an adapter to srv and runs its intake until the test
+// ends, once the gateway is open and the commands are registered.
+func start(t *testing.T, srv *discordtest.Server, cfg discord.Config) (*discord.Adapter, *handler) {
+	t.Helper()
+	a, err := discord.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h := &handler{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	if !srv.WaitReady() {
+		t.Fatal("the adapter did not open the gateway")
+	}
+	waitFor(t, "the commands", func() bool { return len(srv.Commands()) > 0 })
+	return a, h
+}
+
+func mention(srv *discordtest.Server, text string) string { return "<@" + srv.BotID() + "> " + text }
+
+// A DM reaches the bot as a direct conversation, its answer goes back
+// to the DM channel, and the message is acknowledged with the typing
+// indicator.
+func TestDMIsADirectConversation(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	dm, id := srv.DM(alice, "tidy my inbox")
+	in := h.wait(t, 1)[0]
+	if !in.DM || in.ChatID != dm || in.UserID != alice || in.Text != "tidy my inbox" || in.MessageID != id || in.EventID != "m"+id || in.ThreadID != "" {
+		t.Fatalf("incoming %+v", in)
+	}
+	if err := a.Ack(context.Background(), in.ChatID, in.MessageID); err != nil || srv.Typing(dm) != 1 {
+		t.Fatalf("Ack: %v, typing %d", err, srv.Typing(dm))
+	}
+	got, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, UserID: alice, Text: "Moved 3 tasks."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(dm)
+	if len(ms) != 1 || ms[0].ID != got || ms[0].Content != "Moved 3 tasks." {
+		t.Fatalf("messages %+v", ms)
+	}
+	if after, ok := a.After(got, id); !ok || !after {
+		t.Errorf("After(answer, message) = %v, %v", after, ok)
+	}
+}
+
+// In a server channel only a mention reaches the bot; it is answered in
+// a thread started from it, and a mention inside that thread belongs to
+// the same conversation. Without the Message Content intent the same
+// holds: the unaddressed message's text is empty anyway.
+func TestChannelsAnswerOnlyWhatIsAddressedToTheBot(t *testing.T) {
+	for _, content := range []bool{true, false} {
+		t.Run(map[bool]string{true: "content", false: "no content"}[content], func(t *testing.T) {
+			srv := discordtest.New(t)
+			if !content {
+				srv.WithoutMessageContent()
+			}
+			a, h := start(t, srv, config(srv, nil))
+			srv.Say(guild, chanA, alice, "lunch anyone?")
+			id := srv.Say(guild, chanA, alice, mention(srv, "what's due today?"))
+			in := h.wait(t, 1)[0]
+			if in.DM || in.ChatID != chanA || in.ThreadID != id || in.Text != "what's due today?" || in.TeamID != guild || in.UserID != alice {
+				t.Fatalf("incoming %+v", in)
+			}
+			ans, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: alice, Text: "Two tasks."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			th := srv.Threads()
+			if len(th) != 1 || th[0].ID != id || th[0].ParentID != chanA || th[0].Name != "what's due today?" {
+				t.Fatalf("threads %+v", th)
+			}
+			if ms := srv.Messages(id); len(ms) != 1 || ms[0].ID != ans {
+				t.Fatalf("thread messages %+v", ms)
+			}
+			if ms := srv.Messages(chanA); len(ms) != 0 {
+				t.Fatalf("channel messages %+v, want none (the answer is in the thread)", ms)
+			}
+			// In the thread: unaddressed is ignored, a mention continues the conversation.
+			srv.Say(guild, id, alice, "thanks all")
+			srv.Say(guild, id, bob, mention(srv, "and mine?"))
+			ev := h.wait(t, 2)
+			if len(ev) != 2 || ev[1].ChatID != chanA || ev[1].ThreadID != id || ev[1].UserID != bob || ev[1].Text != "and mine?" {
+				t.Fatalf("events %+v", ev)
+			}
+			if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: id, UserID: bob, Text: "Yours too."}); err != nil {
+				t.Fatal(err)
+			}
+			if len(srv.Threads()) != 1 || len(srv.Messages(id)) != 2 {
+				t.Fatalf("threads %+v, messages %+v", srv.Threads(), srv.Messages(id))
+			}
+		})
+	}
+}
+
+// A reply to one of the bot's messages addresses it (the reply pings
+// the bot): it reaches the bot without a written mention.
+func TestGroupQuestionAsksForAReply(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	q, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "Which project?", Question: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Reply(guild, chanA, alice, "Home", q)
+	in := h.wait(t, 1)[0]
+	if in.Text != "Home" || in.ChatID != chanA || in.UserID != alice {
+		t.Fatalf("incoming %+v", in)
+	}
+}
+
+// The bot's own messages and other bots' never reach it.
+func TestOwnMessagesAreDropped(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	dm, _ := srv.DM(alice, "one")
+	h.wait(t, 1)
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: "answer"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.DM(alice, "two")
+	ev := h.wait(t, 2)
+	time.Sleep(100 * time.Millisecond)
+	if ev = h.events(); len(ev) != 2 || ev[1].Text != "two" {
+		t.Fatalf("events %+v", ev)
+	}
+}
+
+// A slash command is stored, answered with a deferred response, and the
+// bot's first message to its person replaces the "thinking"; its edits
+// go through the interaction's token, and later messages to the channel.
+func TestSlashCommand(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	id := srv.Command(alice, guild, chanA, "tidy-inbox", map[string]string{"text": "only work"})
+	in := h.wait(t, 1)[0]
+	if in.Command != "tidy-inbox" || in.Text != "only work" || in.ChatID != chanA || in.ThreadID != "" || in.EventID != "i"+id || in.UserID != alice || in.DM {
+		t.Fatalf("incoming %+v", in)
+	}
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	status, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "🤔 Working on it…"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(context.Background(), status, bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Moved 9 tasks."}); err != nil {
+		t.Fatal(err)
+	}
+	st := srv.Interaction(id)
+	if st.Original == nil || st.Original.ID != status || st.Original.Content != "Moved 9 tasks." || len(st.Refused) != 0 || st.Ephemeral {
+		t.Fatalf("interaction %+v", st)
+	}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Anything else?"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); len(st.Refused) != 0 {
+		t.Fatalf("refused %v", st.Refused)
+	}
+	// A command in a DM.
+	cid := srv.Command(bob, "", "", "help", nil)
+	in = h.wait(t, 2)[1]
+	if in.Command != "help" || !in.DM || in.ChatID != srv.DMChannel(bob) {
+		t.Fatalf("incoming %+v", in)
+	}
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cid).Callback == 5 })
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, Text: "What I can do: …"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(cid); st.Original == nil || st.Original.Content != "What I can do: …" {
+		t.Fatalf("interaction %+v", st)
+	}
+}
+
+// Every command the bot has, in both modes, is registered under the name
+// CommandName spells, and read back as that command.
+func TestCommandNamesRoundTrip(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.Team = true
+	a, h := start(t, srv, cfg)
+	registered := map[string]bool{}
+	for _, c := range srv.Commands() {
+		registered[c.Name] = true
+		if c.Type != 1 || c.Description == "" {
+			t.Errorf("command %+v", c)
+		}
+	}
+	for i, c := range bot.Commands(true) {
+		typed := strings.TrimPrefix(a.CommandName(c.Name), "/")
+		if !registered[typed] {
+			t.Errorf("%s is not registered as %q", c.Name, typed)
+			continue
+		}
+		srv.Command(alice, "", "", typed, nil)
+		if in := h.wait(t, i+1)[i]; in.Command != c.Name {
+			t.Errorf("%q read back as %q", typed, in.Command)
+		}
+	}
+	if len(registered) != len(bot.Commands(true)) {
+		t.Errorf("registered %v, want the %d commands", registered, len(bot.Commands(true)))
+	}
+}
+
+// DISCORD_GUILD_ID registers the commands in that server only.
+func TestSetupRegistersCommandsInTheGuild(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.GuildID = guild
+	start(t, srv, cfg)
+	for _, c := range srv.Commands() {
+		if c.GuildID != guild {
+			t.Fatalf("command %+v registered outside %s", c, guild)
+		}
+	}
+}
+
+// Buttons go under the last part; the right person's press is stored
+// and answered with a deferred update; the wrong person's press gets
+// the bot's text as a message only they see.
+func TestButtonsByTheRightAndTheWrongPerson(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	q, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Delete 3 tasks?", Question: true,
+		Buttons: []bot.Button{{Label: "Yes, delete", Data: "c:k1:yes"}, {Label: "No", Data: "c:k1:no"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(chanA)
+	if len(ms) != 1 || len(ms[0].Rows) != 1 || len(ms[0].Rows[0]) != 2 || ms[0].Rows[0][0].CustomID != "c:k1:yes" || ms[0].Rows[0][0].Label != "Yes, delete" {
+		t.Fatalf("message %+v", ms)
+	}
+	right := srv.Press(alice, chanA, q, "c:k1:yes")
+	in := h.wait(t, 1)[0]
+	if in.Button != "c:k1:yes" || in.ButtonRef != right || in.UserID != alice || in.MessageID != q || in.ChatID != chanA || in.EventID != "i"+right {
+		t.Fatalf("incoming %+v", in)
+	}
+	waitFor(t, "the deferred update", func() bool { return srv.Interaction(right).Callback == 6 })
+	if err := a.AnswerButton(context.Background(), in.ButtonRef, ""); err != nil {
+		t.Fatal(err)
+	}
+	wrong := srv.Press(bob, chanA, q, "c:k1:no")
+	in = h.wait(t, 2)[1]
+	if err := a.AnswerButton(context.Background(), in.ButtonRef, "Only the person who asked can answer."); err != nil {
+		t.Fatal(err)
+	}
+	st := srv.Interaction(wrong)
+	if st.Callback != 6 || len(st.Followups) != 1 || st.Followups[0].Content != "Only the person who asked can answer." || st.Followups[0].Flags&64 == 0 {
+		t.Fatalf("wrong person's press %+v", st)
+	}
+	if st := srv.Interaction(right); len(st.Followups) != 0 || len(st.Refused) != 0 {
+		t.Fatalf("right person's press %+v", st)
+	}
+	// The bot settles the question: the buttons go.
+	if err := a.Edit(context.Background(), q, bot.Outgoing{ChatID: chanA, Text: "Deleted 3 tasks."}); err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(chanA); ms[0].Content != "Deleted 3 tasks." || len(ms[0].Rows) != 0 {
+		t.Fatalf("message %+v", ms[0])
+	}
+}
+
+// An answer press whose token this process never had (a restart) has
+// nothing to answer: no error, no call.
+func TestAnswerButtonWithoutItsPress(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AnswerButton(context.Background(), "123", "Only the person who asked can answer."); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A long answer is split at 2,000 characters on line or word
+// boundaries, its buttons under the last part.
+func TestSendSplitsAndPutsButtonsLast(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := srv.DMChannel(alice)
+	text := strings.Repeat("word ", 600) // 3,000 characters
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: text, Buttons: []bot.Button{{Label: "↩️ Undo", Data: "u:r1", Command: "undo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(dm)
+	if len(ms) != 2 {
+		t.Fatalf("%d messages, want 2", len(ms))
+	}
+	var joined []string
+	for i, m := range ms {
+		if n := len([]rune(m.Content)); n > 2000 || n == 0 {
+			t.Errorf("part %d has %d characters", i, n)
+		}
+		if (len(m.Rows) > 0) != (i == len(ms)-1) {
+			t.Errorf("part %d rows %v", i, m.Rows)
+		}
+		joined = append(joined, m.Content)
+	}
+	if strings.Join(strings.Fields(strings.Join(joined, " ")), " ") != strings.TrimSpace(text) {
+		t.Error("the parts do not make the text")
+	}
+	if a.MaxText() != 6000 {
+		t.Errorf("MaxText %d", a.MaxText())
+	}
+}
+
+// The longest answer the bot gives (MaxText) is at most three messages,
+// and an edit longer than one keeps its end.
+func TestEditLongerThanOnePartKeepsTheEnd(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := srv.DMChannel(alice)
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: strings.Repeat("é", a.MaxText())}); err != nil || len(srv.Messages(dm)) != 3 {
+		t.Fatalf("send: %v, %d messages", err, len(srv.Messages(dm)))
+	}
+	id, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: "start"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("line of progress\n", 200) + "the end"
+	if err := a.Edit(context.Background(), id, bot.Outgoing{ChatID: dm, Text: long}); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(dm)
+	last := ms[len(ms)-1]
+	if !strings.HasSuffix(last.Content, "the end") || len([]rune(last.Content)) > 2000 {
+		t.Fatalf("edited to %d characters ending %q", len([]rune(last.Content)), last.Content[max(0, len(last.Content)-20):])
+	}
+}
+
+// A 429 is returned to the send queue as bot.RateLimited at once; the
+// same channel's next call is held back without a request, while
+// another channel goes on.
+func TestRateLimitGoesToTheQueue(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddChannel(guild, chanA)
+	srv.AddChannel(guild, chanB)
+	srv.RateLimit("POST /channels/"+chanA+"/messages", 1)
+	_, err = a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"})
+	var rl bot.RateLimited
+	if !errors.As(err, &rl) || rl.RetryAfter() <= 0 {
+		t.Fatalf("err = %v, want bot.RateLimited", err)
+	}
+	before := srv.Requests("POST /channels/" + chanA + "/messages")
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "two"}); !errors.As(err, &rl) {
+		t.Fatalf("second send: %v, want bot.RateLimited while the bucket is spent", err)
+	}
+	if n := srv.Requests("POST /channels/" + chanA + "/messages"); n != before {
+		t.Errorf("%d requests while the bucket was spent, want none", n-before)
+	}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanB, Text: "other"}); err != nil {
+		t.Fatalf("another channel: %v", err)
+	}
+	if ms := srv.Messages(chanB); len(ms) != 1 {
+		t.Fatalf("channel B %+v", ms)
+	}
+	time.Sleep(rl.RetryAfter())
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"}); err != nil {
+		t.Fatalf("after the wait: %v", err)
+	}
+}
+
+// A refused token names DISCORD_BOT_TOKEN and never shows it; Discord
+// out of reach is agent.ErrUnreachable, which serve waits out.
+func TestTokenNeverInErrors(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.Token = "not-the-token-0123456789"
+	_, err := discord.New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "DISCORD_BOT_TOKEN") || strings.Contains(err.Error(), cfg.Token) {
+		t.Fatalf("err = %v", err)
+	}
+	if unreachable(err) {
+		t.Errorf("a refused token is not the network: %v", err)
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	cfg.APIURL = closed.URL
+	_, err = discord.New(cfg)
+	if !unreachable(err) || strings.Contains(err.Error(), cfg.Token) {
+		t.Fatalf("err = %v, want agent.ErrUnreachable", err)
+	}
+}
+
+// The gateway does not redeliver: an event whose Handle failed is tried
+// again until stored, and the chat's later events wait behind it, in
+// order.
+func TestAnEventItCouldNotStoreIsTriedAgain(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	h.setFail(3)
+	srv.DM(alice, "first")
+	srv.DM(alice, "second")
+	ev := h.wait(t, 2)
+	if ev[0].Text != "first" || ev[1].Text != "second" {
+		t.Fatalf("events %+v", ev)
+	}
+	if h.callCount() != 5 {
+		t.Errorf("%d calls, want 3 failures and 2 stores", h.callCount())
+	}
+}
+
+// After a dropped connection the adapter RESUMEs and gets what was sent
+// meanwhile; an event delivered twice has one event id, so it is stored
+// once.
+func TestReconnectResumesAndLosesNothing(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	srv.DM(alice, "before")
+	h.wait(t, 1)
+	srv.Drop()
+	_, during := srv.DM(alice, "during")
+	waitFor(t, "the resume", func() bool { return srv.Resumes() >= 1 })
+	ev := h.wait(t, 2)
+	if ev[1].Text != "during" {
+		t.Fatalf("events %+v", ev)
+	}
+	if !srv.Redeliver(during) {
+		t.Fatal("nothing to redeliver")
+	}
+	srv.Reconnect()
+	srv.DM(alice, "after")
+	ev = h.wait(t, 3)
+	if len(ev) != 3 || ev[2].Text != "after" || srv.Identifies() != 1 {
+		t.Fatalf("events %+v, identifies %d", ev, srv.Identifies())
+	}
+	if h.callCount() != 4 {
+		t.Errorf("Handle called %d times, want 4 (the redelivered message once more, dropped by its id)", h.callCount())
+	}
+}
+
+// An interaction the gateway sends twice is answered once.
+func TestAnInteractionIsAnsweredOnce(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	id := srv.Command(alice, "", "", "usage", nil)
+	h.wait(t, 1)
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	srv.Redeliver(id)
+	srv.DM(alice, "next")
+	h.wait(t, 2)
+	if st := srv.Interaction(id); len(st.Refused) != 0 {
+		t.Fatalf("answered again: %v", st.Refused)
+	}
+}
+
+// An interaction that cannot be stored within Discord's 3 s gets an
+// ephemeral "try again" and nothing is kept of it.
+func TestAnInteractionItCouldNotStoreAsksToTryAgain(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	h.setFail(1000)
+	id := srv.Command(alice, "", "", "help", nil)
+	waitFor(t, "the answer", func() bool { return srv.Interaction(id).Callback != 0 })
+	st := srv.Interaction(id)
+	if st.Callback != 4 || !st.Ephemeral || st.Original == nil || !strings.Contains(st.Original.Content, "try again") {
+		t.Fatalf("interaction %+v", st)
+	}
+	if len(h.events()) != 0 {
+		t.Fatalf("events %+v", h.events())
+	}
+}
+
+// Interactions over HTTP: a request whose signature does not verify is
+// 401 and reaches nobody; a PING gets its PONG; a command is stored and
+// answered with the deferred response.
+func TestSignatureIsCheckedBeforeTheBody(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.PublicKey = hexKey(srv)
+	a, h := start(t, srv, cfg)
+	mux := http.NewServeMux()
+	if err := a.Routes(mux, h); err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(mux)
+	defer web.Close()
+	url := web.URL + "/discord/interactions"
+	if status, err := srv.PostForged(url, []byte(`{"type":2,"id":"1"}`)); err != nil || status != http.StatusUnauthorized {
+		t.Fatalf("forged: %d, %v", status, err)
+	}
+	if status, err := srv.PostForged(url, []byte(`not json`)); err != nil || status != http.StatusUnauthorized {
+		t.Fatalf("forged garbage: %d, %v", status, err)
+	}
+	if ok, err := srv.Ping(url); err != nil || !ok {
+		t.Fatalf("ping: %v, %v", ok, err)
+	}
+	srv.SetInteractionsEndpoint(url)
+	id := srv.Command(alice, "", "", "help", nil)
+	in := h.wait(t, 1)[0]
+	if in.Command != "help" || in.EventID != "i"+id {
+		t.Fatalf("incoming %+v", in)
+	}
+	if st := srv.Interaction(id); st.Callback != 5 {
+		t.Fatalf("interaction %+v", st)
+	}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, Text: "Help text"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Help text" {
+		t.Fatalf("interaction %+v", st)
+	}
+	resp, err := srv.PostInteraction(url, []byte(`{"type":`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("signed garbage: %d, want 400", resp.StatusCode)
+	}
+}
+
+// A bad DISCORD_PUBLIC_KEY is refused when routes are registered.
+func TestRoutesRefuseABadPublicKey(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.PublicKey = "not-hex"
+	a, err := discord.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Routes(http.NewServeMux(), &handler{}); err == nil || !strings.Contains(err.Error(), "DISCORD_PUBLIC_KEY") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func unreachable(err error) bool {
+	var ae *agent.Error
+	return errors.As(err, &ae) && ae.Code == agent.ErrUnreachable
+}
+
+func hexKey(srv *discordtest.Server) string { return hex.EncodeToString(srv.PublicKey()) }
+
+func TestAfterOrdersBySnowflake(t *testing.T) {
+	var a discord.Adapter
+	for _, c := range []struct {
+		x, y      string
+		after, ok bool
+	}{
+		{"175928847299117063", "175928847299117062", true, true},
+		{"175928847299117062", "1175928847299117063", false, true},
+		{"", "1", false, false},
+		{"abc", "1", false, false},
+	} {
+		if after, ok := a.After(c.x, c.y); after != c.after || ok != c.ok {
+			t.Errorf("After(%s, %s) = %v, %v", c.x, c.y, after, ok)
+		}
+	}
+}
+
+func TestAllowedID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		team bool
+		ok   bool
+	}{
+		{"123456789012345678", false, true},
+		{"alice", false, false},
+		{"@alice", false, false},
+		{"12", false, false},
+		{"*", false, false},
+		{"*", true, true},
+		{"team:123456789012345678", true, true},
+		{"team:123456789012345678", false, false},
+		{"team:abc", true, false},
+	} {
+		if err := discord.AllowedID(c.id, c.team); (err == nil) != c.ok {
+			t.Errorf("AllowedID(%q, %v) = %v", c.id, c.team, err)
+		}
+	}
+}
+
+// Events the adapter cannot read (a malformed MESSAGE_CREATE, one with
+// no author, an unknown event) are skipped, logged, and hold up nothing.
+func TestUndecodableEventsAreSkipped(t *testing.T) {
+	srv := discordtest.New(t)
+	logs := &syncBuf{}
+	_, h := start(t, srv, config(srv, logs))
+	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"1","channel_id":42,"content":{"not":"text"}}`))
+	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"2","channel_id":"3","content":"no author"}`))
+	srv.Dispatch("SOMETHING_NEW", []byte(`{"id":"4"}`))
+	srv.DM(alice, "still here")
+	ev := h.wait(t, 1)
+	time.Sleep(50 * time.Millisecond)
+	if ev = h.events(); len(ev) != 1 || ev[0].Text != "still here" {
+		t.Fatalf("events %+v", ev)
+	}
+	if !strings.Contains(logs.String(), "discordgo: ") {
+		t.Errorf("the malformed event was not logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), discordtest.Token) {
+		t.Errorf("the logs show the token:\n%s", logs.String())
+	}
+}
+
+// An outbox entry posted again (its first answer lost, a restart) within
+// Discord's nonce window is not posted twice: each part carries a nonce
+// with enforce_nonce, and Discord returns the first post.
+func TestResendPostsAnEntryOnce(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := srv.DMChannel(alice)
+	m := bot.Outgoing{ChatID: dm, Ref: "outbox-entry-1", Text: strings.Repeat("word ", 600)}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(dm); len(ms) != 2 || again != first {
+		t.Fatalf("%d messages, ids %s and %s: want the two parts once", len(ms), first, again)
+	}
+	other := m
+	other.Ref, other.Text = "outbox-entry-2", "another answer"
+	if _, err := a.Resend(context.Background(), other, time.Now()); err != nil || len(srv.Messages(dm)) != 3 {
+		t.Fatalf("another entry: %v, %d messages", err, len(srv.Messages(dm)))
+	}
+}
+
+// A voice message or a photo reaches the bot as an attachment, which
+// Download fetches from its CDN address (the fake's here), within the
+// limit.
+func TestIncomingMediaAndDownload(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.AttachmentsOnFake()
+	a, h := start(t, srv, config(srv, nil))
+	voice := []byte("OggS fake voice")
+	srv.DMFiles(alice, "", discordtest.File{Name: "voice-message.ogg", ContentType: "audio/ogg", Data: voice})
+	srv.SayFiles(guild, chanA, alice, mention(srv, "file this"), discordtest.File{Name: "receipt.png", ContentType: "image/png", Data: []byte("png")})
+	srv.DMFiles(alice, "", discordtest.File{Name: "notes.pdf", ContentType: "application/pdf", Data: []byte("pdf")})
+	ev := h.wait(t, 2)
+	if at := ev[0].Attachment; at == nil || at.Kind != bot.AttachVoice || at.MIME != "audio/ogg" || at.Name != "voice-message.ogg" {
+		t.Fatalf("voice %+v", ev[0])
+	}
+	if at := ev[1].Attachment; at == nil || at.Kind != bot.AttachImage || ev[1].Text != "file this" {
+		t.Fatalf("image %+v", ev[1])
+	}
+	got, err := a.Download(context.Background(), *ev[0].Attachment, bot.MaxFileBytes)
+	if err != nil || string(got) != string(voice) {
+		t.Fatalf("Download: %q, %v", got, err)
+	}
+	if _, err := a.Download(context.Background(), *ev[0].Attachment, 4); !errors.Is(err, bot.ErrFileTooLarge) {
+		t.Fatalf("Download over the limit: %v", err)
+	}
+	if _, err := a.Download(context.Background(), bot.Attachment{Ref: "https://example.com/x.ogg", Name: "x.ogg"}, 100); err == nil {
+		t.Fatal("Download fetched from a host that is not Discord's")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(h.events()); n != 2 {
+		t.Fatalf("%d events: a PDF alone is no message for the bot", n)
+	}
+}
