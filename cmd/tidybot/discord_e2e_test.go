@@ -28,12 +28,27 @@ const (
 // the gateway session is up and the slash commands are registered.
 func dcServe(t *testing.T, e *env) (*discordtest.Server, *running) {
 	t.Helper()
+	dc := dcFake(t, e)
+	return dc, dcStart(t, e, dc)
+}
+
+// dcFake is the fake Discord, e's config pointing at it, Alice and Bob
+// allowed.
+func dcFake(t *testing.T, e *env) *discordtest.Server {
+	t.Helper()
 	dc := discordtest.New(t)
 	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
 	e.cfg.AllowedUsers = []string{"discord:" + dcAlice, "discord:" + dcBob}
+	return dc
+}
+
+// dcStart runs `tidybot serve` with e's config until the test ends,
+// and waits for its gateway session and commands on dc.
+func dcStart(t *testing.T, e *env, dc *discordtest.Server) *running {
+	t.Helper()
 	r := startServe(t, e, nil)
 	dcReady(t, dc, r)
-	return dc, r
+	return r
 }
 
 // dcReady waits for the gateway session and the registered commands.

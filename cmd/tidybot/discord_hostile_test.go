@@ -1,9 +1,15 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tidybot/tidybot/adapters/discord/discordtest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // TestDiscordUndecodableGatewayEvents: events the bot cannot read (not
@@ -48,5 +54,170 @@ func TestDiscordUndecodableGatewayEvents(t *testing.T) {
 		if strings.Contains(m.Content, "delete everything") {
 			t.Errorf("a malformed message was taken in: %q", m.Content)
 		}
+	}
+}
+
+// TestDiscordStrangerIsToldTheirID: someone not in TIDYBOT_ALLOWED_USERS
+// who writes to the bot is told their id, once; their press on another
+// person's buttons is refused to them alone and changes nothing.
+func TestDiscordStrangerIsToldTheirID(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dm, _ := dc.DM(dcStranger, "hi")
+	waitFor(t, "the refusal", func() bool { return strings.Contains(dcLast(dc, dm), "discord:"+dcStranger) })
+	if !strings.Contains(dcLast(dc, dm), "TIDYBOT_ALLOWED_USERS") {
+		t.Errorf("the refusal %q does not say what to do", dcLast(dc, dm))
+	}
+
+	mention := "<@" + dc.BotID() + "> "
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	ask := dc.Say(dcGuild, dcChannel, dcAlice, mention+"delete the cake task")
+	var q discordtest.Message
+	waitFor(t, "the confirmation", func() bool {
+		ms := dc.Messages(ask)
+		if len(ms) == 0 {
+			return false
+		}
+		q = ms[len(ms)-1]
+		return dcButton(q, "Delete 1 task") != ""
+	})
+	id := dc.Press(dcStranger, ask, q.ID, dcButton(q, "Delete 1 task"))
+	waitFor(t, "the stranger's press answered", func() bool { return len(dc.Interaction(id).Followups) > 0 })
+	st := dc.Interaction(id)
+	if f := st.Followups[0]; !strings.Contains(f.Content, "not allowed") || f.Flags&(1<<6) == 0 {
+		t.Errorf("the stranger was told %q (flags %d), want a refusal only they see", f.Content, f.Flags)
+	}
+	if st.Callback == 0 || len(st.Refused) != 0 {
+		t.Errorf("the stranger's press %+v: want answered once", st)
+	}
+	if n := len(e.todo.Tasks()); n != 1 {
+		t.Errorf("the stranger's press changed the account: %d tasks", n)
+	}
+	if m := dc.Messages(ask); dcButton(m[len(m)-1], "Delete 1 task") == "" {
+		t.Errorf("the stranger's press took the buttons away: %+v", m[len(m)-1])
+	}
+}
+
+// TestDiscordStrangerSlashCommandIsAnswered: a slash command is
+// deferred at once ("tidybot is thinking…"); whatever the bot makes of
+// it, the deferred response must become an answer, or the person
+// watches "thinking…" until Discord gives up. A stranger already told
+// their id today, using a slash command, is such a case.
+func TestDiscordStrangerSlashCommandIsAnswered(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dm, _ := dc.DM(dcStranger, "hi")
+	waitFor(t, "the refusal", func() bool { return strings.Contains(dcLast(dc, dm), "discord:"+dcStranger) })
+	id := dc.Command(dcStranger, "", "", "help", nil)
+	waitFor(t, "the command's answer", func() bool {
+		st := dc.Interaction(id)
+		return st.Original != nil && st.Original.Content != "" || len(st.Followups) > 0
+	})
+}
+
+// TestDiscordInteractionsEndpoint: with DISCORD_PUBLIC_KEY set, POST
+// /discord/interactions answers Discord's PING, refuses a request whose
+// Ed25519 signature does not verify with 401 (touching nothing), and
+// answers a signed slash command within Discord's 3 s.
+func TestDiscordInteractionsEndpoint(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	dc := dcFake(t, e)
+	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
+	r := dcStart(t, e, dc)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	endpoint := r.base + "/discord/interactions"
+	if ok, err := dc.Ping(endpoint); err != nil || !ok {
+		t.Fatalf("PING: %v %v, want PONG", ok, err)
+	}
+	dm := dc.DMChannel(dcAlice)
+	body := fmt.Sprintf(`{"id":"1","application_id":%q,"type":2,"token":"forged","version":1,"channel_id":%q,"user":{"id":%q,"username":"alice"},"data":{"id":"2","name":"tidy-inbox","type":1}}`,
+		dc.AppID(), dm, dcAlice)
+	if code, err := dc.PostForged(endpoint, []byte(body)); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("forged: %d %v, want 401", code, err)
+	}
+	for _, h := range []map[string]string{
+		{},
+		{"X-Signature-Ed25519": "zz", "X-Signature-Timestamp": "1"},
+		{"X-Signature-Ed25519": strings.Repeat("00", 64), "X-Signature-Timestamp": "1"},
+		{"X-Signature-Ed25519": dc.Sign("1", []byte(body)), "X-Signature-Timestamp": "2"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("headers %v: %d, want 401", h, resp.StatusCode)
+		}
+	}
+	// Signed, but no interaction.
+	resp, err := dc.PostInteraction(endpoint, []byte(`{"hello":"world"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a signed body that is no interaction: %d, want 400", resp.StatusCode)
+	}
+	if n := len(e.layout()["Inbox"]); n != 9 || len(dc.Messages(dm)) != 0 {
+		t.Errorf("a refused request ran: inbox %d, messages %+v", n, dc.Messages(dm))
+	}
+
+	// The real thing, signed: deferred in the HTTP response, then the
+	// run's messages.
+	dc.SetInteractionsEndpoint(endpoint)
+	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") == 1 })
+	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 {
+		t.Errorf("interaction %+v: want one deferred response", st)
+	}
+	if n := len(e.layout()["Inbox"]); n != 0 {
+		t.Errorf("inbox after the tidy: %d", n)
+	}
+}
+
+// TestDiscordRateLimitOnOneChannelDoesNotStallAnother: Discord limits
+// each route per channel (its bucket); a 429 with a long Retry-After on
+// Alice's DM holds her answer, not Bob's.
+func TestDiscordRateLimitOnOneChannelDoesNotStallAnother(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	alice, bob := dc.DMChannel(dcAlice), dc.DMChannel(dcBob)
+	dc.SetRetryAfter(5 * time.Second)
+	dc.RateLimit("POST /channels/"+alice+"/messages", 1)
+	dc.DM(dcAlice, "hello from Alice")
+	waitFor(t, "the 429", func() bool { return dc.Limited() >= 1 })
+	dc.DM(dcBob, "hello from Bob")
+	waitFor(t, "Bob's answer", func() bool { return dcLast(dc, bob) == "You said: hello from Bob" })
+	if n := dcCount(dc, alice, "You said: hello from Alice"); n != 0 {
+		t.Errorf("Alice's answer was posted within its Retry-After")
+	}
+	waitFor(t, "Alice's answer", func() bool { return dcLast(dc, alice) == "You said: hello from Alice" })
+	if n := dcCount(dc, alice, "You said: hello from Alice"); n != 1 {
+		t.Errorf("Alice's answer was posted %d times", n)
 	}
 }
