@@ -414,3 +414,105 @@ func TestDiscordRedeliveredEventsRunOnce(t *testing.T) {
 		t.Errorf("the help was posted %d times", n)
 	}
 }
+
+// TestDiscordLongAnswerIsSplit: a runaway 1 MB answer is cut by the bot
+// to about three Discord messages, each within Discord's 2,000
+// characters, the last ending in "…".
+func TestDiscordLongAnswerIsSplit(t *testing.T) {
+	e := newEnv(t)
+	// Room for the runaway answer at the model API (the fake cuts a reply
+	// at max_tokens as the real one does).
+	e.cfg.MaxTokens, e.cfg.TokenBudget = 400_000, 2_000_000
+	dc, r := dcServe(t, e)
+	dm, _ := dc.DM(dcAlice, "say a lot")
+	defer func() {
+		if t.Failed() {
+			dcDump(t, dc, dm)
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	// The answer's parts go out in one Send, so once the last (cut) part
+	// is there, all are.
+	waitFor(t, "the cut answer", func() bool {
+		last := dcLast(dc, dm)
+		return strings.HasPrefix(last, "blah") && strings.HasSuffix(last, "…")
+	})
+	n := 0
+	for _, m := range dc.Messages(dm) {
+		if c := len([]rune(m.Content)); c > 2000 {
+			t.Errorf("a message of %d characters", c)
+		}
+		if strings.Contains(m.Content, "blah") {
+			n++
+		}
+	}
+	if n < 2 || n > 4 {
+		t.Errorf("the answer took %d messages, want about three", n)
+	}
+}
+
+// TestDiscordWithoutMessageContent: without the privileged
+// MESSAGE_CONTENT intent (DISCORD_MESSAGE_CONTENT unset and not granted)
+// a mention still reaches the bot with its text, chatter does not, and
+// a slash command in a server channel is deferred and answered there.
+func TestDiscordWithoutMessageContent(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	dc := dcFake(t, e)
+	dc.WithoutMessageContent()
+	dc.RefuseDisallowedIntents()
+	r := dcStart(t, e, dc)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dc.Say(dcGuild, dcChannel, dcAlice, "lunch anyone?")
+	asked := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> what's due today?")
+	waitFor(t, "the answer in the thread", func() bool { return dcLast(dc, asked) == "You said: what's due today?" })
+
+	id := dc.Command(dcAlice, dcGuild, dcOther, "tidy-inbox", nil)
+	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dcOther, "Moved 9 tasks: ") == 1 })
+	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 || st.Original == nil || st.Original.Content == "" {
+		t.Errorf("interaction %+v: want deferred once, then replaced", st)
+	}
+	if ms := dc.Messages(dcChannel); len(ms) != 0 {
+		t.Errorf("the bot posted in the channel: %+v", ms)
+	}
+}
+
+// TestDiscordSlashCommandWhileARunIsGoing: a slash command typed while
+// an earlier message's run is still going gets its own answer in its
+// reply ("Alice used /help" above it), not the earlier run's answer.
+func TestDiscordSlashCommandWhileARunIsGoing(t *testing.T) {
+	e := newEnv(t)
+	asked, release := dcGate(t, e)
+	dc, _ := dcServe(t, e)
+	dm, _ := dc.DM(dcAlice, "slowly say hi")
+	select {
+	case <-asked:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the model was never asked")
+	}
+	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the deferred response", func() bool { return dc.Interaction(id).Callback != 0 })
+	release()
+	waitFor(t, "both answers", func() bool {
+		return dcCount(dc, dm, "You said: slowly say hi") == 1 && dcCount(dc, dm, "inbox is already empty") == 1
+	})
+	if o := dc.Interaction(id).Original; o == nil || strings.Contains(o.Content, "You said") {
+		t.Errorf("the reply to /tidy-inbox is %+v: the earlier message's answer shown as the command's", o)
+		dcDump(t, dc, dm)
+	}
+}
+
+// TestDiscordSessionInvalidated: Discord ends the session (op 9, not
+// resumable); the bot identifies anew and answers the next message.
+func TestDiscordSessionInvalidated(t *testing.T) {
+	e := newEnv(t)
+	dc, _ := dcServe(t, e)
+	dc.InvalidSession(false)
+	waitFor(t, "the new session", func() bool { return dc.Identifies() == 2 && dc.Connected() == 1 })
+	dm, _ := dc.DM(dcAlice, "still there?")
+	waitFor(t, "the answer", func() bool { return dcLast(dc, dm) == "You said: still there?" })
+}
