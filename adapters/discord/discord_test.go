@@ -286,9 +286,20 @@ func TestSlashCommand(t *testing.T) {
 	if st := srv.Interaction(id); len(st.Refused) != 0 {
 		t.Fatalf("refused %v", st.Refused)
 	}
+	// A command typed in the channel that acts on a conversation in a
+	// thread (/undo): its answer, naming the thread, replaces its "thinking".
+	uid := srv.Command(alice, guild, chanA, "undo", nil)
+	h.wait(t, 2)
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(uid).Callback == 5 })
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, Text: "Undid the last run."}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(uid); st.Original == nil || st.Original.Content != "Undid the last run." {
+		t.Fatalf("/undo's interaction %+v", st)
+	}
 	// A command in a DM.
 	cid := srv.Command(bob, "", "", "help", nil)
-	in = h.wait(t, 2)[1]
+	in = h.wait(t, 3)[2]
 	if in.Command != "help" || !in.DM || in.ChatID != srv.DMChannel(bob) {
 		t.Fatalf("incoming %+v", in)
 	}
@@ -794,5 +805,64 @@ func TestIncomingMediaAndDownload(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := len(h.events()); n != 2 {
 		t.Fatalf("%d events: a PDF alone is no message for the bot", n)
+	}
+}
+
+// After a restart (an adapter that learnt nothing yet) the bot's posts
+// and edits of a conversation still go to its thread.
+func TestThreadAfterARestart(t *testing.T) {
+	srv := discordtest.New(t)
+	_, h := start(t, srv, config(srv, nil))
+	id := srv.Say(guild, chanA, alice, mention(srv, "hello"))
+	in := h.wait(t, 1)[0]
+	fresh, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := fresh.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Edit(context.Background(), first, bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "one, edited"}); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(id)
+	if len(srv.Threads()) != 1 || len(ms) != 2 || ms[0].Content != "one, edited" || ms[1].Content != "two" {
+		t.Fatalf("threads %+v, messages %+v", srv.Threads(), ms)
+	}
+}
+
+// Slash commands Discord refuses to register (a server the bot is not
+// in) are logged with what to check, and messages are still taken.
+func TestCommandsRefusedStillServesMessages(t *testing.T) {
+	srv := discordtest.New(t)
+	logs := &syncBuf{}
+	cfg := config(srv, logs)
+	srv.Fail("PUT /applications/{app}/commands", 403, 1)
+	a, err := discord.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handler{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "the log line", func() bool { return strings.Contains(logs.String(), "slash commands are not registered") })
+	srv.DM(alice, "hello")
+	if in := h.wait(t, 1)[0]; in.Text != "hello" {
+		t.Fatalf("incoming %+v", in)
 	}
 }

@@ -81,7 +81,11 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		// DMs and mentions work without the commands: say what to fix
+		// and go on (a server the bot is not in, a missing
+		// applications.commands scope).
+		a.log.Error("discord: the slash commands are not registered; messages still work. Check that the bot was added with the applications.commands scope (and is in DISCORD_GUILD_ID's server, if set)",
+			slog.Any("err", err))
 	}
 	a.log.Info("discord ready", slog.String("bot", a.name), slog.Bool("message_content", a.cfg.MessageContent),
 		slog.Bool("interactions_endpoint", a.cfg.PublicKey != ""))

@@ -215,8 +215,8 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		})
 	}
 	channel := m.ChatID
-	if m.ThreadID != "" && a.threadKnown(m.ThreadID) {
-		channel = m.ThreadID
+	if m.ThreadID != "" && m.ThreadID != m.ChatID && !a.noThreads(m.ThreadID) {
+		channel = m.ThreadID // the bot's messages of a conversation in a thread are in it
 	}
 	edit := &discordgo.MessageEdit{ID: id, Channel: channel, Content: &text, Components: &comps, AllowedMentions: noPings}
 	return a.queued(discordgo.EndpointChannelMessage(channel, id), "edit message", func() error {
@@ -277,6 +277,9 @@ func (a *Adapter) target(ctx context.Context, m bot.Outgoing) (channel, reply st
 	}
 	if a.noThreads(m.ThreadID) {
 		return m.ChatID, m.ThreadID, nil
+	}
+	if _, thread := a.place(ctx, m.ThreadID); thread != "" {
+		return m.ThreadID, "", nil // a thread already (one a person made, or learnt before a restart)
 	}
 	start := &discordgo.ThreadStart{Name: a.threadName(m.ThreadID), AutoArchiveDuration: 1440}
 	err = a.queued(discordgo.EndpointChannelMessageThread(m.ChatID, m.ThreadID), "start thread", func() error {

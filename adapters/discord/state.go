@@ -82,12 +82,22 @@ func (a *Adapter) dropPending(in bot.Incoming, h *interactionHook) {
 }
 
 // takePending returns the oldest slash command of m's person in m's chat
-// still waiting for its answer, once its deferred response was made.
+// still waiting for its answer, once its deferred response was made: one
+// given in m's thread, else one given in the channel itself (a command
+// such as /undo typed in the channel acts on the person's latest
+// conversation there, whose thread the answer names).
 func (a *Adapter) takePending(ctx context.Context, m bot.Outgoing) (interactionHook, bool) {
 	if m.UserID == "" {
 		return interactionHook{}, false
 	}
-	k := pendingKey(m.ChatID, m.ThreadID, m.UserID)
+	if h, ok := a.takeOf(ctx, pendingKey(m.ChatID, m.ThreadID, m.UserID)); ok || m.ThreadID == "" {
+		return h, ok
+	}
+	return a.takeOf(ctx, pendingKey(m.ChatID, "", m.UserID))
+}
+
+// takeOf takes the oldest live hook kept under k.
+func (a *Adapter) takeOf(ctx context.Context, k string) (interactionHook, bool) {
 	for {
 		a.mu.Lock()
 		hs := a.hooks[k]

@@ -120,7 +120,10 @@ func TestAllowedUsers(t *testing.T) {
 		{"slack:@alice", "U0ABC123"},
 		{"slack:C0CHANNEL", "U0ABC123"},
 		{"bob", "is not telegram:<user id>"},
-		{"discord:1", "is not telegram:<user id>"},
+		{"discord:123456789012345678", ""},
+		{"discord:1", "Discord user ids are numbers"},
+		{"discord:@alice", "Discord user ids are numbers"},
+		{"matrix:@alice:example.org", "is not telegram:<user id>"},
 		{"telegram:", "is not telegram:<user id>"},
 	} {
 		t.Run(tt.entry, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -158,5 +159,33 @@ func TestDiscordReconnectLosesNothingAndRunsNothingTwice(t *testing.T) {
 	}
 	if dc.Identifies() != 1 {
 		t.Errorf("%d IDENTIFYs, want 1 (then RESUME)", dc.Identifies())
+	}
+}
+
+// Strangers flooding a server channel with mentions get one notice
+// there (in one thread), not one each; chatter that does not address
+// the bot gets nothing; an allowed person is answered.
+func TestDiscordStrangerFloodInAChannel(t *testing.T) {
+	e := newEnv(t)
+	dc := serveDiscord(t, e)
+	mention := "<@" + dc.BotID() + "> "
+	dc.Say(discordGuild, discordChannel, "700000000000000001", "just chatting, no bot here")
+	for i := range 50 {
+		dc.Say(discordGuild, discordChannel, fmt.Sprintf("7000000000000%05d", 100+i), mention+"tidy my inbox")
+	}
+	id := dc.Say(discordGuild, discordChannel, discordAlice, mention+"hello")
+	waitFor(t, "the allowed person's answer", func() bool { m, ok := lastDiscord(dc, id); return ok && m.Content == "You said: hello" })
+	notices := 0
+	var texts []string
+	for _, th := range dc.Threads() {
+		for _, m := range dc.Messages(th.ID) {
+			texts = append(texts, m.Content)
+			if strings.Contains(m.Content, "only work for the people my owner allowed") {
+				notices++
+			}
+		}
+	}
+	if notices != 1 || len(dc.Threads()) != 2 {
+		t.Errorf("%d notices in %d threads, want 1 notice and the allowed person's thread: %q", notices, len(dc.Threads()), texts)
 	}
 }

@@ -26,7 +26,6 @@ var allowed = map[string][]string{
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
 	"adapters/discord":               {"bot", "agent", "internal/retry"},
-	"adapters/discord/discordtest":   {},
 	"adapters/slack":                 {"bot", "agent", "internal/retry"},
 	"adapters/slack/slacktest":       {},
 	"adapters/telegram":              {"bot", "agent", "internal/retry"},
