@@ -221,3 +221,81 @@ func TestDiscordRateLimitOnOneChannelDoesNotStallAnother(t *testing.T) {
 		t.Errorf("Alice's answer was posted %d times", n)
 	}
 }
+
+// TestDiscordServerErrorsOnPost: Discord answers posts in a channel with
+// 5xx for a while (a 502 discordgo retries itself, then 500s); the
+// answer is posted once they pass, once (each try carries the same
+// nonce), and another person's answer goes out as usual.
+func TestDiscordServerErrorsOnPost(t *testing.T) {
+	e := newEnv(t)
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	alice, bob := dc.DMChannel(dcAlice), dc.DMChannel(dcBob)
+	dc.Fail("POST /channels/"+alice+"/messages", http.StatusBadGateway, 2)
+	dc.Fail("POST /channels/"+alice+"/messages", http.StatusInternalServerError, 2)
+	dc.DM(dcAlice, "hello from Alice")
+	dc.DM(dcBob, "hello from Bob")
+	waitFor(t, "both answers", func() bool {
+		return dcLast(dc, alice) == "You said: hello from Alice" && dcLast(dc, bob) == "You said: hello from Bob"
+	})
+	if n := dcCount(dc, alice, "You said: hello from Alice"); n != 1 {
+		t.Errorf("Alice's answer was posted %d times", n)
+	}
+	if n := dc.Requests("POST /channels/{id}/messages"); n < 6 {
+		t.Errorf("%d posts: the failures were not met", n)
+	}
+}
+
+// TestDiscordButtonsThroughTheInteractionsEndpoint: with interactions
+// posted to POST /discord/interactions, a press is answered in the HTTP
+// response (a deferred update), the wrong person's press gets its
+// ephemeral refusal as a follow-up, and the right person's yes deletes.
+func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
+	e := newEnv(t)
+	dc := dcFake(t, e)
+	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
+	r := dcStart(t, e, dc)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dc.SetInteractionsEndpoint(r.base + "/discord/interactions")
+	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
+	ask := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> delete the cake task")
+	var q discordtest.Message
+	waitFor(t, "the confirmation", func() bool {
+		ms := dc.Messages(ask)
+		if len(ms) == 0 {
+			return false
+		}
+		q = ms[len(ms)-1]
+		return dcButton(q, "Delete 1 task") != ""
+	})
+	yes := dcButton(q, "Delete 1 task")
+	wrong := dc.Press(dcBob, ask, q.ID, yes)
+	waitFor(t, "Bob's refusal", func() bool { return len(dc.Interaction(wrong).Followups) > 0 })
+	if f := dc.Interaction(wrong).Followups[0]; !strings.Contains(f.Content, "Only the person who asked") || f.Flags&(1<<6) == 0 {
+		t.Errorf("Bob was told %q (flags %d), want the refusal only he sees", f.Content, f.Flags)
+	}
+	if n := len(e.todo.Tasks()); n != 1 {
+		t.Errorf("Bob's press changed the account: %d tasks", n)
+	}
+	right := dc.Press(dcAlice, ask, q.ID, yes)
+	waitFor(t, "the deletion", func() bool { return dcLast(dc, ask) == "Deleted the cake task." })
+	if n := len(e.todo.Tasks()); n != 0 {
+		t.Errorf("tasks after the yes: %d", n)
+	}
+	for _, id := range []string{wrong, right} {
+		if st := dc.Interaction(id); st.Callback != 6 || len(st.Refused) != 0 {
+			t.Errorf("press %+v: want one deferred update (6)", st)
+		}
+	}
+	if n := dcCount(dc, ask, "Deleted the cake task."); n != 1 {
+		t.Errorf("the answer was posted %d times", n)
+	}
+}
