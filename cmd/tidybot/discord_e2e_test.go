@@ -516,3 +516,91 @@ func TestDiscordSessionInvalidated(t *testing.T) {
 	dm, _ := dc.DM(dcAlice, "still there?")
 	waitFor(t, "the answer", func() bool { return dcLast(dc, dm) == "You said: still there?" })
 }
+
+// TestDiscordUndoAndChoicesInAThread: in a server thread the answer's
+// Undo is the asker's alone (Bob's press is refused to him, Alice's
+// reverts), and an ask_user question's options are buttons the asker
+// answers with.
+func TestDiscordUndoAndChoicesInAThread(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	mention := "<@" + dc.BotID() + "> "
+	ask := dc.Say(dcGuild, dcChannel, dcAlice, mention+"/tidy-inbox")
+	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(dcLast(dc, ask), "Moved 9 tasks") })
+	ms := dc.Messages(ask)
+	if status := ms[0]; len(status.Edits) == 0 || !strings.Contains(status.Content, "Moved 9 tasks into 3 projects") {
+		t.Errorf("status message %+v: want progress edited in place in the thread", status)
+	}
+	answer := ms[len(ms)-1]
+	undo := dcButton(answer, "↩️ Undo")
+	if undo == "" {
+		t.Fatalf("no Undo under the answer: %+v", answer)
+	}
+	wrong := dc.Press(dcBob, ask, answer.ID, undo)
+	waitFor(t, "Bob's refusal", func() bool { return len(dc.Interaction(wrong).Followups) > 0 })
+	if f := dc.Interaction(wrong).Followups[0]; !strings.Contains(f.Content, "Only the person who asked") || f.Flags&(1<<6) == 0 {
+		t.Errorf("Bob was told %q (flags %d)", f.Content, f.Flags)
+	}
+	if n := len(e.layout()["Inbox"]); n != 0 {
+		t.Errorf("Bob's press reverted the tidy: inbox %d", n)
+	}
+	dc.Press(dcAlice, ask, answer.ID, undo)
+	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+	if n := dcCount(dc, ask, "Undid"); n != 1 {
+		t.Errorf("the undo was reported %d times", n)
+		dcDump(t, dc, ask)
+	}
+
+	e.todo.AddTask(todoisttest.Task{Content: "Call the dentist"})
+	ask = dc.Say(dcGuild, dcChannel, dcAlice, mention+"file the dentist task")
+	var q discordtest.Message
+	waitFor(t, "the question", func() bool {
+		ms := dc.Messages(ask)
+		if len(ms) == 0 {
+			return false
+		}
+		q = ms[len(ms)-1]
+		return dcButton(q, "Health") != ""
+	})
+	dc.Press(dcAlice, ask, q.ID, dcButton(q, "Health"))
+	waitFor(t, "the filing", func() bool { return dcLast(dc, ask) == "Filed the dentist task." })
+	if got := e.layout()["Health"]; len(got) != 1 || got[0] != "Call the dentist" {
+		t.Errorf("Health = %v", got)
+	}
+}
+
+// TestDiscordLateInteractionAfterResume: a slash command sent while the
+// gateway was down reaches the bot by the RESUME's replay after its 3 s
+// to answer; the deferred response is refused (10062), yet the command
+// runs once and its answer is posted in the channel.
+func TestDiscordLateInteractionAfterResume(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	dc, r := dcServe(t, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	}()
+	dm := dc.DMChannel(dcAlice)
+	dc.Drop()
+	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	dc.AgeInteraction(id, 10*time.Second)
+	waitFor(t, "the RESUME", func() bool { return dc.Resumes() >= 1 && dc.Connected() == 1 })
+	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") >= 1 })
+	dc.DM(dcAlice, "last one")
+	waitFor(t, "the last answer", func() bool { return dcLast(dc, dm) == "You said: last one" })
+	if n := dcCount(dc, dm, "Moved 9 tasks: "); n != 1 {
+		t.Errorf("the command's answer was posted %d times", n)
+		dcDump(t, dc, dm)
+	}
+	if st := dc.Interaction(id); st.Callback != 0 || len(st.Refused) != 1 {
+		t.Errorf("interaction %+v: want the one late answer refused", st)
+	}
+}
