@@ -551,7 +551,7 @@ func TestDiscordUndoAndChoicesInAThread(t *testing.T) {
 		t.Errorf("Bob's press reverted the tidy: inbox %d", n)
 	}
 	dc.Press(dcAlice, ask, answer.ID, undo)
-	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 && dcCount(dc, ask, "Undid") > 0 })
 	if n := dcCount(dc, ask, "Undid"); n != 1 {
 		t.Errorf("the undo was reported %d times", n)
 		dcDump(t, dc, ask)
