@@ -299,3 +299,40 @@ func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
 		t.Errorf("the answer was posted %d times", n)
 	}
 }
+
+// TestDiscordNoSecretInTheLog: at log level debug, with Discord's calls
+// failing on the routes whose paths carry an interaction's token, the
+// log holds neither the bot token nor any interaction token.
+func TestDiscordNoSecretInTheLog(t *testing.T) {
+	e := newEnv(t)
+	e.todo.SeedTalkInbox()
+	e.cfg.LogLevel = "debug"
+	dc, r := dcServe(t, e)
+	dm := dc.DMChannel(dcAlice)
+	dc.Fail("PATCH /webhooks/{app}/{token}/messages/{id}", http.StatusInternalServerError, 3)
+	dc.Fail("POST /interactions/{id}/{token}/callback", http.StatusInternalServerError, 1)
+	first := dc.Command(dcAlice, "", "", "help", nil)
+	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") == 1 })
+	dc.GlobalRateLimit(1)
+	ms := dc.Messages(dm)
+	press := dc.Press(dcAlice, dm, ms[len(ms)-1].ID, dcButton(ms[len(ms)-1], "↩️ Undo"))
+	waitFor(t, "the undo", func() bool { return len(e.layout()["Inbox"]) == 9 })
+	dc.Dispatch("INTERACTION_CREATE", []byte(fmt.Sprintf(`{"id":"9","type":3,"token":"aW50ZXJhY3Rpb246leaked","channel_id":%q,"user":{"id":%q},"data":"x"}`, dm, dcAlice)))
+	dc.DM(dcAlice, "last one")
+	waitFor(t, "the last answer", func() bool { return dcLast(dc, dm) == "You said: last one" })
+	r.stop()
+	logs := r.logs.String()
+	if !strings.Contains(logs, "level=DEBUG") {
+		t.Fatalf("no debug log to check:\n%s", logs)
+	}
+	secrets := []string{discordtest.Token, "aW50ZXJhY3Rpb246leaked"}
+	for _, in := range []string{first, id, press} {
+		secrets = append(secrets, dc.Interaction(in).Token)
+	}
+	for _, s := range secrets {
+		if s != "" && strings.Contains(logs, s) {
+			t.Errorf("a secret (%.12s…) in the log:\n%s", s, logs)
+		}
+	}
+}
