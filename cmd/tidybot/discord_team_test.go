@@ -25,23 +25,7 @@ func TestDiscordTeamModeConnectFromAServer(t *testing.T) {
 }
 
 func dcTeamConnect(t *testing.T, allow string) {
-	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
-	alice := svc.NewAccount()
-	alice.SeedTalkInbox()
-	dc := discordtest.New(t)
-	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
-	e.cfg.AllowedUsers = []string{allow}
-	e.cfg.HTTPAddr = addr
-	logs := &syncBuffer{}
-	serveTeam(t, e, logs)
-	dcReady(t, dc, &running{base: base, logs: logs})
+	dc, alice, logs := dcServeTeam(t, allow)
 	defer func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs.String())
@@ -78,4 +62,52 @@ func dcTeamConnect(t *testing.T, allow string) {
 	if n := len(alice.TasksIn(alice.InboxID())); n != 0 {
 		t.Errorf("Alice's inbox has %d tasks after her tidy", n)
 	}
+}
+
+// dcServeTeam serves team mode on the fake Discord and a fake Todoist
+// with OAuth, allowing allow; alice is a Todoist account not yet
+// connected, its inbox seeded.
+func dcServeTeam(t *testing.T, allow string) (*discordtest.Server, *todoisttest.Account, *syncBuffer) {
+	t.Helper()
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	alice := svc.NewAccount()
+	alice.SeedTalkInbox()
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	e.cfg.AllowedUsers = []string{allow}
+	e.cfg.HTTPAddr = addr
+	logs := &syncBuffer{}
+	serveTeam(t, e, logs)
+	dcReady(t, dc, &running{base: base, logs: logs})
+	return dc, alice, logs
+}
+
+// TestDiscordTeamModeSlashCommandsBeforeConnecting: a person not yet
+// connected is prompted to connect once an hour, however much they
+// ask; but each slash command was deferred ("tidybot is thinking…") and
+// must be answered, or it shows thinking until Discord gives up.
+func TestDiscordTeamModeSlashCommandsBeforeConnecting(t *testing.T) {
+	dc, _, logs := dcServeTeam(t, "discord:*")
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	}()
+	first := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the Connect link", func() bool {
+		o := dc.Interaction(first).Original
+		return o != nil && connectLink(o.Content) != ""
+	})
+	second := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the second command's answer", func() bool {
+		o := dc.Interaction(second).Original
+		return o != nil && o.Content != ""
+	})
 }
