@@ -339,10 +339,14 @@ func (t *Team) ConnectURL(_ context.Context, in bot.Incoming) (string, error) {
 	return strings.TrimRight(t.public, "/") + ConnectPath + "?" + url.Values{"state": {p + "." + t.sign(p)}}.Encode(), nil
 }
 
+// platformNames are the chat platforms' names as people know them, for
+// the Connect pages (a platform not listed shows its id).
+var platformNames = map[string]string{"slack": "Slack", "telegram": "Telegram", "discord": "Discord"}
+
 // chatAccount names the chat account a state links, for the person in
 // the browser: "Telegram user @ann (43)".
 func chatAccount(s state) string {
-	platform := map[string]string{"slack": "Slack", "telegram": "Telegram"}[s.Platform]
+	platform := platformNames[s.Platform]
 	if platform == "" {
 		platform = s.Platform
 	}
@@ -517,7 +521,7 @@ func (t *Team) callback(w http.ResponseWriter, r *http.Request) {
 			t.log.Error("after connecting", slog.Any("err", err))
 		}
 	}
-	back := map[string]string{"slack": "Slack", "telegram": "Telegram"}[s.Platform]
+	back := platformNames[s.Platform]
 	if back == "" {
 		back = "the chat"
 	}

@@ -866,3 +866,28 @@ func TestCommandsRefusedStillServesMessages(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 }
+
+// The Details link is a link button for its person in their DM; in a
+// server channel, where anyone could open it, it is left out.
+func TestDetailsLinkOnlyForTheAsker(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	dm, _ := srv.DM(alice, "hi")
+	h.wait(t, 1)
+	link := &bot.Link{Label: "Details", URL: "https://tidybot.example.com/runs/r1?sig=x", UserID: alice}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, UserID: alice, Text: "Done.", Link: link,
+		Buttons: []bot.Button{{Label: "👍", Data: "f:r1:g", Feedback: "good"}}}); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Messages(dm)[0]
+	if len(m.Rows) != 1 || len(m.Rows[0]) != 2 || m.Rows[0][1].URL != link.URL || m.Rows[0][1].Style != 5 {
+		t.Fatalf("DM message rows %+v", m.Rows)
+	}
+	srv.AddChannel(guild, chanA)
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Done.", Link: link}); err != nil {
+		t.Fatal(err)
+	}
+	if m := srv.Messages(chanA)[0]; len(m.Rows) != 0 || strings.Contains(m.Content, link.URL) {
+		t.Fatalf("channel message %+v shows the link", m)
+	}
+}

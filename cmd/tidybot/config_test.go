@@ -57,6 +57,11 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		}, "TELEGRAM_WEBHOOK_URL"},
 		{"webhook without secret", func(c *Config) { c.TelegramHook = "https://bot.example.com/telegram/webhook" }, "TELEGRAM_WEBHOOK_SECRET"},
 		{"slack without a way in", func(c *Config) { c.SlackBotToken = "xoxb-1" }, "neither SLACK_APP_TOKEN"},
+		{"discord token with Bot", func(c *Config) { c.DiscordToken = "Bot secretvalue" }, "DISCORD_BOT_TOKEN"},
+		{"discord URL", func(c *Config) { c.DiscordURL = "discord.com" }, "DISCORD_API_URL"},
+		{"discord public key", func(c *Config) { c.DiscordToken, c.DiscordPublicKey = "secretvalue", "abc" }, "DISCORD_PUBLIC_KEY"},
+		{"discord guild id", func(c *Config) { c.DiscordGuildID = "my-server" }, "DISCORD_GUILD_ID"},
+		{"discord app id", func(c *Config) { c.DiscordAppID = "12" }, "DISCORD_APP_ID"},
 		{"no todoist token", func(c *Config) { c.TodoistToken = "" }, "TODOIST_TOKEN"},
 		{"no model", func(c *Config) { c.OpenAIKey = "" }, "OPENAI_API_KEY"},
 	} {

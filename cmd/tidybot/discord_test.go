@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -188,4 +193,92 @@ func TestDiscordStrangerFloodInAChannel(t *testing.T) {
 	if notices != 1 || len(dc.Threads()) != 2 {
 		t.Errorf("%d notices in %d threads, want 1 notice and the allowed person's thread: %q", notices, len(dc.Threads()), texts)
 	}
+}
+
+// Team mode on Discord: a person allowed by their server
+// (discord:team:ID) who has not connected a Todoist is asked to, in a
+// DM; /connect there gives a link button for them alone, and once
+// connected their request runs on their own Todoist.
+func TestDiscordTeamModeConnect(t *testing.T) {
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	alice := svc.NewAccount()
+	alice.SeedTalkInbox()
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
+	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"discord:team:" + discordGuild, "discord:" + discordAlice}, addr
+	serveTeam(t, e, &syncBuffer{})
+	if !dc.WaitReady() {
+		t.Fatal("serve did not open Discord's gateway")
+	}
+	waitFor(t, "the slash commands", func() bool { return len(dc.Commands()) > 0 })
+	names := map[string]bool{}
+	for _, c := range dc.Commands() {
+		names[c.Name] = true
+	}
+	if !names["connect"] || !names["disconnect"] {
+		t.Fatalf("team mode's commands are not registered: %v", names)
+	}
+
+	// In the server: told to connect in a DM, no link in the channel.
+	id := dc.Say(discordGuild, discordChannel, discordAlice, "<@"+dc.BotID()+"> /tidy-inbox")
+	waitFor(t, "the prompt in the thread", func() bool { m, ok := lastDiscord(dc, id); return ok && strings.Contains(m.Content, "direct message") })
+	for _, m := range dc.Messages(id) {
+		if connectLink(m.Content) != "" {
+			t.Fatalf("a Connect link in the server: %q", m.Content)
+		}
+	}
+	// In the DM: /connect gives the link, as text and a link button.
+	cmd := dc.Command(discordAlice, "", "", "connect", nil)
+	var link string
+	waitFor(t, "the link", func() bool {
+		st := dc.Interaction(cmd)
+		if st.Original == nil {
+			return false
+		}
+		link = connectLink(st.Original.Content)
+		return link != ""
+	})
+	if code, body := open(t, alice.Browser(), link); code != http.StatusOK || !strings.Contains(body, "Connected — back to Discord") {
+		t.Fatalf("connect: HTTP %d %q", code, body)
+	}
+	dm := dc.DMChannel(discordAlice)
+	waitFor(t, "the connected message", func() bool {
+		return strings.Contains(strings.Join(discordTexts(dc, dm), "\n"), "Todoist is connected") ||
+			strings.Contains(strings.Join(discordTexts(dc, dm), "\n"), "Connected the Todoist account")
+	})
+	dc.Command(discordAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the tidy on Alice's own Todoist", func() bool { return len(alice.TasksIn(alice.InboxID())) == 0 })
+}
+
+// With DISCORD_PUBLIC_KEY, interactions come to serve's
+// /discord/interactions, signed: a forged one is refused, a slash
+// command is answered as over the gateway.
+func TestDiscordInteractionsOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
+	e.cfg.AllowedUsers = append(e.cfg.AllowedUsers, "discord:"+discordAlice)
+	base := serve(t, e)
+	if !dc.WaitReady() {
+		t.Fatal("serve did not open Discord's gateway")
+	}
+	waitFor(t, "the slash commands", func() bool { return len(dc.Commands()) > 0 })
+	url := base + "/discord/interactions"
+	if status, err := dc.PostForged(url, []byte(`{"type":1}`)); err != nil || status != http.StatusUnauthorized {
+		t.Fatalf("a forged request: %d, %v; want 401", status, err)
+	}
+	dc.SetInteractionsEndpoint(url)
+	id := dc.Command(discordAlice, "", "", "help", nil)
+	waitFor(t, "the help", func() bool {
+		st := dc.Interaction(id)
+		return st.Original != nil && strings.Contains(st.Original.Content, "/tidy-inbox")
+	})
 }
