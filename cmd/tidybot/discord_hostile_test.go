@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -250,12 +253,55 @@ func TestDiscordServerErrorsOnPost(t *testing.T) {
 	}
 }
 
+// dcRelay stands between Discord and tidybot's interactions endpoint
+// and hands tidybot's HTTP response back to Discord after a delay, as
+// the network between them may: the bot's calls that follow its answer
+// (follow-ups, edits of @original) may then reach Discord before the
+// answer does.
+func dcRelay(t *testing.T, target string, delay time.Duration) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		time.Sleep(delay)
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // TestDiscordButtonsThroughTheInteractionsEndpoint: with interactions
 // posted to POST /discord/interactions, a press is answered in the HTTP
 // response (a deferred update), the wrong person's press gets its
-// ephemeral refusal as a follow-up, and the right person's yes deletes.
+// ephemeral refusal as a follow-up, and the right person's yes deletes;
+// a slash command is deferred there and then answered. Discord may read
+// the HTTP answer a moment after the bot wrote it (here 300 ms later):
+// what the bot sends after it must still arrive.
 func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
+	for _, delay := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) { dcButtonsThroughEndpoint(t, delay) })
+	}
+}
+
+func dcButtonsThroughEndpoint(t *testing.T, delay time.Duration) {
 	e := newEnv(t)
+	e.todo.SeedTalkInbox()
 	dc := dcFake(t, e)
 	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
 	r := dcStart(t, e, dc)
@@ -264,7 +310,14 @@ func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
 			t.Logf("logs:\n%s", r.logs.String())
 		}
 	}()
-	dc.SetInteractionsEndpoint(r.base + "/discord/interactions")
+	dc.SetInteractionsEndpoint(dcRelay(t, r.base+"/discord/interactions", delay))
+	dm := dc.DMChannel(dcAlice)
+	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
+	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") == 1 })
+	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 || st.Original == nil || !strings.Contains(st.Original.Content, "Moved 9 tasks into 3 projects") {
+		t.Errorf("the command %+v: want deferred once, then replaced by the run's progress", st)
+	}
+
 	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> delete the cake task")
 	var q discordtest.Message
@@ -282,12 +335,12 @@ func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
 	if f := dc.Interaction(wrong).Followups[0]; !strings.Contains(f.Content, "Only the person who asked") || f.Flags&(1<<6) == 0 {
 		t.Errorf("Bob was told %q (flags %d), want the refusal only he sees", f.Content, f.Flags)
 	}
-	if n := len(e.todo.Tasks()); n != 1 {
+	if n := len(e.todo.Tasks()); n != 10 {
 		t.Errorf("Bob's press changed the account: %d tasks", n)
 	}
 	right := dc.Press(dcAlice, ask, q.ID, yes)
 	waitFor(t, "the deletion", func() bool { return dcLast(dc, ask) == "Deleted the cake task." })
-	if n := len(e.todo.Tasks()); n != 0 {
+	if n := len(e.todo.Tasks()); n != 9 {
 		t.Errorf("tasks after the yes: %d", n)
 	}
 	for _, id := range []string{wrong, right} {
@@ -298,6 +351,7 @@ func TestDiscordButtonsThroughTheInteractionsEndpoint(t *testing.T) {
 	if n := dcCount(dc, ask, "Deleted the cake task."); n != 1 {
 		t.Errorf("the answer was posted %d times", n)
 	}
+
 }
 
 // TestDiscordNoSecretInTheLog: at log level debug, with Discord's calls
