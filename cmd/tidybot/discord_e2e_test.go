@@ -604,3 +604,30 @@ func TestDiscordLateInteractionAfterResume(t *testing.T) {
 		t.Errorf("interaction %+v: want the one late answer refused", st)
 	}
 }
+
+// TestDiscordThreadReplies: in the thread a mention started, a reply to
+// the bot's message reaches it without a mention and is answered there;
+// talk in the thread that addresses no one gets nothing.
+func TestDiscordThreadReplies(t *testing.T) {
+	e := newEnv(t)
+	dc, _ := dcServe(t, e)
+	asked := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> what's due today?")
+	waitFor(t, "the answer in the thread", func() bool { return dcLast(dc, asked) == "You said: what's due today?" })
+	ms := dc.Messages(asked)
+	dc.Say(dcGuild, asked, dcBob, "nice bot")
+	dc.Reply(dcGuild, asked, dcAlice, "and tomorrow?", ms[len(ms)-1].ID)
+	waitFor(t, "the answer to the reply", func() bool { return dcLast(dc, asked) == "You said: and tomorrow?" })
+	dc.Say(dcGuild, asked, dcAlice, "<@"+dc.BotID()+"> last one")
+	waitFor(t, "the last answer", func() bool { return dcLast(dc, asked) == "You said: last one" })
+	for _, m := range dc.Messages(asked) {
+		if strings.Contains(m.Content, "nice bot") {
+			t.Errorf("the bot answered talk in its thread: %q", m.Content)
+		}
+	}
+	if n := len(dc.Threads()); n != 1 {
+		t.Errorf("%d threads, want the first mention's alone: %+v", n, dc.Threads())
+	}
+	if ms := dc.Messages(dcChannel); len(ms) != 0 {
+		t.Errorf("the bot posted in the channel: %+v", ms)
+	}
+}
