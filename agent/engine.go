@@ -415,6 +415,10 @@ type runner struct {
 	e  *Engine
 	tr *Transcript
 	h  Hooks
+	// unsaved is set while the last reply is not saved, left to the
+	// save of its first write (writesFirst): drain saves it when it
+	// ends without one.
+	unsaved bool
 	// mu protects tr.Known while reads run concurrently.
 	mu sync.Mutex
 	// answering is set once a model call's reply arrives (text or a
@@ -443,6 +447,7 @@ func (r *runner) save(ctx context.Context) error {
 	if err := r.h.Save(context.WithoutCancel(ctx), r.tr); err != nil {
 		return fmt.Errorf("save transcript: %w", err)
 	}
+	r.unsaved = false
 	return nil
 }
 
@@ -638,26 +643,57 @@ func (r *runner) loop(ctx context.Context) *Outcome {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
 		}
+		if r.unsaved {
+			// Its write was refused before it was planned (not
+			// offered, not allowed): the reply is saved before the
+			// next model call all the same.
+			if err := r.save(ctx); err != nil {
+				return r.fail(ctx, errSaving(err))
+			}
+		}
 		if r.tr.Steps >= cfg.MaxSteps {
 			return r.stop(ctx, fmt.Sprintf("I reached the limit of %d steps", cfg.MaxSteps))
 		}
 		if o := r.step(ctx); o != nil {
 			return o
 		}
-		if r.controlsOnly() {
+		if r.writesFirst() {
+			r.unsaved = true
+		}
+		if r.controlsOnly() || r.unsaved {
 			// An answer, a question or giving up touches nothing
 			// outside: the run's end saves the transcript with the
 			// run's state in one transaction, and drain saves after a
 			// control that does not end the run (a refused answer). A
-			// crash before that costs the model call again, as one
-			// during the call does. (A run that answers at once is
-			// one write, not two.)
+			// reply that begins with a write is saved with that
+			// write pending, before it is sent (drain's write), or
+			// with the run's end when it waits for a yes: nothing
+			// leaves before then but reads. A crash before that costs
+			// the model call again, as one during the call does. (A
+			// run that answers at once is one write, not two; one
+			// that writes, one less.)
 			continue
 		}
 		if err := r.save(ctx); err != nil {
 			return r.fail(ctx, errSaving(err))
 		}
 	}
+}
+
+// writesFirst reports whether the last reply's first queued call is a
+// write: drain saves the run with it pending before anything is sent
+// (see write), so a save of the reply before it would be a second one
+// with nothing done outside in between.
+func (r *runner) writesFirst() bool {
+	if len(r.tr.Calls) == 0 {
+		return false
+	}
+	a, ok := decode(r.tr.Calls[0])
+	if !ok {
+		return false
+	}
+	_, w := a.(writer)
+	return w
 }
 
 // controlsOnly reports whether the last reply queued controls only

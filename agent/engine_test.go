@@ -705,22 +705,40 @@ func TestEngineFinalAnswerWaitsForTheOtherCalls(t *testing.T) {
 // TestEngineSavesAReplyOfControlsOnlyWithItsEnd: a reply that only
 // answers is saved once, by the run's end (which the bot stores with the
 // run's state in one transaction), not also as a step; a reply with a
-// read is saved after its step, as before.
+// read is saved after its step, as before; a reply that begins with a
+// write is saved with it pending, before it is sent, not also as a step
+// (and before the next model call when that write was refused unplanned).
 func TestEngineSavesAReplyOfControlsOnlyWithItsEnd(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		replies []Response
+		allow   []string // Input.Allow
 		// want is the status of each save, in order.
 		want []Status
 	}{
-		{"answers at once", []Response{tool(ActFinalAnswer, `{"answer":"Hi."}`)}, []Status{StatusDone}},
+		{"answers at once", []Response{tool(ActFinalAnswer, `{"answer":"Hi."}`)}, nil, []Status{StatusDone}},
 		{"reads, then answers", []Response{tool(ActGetProjects, `{}`), tool(ActFinalAnswer, `{"answer":"Hi."}`)},
-			[]Status{StatusInterrupted, StatusInterrupted, StatusDone}},
+			nil, []Status{StatusInterrupted, StatusInterrupted, StatusDone}},
+		// A reply that begins with a write is saved with the write
+		// pending (before it is sent), not also as a step.
+		{"writes, then answers", []Response{tool(ActMoveTasks, `{"moves":[{"task_id":"t2","project_name":"Birthday"}]}`), tool(ActFinalAnswer, `{"answer":"Moved."}`)},
+			nil, []Status{"pending", StatusInterrupted, StatusDone}},
+		// A write not offered is refused before it is planned: the
+		// reply is saved before the next model call all the same.
+		{"a write not offered, then answers", []Response{tool(ActDeleteTasks, `{"task_ids":["t2"]}`), tool(ActFinalAnswer, `{"answer":"I can't."}`)},
+			[]string{ActGetProjects, ActFinalAnswer}, []Status{StatusInterrupted, StatusDone}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []Status
-			out := New(&script{replies: tt.replies}, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: talkRequest},
-				Hooks{Save: func(_ context.Context, tr *Transcript) error { got = append(got, tr.Status); return nil }})
+			out := New(&script{replies: tt.replies}, newTalkTasks(), Config{}).Start(t.Context(), Input{Instruction: talkRequest, Allow: tt.allow},
+				Hooks{Save: func(_ context.Context, tr *Transcript) error {
+					st := tr.Status
+					if tr.Pending != nil {
+						st = "pending"
+					}
+					got = append(got, st)
+					return nil
+				}})
 			if out.Status != StatusDone {
 				t.Fatalf("outcome %s (err %v)", out.Status, out.Err)
 			}

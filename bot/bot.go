@@ -760,10 +760,14 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		err = b.autopilotRun(ctx, j)
 	default:
 		// A job is deleted once handled: when its turn is released, after
-		// the end of the run it started is in the store (usually with the
-		// job's deletion, so that this finds it gone).
+		// the end of the run it started is in the store; usually a save
+		// of that run retired it already (Bot.commit), and nothing more
+		// is written.
 		deleteJob := func(id string) func() {
 			return func() {
+				if turnOf(ctx).isRetired(id) {
+					return // with the run's save (see Bot.commit)
+				}
 				if err := b.store.DeleteJob(context.WithoutCancel(ctx), id); err != nil {
 					log.Error("delete job", slog.Any("err", err))
 				}
@@ -891,7 +895,7 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	if in.Button != "" {
 		return nil // a press for a question that is gone; already answered
 	}
-	return b.startRun(ctx, jobID, in, in.Text)
+	return b.beginRun(ctx, jobID, in, in.Text, false) // none waits: read above
 }
 
 func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {

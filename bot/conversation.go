@@ -62,7 +62,7 @@ func (b *Bot) reset(ctx context.Context, jobID string, in Incoming) error {
 	}
 	// Through the outbox, as an answer: a crash before the post keeps it.
 	ob := b.outbound(in.Platform, reply(in, "I forgot our conversation here. Your Todoist is unchanged."))
-	if err := b.store.Commit(ctx, Change{Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+	if err := b.commit(ctx, Change{Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: queue reset confirmation for %s: %w", key, err)
 	}
 	b.deliver(ctx, ob)

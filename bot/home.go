@@ -166,7 +166,7 @@ const (
 // OpenHome publishes a person's Home on platform (Slack's
 // app_home_opened): their settings, or, for a person the bot does not
 // serve, that it does not (teamID is their workspace, for slack:team:
-// entries).
+// entries). It returns once the publish is queued (publishHome).
 func (b *Bot) OpenHome(ctx context.Context, platform, userID, teamID string) error {
 	in := Incoming{Platform: platform, UserID: userID, TeamID: teamID}
 	return b.publishHome(ctx, in, "")
@@ -185,7 +185,11 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 		// on the Home (answerButtonLater). The press is marked seen
 		// above: its job is this press's.
 		in.EventID = ""
-		if !b.homeConnected(ctx, in) {
+		// The connection is looked up once for the press: the Homes
+		// its answer publishes show what it found (accountKnown).
+		err := b.accountErr(ctx, in.Platform, in.UserID)
+		ctx = accountKnown(ctx, in.Platform, in.UserID, err)
+		if err != nil {
 			return b.publishHome(ctx, in, "No Todoist is connected for you: there is nothing I can undo.")
 		}
 		return b.pressUndo(ctx, in, runID)
@@ -215,7 +219,7 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 		b.promptConnect(ctx, in, "To connect your Todoist:")
 		said = "I sent you a Connect link in our direct messages; it works for a few minutes."
 	case strings.HasPrefix(in.Button, HomePrefix+settingButton):
-		name, value, ok := strings.Cut(strings.TrimPrefix(in.Button, HomePrefix+settingButton), ":")
+		name, value, ok := settingOf(in.Button)
 		if !ok {
 			said = "I don't know that button."
 			break
@@ -234,10 +238,16 @@ func (b *Bot) pressHome(ctx context.Context, in Incoming) error {
 	return b.publishHome(ctx, in, said)
 }
 
-// publishHome builds in's person's Home and hands it to the platform.
+// publishHome queues the build and publish of in's person's Home on
+// the platform's send queue, without waiting: the platform's request
+// (Slack's app_home_opened or a press, to be acknowledged within 3
+// seconds) is answered at once, and the Home is read from the store
+// and published after, in the order queued (a press's "Undoing…"
+// before the undo's report), the queue waiting out a 429. A build or
+// publish that fails is logged (the queue's "send" error); a full or
+// stopped queue drops it, logged, as a reply. An error means the
+// platform has no Home.
 func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error {
-	// Straight to the platform, not through its send queue: the person
-	// waits for the tab, and the adapter waits out a 429 itself.
 	q := b.queue(in.Platform)
 	if q == nil {
 		return fmt.Errorf("bot: no platform %q", in.Platform)
@@ -246,13 +256,22 @@ func (b *Bot) publishHome(ctx context.Context, in Incoming, notice string) error
 	if !ok {
 		return fmt.Errorf("bot: %s has no Home", in.Platform)
 	}
-	h, err := b.home(ctx, in, notice)
-	if err != nil {
-		return err
-	}
-	if err := hp.PublishHome(ctx, in.UserID, h); err != nil {
-		return fmt.Errorf("bot: publish the Home of %s:%s: %w", in.Platform, in.UserID, err)
-	}
+	// A connection already looked up for this press goes with the build.
+	known, _ := ctx.Value(accountKey{}).(*accountLookup)
+	// One lane per person: their Homes are published in order.
+	q.s.Post(HomePrefix+in.UserID, "publish the Home", func(ctx context.Context) error {
+		if known != nil {
+			ctx = context.WithValue(ctx, accountKey{}, known)
+		}
+		h, err := b.home(ctx, in, notice)
+		if err != nil {
+			return fmt.Errorf("bot: build the Home of %s:%s: %w", in.Platform, in.UserID, err)
+		}
+		if err := hp.PublishHome(ctx, in.UserID, h); err != nil {
+			return fmt.Errorf("bot: publish the Home of %s:%s: %w", in.Platform, in.UserID, err)
+		}
+		return nil
+	})
 	return nil
 }
 
@@ -270,7 +289,7 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 	for _, row := range settingRows {
 		s := HomeSetting{Label: row.label, Value: row.value(ps)}
 		for _, c := range row.choices(ps) {
-			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingButton + row.name + ":" + c.value})
+			s.Buttons = append(s.Buttons, Button{Label: c.label, Data: HomePrefix + settingData(row.name, c.value)})
 		}
 		h.Settings = append(h.Settings, s)
 	}
@@ -303,14 +322,35 @@ func (b *Bot) home(ctx context.Context, in Incoming, notice string) (Home, error
 	return h, nil
 }
 
-// homeConnected reports whether in's person has a Todoist to undo in:
-// always outside team mode.
-func (b *Bot) homeConnected(ctx context.Context, in Incoming) bool {
+// accountLookup is what looking up a person's Todoist connection found
+// (err nil: connected), carried by a context so that one press (a Home
+// Undo, its job's report) looks it up once.
+type accountLookup struct {
+	person string
+	err    error
+}
+
+type accountKey struct{}
+
+// accountKnown returns ctx carrying what looking up the connection of
+// platform's userID found.
+func accountKnown(ctx context.Context, platform, userID string, err error) context.Context {
+	return context.WithValue(ctx, accountKey{}, &accountLookup{person: PersonID(platform, userID), err: err})
+}
+
+// accountErr is nil when platform's userID has a Todoist to work in
+// (always outside team mode), else why not (ErrNotConnected, or the
+// lookup's failure): what ctx carries for them (accountKnown), else
+// looked up.
+func (b *Bot) accountErr(ctx context.Context, platform, userID string) error {
 	if b.cfg.Accounts == nil {
-		return true
+		return nil
 	}
-	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
-	return err == nil
+	if k, ok := ctx.Value(accountKey{}).(*accountLookup); ok && k.person == PersonID(platform, userID) {
+		return k.err
+	}
+	_, err := b.cfg.Accounts.Agent(ctx, platform, userID)
+	return err
 }
 
 // Filing is one of autopilot's filings that can be undone.
@@ -325,15 +365,20 @@ const (
 	// shownFilings bounds the filings the settings show: with two
 	// blocks each, well within a Home's 100 blocks.
 	shownFilings = 5
-	// filingRuns bounds the runs of the conversation read for them,
-	// newest first (a person's DM holds thousands).
-	filingRuns = 200
+	// filingJournals bounds the journals read for them: those of the
+	// person's newest ended autopilot runs not undone. A settings page
+	// (each /settings, each Home publish) reads at most this many, not
+	// one per run of a DM that holds thousands; an autopilot run has
+	// tasks to file, so most of those runs filed something.
+	filingJournals = 3 * shownFilings
 )
 
 // lastFilings are the person's last autopilot filings (up to
 // shownFilings, newest first): autopilot runs of their conversation
 // that ended, are not undone, and wrote something Undo can revert
-// (undoable, as for the Undo under their message). Whether
+// (undoable, as for the Undo under their message), among the newest
+// filingJournals such runs (one read of the runs, at most
+// filingJournals of journals). Whether
 // a press may undo one now (a later run changed things since) is undo's
 // to say, as for the chat's Undo.
 func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps PersonSettings) ([]Filing, error) {
@@ -349,11 +394,12 @@ func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps Perso
 		loc = l
 	}
 	var out []Filing
-	for i, read := len(runs)-1, 0; i >= 0 && read < filingRuns && len(out) < shownFilings; i, read = i-1, read+1 {
+	for i, read := len(runs)-1, 0; i >= 0 && read < filingJournals && len(out) < shownFilings; i-- {
 		r := runs[i]
 		if !r.Autopilot || r.Platform != platform || r.UserID != userID || r.Undone || !r.Status.Final() {
 			continue
 		}
+		read++
 		entries, err := b.store.RunAudit(ctx, r.ID)
 		if err != nil {
 			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
@@ -369,7 +415,7 @@ func (b *Bot) lastFilings(ctx context.Context, platform, userID string, ps Perso
 // homeAccount is the person's Todoist connection (team mode).
 func (b *Bot) homeAccount(ctx context.Context, in Incoming) *HomeAccount {
 	connect := b.commandName(in.Platform, "connect")
-	_, err := b.cfg.Accounts.Agent(ctx, in.Platform, in.UserID)
+	err := b.accountErr(ctx, in.Platform, in.UserID)
 	switch {
 	case err == nil:
 		return &HomeAccount{Connected: true, Text: "Your Todoist is connected.",

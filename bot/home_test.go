@@ -2,20 +2,31 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidybot/tidybot/agent"
 )
 
 // homePlatform is a fakePlatform with a Home tab (HomePublisher).
 type homePlatform struct {
 	*fakePlatform
+	bot *Bot // whose queue publishes the Homes
+	// gate, when set, holds every publish until it is closed (a slow
+	// views.publish).
+	gate  chan struct{}
 	hmu   sync.Mutex
 	homes map[string][]Home // by user, every one published
 }
 
 func (p *homePlatform) PublishHome(_ context.Context, userID string, h Home) error {
+	if p.gate != nil {
+		<-p.gate
+	}
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	if p.homes == nil {
@@ -27,6 +38,7 @@ func (p *homePlatform) PublishHome(_ context.Context, userID string, h Home) err
 
 func (p *homePlatform) home(t *testing.T, userID string, n int) Home {
 	t.Helper()
+	idle(t, p.bot) // the Homes queued are published
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	if len(p.homes[userID]) != n {
@@ -40,6 +52,7 @@ func startHomeBot(t *testing.T, cfg Config) (*Bot, *homePlatform) {
 	plat := &homePlatform{fakePlatform: &fakePlatform{name: "slack", interval: time.Second}}
 	cfg.Workers = 2
 	b := New(newMemStore(), &mockAgent{}, cfg)
+	plat.bot = b
 	b.AddPlatform(plat)
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -152,6 +165,37 @@ func TestHomeBadPressChangesNothing(t *testing.T) {
 	}
 }
 
+// TestHomeAnsweredBeforeItIsPublished: opening the Home and pressing
+// on it return (Slack is acknowledged) while the Home's publish is
+// still under way: the build and views.publish are queued, not made in
+// the platform's request, which Slack wants answered within 3 seconds.
+func TestHomeAnsweredBeforeItIsPublished(t *testing.T) {
+	b, plat := startHomeBot(t, Config{AllowedUsers: []string{"slack:U1"}})
+	plat.gate = make(chan struct{})
+	returned := func(what string, f func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second): // a deadlock, not a speed: the publish is held until gate closes
+			close(plat.gate)
+			t.Fatalf("%s waited for the Home's publish", what)
+		}
+	}
+	returned("OpenHome", func() error { return b.OpenHome(t.Context(), "slack", "U1", "T1") })
+	returned("a press on the Home", func() error {
+		return b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + "set:confirm:writes", EventID: "act:1"})
+	})
+	close(plat.gate)
+	if h := plat.home(t, "U1", 2); !strings.Contains(h.Notice, "before every change") {
+		t.Errorf("the Home after the press, published second: %+v", h)
+	}
+}
+
 // idle waits until b has nothing queued or posting.
 func idle(t *testing.T, b *Bot) {
 	t.Helper()
@@ -159,5 +203,118 @@ func idle(t *testing.T, b *Bot) {
 	defer cancel()
 	if err := b.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// auditCountingStore counts the journals read (RunAudit) and the reads
+// of a conversation's runs (ThreadRuns).
+type auditCountingStore struct {
+	*memStore
+	audits, threadRuns atomic.Int32
+}
+
+func (s *auditCountingStore) RunAudit(ctx context.Context, runID string) ([]AuditEntry, error) {
+	s.audits.Add(1)
+	return s.memStore.RunAudit(ctx, runID)
+}
+
+func (s *auditCountingStore) ThreadRuns(ctx context.Context, key string) ([]*Run, error) {
+	s.threadRuns.Add(1)
+	return s.memStore.ThreadRuns(ctx, key)
+}
+
+// TestLastFilingsReadsBounded: the settings' last filings read the
+// conversation's runs once and at most filingJournals journals, however
+// many autopilot runs of the person filed nothing (each /settings and
+// each Home publish reads them); the newest filings come first.
+func TestLastFilingsReadsBounded(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		empty, filed  int // newest runs that filed nothing, then older ones that filed
+		wantFilings   int
+		wantMaxAudits int32
+	}{
+		{"many empty", 100, 3, 0, filingJournals},
+		{"filings first", 0, 100, shownFilings, shownFilings},
+		{"few empty", 2, 3, 3, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &auditCountingStore{memStore: newMemStore()}
+			b := New(st, &mockAgent{}, Config{AllowedUsers: []string{"slack:U1"}})
+			const key = "slack:D1:"
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			n := c.filed + c.empty
+			for i := range n {
+				r := &Run{ID: fmt.Sprintf("r%03d", i), ThreadKey: key, Platform: "slack", ChatID: "D1", UserID: "U1",
+					Status: RunDone, Autopilot: true, Answer: fmt.Sprintf("🤖 filed %d", i), Created: at.Add(time.Duration(i) * time.Minute)}
+				ch := Change{Run: r}
+				if i < c.filed { // the older runs filed a task
+					ch.Audit = []AuditEntry{{RunID: r.ID, ThreadKey: key, Write: agent.Write{Kind: agent.MoveTask, ID: "t"},
+						Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t"}}, Summary: "moved", At: r.Created}}
+				}
+				if err := st.Commit(t.Context(), ch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs, err := b.lastFilings(t.Context(), "slack", "U1", PersonSettings{Conversation: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != c.wantFilings {
+				t.Errorf("%d filings, want %d: %+v", len(fs), c.wantFilings, fs)
+			}
+			if len(fs) > 0 && fs[0].RunID != fmt.Sprintf("r%03d", c.filed-1) {
+				t.Errorf("first filing %s, want the newest that filed, r%03d", fs[0].RunID, c.filed-1)
+			}
+			if got := st.audits.Load(); got > c.wantMaxAudits {
+				t.Errorf("%d journals read, want at most %d", got, c.wantMaxAudits)
+			}
+			if got := st.threadRuns.Load(); got != 1 {
+				t.Errorf("the runs read %d times, want once", got)
+			}
+		})
+	}
+}
+
+// lookupCounter is fakeAccounts counting the lookups of a connection.
+type lookupCounter struct {
+	*fakeAccounts
+	lookups atomic.Int32
+}
+
+func (c *lookupCounter) Agent(ctx context.Context, platform, userID string) (Agent, error) {
+	c.lookups.Add(1)
+	return c.fakeAccounts.Agent(ctx, platform, userID)
+}
+
+// TestHomeUndoLooksUpTheAccountOnce: an Undo pressed on the Home (team
+// mode) looks up the person's Todoist connection once in the press (the
+// Home saying "Undoing…" shows what it found) and once in the undo's
+// job (whose Home report shows what the undo used), not again for each
+// Home; and it undoes.
+func TestHomeUndoLooksUpTheAccountOnce(t *testing.T) {
+	ag := &mockAgent{}
+	acc := &lookupCounter{fakeAccounts: &fakeAccounts{agents: map[string]*mockAgent{"slack:U1": ag}}}
+	b, plat := startHomeBot(t, Config{Accounts: acc, AllowedUsers: []string{"slack:U1"}})
+	const key = "slack:D1:"
+	r := &Run{ID: "r1", ThreadKey: key, Platform: "slack", ChatID: "D1", UserID: "U1", DM: true, Status: RunDone, Autopilot: true,
+		Answer: "🤖 Filed 1 new task", Created: time.Now(), Updated: time.Now()}
+	move := agent.Write{Kind: agent.MoveTask, ID: "t1", ProjectID: "p2"}
+	if err := b.store.Commit(t.Context(), Change{Run: r, Audit: []AuditEntry{{RunID: "r1", ThreadKey: key, Write: move,
+		Inverse: []agent.Write{{Kind: agent.MoveTask, ID: "t1", ProjectID: "inbox"}}, Summary: "moved", At: time.Now()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Handle(t.Context(), Incoming{Platform: "slack", UserID: "U1", Button: HomePrefix + undoButtonPrefix + "r1", EventID: "act:1"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, b)
+	if got, err := b.store.Run(t.Context(), "r1"); err != nil || !got.Undone {
+		t.Fatalf("the run after the Home's Undo: %+v, %v", got, err)
+	}
+	if h := plat.home(t, "U1", 2); !strings.HasPrefix(h.Notice, "↩️ Undid") || h.Account == nil || !h.Account.Connected {
+		t.Errorf("the Home after the undo: %+v", h)
+	}
+	if n := acc.lookups.Load(); n != 2 {
+		t.Errorf("the connection looked up %d times, want 2 (the press, the undo's job)", n)
 	}
 }

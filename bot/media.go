@@ -213,7 +213,7 @@ func (b *Bot) transcribe(ctx context.Context, j Job) (*Job, error) {
 	in.Text, in.Transcribed = text, true
 	next := Job{ID: j.ID + "-heard", ThreadKey: j.ThreadKey, Kind: JobIncoming, Incoming: in, Enqueued: j.Enqueued}
 	m := &Message{ThreadKey: j.ThreadKey, Role: RoleUser, Text: text, At: in.At}
-	if err := b.store.Commit(ctx, Change{Message: m, Job: &next, DeleteJob: j.ID}); err != nil {
+	if err := b.commit(ctx, Change{Message: m, Job: &next, DeleteJob: j.ID}); err != nil {
 		return nil, fmt.Errorf("bot: store transcript of %s: %w", j.ID, err)
 	}
 	log.Info("voice note transcribed", slog.Int("bytes", len(audio)), slog.Int("chars", len(text)))

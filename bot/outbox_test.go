@@ -459,4 +459,19 @@ func TestSharedRunWhoseSaveFailsResumes(t *testing.T) {
 	if !slices.Contains(p.texts(), "resumed and did it") {
 		t.Errorf("posted %q, want the resumed run's answer", p.texts())
 	}
+	// The run ended: the count of its failed save goes with it (a later
+	// failure of another execution would start from it, and the map
+	// would keep it for the process's life).
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, n := range b.failures {
+		if strings.HasPrefix(id, "run:") {
+			t.Errorf("failures[%q] = %d after the run ended, want it cleared", id, n)
+		}
+	}
 }

@@ -87,9 +87,9 @@ func (b *Bot) unknownPress(ctx context.Context, in Incoming) error {
 }
 
 // answerButtonLater queues the answer to a button press without waiting.
-// A press on the Home (HomePrefix) is answered on the Home: it is
-// published again with text as its notice, before the press's job can
-// publish its own.
+// A press on the Home (HomePrefix) is answered on the Home: its publish
+// with text as its notice is queued before the press's job can queue
+// its own (publishHome).
 func (b *Bot) answerButtonLater(ctx context.Context, in Incoming, text string) {
 	if strings.HasPrefix(in.Button, HomePrefix) {
 		if err := b.publishHome(ctx, in, text); err != nil {

@@ -11,8 +11,17 @@ import (
 	"github.com/tidybot/tidybot/agent"
 )
 
-// startRun begins a new run for a message or command.
+// startRun begins a new run for a message or command; a run of the
+// thread waiting for an answer is dropped.
 func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instruction string) error {
+	return b.beginRun(ctx, runID, in, instruction, true)
+}
+
+// beginRun is startRun; without dropWaiting when the caller found no
+// run of the thread waiting, as the job's handling began: none can
+// start waiting since (the thread runs one job at a time, and the end
+// of the one before was committed before this job's turn).
+func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instruction string, dropWaiting bool) error {
 	if _, err := b.store.Run(ctx, runID); err == nil {
 		return nil // started before a restart; it resumes from its own record
 	} else if !errors.Is(err, ErrNotFound) {
@@ -27,8 +36,10 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		images = append(images, *im)
 	}
-	if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
-		return err
+	if dropWaiting {
+		if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
+			return err
+		}
 	}
 	history, err := b.history(ctx, in)
 	if err != nil {
@@ -176,7 +187,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 	ag, err := b.agentFor(ctx, r.Platform, r.UserID)
 	if errors.Is(err, ErrNotConnected) {
 		r.Status, r.Waiting, r.Updated = RunCancelled, nil, b.cfg.Now()
-		if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+		if err := b.commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 			return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 		}
 		b.rejected(ctx, r)
@@ -240,7 +251,7 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 		answer = withEarly(r, answer)
 	}
 	r.Status, r.Waiting, r.Reply, r.Early = RunWorking, nil, answer, nil
-	if err := b.store.Commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
+	if err := b.commit(ctx, Change{Run: r, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	return b.execute(ctx, r, "", first, false, func(ctx context.Context, h agent.Hooks) agent.Outcome {
@@ -298,7 +309,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	// counts its tokens since the last, in the same transaction, so that
 	// a crash forgets none and counts none twice.
 	before := r.Usage
-	e := &runEnd{r: r, jobID: jobID, counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
+	e := &runEnd{r: r, jobID: jobID, unstored: jobID != "", counted: r.Usage, meter: meter, log: b.log.With(slog.String("run_id", r.ID))}
 	// What a dead process's preview of this run left goes first, ahead
 	// of this execution's status message (orphan.go).
 	b.dropOrphan(ctx, q, r.ID, r.ChatID, r.ThreadID)
@@ -334,6 +345,13 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 	if !lost && e.saveErr != nil && out.Status == agent.StatusFailed &&
 		b.triedAgain("run:"+r.ID, "a save of the run failed; it is interrupted and resumes from its last save", e.saveErr, e.log) {
 		out = agent.Outcome{Status: agent.StatusInterrupted, Err: e.saveErr}
+	} else {
+		// This execution is not tried again for a failed save: the
+		// count of its earlier tries goes, or a later failure of the
+		// run would start from it (and the map would keep it).
+		b.mu.Lock()
+		delete(b.failures, "run:"+r.ID)
+		b.mu.Unlock()
 	}
 	if pv != nil {
 		pv.end()
@@ -378,6 +396,9 @@ type runEnd struct {
 	// jobID, when set, is the job of a run not stored yet: the run's
 	// first save retires it.
 	jobID string
+	// unstored is set when the run was not stored as this execution
+	// began (jobID was set): it has no journal yet.
+	unstored bool
 	// counted is the run's usage as counted in its person's day in the
 	// store: every save counts the tokens since the last, in the same
 	// transaction, so that a crash forgets none and counts none twice.
@@ -431,7 +452,7 @@ func (b *Bot) saveStep(ctx context.Context, e *runEnd, prog *progress, tr *agent
 		c.Count = map[string]int{usageKey(r.Platform, r.UserID, b.cfg.Now()): spent}
 	}
 	if c.DeleteJob != "" || c.Count != nil {
-		err = b.store.Commit(saveCtx, c)
+		err = b.commit(saveCtx, c)
 	} else {
 		err = b.store.SaveRun(saveCtx, r)
 	}
@@ -511,7 +532,7 @@ func (b *Bot) endTranscript(ctx context.Context, e *runEnd, tr *agent.Transcript
 		return err
 	}
 	e.r.Transcript, e.r.Usage = raw, tr.Usage
-	e.audit, err = b.unjournaled(ctx, e.r, tr.Journal)
+	e.audit, err = b.unjournaled(ctx, e.r, tr.Journal, e.unstored)
 	return err
 }
 
@@ -594,7 +615,7 @@ func (b *Bot) answerOutbound(r *Run, tr *agent.Transcript) Outbound {
 // tokens and the retirement of its job.
 func (b *Bot) commitEnd(ctx context.Context, e *runEnd, c Change) error {
 	c.Audit, c.Count, c.DeleteJob = e.audit, e.count, e.jobID
-	return b.store.Commit(context.WithoutCancel(ctx), c)
+	return b.commit(context.WithoutCancel(ctx), c)
 }
 
 // postEnd saves the run with text, its answer or question, in the
@@ -662,13 +683,18 @@ func (b *Bot) doneList(platform string, tr *agent.Transcript) string {
 
 // unjournaled returns audit entries for the writes of applied not yet in
 // r's journal (a resumed run journaled its earlier ones when it paused).
-func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied) ([]AuditEntry, error) {
+// unstored says r was not stored as this execution began: its journal,
+// written only with a run's end, is empty (not read).
+func (b *Bot) unjournaled(ctx context.Context, r *Run, applied []agent.Applied, unstored bool) ([]AuditEntry, error) {
 	if len(applied) == 0 {
 		return nil, nil
 	}
-	have, err := b.store.RunAudit(ctx, r.ID)
-	if err != nil {
-		return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+	var have []AuditEntry
+	if !unstored {
+		var err error
+		if have, err = b.store.RunAudit(ctx, r.ID); err != nil {
+			return nil, fmt.Errorf("bot: read journal of %s: %w", r.ID, err)
+		}
 	}
 	if len(applied) <= len(have) {
 		return nil, nil

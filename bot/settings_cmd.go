@@ -31,8 +31,23 @@ var confirmLevels = map[string]string{
 	string(agent.ConfirmNever):       "never",
 }
 
-// settingButton is the data of a /settings button: "set:<name>:<value>".
+// settingButton starts the data of a /settings button (settingData).
 const settingButton = "set:"
+
+// settingData is the data of the button that applies /settings NAME
+// VALUE: "set:NAME:VALUE", behind HomePrefix on the Home.
+func settingData(name, value string) string { return settingButton + name + ":" + value }
+
+// settingOf reads a settingData back (after HomePrefix, if any); ok is
+// false for other data.
+func settingOf(data string) (name, value string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(data, HomePrefix), settingButton)
+	if !ok {
+		return "", "", false
+	}
+	name, value, ok = strings.Cut(rest, ":")
+	return name, value, ok && name != ""
+}
 
 // settingsUsage says how each setting is changed; %s is the command as
 // typed on the platform ("/settings", "/tidy settings").
@@ -282,7 +297,7 @@ func settingsButtons(ps PersonSettings) []Button {
 	var bs []Button
 	for _, row := range settingRows {
 		for _, c := range row.choices(ps) {
-			bs = append(bs, Button{Label: c.label, Data: settingButton + row.name + ":" + c.value, Command: "settings"})
+			bs = append(bs, Button{Label: c.label, Data: settingData(row.name, c.value), Command: "settings"})
 		}
 	}
 	return bs
@@ -291,8 +306,8 @@ func settingsButtons(ps PersonSettings) []Button {
 // pressSetting turns a settings button into /settings NAME VALUE, a
 // job in the presser's conversation: it changes the presser's own
 // settings, whoever was shown them.
-func (b *Bot) pressSetting(ctx context.Context, in Incoming, arg string) error {
-	name, value, ok := strings.Cut(arg, ":")
+func (b *Bot) pressSetting(ctx context.Context, in Incoming, _ string) error {
+	name, value, ok := settingOf(in.Button)
 	if !ok {
 		b.answerButtonLater(ctx, in, "I don't know that button.")
 		return nil

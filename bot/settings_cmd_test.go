@@ -364,3 +364,21 @@ func TestAutopilotPeopleRebuiltAtStart(t *testing.T) {
 		t.Errorf("the old list is still there: %s", v)
 	}
 }
+
+// TestSettingDataReadsBack: a settings button's data, in the chat or
+// behind HomePrefix on the Home, reads back as the name and value it
+// was made of (a value may hold a colon: 08:00); other data does not.
+func TestSettingDataReadsBack(t *testing.T) {
+	for _, c := range []struct{ name, value string }{{"digest", "08:00"}, {"confirm", "never"}, {"model", "best"}} {
+		for _, data := range []string{settingData(c.name, c.value), HomePrefix + settingData(c.name, c.value)} {
+			if name, value, ok := settingOf(data); !ok || name != c.name || value != c.value {
+				t.Errorf("settingOf(%q) = %q, %q, %v; want %q, %q", data, name, value, ok, c.name, c.value)
+			}
+		}
+	}
+	for _, data := range []string{"set:", "set:digest", "set::on", "u:r1", HomePrefix + "disconnect", "digest:on"} {
+		if name, value, ok := settingOf(data); ok {
+			t.Errorf("settingOf(%q) = %q, %q, ok; want not a setting", data, name, value)
+		}
+	}
+}

@@ -91,7 +91,7 @@ func (b *Bot) modelButtons(ps PersonSettings) []Button {
 	var bs []Button
 	for _, t := range b.cfg.ModelTiers {
 		if t.Model != current {
-			bs = append(bs, Button{Label: "Model: " + t.Name, Data: settingButton + "model:" + t.Name, Command: "settings"})
+			bs = append(bs, Button{Label: "Model: " + t.Name, Data: settingData("model", t.Name), Command: "settings"})
 		}
 	}
 	return bs

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -22,6 +23,8 @@ type turn struct {
 	holders  int // the worker, and the tail it handed off
 	cleanups []func()
 	failed   bool // the tail failed: the job stays stored
+	// gone are the jobs a committed Change retired (see Bot.commit).
+	gone []string
 }
 
 func newTurn(free func()) *turn { return &turn{free: free, holders: 1} }
@@ -34,6 +37,35 @@ func (t *turn) atRelease(f func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cleanups = append(t.cleanups, f)
+}
+
+// retired notes that job id left the store in a committed transaction.
+func (t *turn) retired(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gone = append(t.gone, id)
+}
+
+// isRetired reports whether job id left the store in a committed
+// transaction of this turn.
+func (t *turn) isRetired(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Contains(t.gone, id)
+}
+
+// commit stores c (Store.Commit). A job it retires is noted in ctx's
+// turn, whose cleanup then does not delete it again: a deletion that
+// finds nothing is still a write transaction (an fsync; on PostgreSQL a
+// commit fenced by the lease) a message.
+func (b *Bot) commit(ctx context.Context, c Change) error {
+	if err := b.store.Commit(ctx, c); err != nil {
+		return err
+	}
+	if t := turnOf(ctx); t != nil && c.DeleteJob != "" {
+		t.retired(c.DeleteJob)
+	}
+	return nil
 }
 
 // hold adds a holder (a tail).

@@ -48,6 +48,9 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
 	}
+	// The Home published after (undoneOnHome) shows the connection
+	// just found, not looked up again.
+	ctx = accountKnown(ctx, r.Platform, r.UserID, nil)
 	rep, err := ag.Undo(ctx, journal)
 	if err != nil {
 		return fmt.Errorf("bot: undo run %s: %w", r.ID, err)
@@ -87,7 +90,7 @@ func (b *Bot) undo(ctx context.Context, jobID string, in Incoming) error {
 	// run undone, as finish does with an answer: a crash before the post
 	// keeps it for the next start.
 	ob := b.outbound(in.Platform, reply(in, b.fit(in.Platform, sb.String())))
-	if err := b.store.Commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
+	if err := b.commit(ctx, Change{Run: r, Send: []Outbound{ob}, DeleteJob: jobID}); err != nil {
 		return fmt.Errorf("bot: save run %s: %w", r.ID, err)
 	}
 	if in.Button != "" {

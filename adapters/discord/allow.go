@@ -27,6 +27,9 @@ func AllowedID(id string, team bool) error {
 		}
 		return nil
 	}
+	if guild, ok := strings.CutPrefix(id, "guild:"); ok {
+		return errors.New("can never match: a whole Discord server is written discord:team:" + guild + " (a server is the bot's team, as a Slack workspace is)")
+	}
 	if guild, ok := strings.CutPrefix(id, "team:"); ok {
 		if !snowflake.MatchString(guild) {
 			return errors.New("can never match: Discord server ids are numbers of 15 to 20 digits (discord:team:123456789012345678; Server Settings → Widget → Server ID, or Copy Server ID in developer mode)")

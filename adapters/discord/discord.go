@@ -64,6 +64,15 @@ type Config struct {
 	// AppID is DISCORD_APP_ID, the application's id; empty, it is read
 	// from the gateway's READY (application.id).
 	AppID string
+	// Events counts events the adapter skips because they do not decode
+	// (outcome "undecodable"); nil counts nothing.
+	Events Events
+}
+
+// Events hears what the adapter does with events; cmd/tidybot counts
+// them in /metrics.
+type Events interface {
+	Event(platform, outcome string)
 }
 
 // Adapter is the Discord platform.

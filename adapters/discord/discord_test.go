@@ -94,6 +94,29 @@ func waitFor(t testing.TB, what string, ok func() bool) {
 	}
 }
 
+// counter counts the adapter's events by outcome.
+type counter struct {
+	mu  sync.Mutex
+	got map[string]int
+}
+
+func (c *counter) Event(platform, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.got == nil {
+		c.got = map[string]int{}
+	}
+	if platform == discord.Platform {
+		c.got[outcome]++
+	}
+}
+
+func (c *counter) n(outcome string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got[outcome]
+}
+
 // syncBuf is a log buffer safe for the adapter's goroutines.
 type syncBuf struct {
 	mu sync.Mutex
@@ -715,6 +738,7 @@ func TestAllowedID(t *testing.T) {
 		{"team:123456789012345678", true, true},
 		{"team:123456789012345678", false, false},
 		{"team:abc", true, false},
+		{"guild:123456789012345678", true, false},
 	} {
 		if err := discord.AllowedID(c.id, c.team); (err == nil) != c.ok {
 			t.Errorf("AllowedID(%q, %v) = %v", c.id, c.team, err)
@@ -727,8 +751,12 @@ func TestAllowedID(t *testing.T) {
 func TestUndecodableEventsAreSkipped(t *testing.T) {
 	srv := discordtest.New(t)
 	logs := &syncBuf{}
-	_, h := start(t, srv, config(srv, logs))
+	cfg := config(srv, logs)
+	counted := &counter{}
+	cfg.Events = counted
+	_, h := start(t, srv, cfg)
 	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"1","channel_id":42,"content":{"not":"text"}}`))
+	srv.Dispatch("INTERACTION_CREATE", []byte(`{"id":"5","type":"two"}`))
 	srv.Dispatch("MESSAGE_CREATE", []byte(`{"id":"2","channel_id":"3","content":"no author"}`))
 	srv.Dispatch("SOMETHING_NEW", []byte(`{"id":"4"}`))
 	srv.DM(alice, "still here")
@@ -737,8 +765,11 @@ func TestUndecodableEventsAreSkipped(t *testing.T) {
 	if ev = h.events(); len(ev) != 1 || ev[0].Text != "still here" {
 		t.Fatalf("events %+v", ev)
 	}
-	if !strings.Contains(logs.String(), "discordgo: ") {
+	if !strings.Contains(logs.String(), "does not decode") {
 		t.Errorf("the malformed event was not logged:\n%s", logs.String())
+	}
+	if n := counted.n("undecodable"); n != 2 {
+		t.Errorf("%d undecodable events counted, want 2", n)
 	}
 	if strings.Contains(logs.String(), discordtest.Token) {
 		t.Errorf("the logs show the token:\n%s", logs.String())

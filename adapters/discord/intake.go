@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,21 +43,15 @@ const (
 // intake; a refused token or a privileged intent the portal has not
 // switched on is an error that says which setting to fix.
 func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
-	in := &intake{a: a, h: h, ctx: ctx, lanes: map[string]*lane{}}
+	in := &intake{a: a, h: h, ctx: ctx, lanes: map[string]*lane{}, room: make(chan struct{}, maxWaiting)}
 	remove := []func(){
 		a.sess.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { a.ready(r) }),
-		a.sess.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { in.message(m.Message) }),
 		a.sess.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) {
 			if c.Channel != nil && c.ParentID != "" {
 				a.learnThread(c.ID, c.ParentID)
 			}
 		}),
-		a.sess.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-			if i.Interaction == nil {
-				return
-			}
-			go in.interaction(i.Interaction, a.gatewayResponder(ctx, i.Interaction))
-		}),
+		a.sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) { in.raw(ctx, e) }),
 	}
 	defer func() {
 		for _, r := range remove {
@@ -131,10 +126,50 @@ type intake struct {
 
 	mu    sync.Mutex
 	lanes map[string]*lane
+	// room holds a token per message waiting for Handle: when it is
+	// full (the store has been down a while), the gateway's reader waits
+	// too, so that memory stays bounded; Discord then resumes the session
+	// and sends what was not read yet.
+	room chan struct{}
 }
+
+// maxWaiting is how many messages may wait in memory for Handle.
+const maxWaiting = 1000
 
 // lane is one chat's events waiting for Handle, oldest first.
 type lane struct{ queue []bot.Incoming }
+
+// raw reads the two events the bot takes from their JSON itself:
+// discordgo hands its typed handlers whatever part of an event decoded,
+// while an event that does not decode whole is one to skip, log and
+// count (Config.Events, outcome "undecodable"), as Telegram's and
+// Slack's are, so that it holds up nothing after it.
+func (in *intake) raw(ctx context.Context, e *discordgo.Event) {
+	switch e.Type {
+	case "MESSAGE_CREATE":
+		var m discordgo.Message
+		if err := json.Unmarshal(e.RawData, &m); err != nil {
+			in.a.undecodable(e, err)
+			return
+		}
+		in.message(&m)
+	case "INTERACTION_CREATE":
+		var i discordgo.Interaction
+		if err := json.Unmarshal(e.RawData, &i); err != nil {
+			in.a.undecodable(e, err)
+			return
+		}
+		go in.interaction(&i, in.a.gatewayResponder(ctx, &i))
+	}
+}
+
+// undecodable logs and counts an event that does not decode.
+func (a *Adapter) undecodable(e *discordgo.Event, err error) {
+	a.log.Warn("discord event does not decode; skipped", slog.String("event", e.Type), slog.Int64("seq", e.Sequence), slog.Any("err", err))
+	if a.cfg.Events != nil {
+		a.cfg.Events.Event(Platform, "undecodable")
+	}
+}
 
 // message turns one MESSAGE_CREATE into an event for its chat's lane.
 func (in *intake) message(m *discordgo.Message) {
@@ -147,6 +182,11 @@ func (in *intake) message(m *discordgo.Message) {
 
 // enqueue adds ev to its chat's lane, starting the lane's worker when idle.
 func (in *intake) enqueue(ev bot.Incoming) {
+	select {
+	case in.room <- struct{}{}:
+	case <-in.ctx.Done():
+		return
+	}
 	key := ev.ChatID
 	in.mu.Lock()
 	l, running := in.lanes[key]
@@ -176,6 +216,7 @@ func (in *intake) drain(key string, l *lane) {
 		if err := in.a.deliver(in.ctx, in.h, ev, 0); err != nil {
 			in.a.log.Warn("discord: event not stored before shutdown", slog.String("event_id", ev.EventID), slog.Any("err", err))
 		}
+		<-in.room
 	}
 }
 

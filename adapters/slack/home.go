@@ -22,7 +22,9 @@ import (
 var _ bot.HomePublisher = (*Adapter)(nil)
 
 // HomeOpener builds and publishes a person's Home; *bot.Bot implements
-// it. A handler that does not leaves the Home tab empty.
+// it, returning once the publish is queued, so that the event is
+// acknowledged at once. A handler that does not leaves the Home tab
+// empty.
 type HomeOpener interface {
 	OpenHome(ctx context.Context, platform, userID, teamID string) error
 }

@@ -56,7 +56,7 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 
 func openDiscord(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
 	return discord.New(discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordURL, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
-		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(),
+		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 

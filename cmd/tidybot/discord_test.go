@@ -282,3 +282,18 @@ func TestDiscordInteractionsOverHTTP(t *testing.T) {
 		return st.Original != nil && strings.Contains(st.Original.Content, "/tidy-inbox")
 	})
 }
+
+// An event that does not decode is logged, counted in /metrics and
+// skipped; the messages after it are answered.
+func TestDiscordPoisonEventIsSkipped(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.MetricsAddr = freeAddr(t)
+	dc := serveDiscord(t, e)
+	dc.Dispatch("MESSAGE_CREATE", []byte(`{"id":"1","channel_id":12345,"content":12345}`))
+	dm, _ := dc.DM(discordAlice, "hello")
+	waitFor(t, "the answer after the poison event", func() bool { m, _ := lastDiscord(dc, dm); return m.Content == "You said: hello" })
+	metric := `tidybot_events_total{outcome="undecodable",platform="discord"} 1`
+	if _, body := get(t, "http://"+e.cfg.MetricsAddr+"/metrics"); !strings.Contains(body, metric) {
+		t.Errorf("/metrics lacks %s", metric)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -33,10 +34,7 @@ func TestSlackHomeShowsAndChangesSettings(t *testing.T) {
 	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
 		t.Fatalf("app_home_opened: %d", code)
 	}
-	home, _ := sl.HomeOf("U1")
-	if home.Publishes != 1 {
-		t.Fatalf("no Home published when it was opened: %+v", home)
-	}
+	home := publishedHome(t, sl, "U1", 1)
 	for _, want := range []string{"Autopilot: off", "Confirm: never (never)", "Morning digest: off", "Time zone: Todoist's", "Language: the one you write in", "Today you used 0 model tokens."} {
 		if !slices.Contains(home.Sections, want) {
 			t.Errorf("the Home lacks %q: %q", want, home.Sections)
@@ -51,8 +49,8 @@ func TestSlackHomeShowsAndChangesSettings(t *testing.T) {
 	if code := postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(press.Encode()), slackSecret); code != 200 {
 		t.Fatalf("press: %d", code)
 	}
-	home, _ = sl.HomeOf("U1")
-	if home.Publishes != 2 || !slices.Contains(home.Sections, "Autopilot: on (project, section, labels, due date)") ||
+	home = publishedHome(t, sl, "U1", 2)
+	if !slices.Contains(home.Sections, "Autopilot: on (project, section, labels, due date)") ||
 		!strings.Contains(home.Shown(), "Autopilot is on") || !slices.Contains(home.Buttons, "home:set:autopilot:off") {
 		t.Errorf("the Home after autopilot on: %+v", home)
 	}
@@ -62,12 +60,17 @@ func TestSlackHomeShowsAndChangesSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(press.Encode()), slackSecret)
-	// The same press again (Slack's retry) changes nothing more.
-	_ = postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(press.Encode()), slackSecret)
-	home, _ = sl.HomeOf("U1")
-	if home.Publishes != 3 || !slices.Contains(home.Sections, "Confirm: writes (before every change)") {
+	home = publishedHome(t, sl, "U1", 3)
+	if !slices.Contains(home.Sections, "Confirm: writes (before every change)") {
 		t.Errorf("the Home after confirm writes: %+v", home)
 	}
+	// The same press again (Slack's retry) changes nothing more: opening
+	// the Home, queued after it on the person's lane, is the 4th publish.
+	_ = postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", []byte(press.Encode()), slackSecret)
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	publishedHome(t, sl, "U1", 4)
 
 	// /settings reads what the Home set.
 	if code := postSigned(t, base+"/slack/events", "application/json", slacktest.MessageEvent("Ev2", "D1", "im", "U1", "/settings", "2.1", ""), slackSecret); code != 200 {
@@ -87,8 +90,8 @@ func TestSlackHomeOfSomeoneNotAllowed(t *testing.T) {
 	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U666"), slackSecret); code != 200 {
 		t.Fatalf("app_home_opened: %d", code)
 	}
-	home, ok := sl.HomeOf("U666")
-	if !ok || !strings.Contains(home.Shown(), "slack:U666") || strings.Contains(home.Shown(), "Autopilot") || len(home.Buttons) != 0 {
+	home := publishedHome(t, sl, "U666", 1)
+	if !strings.Contains(home.Shown(), "slack:U666") || strings.Contains(home.Shown(), "Autopilot") || len(home.Buttons) != 0 {
 		t.Errorf("the Home of someone not allowed: %+v", home)
 	}
 }
@@ -171,7 +174,7 @@ func TestSlackHomeUndoesAnAutopilotFiling(t *testing.T) {
 	waitFor(t, "autopilot's message", func() bool { return strings.HasPrefix(lastPost(sl, dm).Text, "🤖 Filed 1 new task") })
 
 	open("U1")
-	home, _ := sl.HomeOf("U1")
+	home := publishedHome(t, sl, "U1", 1)
 	var undo string
 	for _, v := range home.Buttons {
 		if strings.HasPrefix(v, "home:u:") {
@@ -267,7 +270,7 @@ func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
 	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
 		t.Fatalf("app_home_opened: %d", code)
 	}
-	home, _ := sl.HomeOf("U1")
+	home := publishedHome(t, sl, "U1", 1)
 	if !strings.Contains(home.Shown(), "No Todoist is connected") || !slices.Contains(home.Buttons, "home:connect") {
 		t.Fatalf("the Home before connecting: %s %q", home.Shown(), home.Buttons)
 	}
@@ -278,13 +281,13 @@ func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
 	if code, body := open(t, alice.Browser(), connectLink(lastPost(sl, dm).Text)); code != http.StatusOK || !strings.Contains(body, "Connected") {
 		t.Fatalf("connect: HTTP %d %q", code, body)
 	}
-	if h, _ := sl.HomeOf("U1"); !strings.Contains(h.Shown(), "I sent you a Connect link") {
+	if h := publishedHome(t, sl, "U1", 2); !strings.Contains(h.Shown(), "I sent you a Connect link") {
 		t.Errorf("the Home after Connect: %s", h.Shown())
 	}
 	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
 		t.Fatalf("app_home_opened: %d", code)
 	}
-	home, _ = sl.HomeOf("U1")
+	home = publishedHome(t, sl, "U1", 3)
 	if !strings.Contains(home.Shown(), "Your Todoist is connected.") || !slices.Contains(home.Buttons, "home:disconnect") || len(alice.Tokens()) != 1 {
 		t.Fatalf("the Home once connected: %s %q; %d tokens", home.Shown(), home.Buttons, len(alice.Tokens()))
 	}
@@ -302,5 +305,59 @@ func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
 	})
 	if n := len(alice.Tokens()); n != 0 {
 		t.Errorf("%d tokens in force after Disconnect on the Home", n)
+	}
+}
+
+// publishedHome waits until user's Home was published n times (the
+// bot publishes it after answering Slack) and returns it; a Home
+// published more often fails the test.
+func publishedHome(t *testing.T, sl *slacktest.Server, user string, n int) slacktest.Home {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("Home publish %d of %s", n, user), func() bool { h, _ := sl.HomeOf(user); return h.Publishes >= n })
+	h, _ := sl.HomeOf(user)
+	if h.Publishes != n {
+		t.Fatalf("the Home of %s published %d times, want %d: %s", user, h.Publishes, n, h.Shown())
+	}
+	return h
+}
+
+// TestSlackHomeAckedBeforeViewsPublish: with views.publish held (a slow
+// Slack), a press on the Home and opening it are answered 200 at once,
+// Slack's 3-second ack not waiting for the Home's build and publish;
+// once views.publish answers, both Homes are published, in order.
+func TestSlackHomeAckedBeforeViewsPublish(t *testing.T) {
+	e := newEnv(t)
+	sl, base := serveSlack(t, e)
+	if code := postSigned(t, base+"/slack/events", "application/json", sl.AppHomeOpened("U1"), slackSecret); code != 200 {
+		t.Fatalf("app_home_opened: %d", code)
+	}
+	publishedHome(t, sl, "U1", 1) // the view a press comes from
+	press, err := sl.HomePress("U1", "home:set:confirm:writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := sl.Hold(t, "views.publish")
+	acked := func(what, path, contentType string, body []byte) {
+		t.Helper()
+		code := make(chan int, 1)
+		go func() { code <- postSigned(t, base+path, contentType, body, slackSecret) }()
+		select {
+		case c := <-code:
+			if c != 200 {
+				t.Fatalf("%s: %d", what, c)
+			}
+		case <-time.After(10 * time.Second): // a deadlock, not a speed: views.publish is held until released
+			release()
+			t.Fatalf("%s was answered only once views.publish was", what)
+		}
+	}
+	acked("the press", "/slack/interactivity", "application/x-www-form-urlencoded", []byte(press.Encode()))
+	acked("app_home_opened", "/slack/events", "application/json", sl.AppHomeOpened("U1"))
+	if h, _ := sl.HomeOf("U1"); h.Publishes != 1 {
+		t.Fatalf("a Home published while views.publish was held: %+v", h)
+	}
+	release()
+	if h := publishedHome(t, sl, "U1", 3); !slices.Contains(h.Sections, "Confirm: writes (before every change)") {
+		t.Errorf("the Home after the press: %s", h.Shown())
 	}
 }

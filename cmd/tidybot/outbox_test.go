@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -44,9 +45,13 @@ func (a *armedText) take(w http.ResponseWriter, r *http.Request) (hit, ok bool) 
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	form, _ := url.ParseQuery(string(body))
+	var j struct {
+		Content string `json:"content"` // Discord's JSON body
+	}
+	_ = json.Unmarshal(body, &j)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	hit = a.text != "" && (form.Get("text") == a.text || a.text == ackHold)
+	hit = a.text != "" && (form.Get("text") == a.text || (j.Content != "" && j.Content == a.text) || a.text == ackHold)
 	if hit {
 		a.text = ""
 	}

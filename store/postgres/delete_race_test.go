@@ -131,3 +131,57 @@ func assertNoValueSealedWithAGoneKey(t *testing.T, s *Store) {
 		}
 	}
 }
+
+// TestPruneKeepsAPendingRequestReplacedMeanwhile: replica A's Prune
+// reads an old pending request and decides it goes; before A deletes
+// it, replica B replaces it with a fresh one (the person asked again).
+// A deletes the request it read only: B's fresh one stays, readable.
+// Before, A deleted the row by its key, whatever it held by then, and
+// destroyed the fresh request's key with it.
+func TestPruneKeepsAPendingRequestReplacedMeanwhile(t *testing.T) {
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := pgtest.NewProxy(t, pu.Host)
+	a, err := Open(ctx, px.Via(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	key := bot.PendingPrefix + "telegram:42"
+	// Set through B: A's connection has not prepared lockKeys' statement,
+	// which PauseAt then sees by its text.
+	if err := b.SetSetting(ctx, key, `{"text":"old","at":"2020-01-01T00:00:00Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	fresh := `{"text":"fresh","at":"` + time.Now().UTC().Format(time.RFC3339) + `"}`
+	reached, resume := px.PauseAt(`ORDER BY id FOR UPDATE`) // the pending request's keys, once it was read
+	defer resume()
+	pruned := make(chan error, 1)
+	go func() { _, err := a.Prune(ctx, time.Now().Add(-time.Hour)); pruned <- err }()
+	select {
+	case <-reached:
+	case err := <-pruned:
+		t.Fatalf("Prune locked no key of the pending request: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Prune did not reach the pending request's keys")
+	}
+	if err := b.SetSetting(ctx, key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	if err := <-pruned; err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if got, err := b.Setting(ctx, key); err != nil || got != fresh {
+		t.Errorf("the request made while Prune ran: %q, %v; want %q", got, err, fresh)
+	}
+	assertNoValueSealedWithAGoneKey(t, a)
+}

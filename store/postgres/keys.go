@@ -34,6 +34,15 @@ const (
 	scopeNone     = "-"
 )
 
+// scopeOf is the data keys' scope of scope: scopeNone for "" (a value of
+// no conversation).
+func scopeOf(scope string) string {
+	if scope == "" {
+		return scopeNone
+	}
+	return scope
+}
+
 // metaMaster is the meta row of the master key generated when no
 // TIDYBOT_SECRET_KEY is given.
 const metaMaster = "data_master_key"
@@ -86,9 +95,7 @@ func (k *keyring) sealingKeys(scopes []string) (map[string]lockedKey, [][]byte, 
 	keys := make(map[string]lockedKey, len(scopes))
 	var ids [][]byte
 	for _, sc := range scopes {
-		if sc == "" {
-			sc = scopeNone
-		}
+		sc = scopeOf(sc)
 		sk, ok := k.sealing[sc]
 		if !ok || sk.period != period {
 			return nil, nil, false
@@ -143,19 +150,18 @@ const currentSQL = `SELECT d.id, d.sealed FROM current_keys c JOIN data_keys d O
 // lockLater queues, on p, the locking and reading of the current keys
 // of scopes (in the same round trip), which current then finds in
 // p.keys instead of reading each on its own; a scope with none gets one
-// from current, as without.
+// from current, as without. The caller's scopes are left as they are.
 func (k *keyring) lockLater(p *pipe, scopes ...string) {
 	if len(k.masters) == 0 || len(scopes) == 0 {
 		return
 	}
+	sorted := make([]string, len(scopes))
 	for i, sc := range scopes {
-		if sc == "" {
-			scopes[i] = scopeNone
-		}
+		sorted[i] = scopeOf(sc)
 	}
 	period := seal.PeriodOf(k.now())
-	slices.Sort(scopes) // locked in one order
-	for _, scope := range slices.Compact(scopes) {
+	slices.Sort(sorted) // locked in one order
+	for _, scope := range slices.Compact(sorted) {
 		p.later(currentSQL, scope, period).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id, sealed []byte
@@ -254,9 +260,7 @@ func (k *keyring) seal(ctx context.Context, q querier, scope string, plain []byt
 // sealEach seals each of plains with scope's current key, read (and
 // locked) once for them all.
 func (k *keyring) sealEach(ctx context.Context, q querier, scope string, plains ...[]byte) (sealed [][]byte, id []byte, err error) {
-	if scope == "" {
-		scope = scopeNone
-	}
+	scope = scopeOf(scope)
 	id, a, err := k.current(ctx, q, scope)
 	if err != nil {
 		return nil, nil, fmt.Errorf("seal: %w", err)

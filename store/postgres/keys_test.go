@@ -3,7 +3,9 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -163,5 +165,30 @@ func TestOpenReadsTheKeysOfOneMoment(t *testing.T) {
 	defer o.s.Close()
 	if _, err := o.s.keys.aead(ctx, o.s.pool, id); err != nil {
 		t.Errorf("the data key the other replica sealed does not open: %v", err)
+	}
+}
+
+// TestLockLaterLeavesTheScopesAsGiven: lockLater locks each scope once,
+// "" as scopeNone, in one order, and leaves the caller's slice as it
+// was (fencedTx passes its caller's scopes on).
+func TestLockLaterLeavesTheScopesAsGiven(t *testing.T) {
+	master, err := seal.NewAEAD(bytes.Repeat([]byte{1}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &keyring{masters: []cipher.AEAD{master}, now: time.Now}
+	scopes := []string{"telegram:1:", "", scopeOutbox, "", "telegram:1:"}
+	given := slices.Clone(scopes)
+	p := &pipe{b: &pgx.Batch{}}
+	k.lockLater(p, scopes...)
+	if !slices.Equal(scopes, given) {
+		t.Errorf("lockLater changed the caller's scopes: %q, was %q", scopes, given)
+	}
+	var locked []string
+	for _, q := range p.b.QueuedQueries {
+		locked = append(locked, q.Arguments[0].(string))
+	}
+	if want := []string{scopeNone, scopeOutbox, "telegram:1:"}; !slices.Equal(locked, want) {
+		t.Errorf("locked %q, want %q", locked, want)
 	}
 }

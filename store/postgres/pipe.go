@@ -30,8 +30,15 @@ type pipe struct {
 	rows map[string][]byte
 }
 
+// errNothingWritten, returned by a pipeTx's fn, rolls its transaction
+// back as a success: what it found left nothing to write, and a commit
+// of a transaction that locked a row (a guard's FOR SHARE) would be a
+// WAL flush for nothing.
+var errNothingWritten = errors.New("nothing to write")
+
 // pipeTx runs fn in a pipe, committed (with what fn left queued, in one
-// round trip) when fn returns nil, rolled back otherwise.
+// round trip) when fn returns nil, rolled back otherwise (returning nil
+// when fn returned errNothingWritten).
 func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -53,6 +60,9 @@ func (s *Store) pipeTx(ctx context.Context, fn func(p *pipe) error) error {
 		if _, rerr := conn.Exec(rctx, "rollback"); rerr != nil {
 			_ = conn.Conn().Close(rctx)
 		}
+	}
+	if errors.Is(err, errNothingWritten) {
+		return nil
 	}
 	return err
 }
@@ -134,13 +144,20 @@ func execLater(ctx context.Context, q querier, sql string, args ...any) error {
 	return err
 }
 
+// The locking of a settings row $1 (lockSettingsLater, lockedSetting):
+// made with value $2 when it is not there yet, then read FOR UPDATE.
+const (
+	settingMakeSQL = `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`
+	settingLockSQL = `SELECT value FROM settings WHERE key = $1 FOR UPDATE`
+)
+
 // lockSettingsLater queues the locking (FOR UPDATE) of settings rows
 // keys, each made with value initial when it is not there yet, and
 // their reading into p.rows (see lockedSetting).
 func lockSettingsLater(p *pipe, keys []string, initial string) {
 	for _, k := range keys {
-		p.later(`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, k, []byte(initial))
-		p.later(`SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).QueryRow(func(row pgx.Row) error {
+		p.later(settingMakeSQL, k, []byte(initial))
+		p.later(settingLockSQL, k).QueryRow(func(row pgx.Row) error {
 			var raw []byte
 			if err := row.Scan(&raw); err != nil {
 				return fmt.Errorf("lock setting %s: %w", k, err)
@@ -163,11 +180,11 @@ func lockedSetting(ctx context.Context, q querier, k, initial string) ([]byte, e
 			return raw, nil
 		}
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, k, []byte(initial)); err != nil {
+	if _, err := q.Exec(ctx, settingMakeSQL, k, []byte(initial)); err != nil {
 		return nil, err
 	}
 	var raw []byte
-	if err := q.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1 FOR UPDATE`, k).Scan(&raw); err != nil {
+	if err := q.QueryRow(ctx, settingLockSQL, k).Scan(&raw); err != nil {
 		return nil, err
 	}
 	return raw, nil

@@ -102,6 +102,8 @@ type Store struct {
 	leaseFor time.Duration
 	// closed is set by Close: background work gives up.
 	closed atomic.Bool
+	// group commits the fenced writes made at the same moment together.
+	group group
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -162,7 +164,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
-	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}, log: o.log}
+	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}, log: o.log,
+		group: group{slot: make(chan struct{}, 1)}}
 	id := newReplicaID()
 	s.replica.Store(&id)
 	if err := s.open(ctx, o); err != nil {

@@ -95,10 +95,7 @@ func (s *Store) resealAndDestroy(ctx context.Context, tx querier, ids [][]byte) 
 // (fencedTx), as every write of a /reset.
 func (s *Store) DeleteConversation(ctx context.Context, threadKey string) error {
 	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
-		scope := threadKey
-		if scope == "" {
-			scope = scopeNone
-		}
+		scope := scopeOf(threadKey)
 		// The keys first (see lockKeys): a message being stored with
 		// one commits before what follows reads the conversation.
 		ids, err := lockKeys(ctx, tx, `scope = $1`, scope)
@@ -185,20 +182,36 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (bot.Pruned, error)
 }
 
 // prunePending deletes the pending requests made before t; one that
-// does not say when it was made is as old as can be.
+// does not say when it was made is as old as can be. They are read
+// without a lock: a request replaced meanwhile (the person asked again,
+// its SetSetting committed between the read and the delete) is not the
+// one read, and stays, with its key; only the row as read is deleted,
+// its keys locked first as deletePending does.
 func (s *Store) prunePending(ctx context.Context, tx pgx.Tx, before time.Time) error {
-	pending, err := s.settingsUnder(ctx, tx, bot.PendingPrefix)
+	pending, err := s.settingRowsUnder(ctx, tx, bot.PendingPrefix)
 	if err != nil {
 		return err
 	}
-	for key, raw := range pending {
+	for _, r := range pending {
 		var p struct {
 			At time.Time `json:"at"`
 		}
-		if raw == "" || json.Unmarshal([]byte(raw), &p) != nil || p.At.Before(before) {
-			if err := s.deletePending(ctx, tx, key); err != nil {
-				return err
-			}
+		if r.Value != "" && json.Unmarshal([]byte(r.Value), &p) == nil && !p.At.Before(before) {
+			continue
+		}
+		ids, err := lockKeys(ctx, tx, `scope = $1`, scopeOf(r.Key))
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM settings WHERE key = $1 AND value = $2`, r.Key, r.Raw)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			continue // replaced or taken meanwhile: its keys are the new request's, or gone
+		}
+		if err := s.keys.destroy(ctx, tx, ids); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -756,6 +756,9 @@ func (s *Store) ClaimThread(ctx context.Context, key string) ([]bot.Outbound, er
 		if err != nil {
 			return err
 		}
+		if len(vals) == 0 {
+			return errNothingWritten // the usual case: no commit (its fence was checked)
+		}
 		for _, v := range vals {
 			var ob bot.Outbound
 			if err := s.decode(ctx, tx, v, &ob); err != nil {

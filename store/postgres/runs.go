@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -49,9 +50,11 @@ func (s *Store) saveRun(ctx context.Context, q querier, r *bot.Run) error {
 		r.ID, r.ThreadKey, string(r.Status), wait, ns(r.Created), ns(r.Updated), id, v, trID, tr)
 }
 
-// SaveRun implements bot.Store.
+// SaveRun implements bot.Store (with the writes made at the same
+// moment: see group).
 func (s *Store) SaveRun(ctx context.Context, r *bot.Run) error {
-	if err := s.fencedTx(ctx, []string{r.ThreadKey}, nil, func(p *pipe) error { return s.saveRun(ctx, p, r) }); err != nil {
+	w := &groupWrite{scopes: []string{r.ThreadKey}, queue: func(p *pipe) error { return s.saveRun(ctx, p, r) }, order: groupOrder(ctx, "")}
+	if err := s.group.write(ctx, s, w); err != nil {
 		return fmt.Errorf("store: save run %s: %w", r.ID, err)
 	}
 	return nil
@@ -256,12 +259,18 @@ func (s *Store) Commit(ctx context.Context, c bot.Change) error {
 			lockSettingsLater(p, fieldKeys(c.Fields), fieldsInitial)
 		}
 	}
-	err := s.fencedTx(ctx, changeScopes(c), reads, func(p *pipe) error {
-		if !fresh {
-			return bot.ErrDuplicate
-		}
-		return s.apply(ctx, p, c)
-	})
+	// With the writes made at the same moment (see group).
+	var first string
+	if len(c.Count) > 0 {
+		first = slices.Min(slices.Collect(maps.Keys(c.Count)))
+	}
+	err := s.group.write(ctx, s, &groupWrite{scopes: changeScopes(c), read: reads, order: groupOrder(ctx, first),
+		queue: func(p *pipe) error {
+			if !fresh {
+				return bot.ErrDuplicate
+			}
+			return s.apply(ctx, p, c)
+		}})
 	if errors.Is(err, bot.ErrDuplicate) {
 		return bot.ErrDuplicate
 	}
@@ -352,18 +361,42 @@ func (s *Store) apply(ctx context.Context, tx querier, c bot.Change) error {
 
 // Delivered implements bot.Store, in one transaction: the message leaves
 // the outbox and, for a question its run still waits on, its message id
-// is recorded in the run. It is fenced by ctx's lease (see Fence).
+// is recorded in the run. It is fenced by ctx's lease (see Fence). One
+// that records no message id goes with the writes made at the same
+// moment (see group).
 func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
+	if recordsMessageID(ob, msgID) {
+		return s.delivered(ctx, ob, msgID)
+	}
+	w := &groupWrite{queue: func(p *pipe) error { deliveredLater(p, ob); return nil }, order: groupOrder(ctx, "")}
+	if err := s.group.write(ctx, s, w); err != nil {
+		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
+	}
+	return nil
+}
+
+// recordsMessageID reports whether the delivery of ob as message msgID
+// records msgID in its run: a question's (its run is read, then
+// written).
+func recordsMessageID(ob bot.Outbound, msgID string) bool {
+	return ob.RunID != "" && ob.WaitKey != "" && msgID != ""
+}
+
+// deliveredLater queues the statements that record the delivery of ob,
+// when it records no message id (see recordsMessageID).
+func deliveredLater(p *pipe, ob bot.Outbound) {
+	p.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
+	if ob.RunID != "" && ob.WaitKey == "" {
+		// An answer: its run's preview record goes with it.
+		p.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
+	}
+}
+
+// delivered is Delivered of a question whose message id is recorded in
+// its run (read first), in a transaction of its own.
+func (s *Store) delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
 		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
-		if ob.RunID != "" && ob.WaitKey == "" {
-			// An answer: its run's preview record goes with it.
-			tx.later(`DELETE FROM settings WHERE key = $1`, bot.StreamKey(ob.RunID))
-			return nil
-		}
-		if ob.RunID == "" || ob.WaitKey == "" || msgID == "" {
-			return nil
-		}
 		var v []byte
 		err := tx.QueryRow(ctx, `SELECT value FROM runs WHERE id = $1 FOR UPDATE`, ob.RunID).Scan(&v)
 		if errors.Is(err, pgx.ErrNoRows) {

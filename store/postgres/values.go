@@ -177,27 +177,45 @@ func (s *Store) SettingsWithPrefix(ctx context.Context, prefix string) (map[stri
 // settingsUnder reads the settings whose keys start with prefix, sealed
 // ones opened, with q.
 func (s *Store) settingsUnder(ctx context.Context, tx querier, prefix string) (map[string]string, error) {
-	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
-	if err != nil {
-		return nil, err
-	}
-	type rec struct {
-		Key string
-		Raw []byte
-	}
-	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	recs, err := s.settingRowsUnder(ctx, tx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(recs))
 	for _, r := range recs {
-		var v string
-		if err := s.decode(ctx, tx, r.Raw, &v); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Key, err)
-		}
-		out[r.Key] = v
+		out[r.Key] = r.Value
 	}
 	return out, nil
+}
+
+// settingRow is a settings row as stored (Raw, sealed or not) and opened
+// (Value).
+type settingRow struct {
+	Key   string
+	Raw   []byte
+	Value string
+}
+
+// settingRowsUnder reads the settings rows whose keys start with
+// prefix, with q.
+func (s *Store) settingRowsUnder(ctx context.Context, tx querier, prefix string) ([]settingRow, error) {
+	rows, err := tx.Query(ctx, `SELECT key, value FROM settings WHERE starts_with(key, $1)`, prefix)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (settingRow, error) {
+		var r settingRow
+		return r, row.Scan(&r.Key, &r.Raw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range recs {
+		if err := s.decode(ctx, tx, r.Raw, &recs[i].Value); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Key, err)
+		}
+	}
+	return recs, nil
 }
 
 // SetSetting implements bot.Store. A pending request (bot.PendingPrefix)
@@ -341,6 +359,11 @@ func setFields(ctx context.Context, q querier, fields map[string]map[string]json
 		}
 		if err := putSetting(ctx, q, k, next, nil); err != nil {
 			return err
+		}
+		if p, ok := q.(*pipe); ok && p.rows != nil {
+			// What a later merge in the same transaction (a Change of
+			// the same group) starts from.
+			p.rows[k] = next
 		}
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -121,17 +122,18 @@ type Server struct {
 	hooks       map[string]*hook
 	hookSeq     int
 	echoTokens  bool
-	files       map[string]*shared // by file id
-	ims         map[string]string  // the bot's IM channel with each user (see IM)
-	opens       int                // conversations.open calls
-	heard       []Message          // people's messages sent as events (see Events)
-	subscribed  map[string]bool    // the app's bot_events (subscribe.go); nil: the default ones
-	scopes      []string           // the bot token's scopes (scopes.go); nil: auth.test lists none
-	panes       map[string]*Pane   // assistant threads by channel and thread ts (assistant.go)
-	statusLapse time.Duration      // a status's lifetime without a message, 0 for Slack's (assistant.go)
-	streams     streaming          // streamed messages (stream.go)
-	homes       map[string]*Home   // each person's Home tab view (views.go)
-	reactions   []Reaction         // reactions.add's (reactions.go)
+	files       map[string]*shared       // by file id
+	ims         map[string]string        // the bot's IM channel with each user (see IM)
+	opens       int                      // conversations.open calls
+	heard       []Message                // people's messages sent as events (see Events)
+	subscribed  map[string]bool          // the app's bot_events (subscribe.go); nil: the default ones
+	scopes      []string                 // the bot token's scopes (scopes.go); nil: auth.test lists none
+	panes       map[string]*Pane         // assistant threads by channel and thread ts (assistant.go)
+	statusLapse time.Duration            // a status's lifetime without a message, 0 for Slack's (assistant.go)
+	streams     streaming                // streamed messages (stream.go)
+	homes       map[string]*Home         // each person's Home tab view (views.go)
+	reactions   []Reaction               // reactions.add's (reactions.go)
+	held        map[string]chan struct{} // methods whose calls wait until released (Hold)
 }
 
 // New starts a fake; close it with Close.
@@ -231,7 +233,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
+	gate := s.held[method]
 	s.mu.Unlock()
+	if gate != nil {
+		select { // a slow Slack: the call waits, answered once released
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if method == "apps.connections.open" {
 		if tok != AppToken {
 			s.fail(w, "invalid_auth", tok)
@@ -729,6 +739,31 @@ func (s *Server) RateLimit(method string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limited[method] = n
+}
+
+// Hold makes the calls of method wait, unanswered, until release is
+// called (a slow Slack); release is also called at the test's cleanup.
+func (s *Server) Hold(t testing.TB, method string) (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = map[string]chan struct{}{}
+	}
+	s.held[method] = gate
+	s.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.held[method] == gate {
+				delete(s.held, method)
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
 
 // Sign returns the X-Slack-Signature of body at timestamp ts.

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"strconv"
@@ -36,9 +37,12 @@ type Proxy struct {
 
 	roundTrips, toServer, toClient atomic.Int64
 
-	smu sync.Mutex // protects stmts
+	smu sync.Mutex // protects stmts and commits
 	// stmts counts the round trips by the statement that began them.
 	stmts map[string]int64
+	// commits counts the committed write transactions by what they
+	// wrote.
+	commits map[string]int64
 
 	mu    sync.Mutex // protects conns
 	conns []net.Conn
@@ -142,11 +146,35 @@ func (p *Proxy) Statements() map[string]int64 {
 	return out
 }
 
+// Commits returns the write transactions committed so far, by what
+// each wrote (its INSERT, UPDATE, DELETE and MERGE statements by table,
+// in the order first run: "INSERT messages, DELETE jobs"): every COMMIT
+// the server accepted (of a transaction begun by BEGIN, whatever it
+// wrote: a row locked FOR SHARE is a write too), and every group of
+// statements outside one that changed a row (one implicit transaction
+// until the next Sync, labelled "(no BEGIN) …"). Each is a commit
+// record the server flushes to its WAL before answering (with the
+// default synchronous_commit).
+func (p *Proxy) Commits() map[string]int64 {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	return maps.Clone(p.commits)
+}
+
+func (p *Proxy) countCommit(label string) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.commits == nil {
+		p.commits = map[string]int64{}
+	}
+	p.commits[label]++
+}
+
 // Reset sets the counts to zero (a burst under way when it is called
 // may still be counted once, when its answer comes).
 func (p *Proxy) Reset() {
 	p.smu.Lock()
-	p.stmts = nil
+	p.stmts, p.commits = nil, nil
 	p.smu.Unlock()
 	p.roundTrips.Store(0)
 	p.toServer.Store(0)
@@ -221,7 +249,7 @@ func (p *Proxy) accept() {
 		}
 		p.track(c, s)
 		var dead atomic.Bool
-		w := &wire{prepared: map[string]string{}}
+		w := &wire{prepared: map[string]string{}, committed: p.countCommit}
 		go p.relay(c, s, &dead, func(b []byte) {
 			p.held(b)
 			p.toServer.Add(int64(len(b)))

@@ -118,3 +118,67 @@ func TestProxyCountsRoundTrips(t *testing.T) {
 		t.Errorf("a pushed notification: %+v, want 0 round trips and its bytes", s)
 	}
 }
+
+// TestProxyCountsCommits: a transaction that wrote and committed is one
+// commit, named by what it wrote; one rolled back, or failed (its
+// COMMIT answered ROLLBACK), none; a write outside a transaction one
+// (a batch of them one: an implicit transaction), an UPDATE that
+// changed nothing none, a read none; Reset starts again.
+func TestProxyCountsCommits(t *testing.T) {
+	ctx := context.Background()
+	u := URL(t)
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(t, pu.Host)
+	conn, err := pgx.Connect(ctx, p.Via(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE pgtest_commits (id int PRIMARY KEY, v int)`); err != nil {
+		t.Fatal(err)
+	}
+	p.Reset()
+	do := func(sqls ...string) error {
+		b := &pgx.Batch{}
+		for _, s := range sqls {
+			b.Queue(s)
+		}
+		return conn.SendBatch(ctx, b).Close()
+	}
+	steps := []struct {
+		sqls []string
+		fail bool
+	}{
+		{sqls: []string{"begin", "INSERT INTO pgtest_commits VALUES (1, 1)", "UPDATE pgtest_commits SET v = 2", "commit"}},
+		{sqls: []string{"begin", "DELETE FROM pgtest_commits WHERE id = 9", "rollback"}},
+		{sqls: []string{"begin", "SELECT 1/0", "commit"}, fail: true},
+		{sqls: []string{"INSERT INTO pgtest_commits VALUES (2, 2)", "INSERT INTO pgtest_commits VALUES (3, 3)", "UPDATE pgtest_commits SET v = 4 WHERE id = 3"}},
+		{sqls: []string{"UPDATE pgtest_commits SET v = 5 WHERE id = 9"}},
+		{sqls: []string{"SELECT v FROM pgtest_commits"}},
+	}
+	for _, st := range steps {
+		err := do(st.sqls...)
+		if (err != nil) != st.fail {
+			t.Fatalf("%v: %v", st.sqls, err)
+		}
+		if err != nil {
+			if _, err := conn.Exec(ctx, "rollback"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[string]int64{
+		"INSERT pgtest_commits, UPDATE pgtest_commits":            1,
+		"(no BEGIN) INSERT pgtest_commits, UPDATE pgtest_commits": 1,
+	}
+	if got := p.Commits(); !maps.Equal(got, want) {
+		t.Errorf("commits: %v, want %v", got, want)
+	}
+	p.Reset()
+	if got := p.Commits(); len(got) != 0 {
+		t.Errorf("after Reset: %v, want none", got)
+	}
+}

@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// group commits fenced writes made at the same moment together (group
+// commit): those made while one transaction of them is in flight wait
+// for it, then go in the next, one commit (one WAL flush, one round
+// trip) for all. Nothing waits on purpose: a write with none in flight
+// is committed at once, alone; one that waited groupWait for the
+// transaction in flight (slow, or hung on a cut connection) is made
+// alone too. Commit, SaveRun and a Delivered that records no message
+// id take part, with the data keys kept for their scopes
+// (keyring.sealing); what some read first (a message's event key, a
+// person's settings row to merge fields in) is read for all in one
+// round trip, then all are written in a second. Each keeps its own guards in the
+// shared transaction (its lease's epoch, its cancel mark: fenceGuard,
+// cancelsGuard), so the transaction writes nothing unless every one of
+// them holds; when it is refused (or fails), each is made again in a
+// transaction of its own (fencedTx), which gives each its own answer: a
+// refused one is refused alone.
+type group struct {
+	// slot is held (a value in it) by the one committing.
+	slot chan struct{}
+
+	mu      sync.Mutex // protects waiting
+	waiting []*groupWrite
+}
+
+// groupWrite is one write waiting for its transaction.
+type groupWrite struct {
+	ctx    context.Context // its fence and cancel mark
+	scopes []string        // the scopes whose keys it seals with
+	// read, when set, queues what queue needs read first (an event
+	// key's freshness, settings rows locked: see Commit), sent before
+	// queue is called.
+	read func(p *pipe)
+	// queue queues its statements on a pipe whose keys are kept ones.
+	queue func(p *pipe) error
+	// order sorts the writes of a transaction: the rows several may
+	// lock (a person's token count) are locked in one order.
+	order string
+	done  chan error // its answer (buffered)
+}
+
+// write makes w with the writes waiting, and returns once it is
+// committed (or refused).
+func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
+	w.ctx, w.done = ctx, make(chan error, 1)
+	g.mu.Lock()
+	g.waiting = append(g.waiting, w)
+	g.mu.Unlock()
+	wait := time.NewTimer(groupWait)
+	defer wait.Stop()
+	select {
+	case err := <-w.done: // committed with the others by their committer
+		return err
+	case g.slot <- struct{}{}:
+	case <-wait.C:
+		// The transaction in flight is slow (or hangs: a connection a
+		// cut network left waiting until keepalives end it): made
+		// alone, as if none were in flight.
+		if g.withdraw(w) {
+			return s.fencedTx(ctx, w.scopes, w.read, w.queue)
+		}
+		return <-w.done // in that transaction already
+	}
+	g.mu.Lock()
+	batch := g.waiting
+	g.waiting = nil
+	g.mu.Unlock()
+	s.commitGroup(ctx, batch)
+	<-g.slot
+	return <-w.done
+}
+
+// withdraw takes w out of the writes waiting, and reports whether it
+// was there (not taken by a transaction yet).
+func (g *group) withdraw(w *groupWrite) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.waiting, w)
+	if i < 0 {
+		return false
+	}
+	g.waiting = slices.Delete(g.waiting, i, i+1)
+	return true
+}
+
+// groupWait is how long a write waits for the shared transaction in
+// flight before it is made alone: far longer than one takes.
+const groupWait = 250 * time.Millisecond
+
+// commitGroup makes the writes of batch in one transaction (a single
+// one: its own), or, when it is refused or fails (or a key must be read
+// first), each in one of its own, and tells each its answer (those made
+// alone then, once made: it does not wait for them).
+func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
+	// Alone, each is made as if none had waited (at once, side by
+	// side): one that waits for a row does not hold up the others, nor
+	// the next shared transaction.
+	alone := func() {
+		for _, w := range batch {
+			go func() { w.done <- s.fencedTx(w.ctx, w.scopes, w.read, w.queue) }()
+		}
+	}
+	if len(batch) == 1 {
+		// The usual case when few write at once: made while the slot
+		// is held, so that what comes meanwhile waits to share the
+		// next transaction.
+		w := batch[0]
+		w.done <- s.fencedTx(w.ctx, w.scopes, w.read, w.queue)
+		return
+	}
+	if len(batch) == 0 {
+		return
+	}
+	var scopes []string
+	for _, w := range batch {
+		scopes = append(scopes, w.scopes...)
+	}
+	slices.Sort(scopes)
+	keys, ids, ok := s.keys.sealingKeys(slices.Compact(scopes))
+	if !ok {
+		alone() // a key to read first
+		return
+	}
+	slices.SortStableFunc(batch, func(a, b *groupWrite) int { return cmp.Compare(a.order, b.order) })
+	err := s.pipeTx(ctx, func(p *pipe) error {
+		// A row another transaction holds (a frozen replica's, until
+		// the server ends it) holds up only the write that needs it:
+		// the others do not wait behind it for long.
+		p.later(groupLockTimeoutSQL)
+		for _, w := range batch {
+			s.fenceGuard(w.ctx, p)
+			cancelsGuard(w.ctx, p)
+		}
+		p.keys = keys
+		for _, id := range ids {
+			p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
+		}
+		reads := false
+		for _, w := range batch {
+			if w.read != nil {
+				w.read(p)
+				reads = true
+			}
+		}
+		if reads {
+			if err := p.flush(ctx); err != nil {
+				return err
+			}
+		}
+		for _, w := range batch {
+			if err := w.queue(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, w := range batch {
+			w.done <- nil
+		}
+		return
+	}
+	if errors.Is(err, errKeyGone) {
+		s.keys.forgetSealing(ids)
+	}
+	alone()
+}
+
+// groupLockTimeoutSQL bounds how long a shared transaction waits for a
+// row lock; past it, it fails and each write is made alone (and waits
+// as long as it must).
+const groupLockTimeoutSQL = `SET LOCAL lock_timeout = '200ms'`
+
+// groupOrder is the order of a write whose conversation is ctx's
+// fence's, whose first token count is count's.
+func groupOrder(ctx context.Context, count string) string {
+	f, _ := ctx.Value(fenceKey{}).(fence)
+	return count + "\x00" + f.key
+}
