@@ -195,8 +195,10 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 	}
 	params := &discordgo.WebhookParams{Content: clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
 	return a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
-		_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
-		return err
+		return h.whenKnown(ctx, func() error { // Discord may not have read the press's HTTP answer yet
+			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
+			return err
+		})
 	})
 }
 

@@ -28,6 +28,44 @@ type interactionHook struct {
 	ok    bool
 }
 
+// Follow-ups (and the edit of @original) work only once Discord has
+// the interaction's first response: a follow-up is sent "after the
+// initial response"
+// (discord.com/developers/docs/interactions/receiving-and-responding#followup-messages).
+// Over the HTTP interactions endpoint the adapter's first response is its
+// HTTP answer, which Discord reads when it reads it: a webhook call made
+// the moment that answer is written can still be refused with 10015
+// Unknown Webhook. Such a refusal within ackFor of the interaction's
+// arrival is Discord not knowing the token yet, not a lost token: the
+// call is made again after a short pause (50 ms, doubling up to 500 ms)
+// until ackFor has passed. Only that chat's lane of the send queue
+// waits; a bot.RetryLater instead would hold the chat for the queue's
+// least pause (a second), in which the status message's edits are
+// dropped.
+const ackFor = 5 * time.Second
+
+// codeUnknownWebhook is Discord's JSON error code for a token it does
+// not know (yet, or any more)
+// (discord.com/developers/docs/topics/opcodes-and-status-codes#json-json-error-codes).
+const codeUnknownWebhook = 10015
+
+// whenKnown makes call, a webhook call with h's token, again while
+// Discord refuses the token as unknown within ackFor of the
+// interaction's arrival.
+func (h interactionHook) whenKnown(ctx context.Context, call func() error) error {
+	pause := 50 * time.Millisecond
+	for {
+		err := call()
+		if restCode(err) != codeUnknownWebhook || time.Until(h.expires.Add(-hookFor+ackFor)) <= 0 {
+			return err
+		}
+		if serr := sleep(ctx, pause); serr != nil {
+			return err
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}
+
 func newHook(i *discordgo.Interaction) *interactionHook {
 	return &interactionHook{id: i.ID, appID: i.AppID, token: i.Token, expires: time.Now().Add(hookFor), ready: make(chan struct{})}
 }

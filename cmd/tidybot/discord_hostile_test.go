@@ -316,6 +316,10 @@ func dcButtonsThroughEndpoint(t *testing.T, delay time.Duration) {
 	waitFor(t, "the tidy's answer", func() bool { return dcCount(dc, dm, "Moved 9 tasks: ") == 1 })
 	if st := dc.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 || st.Original == nil || !strings.Contains(st.Original.Content, "Moved 9 tasks into 3 projects") {
 		t.Errorf("the command %+v: want deferred once, then replaced by the run's progress", st)
+		if st.Original != nil {
+			t.Logf("original %q", st.Original.Content)
+		}
+		dcDump(t, dc, dm)
 	}
 
 	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
