@@ -907,7 +907,7 @@ func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {
 }
 
 func reply(in Incoming, text string) Outgoing {
-	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, Text: text}
+	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, EventID: in.EventID, Text: text}
 }
 
 // replyLater queues a reply on the platform's send queue without

@@ -177,6 +177,9 @@ type Run struct {
 	DM bool `json:"dm,omitempty"`
 	// TeamID is the asker's own team (Incoming.TeamID), "" when unknown.
 	TeamID string `json:"team_id,omitempty"`
+	// EventID is the platform's event id of the Incoming that started
+	// the run (Outgoing.EventID of its messages), "" when none.
+	EventID string `json:"event_id,omitempty"`
 	// Autopilot is set for a run autopilot started (see autopilot.go).
 	Autopilot bool `json:"autopilot,omitempty"`
 

@@ -91,7 +91,7 @@ type Adapter struct {
 	names   map[string]string             // message id → a name for the thread started from it
 	dms     map[string]string             // DM channel id → its person
 	tokens  map[string]hookToken          // message id → the token of the interaction it answers
-	hooks   map[string][]*interactionHook // pendingKey → slash commands waiting for their answer
+	hooks   map[string][]*interactionHook // event id ("i"+interaction id) → the slash command waiting for its answer
 	presses map[string]*interactionHook   // interaction id → a button press, for AnswerButton
 	seen    map[string]time.Time          // interaction id → until when it is remembered as taken
 }

@@ -281,8 +281,10 @@ func TestOwnMessagesAreDropped(t *testing.T) {
 }
 
 // A slash command is stored, answered with a deferred response, and the
-// bot's first message to its person replaces the "thinking"; its edits
-// go through the interaction's token, and later messages to the channel.
+// bot's first message for that event (Outgoing.EventID) replaces the
+// "thinking"; its edits go through the interaction's token, and later
+// messages to the channel. A message of another event to the same
+// person there (a run already going) does not take it.
 func TestSlashCommand(t *testing.T) {
 	srv := discordtest.New(t)
 	a, h := start(t, srv, config(srv, nil))
@@ -292,7 +294,13 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
-	status, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "🤔 Working on it…"})
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: "m1", Text: "An earlier run's answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original != nil && st.Original.Content != "" {
+		t.Fatalf("another event's message answered the command: %+v", st.Original)
+	}
+	status, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "🤔 Working on it…"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +311,7 @@ func TestSlashCommand(t *testing.T) {
 	if st.Original == nil || st.Original.ID != status || st.Original.Content != "Moved 9 tasks." || len(st.Refused) != 0 || st.Ephemeral {
 		t.Fatalf("interaction %+v", st)
 	}
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Anything else?"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "Anything else?"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(id); len(st.Refused) != 0 {
@@ -314,7 +322,7 @@ func TestSlashCommand(t *testing.T) {
 	uid := srv.Command(alice, guild, chanA, "undo", nil)
 	h.wait(t, 2)
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(uid).Callback == 5 })
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, Text: "Undid the last run."}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, EventID: "i" + uid, Text: "Undid the last run."}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(uid); st.Original == nil || st.Original.Content != "Undid the last run." {
@@ -327,7 +335,7 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cid).Callback == 5 })
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, Text: "What I can do: …"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "What I can do: …"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(cid); st.Original == nil || st.Original.Content != "What I can do: …" {
@@ -669,7 +677,7 @@ func TestSignatureIsCheckedBeforeTheBody(t *testing.T) {
 	if st := srv.Interaction(id); st.Callback != 5 {
 		t.Fatalf("interaction %+v", st)
 	}
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, Text: "Help text"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "Help text"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Help text" {

@@ -90,15 +90,17 @@ func (h *interactionHook) wait(ctx context.Context) bool {
 	return false
 }
 
-func pendingKey(chat, thread, user string) string { return chat + "|" + thread + "|" + user }
+// A slash command's hook answers only the messages of its own event
+// (bot.Outgoing.EventID, the interaction's "i"+id): a run already going
+// in that chat when the command came never answers under "… used
+// /tidy-inbox".
 
 // addPending keeps a slash command's hook for the first message the bot
-// sends to its person in its chat (takePending).
+// sends for its event (takePending).
 func (a *Adapter) addPending(in bot.Incoming, h *interactionHook) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := pendingKey(in.ChatID, in.ThreadID, in.UserID)
-	a.hooks[k] = append(a.hooks[k], h)
+	a.hooks[in.EventID] = append(a.hooks[in.EventID], h)
 	a.prune()
 }
 
@@ -106,7 +108,7 @@ func (a *Adapter) addPending(in bot.Incoming, h *interactionHook) {
 func (a *Adapter) dropPending(in bot.Incoming, h *interactionHook) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := pendingKey(in.ChatID, in.ThreadID, in.UserID)
+	k := in.EventID
 	hs := a.hooks[k]
 	for i, x := range hs {
 		if x == h {
@@ -119,19 +121,14 @@ func (a *Adapter) dropPending(in bot.Incoming, h *interactionHook) {
 	}
 }
 
-// takePending returns the oldest slash command of m's person in m's chat
-// still waiting for its answer, once its deferred response was made: one
-// given in m's thread, else one given in the channel itself (a command
-// such as /undo typed in the channel acts on the person's latest
-// conversation there, whose thread the answer names).
+// takePending returns the hook of the slash command that m answers
+// (m.EventID), once its deferred response was made; none for a message
+// of another event.
 func (a *Adapter) takePending(ctx context.Context, m bot.Outgoing) (interactionHook, bool) {
-	if m.UserID == "" {
+	if m.EventID == "" {
 		return interactionHook{}, false
 	}
-	if h, ok := a.takeOf(ctx, pendingKey(m.ChatID, m.ThreadID, m.UserID)); ok || m.ThreadID == "" {
-		return h, ok
-	}
-	return a.takeOf(ctx, pendingKey(m.ChatID, "", m.UserID))
+	return a.takeOf(ctx, m.EventID)
 }
 
 // takeOf takes the oldest live hook kept under k.
@@ -160,7 +157,7 @@ func (a *Adapter) takeOf(ctx context.Context, k string) (interactionHook, bool) 
 func (a *Adapter) putPending(m bot.Outgoing, h interactionHook) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := pendingKey(m.ChatID, m.ThreadID, m.UserID)
+	k := m.EventID
 	hc := h
 	hc.ready = make(chan struct{})
 	close(hc.ready)
