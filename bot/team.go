@@ -93,7 +93,7 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 	if in.Button == "" && (in.Command != "" || strings.TrimSpace(in.Text) != "") && (c == nil || !c.Thread) {
 		b.keepPending(ctx, in)
 	}
-	if b.promptedLately(ctx, in) {
+	if b.promptedLately(ctx, in) && !in.AwaitsAnswer {
 		b.log.Info("not connected; prompted within the hour, not again", slog.String("platform", in.Platform), slog.String("user_id", in.UserID))
 		return true, nil
 	}
@@ -103,7 +103,8 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 
 // promptEvery is how often a person who has not connected is prompted
 // to, however many messages they send meanwhile (/connect always
-// answers).
+// answers, and so does an event the platform shows as pending until
+// answered: Incoming.AwaitsAnswer).
 const promptEvery = time.Hour
 
 // promptedKey is the setting holding when a person was last prompted to
@@ -131,7 +132,7 @@ func (b *Bot) promptedLately(ctx context.Context, in Incoming) bool {
 
 // keepPending remembers in to run once its person connects.
 func (b *Bot) keepPending(ctx context.Context, in Incoming) {
-	in.EventID, in.Button, in.ButtonRef = "", "", ""
+	in.EventID, in.Button, in.ButtonRef, in.AwaitsAnswer = "", "", "", false
 	// Cut as any message is (the gate comes before prepare): the
 	// person is told when it runs.
 	if in.Clipped == 0 {

@@ -54,6 +54,13 @@ type Incoming struct {
 	// TeamID is the user's Slack workspace (event team_id), for
 	// slack:team:T… entries of the allowlist.
 	TeamID string `json:"team_id,omitempty"`
+	// AwaitsAnswer is set when the platform shows the person a pending
+	// state until the bot answers this event (Discord's deferred slash
+	// command, "… is thinking"): where the bot would otherwise stay
+	// silent (a stranger told already today, a person prompted to
+	// connect within the hour) it answers such an event anyway, with the
+	// same notice, so the pending state ends.
+	AwaitsAnswer bool `json:"awaits_answer,omitempty"`
 }
 
 // PersonID names a person across platforms, "platform:user id": the

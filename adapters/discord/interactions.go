@@ -151,6 +151,7 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 			return bot.Incoming{}, false
 		}
 		ev.Command = d.Name
+		ev.AwaitsAnswer = true // deferred: "… is thinking" until answered
 		if c, ok := bot.LookupCommand(d.Name); ok {
 			ev.Command = c.Name
 		}
