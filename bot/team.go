@@ -38,8 +38,10 @@ var errDailyCap = errors.New("daily token cap reached")
 
 // allowedIn reports whether the sender of in may use the bot: an exact
 // entry or, in team mode only (where each person uses their own
-// Todoist), their Slack workspace (slack:team:T…) or everyone on the
-// platform (telegram:*).
+// Todoist), their Slack workspace or Discord server (slack:team:T…,
+// discord:team:ID: the event's team, or in a direct message one of the
+// teams the platform says the sender shares with the bot) or everyone
+// on the platform (telegram:*).
 func (b *Bot) allowedIn(in Incoming) bool {
 	if b.Allowed(in.Platform, in.UserID) {
 		return true
@@ -47,7 +49,15 @@ func (b *Bot) allowedIn(in Incoming) bool {
 	if b.cfg.Accounts == nil {
 		return false
 	}
-	return (in.TeamID != "" && b.allowed[in.Platform+":team:"+in.TeamID]) || b.allowed[in.Platform+":*"]
+	if b.allowed[in.Platform+":*"] || (in.TeamID != "" && b.allowed[in.Platform+":team:"+in.TeamID]) {
+		return true
+	}
+	for _, t := range in.SharedTeams {
+		if t != "" && b.allowed[in.Platform+":team:"+t] {
+			return true
+		}
+	}
+	return false
 }
 
 // agentFor is the agent a person's run uses: their own account in team

@@ -54,6 +54,12 @@ type Incoming struct {
 	// TeamID is the user's Slack workspace (event team_id), for
 	// slack:team:T… entries of the allowlist.
 	TeamID string `json:"team_id,omitempty"`
+	// SharedTeams are teams the sender belongs to alongside the bot,
+	// told by a platform whose direct messages carry no team (Discord: the
+	// servers a DM's sender shares with the bot): in team mode a
+	// platform:team:ID entry lets them in there as in the team's own
+	// chats.
+	SharedTeams []string `json:"shared_teams,omitempty"`
 	// AwaitsAnswer is set when the platform shows the person a pending
 	// state until the bot answers this event (Discord's deferred slash
 	// command, "… is thinking"): where the bot would otherwise stay

@@ -94,6 +94,8 @@ type Adapter struct {
 	hooks   map[string][]*interactionHook // event id ("i"+interaction id) → the slash command waiting for its answer
 	presses map[string]*interactionHook   // interaction id → a button press, for AnswerButton
 	seen    map[string]time.Time          // interaction id → until when it is remembered as taken
+
+	shared shared // user id → the servers they share with the bot (members.go)
 }
 
 // hookToken is the token of the interaction a message answers, good for

@@ -930,3 +930,35 @@ func TestDetailsLinkOnlyForTheAsker(t *testing.T) {
 		t.Fatalf("channel message %+v shows the link", m)
 	}
 }
+
+// In team mode a DM names the servers its sender shares with the bot
+// (bot.Incoming.SharedTeams: a DM carries no server, and a whole server
+// may be allowed), asked of Discord (GET /guilds/{id}/members/{user});
+// a server the person is not in is not named, and personal mode asks
+// nothing.
+func TestDMNamesTheServersItsSenderShares(t *testing.T) {
+	srv := discordtest.New(t)
+	const other = "200000000000000009"
+	srv.Join(guild, alice)
+	srv.AddChannel(other, "300000000000000009")
+	cfg := config(srv, nil)
+	cfg.Team = true
+	_, h := start(t, srv, cfg)
+	srv.DM(alice, "hi")
+	srv.DM(bob, "hi")
+	ev := h.wait(t, 2)
+	if !ev[0].DM || len(ev[0].SharedTeams) != 1 || ev[0].SharedTeams[0] != guild {
+		t.Errorf("Alice's DM names servers %v, want [%s]", ev[0].SharedTeams, guild)
+	}
+	if len(ev[1].SharedTeams) != 0 {
+		t.Errorf("Bob's DM names servers %v, want none", ev[1].SharedTeams)
+	}
+
+	srv2 := discordtest.New(t)
+	srv2.Join(guild, alice)
+	_, h2 := start(t, srv2, config(srv2, nil))
+	srv2.DM(alice, "hi")
+	if ev := h2.wait(t, 1); len(ev[0].SharedTeams) != 0 {
+		t.Errorf("personal mode: the DM names servers %v", ev[0].SharedTeams)
+	}
+}

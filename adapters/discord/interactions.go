@@ -141,6 +141,7 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 		EventID: "i" + i.ID, At: time.Now(), DM: i.GuildID == "", TeamID: i.GuildID}
 	if ev.DM {
 		a.learnDM(i.ChannelID, user.ID)
+		ev.SharedTeams = a.sharedGuilds(ctx, user.ID)
 	} else {
 		ev.ChatID, ev.ThreadID = a.place(ctx, i.ChannelID)
 	}
