@@ -25,6 +25,7 @@ import (
 
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/hooks"
 	"github.com/tidybot/tidybot/internal/retry"
 )
 
@@ -67,6 +68,11 @@ type Config struct {
 	// Events counts events the adapter skips because they do not decode
 	// (outcome "undecodable"); nil counts nothing.
 	Events Events
+	// Hooks keeps the tokens of interactions where replicas share them
+	// (store/postgres); nil keeps them in this process's memory.
+	Hooks Hooks
+	// Now is the clock of the tokens' lifetimes (default time.Now).
+	Now func() time.Time
 }
 
 // Events hears what the adapter does with events; cmd/tidybot counts
@@ -85,15 +91,16 @@ type Adapter struct {
 	name  string // the bot's user name
 	appID string // the application id (Config.AppID, else READY's)
 
-	mu      sync.Mutex
-	threads map[string]string             // thread channel id → parent channel id, as learnt
-	plain   map[string]bool               // channel ids known not to be threads; "nothread:"+message id
-	names   map[string]string             // message id → a name for the thread started from it
-	dms     map[string]string             // DM channel id → its person
-	tokens  map[string]hookToken          // message id → the token of the interaction it answers
-	hooks   map[string][]*interactionHook // event id ("i"+interaction id) → the slash command waiting for its answer
-	presses map[string]*interactionHook   // interaction id → a button press, for AnswerButton
-	seen    map[string]time.Time          // interaction id → until when it is remembered as taken
+	mu       sync.Mutex
+	threads  map[string]string             // thread channel id → parent channel id, as learnt
+	plain    map[string]bool               // channel ids known not to be threads; "nothread:"+message id
+	names    map[string]string             // message id → a name for the thread started from it
+	dms      map[string]string             // DM channel id → its person
+	tokens   map[string]hookToken          // message id → the token of the interaction it answers
+	inflight map[string][]*interactionHook // place|person → interactions being answered (hooks.go)
+	seen     map[string]time.Time          // interaction id → until when it is remembered as taken
+
+	hooks Hooks // the tokens of interactions to answer: cfg.Hooks, else in memory
 
 	shared shared // user id → the servers they share with the bot (members.go)
 }
@@ -134,7 +141,10 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{api: s, sess: s, cfg: cfg, log: cfg.Logger, self: me.ID, name: me.Username, appID: cfg.AppID,
 		threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, dms: map[string]string{},
-		tokens: map[string]hookToken{}, hooks: map[string][]*interactionHook{}, presses: map[string]*interactionHook{}, seen: map[string]time.Time{}}
+		tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: cfg.Hooks}
+	if a.hooks == nil {
+		a.hooks = &hooks.Memory{Now: cfg.Now} // one process (bbolt): its memory is all there is to share
+	}
 	return a, nil
 }
 
@@ -153,6 +163,9 @@ func newSession(cfg *Config) (*discordgo.Session, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	base, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 	if err != nil || base.Scheme == "" || base.Host == "" {

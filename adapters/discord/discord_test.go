@@ -404,7 +404,7 @@ func TestButtonsByTheRightAndTheWrongPerson(t *testing.T) {
 	}
 	right := srv.Press(alice, chanA, q, "c:k1:yes")
 	in := h.wait(t, 1)[0]
-	if in.Button != "c:k1:yes" || in.ButtonRef != right || in.UserID != alice || in.MessageID != q || in.ChatID != chanA || in.EventID != "i"+right {
+	if in.Button != "c:k1:yes" || in.ButtonRef != right+"/"+alice || in.UserID != alice || in.MessageID != q || in.ChatID != chanA || in.EventID != "i"+right {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred update", func() bool { return srv.Interaction(right).Callback == 6 })
@@ -440,8 +440,10 @@ func TestAnswerButtonWithoutItsPress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AnswerButton(context.Background(), "123", "Only the person who asked can answer."); err != nil {
-		t.Fatal(err)
+	for _, ref := range []string{"123/" + alice, "123"} {
+		if err := a.AnswerButton(context.Background(), ref, "Only the person who asked can answer."); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -53,26 +53,26 @@ func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
 		a.report(respond(ephemeral("I cannot do anything with that here.")), i)
 		return
 	}
-	hook := newHook(i)
+	hook := newHook(i, a.cfg.Now())
 	kind := discordgo.InteractionResponseDeferredChannelMessageWithSource
+	place := commandPlace(ev.ChatID, ev.EventID)
 	if ev.Button != "" {
 		kind = discordgo.InteractionResponseDeferredMessageUpdate
-		a.keepPress(hook)
-	} else {
-		a.addPending(ev, hook)
+		place = pressPlace(i.ID)
 	}
+	a.answering(place, ev.UserID, hook)
 	if err := a.deliver(in.ctx, in.h, ev, interactionBudget); err != nil {
 		a.log.Warn("discord: interaction not stored in time; the person is asked to try again", slog.String("event_id", ev.EventID), slog.Any("err", redact(err, a.cfg.Token)))
-		if ev.Button == "" {
-			a.dropPending(ev, hook)
-		}
-		hook.done(false)
+		a.answered(place, ev.UserID, hook)
 		a.forget(i.ID)
 		a.report(respond(ephemeral(failedText)), i)
 		return
 	}
+	// Kept before the response: a replica that takes it sooner than the
+	// response is made is refused and tries again (refused).
+	a.saveHook(in.ctx, place, ev.UserID, hook)
 	err := respond(&discordgo.InteractionResponse{Type: kind})
-	hook.done(err == nil)
+	a.answered(place, ev.UserID, hook)
 	a.report(err, i)
 }
 
@@ -132,9 +132,7 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
 	}
-	// Data is nil when discordgo could not read it (Interaction.UnmarshalJSON): its
-	// ApplicationCommandData and MessageComponentData would panic.
-	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot || i.Data == nil {
+	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot {
 		return bot.Incoming{}, false
 	}
 	ev := bot.Incoming{Platform: Platform, ChatID: i.ChannelID, UserID: user.ID, UserName: user.Username,
@@ -169,7 +167,7 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 		if d.CustomID == "" {
 			return bot.Incoming{}, false
 		}
-		ev.Button, ev.ButtonRef = d.CustomID, i.ID
+		ev.Button, ev.ButtonRef = d.CustomID, pressRef(i.ID, user.ID)
 		if i.Message != nil {
 			ev.MessageID = i.Message.ID
 		}
@@ -181,27 +179,41 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 // AnswerButton implements bot.ButtonAnswerer. The press was answered
 // with a deferred update as soon as it was stored; a text (the wrong
 // person's press: "Only the person who asked…") is an ephemeral
-// follow-up that only the presser sees. A press whose token this
-// process no longer has (a restart, 15 minutes) has nothing to answer.
+// follow-up that only the presser sees, through the press's token kept
+// in Hooks (by whichever replica received it), used once. A press whose
+// token is not kept (15 minutes passed, answered already, or kept in
+// another process's memory) has nothing to answer.
 func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	h, ok := a.press(ref)
-	if !ok {
-		a.log.Debug("discord: button answer dropped: the press's token is not known here", slog.String("interaction_id", ref))
-		return nil
+	id, user, ok := strings.Cut(ref, "/")
+	if !ok || id == "" || user == "" {
+		a.log.Debug("discord: button answer dropped: no press of this adapter", slog.String("ref", ref))
+		return nil // an event stored before presses named their person
 	}
-	if !h.wait(ctx) {
+	h, ok, err := a.takeHook(ctx, pressPlace(id), user, "")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.log.Debug("discord: button answer dropped: the press's token is not kept", slog.String("interaction_id", id))
 		return nil
 	}
 	params := &discordgo.WebhookParams{Content: clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
-	return a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
-		return h.whenKnown(ctx, func() error { // Discord may not have read the press's HTTP answer yet
+	err = a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
+		return a.whenKnown(ctx, h, func() error { // Discord may not have read the press's HTTP answer yet
 			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 			return err
 		})
 	})
+	if err != nil {
+		err = a.refused(ctx, pressPlace(id), user, h, err)
+	}
+	if errors.Is(err, errTokenRefused) {
+		return nil // nothing to answer any more
+	}
+	return err
 }
 
 // Routes implements bot.Router: POST /discord/interactions when

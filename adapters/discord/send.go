@@ -64,8 +64,16 @@ func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
 		return "", errors.New("discord: send: no channel id")
 	}
 	parts := Split(m.Text, maxText)
-	if hook, ok := a.takePending(ctx, m); ok {
-		return a.sendHook(ctx, hook, m, parts)
+	hook, ok, err := a.takePending(ctx, m)
+	if err != nil {
+		a.log.Warn("discord: no interaction token to answer with; answering in the channel", slog.String("chat_id", m.ChatID), slog.Any("err", err))
+	}
+	if ok {
+		id, err := a.sendHook(ctx, hook, m, parts)
+		if !errors.Is(err, errTokenRefused) {
+			return id, err
+		}
+		a.log.Info("discord: Discord refused a command's token; answering in the channel", slog.String("chat_id", m.ChatID), slog.Any("err", err))
 	}
 	channel, ref, err := a.target(ctx, m)
 	if err != nil {
@@ -168,7 +176,7 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 		var err error
 		if i == 0 {
 			edit := &discordgo.WebhookEdit{Content: &p, Components: &comps, AllowedMentions: noPings}
-			err = h.whenKnown(ctx, func() error {
+			err = a.whenKnown(ctx, h, func() error {
 				var err error
 				msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
 				return err
@@ -182,10 +190,10 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 				return err
 			})
 		}
+		if err != nil && i == 0 {
+			return "", a.refused(ctx, commandPlace(m.ChatID, m.EventID), m.UserID, h, err) // not answered: given back
+		}
 		if err != nil {
-			if i == 0 {
-				a.putPending(m, h) // not answered: the send queue's retry tries again
-			}
 			return "", err
 		}
 		if msg == nil {

@@ -36,6 +36,11 @@ func senderTeam(own, envelope string) string {
 	return envelope
 }
 
+// Workspace is the word a TIDYBOT_ALLOWED_USERS entry uses for a whole
+// Slack workspace: slack:team:T… (Slack's API calls it a team), the form
+// package bot matches.
+const Workspace = "team"
+
 // AllowedID is Slack's rule for the id of a TIDYBOT_ALLOWED_USERS entry:
 // a member id ("slack:U0ABC123"), or in team mode a whole workspace
 // ("slack:team:T0ABC123"; the adapter sets Incoming.TeamID to the

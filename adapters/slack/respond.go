@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -40,7 +39,8 @@ const (
 // the replica that receives a command is often not the one that posts
 // its answer. store/postgres implements it. Without it (one process, as
 // with bbolt, whose file one process holds) the adapter keeps them in
-// its memory, which is then all there is to share.
+// its memory (internal/hooks.Memory), which is then all there is to
+// share.
 type Hooks interface {
 	// SaveHook keeps url, the response_url of person's request in
 	// channel, until expires, bound to no run and with no use counted.
@@ -52,73 +52,6 @@ type Hooks interface {
 	// ok is false when there is none unexpired at now with fewer than
 	// within uses taken.
 	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
-}
-
-// memHooks is Hooks in one process's memory.
-type memHooks struct {
-	mu    sync.Mutex
-	hooks map[hookPlace][]*hook // by channel and person, oldest first
-}
-
-// hookPlace is where a response_url answers: a channel, to one person.
-type hookPlace struct{ channel, person string }
-
-// hook is a response_url, the run it is bound to and how much of it is
-// used.
-type hook struct {
-	url     string
-	run     string
-	expires time.Time
-	used    int
-}
-
-// SaveHook implements Hooks.
-func (m *memHooks) SaveHook(_ context.Context, channel, person, url string, expires time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hooks == nil {
-		m.hooks = map[hookPlace][]*hook{}
-	}
-	now := expires.Add(-hookFor)
-	for p, hs := range m.hooks { // forget the expired ones
-		kept := hs[:0]
-		for _, h := range hs {
-			if h.expires.After(now) {
-				kept = append(kept, h)
-			}
-		}
-		if len(kept) == 0 {
-			delete(m.hooks, p)
-		} else {
-			m.hooks[p] = kept
-		}
-	}
-	p := hookPlace{channel, person}
-	m.hooks[p] = append(m.hooks[p], &hook{url: url, expires: expires})
-	return nil
-}
-
-// TakeHook implements Hooks.
-func (m *memHooks) TakeHook(_ context.Context, channel, person, run string, within int, now time.Time) (string, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var pick *hook
-	for _, h := range m.hooks[hookPlace{channel, person}] { // oldest first: the newest wins
-		if !now.Before(h.expires) || h.used >= within || (h.run != "" && h.run != run) {
-			continue
-		}
-		if pick == nil || pick.run == "" || h.run != "" {
-			pick = h
-		}
-	}
-	if pick == nil {
-		return "", false, nil
-	}
-	pick.used++
-	if run != "" {
-		pick.run = run
-	}
-	return pick.url, true, nil
 }
 
 // rememberHook keeps the response_url of user's event in channel. A

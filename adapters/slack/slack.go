@@ -24,6 +24,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/hooks"
 	"github.com/tidybot/tidybot/internal/retry"
 )
 
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Adapter, error) {
 	}
 	a := &Adapter{cfg: cfg, log: cfg.Logger, hooks: cfg.Hooks}
 	if a.hooks == nil {
-		a.hooks = &memHooks{}
+		a.hooks = &hooks.Memory{Now: cfg.Now}
 	}
 	// Every call keeps Slack's per-method lanes; a copy of the client,
 	// so the caller's is left as it was.

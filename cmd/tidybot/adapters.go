@@ -28,19 +28,24 @@ type platform struct {
 // platforms are the platforms serve knows, in the order it starts them.
 var platforms = []platform{
 	{config.Platform{Name: telegram.Platform, Allow: telegram.AllowedID, On: func(cfg Config) bool { return cfg.TelegramToken != "" }}, openTelegram},
-	{config.Platform{Name: slack.Platform, Allow: slack.AllowedID, On: func(cfg Config) bool { return cfg.SlackBotToken != "" }}, openSlack},
-	{config.Platform{Name: discord.Platform, Allow: discord.AllowedID, On: func(cfg Config) bool { return cfg.DiscordToken != "" }}, openDiscord},
+	{config.Platform{Name: slack.Platform, Workspace: slack.Workspace, Allow: slack.AllowedID, On: func(cfg Config) bool { return cfg.SlackBotToken != "" }}, openSlack},
+	{config.Platform{Name: discord.Platform, Workspace: discord.Workspace, Allow: discord.AllowedID, On: func(cfg Config) bool { return cfg.DiscordToken != "" }}, openDiscord},
 }
 
 type Config = config.Config // every setting (package config)
 
+// rules is what validation knows of the platforms serve knows.
+func rules() []config.Platform {
+	out := make([]config.Platform, len(platforms))
+	for i, p := range platforms {
+		out[i] = p.Platform
+	}
+	return out
+}
+
 // validate checks cfg against the platforms serve knows.
 func validate(cfg Config, serve bool) error {
-	rules := make([]config.Platform, len(platforms))
-	for i, p := range platforms {
-		rules[i] = p.Platform
-	}
-	return cfg.Validate(serve, rules)
+	return cfg.Validate(serve, rules())
 }
 
 func openTelegram(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
@@ -55,8 +60,9 @@ func openSlack(ctx context.Context, m *Main, cfg Config, log *slog.Logger, b *bo
 }
 
 func openDiscord(_ context.Context, m *Main, cfg Config, log *slog.Logger, _ *bot.Bot) (bot.Adapter, error) {
+	hooks, _ := m.store.(discord.Hooks) // PostgreSQL's, shared by replicas; none with bbolt (one process: memory)
 	return discord.New(discord.Config{Token: cfg.DiscordToken, APIURL: cfg.DiscordURL, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
-		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics,
+		GuildID: cfg.DiscordGuildID, MessageContent: cfg.DiscordMessageContent, Logger: log, Team: cfg.TeamMode(), Events: m.metrics, Hooks: hooks,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: m.pool()}})
 }
 

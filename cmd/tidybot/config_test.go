@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -130,6 +131,14 @@ func TestAllowedUsers(t *testing.T) {
 		{"discord:@alice", "Discord user ids are numbers"},
 		{"matrix:@alice:example.org", "is not telegram:<user id>"},
 		{"telegram:", "is not telegram:<user id>"},
+		{"discord:server:123456789012345678", "discord:guild:SERVER_ID"},
+		{"irc:guild:1", "discord:guild:<guild id>"},
+		// A whole server is written discord:guild:ID, in team mode only;
+		// the messages spell it so, also for the old discord:team:ID.
+		{"discord:guild:123456789012345678", "team mode only"},
+		{"discord:guild:12", "discord:guild:123456789012345678"},
+		{"discord:team:12", "discord:guild:123456789012345678"},
+		{"slack:team:12", "slack:team:T0ABC123"},
 	} {
 		t.Run(tt.entry, func(t *testing.T) {
 			c := validConfig()
@@ -142,5 +151,22 @@ func TestAllowedUsers(t *testing.T) {
 				t.Errorf("err = %v, want TIDYBOT_ALLOWED_USERS and %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAllowlistReadsEachPlatformsWord: in team mode a Discord server is
+// discord:guild:ID (Discord's word), a Slack workspace slack:team:T…
+// (Slack's); both reach package bot as platform:team:ID, the one form it
+// matches. discord:team:ID, the first release's spelling, still works.
+func TestAllowlistReadsEachPlatformsWord(t *testing.T) {
+	c := validConfig()
+	c.ClientID, c.ClientSecret = "client", "client-secret"
+	c.AllowedUsers = []string{" discord:guild:123456789012345678", "discord:team:223456789012345678", "slack:team:T0ABC", "discord:*", "telegram:42"}
+	if err := validate(c, false); err != nil && strings.Contains(err.Error(), "TIDYBOT_ALLOWED_USERS") {
+		t.Fatalf("refused: %v", err)
+	}
+	want := []string{"discord:team:123456789012345678", "discord:team:223456789012345678", "slack:team:T0ABC", "discord:*", "telegram:42"}
+	if got := c.Allowlist(rules()); !slices.Equal(got, want) {
+		t.Fatalf("Allowlist = %q, want %q", got, want)
 	}
 }

@@ -196,7 +196,7 @@ func TestDiscordStrangerFloodInAChannel(t *testing.T) {
 }
 
 // Team mode on Discord: a person allowed by their server
-// (discord:team:ID) who has not connected a Todoist is asked to, in a
+// (discord:guild:ID) who has not connected a Todoist is asked to, in a
 // DM; /connect there gives a link button for them alone, and once
 // connected their request runs on their own Todoist.
 func TestDiscordTeamModeConnect(t *testing.T) {
@@ -212,7 +212,7 @@ func TestDiscordTeamModeConnect(t *testing.T) {
 	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
 	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
 	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
-	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"discord:team:" + discordGuild, "discord:" + discordAlice}, addr
+	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"discord:guild:" + discordGuild, "discord:" + discordAlice}, addr
 	serveTeam(t, e, &syncBuffer{})
 	if !dc.WaitReady() {
 		t.Fatal("serve did not open Discord's gateway")
@@ -234,6 +234,13 @@ func TestDiscordTeamModeConnect(t *testing.T) {
 			t.Fatalf("a Connect link in the server: %q", m.Content)
 		}
 	}
+	// Another member of the server, listed by no id of his own, is
+	// served there too (discord:guild:ID): told to connect.
+	other := dc.Say(discordGuild, discordChannel, "800000000000000043", "<@"+dc.BotID()+"> hello")
+	waitFor(t, "the member's prompt", func() bool {
+		m, ok := lastDiscord(dc, other)
+		return ok && strings.Contains(m.Content, "to connect your account")
+	})
 	// In the DM: /connect gives the link, as text and a link button.
 	cmd := dc.Command(discordAlice, "", "", "connect", nil)
 	var link string

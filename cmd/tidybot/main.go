@@ -245,7 +245,7 @@ func (m *Main) build(ctx context.Context, cfg Config, log *slog.Logger) (*bot.Bo
 	if sc, ok := st.(interface{ Syncs() int64 }); ok {
 		m.metrics.StoreSyncs(sc.Syncs)
 	}
-	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.AllowedUsers, Logger: log, Metrics: m.metrics,
+	bc := bot.Config{Workers: cfg.Workers, History: cfg.History, AllowedUsers: cfg.Allowlist(rules()), Logger: log, Metrics: m.metrics,
 		Redact: m.redact, ShutdownGrace: runGrace, Retention: cfg.Retention, Notice: notice, RunLink: m.runLink, VoiceMax: cfg.VoiceMax, Vision: cfg.Vision,
 		UserDailyTokens: cfg.DailyTokens, Now: m.clock, AutopilotEvery: cfg.AutopilotInterval, AutopilotTokensPerHour: cfg.AutopilotTokensPerHour(), ModelTiers: cfg.ModelTiers()}
 	if tc := cfg.Transcribe(log); tc.Model != "" {

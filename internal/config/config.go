@@ -241,12 +241,56 @@ var (
 )
 
 // Platform is what validation knows of a chat platform: its name (as in
-// TIDYBOT_ALLOWED_USERS entries), its allowlist id rule, and whether the
+// TIDYBOT_ALLOWED_USERS entries), the word its entries use for a whole
+// workspace (Workspace), its allowlist id rule, and whether the
 // configuration enables it (its token is set).
 type Platform struct {
-	Name  string
+	Name string
+	// Workspace is the platform's own word for a workspace in an entry
+	// (Slack "team": slack:team:T…; Discord "guild", a server:
+	// discord:guild:ID), "" for a platform without one. Whatever the
+	// word, the entry is matched as platform:team:ID (Allowlist).
+	Workspace string
+	// Allow checks an entry's id as package bot matches it (a workspace
+	// as "team:ID"), and words its errors with the platform's own
+	// spelling.
 	Allow func(id string, team bool) error
 	On    func(c Config) bool
+}
+
+// teamWord is the one spelling package bot matches for a workspace's
+// entry, platform:team:ID (bot/team.go).
+const teamWord = "team"
+
+// canonical is allowlist entry u (trimmed) as package bot matches it: a
+// workspace written in its platform's own word (discord:guild:ID) becomes
+// platform:team:ID; every other entry is unchanged (so discord:team:ID,
+// the spelling of the first Discord release, still reads the same).
+func canonical(u string, platforms []Platform) string {
+	u = strings.TrimSpace(u)
+	name, id, _ := strings.Cut(u, ":")
+	for _, p := range platforms {
+		if p.Name != name || p.Workspace == "" || p.Workspace == teamWord {
+			continue
+		}
+		if ws, ok := strings.CutPrefix(id, p.Workspace+":"); ok {
+			return name + ":" + teamWord + ":" + ws
+		}
+	}
+	return u
+}
+
+// Allowlist is TIDYBOT_ALLOWED_USERS in the form package bot matches
+// (canonical): this is where each platform's word for a workspace is
+// read, so bot has one rule for all of them.
+func (c Config) Allowlist(platforms []Platform) []string {
+	var out []string
+	for _, u := range c.AllowedUsers {
+		if u = canonical(u, platforms); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Validate checks every setting against the platforms serve knows; each
@@ -442,10 +486,11 @@ func (c Config) validateServe() []error {
 }
 
 // checkAllowedUser checks one TIDYBOT_ALLOWED_USERS entry by its
-// platform's rule (each adapter's AllowedID): an entry that can never
-// match a real id is refused, with the form it should take.
+// platform's rule (each adapter's AllowedID), read as bot matches it
+// (canonical): an entry that can never match a real id is refused, with
+// the form it should take.
 func checkAllowedUser(u string, team bool, platforms []Platform) error {
-	name, id, _ := strings.Cut(u, ":")
+	name, id, _ := strings.Cut(canonical(u, platforms), ":")
 	var forms []string
 	for _, p := range platforms {
 		if p.Name == name && id != "" {
@@ -455,6 +500,9 @@ func checkAllowedUser(u string, team bool, platforms []Platform) error {
 			return nil
 		}
 		forms = append(forms, p.Name+":<user id>")
+		if p.Workspace != "" {
+			forms = append(forms, p.Name+":"+p.Workspace+":<"+p.Workspace+" id>")
+		}
 	}
 	return fmt.Errorf("TIDYBOT_ALLOWED_USERS: %q is not %s", u, strings.Join(forms, " or "))
 }

@@ -137,3 +137,25 @@ func TestSpendingCapsAreOnByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowlistIsWhatBotMatches: an entry naming a workspace in its
+// platform's own word is read as platform:team:ID, in Allowlist and for
+// the platform's rule alike; other entries are unchanged.
+func TestAllowlistIsWhatBotMatches(t *testing.T) {
+	var checked []string
+	rule := func(id string, team bool) error { checked = append(checked, id); return nil }
+	ps := []Platform{{Name: "chat", Workspace: "guild", Allow: rule}, {Name: "other", Workspace: "team", Allow: rule}, {Name: "plain", Allow: rule}}
+	c := Config{AllowedUsers: []string{"chat:guild:1", "chat:team:2", "chat:3", "other:team:T4", "plain:guild:5", " chat:guild:6 "}}
+	want := []string{"chat:team:1", "chat:team:2", "chat:3", "other:team:T4", "plain:guild:5", "chat:team:6"}
+	if got := c.Allowlist(ps); !slices.Equal(got, want) {
+		t.Fatalf("Allowlist = %q, want %q", got, want)
+	}
+	for _, u := range c.AllowedUsers {
+		if err := checkAllowedUser(strings.TrimSpace(u), true, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids := []string{"team:1", "team:2", "3", "team:T4", "guild:5", "team:6"}; !slices.Equal(checked, ids) {
+		t.Fatalf("the rules checked %q, want %q", checked, ids)
+	}
+}

@@ -25,8 +25,8 @@ var allowed = map[string][]string{
 	"store/postgres":                 {"bot", "agent", "store/seal"},
 	"store/postgres/pgtest":          {},
 	"adapters/console":               {"bot", "agent"},
-	"adapters/discord":               {"bot", "agent", "internal/retry"},
-	"adapters/slack":                 {"bot", "agent", "internal/retry"},
+	"adapters/discord":               {"bot", "agent", "internal/hooks", "internal/retry"},
+	"adapters/slack":                 {"bot", "agent", "internal/hooks", "internal/retry"},
 	"adapters/slack/slacktest":       {},
 	"adapters/telegram":              {"bot", "agent", "internal/retry"},
 	"adapters/telegram/telegramtest": {},
@@ -35,8 +35,11 @@ var allowed = map[string][]string{
 	"agent/todoist/todoisttest":      {"agent", "internal/directhttp"},
 	"agent/openai/openaitest":        {"agent", "internal/directhttp"},
 	"internal/directhttp":            {},
-	"adapters/discord/discordtest":   {},
-	"inspector":                      {"bot", "agent"},
+	// The memory Hooks of a process without a shared store (Slack's
+	// response_urls, Discord's interaction tokens).
+	"internal/hooks":               {},
+	"adapters/discord/discordtest": {},
+	"inspector":                    {"bot", "agent"},
 	// Team mode: the Connect flow on the Todoist OAuth client, and its
 	// crypto (the standard library's); no adapter, no store.
 	"accounts": {"bot", "agent", "agent/todoist"},

@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// SaveHook implements adapters/slack.Hooks: url becomes a response_url
-// of person in channel until expires, sealed, bound to no run, with no
-// use counted. The expired ones of every channel go in the same
+// SaveHook implements adapters/slack.Hooks and adapters/discord.Hooks:
+// url becomes a response_url (or a Discord interaction's token, its
+// channel key starting with "discord:") of person in channel until
+// expires, sealed, bound to no run, with no use counted. The expired ones of every channel go in the same
 // transaction.
 func (s *Store) SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -32,7 +33,7 @@ func (s *Store) SaveHook(ctx context.Context, channel, person, url string, expir
 	return nil
 }
 
-// TakeHook implements adapters/slack.Hooks. The row is picked and
+// TakeHook implements adapters/slack.Hooks and adapters/discord.Hooks. The row is picked and
 // locked, then counted only while fewer than within uses are taken (the
 // UPDATE checks again after any wait for the lock), so replicas taking
 // uses at once never take more than within between them, and two runs

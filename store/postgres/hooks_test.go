@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidybot/tidybot/adapters/discord"
 	"github.com/tidybot/tidybot/adapters/slack"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 )
 
-var _ slack.Hooks = (*Store)(nil)
+var (
+	_ slack.Hooks   = (*Store)(nil)
+	_ discord.Hooks = (*Store)(nil)
+)
 
 // TestHookUsesCountedAcrossReplicas: a response_url saved by one
 // replica is taken by another; the uses both take are counted together,

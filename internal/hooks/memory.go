@@ -1,0 +1,93 @@
+// Package hooks keeps, in one process's memory, the links a platform
+// gives with a person's request to answer it through (Slack's
+// response_url, a Discord interaction's token): the store contract the
+// adapters declare as their Hooks (adapters/slack, adapters/discord),
+// for a process with no shared store (bbolt, whose file one process
+// holds). store/postgres implements the same contract for replicas.
+package hooks
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Memory keeps hooks in memory. Its zero value is ready to use.
+type Memory struct {
+	// Now is the clock that decides which saved hooks are forgotten
+	// (default time.Now).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	hooks map[place][]*hook // by channel and person, oldest first
+}
+
+// place is where a hook answers: a channel, to one person.
+type place struct{ channel, person string }
+
+// hook is one saved link, the run it is bound to and how much of it is
+// used.
+type hook struct {
+	url     string
+	run     string
+	expires time.Time
+	used    int
+}
+
+// SaveHook keeps url, the link of person's request in channel, until
+// expires, bound to no run and with no use counted; the expired ones of
+// every channel are forgotten.
+func (m *Memory) SaveHook(_ context.Context, channel, person, url string, expires time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hooks == nil {
+		m.hooks = map[place][]*hook{}
+	}
+	now := time.Now()
+	if m.Now != nil {
+		now = m.Now()
+	}
+	for p, hs := range m.hooks {
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.expires.After(now) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			delete(m.hooks, p)
+		} else {
+			m.hooks[p] = kept
+		}
+	}
+	p := place{channel, person}
+	m.hooks[p] = append(m.hooks[p], &hook{url: url, expires: expires})
+	return nil
+}
+
+// TakeHook counts a use of a link of person in channel and returns it:
+// the one bound to run if it has a use left, else person's newest one
+// bound to none, which is then bound to run (run "" binds none and takes
+// only unbound ones). ok is false when there is none unexpired at now
+// with fewer than within uses taken.
+func (m *Memory) TakeHook(_ context.Context, channel, person, run string, within int, now time.Time) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var pick *hook
+	for _, h := range m.hooks[place{channel, person}] { // oldest first: the newest wins
+		if !now.Before(h.expires) || h.used >= within || (h.run != "" && h.run != run) {
+			continue
+		}
+		if pick == nil || pick.run == "" || h.run != "" {
+			pick = h
+		}
+	}
+	if pick == nil {
+		return "", false, nil
+	}
+	pick.used++
+	if run != "" {
+		pick.run = run
+	}
+	return pick.url, true, nil
+}
