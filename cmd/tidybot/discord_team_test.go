@@ -19,7 +19,7 @@ import (
 // link there, connects, and what she asked runs on her account. The
 // same with everyone allowed (discord:*).
 func TestDiscordTeamModeConnectFromAServer(t *testing.T) {
-	for _, allow := range []string{"discord:team:" + dcGuild, "discord:*"} {
+	for _, allow := range []string{"discord:guild:" + dcGuild, "discord:team:" + dcGuild, "discord:*"} {
 		t.Run(allow, func(t *testing.T) { dcTeamConnect(t, allow) })
 	}
 }
