@@ -132,7 +132,9 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
 	}
-	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot {
+	// Data is nil when discordgo could not read it (Interaction.UnmarshalJSON): its
+	// ApplicationCommandData and MessageComponentData would panic.
+	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot || i.Data == nil {
 		return bot.Incoming{}, false
 	}
 	ev := bot.Incoming{Platform: Platform, ChatID: i.ChannelID, UserID: user.ID, UserName: user.Username,
