@@ -404,6 +404,8 @@ func (b *Bot) Handle(ctx context.Context, in Incoming) error {
 // a direct chat once a day per person; in a shared chat once an hour per
 // chat, whoever asks (300 strangers mentioning the bot in one group got
 // 300 refusals posted there). The store remembers it across restarts.
+// An event the platform shows as pending until answered
+// (Incoming.AwaitsAnswer) is answered every time.
 // Adapters hand over only what is addressed to the bot, so a stranger
 // who does not address it gets nothing.
 func (b *Bot) refuse(ctx context.Context, in Incoming) error {
@@ -423,7 +425,7 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 	if err != nil {
 		return fmt.Errorf("bot: remember refusal: %w", err)
 	}
-	if !first {
+	if !first && !in.AwaitsAnswer {
 		log.Info("refused unknown user again; not answered")
 		return nil
 	}
@@ -907,7 +909,7 @@ func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {
 }
 
 func reply(in Incoming, text string) Outgoing {
-	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, Text: text}
+	return Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, EventID: in.EventID, Text: text}
 }
 
 // replyLater queues a reply on the platform's send queue without

@@ -37,8 +37,16 @@ type Outgoing struct {
 	// TeamID is UserID's own team where the platform has teams (Slack:
 	// the sender's team, another organisation's in Slack Connect), ""
 	// when unknown.
-	TeamID  string
-	RunID   string
+	TeamID string
+	RunID  string
+	// EventID is the platform's event id (Incoming.EventID) of the
+	// message, command or press that started what this message answers:
+	// the run it belongs to, or the event a reply answers ("" for
+	// neither: a digest, autopilot). A platform that shows a request as
+	// pending until answered (Discord's deferred interaction, "… is
+	// thinking") answers that request only with messages of its own
+	// event, never with another run's.
+	EventID string
 	Text    string
 	Buttons []Button
 	// Link, when set, is shown to Link.UserID only (see Link).

@@ -68,7 +68,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 		return fmt.Errorf("bot: the Todoist of %s:%s: %w", in.Platform, in.UserID, err)
 	}
 	now := b.cfg.Now()
-	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, TeamID: in.TeamID,
+	r := &Run{ID: runID, ThreadKey: key, Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID, UserID: in.UserID, TeamID: in.TeamID, EventID: in.EventID,
 		Status: RunWorking, Instruction: instruction, Created: now, Updated: now, DM: in.DM}
 	if len(images) > 0 {
 		r.Photo = in.Attachment
@@ -104,7 +104,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 
 // outgoing is a message of r to its person in its chat.
 func (r *Run) outgoing(text string) Outgoing {
-	return Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, TeamID: r.TeamID, RunID: r.ID, Text: text}
+	return Outgoing{ChatID: r.ChatID, ThreadID: r.ThreadID, UserID: r.UserID, TeamID: r.TeamID, RunID: r.ID, EventID: r.EventID, Text: text}
 }
 
 // history returns the earlier messages of in's thread the model sees

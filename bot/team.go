@@ -38,8 +38,10 @@ var errDailyCap = errors.New("daily token cap reached")
 
 // allowedIn reports whether the sender of in may use the bot: an exact
 // entry or, in team mode only (where each person uses their own
-// Todoist), their Slack workspace (slack:team:T…) or everyone on the
-// platform (telegram:*).
+// Todoist), their Slack workspace or Discord server (slack:team:T…,
+// discord:team:ID: the event's team, or in a direct message one of the
+// teams the platform says the sender shares with the bot) or everyone
+// on the platform (telegram:*).
 func (b *Bot) allowedIn(in Incoming) bool {
 	if b.Allowed(in.Platform, in.UserID) {
 		return true
@@ -47,7 +49,15 @@ func (b *Bot) allowedIn(in Incoming) bool {
 	if b.cfg.Accounts == nil {
 		return false
 	}
-	return (in.TeamID != "" && b.allowed[in.Platform+":team:"+in.TeamID]) || b.allowed[in.Platform+":*"]
+	if b.allowed[in.Platform+":*"] || (in.TeamID != "" && b.allowed[in.Platform+":team:"+in.TeamID]) {
+		return true
+	}
+	for _, t := range in.SharedTeams {
+		if t != "" && b.allowed[in.Platform+":team:"+t] {
+			return true
+		}
+	}
+	return false
 }
 
 // agentFor is the agent a person's run uses: their own account in team
@@ -93,7 +103,7 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 	if in.Button == "" && (in.Command != "" || strings.TrimSpace(in.Text) != "") && (c == nil || !c.Thread) {
 		b.keepPending(ctx, in)
 	}
-	if b.promptedLately(ctx, in) {
+	if b.promptedLately(ctx, in) && !in.AwaitsAnswer {
 		b.log.Info("not connected; prompted within the hour, not again", slog.String("platform", in.Platform), slog.String("user_id", in.UserID))
 		return true, nil
 	}
@@ -103,7 +113,8 @@ func (b *Bot) connectGate(ctx context.Context, in Incoming) (bool, error) {
 
 // promptEvery is how often a person who has not connected is prompted
 // to, however many messages they send meanwhile (/connect always
-// answers).
+// answers, and so does an event the platform shows as pending until
+// answered: Incoming.AwaitsAnswer).
 const promptEvery = time.Hour
 
 // promptedKey is the setting holding when a person was last prompted to
@@ -131,7 +142,7 @@ func (b *Bot) promptedLately(ctx context.Context, in Incoming) bool {
 
 // keepPending remembers in to run once its person connects.
 func (b *Bot) keepPending(ctx context.Context, in Incoming) {
-	in.EventID, in.Button, in.ButtonRef = "", "", ""
+	in.EventID, in.Button, in.ButtonRef, in.AwaitsAnswer = "", "", "", false
 	// Cut as any message is (the gate comes before prepare): the
 	// person is told when it runs.
 	if in.Clipped == 0 {

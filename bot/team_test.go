@@ -297,3 +297,23 @@ func TestPendingRequestIsCut(t *testing.T) {
 		t.Errorf("no word that the message was cut: %q", h.plat.texts())
 	}
 }
+
+// TestSharedTeamsLetInDirectMessages: in team mode a direct message
+// whose platform names the sender's teams (Discord: the servers a DM's
+// sender shares with the bot) is let in by a platform:team:ID entry for
+// one of them; not by another team's, and never in personal mode.
+func TestSharedTeamsLetInDirectMessages(t *testing.T) {
+	entries := []string{"discord:team:G1"}
+	dm := Incoming{Platform: "discord", UserID: "7", DM: true, SharedTeams: []string{"G9", "G1"}}
+	if b := New(newMemStore(), &mockAgent{}, Config{AllowedUsers: entries}); b.allowedIn(dm) {
+		t.Error("a server member let in by the server's entry in personal mode")
+	}
+	b := New(newMemStore(), &mockAgent{}, Config{AllowedUsers: entries, Accounts: &fakeAccounts{}})
+	if !b.allowedIn(dm) {
+		t.Error("a member of an allowed server refused in a direct message")
+	}
+	dm.SharedTeams = []string{"G9"}
+	if b.allowedIn(dm) {
+		t.Error("a member of another server let in")
+	}
+}

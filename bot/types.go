@@ -54,6 +54,19 @@ type Incoming struct {
 	// TeamID is the user's Slack workspace (event team_id), for
 	// slack:team:T… entries of the allowlist.
 	TeamID string `json:"team_id,omitempty"`
+	// SharedTeams are teams the sender belongs to alongside the bot,
+	// told by a platform whose direct messages carry no team (Discord: the
+	// servers a DM's sender shares with the bot): in team mode a
+	// platform:team:ID entry lets them in there as in the team's own
+	// chats.
+	SharedTeams []string `json:"shared_teams,omitempty"`
+	// AwaitsAnswer is set when the platform shows the person a pending
+	// state until the bot answers this event (Discord's deferred slash
+	// command, "… is thinking"): where the bot would otherwise stay
+	// silent (a stranger told already today, a person prompted to
+	// connect within the hour) it answers such an event anyway, with the
+	// same notice, so the pending state ends.
+	AwaitsAnswer bool `json:"awaits_answer,omitempty"`
 }
 
 // PersonID names a person across platforms, "platform:user id": the
@@ -177,6 +190,9 @@ type Run struct {
 	DM bool `json:"dm,omitempty"`
 	// TeamID is the asker's own team (Incoming.TeamID), "" when unknown.
 	TeamID string `json:"team_id,omitempty"`
+	// EventID is the platform's event id of the Incoming that started
+	// the run (Outgoing.EventID of its messages), "" when none.
+	EventID string `json:"event_id,omitempty"`
 	// Autopilot is set for a run autopilot started (see autopilot.go).
 	Autopilot bool `json:"autopilot,omitempty"`
 

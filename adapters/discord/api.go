@@ -11,6 +11,7 @@ import (
 // used on the session itself, in Run and before each queued call.
 type session interface {
 	User(userID string, options ...discordgo.RequestOption) (*discordgo.User, error)
+	GuildMember(guildID, userID string, options ...discordgo.RequestOption) (*discordgo.Member, error)
 	Channel(channelID string, options ...discordgo.RequestOption) (*discordgo.Channel, error)
 	ChannelMessageSendComplex(channelID string, data *discordgo.MessageSend, options ...discordgo.RequestOption) (*discordgo.Message, error)
 	ChannelMessageEditComplex(m *discordgo.MessageEdit, options ...discordgo.RequestOption) (*discordgo.Message, error)

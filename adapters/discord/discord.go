@@ -101,6 +101,8 @@ type Adapter struct {
 	seen     map[string]time.Time          // interaction id → until when it is remembered as taken
 
 	hooks Hooks // the tokens of interactions to answer: cfg.Hooks, else in memory
+
+	shared shared // user id → the servers they share with the bot (members.go)
 }
 
 // hookToken is the token of the interaction a message answers, good for

@@ -281,8 +281,10 @@ func TestOwnMessagesAreDropped(t *testing.T) {
 }
 
 // A slash command is stored, answered with a deferred response, and the
-// bot's first message to its person replaces the "thinking"; its edits
-// go through the interaction's token, and later messages to the channel.
+// bot's first message for that event (Outgoing.EventID) replaces the
+// "thinking"; its edits go through the interaction's token, and later
+// messages to the channel. A message of another event to the same
+// person there (a run already going) does not take it.
 func TestSlashCommand(t *testing.T) {
 	srv := discordtest.New(t)
 	a, h := start(t, srv, config(srv, nil))
@@ -292,7 +294,13 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
-	status, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "🤔 Working on it…"})
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: "m1", Text: "An earlier run's answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original != nil && st.Original.Content != "" {
+		t.Fatalf("another event's message answered the command: %+v", st.Original)
+	}
+	status, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "🤔 Working on it…"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +311,7 @@ func TestSlashCommand(t *testing.T) {
 	if st.Original == nil || st.Original.ID != status || st.Original.Content != "Moved 9 tasks." || len(st.Refused) != 0 || st.Ephemeral {
 		t.Fatalf("interaction %+v", st)
 	}
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, Text: "Anything else?"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "Anything else?"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(id); len(st.Refused) != 0 {
@@ -314,7 +322,7 @@ func TestSlashCommand(t *testing.T) {
 	uid := srv.Command(alice, guild, chanA, "undo", nil)
 	h.wait(t, 2)
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(uid).Callback == 5 })
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, Text: "Undid the last run."}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, EventID: "i" + uid, Text: "Undid the last run."}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(uid); st.Original == nil || st.Original.Content != "Undid the last run." {
@@ -327,7 +335,7 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cid).Callback == 5 })
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, Text: "What I can do: …"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "What I can do: …"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(cid); st.Original == nil || st.Original.Content != "What I can do: …" {
@@ -671,7 +679,7 @@ func TestSignatureIsCheckedBeforeTheBody(t *testing.T) {
 	if st := srv.Interaction(id); st.Callback != 5 {
 		t.Fatalf("interaction %+v", st)
 	}
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, Text: "Help text"}); err != nil {
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "Help text"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Help text" {
@@ -922,5 +930,37 @@ func TestDetailsLinkOnlyForTheAsker(t *testing.T) {
 	}
 	if m := srv.Messages(chanA)[0]; len(m.Rows) != 0 || strings.Contains(m.Content, link.URL) {
 		t.Fatalf("channel message %+v shows the link", m)
+	}
+}
+
+// In team mode a DM names the servers its sender shares with the bot
+// (bot.Incoming.SharedTeams: a DM carries no server, and a whole server
+// may be allowed), asked of Discord (GET /guilds/{id}/members/{user});
+// a server the person is not in is not named, and personal mode asks
+// nothing.
+func TestDMNamesTheServersItsSenderShares(t *testing.T) {
+	srv := discordtest.New(t)
+	const other = "200000000000000009"
+	srv.Join(guild, alice)
+	srv.AddChannel(other, "300000000000000009")
+	cfg := config(srv, nil)
+	cfg.Team = true
+	_, h := start(t, srv, cfg)
+	srv.DM(alice, "hi")
+	srv.DM(bob, "hi")
+	ev := h.wait(t, 2)
+	if !ev[0].DM || len(ev[0].SharedTeams) != 1 || ev[0].SharedTeams[0] != guild {
+		t.Errorf("Alice's DM names servers %v, want [%s]", ev[0].SharedTeams, guild)
+	}
+	if len(ev[1].SharedTeams) != 0 {
+		t.Errorf("Bob's DM names servers %v, want none", ev[1].SharedTeams)
+	}
+
+	srv2 := discordtest.New(t)
+	srv2.Join(guild, alice)
+	_, h2 := start(t, srv2, config(srv2, nil))
+	srv2.DM(alice, "hi")
+	if ev := h2.wait(t, 1); len(ev[0].SharedTeams) != 0 {
+		t.Errorf("personal mode: the DM names servers %v", ev[0].SharedTeams)
 	}
 }

@@ -26,10 +26,11 @@ import (
 // conversation (issue 35), so the tokens are kept in Hooks, the store
 // contract Slack's response_urls use (adapters/slack Hooks; store/postgres
 // implements it, internal/hooks.Memory for one process), mapped so:
-//   - a slash command's token is saved under its channel (and thread)
-//     and person once its deferred response was made; the first message
-//     the bot sends that person there takes it (one use: it replaces the
-//     "thinking…"), binding it to that message's run;
+//   - a slash command's token is saved under its channel and event
+//     (commandPlace) and person before its deferred response is made;
+//     the first message the bot sends for that event (Outgoing.EventID)
+//     takes it (one use: it replaces the "thinking…"), binding it to
+//     that message's run;
 //   - a button press's token is saved under the press itself and its
 //     presser, for the one answer only the presser sees (AnswerButton).
 // The keys start with "discord:", so they never meet Slack's.
@@ -50,8 +51,11 @@ type Hooks interface {
 }
 
 // commandPlace is where a slash command's token is kept: its channel and
-// thread.
-func commandPlace(chat, thread string) string { return Platform + ":" + chat + "/" + thread }
+// its event (the interaction's "i"+id, bot.Outgoing.EventID of the
+// messages that answer it). Only a message of the command's own event
+// takes it: a run already going in that chat for the same person never
+// answers under "… used /tidy-inbox".
+func commandPlace(chat, event string) string { return Platform + ":" + chat + "/" + event }
 
 // pressPlace is where a press's token is kept: the press itself.
 func pressPlace(id string) string { return Platform + ":press:" + id }
@@ -78,6 +82,40 @@ func hookOf(v string) (interactionHook, bool) {
 // s): a token Discord refuses within it is given back and tried again
 // (refused): another replica was quicker than the acknowledgement.
 const ackFor = 5 * time.Second
+
+// whenKnown makes call, a webhook call with h's token, again while
+// Discord refuses the token within ackFor of the interaction's
+// arrival: a follow-up (or the edit of @original) works only "after the
+// initial response"
+// (discord.com/developers/docs/interactions/receiving-and-responding#followup-messages),
+// and over the HTTP interactions endpoint the initial response is the
+// adapter's HTTP answer, which Discord reads when it reads it (or
+// another replica's, still on its way): a call made meanwhile is refused
+// with 10015 Unknown Webhook. The call is made again after a short pause
+// (50 ms, doubling) for up to knownWithin, while within ackFor of the
+// arrival; only that chat's lane of the send queue waits. (A
+// bot.RetryLater at once would hold the chat for the queue's least
+// pause, a second, in which the status message's edits are dropped.)
+// What is still refused then goes to refused: a bot.RetryLater within
+// ackFor, the channel after it.
+func (a *Adapter) whenKnown(ctx context.Context, h interactionHook, call func() error) error {
+	pause := 50 * time.Millisecond
+	until := a.cfg.Now().Add(knownWithin)
+	for {
+		err := call()
+		now := a.cfg.Now()
+		if !refusedToken(err) || !now.Before(until) || !now.Before(h.expires.Add(-hookFor+ackFor)) {
+			return err
+		}
+		if sleep(ctx, pause) != nil {
+			return err
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}
+
+// knownWithin is how long whenKnown tries a refused token again in place.
+const knownWithin = time.Second
 
 // refused sorts out an error of the first use of h's token, taken for
 // person: Discord refusing it within ackFor of its arrival
@@ -140,20 +178,16 @@ func (a *Adapter) takeHook(ctx context.Context, place, person, run string) (inte
 	return h, true, nil
 }
 
-// takePending takes the token of a slash command of m's person in m's
-// chat whose "thinking…" is still to be replaced: one given in m's
-// thread, else one given in the channel itself (a command such as /undo
-// typed in the channel acts on the person's latest conversation there,
-// whose thread the answer names).
+// takePending takes the token of the slash command m answers (m.EventID,
+// of m's person in m's chat) whose "thinking…" is still to be replaced;
+// a message of no event, or of another, takes none. A command such as
+// /undo typed in the channel acts on the person's conversation in a
+// thread: its answer names that thread, and still its event.
 func (a *Adapter) takePending(ctx context.Context, m bot.Outgoing) (interactionHook, bool, error) {
-	if m.UserID == "" {
+	if m.UserID == "" || m.EventID == "" {
 		return interactionHook{}, false, nil
 	}
-	h, ok, err := a.takeHook(ctx, commandPlace(m.ChatID, m.ThreadID), m.UserID, m.RunID)
-	if ok || err != nil || m.ThreadID == "" {
-		return h, ok, err
-	}
-	return a.takeHook(ctx, commandPlace(m.ChatID, ""), m.UserID, m.RunID)
+	return a.takeHook(ctx, commandPlace(m.ChatID, m.EventID), m.UserID, m.RunID)
 }
 
 // Discord's JSON error codes for a token it does not take

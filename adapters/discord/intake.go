@@ -278,6 +278,7 @@ func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incom
 	if m.GuildID == "" {
 		ev.DM = true
 		a.learnDM(m.ChannelID, m.Author.ID)
+		ev.SharedTeams = a.sharedGuilds(ctx, m.Author.ID)
 	} else {
 		text, addressed := a.addressed(m)
 		if !addressed {

@@ -56,7 +56,7 @@ func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
 	}
 	hook := newHook(i, a.cfg.Now())
 	kind := discordgo.InteractionResponseDeferredChannelMessageWithSource
-	place := commandPlace(ev.ChatID, ev.ThreadID)
+	place := commandPlace(ev.ChatID, ev.EventID)
 	if ev.Button != "" {
 		kind = discordgo.InteractionResponseDeferredMessageUpdate
 		place = pressPlace(i.ID)
@@ -133,13 +133,16 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
 	}
-	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot {
+	// Data is nil when discordgo could not read it (Interaction.UnmarshalJSON): its
+	// ApplicationCommandData and MessageComponentData would panic.
+	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot || i.Data == nil {
 		return bot.Incoming{}, false
 	}
 	ev := bot.Incoming{Platform: Platform, ChatID: i.ChannelID, UserID: user.ID, UserName: user.Username,
 		EventID: "i" + i.ID, At: time.Now(), DM: i.GuildID == "", TeamID: i.GuildID}
 	if ev.DM {
 		a.learnDM(i.ChannelID, user.ID)
+		ev.SharedTeams = a.sharedGuilds(ctx, user.ID)
 	} else {
 		ev.ChatID, ev.ThreadID = a.place(ctx, i.ChannelID)
 	}
@@ -150,6 +153,7 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 			return bot.Incoming{}, false
 		}
 		ev.Command = d.Name
+		ev.AwaitsAnswer = true // deferred: "… is thinking" until answered
 		if c, ok := bot.LookupCommand(d.Name); ok {
 			ev.Command = c.Name
 		}
@@ -201,8 +205,10 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 	}
 	params := &discordgo.WebhookParams{Content: utf16text.Clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
 	err = a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
-		_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
-		return err
+		return a.whenKnown(ctx, h, func() error { // Discord may not have read the press's HTTP answer yet
+			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
+			return err
+		})
 	})
 	if err != nil {
 		err = a.refused(ctx, user, h, err)

@@ -62,7 +62,7 @@ func TestAnotherReplicaAnswersTheCommand(t *testing.T) {
 	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "" {
 		t.Fatalf("bob's answer touched alice's interaction: %+v", st)
 	}
-	status, err := b.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "🤔 Working on it…"})
+	status, err := b.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "🤔 Working on it…"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestInMemoryTokensArePerProcess(t *testing.T) {
 	id := srv.Command(alice, guild, chanA, "help", nil)
 	h.wait(t, 1)
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
-	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "What I can do"}); err != nil {
+	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "" {
@@ -168,7 +168,7 @@ func TestATokenTakenBeforeTheResponseIsTriedAgain(t *testing.T) {
 	id := srv.Command(alice, guild, chanA, "help", nil)
 	h.wait(t, 1)
 	<-slow.saved
-	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "What I can do"}
+	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}
 	_, err = b.Send(ctx, out)
 	var rl bot.RateLimited
 	if !errors.As(err, &rl) || rl.RetryAfter() <= 0 || rl.RetryAfter() > time.Second {
@@ -207,7 +207,7 @@ func TestARefusedTokenAnswersInTheChannel(t *testing.T) {
 	h.wait(t, 1)
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
 	srv.AgeInteraction(id, 16*time.Minute)
-	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "What I can do"}); err != nil {
+	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}); err != nil {
 		t.Fatal(err)
 	}
 	ms := srv.Messages(chanA)
@@ -229,7 +229,7 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 	h.wait(t, 1)
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
 	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
-	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", Text: "What I can do"}
+	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}
 	_, err := a.Send(context.Background(), out)
 	var rl bot.RateLimited
 	if !errors.As(err, &rl) {

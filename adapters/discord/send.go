@@ -176,7 +176,11 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 		var err error
 		if i == 0 {
 			edit := &discordgo.WebhookEdit{Content: &p, Components: &comps, AllowedMentions: noPings}
-			msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
+			err = a.whenKnown(ctx, h, func() error {
+				var err error
+				msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
+				return err
+			})
 			err = a.wrap("answer command", err)
 		} else {
 			params := &discordgo.WebhookParams{Content: p, Components: comps, AllowedMentions: noPings}

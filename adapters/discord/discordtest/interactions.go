@@ -247,6 +247,7 @@ func (s *Server) Command(userID, guildID, channelID, name string, opts map[strin
 	s.ensureGuild(guildID)
 	s.mu.Lock()
 	in, d, err := s.commandInteractionLocked(userID, guildID, channelID, name, opts)
+	s.joinLocked(guildID, userID)
 	s.mu.Unlock()
 	if err != nil {
 		s.t.Errorf("discordtest: Command: %v", err)

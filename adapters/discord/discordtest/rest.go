@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -32,6 +33,8 @@ var (
 	errUnknownMessage = &apiError{status: 404, Code: 10008, Message: "Unknown Message"}
 	errUnknownWebhook = &apiError{status: 404, Code: 10015, Message: "Unknown Webhook"}
 	errUnknownUser    = &apiError{status: 404, Code: 10013, Message: "Unknown User"}
+	errUnknownGuild   = &apiError{status: 404, Code: 10004, Message: "Unknown Guild"}
+	errUnknownMember  = &apiError{status: 404, Code: 10007, Message: "Unknown Member"}
 	errUnknownInter   = &apiError{status: 404, Code: 10062, Message: "Unknown interaction"}
 	errMissingAccess  = &apiError{status: 403, Code: 50001, Message: "Missing Access"}
 	errEmptyMessage   = &apiError{status: 400, Code: 50006, Message: "Cannot send an empty message"}
@@ -96,6 +99,7 @@ var routes = []route{
 	{"GET", "/users/@me", (*Server).getMe, false},
 	{"POST", "/users/@me/channels", (*Server).createDM, false},
 	{"GET", "/users/{user}", (*Server).getUser, false},
+	{"GET", "/guilds/{guild}/members/{user}", (*Server).getMember, false},
 	{"GET", "/applications/@me", (*Server).getApp, false},
 	{"GET", "/oauth2/applications/@me", (*Server).getApp, false},
 	{"GET", "/channels/{channel}", (*Server).getChannel, false},
@@ -313,6 +317,23 @@ func (s *Server) getUser(c *call) (int, any) {
 		return 0, errUnknownUser
 	}
 	return 200, s.userJSONLocked(c.p["user"])
+}
+
+// getMember answers a guild member object with its user
+// (https://discord.com/developers/docs/resources/guild#get-guild-member),
+// 10004 Unknown Guild for a guild the bot is not in and 10007 Unknown
+// Member for a person who is not a member; no privileged intent is
+// needed (intents concern the gateway only).
+func (s *Server) getMember(c *call) (int, any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.guilds, c.p["guild"]) {
+		return 0, errUnknownGuild
+	}
+	if !s.members[c.p["guild"]][c.p["user"]] {
+		return 0, errUnknownMember
+	}
+	return 200, s.memberJSONLocked(c.p["user"], true)
 }
 
 // getApp answers the application object

@@ -91,9 +91,10 @@ type Server struct {
 	requests          map[string]int
 	reactions         map[string][]string // channel/message → emoji
 	files             map[string]*attachment
-	guilds            []string // the guilds the bot is in, in order
-	cdn, mediaProxy   string   // attachment URLs' bases
-	endpoint          string   // the Interactions Endpoint URL, "" for the gateway
+	guilds            []string                   // the guilds the bot is in, in order
+	members           map[string]map[string]bool // guild → its members (who spoke or used a command there, or Join)
+	cdn, mediaProxy   string                     // attachment URLs' bases
+	endpoint          string                     // the Interactions Endpoint URL, "" for the gateway
 }
 
 // New starts the fake; t.Cleanup closes it.
@@ -107,6 +108,7 @@ func New(t testing.TB) *Server {
 		pub:               pub,
 		priv:              priv,
 		users:             map[string]*user{},
+		members:           map[string]map[string]bool{},
 		channels:          map[string]*channel{},
 		dms:               map[string]string{},
 		typing:            map[string]int{},

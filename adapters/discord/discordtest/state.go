@@ -277,6 +277,7 @@ func (s *Server) SayFiles(guildID, channelID, userID, text string, files ...File
 	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
+	s.joinLocked(guildID, userID)
 	c := s.guildChannelLocked(guildID, channelID)
 	m := s.addMessageLocked(c, userID, text)
 	m.Attachments = s.attachLocked(files)
@@ -312,6 +313,7 @@ func (s *Server) Say(guildID, channelID, userID, text string) (messageID string)
 	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
+	s.joinLocked(guildID, userID)
 	c := s.guildChannelLocked(guildID, channelID)
 	m := s.addMessageLocked(c, userID, text)
 	s.mu.Unlock()
@@ -327,6 +329,7 @@ func (s *Server) Reply(guildID, channelID, userID, text, replyTo string) (messag
 	s.ensureGuild(guildID)
 	s.mu.Lock()
 	s.userLocked(userID)
+	s.joinLocked(guildID, userID)
 	c := s.guildChannelLocked(guildID, channelID)
 	ref := findMessage(c, replyTo)
 	if ref == nil {
@@ -372,4 +375,31 @@ func mentions(text string) []string {
 		}
 		text = text[j:]
 	}
+}
+
+// Join makes userID a member of guild (the bot in it too); a person who
+// speaks or uses a command in a guild is one already.
+func (s *Server) Join(guildID, userID string) {
+	s.ensureGuild(guildID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userLocked(userID)
+	s.joinLocked(guildID, userID)
+}
+
+// Leave removes userID from guild's members.
+func (s *Server) Leave(guildID, userID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.members[guildID], userID)
+}
+
+func (s *Server) joinLocked(guildID, userID string) {
+	if guildID == "" {
+		return
+	}
+	if s.members[guildID] == nil {
+		s.members[guildID] = map[string]bool{}
+	}
+	s.members[guildID][userID] = true
 }
