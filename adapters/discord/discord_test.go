@@ -964,3 +964,54 @@ func TestDMNamesTheServersItsSenderShares(t *testing.T) {
 		t.Errorf("personal mode: the DM names servers %v", ev[0].SharedTeams)
 	}
 }
+
+// An edit's 429 holds back the next edit of that channel, and a command
+// answer's 429 the next webhook edit, at once as bot.RateLimited:
+// discordgo keeps one bucket per channel for message edits and one for
+// every webhook message edit (discordgo restapi.go,
+// ChannelMessageEditComplex and WebhookMessageEdit), and would sleep in
+// its rate limiter, inside the send queue, until that bucket resets.
+func TestEditRateLimitGoesToTheQueue(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.SetRetryAfter(3 * time.Second)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	one, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.RateLimit("PATCH /channels/"+chanA+"/messages/"+one, 1)
+	var rl bot.RateLimited
+	if err := a.Edit(context.Background(), one, bot.Outgoing{ChatID: chanA, Text: "one, edited"}); !errors.As(err, &rl) {
+		t.Fatalf("edit: %v, want bot.RateLimited", err)
+	}
+	if err := a.Edit(context.Background(), two, bot.Outgoing{ChatID: chanA, Text: "two, edited"}); !errors.As(err, &rl) {
+		t.Fatalf("the channel's next edit: %v, want bot.RateLimited while its bucket is spent (not a wait)", err)
+	}
+
+	// A command's answer (the edit of its @original) and an edit through
+	// another command's token share discordgo's webhook-edit bucket.
+	first := srv.Command(alice, guild, chanA, "help", nil)
+	second := srv.Command(bob, guild, chanA, "help", nil)
+	evs := h.wait(t, 2)
+	waitFor(t, "the deferred responses", func() bool {
+		return srv.Interaction(first).Callback == 5 && srv.Interaction(second).Callback == 5
+	})
+	byUser := map[string]bot.Incoming{}
+	for _, in := range evs {
+		byUser[in.UserID] = in
+	}
+	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
+	in := byUser[alice]
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "help for alice"}); !errors.As(err, &rl) {
+		t.Fatalf("answer: %v, want bot.RateLimited", err)
+	}
+	in = byUser[bob]
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "help for bob"}); !errors.As(err, &rl) {
+		t.Fatalf("the next webhook edit: %v, want bot.RateLimited while its bucket is spent (not a wait)", err)
+	}
+}

@@ -235,6 +235,7 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("Send = %v, want a rate limit", err)
 	}
+	time.Sleep(rl.RetryAfter()) // the send queue holds the chat back so long
 	if _, err := a.Send(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}

@@ -176,12 +176,13 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 		var err error
 		if i == 0 {
 			edit := &discordgo.WebhookEdit{Content: &p, Components: &comps, AllowedMentions: noPings}
-			err = a.whenKnown(ctx, h, func() error {
-				var err error
-				msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
-				return err
+			err = a.queued(webhookEdits, "answer command", func() error {
+				return a.whenKnown(ctx, h, func() error {
+					var err error
+					msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
+					return err
+				})
 			})
-			err = a.wrap("answer command", err)
 		} else {
 			params := &discordgo.WebhookParams{Content: p, Components: comps, AllowedMentions: noPings}
 			err = a.waiting(ctx, discordgo.EndpointWebhookToken(h.appID, h.token), "follow up command", func() error {
@@ -220,8 +221,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 	comps := a.components(m)
 	if h, ok := a.tokenOf(id); ok {
 		edit := &discordgo.WebhookEdit{Content: &text, Components: &comps, AllowedMentions: noPings}
-		uri := discordgo.EndpointWebhookMessage(h.appID, h.token, id)
-		return a.queued(uri, "edit message", func() error {
+		return a.queued(webhookEdits, "edit message", func() error {
 			_, err := a.api.WebhookMessageEdit(h.appID, h.token, id, edit, discordgo.WithContext(ctx))
 			return err
 		})
@@ -231,7 +231,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		channel = m.ThreadID // the bot's messages of a conversation in a thread are in it
 	}
 	edit := &discordgo.MessageEdit{ID: id, Channel: channel, Content: &text, Components: &comps, AllowedMentions: noPings}
-	return a.queued(discordgo.EndpointChannelMessage(channel, id), "edit message", func() error {
+	return a.queued(channelEdits(channel), "edit message", func() error {
 		_, err := a.api.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx))
 		return err
 	})
@@ -333,6 +333,17 @@ func restCode(err error) int {
 // here. discordgo's own waiting is off (ShouldRetryOnRateLimit), and a
 // queued call whose bucket discordgo knows to be spent is not made (it
 // would sleep in discordgo's rate limiter): it returns the wait at once.
+
+// The buckets discordgo's rate limiter keeps for the calls queued
+// checks must be the ones it uses (discordgo restapi.go): a message
+// edit is counted per channel (ChannelMessageEditComplex:
+// EndpointChannelMessage(channel, "")), and every webhook message edit,
+// whatever its token, in one bucket (WebhookMessageEdit:
+// EndpointWebhookToken("", "")). Another key would find no spent bucket,
+// and discordgo would sleep inside the call until the reset.
+var webhookEdits = discordgo.EndpointWebhookToken("", "")
+
+func channelEdits(channel string) string { return discordgo.EndpointChannelMessage(channel, "") }
 
 // queued runs one API call of the bot's send queue: a spent bucket or a
 // 429 is returned at once as an error that implements bot.RateLimited.
