@@ -1015,3 +1015,40 @@ func TestEditRateLimitGoesToTheQueue(t *testing.T) {
 		t.Fatalf("the next webhook edit: %v, want bot.RateLimited while its bucket is spent (not a wait)", err)
 	}
 }
+
+// A command's answer that went in place of its "thinking" and is posted
+// again (its record lost: the outbox's delivery after a restart, with
+// the tokens in PostgreSQL) edits that reply again, the same edit, and
+// is not posted a second time in the channel: the token already used by
+// that run is taken once more for its Resend.
+func TestResendAnswersTheCommandInPlace(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
+		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Moved 9 tasks." {
+		t.Fatalf("interaction %+v", st)
+	}
+	// Another run of alice's never takes that token.
+	other := m
+	other.RunID, other.Ref, other.Text = "r2", "outbox-entry-2", "Another run's answer"
+	if _, err := a.Resend(context.Background(), other, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original.Content != "Moved 9 tasks." {
+		t.Fatalf("another run's answer replaced the command's: %+v", st.Original)
+	}
+}

@@ -198,7 +198,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		a.log.Debug("discord: button answer dropped: no press of this adapter", slog.String("ref", ref))
 		return nil // an event stored before presses named their person
 	}
-	h, ok, err := a.takeHook(ctx, pressPlace(id), user, "")
+	h, ok, err := a.takeHook(ctx, pressPlace(id), user, "", 1)
 	if err != nil {
 		return err
 	}

@@ -60,11 +60,17 @@ var noPings = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentio
 // later part of a long text waits out its 429 (a retry of the whole
 // Send would post the first part twice).
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	return a.send(ctx, m, 1)
+}
+
+// send is Send; uses is how many uses of the command's token m's run may
+// have taken with this one (Resend: 2, the same edit made again).
+func (a *Adapter) send(ctx context.Context, m bot.Outgoing, uses int) (string, error) {
 	if m.ChatID == "" {
 		return "", errors.New("discord: send: no channel id")
 	}
 	parts := utf16text.Split(m.Text, maxText)
-	hook, ok, err := a.takePending(ctx, m)
+	hook, ok, err := a.takePending(ctx, m, uses)
 	if err != nil {
 		a.log.Warn("discord: no interaction token to answer with; answering in the channel", slog.String("chat_id", m.ChatID), slog.Any("err", err))
 	}
@@ -157,9 +163,12 @@ func (a *Adapter) postTagged(ctx context.Context, channel string, msg *discordgo
 // Resend implements bot.Resender: it posts m as Send does, each part with
 // the nonce Send gave it, so a part Discord already has (created in the
 // last few minutes) is returned, not posted again. Older posts Discord
-// no longer matches are posted again: since is not needed to look.
+// no longer matches are posted again: since is not needed to look. An
+// answer that replaced its command's "thinking" is that edit made again:
+// the token its run took is taken once more (while Hooks still holds it:
+// PostgreSQL's across a restart, not one process's memory).
 func (a *Adapter) Resend(ctx context.Context, m bot.Outgoing, _ time.Time) (string, error) {
-	return a.Send(ctx, m)
+	return a.send(ctx, m, 2)
 }
 
 // sendHook answers a slash command through its interaction: the first
