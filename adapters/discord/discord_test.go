@@ -1052,3 +1052,64 @@ func TestResendAnswersTheCommandInPlace(t *testing.T) {
 		t.Fatalf("another run's answer replaced the command's: %+v", st.Original)
 	}
 }
+
+// Text the model or a task wrote never notifies anyone: every post and
+// edit carries allowed_mentions with nothing allowed (a message in the
+// channel, a reply where no thread may start, with a nonce, an edit, a
+// command's answer and its follow-ups, an edit through the token, the
+// ephemeral answer to a press).
+func TestNoTextPingsAnyone(t *testing.T) {
+	const loud = "@everyone @here <@900000000000000077> <@&900000000000000078> look"
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	ctx := context.Background()
+	q, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, Text: loud, Question: true, Buttons: []bot.Button{{Label: "Yes", Data: "c:k1:yes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, Ref: "outbox-1", Text: loud}); err != nil {
+		t.Fatal(err)
+	}
+	press := srv.Press(bob, chanA, q, "c:k1:yes")
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred update", func() bool { return srv.Interaction(press).Callback == 6 })
+	if err := a.AnswerButton(ctx, in.ButtonRef, loud); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, q, bot.Outgoing{ChatID: chanA, Text: loud + " edited"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := srv.Command(alice, guild, chanA, "help", nil)
+	in = h.wait(t, 2)[1]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cmd).Callback == 5 })
+	long := loud + "\n" + strings.Repeat("word ", 500) + loud
+	answer, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, answer, bot.Outgoing{ChatID: chanA, Text: loud + " edited"}); err != nil {
+		t.Fatal(err)
+	}
+	var all []discordtest.Message
+	all = append(all, srv.Messages(chanA)...)
+	for _, id := range []string{cmd, press} {
+		st := srv.Interaction(id)
+		if st.Original != nil {
+			all = append(all, *st.Original)
+		}
+		all = append(all, st.Followups...)
+	}
+	loudOnes := 0
+	for _, m := range all {
+		if strings.Contains(m.Content, "@everyone") {
+			loudOnes++
+		}
+		if len(m.Pings) != 0 {
+			t.Errorf("message %q notified %v", m.Content, m.Pings)
+		}
+	}
+	if loudOnes < 6 {
+		t.Fatalf("%d messages with the text, want every path: %+v", loudOnes, all)
+	}
+}
