@@ -1113,3 +1113,29 @@ func TestNoTextPingsAnyone(t *testing.T) {
 		t.Fatalf("%d messages with the text, want every path: %+v", loudOnes, all)
 	}
 }
+
+// What does not name the bot does not reach it, however loud: @everyone
+// and @here, a role's mention (the bot's own managed role among them),
+// a reply to another person in the bot's thread; the mention after them
+// does, alone.
+func TestEveryoneRolesAndOthersRepliesDoNotAddressTheBot(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	id := srv.Say(guild, chanA, alice, mention(srv, "start"))
+	h.wait(t, 1)
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: id, UserID: alice, Text: "Started."}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Say(guild, chanA, alice, "@everyone standup now")
+	srv.Say(guild, chanA, alice, "@here anyone?")
+	srv.Say(guild, chanA, alice, "<@&900000000000000055> please tidy")
+	other := srv.Say(guild, id, bob, "what about lunch?")
+	srv.Reply(guild, id, alice, "<@"+bob+"> at noon", other)
+	last := srv.Say(guild, id, alice, mention(srv, "done"))
+	// One chat's events reach the bot in order: anything wrongly taken
+	// would come before the last mention.
+	if ev := h.wait(t, 2); ev[1].MessageID != last {
+		t.Fatalf("events %+v, want the two mentions only", ev)
+	}
+}
