@@ -1120,7 +1120,9 @@ func TestNoTextPingsAnyone(t *testing.T) {
 // does, alone.
 func TestEveryoneRolesAndOthersRepliesDoNotAddressTheBot(t *testing.T) {
 	srv := discordtest.New(t)
-	a, h := start(t, srv, config(srv, nil))
+	cfg := config(srv, nil)
+	cfg.MessageContent = true // every text arrives: the adapter alone decides
+	a, h := start(t, srv, cfg)
 	srv.AddChannel(guild, chanA)
 	id := srv.Say(guild, chanA, alice, mention(srv, "start"))
 	h.wait(t, 1)
