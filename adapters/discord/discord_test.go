@@ -1009,8 +1009,13 @@ func TestEditRateLimitGoesToTheQueue(t *testing.T) {
 	}
 	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
 	in := byUser[alice]
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "help for alice"}); !errors.As(err, &rl) {
+	_, err = a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "help for alice"})
+	if !errors.As(err, &rl) {
 		t.Fatalf("answer: %v, want bot.RateLimited", err)
+	}
+	// discordgo's RateLimitError names the URL, the interaction's token in it.
+	if tok := srv.Interaction(first).Token; tok == "" || strings.Contains(err.Error(), tok) || !strings.Contains(err.Error(), "<token>") {
+		t.Errorf("the 429's error shows the interaction's token: %v", err)
 	}
 	in = byUser[bob]
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "help for bob"}); !errors.As(err, &rl) {
