@@ -1169,3 +1169,30 @@ func TestWebhookPostsAreDropped(t *testing.T) {
 		t.Fatal("the same post by a person did not reach the bot")
 	}
 }
+
+// "Interaction endpoints are not bound to the bot's Global Rate Limit"
+// (discord.com/developers/docs/interactions/receiving-and-responding#endpoints):
+// while a global 429 holds back the bot's posts, a slash command still
+// gets its deferred response within Discord's 3 s, and its answer goes
+// out. (A global 429 carries no X-RateLimit-Reset-After, so discordgo's
+// rate limiter does not keep it: each call meets it on its own.)
+func TestGlobalRateLimitLeavesInteractionsAlone(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.SetRetryAfter(8 * time.Second)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	srv.GlobalRateLimit(1)
+	var rl bot.RateLimited
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"}); !errors.As(err, &rl) {
+		t.Fatalf("send: %v, want the global bot.RateLimited", err)
+	}
+	id := srv.Command(alice, guild, chanA, "help", nil)
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "What I can do"}); err != nil {
+		t.Fatalf("the command's answer during a global limit: %v", err)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "What I can do" || len(st.Refused) != 0 {
+		t.Fatalf("interaction %+v", st)
+	}
+}
