@@ -1196,3 +1196,31 @@ func TestGlobalRateLimitLeavesInteractionsAlone(t *testing.T) {
 		t.Fatalf("interaction %+v", st)
 	}
 }
+
+// The sign of life shows where the person wrote: for a mention inside
+// the bot's thread, in the thread, not in its parent channel (the
+// conversation's chat, which Ack is handed).
+func TestTypingShowsInTheThread(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	id := srv.Say(guild, chanA, alice, mention(srv, "start"))
+	in := h.wait(t, 1)[0]
+	if err := a.Ack(context.Background(), in.ChatID, in.MessageID); err != nil || srv.Typing(chanA) != 1 {
+		t.Fatalf("Ack of the first mention: %v, typing in the channel %d", err, srv.Typing(chanA))
+	}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: id, UserID: alice, Text: "Started."}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Say(guild, id, alice, mention(srv, "more"))
+	in = h.wait(t, 2)[1]
+	if in.ChatID != chanA || in.ThreadID != id {
+		t.Fatalf("incoming %+v", in)
+	}
+	if err := a.Ack(context.Background(), in.ChatID, in.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Typing(id) != 1 || srv.Typing(chanA) != 1 {
+		t.Fatalf("typing in the thread %d, in the channel %d: want the thread's", srv.Typing(id), srv.Typing(chanA))
+	}
+}

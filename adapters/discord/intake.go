@@ -297,6 +297,8 @@ func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incom
 		if ev.ThreadID == "" {
 			ev.ThreadID = m.ID // the thread the answer starts from this message
 			a.nameThread(m.ID, text)
+		} else {
+			a.wroteIn(m.ID, m.ChannelID) // the sign of life shows in the thread
 		}
 	}
 	ev.Attachment = attachment(m.Attachments)

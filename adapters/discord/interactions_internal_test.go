@@ -47,7 +47,7 @@ func TestInteractionWithoutDataDoesNotDecode(t *testing.T) {
 func TestInteractionWithoutDataIsRefusedNotAPanic(t *testing.T) {
 	for _, kind := range []discordgo.InteractionType{discordgo.InteractionApplicationCommand, discordgo.InteractionMessageComponent} {
 		a := &Adapter{cfg: Config{Now: time.Now}, log: slog.New(slog.DiscardHandler), self: "10",
-			threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, dms: map[string]string{},
+			threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
 			tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: &hooks.Memory{}}
 		h := &countHandler{}
 		in := &intake{a: a, h: h, ctx: context.Background()}
