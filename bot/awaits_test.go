@@ -33,6 +33,26 @@ func TestAwaitsAnswerIsAnsweredWhereTheBotStaysSilent(t *testing.T) {
 			t.Errorf("the pending command got %+v (of %d messages), want the refusal for e3", got, len(h.plat.texts()))
 		}
 	})
+	t.Run("stranger in a shared chat", func(t *testing.T) {
+		// Each pending command is answered, so the notice does not claim
+		// to come once an hour there.
+		h := newHarness(t, &mockAgent{})
+		for _, event := range []string{"e1", "e2"} {
+			in := msg("", event)
+			in.UserID, in.DM, in.Command, in.AwaitsAnswer = "666", false, "help", true
+			h.handle(t, in)
+		}
+		h.idle(t)
+		texts := h.plat.texts()
+		if len(texts) != 2 {
+			t.Fatalf("two pending commands got %d answers, want 2", len(texts))
+		}
+		for _, text := range texts {
+			if strings.Contains(text, "once an hour") {
+				t.Errorf("a pending command's notice says %q, yet each one is answered", text)
+			}
+		}
+	})
 	t.Run("not connected", func(t *testing.T) {
 		h := newTeamHarness(t, &fakeAccounts{agents: map[string]*mockAgent{}}, Config{AllowedUsers: []string{"slack:*"}})
 		in := Incoming{Platform: "slack", ChatID: "D1", UserID: "U1", Text: "tidy", EventID: "e1", DM: true}

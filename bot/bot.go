@@ -419,7 +419,10 @@ func (b *Bot) refuse(ctx context.Context, in Incoming) error {
 	text := fmt.Sprintf("Sorry, I only work for the people my owner allowed. Your id is %s:%s; ask the owner to add it to TIDYBOT_ALLOWED_USERS.", in.Platform, in.UserID)
 	if !in.DM {
 		key = "refusal-chat:" + in.Platform + ":" + in.ChatID + ":" + in.At.UTC().Format("2006-01-02T15")
-		text = "Sorry, I only work for the people my owner allowed (TIDYBOT_ALLOWED_USERS). Send me a direct message to learn your id. (I say this here once an hour.)"
+		text = "Sorry, I only work for the people my owner allowed (TIDYBOT_ALLOWED_USERS). Send me a direct message to learn your id."
+		if !in.AwaitsAnswer {
+			text += " (I say this here once an hour.)" // a pending request is answered each time
+		}
 	}
 	first, err := b.store.MarkEvent(ctx, key, in.At)
 	if err != nil {

@@ -95,6 +95,7 @@ type Adapter struct {
 	threads  map[string]string             // thread channel id → parent channel id, as learnt
 	plain    map[string]bool               // channel ids known not to be threads; "nothread:"+message id
 	names    map[string]string             // message id → a name for the thread started from it
+	wrote    map[string]string             // message id → the thread it was written in (for Ack)
 	dms      map[string]string             // DM channel id → its person
 	tokens   map[string]hookToken          // message id → the token of the interaction it answers
 	inflight map[string][]*interactionHook // place|person → interactions being answered (hooks.go)
@@ -140,7 +141,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, errors.New("discord: GET /users/@me gave no user id (check DISCORD_BOT_TOKEN)")
 	}
 	a := &Adapter{api: s, sess: s, cfg: cfg, log: cfg.Logger, self: me.ID, name: me.Username, appID: cfg.AppID,
-		threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, dms: map[string]string{},
+		threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
 		tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: cfg.Hooks}
 	if a.hooks == nil {
 		a.hooks = &hooks.Memory{Now: cfg.Now} // one process (bbolt): its memory is all there is to share

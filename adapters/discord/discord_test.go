@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/tidybot/tidybot/adapters/discord"
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/agent"
@@ -962,5 +964,263 @@ func TestDMNamesTheServersItsSenderShares(t *testing.T) {
 	srv2.DM(alice, "hi")
 	if ev := h2.wait(t, 1); len(ev[0].SharedTeams) != 0 {
 		t.Errorf("personal mode: the DM names servers %v", ev[0].SharedTeams)
+	}
+}
+
+// An edit's 429 holds back the next edit of that channel, and a command
+// answer's 429 the next webhook edit, at once as bot.RateLimited:
+// discordgo keeps one bucket per channel for message edits and one for
+// every webhook message edit (discordgo restapi.go,
+// ChannelMessageEditComplex and WebhookMessageEdit), and would sleep in
+// its rate limiter, inside the send queue, until that bucket resets.
+func TestEditRateLimitGoesToTheQueue(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.SetRetryAfter(3 * time.Second)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	one, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.RateLimit("PATCH /channels/"+chanA+"/messages/"+one, 1)
+	var rl bot.RateLimited
+	if err := a.Edit(context.Background(), one, bot.Outgoing{ChatID: chanA, Text: "one, edited"}); !errors.As(err, &rl) {
+		t.Fatalf("edit: %v, want bot.RateLimited", err)
+	}
+	if err := a.Edit(context.Background(), two, bot.Outgoing{ChatID: chanA, Text: "two, edited"}); !errors.As(err, &rl) {
+		t.Fatalf("the channel's next edit: %v, want bot.RateLimited while its bucket is spent (not a wait)", err)
+	}
+
+	// A command's answer (the edit of its @original) and an edit through
+	// another command's token share discordgo's webhook-edit bucket.
+	first := srv.Command(alice, guild, chanA, "help", nil)
+	second := srv.Command(bob, guild, chanA, "help", nil)
+	evs := h.wait(t, 2)
+	waitFor(t, "the deferred responses", func() bool {
+		return srv.Interaction(first).Callback == 5 && srv.Interaction(second).Callback == 5
+	})
+	byUser := map[string]bot.Incoming{}
+	for _, in := range evs {
+		byUser[in.UserID] = in
+	}
+	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
+	in := byUser[alice]
+	_, err = a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "help for alice"})
+	if !errors.As(err, &rl) {
+		t.Fatalf("answer: %v, want bot.RateLimited", err)
+	}
+	// discordgo's RateLimitError names the URL, the interaction's token in it.
+	if tok := srv.Interaction(first).Token; tok == "" || strings.Contains(err.Error(), tok) || !strings.Contains(err.Error(), "<token>") {
+		t.Errorf("the 429's error shows the interaction's token: %v", err)
+	}
+	in = byUser[bob]
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "help for bob"}); !errors.As(err, &rl) {
+		t.Fatalf("the next webhook edit: %v, want bot.RateLimited while its bucket is spent (not a wait)", err)
+	}
+}
+
+// A command's answer that went in place of its "thinking" and is posted
+// again (its record lost: the outbox's delivery after a restart, with
+// the tokens in PostgreSQL) edits that reply again, the same edit, and
+// is not posted a second time in the channel: the token already used by
+// that run is taken once more for its Resend.
+func TestResendAnswersTheCommandInPlace(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
+		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Moved 9 tasks." {
+		t.Fatalf("interaction %+v", st)
+	}
+	// Another run of alice's never takes that token.
+	other := m
+	other.RunID, other.Ref, other.Text = "r2", "outbox-entry-2", "Another run's answer"
+	if _, err := a.Resend(context.Background(), other, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Interaction(id); st.Original.Content != "Moved 9 tasks." {
+		t.Fatalf("another run's answer replaced the command's: %+v", st.Original)
+	}
+}
+
+// Text the model or a task wrote never notifies anyone: every post and
+// edit carries allowed_mentions with nothing allowed (a message in the
+// channel, a reply where no thread may start, with a nonce, an edit, a
+// command's answer and its follow-ups, an edit through the token, the
+// ephemeral answer to a press).
+func TestNoTextPingsAnyone(t *testing.T) {
+	const loud = "@everyone @here <@900000000000000077> <@&900000000000000078> look"
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	ctx := context.Background()
+	q, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, Text: loud, Question: true, Buttons: []bot.Button{{Label: "Yes", Data: "c:k1:yes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, Ref: "outbox-1", Text: loud}); err != nil {
+		t.Fatal(err)
+	}
+	press := srv.Press(bob, chanA, q, "c:k1:yes")
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred update", func() bool { return srv.Interaction(press).Callback == 6 })
+	if err := a.AnswerButton(ctx, in.ButtonRef, loud); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, q, bot.Outgoing{ChatID: chanA, Text: loud + " edited"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := srv.Command(alice, guild, chanA, "help", nil)
+	in = h.wait(t, 2)[1]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cmd).Callback == 5 })
+	long := loud + "\n" + strings.Repeat("word ", 500) + loud
+	answer, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, answer, bot.Outgoing{ChatID: chanA, Text: loud + " edited"}); err != nil {
+		t.Fatal(err)
+	}
+	var all []discordtest.Message
+	all = append(all, srv.Messages(chanA)...)
+	for _, id := range []string{cmd, press} {
+		st := srv.Interaction(id)
+		if st.Original != nil {
+			all = append(all, *st.Original)
+		}
+		all = append(all, st.Followups...)
+	}
+	loudOnes := 0
+	for _, m := range all {
+		if strings.Contains(m.Content, "@everyone") {
+			loudOnes++
+		}
+		if len(m.Pings) != 0 {
+			t.Errorf("message %q notified %v", m.Content, m.Pings)
+		}
+	}
+	if loudOnes < 6 {
+		t.Fatalf("%d messages with the text, want every path: %+v", loudOnes, all)
+	}
+}
+
+// What does not name the bot does not reach it, however loud: @everyone
+// and @here, a role's mention (the bot's own managed role among them),
+// a reply to another person in the bot's thread; the mention after them
+// does, alone.
+func TestEveryoneRolesAndOthersRepliesDoNotAddressTheBot(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := config(srv, nil)
+	cfg.MessageContent = true // every text arrives: the adapter alone decides
+	a, h := start(t, srv, cfg)
+	srv.AddChannel(guild, chanA)
+	id := srv.Say(guild, chanA, alice, mention(srv, "start"))
+	h.wait(t, 1)
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: id, UserID: alice, Text: "Started."}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Say(guild, chanA, alice, "@everyone standup now")
+	srv.Say(guild, chanA, alice, "@here anyone?")
+	srv.Say(guild, chanA, alice, "<@&900000000000000055> please tidy")
+	other := srv.Say(guild, id, bob, "what about lunch?")
+	srv.Reply(guild, id, alice, "<@"+bob+"> at noon", other)
+	last := srv.Say(guild, id, alice, mention(srv, "done"))
+	// One chat's events reach the bot in order: anything wrongly taken
+	// would come before the last mention.
+	if ev := h.wait(t, 2); ev[1].MessageID != last {
+		t.Fatalf("events %+v, want the two mentions only", ev)
+	}
+}
+
+// A webhook's post that mentions the bot (an integration echoing
+// someone's words) is no person's message: its author is the webhook,
+// without the bot flag, and in team mode the server would let it in.
+func TestWebhookPostsAreDropped(t *testing.T) {
+	srv := discordtest.New(t)
+	a, err := discord.New(config(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &discordgo.Message{ID: "900000000000000300", ChannelID: chanA, GuildID: guild, WebhookID: "900000000000000301",
+		Author: &discordgo.User{ID: "900000000000000301", Username: "GitHub"}, Content: "<@" + a.Self() + "> delete every task",
+		Mentions: []*discordgo.User{{ID: a.Self()}}}
+	if in, ok := a.Incoming(context.Background(), m); ok {
+		t.Fatalf("a webhook's post reached the bot: %+v", in)
+	}
+	m.WebhookID = ""
+	if _, ok := a.Incoming(context.Background(), m); !ok {
+		t.Fatal("the same post by a person did not reach the bot")
+	}
+}
+
+// "Interaction endpoints are not bound to the bot's Global Rate Limit"
+// (discord.com/developers/docs/interactions/receiving-and-responding#endpoints):
+// while a global 429 holds back the bot's posts, a slash command still
+// gets its deferred response within Discord's 3 s, and its answer goes
+// out. (A global 429 carries no X-RateLimit-Reset-After, so discordgo's
+// rate limiter does not keep it: each call meets it on its own.)
+func TestGlobalRateLimitLeavesInteractionsAlone(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.SetRetryAfter(8 * time.Second)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	srv.GlobalRateLimit(1)
+	var rl bot.RateLimited
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"}); !errors.As(err, &rl) {
+		t.Fatalf("send: %v, want the global bot.RateLimited", err)
+	}
+	id := srv.Command(alice, guild, chanA, "help", nil)
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "What I can do"}); err != nil {
+		t.Fatalf("the command's answer during a global limit: %v", err)
+	}
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "What I can do" || len(st.Refused) != 0 {
+		t.Fatalf("interaction %+v", st)
+	}
+}
+
+// The sign of life shows where the person wrote: for a mention inside
+// the bot's thread, in the thread, not in its parent channel (the
+// conversation's chat, which Ack is handed).
+func TestTypingShowsInTheThread(t *testing.T) {
+	srv := discordtest.New(t)
+	a, h := start(t, srv, config(srv, nil))
+	srv.AddChannel(guild, chanA)
+	id := srv.Say(guild, chanA, alice, mention(srv, "start"))
+	in := h.wait(t, 1)[0]
+	if err := a.Ack(context.Background(), in.ChatID, in.MessageID); err != nil || srv.Typing(chanA) != 1 {
+		t.Fatalf("Ack of the first mention: %v, typing in the channel %d", err, srv.Typing(chanA))
+	}
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: id, UserID: alice, Text: "Started."}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Say(guild, id, alice, mention(srv, "more"))
+	in = h.wait(t, 2)[1]
+	if in.ChatID != chanA || in.ThreadID != id {
+		t.Fatalf("incoming %+v", in)
+	}
+	if err := a.Ack(context.Background(), in.ChatID, in.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Typing(id) != 1 || srv.Typing(chanA) != 1 {
+		t.Fatalf("typing in the thread %d, in the channel %d: want the thread's", srv.Typing(id), srv.Typing(chanA))
 	}
 }

@@ -161,9 +161,9 @@ func (a *Adapter) saveHook(ctx context.Context, place, person string, h *interac
 // takeHook takes a token of person kept at place for one use: bound to
 // run, or person's newest unbound one. It waits first for this
 // process's interactions at place that are still being answered.
-func (a *Adapter) takeHook(ctx context.Context, place, person, run string) (interactionHook, bool, error) {
+func (a *Adapter) takeHook(ctx context.Context, place, person, run string, within int) (interactionHook, bool, error) {
 	a.settled(ctx, place, person)
-	v, ok, err := a.hooks.TakeHook(ctx, place, person, run, 1, a.cfg.Now())
+	v, ok, err := a.hooks.TakeHook(ctx, place, person, run, within, a.cfg.Now())
 	if err != nil {
 		return interactionHook{}, false, fmt.Errorf("discord: interaction token of %s: %w", person, redact(err, a.cfg.Token))
 	}
@@ -180,14 +180,18 @@ func (a *Adapter) takeHook(ctx context.Context, place, person, run string) (inte
 
 // takePending takes the token of the slash command m answers (m.EventID,
 // of m's person in m's chat) whose "thinking…" is still to be replaced;
-// a message of no event, or of another, takes none. A command such as
+// a message of no event, or of another, takes none; within is how many
+// uses the run may have taken (1, or 2 to make its edit again). A command such as
 // /undo typed in the channel acts on the person's conversation in a
 // thread: its answer names that thread, and still its event.
-func (a *Adapter) takePending(ctx context.Context, m bot.Outgoing) (interactionHook, bool, error) {
+func (a *Adapter) takePending(ctx context.Context, m bot.Outgoing, within int) (interactionHook, bool, error) {
 	if m.UserID == "" || m.EventID == "" {
 		return interactionHook{}, false, nil
 	}
-	return a.takeHook(ctx, commandPlace(m.ChatID, m.EventID), m.UserID, m.RunID)
+	if m.RunID == "" {
+		within = 1 // unbound: a second use could be another message's
+	}
+	return a.takeHook(ctx, commandPlace(m.ChatID, m.EventID), m.UserID, m.RunID, within)
 }
 
 // Discord's JSON error codes for a token it does not take

@@ -133,8 +133,11 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
 	}
-	// Data is nil when discordgo could not read it (Interaction.UnmarshalJSON): its
-	// ApplicationCommandData and MessageComponentData would panic.
+	// A command or press off the wire always has its Data (discordgo's
+	// Interaction.UnmarshalJSON fails without it: the event is
+	// undecodable, TestInteractionWithoutDataDoesNotDecode); one built
+	// otherwise would make ApplicationCommandData and
+	// MessageComponentData panic (TestInteractionWithoutDataIsRefusedNotAPanic).
 	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot || i.Data == nil {
 		return bot.Incoming{}, false
 	}
@@ -195,7 +198,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		a.log.Debug("discord: button answer dropped: no press of this adapter", slog.String("ref", ref))
 		return nil // an event stored before presses named their person
 	}
-	h, ok, err := a.takeHook(ctx, pressPlace(id), user, "")
+	h, ok, err := a.takeHook(ctx, pressPlace(id), user, "", 1)
 	if err != nil {
 		return err
 	}

@@ -235,6 +235,7 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("Send = %v, want a rate limit", err)
 	}
+	time.Sleep(rl.RetryAfter()) // the send queue holds the chat back so long
 	if _, err := a.Send(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
@@ -243,5 +244,38 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 	}
 	if ms := srv.Messages(chanA); len(ms) != 1 {
 		t.Fatalf("messages %+v, want the answer in place of the thinking only", ms)
+	}
+}
+
+// TestResendAfterARestartAnswersInPlace: the answer that replaced a
+// command's thinking is posted again by a new process (a crash before
+// the outbox recorded it) that shares the tokens in PostgreSQL: it is
+// the same edit again, not a second copy in the channel.
+func TestResendAfterARestartAnswersInPlace(t *testing.T) {
+	srv := discordtest.New(t)
+	stA, stB := sharedStores(t)
+	cfgA := config(srv, nil)
+	cfgA.Hooks = stA
+	a, h := start(t, srv, cfgA)
+	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
+	in := h.wait(t, 1)[0]
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgB := config(srv, nil)
+	cfgB.Hooks = stB
+	b, err := discord.New(cfgB) // the process after the restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
+		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
 	}
 }

@@ -60,11 +60,17 @@ var noPings = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentio
 // later part of a long text waits out its 429 (a retry of the whole
 // Send would post the first part twice).
 func (a *Adapter) Send(ctx context.Context, m bot.Outgoing) (string, error) {
+	return a.send(ctx, m, 1)
+}
+
+// send is Send; uses is how many uses of the command's token m's run may
+// have taken with this one (Resend: 2, the same edit made again).
+func (a *Adapter) send(ctx context.Context, m bot.Outgoing, uses int) (string, error) {
 	if m.ChatID == "" {
 		return "", errors.New("discord: send: no channel id")
 	}
 	parts := utf16text.Split(m.Text, maxText)
-	hook, ok, err := a.takePending(ctx, m)
+	hook, ok, err := a.takePending(ctx, m, uses)
 	if err != nil {
 		a.log.Warn("discord: no interaction token to answer with; answering in the channel", slog.String("chat_id", m.ChatID), slog.Any("err", err))
 	}
@@ -157,9 +163,12 @@ func (a *Adapter) postTagged(ctx context.Context, channel string, msg *discordgo
 // Resend implements bot.Resender: it posts m as Send does, each part with
 // the nonce Send gave it, so a part Discord already has (created in the
 // last few minutes) is returned, not posted again. Older posts Discord
-// no longer matches are posted again: since is not needed to look.
+// no longer matches are posted again: since is not needed to look. An
+// answer that replaced its command's "thinking" is that edit made again:
+// the token its run took is taken once more (while Hooks still holds it:
+// PostgreSQL's across a restart, not one process's memory).
 func (a *Adapter) Resend(ctx context.Context, m bot.Outgoing, _ time.Time) (string, error) {
-	return a.Send(ctx, m)
+	return a.send(ctx, m, 2)
 }
 
 // sendHook answers a slash command through its interaction: the first
@@ -176,12 +185,13 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 		var err error
 		if i == 0 {
 			edit := &discordgo.WebhookEdit{Content: &p, Components: &comps, AllowedMentions: noPings}
-			err = a.whenKnown(ctx, h, func() error {
-				var err error
-				msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
-				return err
+			err = a.queued(webhookEdits, "answer command", func() error {
+				return a.whenKnown(ctx, h, func() error {
+					var err error
+					msg, err = a.api.WebhookMessageEdit(h.appID, h.token, "@original", edit, discordgo.WithContext(ctx))
+					return err
+				})
 			})
-			err = a.wrap("answer command", err)
 		} else {
 			params := &discordgo.WebhookParams{Content: p, Components: comps, AllowedMentions: noPings}
 			err = a.waiting(ctx, discordgo.EndpointWebhookToken(h.appID, h.token), "follow up command", func() error {
@@ -220,8 +230,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 	comps := a.components(m)
 	if h, ok := a.tokenOf(id); ok {
 		edit := &discordgo.WebhookEdit{Content: &text, Components: &comps, AllowedMentions: noPings}
-		uri := discordgo.EndpointWebhookMessage(h.appID, h.token, id)
-		return a.queued(uri, "edit message", func() error {
+		return a.queued(webhookEdits, "edit message", func() error {
 			_, err := a.api.WebhookMessageEdit(h.appID, h.token, id, edit, discordgo.WithContext(ctx))
 			return err
 		})
@@ -231,7 +240,7 @@ func (a *Adapter) Edit(ctx context.Context, id string, m bot.Outgoing) error {
 		channel = m.ThreadID // the bot's messages of a conversation in a thread are in it
 	}
 	edit := &discordgo.MessageEdit{ID: id, Channel: channel, Content: &text, Components: &comps, AllowedMentions: noPings}
-	return a.queued(discordgo.EndpointChannelMessage(channel, id), "edit message", func() error {
+	return a.queued(channelEdits(channel), "edit message", func() error {
 		_, err := a.api.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx))
 		return err
 	})
@@ -333,6 +342,17 @@ func restCode(err error) int {
 // here. discordgo's own waiting is off (ShouldRetryOnRateLimit), and a
 // queued call whose bucket discordgo knows to be spent is not made (it
 // would sleep in discordgo's rate limiter): it returns the wait at once.
+
+// The buckets discordgo's rate limiter keeps for the calls queued
+// checks must be the ones it uses (discordgo restapi.go): a message
+// edit is counted per channel (ChannelMessageEditComplex:
+// EndpointChannelMessage(channel, "")), and every webhook message edit,
+// whatever its token, in one bucket (WebhookMessageEdit:
+// EndpointWebhookToken("", "")). Another key would find no spent bucket,
+// and discordgo would sleep inside the call until the reset.
+var webhookEdits = discordgo.EndpointWebhookToken("", "")
+
+func channelEdits(channel string) string { return discordgo.EndpointChannelMessage(channel, "") }
 
 // queued runs one API call of the bot's send queue: a spent bucket or a
 // 429 is returned at once as an error that implements bot.RateLimited.

@@ -122,6 +122,24 @@ func (a *Adapter) threadName(id string) string {
 	return utf16text.Clip(name, 100)
 }
 
+// wroteIn records that message id was written in channel, a thread: Ack
+// is handed the conversation's chat (the thread's parent).
+func (a *Adapter) wroteIn(id, channel string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.wrote) > 1000 {
+		clear(a.wrote)
+	}
+	a.wrote[id] = channel
+}
+
+// channelOf is the thread message id was written in, "" when not known.
+func (a *Adapter) channelOf(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wrote[id]
+}
+
 // learnDM records that channel is user's DM with the bot.
 func (a *Adapter) learnDM(channel, user string) {
 	a.mu.Lock()

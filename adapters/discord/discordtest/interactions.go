@@ -409,6 +409,7 @@ func (s *Server) interactionPostLocked(in *interaction, ch *channel, p *parsed, 
 		Components: p.components, Embeds: p.embeds, Flags: flags, Interaction: in.ID, Attachments: s.keepFilesLocked(files)}
 	if p.content != nil {
 		m.Content = *p.content
+		m.Pings = p.pings
 	}
 	in.msgs = append(in.msgs, m)
 	if flags&flagEphemeral == 0 && ch != nil {

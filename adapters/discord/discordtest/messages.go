@@ -3,8 +3,10 @@ package discordtest
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -32,14 +34,15 @@ const settableFlags = 1<<2 | 1<<12 | 1<<13 | 1<<15
 // messageBody is what Create Message and Edit Message take
 // (https://discord.com/developers/docs/resources/message#create-message-jsonform-params).
 type messageBody struct {
-	Content          json.RawMessage `json:"content"`
-	Embeds           json.RawMessage `json:"embeds"`
-	Components       json.RawMessage `json:"components"`
-	StickerIDs       []string        `json:"sticker_ids"`
-	Poll             json.RawMessage `json:"poll"`
-	Flags            int             `json:"flags"`
-	Nonce            json.RawMessage `json:"nonce"`
-	EnforceNonce     bool            `json:"enforce_nonce"`
+	Content          json.RawMessage  `json:"content"`
+	Embeds           json.RawMessage  `json:"embeds"`
+	Components       json.RawMessage  `json:"components"`
+	StickerIDs       []string         `json:"sticker_ids"`
+	Poll             json.RawMessage  `json:"poll"`
+	Flags            int              `json:"flags"`
+	Nonce            json.RawMessage  `json:"nonce"`
+	EnforceNonce     bool             `json:"enforce_nonce"`
+	AllowedMentions  *allowedMentions `json:"allowed_mentions"`
 	MessageReference *struct {
 		MessageID       string `json:"message_id"`
 		FailIfNotExists *bool  `json:"fail_if_not_exists"`
@@ -53,6 +56,73 @@ type parsed struct {
 	hasComponents bool // present (an empty list clears them on edit)
 	embeds        json.RawMessage
 	hasEmbeds     bool
+	pings         []string // what content notifies, allowed_mentions applied
+}
+
+// allowedMentions is the allowed_mentions object
+// (https://discord.com/developers/docs/resources/message#allowed-mentions-object).
+type allowedMentions struct {
+	Parse       []string `json:"parse"`
+	Roles       []string `json:"roles"`
+	Users       []string `json:"users"`
+	RepliedUser bool     `json:"replied_user"`
+}
+
+// pingsOf is what a message's content notifies: "By default [without
+// allowed_mentions] ... the content will be parsed for user, role and
+// everyone mentions"; with it, only the types in parse, and the users
+// and roles listed (Allowed Mentions Object, the page above). A ping is
+// "@everyone", "@here", "<@id>" or "<@&id>".
+func pingsOf(content string, am *allowedMentions) []string {
+	allowed := func(kind, id string) bool {
+		if am == nil {
+			return true
+		}
+		switch kind {
+		case "users":
+			if slices.Contains(am.Users, id) {
+				return true
+			}
+		case "roles":
+			if slices.Contains(am.Roles, id) {
+				return true
+			}
+		}
+		return slices.Contains(am.Parse, kind)
+	}
+	var out []string
+	for _, e := range []string{"@everyone", "@here"} {
+		if strings.Contains(content, e) && allowed("everyone", "") {
+			out = append(out, e)
+		}
+	}
+	for rest := content; ; {
+		i := strings.Index(rest, "<@")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+2:]
+		kind := "users"
+		switch {
+		case strings.HasPrefix(rest, "&"):
+			kind, rest = "roles", rest[1:]
+		case strings.HasPrefix(rest, "!"):
+			rest = rest[1:]
+		}
+		j := strings.IndexByte(rest, '>')
+		if j <= 0 || strings.Trim(rest[:j], "0123456789") != "" {
+			continue
+		}
+		if id := rest[:j]; allowed(kind, id) {
+			if kind == "roles" {
+				out = append(out, "<@&"+id+">")
+			} else {
+				out = append(out, "<@"+id+">")
+			}
+		}
+		rest = rest[j:]
+	}
+	return out
 }
 
 func present(raw json.RawMessage) bool {
@@ -72,6 +142,7 @@ func parseMessage(b *messageBody) (*parsed, *apiError) {
 			return nil, formError([]string{"content"}, "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
 		}
 		p.content = &text
+		p.pings = pingsOf(text, b.AllowedMentions)
 	}
 	if present(b.Components) {
 		if err := json.Unmarshal(b.Components, &p.components); err != nil {
@@ -226,6 +297,7 @@ func (s *Server) createMessage(c *call) (int, any) {
 	if p.content != nil {
 		m.Content = *p.content
 		m.Mentions = mentions(m.Content)
+		m.Pings = p.pings
 	}
 	if present(body.Nonce) {
 		m.Nonce = append(json.RawMessage(nil), body.Nonce...)
@@ -397,6 +469,7 @@ func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessa
 	content, components, embeds := m.Content, m.Components, m.Embeds
 	if p.content != nil {
 		content = *p.content
+		m.Pings = p.pings
 	} else if len(rawContent) > 0 { // "content": null clears it
 		content = ""
 	}

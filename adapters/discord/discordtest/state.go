@@ -56,6 +56,7 @@ type message struct {
 	Reference   string
 	Interaction string // the interaction whose answer this is
 	Mentions    []string
+	Pings       []string // what its content notified (pingsOf)
 }
 
 // Message is a message as the fake keeps it, for tests to read.
@@ -81,6 +82,9 @@ type Message struct {
 	// Interaction is the id of the interaction this message answers.
 	Interaction string
 	Deleted     bool
+	// Pings is what the message's text notified ("@everyone", "@here",
+	// "<@id>", "<@&id>"), allowed_mentions applied, as last set.
+	Pings []string
 }
 
 // Button is a button of a message.
@@ -97,7 +101,7 @@ func (m *message) export() Message {
 		ID: m.ID, ChannelID: m.ChannelID, AuthorID: m.AuthorID,
 		Content: m.Content, Edits: append([]string(nil), m.Edits...),
 		Flags: m.Flags, Nonce: string(m.Nonce), Reference: m.Reference,
-		Interaction: m.Interaction, Deleted: m.Deleted,
+		Interaction: m.Interaction, Deleted: m.Deleted, Pings: append([]string(nil), m.Pings...),
 	}
 	for _, a := range m.Attachments {
 		out.Attachments = append(out.Attachments, a.Name)
