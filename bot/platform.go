@@ -175,3 +175,16 @@ type Acknowledger interface {
 	// Ack marks message messageID of chat chatID as seen.
 	Ack(ctx context.Context, chatID, messageID string) error
 }
+
+// What an adapter shows a person itself, where the platform wants an
+// answer before the bot has one (Discord's interactions: within 3 s).
+// The words are the bot's, kept with the rest of what the chat shows;
+// adapters use these rather than their own.
+const (
+	// NotTakenText answers an event that could not be stored in time:
+	// nothing was kept, the person sends it again.
+	NotTakenText = "Sorry, I could not take that in just now. Please try again."
+	// UnusableText answers an event the bot cannot act on at all (a
+	// kind of interaction it never offered).
+	UnusableText = "I cannot do anything with that here."
+)

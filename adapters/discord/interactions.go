@@ -32,10 +32,6 @@ import (
 // ephemeral "try again" instead; one seen before (the gateway's replay
 // after a RESUME) gets nothing more.
 
-// failedText is what a person sees when their interaction could not be
-// stored in time.
-const failedText = "Sorry, I could not take that in just now. Please try again."
-
 // responder makes an interaction's first (and only) response.
 type responder func(*discordgo.InteractionResponse) error
 
@@ -51,7 +47,7 @@ func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
 	}
 	ev, ok := a.interactionIncoming(in.ctx, i)
 	if !ok {
-		a.report(respond(ephemeral("I cannot do anything with that here.")), i)
+		a.report(respond(ephemeral(bot.UnusableText)), i)
 		return
 	}
 	hook := newHook(i, a.cfg.Now())
@@ -66,7 +62,7 @@ func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
 		a.log.Warn("discord: interaction not stored in time; the person is asked to try again", slog.String("event_id", ev.EventID), slog.Any("err", redact(err, a.cfg.Token)))
 		a.answered(place, ev.UserID, hook)
 		a.forget(i.ID)
-		a.report(respond(ephemeral(failedText)), i)
+		a.report(respond(ephemeral(bot.NotTakenText)), i)
 		return
 	}
 	// Kept before the response: a replica that takes it sooner than the

@@ -64,7 +64,7 @@ func TestInteractionWithoutDataIsRefusedNotAPanic(t *testing.T) {
 		if h.n.Load() != 0 {
 			t.Errorf("type %d without data was handed to the bot", kind)
 		}
-		if got == nil || got.Data == nil || got.Data.Content != "I cannot do anything with that here." || got.Data.Flags != discordgo.MessageFlagsEphemeral {
+		if got == nil || got.Data == nil || got.Data.Content != bot.UnusableText || got.Data.Flags != discordgo.MessageFlagsEphemeral {
 			t.Errorf("type %d without data answered %+v", kind, got)
 		}
 	}
