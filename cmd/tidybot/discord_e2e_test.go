@@ -43,10 +43,16 @@ func dcFake(t *testing.T, e *env) *discordtest.Server {
 }
 
 // dcStart runs `tidybot serve` with e's config until the test ends,
-// and waits for its gateway session and commands on dc.
+// and waits for its gateway session and commands on dc; a failed test
+// shows the serve's logs.
 func dcStart(t *testing.T, e *env, dc *discordtest.Server) *running {
 	t.Helper()
 	r := startServe(t, e, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", r.logs.String())
+		}
+	})
 	dcReady(t, dc, r)
 	return r
 }
@@ -103,12 +109,7 @@ func dcButton(m discordtest.Message, label string) string {
 func TestDiscordDMTidyAndSlashCommand(t *testing.T) {
 	e := newEnv(t)
 	e.todo.SeedTalkInbox()
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 
 	// A DM in, the answer out: progress in one status message edited in
 	// place, the answer after it, the typing indicator meanwhile.
@@ -179,12 +180,7 @@ func dcThreadOf(dc *discordtest.Server, id string) (discordtest.Thread, bool) {
 
 func TestDiscordMentionAnsweredInAThreadAndButtons(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	mention := "<@" + dc.BotID() + "> "
 
 	// People talking in the channel start nothing and get no refusal;
@@ -373,12 +369,7 @@ func TestDiscordResumeMidRun(t *testing.T) {
 // answered once.
 func TestDiscordRedeliveredEventsRunOnce(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	dm, msg := dc.DM(dcAlice, "add task Buy oat milk")
 	waitFor(t, "the answer", func() bool { return dcLast(dc, dm) == "Added: Buy oat milk" })
 	if !dc.Redeliver(msg) {
@@ -461,12 +452,7 @@ func TestDiscordWithoutMessageContent(t *testing.T) {
 	dc := dcFake(t, e)
 	dc.WithoutMessageContent()
 	dc.RefuseDisallowedIntents()
-	r := dcStart(t, e, dc)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dcStart(t, e, dc)
 	dc.Say(dcGuild, dcChannel, dcAlice, "lunch anyone?")
 	asked := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> what's due today?")
 	waitFor(t, "the answer in the thread", func() bool { return dcLast(dc, asked) == "You said: what's due today?" })
@@ -524,12 +510,7 @@ func TestDiscordSessionInvalidated(t *testing.T) {
 func TestDiscordUndoAndChoicesInAThread(t *testing.T) {
 	e := newEnv(t)
 	e.todo.SeedTalkInbox()
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	mention := "<@" + dc.BotID() + "> "
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, mention+"/tidy-inbox")
 	waitFor(t, "the tidy's answer", func() bool { return strings.HasPrefix(dcLast(dc, ask), "Moved 9 tasks") })
@@ -582,12 +563,7 @@ func TestDiscordUndoAndChoicesInAThread(t *testing.T) {
 func TestDiscordLateInteractionAfterResume(t *testing.T) {
 	e := newEnv(t)
 	e.todo.SeedTalkInbox()
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	dm := dc.DMChannel(dcAlice)
 	dc.Drop()
 	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)

@@ -21,12 +21,7 @@ import (
 // next message is answered.
 func TestDiscordUndecodableGatewayEvents(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	dm := dc.DMChannel(dcAlice)
 	user := fmt.Sprintf(`{"id":%q,"username":"alice"}`, dcAlice)
 	for _, ev := range []struct{ name, data string }{
@@ -65,12 +60,7 @@ func TestDiscordUndecodableGatewayEvents(t *testing.T) {
 // person's buttons is refused to them alone and changes nothing.
 func TestDiscordStrangerIsToldTheirID(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	dm, _ := dc.DM(dcStranger, "hi")
 	waitFor(t, "the refusal", func() bool { return strings.Contains(dcLast(dc, dm), "discord:"+dcStranger) })
 	if !strings.Contains(dcLast(dc, dm), "TIDYBOT_ALLOWED_USERS") {
@@ -113,12 +103,7 @@ func TestDiscordStrangerIsToldTheirID(t *testing.T) {
 // their id today, using a slash command, is such a case.
 func TestDiscordStrangerSlashCommandIsAnswered(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	dm, _ := dc.DM(dcStranger, "hi")
 	waitFor(t, "the refusal", func() bool { return strings.Contains(dcLast(dc, dm), "discord:"+dcStranger) })
 	id := dc.Command(dcStranger, "", "", "help", nil)
@@ -138,11 +123,6 @@ func TestDiscordInteractionsEndpoint(t *testing.T) {
 	dc := dcFake(t, e)
 	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
 	r := dcStart(t, e, dc)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
 	endpoint := r.base + "/discord/interactions"
 	if ok, err := dc.Ping(endpoint); err != nil || !ok {
 		t.Fatalf("PING: %v %v, want PONG", ok, err)
@@ -203,12 +183,7 @@ func TestDiscordInteractionsEndpoint(t *testing.T) {
 // Alice's DM holds her answer, not Bob's.
 func TestDiscordRateLimitOnOneChannelDoesNotStallAnother(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	alice, bob := dc.DMChannel(dcAlice), dc.DMChannel(dcBob)
 	dc.SetRetryAfter(5 * time.Second)
 	dc.RateLimit("POST /channels/"+alice+"/messages", 1)
@@ -231,12 +206,7 @@ func TestDiscordRateLimitOnOneChannelDoesNotStallAnother(t *testing.T) {
 // nonce), and another person's answer goes out as usual.
 func TestDiscordServerErrorsOnPost(t *testing.T) {
 	e := newEnv(t)
-	dc, r := dcServe(t, e)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
+	dc, _ := dcServe(t, e)
 	alice, bob := dc.DMChannel(dcAlice), dc.DMChannel(dcBob)
 	dc.Fail("POST /channels/"+alice+"/messages", http.StatusBadGateway, 2)
 	dc.Fail("POST /channels/"+alice+"/messages", http.StatusInternalServerError, 2)
@@ -305,11 +275,6 @@ func dcButtonsThroughEndpoint(t *testing.T, delay time.Duration) {
 	dc := dcFake(t, e)
 	e.cfg.DiscordPublicKey = hex.EncodeToString(dc.PublicKey())
 	r := dcStart(t, e, dc)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", r.logs.String())
-		}
-	}()
 	dc.SetInteractionsEndpoint(dcRelay(t, r.base+"/discord/interactions", delay))
 	dm := dc.DMChannel(dcAlice)
 	id := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
