@@ -102,8 +102,24 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 			failed = true
 			if e.Test != "" {
 				io.WriteString(w, strings.Join(buf[key], ""))
+				delete(buf, key)
+				continue
 			}
-			delete(buf, key)
+			// The package failed: what its tests wrote and no test's
+			// end claimed (a race or a panic reported after a test
+			// passed, a test still running when the binary died) is
+			// why, so it is shown, test by test.
+			var left []string
+			for k := range buf {
+				if strings.HasPrefix(k, e.Package+" ") {
+					left = append(left, k)
+				}
+			}
+			sort.Strings(left)
+			for _, k := range left {
+				fmt.Fprintf(w, "(output of %s)\n%s", k, strings.Join(buf[k], ""))
+				delete(buf, k)
+			}
 		case "skip":
 			if e.Test != "" {
 				skips = append(skips, skip{pkg: e.Package, test: e.Test, reason: reason(buf[key])})

@@ -68,6 +68,25 @@ func TestSummarizePassing(t *testing.T) {
 	}
 }
 
+// TestSummarizeShowsWhyAPackageFailed: a package can fail with every
+// test passed (a data race or a panic reported once its test had
+// ended, attributed to that test by go test -json): its output is shown,
+// or the log says FAIL with no reason.
+func TestSummarizeShowsWhyAPackageFailed(t *testing.T) {
+	var out bytes.Buffer
+	failed, err := summarize(strings.NewReader(`{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- PASS: TestA (0.00s)\n"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"output","Package":"p","Test":"TestA","Output":"WARNING: DATA RACE\n"}
+{"Action":"output","Package":"p","Output":"FAIL\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.01s\n"}
+{"Action":"fail","Package":"p","Elapsed":0.01}
+`), &out)
+	if err != nil || !failed || !strings.Contains(out.String(), "WARNING: DATA RACE") || !strings.Contains(out.String(), "(output of p TestA)") {
+		t.Errorf("failed=%v err=%v output %q", failed, err, out.String())
+	}
+}
+
 // TestRunKeepsTheExitStatus runs go test for real on a package that
 // fails to build: the status is go test's, not 0.
 func TestRunKeepsTheExitStatus(t *testing.T) {
