@@ -95,6 +95,13 @@ type gwConn struct {
 	compress bool
 	// reidentify: an op 9 was sent; the client may IDENTIFY again.
 	reidentify atomic.Bool
+	// beat: the client sent a heartbeat on this connection. discordgo
+	// sends its first as its heartbeat goroutine starts, right after
+	// READY or RESUMED; a connection closed before that beat makes that
+	// goroutine reconnect beside the reader's own reconnect, and the two
+	// race on the session's fields inside discordgo (wsapi.go, Open and
+	// heartbeat; seen with -race). WaitReady waits for it.
+	beat atomic.Bool
 }
 
 type payload struct {
@@ -221,6 +228,7 @@ func (s *Server) handleOp(c *gwConn, p *payload) bool {
 		s.mu.Lock()
 		s.heartbeats++
 		s.mu.Unlock()
+		c.beat.Store(true)
 		return c.write(map[string]any{"op": opHeartbeatAck, "d": nil, "s": nil, "t": nil}) == nil
 	case opIdentify:
 		return s.identify(c, p.D)
@@ -424,13 +432,15 @@ func (s *Server) dispatch(name string, build func(sess *session) any) {
 }
 
 // WaitReady waits up to ten seconds for a session to be connected and
-// reports whether one is. Events sent before the bot identified reach
-// no one, as on Discord: a test that starts the bot in the background
-// waits for it before DM, Say, Command or Press.
+// to have sent its first heartbeat (see gwConn.beat), and reports
+// whether one has. Events sent before the bot identified reach no one,
+// as on Discord: a test that starts the bot in the background waits for
+// it before DM, Say, Command or Press, or a fault (Drop, Reconnect,
+// CloseGateway, InvalidSession).
 func (s *Server) WaitReady() bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if s.connected() > 0 {
+		if s.beating() > 0 {
 			return true
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -445,6 +455,22 @@ func (s *Server) connected() int {
 	for _, sess := range s.sessions {
 		sess.mu.Lock()
 		if !sess.invalid && sess.conn != nil {
+			n++
+		}
+		sess.mu.Unlock()
+	}
+	return n
+}
+
+// beating is how many sessions have a live connection that has sent its
+// first heartbeat (see gwConn.beat).
+func (s *Server) beating() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sess := range s.sessions {
+		sess.mu.Lock()
+		if !sess.invalid && sess.conn != nil && sess.conn.beat.Load() {
 			n++
 		}
 		sess.mu.Unlock()

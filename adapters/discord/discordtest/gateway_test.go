@@ -57,6 +57,9 @@ func open(t *testing.T, srv *discordtest.Server, intents discordgo.Intent) *bot 
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
+	if !srv.WaitReady() { // its first heartbeat: a fault before it races inside discordgo
+		t.Fatal("no heartbeat after Open")
+	}
 	return b
 }
 
