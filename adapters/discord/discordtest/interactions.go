@@ -461,11 +461,7 @@ func (s *Server) webhookLocked(c *call) (*interaction, *apiError) {
 // the first one after a deferred answer replaces the "thinking" message.
 // It answers the message whether or not ?wait=true is given.
 func (s *Server) followup(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
@@ -537,11 +533,7 @@ func (s *Server) getWebhookMessage(c *call) (int, any) {
 // editWebhookMessage edits @original or a follow-up
 // (https://discord.com/developers/docs/interactions/receiving-and-responding#edit-original-interaction-response).
 func (s *Server) editWebhookMessage(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
