@@ -553,6 +553,9 @@ func (s *Server) startThread(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, err
 	}
+	// A thread from a message only in a server text channel: 50024 is
+	// the fake's reading (Discord's documented code for an action on the
+	// wrong channel type); the page names no code for it.
 	if parent.Type != channelGuildText {
 		s.mu.Unlock()
 		return 0, &apiError{status: 400, Code: 50024, Message: "Cannot execute action on this channel type"}
