@@ -2,10 +2,11 @@ package discord
 
 import (
 	"context"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // What the adapter remembers in this process's memory: what it learnt

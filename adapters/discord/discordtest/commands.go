@@ -107,7 +107,10 @@ func checkName(at []string, name string) *apiError {
 }
 
 // checkDescription: CHAT_INPUT commands and options have a description
-// of 1–100 characters (the application command object's fields).
+// of 1–100 characters
+// (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-structure:
+// "Description for CHAT_INPUT commands, 1-100 characters. Empty string
+// for USER and MESSAGE commands").
 func checkDescription(at []string, d string) *apiError {
 	if n := utf8.RuneCountInString(d); n < 1 || n > 100 {
 		return formError(append(at, "description"), "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
@@ -139,7 +142,9 @@ func checkCommand(at []string, b *commandBody) *apiError {
 			return err
 		}
 	case 2, 3, 4:
-		// USER and MESSAGE commands: 1–32 characters, any case, no description.
+		// USER and MESSAGE commands: 1–32 characters, any case, no
+		// description (application command structure and naming, cited
+		// at checkDescription and nameRule).
 		if n := utf8.RuneCountInString(b.Name); n < 1 || n > 32 {
 			return formError(append(at, "name"), "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.")
 		}
@@ -149,6 +154,9 @@ func checkCommand(at []string, b *commandBody) *apiError {
 	default:
 		return formError(append(at, "type"), "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4}.")
 	}
+	// "Parameters for the command, max of 25" (application command
+	// structure); required options come before optional ones
+	// (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure).
 	if len(b.Options) > 25 {
 		return formError(append(at, "options"), "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
 	}

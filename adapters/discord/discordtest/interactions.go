@@ -461,11 +461,7 @@ func (s *Server) webhookLocked(c *call) (*interaction, *apiError) {
 // the first one after a deferred answer replaces the "thinking" message.
 // It answers the message whether or not ?wait=true is given.
 func (s *Server) followup(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
@@ -480,17 +476,7 @@ func (s *Server) followup(c *call) (int, any) {
 		return 0, errEmptyMessage
 	}
 	if o := in.original; o != nil && o.Flags&flagLoading != 0 {
-		if err := s.applyEditLocked(o, p, body.Content, c.files); err != nil {
-			s.mu.Unlock()
-			return 0, err
-		}
-		out := s.messageJSONLocked(o, true)
-		ch := s.channels[o.ChannelID]
-		s.mu.Unlock()
-		if ch != nil && o.Flags&flagEphemeral == 0 {
-			s.dispatchUpdate(ch, o)
-		}
-		return 200, out
+		return s.editResponseUnlock(o, p, body.Content, c.files)
 	}
 	m := s.interactionPostLocked(in, s.channels[in.ChannelID], p, body.Flags, c.files)
 	in.followups = append(in.followups, m)
@@ -537,11 +523,7 @@ func (s *Server) getWebhookMessage(c *call) (int, any) {
 // editWebhookMessage edits @original or a follow-up
 // (https://discord.com/developers/docs/interactions/receiving-and-responding#edit-original-interaction-response).
 func (s *Server) editWebhookMessage(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
@@ -556,7 +538,14 @@ func (s *Server) editWebhookMessage(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, errUnknownMessage
 	}
-	if err := s.applyEditLocked(m, p, body.Content, c.files); err != nil {
+	return s.editResponseUnlock(m, p, body.Content, c.files)
+}
+
+// editResponseUnlock edits an interaction's response or follow-up,
+// unlocks s.mu (held by the caller) and tells the gateway of the edit
+// unless only the presser sees the message.
+func (s *Server) editResponseUnlock(m *message, p *parsed, rawContent json.RawMessage, files []*attachment) (int, any) {
+	if err := s.applyEditLocked(m, p, rawContent, files); err != nil {
 		s.mu.Unlock()
 		return 0, err
 	}

@@ -129,6 +129,20 @@ func present(raw json.RawMessage) bool {
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
 }
 
+// message decodes and checks the message body a call carries (create,
+// edit, follow-up and webhook edit all take the same body).
+func (c *call) message() (*messageBody, *parsed, *apiError) {
+	var body messageBody
+	if err := c.decode(&body); err != nil {
+		return nil, nil, err
+	}
+	p, err := parseMessage(&body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &body, p, nil
+}
+
 // parseMessage checks a message body: content length, components and
 // embeds shapes.
 func parseMessage(b *messageBody) (*parsed, *apiError) {
@@ -255,11 +269,7 @@ func checkNonce(raw json.RawMessage) *apiError {
 // createMessage posts a message
 // (https://discord.com/developers/docs/resources/message#create-message).
 func (s *Server) createMessage(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
@@ -435,11 +445,7 @@ func idLess(a, b string) bool {
 // content, components and embeds given replace the old ones; a message
 // of another author is 50005.
 func (s *Server) editMessage(c *call) (int, any) {
-	var body messageBody
-	if err := c.decode(&body); err != nil {
-		return 0, err
-	}
-	p, err := parseMessage(&body)
+	body, p, err := c.message()
 	if err != nil {
 		return 0, err
 	}
@@ -547,6 +553,9 @@ func (s *Server) startThread(c *call) (int, any) {
 		s.mu.Unlock()
 		return 0, err
 	}
+	// A thread from a message only in a server text channel: 50024 is
+	// the fake's reading (Discord's documented code for an action on the
+	// wrong channel type); the page names no code for it.
 	if parent.Type != channelGuildText {
 		s.mu.Unlock()
 		return 0, &apiError{status: 400, Code: 50024, Message: "Cannot execute action on this channel type"}
