@@ -154,27 +154,7 @@ func TestCancelOfAQueuedMessageStopsItsRun(t *testing.T) {
 	if err := bt.Handle(t.Context(), cancel); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
-	c.mu.Lock()
-	told := strings.Join(c.posts["c"], " | ")
-	c.mu.Unlock()
-	if err := b.Release(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-g.calls:
-	case <-time.After(20 * time.Second):
-		t.Skipf("the run did not begin on A (the chat: %q)", told)
-	}
-	close(g.release)
-	select {
-	case err := <-g.saved:
-		if !errors.Is(err, bot.ErrCancelStored) {
-			t.Errorf("the first save of a run whose message was cancelled while queued (the chat said %q): %v, want bot.ErrCancelStored", told, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no save")
-	}
+	releaseAndWantRefused(t, b, key, c, g, "a run whose message was cancelled while queued")
 }
 
 // TestCancelStopsTheRunNotTheMessageQueuedBehindIt: a /cancel sent
@@ -255,23 +235,31 @@ func TestCancelOfAStoredRunWaitingToResumeStopsIt(t *testing.T) {
 	if err := bt.Handle(t.Context(), cancel); err != nil {
 		t.Fatal(err)
 	}
+	releaseAndWantRefused(t, b, key, c, g, "a stored run cancelled while it waited to resume")
+}
+
+// releaseAndWantRefused lets B release key, once A answered the
+// /cancel, and wants the first save of the run A then begins refused as
+// a stored /cancel would refuse it.
+func releaseAndWantRefused(t *testing.T, b *Store, key string, c *chats, g saveAgent, run string) {
+	t.Helper()
 	time.Sleep(time.Second)
 	c.mu.Lock()
 	told := strings.Join(c.posts["c"], " | ")
 	c.mu.Unlock()
-	if err := b.Release(ctx, key); err != nil {
+	if err := b.Release(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-g.calls:
 	case <-time.After(20 * time.Second):
-		t.Skipf("the run was not resumed on A (the chat: %q)", told)
+		t.Skipf("%s did not begin on A (the chat: %q)", run, told)
 	}
 	close(g.release)
 	select {
 	case err := <-g.saved:
 		if !errors.Is(err, bot.ErrCancelStored) {
-			t.Errorf("the first save of a stored run cancelled while it waited to resume (the chat said %q): %v, want bot.ErrCancelStored", told, err)
+			t.Errorf("the first save of %s (the chat said %q): %v, want bot.ErrCancelStored", run, told, err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no save")

@@ -3,14 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidybot/tidybot/bot"
-	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
 // TestDeleteSnapshotLocksTheKeysFirst: replica A's DeleteSnapshot
@@ -22,22 +20,8 @@ import (
 // while A's FOR UPDATE of the key waited for B's FOR SHARE, a deadlock
 // PostgreSQL broke by failing one of them.
 func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
-	u := pgtest.URL(t)
 	ctx := context.Background()
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := pgtest.NewProxy(t, pu.Host)
-	a, err := Open(ctx, px.Via(t, u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	a, b, px := twoReplicasAViaProxy(t)
 	const acct = "acct-1"
 	if err := a.SaveSnapshot(ctx, acct, []byte("before")); err != nil {
 		t.Fatal(err)
@@ -139,22 +123,8 @@ func assertNoValueSealedWithAGoneKey(t *testing.T, s *Store) {
 // Before, A deleted the row by its key, whatever it held by then, and
 // destroyed the fresh request's key with it.
 func TestPruneKeepsAPendingRequestReplacedMeanwhile(t *testing.T) {
-	u := pgtest.URL(t)
 	ctx := context.Background()
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := pgtest.NewProxy(t, pu.Host)
-	a, err := Open(ctx, px.Via(t, u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	a, b, px := twoReplicasAViaProxy(t)
 	key := bot.PendingPrefix + "telegram:42"
 	// Set through B: A's connection has not prepared lockKeys' statement,
 	// which PauseAt then sees by its text.

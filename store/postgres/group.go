@@ -21,8 +21,8 @@ import (
 // (keyring.sealing); what some read first (a message's event key, a
 // person's settings row to merge fields in) is read for all in one
 // round trip, then all are written in a second. Each keeps its own guards in the
-// shared transaction (its lease's epoch, its cancel mark: fenceGuard,
-// cancelsGuard), so the transaction writes nothing unless every one of
+// shared transaction (its lease's epoch, its cancel mark: writeGuards),
+// so the transaction writes nothing unless every one of
 // them holds; when it is refused (or fails), each is made again in a
 // transaction of its own (fencedTx), which gives each its own answer: a
 // refused one is refused alone.
@@ -145,13 +145,9 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		// the others do not wait behind it for long.
 		p.later(groupLockTimeoutSQL)
 		for _, w := range batch {
-			s.fenceGuard(w.ctx, p)
-			cancelsGuard(w.ctx, p)
+			s.writeGuards(w.ctx, p)
 		}
-		p.keys = keys
-		for _, id := range ids {
-			p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
-		}
+		keptKeys(p, keys, ids)
 		reads := false
 		for _, w := range batch {
 			if w.read != nil {

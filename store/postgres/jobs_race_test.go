@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/tidybot/tidybot/bot"
-	"github.com/tidybot/tidybot/store/postgres/pgtest"
 )
 
 // TestWorkKeepsAJobSealedAgainByAReset: replica A reads a conversation's
@@ -21,21 +19,7 @@ import (
 func TestWorkKeepsAJobSealedAgainByAReset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	u := pgtest.URL(t)
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := pgtest.NewProxy(t, pu.Host)
-	a, err := Open(ctx, px.Via(t, u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	a, b, px := twoReplicasAViaProxy(t)
 	const key = "telegram:c1:"
 	// B stores a message: its job is sealed with the conversation's
 	// key, which A has not opened yet.

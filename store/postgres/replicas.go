@@ -410,6 +410,24 @@ func (s *Store) fenceGuard(ctx context.Context, p *pipe) {
 	p.guardLater(func() error { return s.refused(f) }, fenceGuardSQL, f.key, f.epoch)
 }
 
+// writeGuards queues on p the guards of a write made with ctx: its
+// lease's epoch (fenceGuard) and its cancel mark (cancelsGuard). Every
+// fenced write, alone or in a shared transaction, asks here.
+func (s *Store) writeGuards(ctx context.Context, p *pipe) {
+	s.fenceGuard(ctx, p)
+	cancelsGuard(ctx, p)
+}
+
+// keptKeys seals p's statements with keys kept from an earlier
+// transaction (keyring.sealing), each guarded: one destroyed meanwhile
+// fails p's transaction with errKeyGone.
+func keptKeys(p *pipe, keys map[string]lockedKey, ids [][]byte) {
+	p.keys = keys
+	for _, id := range ids {
+		p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
+	}
+}
+
 // refused forgets the lease of f (Work says so to the feeder) and
 // returns the refusal of a write fenced by it.
 func (s *Store) refused(f fence) error {
@@ -425,8 +443,7 @@ func (s *Store) refused(f fence) error {
 // before fn's statements, which may seal with the keys of scopes. When
 // there is no prepare and each scope's key is kept from an earlier
 // transaction (keyring.sealing), it is one round trip: BEGIN, guards
-// (fenceGuard, cancelsGuard, keyGuardSQL on each kept key), fn's
-// statements and COMMIT; a kept key destroyed meanwhile fails its guard,
+// (writeGuards, keptKeys), fn's statements and COMMIT; a kept key destroyed meanwhile fails its guard,
 // and the transaction is made again as follows. Otherwise two: the
 // first sends BEGIN, the same guards, the locking of the scopes' keys
 // and what prepare (when set) queued (the reads fn needs, and locks);
@@ -436,12 +453,8 @@ func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *p
 	if prepare == nil {
 		if keys, ids, ok := s.keys.sealingKeys(scopes); ok {
 			err := s.pipeTx(ctx, func(p *pipe) error {
-				s.fenceGuard(ctx, p)
-				cancelsGuard(ctx, p)
-				p.keys = keys
-				for _, id := range ids {
-					p.guardLater(func() error { return errKeyGone }, keyGuardSQL, id)
-				}
+				s.writeGuards(ctx, p)
+				keptKeys(p, keys, ids)
 				return fn(p)
 			})
 			if !errors.Is(err, errKeyGone) {
@@ -451,8 +464,7 @@ func (s *Store) fencedTx(ctx context.Context, scopes []string, prepare func(p *p
 		}
 	}
 	return s.pipeTx(ctx, func(p *pipe) error {
-		s.fenceGuard(ctx, p)
-		cancelsGuard(ctx, p)
+		s.writeGuards(ctx, p)
 		s.keys.lockLater(p, scopes...)
 		if prepare != nil {
 			prepare(p)

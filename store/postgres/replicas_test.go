@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -26,6 +27,27 @@ func twoReplicas(t *testing.T) (a, b *Store) {
 	}
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	return a, b
+}
+
+// twoReplicasAViaProxy opens two stores on one database, as two serve
+// processes; A's connections go through px, which can pause them.
+func twoReplicasAViaProxy(t *testing.T) (a, b *Store, px *pgtest.Proxy) {
+	t.Helper()
+	u := pgtest.URL(t)
+	ctx := context.Background()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px = pgtest.NewProxy(t, pu.Host)
+	if a, err = Open(ctx, px.Via(t, u)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Open(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b, px
 }
 
 // TestLeaseIsOneProcessAtATime: a conversation's lease is held by one
