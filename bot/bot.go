@@ -797,10 +797,8 @@ func (b *Bot) process(ctx context.Context, j Job) {
 		turnOf(ctx).fail() // the job stays stored
 		return
 	}
-	if err == nil && b.feed != nil {
-		b.mu.Lock()
-		delete(b.failures, j.ID)
-		b.mu.Unlock()
+	if err == nil {
+		b.forgetTries(j.ID)
 	}
 	if err != nil {
 		log.Error("job failed", slog.Any("err", err))
@@ -827,6 +825,17 @@ const jobTries = 3
 // failed on a connection the cut closed).
 func (b *Bot) tryAgain(j Job, err error, log *slog.Logger) bool {
 	return b.triedAgain(j.ID, "job failed; it stays stored and runs again", err, log)
+}
+
+// forgetTries drops the failed tries of id counted by triedAgain (none
+// without a Shared store).
+func (b *Bot) forgetTries(id string) {
+	if b.feed == nil {
+		return
+	}
+	b.mu.Lock()
+	delete(b.failures, id)
+	b.mu.Unlock()
 }
 
 // triedAgain counts a failed try of id (a job, or a run's save) with a

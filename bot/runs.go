@@ -349,9 +349,7 @@ func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bo
 		// This execution is not tried again for a failed save: the
 		// count of its earlier tries goes, or a later failure of the
 		// run would start from it (and the map would keep it).
-		b.mu.Lock()
-		delete(b.failures, "run:"+r.ID)
-		b.mu.Unlock()
+		b.forgetTries("run:" + r.ID)
 	}
 	if pv != nil {
 		pv.end()
