@@ -10,6 +10,7 @@ package utf16text
 import (
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // runeUnits is r's length in UTF-16 code units (an invalid byte, read as
@@ -52,7 +53,8 @@ func Clip(s string, n int) string {
 	return s[:Within(s, n-1)] + "…"
 }
 
-// Split cuts text into parts of at most n UTF-16 units, at a line break
+// Split cuts text into parts of at most n UTF-16 units (a character
+// longer than n alone in its part), at a line break
 // where it can, else at a space, else anywhere; it never returns an empty
 // part (an empty text becomes "…": Telegram and Discord both refuse an
 // empty message).
@@ -66,6 +68,9 @@ func Split(text string, n int) []string {
 		cut := Within(text, n)
 		if cut == len(text) {
 			break
+		}
+		if cut == 0 { // n is less than the first character: it goes alone
+			_, cut = utf8.DecodeRuneInString(text)
 		}
 		head := text[:cut]
 		if i := strings.LastIndex(head, "\n"); i > len(head)/2 {

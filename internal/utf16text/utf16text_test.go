@@ -23,6 +23,7 @@ func TestSplitCutsAtLineBreaksThenSpaces(t *testing.T) {
 		{"aaaaa bbbbbb", 8, []string{"aaaaa", "bbbbbb"}},
 		{"aaaaaaaaaa", 4, []string{"aaaa", "aaaa", "aa"}},
 		{"🎂🎂🎂", 5, []string{"🎂🎂", "🎂"}},
+		{"🎂a", 1, []string{"🎂", "a"}}, // shorter than a character: no endless loop
 	} {
 		got := Split(tt.text, tt.n)
 		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
