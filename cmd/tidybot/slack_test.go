@@ -276,7 +276,17 @@ func TestSlackDMBetweenTwoPeopleIsShared(t *testing.T) {
 	command(im, "U1", "/tidy", "undo")
 	waitFor(t, "the undo in the IM", func() bool { return len(e.layout()["Inbox"]) == 9 })
 	command(im, "U1", "/tidy", "usage")
-	waitFor(t, "the usage", func() bool { return strings.Contains(lastPost(sl, im).Text, "This conversation used") })
+	// /usage answers at once, the queued undo once its job ran: the
+	// undo's answer may come after it, so the usage is looked for among
+	// every post, not only the last (CI under load saw that order).
+	waitFor(t, "the usage", func() bool {
+		for _, p := range sl.Posts(im) {
+			if strings.Contains(p.Text, "This conversation used") {
+				return true
+			}
+		}
+		return false
+	})
 	if n := sl.Opens(); n != 2 {
 		t.Errorf("conversations.open called %d times, want twice: once per person, then kept", n)
 	}
