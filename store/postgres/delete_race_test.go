@@ -21,7 +21,7 @@ import (
 // PostgreSQL broke by failing one of them.
 func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	ctx := context.Background()
-	a, b, px := twoReplicasAViaProxy(t)
+	a, b, px, pb := replicasViaProxies(t, true)
 	const acct = "acct-1"
 	if err := a.SaveSnapshot(ctx, acct, []byte("before")); err != nil {
 		t.Fatal(err)
@@ -37,9 +37,21 @@ func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("DeleteSnapshot did not lock the keys")
 	}
+	// B seals (its key FOR SHARE), held before its upsert reaches the
+	// server; then both go on. (Before, B's upsert then waited for A's
+	// row while A's FOR UPDATE waited for B's key.)
+	sealed, upsert := pb.PauseAt(`INSERT INTO snapshots`)
+	defer upsert()
 	saved := make(chan error, 1)
 	go func() { saved <- b.SaveSnapshot(ctx, acct, []byte("saved while deleted")) }()
-	time.Sleep(300 * time.Millisecond) // B seals (and, before, waits for A's row)
+	select {
+	case <-sealed:
+	case err := <-saved:
+		t.Fatalf("SaveSnapshot made no upsert: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("SaveSnapshot did not seal")
+	}
+	upsert()
 	resume()
 	if err := <-deleted; err != nil {
 		t.Errorf("DeleteSnapshot: %v", err)
@@ -86,7 +98,7 @@ func TestDeletePendingWaitsForARequestBeingSet(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.SetSetting(ctx, key, "") }()
-	time.Sleep(300 * time.Millisecond)
+	waitBlockedBy(t, a, tx.Conn().PgConn().PID(), done) // A's delete waits for B's transaction
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +109,31 @@ func TestDeletePendingWaitsForARequestBeingSet(t *testing.T) {
 		t.Errorf("Setting after a delete raced a set: %q, %v; want not found, not one sealed with a destroyed key", got, err)
 	}
 	assertNoValueSealedWithAGoneKey(t, a)
+}
+
+// waitBlockedBy waits up to 10 s until a statement waits for a lock
+// that server process pid holds, and fails the test when none does, or
+// when done (the would-be waiter's result) comes first.
+func waitBlockedBy(t *testing.T, s *Store, pid uint32, done <-chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var blocked bool
+		if err := s.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid)))`, int32(pid)).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("ended without waiting for server process %d: %v", pid, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing waited for server process %d within 10 s", pid)
+		}
+	}
 }
 
 // assertNoValueSealedWithAGoneKey fails when a sealed column holds a
