@@ -30,13 +30,7 @@ func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	defer resume()
 	deleted := make(chan error, 1)
 	go func() { deleted <- a.DeleteSnapshot(ctx, acct) }()
-	select {
-	case <-reached:
-	case err := <-deleted:
-		t.Fatalf("DeleteSnapshot locked no key: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("DeleteSnapshot did not lock the keys")
-	}
+	waitHeld(t, reached, deleted, "DeleteSnapshot's locking of the keys")
 	// B seals (its key FOR SHARE), held before its upsert reaches the
 	// server; then both go on. (Before, B's upsert then waited for A's
 	// row while A's FOR UPDATE waited for B's key.)
@@ -44,13 +38,7 @@ func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	defer upsert()
 	saved := make(chan error, 1)
 	go func() { saved <- b.SaveSnapshot(ctx, acct, []byte("saved while deleted")) }()
-	select {
-	case <-sealed:
-	case err := <-saved:
-		t.Fatalf("SaveSnapshot made no upsert: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("SaveSnapshot did not seal")
-	}
+	waitHeld(t, sealed, saved, "SaveSnapshot's upsert, once sealed")
 	upsert()
 	resume()
 	if err := <-deleted; err != nil {
@@ -109,6 +97,20 @@ func TestDeletePendingWaitsForARequestBeingSet(t *testing.T) {
 		t.Errorf("Setting after a delete raced a set: %q, %v; want not found, not one sealed with a destroyed key", got, err)
 	}
 	assertNoValueSealedWithAGoneKey(t, a)
+}
+
+// waitHeld waits up to 10 s for reached (a PauseAt holding a
+// statement), and fails the test when it does not come, or when done
+// (the result of the call that should send the statement) comes first.
+func waitHeld(t *testing.T, reached <-chan struct{}, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case <-reached:
+	case err := <-done:
+		t.Fatalf("%s: never sent, the call ended: %v", what, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not sent within 10 s", what)
+	}
 }
 
 // waitBlockedBy waits up to 10 s until a statement waits for a lock
@@ -173,13 +175,7 @@ func TestPruneKeepsAPendingRequestReplacedMeanwhile(t *testing.T) {
 	defer resume()
 	pruned := make(chan error, 1)
 	go func() { _, err := a.Prune(ctx, time.Now().Add(-time.Hour)); pruned <- err }()
-	select {
-	case <-reached:
-	case err := <-pruned:
-		t.Fatalf("Prune locked no key of the pending request: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Prune did not reach the pending request's keys")
-	}
+	waitHeld(t, reached, pruned, "Prune's locking of the pending request's keys")
 	if err := b.SetSetting(ctx, key, fresh); err != nil {
 		t.Fatal(err)
 	}
