@@ -47,7 +47,9 @@ func TestCancelOnAnotherReplicaDuringTheFirstStep(t *testing.T) {
 		// stopped, as on one process
 	case <-time.After(5 * time.Second):
 		close(release) // the model answers: the run goes on to its end
-		time.Sleep(2 * time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_ = botA.WaitIdle(ctx) // its posts are in the chat
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		t.Fatalf("/cancel sent to replica B did not stop the run on A within 5 s; the chat shows: %q", strings.Join(c.posts["c"], " | "))
@@ -238,22 +240,21 @@ func TestCancelOfAStoredRunWaitingToResumeStopsIt(t *testing.T) {
 	releaseAndWantRefused(t, b, key, c, g, "a stored run cancelled while it waited to resume")
 }
 
-// releaseAndWantRefused lets B release key, once A answered the
-// /cancel, and wants the first save of the run A then begins refused as
-// a stored /cancel would refuse it.
+// releaseAndWantRefused waits for A's answer to the /cancel (sent
+// after the cancel is stored), lets B release key, and wants the first
+// save of the run A then begins refused as a stored /cancel would refuse
+// it. A run that never begins on A fails the test: the promise checked
+// is that run's refusal.
 func releaseAndWantRefused(t *testing.T, b *Store, key string, c *chats, g saveAgent, run string) {
 	t.Helper()
-	time.Sleep(time.Second)
-	c.mu.Lock()
-	told := strings.Join(c.posts["c"], " | ")
-	c.mu.Unlock()
+	told := waitForPost(t, c, "c", "Stopping at the next step…", 20*time.Second)
 	if err := b.Release(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-g.calls:
 	case <-time.After(20 * time.Second):
-		t.Skipf("%s did not begin on A (the chat: %q)", run, told)
+		t.Fatalf("%s did not begin on A within 20 s of B releasing %s (the chat: %q)", run, key, told)
 	}
 	close(g.release)
 	select {
@@ -263,5 +264,24 @@ func releaseAndWantRefused(t *testing.T, b *Store, key string, c *chats, g saveA
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no save")
+	}
+}
+
+// waitForPost waits up to limit for a post in chat holding want, and
+// returns the chat's posts; it fails the test when none comes.
+func waitForPost(t *testing.T, c *chats, chat, want string, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		c.mu.Lock()
+		posts := strings.Join(c.posts[chat], " | ")
+		c.mu.Unlock()
+		if strings.Contains(posts, want) {
+			return posts
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no post %q in chat %s within %v; the chat: %q", want, chat, limit, posts)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // PostgreSQL broke by failing one of them.
 func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	ctx := context.Background()
-	a, b, px := twoReplicasAViaProxy(t)
+	a, b, px, pb := replicasViaProxies(t, true)
 	const acct = "acct-1"
 	if err := a.SaveSnapshot(ctx, acct, []byte("before")); err != nil {
 		t.Fatal(err)
@@ -30,16 +30,16 @@ func TestDeleteSnapshotLocksTheKeysFirst(t *testing.T) {
 	defer resume()
 	deleted := make(chan error, 1)
 	go func() { deleted <- a.DeleteSnapshot(ctx, acct) }()
-	select {
-	case <-reached:
-	case err := <-deleted:
-		t.Fatalf("DeleteSnapshot locked no key: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("DeleteSnapshot did not lock the keys")
-	}
+	waitHeld(t, reached, deleted, "DeleteSnapshot's locking of the keys")
+	// B seals (its key FOR SHARE), held before its upsert reaches the
+	// server; then both go on. (Before, B's upsert then waited for A's
+	// row while A's FOR UPDATE waited for B's key.)
+	sealed, upsert := pb.PauseAt(`INSERT INTO snapshots`)
+	defer upsert()
 	saved := make(chan error, 1)
 	go func() { saved <- b.SaveSnapshot(ctx, acct, []byte("saved while deleted")) }()
-	time.Sleep(300 * time.Millisecond) // B seals (and, before, waits for A's row)
+	waitHeld(t, sealed, saved, "SaveSnapshot's upsert, once sealed")
+	upsert()
 	resume()
 	if err := <-deleted; err != nil {
 		t.Errorf("DeleteSnapshot: %v", err)
@@ -86,7 +86,7 @@ func TestDeletePendingWaitsForARequestBeingSet(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.SetSetting(ctx, key, "") }()
-	time.Sleep(300 * time.Millisecond)
+	waitBlockedBy(t, a, tx.Conn().PgConn().PID(), done) // A's delete waits for B's transaction
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +97,45 @@ func TestDeletePendingWaitsForARequestBeingSet(t *testing.T) {
 		t.Errorf("Setting after a delete raced a set: %q, %v; want not found, not one sealed with a destroyed key", got, err)
 	}
 	assertNoValueSealedWithAGoneKey(t, a)
+}
+
+// waitHeld waits up to 10 s for reached (a PauseAt holding a
+// statement), and fails the test when it does not come, or when done
+// (the result of the call that should send the statement) comes first.
+func waitHeld(t *testing.T, reached <-chan struct{}, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case <-reached:
+	case err := <-done:
+		t.Fatalf("%s: never sent, the call ended: %v", what, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not sent within 10 s", what)
+	}
+}
+
+// waitBlockedBy waits up to 10 s until a statement waits for a lock
+// that server process pid holds, and fails the test when none does, or
+// when done (the would-be waiter's result) comes first.
+func waitBlockedBy(t *testing.T, s *Store, pid uint32, done <-chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var blocked bool
+		if err := s.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid)))`, int32(pid)).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("ended without waiting for server process %d: %v", pid, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing waited for server process %d within 10 s", pid)
+		}
+	}
 }
 
 // assertNoValueSealedWithAGoneKey fails when a sealed column holds a
@@ -136,13 +175,7 @@ func TestPruneKeepsAPendingRequestReplacedMeanwhile(t *testing.T) {
 	defer resume()
 	pruned := make(chan error, 1)
 	go func() { _, err := a.Prune(ctx, time.Now().Add(-time.Hour)); pruned <- err }()
-	select {
-	case <-reached:
-	case err := <-pruned:
-		t.Fatalf("Prune locked no key of the pending request: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Prune did not reach the pending request's keys")
-	}
+	waitHeld(t, reached, pruned, "Prune's locking of the pending request's keys")
 	if err := b.SetSetting(ctx, key, fresh); err != nil {
 		t.Fatal(err)
 	}

@@ -124,19 +124,7 @@ func TestCancelStoredWithoutItsNotification(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a stored /cancel did not stop the run within 10 s")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		posts := strings.Join(c.posts["c"], " | ")
-		c.mu.Unlock()
-		if strings.Contains(posts, "Stopped, as you asked.") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run stopped without saying so: %q", posts)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForPost(t, c, "c", "Stopped, as you asked.", 10*time.Second) // the run says it stopped
 }
 
 // TestFencedRunPostsNothing: while replica A's run waits for the model,
@@ -164,10 +152,9 @@ func TestFencedRunPostsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	if err := bt.WaitIdle(t.Context()); err != nil {
+	if err := bt.WaitIdle(t.Context()); err != nil { // the run ended, and what it queued is posted
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.posts["c"] {

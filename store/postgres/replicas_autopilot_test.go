@@ -97,7 +97,7 @@ func TestAutopilotBatchRunsUnderTheConversationsLease(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(4 * time.Second) // a second run would come by now: a replica sweeps every 3 s
+	settled(t, a, botA, botB) // nothing left that could run the batch again
 	if got := count(); len(got) != 1 || got[0] != 1 {
 		t.Errorf("the batch ran on bots %v, want once on bot 1 (B, the lease holder)", got)
 	}

@@ -170,6 +170,36 @@ func (gateAgent) Undo(context.Context, []agent.Applied) (agent.UndoReport, error
 	return agent.UndoReport{}, nil
 }
 
+// settled waits for bots to be idle (their runs ended, what they
+// queued posted), then fails the test unless s holds no work a replica
+// could take up later (a job, a working or queued run, an outbox
+// entry: what Pending reads), so that nothing more is posted.
+func settled(t *testing.T, s *Store, bots ...*bot.Bot) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for i, bt := range bots {
+		if err := bt.WaitIdle(ctx); err != nil {
+			t.Fatalf("bot %d idle: %v", i, err)
+		}
+	}
+	jobs, err := s.Jobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, bot.RunWorking, bot.RunQueued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Outbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs)+len(runs)+len(out) > 0 {
+		t.Errorf("work left once the bots are idle: %d jobs, %d unfinished runs, %d outbox entries; a replica's sweep would take it up", len(jobs), len(runs), len(out))
+	}
+}
+
 // leasePID returns the server process of s's lease connection.
 func leasePID(t *testing.T, s *Store) uint32 {
 	t.Helper()
@@ -211,7 +241,7 @@ func TestReplicaThatLosesItsLeasesStopsItsRuns(t *testing.T) {
 	if id := wait(calls, "the run's model call"); id != 0 {
 		t.Fatalf("the run began on bot %d, want 0 (A)", id)
 	}
-	start(1, b) // B only now, so that A runs the run
+	botB := start(1, b) // B only now, so that A runs the run
 
 	pid := leasePID(t, a)
 	var app string
@@ -260,7 +290,7 @@ func TestReplicaThatLosesItsLeasesStopsItsRuns(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(4 * time.Second) // a second answer would come by now: a replica sweeps every 3 s
+	settled(t, a, botA, botB) // nothing left that could answer again
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := c.by[0] + c.by[1]; n != 1 {

@@ -33,21 +33,35 @@ func twoReplicas(t *testing.T) (a, b *Store) {
 // processes; A's connections go through px, which can pause them.
 func twoReplicasAViaProxy(t *testing.T) (a, b *Store, px *pgtest.Proxy) {
 	t.Helper()
+	a, b, px, _ = replicasViaProxies(t, false)
+	return a, b, px
+}
+
+// replicasViaProxies opens two stores on one database, as two serve
+// processes; A's connections go through pa, and B's through pb when
+// bViaProxy is set (else pb is nil).
+func replicasViaProxies(t *testing.T, bViaProxy bool) (a, b *Store, pa, pb *pgtest.Proxy) {
+	t.Helper()
 	u := pgtest.URL(t)
 	ctx := context.Background()
 	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px = pgtest.NewProxy(t, pu.Host)
-	if a, err = Open(ctx, px.Via(t, u)); err != nil {
+	pa = pgtest.NewProxy(t, pu.Host)
+	ub := u
+	if bViaProxy {
+		pb = pgtest.NewProxy(t, pu.Host)
+		ub = pb.Via(t, u)
+	}
+	if a, err = Open(ctx, pa.Via(t, u)); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = Open(ctx, u); err != nil {
+	if b, err = Open(ctx, ub); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
-	return a, b, px
+	return a, b, pa, pb
 }
 
 // TestLeaseIsOneProcessAtATime: a conversation's lease is held by one
