@@ -51,7 +51,9 @@ var (
 // gets none), with their own p99; PostgreSQL's round trips a message (the serve reaches it
 // through pgtest.Proxy, which counts them); bbolt's fdatasyncs a message
 // (the serve's tidybot_store_fsyncs_total on /metrics); the serve's CPU
-// a message (user + system, from /proc) and peak RSS; Slack's
+// a message (user + system, from /proc), its heap allocations a message
+// (count and KiB, go_memstats_* on /metrics: unlike CPU time, they do not
+// move with the machine's load) and peak RSS; Slack's
 // chat.update calls a message. Each is counted from the serve's start
 // (after its start-up) to the last answer. A Markdown table of every run
 // is printed at the end.
@@ -89,6 +91,7 @@ type serveResult struct {
 	reactions               []time.Duration // of the first signs that were 👀
 	reacted                 int
 	roundTrips, syncs       float64 // NaN where not measured
+	mallocs, allocBytes     float64 // the serve's heap allocations (Go's runtime, on /metrics)
 	cpu                     time.Duration
 	rss                     float64
 	updates                 int
@@ -122,6 +125,8 @@ func (r *serveResult) report(b *testing.B) {
 		b.ReportMetric(r.syncs/n, "fsyncs/msg")
 	}
 	b.ReportMetric(float64(r.cpu.Microseconds())/1000/n, "CPU-ms/msg")
+	b.ReportMetric(r.mallocs/n, "allocs/msg")
+	b.ReportMetric(r.allocBytes/1024/n, "alloc-KiB/msg")
 	b.ReportMetric(r.rss, "peak-RSS-MiB")
 	b.ReportMetric(float64(r.updates)/n, "chat.update/msg")
 }
@@ -209,6 +214,7 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 	}
 	r := &serveResult{msgs: people * each, people: people, past: past, roundTrips: math.NaN(), syncs: math.NaN()}
 	syncs0 := scrapeMetric(b, metrics, "tidybot_store_fsyncs_total")
+	mallocs0, bytes0 := scrapeMetric(b, metrics, "go_memstats_mallocs_total"), scrapeMetric(b, metrics, "go_memstats_alloc_bytes_total")
 	cpu0 := cpuTime(s.pid)
 	if proxy != nil {
 		proxy.Reset()
@@ -274,6 +280,11 @@ func measureServe(b *testing.B, onPostgres, pane bool, people, each, past int) *
 	}
 	r.elapsed = time.Since(start)
 	r.cpu, r.rss = cpuTime(s.pid)-cpu0, peakRSS(s.pid)
+	// Allocations do not move with the machine's load as CPU time does:
+	// the figure to compare two builds by on a busy machine. (Each
+	// scrape of /metrics allocates too: two, the same in every run.)
+	r.mallocs = scrapeMetric(b, metrics, "go_memstats_mallocs_total") - mallocs0
+	r.allocBytes = scrapeMetric(b, metrics, "go_memstats_alloc_bytes_total") - bytes0
 	if onPostgres {
 		r.roundTrips = float64(proxy.RoundTrips())
 		logStatements(b, proxy.Statements(), r.msgs)

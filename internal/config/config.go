@@ -88,7 +88,7 @@ type Config struct {
 	AutopilotHourlyTokens int           `envconfig:"TIDYBOT_AUTOPILOT_HOURLY_TOKENS" default:"100000" desc:"model tokens one person's autopilot runs may use per hour; once its runs of the last hour have spent it, new tasks wait (0: no cap)"`
 	AutopilotInterval     time.Duration `envconfig:"TIDYBOT_AUTOPILOT_INTERVAL" default:"1m" desc:"how often autopilot looks for new inbox tasks of the people who turned it on (one small incremental /sync each; a Todoist webhook tells it at once in team mode)"`
 	HTTPOnly              bool          `envconfig:"TIDYBOT_HTTP_ONLY" default:"false" desc:"true: serve starts with no platform token, serving only its HTTP routes (run pages, /healthz); without it, serve refuses to start with no platform"`
-	CPUProfile            string        `envconfig:"TIDYBOT_CPU_PROFILE" desc:"for measuring: write a CPU profile of the process to this file until it exits (go tool pprof reads it); empty: none"`
+	CPUProfile            string        `envconfig:"TIDYBOT_CPU_PROFILE" desc:"for measuring: write a CPU profile of the process to this file until it exits (go tool pprof reads it), and its heap allocations to the file named like it with .allocs added; empty: none"`
 	Trace                 string        `envconfig:"TIDYBOT_TRACE" desc:"for measuring: write a runtime trace of the process to this file until it exits (go tool trace reads it: where goroutines wait); empty: none"`
 }
 
