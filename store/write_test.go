@@ -134,6 +134,65 @@ func TestQueuedWritesShareATransaction(t *testing.T) {
 	})
 }
 
+// While writes come side by side (the last transaction held more than
+// one), the writer waits groupWindow for more before it commits, so that
+// writes arriving a moment apart share one transaction's fsyncs; once a
+// window brings no company, the next lone write commits at once again.
+func TestWritesSideBySideWaitForTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := open(t)
+		defer s.Close()
+		ctx := t.Context()
+		// Two writes queued behind a held transaction: the writer sees
+		// them side by side.
+		release := holdWriter(t, s)
+		wait := queue(
+			func() error { return s.Commit(ctx, intake(1)) },
+			func() error { return s.Commit(ctx, intake(2)) },
+		)
+		release()
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// A write, and another half a window later: one transaction,
+		// committed when the window ends.
+		first, start := txID(t, s), time.Now()
+		wait = queue(
+			func() error { return s.Commit(ctx, intake(3)) },
+			func() error { time.Sleep(groupWindow / 2); return s.Commit(ctx, intake(4)) },
+		)
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := txID(t, s) - first; got != 1 {
+			t.Errorf("two writes half a window apart took %d transactions, want 1", got)
+		}
+		if d := time.Since(start); d != groupWindow {
+			t.Errorf("committed after %v, want the window, %v", d, groupWindow)
+		}
+
+		// Still side by side: a lone write waits out the window, finds no
+		// company, and the next lone write commits at once.
+		for i, want := range []time.Duration{groupWindow, 0} {
+			start := time.Now()
+			if err := s.Commit(ctx, intake(5+i)); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d != want {
+				t.Errorf("lone write %d committed after %v, want %v", i+1, d, want)
+			}
+		}
+		if got := jobIDs(t, s); got != "job1 job2 job3 job4 job5 job6" {
+			t.Errorf("jobs %s", got)
+		}
+	})
+}
+
 // A function that fails (or panics) gets its own error, and what it
 // wrote is rolled back; the writes that shared its transaction land.
 func TestFailingWriteFailsAlone(t *testing.T) {

@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 
 // startServeProcess starts the built binary's `tidybot serve` against
 // e's fakes, with only the settings given here and in extra (the
-// environment of the test is not passed on), and waits for /healthz.
+// environment of the test is not passed on, but for GOGC and
+// GOMEMLIMIT), and waits for /healthz.
 func startServeProcess(t testing.TB, e *env, extra ...string) *process {
 	t.Helper()
 	addr := freeAddr(t)
@@ -70,6 +71,13 @@ func startServeProcess(t testing.TB, e *env, extra ...string) *process {
 		"TIDYBOT_DB=" + e.cfg.DB, "TIDYBOT_HTTP_ADDR=" + addr, "TIDYBOT_METRICS_ADDR=",
 		"TIDYBOT_MAX_TOKENS=" + strconv.Itoa(e.cfg.MaxTokens), "TIDYBOT_LOG_LEVEL=error",
 	}, extra...)
+	// The Go runtime's GC settings of the test's environment are passed
+	// on, to measure their effect (docs/performance.md).
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
