@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/tidybot/tidybot/accounts"
-	"github.com/tidybot/tidybot/adapters/discord/discordtest"
-	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // TestDiscordTeamModeConnectFromAServer: team mode with a whole server
@@ -25,12 +19,7 @@ func TestDiscordTeamModeConnectFromAServer(t *testing.T) {
 }
 
 func dcTeamConnect(t *testing.T, allow string) {
-	dc, alice, logs := dcServeTeam(t, allow)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	dc, alice := dcServeTeam(t, allow)
 
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> /tidy-inbox")
 	waitFor(t, "the word to connect", func() bool { return strings.Contains(dcLast(dc, ask), "/connect") })
@@ -64,42 +53,12 @@ func dcTeamConnect(t *testing.T, allow string) {
 	}
 }
 
-// dcServeTeam serves team mode on the fake Discord and a fake Todoist
-// with OAuth, allowing allow; alice is a Todoist account not yet
-// connected, its inbox seeded.
-func dcServeTeam(t *testing.T, allow string) (*discordtest.Server, *todoisttest.Account, *syncBuffer) {
-	t.Helper()
-	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
-	alice := svc.NewAccount()
-	alice.SeedTalkInbox()
-	dc := discordtest.New(t)
-	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
-	e.cfg.AllowedUsers = []string{allow}
-	e.cfg.HTTPAddr = addr
-	logs := &syncBuffer{}
-	serveTeam(t, e, logs)
-	dcReady(t, dc, &running{base: base, logs: logs})
-	return dc, alice, logs
-}
-
 // TestDiscordTeamModeSlashCommandsBeforeConnecting: a person not yet
 // connected is prompted to connect once an hour, however much they
 // ask; but each slash command was deferred ("tidybot is thinking…") and
 // must be answered, or it shows thinking until Discord gives up.
 func TestDiscordTeamModeSlashCommandsBeforeConnecting(t *testing.T) {
-	dc, _, logs := dcServeTeam(t, "discord:*")
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	dc, _ := dcServeTeam(t, "discord:*")
 	first := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
 	waitFor(t, "the Connect link", func() bool {
 		o := dc.Interaction(first).Original
