@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tidybot/tidybot/accounts"
+	"github.com/tidybot/tidybot/adapters/discord/discordtest"
+	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
 // TestDiscordTeamModeConnectFromAServer: team mode with a whole server
@@ -51,6 +57,36 @@ func dcTeamConnect(t *testing.T, allow string) {
 	if n := len(alice.TasksIn(alice.InboxID())); n != 0 {
 		t.Errorf("Alice's inbox has %d tasks after her tidy", n)
 	}
+}
+
+// dcServeTeam serves team mode on the fake Discord and a fake Todoist
+// with OAuth, allowing allow; alice is a Todoist account not yet
+// connected, its inbox seeded.
+func dcServeTeam(t *testing.T, allow ...string) (*discordtest.Server, *todoisttest.Account) {
+	t.Helper()
+	e := newEnv(t)
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	alice := svc.NewAccount()
+	alice.SeedTalkInbox()
+	dc := discordtest.New(t)
+	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	e.cfg.AllowedUsers = allow
+	e.cfg.HTTPAddr = addr
+	logs := &syncBuffer{}
+	serveTeam(t, e, logs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	dcReady(t, dc, &running{base: base, logs: logs})
+	return dc, alice
 }
 
 // TestDiscordTeamModeSlashCommandsBeforeConnecting: a person not yet

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
-// The helpers every Discord end-to-end test shares (discord_*_test.go),
-// and the tests of this file.
+// The helpers every Discord end-to-end test shares (discord_*_test.go;
+// team mode's dcServeTeam is in discord_team_test.go), and the tests of
+// this file.
 
 // Discord people and places of these tests: ids are snowflakes (15 to
 // 20 digits), as TIDYBOT_ALLOWED_USERS requires of discord: entries.
@@ -68,36 +66,6 @@ func dcReady(t *testing.T, dc *discordtest.Server, r *running) {
 		t.Fatalf("the bot never opened the gateway; logs:\n%s", r.logs.String())
 	}
 	waitFor(t, "the slash commands registered", func() bool { return len(dc.Commands()) > 0 })
-}
-
-// dcServeTeam serves team mode on the fake Discord and a fake Todoist
-// with OAuth, allowing allow; alice is a Todoist account not yet
-// connected, its inbox seeded.
-func dcServeTeam(t *testing.T, allow ...string) (*discordtest.Server, *todoisttest.Account) {
-	t.Helper()
-	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
-	alice := svc.NewAccount()
-	alice.SeedTalkInbox()
-	dc := discordtest.New(t)
-	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
-	e.cfg.AllowedUsers = allow
-	e.cfg.HTTPAddr = addr
-	logs := &syncBuffer{}
-	serveTeam(t, e, logs)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	})
-	dcReady(t, dc, &running{base: base, logs: logs})
-	return dc, alice
 }
 
 // dcLastMessage is the bot's last message in a channel (the zero
