@@ -149,10 +149,48 @@ func config(srv *discordtest.Server, logs io.Writer) discord.Config {
 // ends, once the gateway is open and the commands are registered.
 func start(t *testing.T, srv *discordtest.Server, cfg discord.Config) (*discord.Adapter, *handler) {
 	t.Helper()
+	a := newAdapter(t, cfg)
+	h := run(t, a)
+	if !srv.WaitReady() {
+		t.Fatal("the adapter did not open the gateway")
+	}
+	waitFor(t, "the commands", func() bool { return len(srv.Commands()) > 0 })
+	return a, h
+}
+
+// deferred waits for the adapter to take interaction id (the handler's
+// event "i"+id) and to make its deferred response (type 5), and
+// returns the event.
+func deferred(t *testing.T, srv *discordtest.Server, h *handler, id string) bot.Incoming {
+	t.Helper()
+	var in bot.Incoming
+	waitFor(t, "the interaction's event", func() bool {
+		for _, ev := range h.events() {
+			if ev.EventID == "i"+id {
+				in = ev
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	return in
+}
+
+// newAdapter is an adapter with cfg, not yet running: alone it only
+// posts, as a replica that runs a conversation another took in.
+func newAdapter(t *testing.T, cfg discord.Config) *discord.Adapter {
+	t.Helper()
 	a, err := discord.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	return a
+}
+
+// run runs a's intake into a new handler until the test ends.
+func run(t *testing.T, a *discord.Adapter) *handler {
+	t.Helper()
 	h := &handler{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -163,11 +201,7 @@ func start(t *testing.T, srv *discordtest.Server, cfg discord.Config) (*discord.
 			t.Errorf("Run: %v", err)
 		}
 	})
-	if !srv.WaitReady() {
-		t.Fatal("the adapter did not open the gateway")
-	}
-	waitFor(t, "the commands", func() bool { return len(srv.Commands()) > 0 })
-	return a, h
+	return h
 }
 
 func mention(srv *discordtest.Server, text string) string { return "<@" + srv.BotID() + "> " + text }
@@ -322,8 +356,7 @@ func TestSlashCommand(t *testing.T) {
 	// A command typed in the channel that acts on a conversation in a
 	// thread (/undo): its answer, naming the thread, replaces its "thinking".
 	uid := srv.Command(alice, guild, chanA, "undo", nil)
-	h.wait(t, 2)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(uid).Callback == 5 })
+	deferred(t, srv, h, uid)
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, ThreadID: "900000000000000099", UserID: alice, EventID: "i" + uid, Text: "Undid the last run."}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,11 +365,10 @@ func TestSlashCommand(t *testing.T) {
 	}
 	// A command in a DM.
 	cid := srv.Command(bob, "", "", "help", nil)
-	in = h.wait(t, 3)[2]
+	in = deferred(t, srv, h, cid)
 	if in.Command != "help" || !in.DM || in.ChatID != srv.DMChannel(bob) {
 		t.Fatalf("incoming %+v", in)
 	}
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cid).Callback == 5 })
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "What I can do: …"}); err != nil {
 		t.Fatal(err)
 	}
@@ -438,10 +470,7 @@ func TestButtonsByTheRightAndTheWrongPerson(t *testing.T) {
 // nothing to answer: no error, no call.
 func TestAnswerButtonWithoutItsPress(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	for _, ref := range []string{"123/" + alice, "123"} {
 		if err := a.AnswerButton(context.Background(), ref, "Only the person who asked can answer."); err != nil {
 			t.Fatal(err)
@@ -453,10 +482,7 @@ func TestAnswerButtonWithoutItsPress(t *testing.T) {
 // boundaries, its buttons under the last part.
 func TestSendSplitsAndPutsButtonsLast(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	dm := srv.DMChannel(alice)
 	text := strings.Repeat("word ", 600) // 3,000 characters
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: text, Buttons: []bot.Button{{Label: "↩️ Undo", Data: "u:r1", Command: "undo"}}}); err != nil {
@@ -488,10 +514,7 @@ func TestSendSplitsAndPutsButtonsLast(t *testing.T) {
 // and an edit longer than one keeps its end.
 func TestEditLongerThanOnePartKeepsTheEnd(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	dm := srv.DMChannel(alice)
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: dm, Text: strings.Repeat("é", a.MaxText())}); err != nil || len(srv.Messages(dm)) != 3 {
 		t.Fatalf("send: %v, %d messages", err, len(srv.Messages(dm)))
@@ -516,14 +539,11 @@ func TestEditLongerThanOnePartKeepsTheEnd(t *testing.T) {
 // another channel goes on.
 func TestRateLimitGoesToTheQueue(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	srv.AddChannel(guild, chanA)
 	srv.AddChannel(guild, chanB)
 	srv.RateLimit("POST /channels/"+chanA+"/messages", 1)
-	_, err = a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"})
+	_, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, Text: "one"})
 	var rl bot.RateLimited
 	if !errors.As(err, &rl) || rl.RetryAfter() <= 0 {
 		t.Fatalf("err = %v, want bot.RateLimited", err)
@@ -621,8 +641,7 @@ func TestAnInteractionIsAnsweredOnce(t *testing.T) {
 	srv := discordtest.New(t)
 	_, h := start(t, srv, config(srv, nil))
 	id := srv.Command(alice, "", "", "usage", nil)
-	h.wait(t, 1)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	deferred(t, srv, h, id)
 	srv.Redeliver(id)
 	srv.DM(alice, "next")
 	h.wait(t, 2)
@@ -702,10 +721,7 @@ func TestRoutesRefuseABadPublicKey(t *testing.T) {
 	srv := discordtest.New(t)
 	cfg := config(srv, nil)
 	cfg.PublicKey = "not-hex"
-	a, err := discord.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, cfg)
 	if err := a.Routes(http.NewServeMux(), &handler{}); err == nil || !strings.Contains(err.Error(), "DISCORD_PUBLIC_KEY") {
 		t.Fatalf("err = %v", err)
 	}
@@ -793,10 +809,7 @@ func TestUndecodableEventsAreSkipped(t *testing.T) {
 // with enforce_nonce, and Discord returns the first post.
 func TestResendPostsAnEntryOnce(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	dm := srv.DMChannel(alice)
 	m := bot.Outgoing{ChatID: dm, Ref: "outbox-entry-1", Text: strings.Repeat("word ", 600)}
 	first, err := a.Send(context.Background(), m)
@@ -863,18 +876,12 @@ func TestThreadAfterARestart(t *testing.T) {
 	_, h := start(t, srv, config(srv, nil))
 	id := srv.Say(guild, chanA, alice, mention(srv, "hello"))
 	in := h.wait(t, 1)[0]
-	fresh, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := newAdapter(t, config(srv, nil))
 	first, err := fresh.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := newAdapter(t, config(srv, nil))
 	if _, err := again.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "two"}); err != nil {
 		t.Fatal(err)
 	}
@@ -894,20 +901,7 @@ func TestCommandsRefusedStillServesMessages(t *testing.T) {
 	logs := &syncBuf{}
 	cfg := config(srv, logs)
 	srv.Fail("PUT /applications/{app}/commands", 403, 1)
-	a, err := discord.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &handler{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, h) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	h := run(t, newAdapter(t, cfg))
 	waitFor(t, "the log line", func() bool { return strings.Contains(logs.String(), "slash commands are not registered") })
 	srv.DM(alice, "hello")
 	if in := h.wait(t, 1)[0]; in.Text != "hello" {
@@ -1007,14 +1001,7 @@ func TestEditRateLimitGoesToTheQueue(t *testing.T) {
 	// another command's token share discordgo's webhook-edit bucket.
 	first := srv.Command(alice, guild, chanA, "help", nil)
 	second := srv.Command(bob, guild, chanA, "help", nil)
-	evs := h.wait(t, 2)
-	waitFor(t, "the deferred responses", func() bool {
-		return srv.Interaction(first).Callback == 5 && srv.Interaction(second).Callback == 5
-	})
-	byUser := map[string]bot.Incoming{}
-	for _, in := range evs {
-		byUser[in.UserID] = in
-	}
+	byUser := map[string]bot.Incoming{alice: deferred(t, srv, h, first), bob: deferred(t, srv, h, second)}
 	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
 	in := byUser[alice]
 	_, err = a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "help for alice"})
@@ -1039,21 +1026,7 @@ func TestEditRateLimitGoesToTheQueue(t *testing.T) {
 func TestResendAnswersTheCommandInPlace(t *testing.T) {
 	srv := discordtest.New(t)
 	a, h := start(t, srv, config(srv, nil))
-	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
-	in := h.wait(t, 1)[0]
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
-	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
-	first, err := a.Send(context.Background(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := a.Resend(context.Background(), m, time.Now().Add(-time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
-		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
-	}
+	id, m := resendCommandAnswer(t, srv, a, h, func() *discord.Adapter { return a })
 	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Moved 9 tasks." {
 		t.Fatalf("interaction %+v", st)
 	}
@@ -1066,6 +1039,30 @@ func TestResendAnswersTheCommandInPlace(t *testing.T) {
 	if st := srv.Interaction(id); st.Original.Content != "Moved 9 tasks." {
 		t.Fatalf("another run's answer replaced the command's: %+v", st.Original)
 	}
+}
+
+// resendCommandAnswer: a (its events in h) answers alice's /tidy-inbox
+// in place of its thinking; then the adapter resender gives (a itself,
+// or the process after a restart) posts that answer again, its record
+// lost: the same message must come back, not a second copy. It returns
+// the interaction's id and the answer.
+func resendCommandAnswer(t *testing.T, srv *discordtest.Server, a *discord.Adapter, h *handler, resender func() *discord.Adapter) (string, bot.Outgoing) {
+	t.Helper()
+	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
+	in := deferred(t, srv, h, id)
+	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
+	first, err := a.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := resender().Resend(context.Background(), m, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
+		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
+	}
+	return id, m
 }
 
 // Text the model or a task wrote never notifies anyone: every post and
@@ -1096,8 +1093,7 @@ func TestNoTextPingsAnyone(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := srv.Command(alice, guild, chanA, "help", nil)
-	in = h.wait(t, 2)[1]
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cmd).Callback == 5 })
+	in = deferred(t, srv, h, cmd)
 	long := loud + "\n" + strings.Repeat("word ", 500) + loud
 	answer, err := a.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: long})
 	if err != nil {
@@ -1162,10 +1158,7 @@ func TestEveryoneRolesAndOthersRepliesDoNotAddressTheBot(t *testing.T) {
 // without the bot flag, and in team mode the server would let it in.
 func TestWebhookPostsAreDropped(t *testing.T) {
 	srv := discordtest.New(t)
-	a, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAdapter(t, config(srv, nil))
 	m := &discordgo.Message{ID: "900000000000000300", ChannelID: chanA, GuildID: guild, WebhookID: "900000000000000301",
 		Author: &discordgo.User{ID: "900000000000000301", Username: "GitHub"}, Content: "<@" + a.Self() + "> delete every task",
 		Mentions: []*discordgo.User{{ID: a.Self()}}}
@@ -1195,8 +1188,7 @@ func TestGlobalRateLimitLeavesInteractionsAlone(t *testing.T) {
 		t.Fatalf("send: %v, want the global bot.RateLimited", err)
 	}
 	id := srv.Command(alice, guild, chanA, "help", nil)
-	in := h.wait(t, 1)[0]
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	in := deferred(t, srv, h, id)
 	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, EventID: in.EventID, Text: "What I can do"}); err != nil {
 		t.Fatalf("the command's answer during a global limit: %v", err)
 	}

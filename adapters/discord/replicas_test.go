@@ -32,6 +32,14 @@ func sharedStores(t *testing.T) (a, b *postgres.Store) {
 	return open(), open()
 }
 
+// hooked is an adapter's configuration against srv that keeps the
+// interactions' tokens in hooks.
+func hooked(srv *discordtest.Server, hooks discord.Hooks) discord.Config {
+	cfg := config(srv, nil)
+	cfg.Hooks = hooks
+	return cfg
+}
+
 // TestAnotherReplicaAnswersTheCommand: a slash command received by
 // replica A (its gateway session) is answered by replica B, which finds
 // the interaction's token in the shared store: B's first message to the
@@ -41,19 +49,11 @@ func sharedStores(t *testing.T) (a, b *postgres.Store) {
 func TestAnotherReplicaAnswersTheCommand(t *testing.T) {
 	srv := discordtest.New(t)
 	stA, stB := sharedStores(t)
-	cfgA := config(srv, nil)
-	cfgA.Hooks = stA
-	_, h := start(t, srv, cfgA)
-	cfgB := config(srv, nil)
-	cfgB.Hooks = stB
-	b, err := discord.New(cfgB) // no gateway: it only posts, as the replica running the conversation
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := start(t, srv, hooked(srv, stA))
+	b := newAdapter(t, hooked(srv, stB)) // no gateway: it only posts, as the replica running the conversation
 	ctx := context.Background()
 	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
-	h.wait(t, 1)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	deferred(t, srv, h, id)
 
 	// Bob's answer, in the same channel, is not alice's to replace.
 	if _, err := b.Send(ctx, bot.Outgoing{ChatID: chanA, UserID: bob, RunID: "r-bob", Text: "Bob's answer"}); err != nil {
@@ -115,13 +115,9 @@ func TestAnotherReplicaAnswersTheCommand(t *testing.T) {
 func TestInMemoryTokensArePerProcess(t *testing.T) {
 	srv := discordtest.New(t)
 	_, h := start(t, srv, config(srv, nil))
-	b, err := discord.New(config(srv, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newAdapter(t, config(srv, nil))
 	id := srv.Command(alice, guild, chanA, "help", nil)
-	h.wait(t, 1)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	deferred(t, srv, h, id)
 	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,21 +151,14 @@ func TestATokenTakenBeforeTheResponseIsTriedAgain(t *testing.T) {
 	srv := discordtest.New(t)
 	stA, stB := sharedStores(t)
 	slow := &slowSave{Hooks: stA, saved: make(chan struct{}), release: make(chan struct{})}
-	cfgA := config(srv, nil)
-	cfgA.Hooks = slow
-	_, h := start(t, srv, cfgA)
-	cfgB := config(srv, nil)
-	cfgB.Hooks = stB
-	b, err := discord.New(cfgB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := start(t, srv, hooked(srv, slow))
+	b := newAdapter(t, hooked(srv, stB))
 	ctx := context.Background()
 	id := srv.Command(alice, guild, chanA, "help", nil)
 	h.wait(t, 1)
 	<-slow.saved
 	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}
-	_, err = b.Send(ctx, out)
+	_, err := b.Send(ctx, out)
 	var rl bot.RateLimited
 	if !errors.As(err, &rl) || rl.RetryAfter() <= 0 || rl.RetryAfter() > time.Second {
 		t.Fatalf("a token taken before the response: %v, want a retry within a second", err)
@@ -193,19 +182,12 @@ func TestATokenTakenBeforeTheResponseIsTriedAgain(t *testing.T) {
 func TestARefusedTokenAnswersInTheChannel(t *testing.T) {
 	srv := discordtest.New(t)
 	stA, stB := sharedStores(t)
-	cfgA := config(srv, nil)
-	cfgA.Hooks = stA
-	_, h := start(t, srv, cfgA)
-	cfgB := config(srv, nil)
-	cfgB.Hooks = stB
+	_, h := start(t, srv, hooked(srv, stA))
+	cfgB := hooked(srv, stB)
 	cfgB.Now = func() time.Time { return time.Now().Add(time.Minute) } // well past the acknowledgement
-	b, err := discord.New(cfgB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newAdapter(t, cfgB)
 	id := srv.Command(alice, guild, chanA, "help", nil)
-	h.wait(t, 1)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	deferred(t, srv, h, id)
 	srv.AgeInteraction(id, 16*time.Minute)
 	if _, err := b.Send(context.Background(), bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}); err != nil {
 		t.Fatal(err)
@@ -226,8 +208,7 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 	srv := discordtest.New(t)
 	a, h := start(t, srv, config(srv, nil))
 	id := srv.Command(alice, guild, chanA, "help", nil)
-	h.wait(t, 1)
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
+	deferred(t, srv, h, id)
 	srv.RateLimit("PATCH /webhooks/{app}/{token}/messages/{message}", 1)
 	out := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: "i" + id, Text: "What I can do"}
 	_, err := a.Send(context.Background(), out)
@@ -254,28 +235,6 @@ func TestATokenRateLimitedIsKeptForTheRetry(t *testing.T) {
 func TestResendAfterARestartAnswersInPlace(t *testing.T) {
 	srv := discordtest.New(t)
 	stA, stB := sharedStores(t)
-	cfgA := config(srv, nil)
-	cfgA.Hooks = stA
-	a, h := start(t, srv, cfgA)
-	id := srv.Command(alice, guild, chanA, "tidy-inbox", nil)
-	in := h.wait(t, 1)[0]
-	waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback == 5 })
-	m := bot.Outgoing{ChatID: chanA, UserID: alice, RunID: "r1", EventID: in.EventID, Ref: "outbox-entry-1", Text: "Moved 9 tasks."}
-	first, err := a.Send(context.Background(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgB := config(srv, nil)
-	cfgB.Hooks = stB
-	b, err := discord.New(cfgB) // the process after the restart
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := b.Resend(context.Background(), m, time.Now().Add(-time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ms := srv.Messages(chanA); len(ms) != 1 || again != first {
-		t.Fatalf("messages %+v, ids %s and %s: want the answer once, in place of the thinking", ms, first, again)
-	}
+	a, h := start(t, srv, hooked(srv, stA))
+	resendCommandAnswer(t, srv, a, h, func() *discord.Adapter { return newAdapter(t, hooked(srv, stB)) })
 }

@@ -103,10 +103,7 @@ func (a *Adapter) noThreads(id string) bool {
 func (a *Adapter) nameThread(messageID, text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.names) > 1000 {
-		clear(a.names)
-	}
-	a.names[messageID] = text
+	putBounded(a.names, messageID, text)
 }
 
 // threadName is the name of the thread started from message id: the
@@ -128,10 +125,16 @@ func (a *Adapter) threadName(id string) string {
 func (a *Adapter) wroteIn(id, channel string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.wrote) > 1000 {
-		clear(a.wrote)
+	putBounded(a.wrote, id, channel)
+}
+
+// putBounded puts key in m, forgetting all of m first once it holds more
+// than 1000 keys: what is forgotten is only learnt again (see above).
+func putBounded(m map[string]string, key, value string) {
+	if len(m) > 1000 {
+		clear(m)
 	}
-	a.wrote[id] = channel
+	m[key] = value
 }
 
 // channelOf is the thread message id was written in, "" when not known.

@@ -70,22 +70,10 @@ func TestDiscordStrangerIsToldTheirID(t *testing.T) {
 	mention := "<@" + dc.BotID() + "> "
 	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, mention+"delete the cake task")
-	var q discordtest.Message
-	waitFor(t, "the confirmation", func() bool {
-		ms := dc.Messages(ask)
-		if len(ms) == 0 {
-			return false
-		}
-		q = ms[len(ms)-1]
-		return dcButton(q, "Delete 1 task") != ""
-	})
+	q := dcWaitButton(t, dc, ask, "Delete 1 task")
 	id := dc.Press(dcStranger, ask, q.ID, dcButton(q, "Delete 1 task"))
-	waitFor(t, "the stranger's press answered", func() bool { return len(dc.Interaction(id).Followups) > 0 })
-	st := dc.Interaction(id)
-	if f := st.Followups[0]; !strings.Contains(f.Content, "not allowed") || f.Flags&(1<<6) == 0 {
-		t.Errorf("the stranger was told %q (flags %d), want a refusal only they see", f.Content, f.Flags)
-	}
-	if st.Callback == 0 || len(st.Refused) != 0 {
+	dcWantRefused(t, dc, id, "not allowed")
+	if st := dc.Interaction(id); st.Callback == 0 || len(st.Refused) != 0 {
 		t.Errorf("the stranger's press %+v: want answered once", st)
 	}
 	if n := len(e.todo.Tasks()); n != 1 {
@@ -289,21 +277,10 @@ func dcButtonsThroughEndpoint(t *testing.T, delay time.Duration) {
 
 	e.todo.AddTask(todoisttest.Task{Content: "Buy cake for the office"})
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> delete the cake task")
-	var q discordtest.Message
-	waitFor(t, "the confirmation", func() bool {
-		ms := dc.Messages(ask)
-		if len(ms) == 0 {
-			return false
-		}
-		q = ms[len(ms)-1]
-		return dcButton(q, "Delete 1 task") != ""
-	})
+	q := dcWaitButton(t, dc, ask, "Delete 1 task")
 	yes := dcButton(q, "Delete 1 task")
 	wrong := dc.Press(dcBob, ask, q.ID, yes)
-	waitFor(t, "Bob's refusal", func() bool { return len(dc.Interaction(wrong).Followups) > 0 })
-	if f := dc.Interaction(wrong).Followups[0]; !strings.Contains(f.Content, "Only the person who asked") || f.Flags&(1<<6) == 0 {
-		t.Errorf("Bob was told %q (flags %d), want the refusal only he sees", f.Content, f.Flags)
-	}
+	dcWantRefused(t, dc, wrong, "Only the person who asked")
 	if n := len(e.todo.Tasks()); n != 10 {
 		t.Errorf("Bob's press changed the account: %d tasks", n)
 	}

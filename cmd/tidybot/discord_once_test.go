@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -13,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,17 +25,9 @@ import (
 // and tidybot is killed before it learns it. (A kill after the answer
 // reached tidybot is TestKillRightAfterThePost/discord.)
 type dcHeldPost struct {
+	armedText
 	next   http.Handler
 	posted chan struct{}
-
-	mu   sync.Mutex // protects text
-	text string
-}
-
-func (p *dcHeldPost) arm(text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.text = text
 }
 
 func (p *dcHeldPost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,22 +35,10 @@ func (p *dcHeldPost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	hit, ok := p.take(w, r) // a multipart upload is no answer
+	if !ok {
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var m struct {
-		Content string `json:"content"`
-	}
-	_ = json.Unmarshal(body, &m) // a multipart upload is no answer
-	p.mu.Lock()
-	hit := p.text != "" && m.Content == p.text
-	if hit {
-		p.text = ""
-	}
-	p.mu.Unlock()
 	if !hit {
 		p.next.ServeHTTP(w, r)
 		return
@@ -170,15 +147,4 @@ func TestDiscordKillBeforeThePostIsKnown(t *testing.T) {
 		t.Errorf("%d answers lost, %d posted twice, want none", lost, doubled)
 		dcDump(t, dc, dm)
 	}
-}
-
-// dcExact is how many of the bot's messages in a channel say text.
-func dcExact(dc *discordtest.Server, channel, text string) int {
-	n := 0
-	for _, m := range dc.Messages(channel) {
-		if m.Content == text {
-			n++
-		}
-	}
-	return n
 }

@@ -25,12 +25,7 @@ func TestDiscordTeamModeConnectFromAServer(t *testing.T) {
 }
 
 func dcTeamConnect(t *testing.T, allow string) {
-	dc, alice, logs := dcServeTeam(t, allow)
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	dc, alice := dcServeTeam(t, allow)
 
 	ask := dc.Say(dcGuild, dcChannel, dcAlice, "<@"+dc.BotID()+"> /tidy-inbox")
 	waitFor(t, "the word to connect", func() bool { return strings.Contains(dcLast(dc, ask), "/connect") })
@@ -67,7 +62,7 @@ func dcTeamConnect(t *testing.T, allow string) {
 // dcServeTeam serves team mode on the fake Discord and a fake Todoist
 // with OAuth, allowing allow; alice is a Todoist account not yet
 // connected, its inbox seeded.
-func dcServeTeam(t *testing.T, allow string) (*discordtest.Server, *todoisttest.Account, *syncBuffer) {
+func dcServeTeam(t *testing.T, allow ...string) (*discordtest.Server, *todoisttest.Account) {
 	t.Helper()
 	e := newEnv(t)
 	svc := todoisttest.NewService(t)
@@ -81,12 +76,17 @@ func dcServeTeam(t *testing.T, allow string) (*discordtest.Server, *todoisttest.
 	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
 	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
 	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
-	e.cfg.AllowedUsers = []string{allow}
+	e.cfg.AllowedUsers = allow
 	e.cfg.HTTPAddr = addr
 	logs := &syncBuffer{}
 	serveTeam(t, e, logs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
 	dcReady(t, dc, &running{base: base, logs: logs})
-	return dc, alice, logs
+	return dc, alice
 }
 
 // TestDiscordTeamModeSlashCommandsBeforeConnecting: a person not yet
@@ -94,12 +94,7 @@ func dcServeTeam(t *testing.T, allow string) (*discordtest.Server, *todoisttest.
 // ask; but each slash command was deferred ("tidybot is thinking…") and
 // must be answered, or it shows thinking until Discord gives up.
 func TestDiscordTeamModeSlashCommandsBeforeConnecting(t *testing.T) {
-	dc, _, logs := dcServeTeam(t, "discord:*")
-	defer func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	dc, _ := dcServeTeam(t, "discord:*")
 	first := dc.Command(dcAlice, "", "", "tidy-inbox", nil)
 	waitFor(t, "the Connect link", func() bool {
 		o := dc.Interaction(first).Original

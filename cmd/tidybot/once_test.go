@@ -133,23 +133,15 @@ func TestKillRightAfterThePost(t *testing.T) {
 		"discord": {
 			method: "/messages",
 			setup: func(t *testing.T, front string) []string {
-				return []string{"DISCORD_BOT_TOKEN=" + discordtest.Token, "DISCORD_API_URL=" + front, "TIDYBOT_ALLOWED_USERS=discord:" + discordAlice}
+				return []string{"DISCORD_BOT_TOKEN=" + discordtest.Token, "DISCORD_API_URL=" + front, "TIDYBOT_ALLOWED_USERS=discord:" + dcAlice}
 			},
 			send: func(t *testing.T, _ string, i int) {
 				// The restarted process's own gateway session: a DM sent
 				// before it identified would reach no one, as on Discord.
 				waitFor(t, "the gateway session", func() bool { return dc.Identifies() >= i+1 && dc.Connected() >= 1 })
-				dc.DM(discordAlice, fmt.Sprintf("note %d", i))
+				dc.DM(dcAlice, fmt.Sprintf("note %d", i))
 			},
-			count: func(text string) int {
-				n := 0
-				for _, m := range dc.Messages(dc.DMChannel(discordAlice)) {
-					if m.Content == text {
-						n++
-					}
-				}
-				return n
-			},
+			count: func(text string) int { return dcExact(dc, dc.DMChannel(dcAlice), text) },
 		},
 	}
 	for _, name := range []string{"slack", "telegram", "discord"} {

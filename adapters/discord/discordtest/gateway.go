@@ -449,28 +449,24 @@ func (s *Server) WaitReady() bool {
 }
 
 func (s *Server) connected() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, sess := range s.sessions {
-		sess.mu.Lock()
-		if !sess.invalid && sess.conn != nil {
-			n++
-		}
-		sess.mu.Unlock()
-	}
-	return n
+	return s.countSessions(func(*gwConn) bool { return true })
 }
 
 // beating is how many sessions have a live connection that has sent its
 // first heartbeat (see gwConn.beat).
 func (s *Server) beating() int {
+	return s.countSessions(func(c *gwConn) bool { return c.beat.Load() })
+}
+
+// countSessions is how many valid sessions have a connection that ok
+// (called with the session's lock held) says yes to.
+func (s *Server) countSessions(ok func(*gwConn) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, sess := range s.sessions {
 		sess.mu.Lock()
-		if !sess.invalid && sess.conn != nil && sess.conn.beat.Load() {
+		if !sess.invalid && sess.conn != nil && ok(sess.conn) {
 			n++
 		}
 		sess.mu.Unlock()

@@ -63,6 +63,16 @@ func open(t *testing.T, srv *discordtest.Server, intents discordgo.Intent) *bot 
 	return b
 }
 
+// openClosedWith opens b, which the gateway must close with code.
+func openClosedWith(t *testing.T, b *bot, code int) {
+	t.Helper()
+	err := b.Open()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != code {
+		t.Fatalf("Open = %v, want close %d", err, code)
+	}
+}
+
 // waitMessages waits for the session to have seen n messages from
 // people (the bot's own are skipped) and returns them.
 func (b *bot) waitMessages(t *testing.T, n int) []*discordgo.MessageCreate {
@@ -157,11 +167,7 @@ func TestDMArrivesAndTheAnswerIsKept(t *testing.T) {
 func TestIdentifyWithABadTokenIsClosed4004(t *testing.T) {
 	srv := discordtest.New(t)
 	b := newSession(t, srv, "Bot wrong")
-	err := b.Open()
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != 4004 {
-		t.Fatalf("Open = %v, want close 4004", err)
-	}
+	openClosedWith(t, b, 4004)
 }
 
 func TestResumeAfterADropReplaysMissedEvents(t *testing.T) {
@@ -256,11 +262,7 @@ func TestDisallowedIntentIsClosed4014(t *testing.T) {
 	srv.RefuseDisallowedIntents()
 	b := newSession(t, srv, "Bot "+discordtest.Token)
 	b.Identify.Intents = allIntents
-	err := b.Open()
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != 4014 {
-		t.Fatalf("Open = %v, want close 4014", err)
-	}
+	openClosedWith(t, b, 4014)
 }
 
 func TestHeartbeatsAreAcked(t *testing.T) {

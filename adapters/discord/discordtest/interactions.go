@@ -461,15 +461,9 @@ func (s *Server) webhookLocked(c *call) (*interaction, *apiError) {
 // the first one after a deferred answer replaces the "thinking" message.
 // It answers the message whether or not ?wait=true is given.
 func (s *Server) followup(c *call) (int, any) {
-	body, p, err := c.message()
+	body, p, in, err := s.lockWebhookCall(c)
 	if err != nil {
 		return 0, err
-	}
-	s.mu.Lock()
-	in, aerr := s.webhookLocked(c)
-	if aerr != nil {
-		s.mu.Unlock()
-		return 0, aerr
 	}
 	if (p.content == nil || *p.content == "") && len(p.components) == 0 && len(p.embeds) == 0 && len(c.files) == 0 {
 		s.mu.Unlock()
@@ -506,16 +500,43 @@ func (s *Server) webhookMessageLocked(in *interaction, id string) *message {
 	return nil
 }
 
-func (s *Server) getWebhookMessage(c *call) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// webhookTargetLocked is the message a webhook call's path names
+// (@original or a follow-up) of the interaction its token belongs to.
+func (s *Server) webhookTargetLocked(c *call) (*message, *apiError) {
 	in, err := s.webhookLocked(c)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	m := s.webhookMessageLocked(in, c.p["message"])
 	if m == nil {
-		return 0, errUnknownMessage
+		return nil, errUnknownMessage
+	}
+	return m, nil
+}
+
+// lockWebhookCall reads the message body a webhook call carries and
+// finds the interaction its token belongs to; on success it returns
+// with s.mu held.
+func (s *Server) lockWebhookCall(c *call) (*messageBody, *parsed, *interaction, *apiError) {
+	body, p, err := c.message()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.mu.Lock()
+	in, err := s.webhookLocked(c)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, nil, nil, err
+	}
+	return body, p, in, nil
+}
+
+func (s *Server) getWebhookMessage(c *call) (int, any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.webhookTargetLocked(c)
+	if err != nil {
+		return 0, err
 	}
 	return 200, s.messageJSONLocked(m, true)
 }
@@ -523,15 +544,9 @@ func (s *Server) getWebhookMessage(c *call) (int, any) {
 // editWebhookMessage edits @original or a follow-up
 // (https://discord.com/developers/docs/interactions/receiving-and-responding#edit-original-interaction-response).
 func (s *Server) editWebhookMessage(c *call) (int, any) {
-	body, p, err := c.message()
+	body, p, in, err := s.lockWebhookCall(c)
 	if err != nil {
 		return 0, err
-	}
-	s.mu.Lock()
-	in, aerr := s.webhookLocked(c)
-	if aerr != nil {
-		s.mu.Unlock()
-		return 0, aerr
 	}
 	m := s.webhookMessageLocked(in, c.p["message"])
 	if m == nil {
@@ -560,15 +575,10 @@ func (s *Server) editResponseUnlock(m *message, p *parsed, rawContent json.RawMe
 
 func (s *Server) deleteWebhookMessage(c *call) (int, any) {
 	s.mu.Lock()
-	in, err := s.webhookLocked(c)
+	m, err := s.webhookTargetLocked(c)
 	if err != nil {
 		s.mu.Unlock()
 		return 0, err
-	}
-	m := s.webhookMessageLocked(in, c.p["message"])
-	if m == nil {
-		s.mu.Unlock()
-		return 0, errUnknownMessage
 	}
 	m.Deleted = true
 	ch := s.channels[m.ChannelID]
@@ -643,25 +653,24 @@ func (s *Server) Ping(url string) (bool, error) {
 // and applies the answer in the response body as Discord would. It
 // returns the interaction's id and the endpoint's status.
 func (s *Server) PostCommand(url, userID, guildID, channelID, name string, opts map[string]string) (interactionID string, status int, err error) {
-	s.mu.Lock()
-	in, d, err := s.commandInteractionLocked(userID, guildID, channelID, name, opts)
-	if err == nil {
-		in.HTTP = true
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return "", 0, err
-	}
-	body, _ := json.Marshal(d)
-	status, err = s.deliverHTTP(url, in, body)
-	return in.ID, status, err
+	return s.postHTTP(url, func() (*interaction, map[string]any, error) {
+		return s.commandInteractionLocked(userID, guildID, channelID, name, opts)
+	})
 }
 
 // PostPress posts a button press to an interactions endpoint, as
 // PostCommand does.
 func (s *Server) PostPress(url, userID, channelID, messageID, customID string) (interactionID string, status int, err error) {
+	return s.postHTTP(url, func() (*interaction, map[string]any, error) {
+		return s.pressInteractionLocked(userID, channelID, messageID, customID)
+	})
+}
+
+// postHTTP makes an interaction with newLocked (called with s.mu held), marks
+// it as sent over HTTP and posts it to url.
+func (s *Server) postHTTP(url string, newLocked func() (*interaction, map[string]any, error)) (interactionID string, status int, err error) {
 	s.mu.Lock()
-	in, d, err := s.pressInteractionLocked(userID, channelID, messageID, customID)
+	in, d, err := newLocked()
 	if err == nil {
 		in.HTTP = true
 	}

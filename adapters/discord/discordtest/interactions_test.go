@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,9 +53,7 @@ func TestCommandsAreRegisteredAndChecked(t *testing.T) {
 		{Name: "ok", Description: strings.Repeat("d", 101)},
 	} {
 		_, err := dg.ApplicationCommandBulkOverwrite(srv.AppID(), "G1", []*discordgo.ApplicationCommand{bad})
-		if status, code, _ := restErr(t, err); status != 400 || code != 50035 {
-			t.Errorf("%q/%q: %d %d, want 400 50035", bad.Name, bad.Description, status, code)
-		}
+		wantRestErr(t, err, fmt.Sprintf("%q/%q", bad.Name, bad.Description), 400, 50035)
 	}
 	if _, err := dg.ApplicationCommandBulkOverwrite(srv.AppID(), "G1", []*discordgo.ApplicationCommand{{Name: "ping", Description: "p"}}); err != nil {
 		t.Fatal(err)
@@ -66,10 +65,8 @@ func TestCommandsAreRegisteredAndChecked(t *testing.T) {
 
 func TestSlashCommandDeferredThenFollowedUp(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
-	id := srv.Command("7", "G1", "C1", "undo", map[string]string{"what": "last"})
-	in := b.waitInteraction(t, id).Interaction
+	b := openRegistered(t, srv)
+	id, in := b.command(t, srv, "G1", "C1", "undo", map[string]string{"what": "last"})
 	data := in.ApplicationCommandData()
 	if in.Type != discordgo.InteractionApplicationCommand || data.Name != "undo" || data.Options[0].StringValue() != "last" ||
 		in.Member == nil || in.Member.User.ID != "7" || in.GuildID != "G1" || in.ChannelID != "C1" || in.AppID != srv.AppID() {
@@ -79,9 +76,7 @@ func TestSlashCommandDeferredThenFollowedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource})
-	if status, code, _ := restErr(t, err); status != 400 || code != 40060 {
-		t.Errorf("second answer: %d %d, want 400 40060", status, code)
-	}
+	wantRestErr(t, err, "second answer", 400, 40060)
 	if _, err := b.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: ptr("undone")}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +94,43 @@ func TestSlashCommandDeferredThenFollowedUp(t *testing.T) {
 	}
 }
 
+// sendButtons posts the bot's message with a row of buttons in ch.
+func sendButtons(t *testing.T, b *bot, ch, content string, buttons ...discordgo.Button) *discordgo.Message {
+	t.Helper()
+	row := discordgo.ActionsRow{}
+	for _, btn := range buttons {
+		row.Components = append(row.Components, btn)
+	}
+	m, err := b.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: content, Components: []discordgo.MessageComponent{row}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// openRegistered opens a session on srv with the commands of register
+// registered globally.
+func openRegistered(t *testing.T, srv *discordtest.Server) *bot {
+	t.Helper()
+	b := open(t, srv, allIntents)
+	register(t, srv, b.Session, "")
+	return b
+}
+
+// command has person 7 send a slash command and waits for the session
+// to receive it.
+func (b *bot) command(t *testing.T, srv *discordtest.Server, guildID, channelID, name string, opts map[string]string) (string, *discordgo.Interaction) {
+	t.Helper()
+	id := srv.Command("7", guildID, channelID, name, opts)
+	return id, b.waitInteraction(t, id).Interaction
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func TestFirstFollowupReplacesTheThinkingMessage(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
-	id := srv.Command("7", "", "", "tidy_inbox", nil)
-	in := b.waitInteraction(t, id).Interaction
+	b := openRegistered(t, srv)
+	id, in := b.command(t, srv, "", "", "tidy_inbox", nil)
 	if in.User == nil || in.User.ID != "7" || in.ChannelID != srv.DMChannel("7") {
 		t.Fatalf("DM interaction = %+v", in)
 	}
@@ -124,45 +148,29 @@ func TestFirstFollowupReplacesTheThinkingMessage(t *testing.T) {
 
 func TestLateAnswerIsUnknownInteraction(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
+	b := openRegistered(t, srv)
 	srv.SetInteractionDeadline(50 * time.Millisecond)
-	id := srv.Command("7", "G1", "C1", "tidy_inbox", nil)
-	in := b.waitInteraction(t, id).Interaction
+	_, in := b.command(t, srv, "G1", "C1", "tidy_inbox", nil)
 	time.Sleep(100 * time.Millisecond)
 	err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource})
-	if status, code, _ := restErr(t, err); status != 404 || code != 10062 {
-		t.Errorf("late answer: %d %d, want 404 10062", status, code)
-	}
+	wantRestErr(t, err, "late answer", 404, 10062)
 	_, err = b.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "x"})
-	if status, code, _ := restErr(t, err); status != 401 || code != 50027 {
-		t.Errorf("follow-up after a missed deadline: %d %d, want 401 50027", status, code)
-	}
+	wantRestErr(t, err, "follow-up after a missed deadline", 401, 50027)
 }
 
 func TestFollowupBeforeTheAnswerIsUnknownWebhook(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
-	in := b.waitInteraction(t, srv.Command("7", "G1", "C1", "tidy_inbox", nil)).Interaction
+	b := openRegistered(t, srv)
+	_, in := b.command(t, srv, "G1", "C1", "tidy_inbox", nil)
 	_, err := b.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "x"})
-	if status, code, _ := restErr(t, err); status != 404 || code != 10015 {
-		t.Errorf("follow-up first: %d %d, want 404 10015", status, code)
-	}
+	wantRestErr(t, err, "follow-up first", 404, 10015)
 }
 
 func TestButtonPressAnsweredEphemeralAndUpdate(t *testing.T) {
 	srv := discordtest.New(t)
 	b := open(t, srv, allIntents)
 	ch := srv.DMChannel("7")
-	m, err := b.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "Delete 3 tasks?", Components: []discordgo.MessageComponent{
-		discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.Button{Label: "Yes", CustomID: "yes"}, discordgo.Button{Label: "No", CustomID: "no", Style: discordgo.DangerButton},
-		}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := sendButtons(t, b, ch, "Delete 3 tasks?", discordgo.Button{Label: "Yes", CustomID: "yes"}, discordgo.Button{Label: "No", CustomID: "no", Style: discordgo.DangerButton})
 	// Someone else pressing: an ephemeral answer, only they see it.
 	other := b.waitInteraction(t, srv.Press("8", ch, m.ID, "yes")).Interaction
 	if other.MessageComponentData().CustomID != "yes" || other.Message == nil || other.Message.ID != m.ID || other.User.ID != "8" {
@@ -190,10 +198,8 @@ func TestButtonPressAnsweredEphemeralAndUpdate(t *testing.T) {
 	// Type 6 or 7 answers only components.
 	register(t, srv, b.Session, "")
 	cmd := b.waitInteraction(t, srv.Command("7", "", "", "undo", nil)).Interaction
-	err = b.InteractionRespond(cmd, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
-	if status, code, _ := restErr(t, err); status != 400 || code != 50035 {
-		t.Errorf("type 6 for a command: %d %d, want 400 50035", status, code)
-	}
+	err := b.InteractionRespond(cmd, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+	wantRestErr(t, err, "type 6 for a command", 400, 50035)
 }
 
 // endpoint is an app's interactions endpoint: it checks the signature
@@ -256,10 +262,8 @@ func TestSignedInteractionPosts(t *testing.T) {
 
 func TestTokenLastsFifteenMinutes(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
-	id := srv.Command("7", "G1", "C1", "tidy_inbox", nil)
-	in := b.waitInteraction(t, id).Interaction
+	b := openRegistered(t, srv)
+	id, in := b.command(t, srv, "G1", "C1", "tidy_inbox", nil)
 	if err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,21 +273,14 @@ func TestTokenLastsFifteenMinutes(t *testing.T) {
 	}
 	srv.AgeInteraction(id, 2*time.Minute)
 	_, err := b.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: ptr("at 16 minutes")})
-	if status, code, _ := restErr(t, err); status != 401 || code != 50027 {
-		t.Errorf("edit at 16 minutes: %d %d, want 401 50027", status, code)
-	}
+	wantRestErr(t, err, "edit at 16 minutes", 401, 50027)
 }
 
 func TestDeferredUpdateThenEditOriginalEditsTheButtonsMessage(t *testing.T) {
 	srv := discordtest.New(t)
 	b := open(t, srv, allIntents)
 	ch := srv.DMChannel("7")
-	m, err := b.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "Delete?", Components: []discordgo.MessageComponent{
-		discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.Button{Label: "Yes", CustomID: "yes"}}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := sendButtons(t, b, ch, "Delete?", discordgo.Button{Label: "Yes", CustomID: "yes"})
 	in := b.waitInteraction(t, srv.Press("7", ch, m.ID, "yes")).Interaction
 	if err := b.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err != nil {
 		t.Fatal(err)
@@ -301,8 +298,7 @@ func TestDeferredUpdateThenEditOriginalEditsTheButtonsMessage(t *testing.T) {
 
 func TestInteractionsEndpointReplacesTheGateway(t *testing.T) {
 	srv := discordtest.New(t)
-	b := open(t, srv, allIntents)
-	register(t, srv, b.Session, "")
+	b := openRegistered(t, srv)
 	srv.SetInteractionsEndpoint(endpoint(t, srv.PublicKey()).URL)
 	id := srv.Command("7", "", "", "tidy_inbox", nil)
 	if st := srv.Interaction(id); st.Callback != 4 || st.Original == nil || st.Original.Content != "tidied" {

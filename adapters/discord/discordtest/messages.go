@@ -348,6 +348,17 @@ func (s *Server) lookupLocked(channelID, messageID string) (*channel, *message, 
 	return ch, m, nil
 }
 
+// lockMessage takes s.mu and finds the channel and message a call's
+// path names; on an error it releases s.mu.
+func (s *Server) lockMessage(c *call) (*channel, *message, *apiError) {
+	s.mu.Lock()
+	ch, m, err := s.lookupLocked(c.p["channel"], c.p["message"])
+	if err != nil {
+		s.mu.Unlock()
+	}
+	return ch, m, err
+}
+
 func (s *Server) getMessage(c *call) (int, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -449,10 +460,8 @@ func (s *Server) editMessage(c *call) (int, any) {
 	if err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	ch, m, aerr := s.lookupLocked(c.p["channel"], c.p["message"])
+	ch, m, aerr := s.lockMessage(c)
 	if aerr != nil {
-		s.mu.Unlock()
 		return 0, aerr
 	}
 	if m.AuthorID != s.botID {
@@ -506,10 +515,8 @@ func (s *Server) applyEditLocked(m *message, p *parsed, rawContent json.RawMessa
 // another's needs MANAGE_MESSAGES, which the fake's bot lacks (50013),
 // and in a DM cannot be deleted at all (50003).
 func (s *Server) deleteMessage(c *call) (int, any) {
-	s.mu.Lock()
-	ch, m, err := s.lookupLocked(c.p["channel"], c.p["message"])
+	ch, m, err := s.lockMessage(c)
 	if err != nil {
-		s.mu.Unlock()
 		return 0, err
 	}
 	if m.AuthorID != s.botID {
@@ -547,10 +554,8 @@ func (s *Server) startThread(c *call) (int, any) {
 	default:
 		return 0, formError([]string{"auto_archive_duration"}, "BASE_TYPE_CHOICES", "Value must be one of {60, 1440, 4320, 10080}.")
 	}
-	s.mu.Lock()
-	parent, m, err := s.lookupLocked(c.p["channel"], c.p["message"])
+	parent, m, err := s.lockMessage(c)
 	if err != nil {
-		s.mu.Unlock()
 		return 0, err
 	}
 	// A thread from a message only in a server text channel: 50024 is
@@ -583,35 +588,30 @@ func (s *Server) Reactions(channelID, messageID string) []string {
 
 // addReaction: 204 (https://discord.com/developers/docs/resources/message#create-reaction).
 func (s *Server) addReaction(c *call) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, _, err := s.lookupLocked(c.p["channel"], c.p["message"]); err != nil {
-		return 0, err
-	}
-	key := c.p["channel"] + "/" + c.p["message"]
-	for _, e := range s.reactions[key] {
-		if e == c.p["emoji"] {
-			return 204, nil
+	return s.changeReactions(c, func(have []string, emoji string) []string {
+		if slices.Contains(have, emoji) {
+			return have
 		}
-	}
-	s.reactions[key] = append(s.reactions[key], c.p["emoji"])
-	return 204, nil
+		return append(have, emoji)
+	})
 }
 
 func (s *Server) removeReaction(c *call) (int, any) {
+	return s.changeReactions(c, func(have []string, emoji string) []string {
+		return slices.DeleteFunc(have, func(e string) bool { return e == emoji })
+	})
+}
+
+// changeReactions sets the bot's reactions on the message a call's path
+// names to what change makes of them and the path's emoji: 204.
+func (s *Server) changeReactions(c *call, change func(have []string, emoji string) []string) (int, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, _, err := s.lookupLocked(c.p["channel"], c.p["message"]); err != nil {
 		return 0, err
 	}
 	key := c.p["channel"] + "/" + c.p["message"]
-	var keep []string
-	for _, e := range s.reactions[key] {
-		if e != c.p["emoji"] {
-			keep = append(keep, e)
-		}
-	}
-	s.reactions[key] = keep
+	s.reactions[key] = change(s.reactions[key], c.p["emoji"])
 	return 204, nil
 }
 

@@ -22,6 +22,32 @@ func rest(t *testing.T, srv *discordtest.Server) *discordgo.Session {
 
 // restErr unwraps discordgo's REST error: the HTTP status and Discord's
 // JSON error code.
+// raw makes a call to the fake as the bot would, without discordgo (nor
+// its rate limiter); the caller closes the response's body.
+func raw(t *testing.T, srv *discordtest.Server, method, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bot "+discordtest.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: srv.Transport()}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// wantRestErr checks that err, what a call returned, is Discord's
+// error with that status and code.
+func wantRestErr(t *testing.T, err error, what string, status, code int) {
+	t.Helper()
+	if gotStatus, gotCode, _ := restErr(t, err); gotStatus != status || gotCode != code {
+		t.Errorf("%s: %d %d, want %d %d", what, gotStatus, gotCode, status, code)
+	}
+}
+
 func restErr(t *testing.T, err error) (status, code int, body map[string]any) {
 	t.Helper()
 	var re *discordgo.RESTError
@@ -118,9 +144,7 @@ func TestMessageLimits(t *testing.T) {
 func TestUnknownChannel(t *testing.T) {
 	srv := discordtest.New(t)
 	_, err := rest(t, srv).ChannelMessageSend("123", "x")
-	if status, code, _ := restErr(t, err); status != 404 || code != 10003 {
-		t.Errorf("got %d %d, want 404 10003", status, code)
-	}
+	wantRestErr(t, err, "a message to an unknown channel", 404, 10003)
 }
 
 func TestDMChannelIsStable(t *testing.T) {
@@ -178,9 +202,7 @@ func TestEditKeepsHistoryAndHistoryReadsAfter(t *testing.T) {
 	}
 	// Another's message is not the bot's to edit.
 	_, err = dg.ChannelMessageEdit(ch, first, "x")
-	if status, code, _ := restErr(t, err); status != 403 || code != 50005 {
-		t.Errorf("edit of a person's message: %d %d, want 403 50005", status, code)
-	}
+	wantRestErr(t, err, "edit of a person's message", 403, 50005)
 	second, _ := dg.ChannelMessageSend(ch, "two")
 	hist, err := dg.ChannelMessages(ch, 10, "", first, "")
 	if err != nil {
@@ -228,9 +250,7 @@ func TestEnforceNonceDedupes(t *testing.T) {
 	}
 	_, err := dg.RequestWithBucketID("POST", discordgo.EndpointChannelMessages(ch),
 		map[string]any{"content": "x", "nonce": strings.Repeat("n", 26)}, "")
-	if status, code, _ := restErr(t, err); status != 400 || code != 50035 {
-		t.Errorf("26-character nonce: %d %d, want 400 50035", status, code)
-	}
+	wantRestErr(t, err, "26-character nonce", 400, 50035)
 }
 
 func TestThreadFromAMessage(t *testing.T) {
@@ -254,14 +274,10 @@ func TestThreadFromAMessage(t *testing.T) {
 		t.Errorf("Threads = %+v", got)
 	}
 	_, err = dg.MessageThreadStartComplex("C1", mid, &discordgo.ThreadStart{Name: "again"})
-	if status, code, _ := restErr(t, err); status != 400 || code != 160004 {
-		t.Errorf("second thread: %d %d, want 400 160004", status, code)
-	}
+	wantRestErr(t, err, "second thread", 400, 160004)
 	_, dm := srv.DM("7", "x")
 	_, err = dg.MessageThreadStartComplex(srv.DMChannel("7"), dm, &discordgo.ThreadStart{Name: "dm"})
-	if status, code, _ := restErr(t, err); status != 400 || code != 50024 {
-		t.Errorf("thread in a DM: %d %d, want 400 50024", status, code)
-	}
+	wantRestErr(t, err, "thread in a DM", 400, 50024)
 }
 
 func TestRateLimitedRouteDoesNotStallAnother(t *testing.T) {
@@ -292,16 +308,8 @@ func TestRateLimitHeaders(t *testing.T) {
 	srv := discordtest.New(t)
 	ch := srv.DMChannel("1")
 	srv.RateLimit("POST /channels/{channel.id}/messages", 1)
-	client := &http.Client{Transport: srv.Transport()}
 	do := func() *http.Response {
-		req, _ := http.NewRequest("POST", "https://discord.com/api/v10/channels/"+ch+"/messages", strings.NewReader(`{"content":"x"}`))
-		req.Header.Set("Authorization", "Bot "+discordtest.Token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return raw(t, srv, "POST", "https://discord.com/api/v10/channels/"+ch+"/messages", `{"content":"x"}`)
 	}
 	resp := do()
 	var body struct {
@@ -335,13 +343,7 @@ func TestBucketOverflowIs429(t *testing.T) {
 	}
 	// discordgo's own bucket now waits for the reset; a raw call shows
 	// the fake's answer.
-	req, _ := http.NewRequest("POST", "https://discord.com/api/v9/channels/"+ch+"/messages", strings.NewReader(`{"content":"x"}`))
-	req.Header.Set("Authorization", "Bot "+discordtest.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Transport: srv.Transport()}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := raw(t, srv, "POST", "https://discord.com/api/v9/channels/"+ch+"/messages", `{"content":"x"}`)
 	resp.Body.Close()
 	if resp.StatusCode != 429 {
 		t.Errorf("third call in the window: %d, want 429", resp.StatusCode)
@@ -406,9 +408,7 @@ func TestDeleteOnlyTheBotsOwn(t *testing.T) {
 		t.Error("a deleted message is still there")
 	}
 	err := dg.ChannelMessageDelete(ch, theirs)
-	if status, code, _ := restErr(t, err); status != 403 || code != 50003 {
-		t.Errorf("deleting a person's DM: %d %d, want 403 50003", status, code)
-	}
+	wantRestErr(t, err, "deleting a person's DM", 403, 50003)
 	// EPHEMERAL is not a flag a channel message may carry.
 	e, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "x", Flags: discordgo.MessageFlagsEphemeral})
 	if err != nil || e.Flags != 0 {
@@ -419,7 +419,6 @@ func TestDeleteOnlyTheBotsOwn(t *testing.T) {
 func TestMalformedRequests(t *testing.T) {
 	srv := discordtest.New(t)
 	ch := srv.DMChannel("1")
-	client := &http.Client{Transport: srv.Transport()}
 	cases := []struct {
 		name, method, path, body string
 		status, code             int
@@ -432,13 +431,7 @@ func TestMalformedRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, "https://discord.com"+tc.path, strings.NewReader(tc.body))
-			req.Header.Set("Authorization", "Bot "+discordtest.Token)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := raw(t, srv, tc.method, "https://discord.com"+tc.path, tc.body)
 			defer resp.Body.Close()
 			var body struct {
 				Code    *int   `json:"code"`
@@ -516,7 +509,5 @@ func TestReactions(t *testing.T) {
 		t.Errorf("Requests = %d, want 1", got)
 	}
 	err := dg.MessageReactionAdd(ch, "1", "👀")
-	if status, code, _ := restErr(t, err); status != 404 || code != 10008 {
-		t.Errorf("reaction on an unknown message: %d %d", status, code)
-	}
+	wantRestErr(t, err, "reaction on an unknown message", 404, 10008)
 }

@@ -201,28 +201,26 @@ func (s *Server) DMChannel(userID string) string {
 // their text after edits; deleted ones are marked, ephemeral interaction
 // answers are not there (see Interaction).
 func (s *Server) Messages(channelID string) []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	if c, ok := s.channels[channelID]; ok {
-		for _, m := range c.msgs {
-			if m.AuthorID == s.botID {
-				out = append(out, m.export())
-			}
-		}
-	}
-	return out
+	return s.messagesWhere(channelID, func(m *message) bool { return m.AuthorID == s.botID })
 }
 
 // AllMessages returns every message in a channel (people's and the
 // bot's), oldest first.
 func (s *Server) AllMessages(channelID string) []Message {
+	return s.messagesWhere(channelID, func(*message) bool { return true })
+}
+
+// messagesWhere returns a channel's messages that keep (called with
+// s.mu held) says to, oldest first.
+func (s *Server) messagesWhere(channelID string, keep func(*message) bool) []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Message
 	if c, ok := s.channels[channelID]; ok {
 		for _, m := range c.msgs {
-			out = append(out, m.export())
+			if keep(m) {
+				out = append(out, m.export())
+			}
 		}
 	}
 	return out
@@ -278,16 +276,22 @@ func (s *Server) DMFiles(userID, text string, files ...File) (channelID, message
 
 // SayFiles delivers a person's guild message with attached files.
 func (s *Server) SayFiles(guildID, channelID, userID, text string, files ...File) (messageID string) {
-	s.ensureGuild(guildID)
-	s.mu.Lock()
-	s.userLocked(userID)
-	s.joinLocked(guildID, userID)
-	c := s.guildChannelLocked(guildID, channelID)
+	c := s.lockGuildChannel(guildID, channelID, userID)
 	m := s.addMessageLocked(c, userID, text)
 	m.Attachments = s.attachLocked(files)
 	s.mu.Unlock()
 	s.dispatchMessage(c, m)
 	return m.ID
+}
+
+// lockGuildChannel takes s.mu and returns a guild channel (or thread)
+// for a person of that guild to write in.
+func (s *Server) lockGuildChannel(guildID, channelID, userID string) *channel {
+	s.ensureGuild(guildID)
+	s.mu.Lock()
+	s.userLocked(userID)
+	s.joinLocked(guildID, userID)
+	return s.guildChannelLocked(guildID, channelID)
 }
 
 func (s *Server) attachLocked(files []File) []*attachment {
@@ -303,26 +307,13 @@ func (s *Server) attachLocked(files []File) []*attachment {
 // DM delivers a person's direct message to the bot (MESSAGE_CREATE in
 // their DM channel) and returns the channel's and the message's ids.
 func (s *Server) DM(userID, text string) (channelID, messageID string) {
-	s.mu.Lock()
-	c := s.dmLocked(userID)
-	m := s.addMessageLocked(c, userID, text)
-	s.mu.Unlock()
-	s.dispatchMessage(c, m)
-	return c.ID, m.ID
+	return s.DMFiles(userID, text)
 }
 
 // Say delivers a person's message in a guild channel (or a thread in
 // it) and returns its id. Write "<@"+BotID()+"> …" to mention the bot.
 func (s *Server) Say(guildID, channelID, userID, text string) (messageID string) {
-	s.ensureGuild(guildID)
-	s.mu.Lock()
-	s.userLocked(userID)
-	s.joinLocked(guildID, userID)
-	c := s.guildChannelLocked(guildID, channelID)
-	m := s.addMessageLocked(c, userID, text)
-	s.mu.Unlock()
-	s.dispatchMessage(c, m)
-	return m.ID
+	return s.SayFiles(guildID, channelID, userID, text)
 }
 
 // Reply delivers a person's reply to a message in a guild channel (type
@@ -330,11 +321,7 @@ func (s *Server) Say(guildID, channelID, userID, text string) (messageID string)
 // the replied-to author, as Discord's client does by default
 // (https://discord.com/developers/docs/resources/message#message-reference-types).
 func (s *Server) Reply(guildID, channelID, userID, text, replyTo string) (messageID string) {
-	s.ensureGuild(guildID)
-	s.mu.Lock()
-	s.userLocked(userID)
-	s.joinLocked(guildID, userID)
-	c := s.guildChannelLocked(guildID, channelID)
+	c := s.lockGuildChannel(guildID, channelID, userID)
 	ref := findMessage(c, replyTo)
 	if ref == nil {
 		s.mu.Unlock()
