@@ -13,8 +13,10 @@ import (
 // group commits fenced writes made at the same moment together (group
 // commit): those made while one transaction of them is in flight wait
 // for it, then go in the next, one commit (one WAL flush, one round
-// trip) for all. Nothing waits on purpose: a write with none in flight
-// is committed at once, alone; one that waited groupWait for the
+// trip) for all. While writes come side by side (the last transaction
+// held more than one), the committer waits groupWindow for more before
+// it takes them; otherwise a write with none in flight is committed at
+// once, alone (one person alone never waits). One that waited groupWait for the
 // transaction in flight (slow, or hung on a cut connection) is made
 // alone too. Commit, SaveRun and a Delivered that records no message
 // id take part, with the data keys kept for their scopes
@@ -32,6 +34,9 @@ type group struct {
 
 	mu      sync.Mutex // protects waiting
 	waiting []*groupWrite
+
+	// together is whether the last transaction held more than one write.
+	together atomic.Bool
 }
 
 // groupWrite is one write waiting for its transaction.
@@ -72,10 +77,15 @@ func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
 		}
 		return <-w.done // in that transaction already
 	}
+	if g.together.Load() {
+		wait.Reset(groupWindow)
+		<-wait.C
+	}
 	g.mu.Lock()
 	batch := g.waiting
 	g.waiting = nil
 	g.mu.Unlock()
+	g.together.Store(len(batch) > 1)
 	s.commitGroup(ctx, batch)
 	<-g.slot
 	return <-w.done
@@ -93,6 +103,11 @@ func (g *group) withdraw(w *groupWrite) bool {
 	g.waiting = slices.Delete(g.waiting, i, i+1)
 	return true
 }
+
+// groupWindow is how long the committer waits for more writes while they
+// come side by side (the bbolt store's writer waits as long, for the
+// same reason: store/write.go).
+const groupWindow = time.Millisecond
 
 // groupWait is how long a write waits for the shared transaction in
 // flight before it is made alone: far longer than one takes.
