@@ -374,3 +374,63 @@ func TestFeederWaitingConversationGoesFirst(t *testing.T) {
 		t.Error("a fill asked with no conversation left waiting")
 	}
 }
+
+// TestHandleDoesNotWaitForTheLease: on a shared store, an event is
+// acknowledged once its message and job are stored; leasing its
+// conversation (round trips to the shared database, which 200 people
+// writing at once made the acks queue for) happens after, counted by
+// WaitIdle, and the message is then answered.
+func TestHandleDoesNotWaitForTheLease(t *testing.T) {
+	mem := newMemStore()
+	st := &ownerStore{memStore: mem}
+	st.owns.Store(true)
+	holding, free := make(chan struct{}, 1), make(chan struct{})
+	st.HoldFn = func(ctx context.Context, key string) (bool, error) {
+		select {
+		case holding <- struct{}{}:
+		default:
+		}
+		select {
+		case <-free:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	p := newTelegram()
+	ag := &mockAgent{}
+	b := New(st, ag, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	handled := make(chan error, 1)
+	go func() { handled <- b.Handle(t.Context(), msg("file it", "e1")) }()
+	select {
+	case err := <-handled:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(free)
+		t.Fatal("Handle waited for the conversation's lease")
+	}
+	<-holding // the lease is being taken, after the ack
+	idle := make(chan error, 1)
+	go func() { idle <- b.WaitIdle(t.Context()) }()
+	select {
+	case err := <-idle:
+		t.Fatalf("WaitIdle returned (%v) while the lease was being taken", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(free)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ag.startedList(); len(got) != 1 || got[0] != "file it" {
+		t.Errorf("runs %q, want the message's one", got)
+	}
+}

@@ -105,6 +105,14 @@ var errLeasesLost = errors.New("bot: this process lost the leases of its convers
 // the runs a /cancel whose notification was lost reached.
 const sweepEvery = 3 * time.Second
 
+// offerersMax is how many leases of conversations whose job was just
+// stored are taken side by side (see Bot.schedule); the others wait
+// their turn. pgx's pool has max(4, cores) connections: taken all at
+// once (200 people writing at once), the leases made the intake's
+// commits wait for a connection (BenchmarkServe, PostgreSQL dm, ack p99
+// 117–124 ms unbounded against 78–89 ms with 4; docs/performance.md).
+const offerersMax = 4
+
 // fillEvery is how often a shared store is asked for work that waits
 // for a holder: what a missed notification left, and the conversations
 // of a replica found dead (a lease time after its last beat: the
@@ -137,6 +145,10 @@ type feeder struct {
 	q    Shared
 	max  int           // conversations leased by fill waiting for a worker, at most
 	kick chan struct{} // a fill is wanted
+	// offers bounds the leases taken side by side for jobs just stored
+	// (Bot.schedule), so that they leave the database connections to the
+	// intake's commits.
+	offers chan struct{}
 
 	// mu protects the fields below.
 	mu sync.Mutex
@@ -154,7 +166,7 @@ type feeder struct {
 }
 
 func newFeeder(b *Bot, q Shared) *feeder {
-	return &feeder{b: b, q: q, max: 2 * b.cfg.Workers, kick: make(chan struct{}, 1),
+	return &feeder{b: b, q: q, max: 2 * b.cfg.Workers, kick: make(chan struct{}, 1), offers: make(chan struct{}, offerersMax),
 		held: map[string]bool{}, dirty: map[string]bool{}, handed: map[string]time.Time{},
 		posts: map[string]int{}, due: map[string]uint64{}}
 }
@@ -596,7 +608,34 @@ func (b *Bot) schedule(ctx context.Context, j Job) {
 		b.sched.add(j, false)
 		return
 	}
-	b.feed.offer(context.WithoutCancel(ctx), j.ThreadKey)
+	ctx = context.WithoutCancel(ctx)
+	b.mu.Lock()
+	if !b.started || b.stopped {
+		b.mu.Unlock()
+		// Before Start, as before: leased and queued at once (Start's
+		// recover would find it too); once stopped, the stored job is
+		// the next start's.
+		if !b.stopped {
+			b.feed.offer(ctx, j.ThreadKey)
+		}
+		return
+	}
+	// Leasing the conversation and reading its work are round trips to
+	// the shared database, which the event's acknowledgement does not
+	// wait for (with 200 messages arriving at once they queued for the
+	// pool's connections, and the acks with them): the job is stored,
+	// WaitIdle counts the lease as work to come, and a sweep finds the
+	// job if this process stops first.
+	b.sched.expect()
+	b.workLoops.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.workLoops.Done()
+		defer b.sched.settle()
+		b.feed.offers <- struct{}{}
+		defer func() { <-b.feed.offers }()
+		b.feed.offer(ctx, j.ThreadKey)
+	}()
 }
 
 // fenced reports whether err is a write refused because another

@@ -114,8 +114,7 @@ const groupWindow = time.Millisecond
 const groupWait = 250 * time.Millisecond
 
 // commitGroup makes the writes of batch in one transaction (a single
-// one: its own), or, when it is refused or fails (or a key must be read
-// first), each in one of its own, and tells each its answer (those made
+// one: its own), or, when it is refused or fails, each in one of its own, and tells each its answer (those made
 // alone then, once made: it does not wait for them).
 func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 	// Alone, each is made as if none had waited (at once, side by
@@ -142,11 +141,13 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		scopes = append(scopes, w.scopes...)
 	}
 	slices.Sort(scopes)
-	keys, ids, ok := s.keys.sealingKeys(slices.Compact(scopes))
-	if !ok {
-		alone() // a key to read first
-		return
-	}
+	scopes = slices.Compact(scopes)
+	// Keys kept from earlier transactions are checked by a guard; when a
+	// scope has none kept (a new conversation's first write, a new
+	// period), the scopes' keys are locked and read in the first round
+	// trip instead, as a transaction alone would (fencedTx), and a scope
+	// with none gets one (keyring.current).
+	keys, ids, kept := s.keys.sealingKeys(scopes)
 	slices.SortStableFunc(batch, func(a, b *groupWrite) int { return cmp.Compare(a.order, b.order) })
 	// The transaction is the others' too: its committer's context
 	// canceled (its caller gone) does not end it (a COMMIT whose answer
@@ -162,8 +163,12 @@ func (s *Store) commitGroup(ctx context.Context, batch []*groupWrite) {
 		for _, w := range batch {
 			s.writeGuards(w.ctx, p)
 		}
-		keptKeys(p, keys, ids)
-		reads := false
+		reads := !kept
+		if kept {
+			keptKeys(p, keys, ids)
+		} else {
+			s.keys.lockLater(p, scopes...)
+		}
 		for _, w := range batch {
 			if w.read != nil {
 				w.read(p)

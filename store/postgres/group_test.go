@@ -385,3 +385,58 @@ func TestIntakesShareACommit(t *testing.T) {
 		})
 	}
 }
+
+// TestNewConversationsShareACommit: the first messages of conversations
+// new to the store (no data key yet: 200 people writing at once, their
+// first words) share one transaction too, whose keys are made with its
+// writes, in two round trips whatever their number (the first reads the
+// scopes' keys, finding none; the second writes keys and messages and
+// commits); each message is stored, sealed with its conversation's key.
+func TestNewConversationsShareACommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, p := storeViaProxy(t)
+	const n = 20
+	now := time.Now()
+	// Two rounds, the first on fresh connections, where pgx prepares
+	// each statement at its first use (a round trip of its own); the
+	// second is measured.
+	for round := range 2 {
+		key := func(i int) string { return fmt.Sprintf("telegram:new%d-%d:", round, i) }
+		s.group.slot <- struct{}{}
+		errs := make([]chan error, n)
+		for i := range n {
+			errs[i] = make(chan error, 1)
+			go func() {
+				j := bot.Job{ID: fmt.Sprint("job-new-", round, "-", i), ThreadKey: key(i), Kind: bot.JobIncoming, Enqueued: now}
+				errs[i] <- s.Commit(ctx, bot.Change{EventKey: fmt.Sprint("ev-new-", round, "-", i), EventAt: now,
+					Thread:  &bot.Thread{Key: key(i), Platform: "telegram", ChatID: fmt.Sprint(i)},
+					Message: &bot.Message{ThreadKey: key(i), Role: bot.RoleUser, Text: fmt.Sprint("hello ", i), At: now}, Job: &j})
+			}()
+		}
+		waitUntil(t, func() bool {
+			s.group.mu.Lock()
+			defer s.group.mu.Unlock()
+			return len(s.group.waiting) == n
+		})
+		p.Reset()
+		<-s.group.slot
+		for i := range n {
+			if err := <-errs[i]; err != nil {
+				t.Errorf("intake %d: %v", i, err)
+			}
+		}
+		if c := commits(p); c != 1 {
+			t.Errorf("round %d: %d commits (%v), want 1 for all", round, c, p.Commits())
+		}
+		if rt := p.RoundTrips(); round == 1 && rt > 2 {
+			t.Errorf("%d round trips for %d new conversations' first messages, want 2: %v", rt, n, p.Statements())
+		}
+		for i := range n {
+			msgs, err := s.RecentMessages(ctx, key(i), time.Time{}, 10)
+			if err != nil || len(msgs) != 1 || msgs[0].Text != fmt.Sprint("hello ", i) {
+				t.Errorf("conversation %d: %+v %v", i, msgs, err)
+			}
+		}
+	}
+}

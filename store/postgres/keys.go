@@ -163,6 +163,10 @@ func (k *keyring) lockLater(p *pipe, scopes ...string) {
 	slices.Sort(sorted) // locked in one order
 	for _, scope := range slices.Compact(sorted) {
 		p.later(currentSQL, scope, period).Query(func(rows pgx.Rows) error {
+			if p.looked == nil {
+				p.looked = map[string]bool{}
+			}
+			p.looked[scope] = true
 			for rows.Next() {
 				var id, sealed []byte
 				if err := rows.Scan(&id, &sealed); err != nil {
@@ -196,7 +200,17 @@ func (k *keyring) current(ctx context.Context, q querier, scope string) ([]byte,
 			return lk.id, lk.a, nil
 		}
 	}
-	id, a, err := k.currentRead(ctx, q, scope)
+	var id []byte
+	var a cipher.AEAD
+	var err error
+	if p != nil && p.looked[scope] {
+		// Its transaction found none (lockLater): a new one, written
+		// with the transaction's next statements, not read again (a new
+		// conversation's first write: three round trips fewer).
+		id, a, err = k.make(ctx, p, scope, true)
+	} else {
+		id, a, err = k.currentRead(ctx, q, scope)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -227,17 +241,32 @@ func (k *keyring) currentRead(ctx context.Context, q querier, scope string) ([]b
 		}
 		return id, a, nil
 	}
+	return k.make(ctx, q, scope, false)
+}
+
+// make makes scope's key of this period and makes it current. With
+// later, its rows are queued on pipe q, sent with the transaction's
+// next round trip.
+func (k *keyring) make(ctx context.Context, q querier, scope string, later bool) ([]byte, cipher.AEAD, error) {
+	period := seal.PeriodOf(k.now())
 	id, key, err := seal.NewKey()
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO data_keys (id, period, scope, sealed) VALUES ($1, $2, $3, $4)`,
-		id, period, scope, seal.SealKey(k.masters[0], id, key)); err != nil {
-		return nil, nil, err
-	}
-	if _, err := q.Exec(ctx, `INSERT INTO current_keys (scope, id, period) VALUES ($1, $2, $3)
-		ON CONFLICT (scope) DO UPDATE SET id = excluded.id, period = excluded.period`, scope, id, period); err != nil {
-		return nil, nil, err
+	const insertKey = `INSERT INTO data_keys (id, period, scope, sealed) VALUES ($1, $2, $3, $4)`
+	const makeCurrent = `INSERT INTO current_keys (scope, id, period) VALUES ($1, $2, $3)
+		ON CONFLICT (scope) DO UPDATE SET id = excluded.id, period = excluded.period`
+	sealed := seal.SealKey(k.masters[0], id, key)
+	if p, ok := q.(*pipe); ok && later {
+		p.later(insertKey, id, period, scope, sealed)
+		p.later(makeCurrent, scope, id, period)
+	} else {
+		if _, err := q.Exec(ctx, insertKey, id, period, scope, sealed); err != nil {
+			return nil, nil, err
+		}
+		if _, err := q.Exec(ctx, makeCurrent, scope, id, period); err != nil {
+			return nil, nil, err
+		}
 	}
 	a, err := seal.NewAEAD(key)
 	if err != nil {

@@ -25,6 +25,9 @@ type pipe struct {
 	// keys are the data keys this transaction locked (FOR SHARE) and
 	// may seal with, by scope (see keyring.lockLater).
 	keys map[string]lockedKey
+	// looked are the scopes whose current key it read (lockLater), found
+	// or not: one it did not find gets a new key without reading again.
+	looked map[string]bool
 	// rows are the settings rows it locked FOR UPDATE, by key, as read
 	// (see lockSettingsLater).
 	rows map[string][]byte
