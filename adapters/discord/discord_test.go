@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,11 +338,18 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("incoming %+v", in)
 	}
 	waitFor(t, "the deferred response", func() bool { return srv.Interaction(cid).Callback == 5 })
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "What I can do: …"}); err != nil {
+	answersInPlace(t, a, srv, cid, in, "What I can do: …")
+}
+
+// answersInPlace sends text for command in (interaction id) and checks
+// that it replaced the command's "thinking".
+func answersInPlace(t *testing.T, a *discord.Adapter, srv *discordtest.Server, id string, in bot.Incoming, text string) {
+	t.Helper()
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: in.UserID, EventID: in.EventID, Text: text}); err != nil {
 		t.Fatal(err)
 	}
-	if st := srv.Interaction(cid); st.Original == nil || st.Original.Content != "What I can do: …" {
-		t.Fatalf("interaction %+v", st)
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != text {
+		t.Fatalf("interaction %+v, want %q in place of the thinking", st, text)
 	}
 }
 
@@ -1236,6 +1244,17 @@ func TestTypingShowsInTheThread(t *testing.T) {
 // memberRoute is the member lookup a DM's sender costs in team mode.
 const memberRoute = "GET /guilds/{guild.id}/members/{user.id}"
 
+// teamConfig is a team mode adapter's configuration against srv, where
+// members are in guild.
+func teamConfig(srv *discordtest.Server, members ...string) discord.Config {
+	for _, m := range members {
+		srv.Join(guild, m)
+	}
+	cfg := config(srv, nil)
+	cfg.Team = true
+	return cfg
+}
+
 // A slash command in a DM whose sender's servers are not known yet
 // (team mode asks GET /guilds/{id}/members/{user}) gets its deferred
 // response within Discord's 3 s however long that lookup takes, over
@@ -1247,9 +1266,7 @@ func TestCommandIsDeferredBeforeASlowLookup(t *testing.T) {
 		name := map[bool]string{false: "gateway", true: "interactions endpoint"}[overHTTP]
 		t.Run(name, func(t *testing.T) {
 			srv := discordtest.New(t)
-			srv.Join(guild, alice)
-			cfg := config(srv, nil)
-			cfg.Team = true
+			cfg := teamConfig(srv, alice)
 			if overHTTP {
 				cfg.PublicKey = hexKey(srv)
 			}
@@ -1278,32 +1295,9 @@ func TestCommandIsDeferredBeforeASlowLookup(t *testing.T) {
 			if in.Command != "usage" || !in.AwaitsAnswer || len(in.SharedTeams) != 1 || in.SharedTeams[0] != guild {
 				t.Fatalf("incoming %+v, want /usage naming %s", in, guild)
 			}
-			if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: alice, EventID: in.EventID, Text: "Usage"}); err != nil {
-				t.Fatal(err)
-			}
-			if st := srv.Interaction(id); st.Original == nil || st.Original.Content != "Usage" {
-				t.Fatalf("interaction %+v, want its answer in place of the thinking", st)
-			}
+			answersInPlace(t, a, srv, id, in, "Usage")
 		})
 	}
-}
-
-// clock is a settable Config.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // When Discord does not answer a member lookup (a 5xx), a DM's sender
@@ -1312,16 +1306,13 @@ func (c *clock) add(d time.Duration) {
 // reaching the bot as a stranger.
 func TestUnansweredLookupGoesByWhatWasLearnt(t *testing.T) {
 	srv := discordtest.New(t)
-	srv.Join(guild, alice)
-	srv.Join(guild, bob)
-	cfg := config(srv, nil)
-	cfg.Team = true
-	clk := &clock{now: time.Now()}
-	cfg.Now = clk.Now
+	cfg := teamConfig(srv, alice, bob)
+	var ahead atomic.Int64 // how far the adapter's clock is ahead
+	cfg.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	_, h := start(t, srv, cfg)
 	srv.DM(alice, "one")
 	h.wait(t, 1)
-	clk.add(11 * time.Minute) // what was learnt is stale: asked again
+	ahead.Store(int64(11 * time.Minute)) // what was learnt is stale: asked again
 	srv.Fail(memberRoute, 500, 1)
 	srv.DM(alice, "two")
 	if ev := h.wait(t, 2)[1]; ev.Text != "two" || len(ev.SharedTeams) != 1 || ev.SharedTeams[0] != guild {
@@ -1344,11 +1335,8 @@ func TestUnansweredLookupGoesByWhatWasLearnt(t *testing.T) {
 // and the DM follows once Discord answers.
 func TestSlowLookupHoldsUpItsChatOnly(t *testing.T) {
 	srv := discordtest.New(t)
-	srv.Join(guild, alice)
 	srv.AddChannel(guild, chanA)
-	cfg := config(srv, nil)
-	cfg.Team = true
-	_, h := start(t, srv, cfg)
+	_, h := start(t, srv, teamConfig(srv, alice))
 	release := srv.Hold(memberRoute)
 	srv.DM(alice, "first")
 	waitFor(t, "the lookup", func() bool { return srv.Requests(memberRoute) > 0 })

@@ -17,6 +17,13 @@ import (
 	"github.com/tidybot/tidybot/internal/hooks"
 )
 
+// bareAdapter is an adapter with no gateway, calling api for REST.
+func bareAdapter(api session) *Adapter {
+	return &Adapter{cfg: Config{Now: time.Now}, log: slog.New(slog.DiscardHandler), self: "10", api: api,
+		threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
+		tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: &hooks.Memory{}}
+}
+
 type countHandler struct{ n atomic.Int32 }
 
 func (h *countHandler) Handle(context.Context, bot.Incoming) error { h.n.Add(1); return nil }
@@ -49,9 +56,7 @@ func TestInteractionWithoutDataDoesNotDecode(t *testing.T) {
 // panic on the nil Data.
 func TestInteractionWithoutDataIsRefusedNotAPanic(t *testing.T) {
 	for _, kind := range []discordgo.InteractionType{discordgo.InteractionApplicationCommand, discordgo.InteractionMessageComponent} {
-		a := &Adapter{cfg: Config{Now: time.Now}, log: slog.New(slog.DiscardHandler), self: "10",
-			threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
-			tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: &hooks.Memory{}}
+		a := bareAdapter(nil)
 		h := &countHandler{}
 		in := &intake{a: a, h: h, ctx: context.Background()}
 		var got *discordgo.InteractionResponse
@@ -119,10 +124,7 @@ func TestCommandInAThreadIsPlacedWithoutAskingFirst(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var log []string
-			a := &Adapter{cfg: Config{Now: time.Now}, log: slog.New(slog.DiscardHandler), self: "10",
-				api:     channelAPI{log: &log, channel: &discordgo.Channel{ID: thread, Type: publicThread, ParentID: parent, GuildID: guild}},
-				threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
-				tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: &hooks.Memory{}}
+			a := bareAdapter(channelAPI{log: &log, channel: &discordgo.Channel{ID: thread, Type: publicThread, ParentID: parent, GuildID: guild}})
 			h := &keepHandler{}
 			in := &intake{a: a, h: h, ctx: context.Background()}
 			i := &discordgo.Interaction{ID: "5", Type: discordgo.InteractionApplicationCommand, GuildID: guild, ChannelID: thread, Token: "tok",
@@ -162,10 +164,7 @@ func TestLateInteractionNotStoredAsksToTryAgain(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var log []string
-			a := &Adapter{cfg: Config{Now: time.Now}, log: slog.New(slog.DiscardHandler), self: "10",
-				api:     channelAPI{log: &log, channel: &discordgo.Channel{ID: thread, Type: publicThread, ParentID: parent, GuildID: guild}},
-				threads: map[string]string{}, plain: map[string]bool{}, names: map[string]string{}, wrote: map[string]string{}, dms: map[string]string{},
-				tokens: map[string]hookToken{}, inflight: map[string][]*interactionHook{}, seen: map[string]time.Time{}, hooks: &hooks.Memory{}}
+			a := bareAdapter(channelAPI{log: &log, channel: &discordgo.Channel{ID: thread, Type: publicThread, ParentID: parent, GuildID: guild}})
 			in := &intake{a: a, h: failHandler{}, ctx: context.Background()}
 			i := &discordgo.Interaction{ID: "5", AppID: "10", Type: c.typ, GuildID: guild, ChannelID: thread, Token: "tok",
 				Member: &discordgo.Member{User: &discordgo.User{ID: "30"}}, Data: c.data}
