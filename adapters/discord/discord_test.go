@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -369,11 +370,18 @@ func TestSlashCommand(t *testing.T) {
 	if in.Command != "help" || !in.DM || in.ChatID != srv.DMChannel(bob) {
 		t.Fatalf("incoming %+v", in)
 	}
-	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: bob, EventID: in.EventID, Text: "What I can do: …"}); err != nil {
+	answersInPlace(t, a, srv, cid, in, "What I can do: …")
+}
+
+// answersInPlace sends text for command in (interaction id) and checks
+// that it replaced the command's "thinking".
+func answersInPlace(t *testing.T, a *discord.Adapter, srv *discordtest.Server, id string, in bot.Incoming, text string) {
+	t.Helper()
+	if _, err := a.Send(context.Background(), bot.Outgoing{ChatID: in.ChatID, UserID: in.UserID, EventID: in.EventID, Text: text}); err != nil {
 		t.Fatal(err)
 	}
-	if st := srv.Interaction(cid); st.Original == nil || st.Original.Content != "What I can do: …" {
-		t.Fatalf("interaction %+v", st)
+	if st := srv.Interaction(id); st.Original == nil || st.Original.Content != text {
+		t.Fatalf("interaction %+v, want %q in place of the thinking", st, text)
 	}
 }
 
@@ -1222,5 +1230,115 @@ func TestTypingShowsInTheThread(t *testing.T) {
 	}
 	if srv.Typing(id) != 1 || srv.Typing(chanA) != 1 {
 		t.Fatalf("typing in the thread %d, in the channel %d: want the thread's", srv.Typing(id), srv.Typing(chanA))
+	}
+}
+
+// memberRoute is the member lookup a DM's sender costs in team mode.
+const memberRoute = "GET /guilds/{guild.id}/members/{user.id}"
+
+// teamConfig is a team mode adapter's configuration against srv, where
+// members are in guild.
+func teamConfig(srv *discordtest.Server, members ...string) discord.Config {
+	for _, m := range members {
+		srv.Join(guild, m)
+	}
+	cfg := config(srv, nil)
+	cfg.Team = true
+	return cfg
+}
+
+// A slash command in a DM whose sender's servers are not known yet
+// (team mode asks GET /guilds/{id}/members/{user}) gets its deferred
+// response within Discord's 3 s however long that lookup takes, over
+// the gateway and over HTTP: only the response stands between the
+// interaction and its deferral. The command is stored once Discord
+// answers, naming the server, and its answer replaces the "thinking".
+func TestCommandIsDeferredBeforeASlowLookup(t *testing.T) {
+	for _, overHTTP := range []bool{false, true} {
+		name := map[bool]string{false: "gateway", true: "interactions endpoint"}[overHTTP]
+		t.Run(name, func(t *testing.T) {
+			srv := discordtest.New(t)
+			cfg := teamConfig(srv, alice)
+			if overHTTP {
+				cfg.PublicKey = hexKey(srv)
+			}
+			a, h := start(t, srv, cfg)
+			if overHTTP {
+				mux := http.NewServeMux()
+				if err := a.Routes(mux, h); err != nil {
+					t.Fatal(err)
+				}
+				web := httptest.NewServer(mux)
+				t.Cleanup(web.Close)
+				srv.SetInteractionsEndpoint(web.URL + "/discord/interactions")
+			}
+			release := srv.Hold(memberRoute)
+			id := srv.Command(alice, "", "", "usage", nil)
+			waitFor(t, "the deferred response", func() bool { return srv.Interaction(id).Callback != 0 })
+			if st := srv.Interaction(id); st.Callback != 5 || len(st.Refused) != 0 {
+				t.Fatalf("interaction %+v, want the deferred response (5)", st)
+			}
+			waitFor(t, "the lookup", func() bool { return srv.Requests(memberRoute) > 0 })
+			if ev := h.events(); len(ev) != 0 {
+				t.Fatalf("events %+v before Discord answered the lookup", ev)
+			}
+			release()
+			in := h.wait(t, 1)[0]
+			if in.Command != "usage" || !in.AwaitsAnswer || len(in.SharedTeams) != 1 || in.SharedTeams[0] != guild {
+				t.Fatalf("incoming %+v, want /usage naming %s", in, guild)
+			}
+			answersInPlace(t, a, srv, id, in, "Usage")
+		})
+	}
+}
+
+// When Discord does not answer a member lookup (a 5xx), a DM's sender
+// whose servers were learnt before is taken as in them still, and one
+// of whom nothing was learnt waits for Discord's answer rather than
+// reaching the bot as a stranger.
+func TestUnansweredLookupGoesByWhatWasLearnt(t *testing.T) {
+	srv := discordtest.New(t)
+	cfg := teamConfig(srv, alice, bob)
+	var ahead atomic.Int64 // how far the adapter's clock is ahead
+	cfg.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	_, h := start(t, srv, cfg)
+	srv.DM(alice, "one")
+	h.wait(t, 1)
+	ahead.Store(int64(11 * time.Minute)) // what was learnt is stale: asked again
+	srv.Fail(memberRoute, 500, 1)
+	srv.DM(alice, "two")
+	if ev := h.wait(t, 2)[1]; ev.Text != "two" || len(ev.SharedTeams) != 1 || ev.SharedTeams[0] != guild {
+		t.Fatalf("Alice's second DM %+v, want it naming %s", ev, guild)
+	}
+	asked := srv.Requests(memberRoute)
+	srv.Fail(memberRoute, 500, 2)
+	srv.DM(bob, "hi")
+	ev := h.wait(t, 3)[2]
+	if ev.UserID != bob || len(ev.SharedTeams) != 1 || ev.SharedTeams[0] != guild {
+		t.Fatalf("Bob's DM %+v, want it naming %s", ev, guild)
+	}
+	if n := srv.Requests(memberRoute) - asked; n != 3 {
+		t.Errorf("Bob's DM asked %d times, want 3 (two failures, then the answer)", n)
+	}
+}
+
+// A member lookup Discord is slow to answer (a DM in team mode) holds
+// up that DM only: another chat's message reaches the bot meanwhile,
+// and the DM follows once Discord answers.
+func TestSlowLookupHoldsUpItsChatOnly(t *testing.T) {
+	srv := discordtest.New(t)
+	srv.AddChannel(guild, chanA)
+	_, h := start(t, srv, teamConfig(srv, alice))
+	release := srv.Hold(memberRoute)
+	srv.DM(alice, "first")
+	waitFor(t, "the lookup", func() bool { return srv.Requests(memberRoute) > 0 })
+	srv.Say(guild, chanA, bob, mention(srv, "meanwhile"))
+	if ev := h.wait(t, 1); ev[0].UserID != bob || ev[0].Text != "meanwhile" {
+		t.Fatalf("events %+v, want Bob's mention first", ev)
+	}
+	release()
+	ev := h.wait(t, 2)
+	if ev[1].UserID != alice || len(ev[1].SharedTeams) != 1 || ev[1].SharedTeams[0] != guild {
+		t.Fatalf("events %+v, want Alice's DM naming %s", ev, guild)
 	}
 }

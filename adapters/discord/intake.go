@@ -22,8 +22,8 @@ import (
 // client did with it. So an event whose Handle failed (the store was
 // down) is kept in this process and handed to Handle again, with waits
 // that double up to handleWaitMax, until it is stored or serve stops;
-// the events of one chat wait behind it, in order, while other chats go
-// on. An event the gateway replays after a RESUME (those after the last
+// the messages of its channel wait behind it, in order, while other
+// channels go on. An event the gateway replays after a RESUME (those after the last
 // sequence the client had) is stored once: its event id is its message
 // or interaction id, and the bot drops a duplicate.
 const (
@@ -118,7 +118,9 @@ func (a *Adapter) ready(r *discordgo.Ready) {
 }
 
 // intake hands the gateway's events to the bot: the messages of one
-// chat in order (a lane each), interactions at once.
+// channel in order (a lane each; a thread is a channel of its own),
+// interactions at once. What only Discord can tell of a message is
+// asked in its lane, never on the gateway's reader (lookups.go).
 type intake struct {
 	a   *Adapter
 	h   bot.Handler
@@ -136,8 +138,8 @@ type intake struct {
 // maxWaiting is how many messages may wait in memory for Handle.
 const maxWaiting = 1000
 
-// lane is one chat's events waiting for Handle, oldest first.
-type lane struct{ queue []bot.Incoming }
+// lane is one channel's messages waiting for Handle, oldest first.
+type lane struct{ queue []arrival }
 
 // raw reads the two events the bot takes from their JSON itself:
 // discordgo hands its typed handlers whatever part of an event decoded,
@@ -159,7 +161,12 @@ func (in *intake) raw(ctx context.Context, e *discordgo.Event) {
 			in.a.undecodable(e, err)
 			return
 		}
-		go in.interaction(&i, in.a.gatewayResponder(ctx, &i))
+		ch := interactionChannel(e.RawData)
+		go func() {
+			if later := in.interaction(&i, ch, in.a.gatewayResponder(ctx, &i)); later != nil {
+				later(ctx)
+			}
+		}()
 	}
 }
 
@@ -171,37 +178,39 @@ func (a *Adapter) undecodable(e *discordgo.Event, err error) {
 	}
 }
 
-// message turns one MESSAGE_CREATE into an event for its chat's lane.
+// message reads one MESSAGE_CREATE into its channel's lane.
 func (in *intake) message(m *discordgo.Message) {
-	ev, ok := in.a.Incoming(in.ctx, m)
+	ar, ok := in.a.arrive(m)
 	if !ok {
 		return
 	}
-	in.enqueue(ev)
+	in.enqueue(ar)
 }
 
-// enqueue adds ev to its chat's lane, starting the lane's worker when idle.
-func (in *intake) enqueue(ev bot.Incoming) {
+// enqueue adds ar to its channel's lane, starting the lane's worker
+// when idle.
+func (in *intake) enqueue(ar arrival) {
 	select {
 	case in.room <- struct{}{}:
 	case <-in.ctx.Done():
 		return
 	}
-	key := ev.ChatID
+	key := ar.channel
 	in.mu.Lock()
 	l, running := in.lanes[key]
 	if !running {
 		l = &lane{}
 		in.lanes[key] = l
 	}
-	l.queue = append(l.queue, ev)
+	l.queue = append(l.queue, ar)
 	in.mu.Unlock()
 	if !running {
 		go in.drain(key, l)
 	}
 }
 
-// drain stores the lane's events one by one, each until Handle took it.
+// drain stores the lane's messages one by one, each once Discord told
+// what it needs (settleWaiting) and until Handle took it.
 func (in *intake) drain(key string, l *lane) {
 	for {
 		in.mu.Lock()
@@ -210,11 +219,15 @@ func (in *intake) drain(key string, l *lane) {
 			in.mu.Unlock()
 			return
 		}
-		ev := l.queue[0]
+		ar := l.queue[0]
 		l.queue = l.queue[1:]
 		in.mu.Unlock()
-		if err := in.a.deliver(in.ctx, in.h, ev, 0); err != nil {
-			in.a.log.Warn("discord: event not stored before shutdown", slog.String("event_id", ev.EventID), slog.Any("err", err))
+		ev, err := in.a.settleWaiting(in.ctx, ar)
+		if err == nil {
+			err = in.a.deliver(in.ctx, in.h, ev, 0)
+		}
+		if err != nil {
+			in.a.log.Warn("discord: event not stored before shutdown", slog.String("event_id", ar.ev.EventID), slog.Any("err", err))
 		}
 		<-in.room
 	}
@@ -260,10 +273,22 @@ func (a *Adapter) deliver(ctx context.Context, h bot.Handler, ev bot.Incoming, w
 // discord.com/developers/docs/events/gateway#message-content-intent).
 // A mention in a channel is answered in a thread started from it (its
 // ThreadID is the message's id, which becomes the thread's); one inside
-// a thread is answered there.
+// a thread is answered there. It may ask Discord (lookups.go); ok is
+// false too when Discord did not answer (Run waits and asks again).
 func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incoming, bool) {
-	if m == nil || m.Author == nil || m.Author.Bot || m.Author.System || m.Author.ID == a.self || m.ID == "" || m.ChannelID == "" {
+	ar, ok := a.arrive(m)
+	if !ok {
 		return bot.Incoming{}, false
+	}
+	ev, err := a.settle(ctx, ar, true)
+	return ev, err == nil
+}
+
+// arrive reads a message as Incoming does, asking Discord nothing:
+// what only Discord can tell is left to settle.
+func (a *Adapter) arrive(m *discordgo.Message) (arrival, bool) {
+	if m == nil || m.Author == nil || m.Author.Bot || m.Author.System || m.Author.ID == a.self || m.ID == "" || m.ChannelID == "" {
+		return arrival{}, false
 	}
 	// A webhook's post (an integration's, or an interaction's follow-up)
 	// is no person's: "If the message is generated by a webhook, the
@@ -271,10 +296,10 @@ func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incom
 	// avatar" (discord.com/developers/docs/resources/message#message-object),
 	// without the bot flag; in team mode its server would let it in.
 	if m.WebhookID != "" {
-		return bot.Incoming{}, false
+		return arrival{}, false
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
-		return bot.Incoming{}, false
+		return arrival{}, false
 	}
 	ev := bot.Incoming{
 		Platform: Platform, ChatID: m.ChannelID, UserID: m.Author.ID, UserName: m.Author.Username,
@@ -283,32 +308,27 @@ func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incom
 	if ev.At.IsZero() {
 		ev.At = time.Now()
 	}
+	ar := arrival{channel: m.ChannelID}
 	if m.GuildID == "" {
 		ev.DM = true
 		a.learnDM(m.ChannelID, m.Author.ID)
-		ev.SharedTeams = a.sharedGuilds(ctx, m.Author.ID)
 	} else {
 		text, addressed := a.addressed(m)
 		if !addressed {
-			return bot.Incoming{}, false
+			return arrival{}, false
 		}
 		ev.Text, ev.TeamID = text, m.GuildID
-		ev.ChatID, ev.ThreadID = a.place(ctx, m.ChannelID)
-		if ev.ThreadID == "" {
-			ev.ThreadID = m.ID // the thread the answer starts from this message
-			a.nameThread(m.ID, text)
-		} else {
-			a.wroteIn(m.ID, m.ChannelID) // the sign of life shows in the thread
-		}
+		ar.mention, ar.named = true, text
 	}
 	ev.Attachment = attachment(m.Attachments)
 	if strings.TrimSpace(ev.Text) == "" && ev.Attachment == nil {
-		return bot.Incoming{}, false
+		return arrival{}, false
 	}
 	if cmd, args, ok := command(ev.Text); ok && ev.Attachment == nil {
 		ev.Command, ev.Text = cmd, args
 	}
-	return ev, true
+	ar.ev = ev
+	return ar, true
 }
 
 // addressed reports whether a server message addresses the bot (it
@@ -348,45 +368,4 @@ func command(text string) (cmd, args string, ok bool) {
 		head = c.Name
 	}
 	return head, strings.TrimSpace(rest), true
-}
-
-// place is where a server channel's events belong: a thread is its
-// parent's chat and its own thread; any other channel is a chat. A
-// thread is learnt from THREAD_CREATE, discordgo's state or GET
-// /channels/{id}; one that cannot be looked up is taken for a channel.
-func (a *Adapter) place(ctx context.Context, channel string) (chat, thread string) {
-	a.mu.Lock()
-	parent, isThread := a.threads[channel]
-	plain := a.plain[channel]
-	a.mu.Unlock()
-	switch {
-	case isThread:
-		return parent, channel
-	case plain:
-		return channel, ""
-	}
-	var c *discordgo.Channel
-	if a.sess != nil && a.sess.State != nil {
-		c, _ = a.sess.State.Channel(channel)
-	}
-	if c == nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		var err error
-		c, err = a.api.Channel(channel, discordgo.WithContext(ctx))
-		if err != nil {
-			a.log.Debug("discord: channel not looked up; taken for a channel", slog.String("channel_id", channel), slog.Any("err", redact(err, a.cfg.Token)))
-			if restCode(err) == 0 {
-				return channel, "" // the network: ask again next time
-			}
-		}
-	}
-	if c != nil && c.IsThread() && c.ParentID != "" {
-		a.learnThread(channel, c.ParentID)
-		return c.ParentID, channel
-	}
-	a.mu.Lock()
-	a.plain[channel] = true
-	a.mu.Unlock()
-	return channel, ""
 }

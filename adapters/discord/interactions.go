@@ -30,47 +30,111 @@ import (
 // press with a deferred update (type 6: the message stays as it is, the
 // bot edits it). An interaction that could not be stored in time gets an
 // ephemeral "try again" instead; one seen before (the gateway's replay
-// after a RESUME) gets nothing more.
+// after a RESUME) gets nothing more. One whose event needs Discord to
+// tell something first (lookups.go) gets its deferred response before
+// that is asked, and is stored after; one not stored then (within
+// lateWithin) gets "try again" through its token.
 
 // responder makes an interaction's first (and only) response.
 type responder func(*discordgo.InteractionResponse) error
 
-// interaction hands one interaction to the bot and responds to it.
-func (in *intake) interaction(i *discordgo.Interaction, respond responder) {
+// interaction hands one interaction to the bot and responds to it. ch
+// is the interaction's channel as its JSON gives it (nil for none).
+// later, when not nil, is what is left to do once the response is made:
+// the caller runs it (over HTTP, after the handler returned, so that
+// Discord has the response), with a context that outlives the request.
+func (in *intake) interaction(i *discordgo.Interaction, ch *wireChannel, respond responder) (later func(context.Context)) {
 	a := in.a
 	if i.Type == discordgo.InteractionPing {
 		a.report(respond(&discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong}), i)
-		return
+		return nil
 	}
 	if !a.firstTime(i.ID) {
-		return // replayed after a RESUME: stored and answered already
+		return nil // replayed after a RESUME: stored and answered already
 	}
-	ev, ok := a.interactionIncoming(in.ctx, i)
+	a.learnChannel(ch)
+	ar, ok := a.interactionArrival(i)
 	if !ok {
 		a.report(respond(ephemeral(bot.UnusableText)), i)
-		return
+		return nil
 	}
 	hook := newHook(i, a.cfg.Now())
 	kind := discordgo.InteractionResponseDeferredChannelMessageWithSource
-	place := commandPlace(ev.ChatID, ev.EventID)
-	if ev.Button != "" {
+	if ar.ev.Button != "" {
 		kind = discordgo.InteractionResponseDeferredMessageUpdate
-		place = pressPlace(i.ID)
 	}
+	ev, err := a.settle(in.ctx, ar, false)
+	if err != nil { // only Discord can tell: the response first
+		a.report(respond(&discordgo.InteractionResponse{Type: kind}), i)
+		return func(ctx context.Context) { in.late(ctx, ar, hook) }
+	}
+	place := hookPlace(ev, i.ID)
 	a.answering(place, ev.UserID, hook)
 	if err := a.deliver(in.ctx, in.h, ev, interactionBudget); err != nil {
 		a.log.Warn("discord: interaction not stored in time; the person is asked to try again", slog.String("event_id", ev.EventID), slog.Any("err", redact(err, a.cfg.Token)))
 		a.answered(place, ev.UserID, hook)
 		a.forget(i.ID)
 		a.report(respond(ephemeral(bot.NotTakenText)), i)
-		return
+		return nil
 	}
 	// Kept before the response: a replica that takes it sooner than the
 	// response is made is refused and tries again (refused).
 	a.saveHook(in.ctx, place, ev.UserID, hook)
-	err := respond(&discordgo.InteractionResponse{Type: kind})
+	err = respond(&discordgo.InteractionResponse{Type: kind})
 	a.answered(place, ev.UserID, hook)
 	a.report(err, i)
+	return nil
+}
+
+// late stores an interaction answered before its lookups: it asks
+// Discord what ar needs, keeps the token where the answer finds it and
+// hands the event to the bot, all within lateWithin; an interaction not
+// stored then is told to try again through its token.
+func (in *intake) late(ctx context.Context, ar arrival, hook *interactionHook) {
+	a := in.a
+	ctx, cancel := context.WithTimeout(ctx, lateWithin)
+	defer cancel()
+	ev, err := a.settleWaiting(ctx, ar)
+	if err == nil {
+		a.saveHook(ctx, hookPlace(ev, hook.id), ev.UserID, hook)
+		err = a.deliver(ctx, in.h, ev, 0)
+	}
+	if err == nil {
+		return
+	}
+	a.log.Warn("discord: interaction not stored in time; the person is asked to try again", slog.String("event_id", ar.ev.EventID), slog.Any("err", redact(err, a.cfg.Token)))
+	tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), lookupWithin)
+	defer tcancel()
+	a.tryAgain(tctx, hook, ar.ev.Button != "")
+}
+
+// tryAgain tells the person through h's token that their interaction
+// was not taken: a command's "… is thinking" becomes the notice; a
+// press, whose message stays the bot's, gets it as a message only they
+// see.
+func (a *Adapter) tryAgain(ctx context.Context, h *interactionHook, press bool) {
+	text := bot.NotTakenText
+	err := a.whenKnown(ctx, *h, func() error { // over HTTP, Discord may not have read the response yet
+		if press {
+			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true,
+				&discordgo.WebhookParams{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}, discordgo.WithContext(ctx))
+			return err
+		}
+		_, err := a.api.WebhookMessageEdit(h.appID, h.token, "@original", &discordgo.WebhookEdit{Content: &text, AllowedMentions: noPings}, discordgo.WithContext(ctx))
+		return err
+	})
+	if err != nil {
+		a.log.Warn("discord: could not ask the person to try again", slog.String("interaction_id", h.id), slog.Any("err", redact(err, a.cfg.Token)))
+	}
+}
+
+// hookPlace is where the token of interaction id, whose event is ev, is
+// kept: a command's under its chat and event, a press's under itself.
+func hookPlace(ev bot.Incoming, id string) string {
+	if ev.Button != "" {
+		return pressPlace(id)
+	}
+	return commandPlace(ev.ChatID, ev.EventID)
 }
 
 // report logs a failed response.
@@ -122,9 +186,10 @@ func (a *Adapter) gatewayResponder(ctx context.Context, i *discordgo.Interaction
 	}
 }
 
-// interactionIncoming turns a slash command or a button press into a bot
-// event; ok is false for other interactions (autocomplete, modals).
-func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interaction) (bot.Incoming, bool) {
+// interactionArrival reads a slash command or a button press as a bot
+// event, asking Discord nothing (settle completes it); ok is false for
+// other interactions (autocomplete, modals).
+func (a *Adapter) interactionArrival(i *discordgo.Interaction) (arrival, bool) {
 	user := i.User
 	if i.Member != nil && i.Member.User != nil {
 		user = i.Member.User
@@ -135,21 +200,18 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 	// otherwise would make ApplicationCommandData and
 	// MessageComponentData panic (TestInteractionWithoutDataIsRefusedNotAPanic).
 	if user == nil || user.ID == "" || i.ChannelID == "" || user.Bot || i.Data == nil {
-		return bot.Incoming{}, false
+		return arrival{}, false
 	}
 	ev := bot.Incoming{Platform: Platform, ChatID: i.ChannelID, UserID: user.ID, UserName: user.Username,
 		EventID: "i" + i.ID, At: time.Now(), DM: i.GuildID == "", TeamID: i.GuildID}
 	if ev.DM {
 		a.learnDM(i.ChannelID, user.ID)
-		ev.SharedTeams = a.sharedGuilds(ctx, user.ID)
-	} else {
-		ev.ChatID, ev.ThreadID = a.place(ctx, i.ChannelID)
 	}
 	switch i.Type {
 	case discordgo.InteractionApplicationCommand:
 		d := i.ApplicationCommandData()
 		if d.Name == "" {
-			return bot.Incoming{}, false
+			return arrival{}, false
 		}
 		ev.Command = d.Name
 		ev.AwaitsAnswer = true // deferred: "… is thinking" until answered
@@ -163,19 +225,19 @@ func (a *Adapter) interactionIncoming(ctx context.Context, i *discordgo.Interact
 				}
 			}
 		}
-		return ev, true
+		return arrival{ev: ev, channel: i.ChannelID}, true
 	case discordgo.InteractionMessageComponent:
 		d := i.MessageComponentData()
 		if d.CustomID == "" {
-			return bot.Incoming{}, false
+			return arrival{}, false
 		}
 		ev.Button, ev.ButtonRef = d.CustomID, pressRef(i.ID, user.ID)
 		if i.Message != nil {
 			ev.MessageID = i.Message.ID
 		}
-		return ev, true
+		return arrival{ev: ev, channel: i.ChannelID}, true
 	}
-	return bot.Incoming{}, false
+	return arrival{}, false
 }
 
 // AnswerButton implements bot.ButtonAnswerer. The press was answered
@@ -270,7 +332,7 @@ func (a *Adapter) InteractionsHandler(key ed25519.PublicKey, h bot.Handler) http
 			return
 		}
 		in := &intake{a: a, h: h, ctx: r.Context()}
-		in.interaction(&i, func(resp *discordgo.InteractionResponse) error {
+		later := in.interaction(&i, interactionChannel(body), func(resp *discordgo.InteractionResponse) error {
 			var buf bytes.Buffer
 			if err := json.NewEncoder(&buf).Encode(resp); err != nil {
 				return fmt.Errorf("discord: interaction response: %w", err)
@@ -282,5 +344,8 @@ func (a *Adapter) InteractionsHandler(key ed25519.PublicKey, h bot.Handler) http
 			}
 			return err
 		})
+		if later != nil {
+			go later(context.WithoutCancel(r.Context()))
+		}
 	})
 }

@@ -299,7 +299,7 @@ func (a *Adapter) target(ctx context.Context, m bot.Outgoing) (channel, reply st
 	if a.noThreads(m.ThreadID) {
 		return m.ChatID, m.ThreadID, nil
 	}
-	if _, thread := a.place(ctx, m.ThreadID); thread != "" {
+	if _, thread, _ := a.place(ctx, m.ThreadID, true); thread != "" {
 		return m.ThreadID, "", nil // a thread already (one a person made, or learnt before a restart)
 	}
 	start := &discordgo.ThreadStart{Name: a.threadName(m.ThreadID), AutoArchiveDuration: 1440}

@@ -5,8 +5,10 @@ import (
 	"hash/fnv"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,6 +64,56 @@ func (s *Server) Fail(route string, status, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forced = append(s.forced, &forcedLimit{route: normalizeRoute(route), n: n, status: status})
+}
+
+// Hold makes the calls of a route (as RateLimit names it) wait, before
+// they are counted against a bucket or answered, until release is
+// called or the client gives up (the request's context ends): a Discord
+// that is slow to answer. It cites nothing of Discord's: a knob for
+// tests of what waits behind a slow call. Requests counts a held call
+// as soon as it arrives, so a test can wait for it to be held. Close
+// releases every hold.
+func (s *Server) Hold(route string) (release func()) {
+	h := &hold{route: normalizeRoute(route), done: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	return func() { s.release(h) }
+}
+
+// hold is a route's calls waiting until done closes.
+type hold struct {
+	route string
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (s *Server) release(h *hold) {
+	s.mu.Lock()
+	s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
+	s.mu.Unlock()
+	h.once.Do(func() { close(h.done) })
+}
+
+// held waits while a hold covers c; false when the client gave up.
+func (s *Server) held(c *call) bool {
+	exact := c.r.Method + " " + c.path
+	s.mu.Lock()
+	var waits []chan struct{}
+	for _, h := range s.holds {
+		if h.route == c.route || h.route == exact {
+			waits = append(waits, h.done)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-c.r.Context().Done():
+			return false
+		}
+	}
+	return true
 }
 
 // GlobalRateLimit answers the next n calls of any route but the

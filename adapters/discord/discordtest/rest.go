@@ -221,6 +221,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, nil, 401, errUnauthorized)
 		return
 	}
+	if !s.held(c) {
+		return // the client gave up waiting (Hold)
+	}
 	hdr, limited, failed := s.rateLimit(c)
 	if limited != nil {
 		writeJSON(w, hdr, http.StatusTooManyRequests, limited)

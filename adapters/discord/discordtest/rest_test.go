@@ -1,6 +1,7 @@
 package discordtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -510,4 +511,41 @@ func TestReactions(t *testing.T) {
 	}
 	err := dg.MessageReactionAdd(ch, "1", "👀")
 	wantRestErr(t, err, "reaction on an unknown message", 404, 10008)
+}
+
+// Hold keeps a route's calls waiting until released (other routes
+// answer meanwhile); a client that gives up is let go. (discordgo
+// itself makes a call wait while another of its bucket is on its way:
+// two channels here.)
+func TestHold(t *testing.T) {
+	srv := discordtest.New(t)
+	dg := rest(t, srv)
+	one, two := srv.DMChannel("1"), srv.DMChannel("2")
+	release := srv.Hold("GET /channels/{channel.id}")
+	done := make(chan error, 1)
+	go func() {
+		_, err := dg.Channel(one)
+		done <- err
+	}()
+	waitFor(t, func() bool { return srv.Requests("GET /channels/{}") == 1 })
+	if _, err := dg.User(srv.BotID()); err != nil {
+		t.Fatalf("another route while one is held: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a held call was answered (%v)", err)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := dg.Channel(two, discordgo.WithContext(ctx)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a client that gave up: %v, want its deadline", err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Errorf("once released: %v", err)
+	}
+	if _, err := dg.Channel(two); err != nil {
+		t.Errorf("after the hold: %v", err)
+	}
 }

@@ -22,9 +22,9 @@
 // Commands. Events sent before the bot identified reach no one, as on
 // Discord: a test that opens the gateway in the background calls
 // WaitReady first. Faults: RateLimit and GlobalRateLimit (429s), Fail
-// (5xx), Reconnect (op 7), InvalidSession (op 9), Drop (the TCP
-// connection closes without a close frame), CloseGateway (a close
-// code), Redeliver (an event sent twice), Dispatch (any event, as
+// (5xx), Hold (calls that wait until released), Reconnect (op 7),
+// InvalidSession (op 9), Drop (the TCP connection closes without a
+// close frame), CloseGateway (a close code), Redeliver (an event sent twice), Dispatch (any event, as
 // given), WithoutMessageContent and
 // RefuseDisallowedIntents (the privileged MESSAGE_CONTENT intent),
 // SetInteractionDeadline.
@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -74,6 +75,7 @@ type Server struct {
 	commands          map[string][]*command // guild id ("" global) → commands
 	buckets           map[string]*bucket
 	forced            []*forcedLimit
+	holds             []*hold
 	globalForced      int
 	limited           int
 	retryAfter        time.Duration
@@ -142,6 +144,12 @@ func New(t testing.TB) *Server {
 
 // Close closes the gateway connections and the server.
 func (s *Server) Close() {
+	s.mu.Lock()
+	holds := slices.Clone(s.holds)
+	s.mu.Unlock()
+	for _, h := range holds {
+		s.release(h)
+	}
 	s.mu.Lock()
 	conns := make([]*gwConn, 0, len(s.conns))
 	for c := range s.conns {
