@@ -434,3 +434,24 @@ func TestHandleDoesNotWaitForTheLease(t *testing.T) {
 		t.Errorf("runs %q, want the message's one", got)
 	}
 }
+
+// BenchmarkFeederFresh: a conversation's job taken while this process
+// has handed out 30,000 others within retakeAfter (1,000 messages a
+// second): its cost does not grow with them (it read every one at each
+// take, 2026-11-28).
+//
+//	go test ./bot -run '^$' -bench FeederFresh -benchmem
+func BenchmarkFeederFresh(b *testing.B) {
+	bt := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	f := newFeeder(bt, &mockShared{})
+	epoch := bt.sched.epochNow()
+	for i := range 30000 {
+		f.fresh(nil, []Job{{ID: fmt.Sprint("old", i), ThreadKey: "telegram:1"}}, epoch)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if got := f.fresh(nil, []Job{{ID: fmt.Sprint("j", i), ThreadKey: "telegram:2"}}, epoch); len(got) != 1 {
+			b.Fatalf("fresh %v", got)
+		}
+	}
+}

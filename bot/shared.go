@@ -158,6 +158,10 @@ type feeder struct {
 	held   map[string]bool      // leased (or being leased) conversations
 	dirty  map[string]bool      // a job arrived for a held conversation since it was last read
 	handed map[string]time.Time // job ids handed out, when
+	// handOrder is handed's ids in the order they were handed out
+	// (their times never decrease), so that those past retakeAfter are
+	// forgotten from its front, not by reading every one at each fill.
+	handOrder []handedJob
 	// posts counts, by conversation, the outbox entries this process is
 	// delivering (Bot.delivering); due holds the held conversations out
 	// of work whose release waits for them, with their epoch.
@@ -283,6 +287,7 @@ func (f *feeder) lost() {
 	clear(f.held)
 	clear(f.dirty)
 	clear(f.handed)
+	f.handOrder = nil
 	clear(f.due)
 	f.b.sched.drop() // under mu: a lease taken before is not recorded after
 	f.mu.Unlock()
@@ -749,6 +754,12 @@ func (b *Bot) stopCancelled(ctx context.Context, keys ...string) bool {
 	return stopped
 }
 
+// handedJob is a job id handed out, and when.
+type handedJob struct {
+	id string
+	at time.Time
+}
+
 // fresh turns a conversation's work into jobs, resumes first, leaving
 // out what this process handed out within retakeAfter; none once the
 // leases were lost (epoch is over).
@@ -764,10 +775,11 @@ func (f *feeder) fresh(runs []*Run, jobs []Job, epoch uint64) []Job {
 	if f.b.sched.epochNow() != epoch {
 		return nil
 	}
-	for id, at := range f.handed {
-		if now.Sub(at) > retakeAfter {
-			delete(f.handed, id)
+	for len(f.handOrder) > 0 && now.Sub(f.handOrder[0].at) > retakeAfter {
+		if h := f.handOrder[0]; f.handed[h.id].Equal(h.at) {
+			delete(f.handed, h.id)
 		}
+		f.handOrder = f.handOrder[1:]
 	}
 	kept := out[:0]
 	for _, j := range out {
@@ -775,6 +787,7 @@ func (f *feeder) fresh(runs []*Run, jobs []Job, epoch uint64) []Job {
 			continue
 		}
 		f.handed[j.ID] = now
+		f.handOrder = append(f.handOrder, handedJob{j.ID, now})
 		if j.Kind == JobResume {
 			f.b.log.Info("resuming run", slog.String("run_id", j.RunID), slog.String("thread_key", j.ThreadKey))
 		}
