@@ -23,8 +23,8 @@ const maxBatch = 1000
 // a person's message makes three writes spread over its run (its intake,
 // its run's end, its answer's delivery), so without a window most
 // transactions held one or two of them. BenchmarkServe (bbolt, dm) with
-// 1 ms: fdatasyncs a message 1.13–1.19 → 0.61–0.63, CPU a message about
-// 13% less (docs/performance.md). A write that finds the writer idle
+// 1 ms: fdatasyncs a message 1.22–1.34 → 0.59, CPU a message 15% less
+// (docs/performance.md). A write that finds the writer idle
 // after a transaction of one write commits at once: one person alone
 // never waits for the window.
 const groupWindow = time.Millisecond
