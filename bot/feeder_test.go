@@ -455,3 +455,54 @@ func BenchmarkFeederFresh(b *testing.B) {
 		}
 	}
 }
+
+// TestStopLeasesNoMoreJustStoredConversations: the leases of
+// conversations whose job was just stored are taken after the ack,
+// offerersMax at a time; once Stop began, those still waiting for their
+// turn are left to the next start (or another replica's sweep), as a
+// job stored while stopped is: Stop does not wait for them to be
+// leased, nor does this process hold leases whose jobs it will not run.
+func TestStopLeasesNoMoreJustStoredConversations(t *testing.T) {
+	mem := newMemStore()
+	st := &ownerStore{memStore: mem}
+	st.owns.Store(true)
+	var holds atomic.Int32
+	holding, free := make(chan struct{}, offerersMax+1), make(chan struct{})
+	st.HoldFn = func(ctx context.Context, key string) (bool, error) {
+		holds.Add(1)
+		holding <- struct{}{}
+		<-free
+		return true, nil
+	}
+	p := newTelegram()
+	b := New(st, &mockAgent{}, Config{Workers: 1, AllowedUsers: []string{"telegram:42"}})
+	b.AddPlatform(p)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	const n = offerersMax + 2
+	for i := range n {
+		in := msg("file it", fmt.Sprint("e", i))
+		in.ChatID = fmt.Sprint("c", i)
+		if err := b.Handle(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range offerersMax {
+		<-holding // offerersMax leases being taken; the others wait their turn
+	}
+	stopped := make(chan struct{})
+	go func() { b.Stop(); close(stopped) }()
+	for !b.isStopped() {
+		time.Sleep(time.Millisecond)
+	}
+	close(free)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	if got := holds.Load(); got != offerersMax {
+		t.Errorf("%d leases taken, want the %d begun before Stop", got, offerersMax)
+	}
+}

@@ -630,15 +630,26 @@ func (b *Bot) schedule(ctx context.Context, j Job) {
 	// wait for (with 200 messages arriving at once they queued for the
 	// pool's connections, and the acks with them): the job is stored,
 	// WaitIdle counts the lease as work to come, and a sweep finds the
-	// job if this process stops first.
+	// job if this process stops first. Once stopping, a lease not begun
+	// is not taken: the stored job is the next start's (or another
+	// replica's), as above.
 	b.sched.expect()
 	b.workLoops.Add(1)
 	b.mu.Unlock()
 	go func() {
 		defer b.workLoops.Done()
 		defer b.sched.settle()
-		b.feed.offers <- struct{}{}
+		select {
+		case b.feed.offers <- struct{}{}:
+		case <-b.quit:
+			return
+		}
 		defer func() { <-b.feed.offers }()
+		select {
+		case <-b.quit: // both were ready
+			return
+		default:
+		}
 		b.feed.offer(ctx, j.ThreadKey)
 	}()
 }
