@@ -775,7 +775,6 @@ type handedJob struct {
 // out what this process handed out within retakeAfter; none once the
 // leases were lost (epoch is over).
 func (f *feeder) fresh(runs []*Run, jobs []Job, epoch uint64) []Job {
-	now := time.Now()
 	out := make([]Job, 0, len(runs)+len(jobs))
 	for _, r := range runs {
 		out = append(out, resumeJob(r, f.b.cfg.Now()))
@@ -786,6 +785,7 @@ func (f *feeder) fresh(runs []*Run, jobs []Job, epoch uint64) []Job {
 	if f.b.sched.epochNow() != epoch {
 		return nil
 	}
+	now := time.Now() // under mu: handOrder's times never decrease
 	for len(f.handOrder) > 0 && now.Sub(f.handOrder[0].at) > retakeAfter {
 		if h := f.handOrder[0]; f.handed[h.id].Equal(h.at) {
 			delete(f.handed, h.id)
