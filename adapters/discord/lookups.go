@@ -57,7 +57,7 @@ var (
 	errAsk = errors.New("discord: only Discord can tell")
 	// errNoAnswer is wrapped by the error of a lookup Discord did not
 	// answer.
-	errNoAnswer = errors.New("Discord did not answer")
+	errNoAnswer = errors.New("no answer from Discord")
 )
 
 // noAnswer reports whether err is Discord not answering (the network,
