@@ -861,9 +861,13 @@ func (b *Bot) triedAgain(id, what string, err error, log *slog.Logger) bool {
 // thread, or a new run.
 func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	b.clipNote(ctx, in)
-	if r, err := b.waitingRun(ctx, in.ThreadKey()); err != nil {
+	// What a run's start reads is read at once (one round trip with a
+	// StartReader store); only a new run with none waiting uses the rest.
+	st, err := b.readStart(ctx, jobID, in)
+	if err != nil {
 		return err
-	} else if r != nil {
+	}
+	if r := st.Waiting; r != nil {
 		if r.Waiting.UserID != "" && r.Waiting.UserID != in.UserID && in.Button == "" {
 			// Someone else spoke in the thread: that is a new request.
 			return b.startRun(ctx, jobID, in, in.Text)
@@ -909,7 +913,7 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	if in.Button != "" {
 		return nil // a press for a question that is gone; already answered
 	}
-	return b.beginRun(ctx, jobID, in, in.Text, false) // none waits: read above
+	return b.beginRun(ctx, jobID, in, in.Text, &st) // none waits: read above
 }
 
 func (b *Bot) waitingRun(ctx context.Context, threadKey string) (*Run, error) {

@@ -14,18 +14,25 @@ import (
 // startRun begins a new run for a message or command; a run of the
 // thread waiting for an answer is dropped.
 func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instruction string) error {
-	return b.beginRun(ctx, runID, in, instruction, true)
+	return b.beginRun(ctx, runID, in, instruction, nil)
 }
 
-// beginRun is startRun; without dropWaiting when the caller found no
-// run of the thread waiting, as the job's handling began: none can
-// start waiting since (the thread runs one job at a time, and the end
-// of the one before was committed before this job's turn).
-func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instruction string, dropWaiting bool) error {
-	if _, err := b.store.Run(ctx, runID); err == nil {
+// beginRun is startRun with st, what the handling of its job (runID)
+// read as it began (readStart), having found no run of the thread
+// waiting: none can start waiting since (the thread runs one job at a
+// time, and the end of the one before was committed before this job's
+// turn). With st nil it reads them itself, and drops the waiting run.
+func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instruction string, st *StartReads) error {
+	dropWaiting := st == nil
+	if st == nil {
+		read, err := b.readStart(ctx, runID, in)
+		if err != nil {
+			return err
+		}
+		st = &read
+	}
+	if st.Stored {
 		return nil // started before a restart; it resumes from its own record
-	} else if !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("bot: read run %s: %w", runID, err)
 	}
 	key := in.ThreadKey()
 	var images []agent.Image
@@ -41,7 +48,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 			return err
 		}
 	}
-	history, err := b.history(ctx, in)
+	history, err := b.history(in, st)
 	if err != nil {
 		return err
 	}
@@ -49,7 +56,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 		return err
 	}
 	// Only the settings: a run's start reads no timer (repairTimers).
-	ps, err := b.Settings(ctx, in.Platform, in.UserID)
+	ps, err := decodeSettings(in.Platform, in.UserID, st.Setting)
 	if err != nil {
 		return err
 	}
@@ -86,7 +93,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 	// the status message then waits for something to say (see ack).
 	q := b.queue(in.Platform)
 	quiet := q != nil && acknowledges(q.p, in)
-	return b.execute(ctx, r, runID, "🤔 Working on it…", quiet, func(ctx context.Context, h agent.Hooks) agent.Outcome {
+	return b.executeMarked(ctx, r, runID, st.CancelMark, "🤔 Working on it…", quiet, func(ctx context.Context, h agent.Hooks) agent.Outcome {
 		// /tidy-inbox certainly reads the inbox and the projects: they are
 		// read before the first model call.
 		out := ag.Start(ctx, agent.Input{Instruction: instruction, History: history, Images: images, Overview: instruction == TidyInboxInstruction,
@@ -108,17 +115,12 @@ func (r *Run) outgoing(text string) Outgoing {
 }
 
 // history returns the earlier messages of in's thread the model sees
-// (Config.History of them, since the thread's last /reset), without in.
-func (b *Bot) history(ctx context.Context, in Incoming) ([]agent.HistoryMessage, error) {
-	key := in.ThreadKey()
-	th, err := b.store.Thread(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("bot: read thread %s: %w", key, err)
+// (Config.History of them, since the thread's last /reset: st's), without in.
+func (b *Bot) history(in Incoming, st *StartReads) ([]agent.HistoryMessage, error) {
+	if st.Thread == nil {
+		return nil, fmt.Errorf("bot: read thread %s: %w", in.ThreadKey(), ErrNotFound)
 	}
-	msgs, err := b.store.RecentMessages(ctx, key, th.ResetAt, b.cfg.History+1)
-	if err != nil {
-		return nil, fmt.Errorf("bot: read history of %s: %w", key, err)
-	}
+	msgs := st.Messages
 	var history []agent.HistoryMessage
 	for _, m := range msgs {
 		if m.Role == RoleUser && m.Text == in.Text && m.At.Equal(in.At) {
@@ -269,15 +271,21 @@ func (b *Bot) resumeRun(ctx context.Context, runID, answer, jobID string) error 
 // the status message ("" for none); quiet holds it back until the run
 // has something to say (see ack).
 func (b *Bot) execute(ctx context.Context, r *Run, jobID, first string, quiet bool, call func(context.Context, agent.Hooks) agent.Outcome) error {
+	mark, err := b.cancelMark(ctx, r.ThreadKey, jobID, r.ID)
+	if err != nil {
+		return err
+	}
+	return b.executeMarked(ctx, r, jobID, mark, first, quiet, call)
+}
+
+// executeMarked is execute with mark, the run's cancel mark read as it
+// began (see cancelMark).
+func (b *Bot) executeMarked(ctx context.Context, r *Run, jobID string, mark int64, first string, quiet bool, call func(context.Context, agent.Hooks) agent.Outcome) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The run's model calls are reserved against its person's day.
 	meter := &runMeter{b: b, platform: r.Platform, userID: r.UserID, stop: cancel}
 	runCtx = context.WithValue(runCtx, meterKey{}, meter)
-	mark, markErr := b.cancelMark(ctx, r.ThreadKey, jobID, r.ID)
-	if markErr != nil {
-		return markErr
-	}
 	ar := &activeRun{runID: r.ID, cancel: cancel, cancelMark: mark}
 	b.mu.Lock()
 	b.running[r.ThreadKey] = ar

@@ -63,13 +63,22 @@ func conversationFields(in Incoming) map[string]map[string]json.RawMessage {
 
 // Settings returns a person's settings; zero when they set none.
 func (b *Bot) Settings(ctx context.Context, platform, userID string) (PersonSettings, error) {
-	var ps PersonSettings
 	raw, err := b.store.Setting(ctx, personKey(platform, userID))
-	if errors.Is(err, ErrNotFound) || (err == nil && raw == "") {
-		return ps, nil
+	if errors.Is(err, ErrNotFound) {
+		raw, err = "", nil
 	}
 	if err != nil {
-		return ps, fmt.Errorf("bot: read settings of %s:%s: %w", platform, userID, err)
+		return PersonSettings{}, fmt.Errorf("bot: read settings of %s:%s: %w", platform, userID, err)
+	}
+	return decodeSettings(platform, userID, raw)
+}
+
+// decodeSettings returns a person's settings stored as raw ("" for
+// none: zero).
+func decodeSettings(platform, userID, raw string) (PersonSettings, error) {
+	var ps PersonSettings
+	if raw == "" {
+		return ps, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &ps); err != nil {
 		return ps, fmt.Errorf("bot: decode settings of %s:%s: %w", platform, userID, err)

@@ -11,10 +11,15 @@ import (
 )
 
 // markFailsOnce is a Store whose first CancelMark fails, as a read on a
-// cut connection does.
+// cut connection does. It makes a job's first reads one by one
+// (bot.ReadStart), so that its CancelMark is the one they call.
 type markFailsOnce struct {
 	*Store
 	failed atomic.Bool
+}
+
+func (s *markFailsOnce) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads, error) {
+	return bot.ReadStart(ctx, s, q)
 }
 
 func (s *markFailsOnce) CancelMark(ctx context.Context, key, jobID, runID string) (int64, error) {

@@ -677,13 +677,16 @@ func (s *Store) Cancel(ctx context.Context, key string) (bool, error) {
 	return stored, nil
 }
 
+// cancelMarkSQL reads CancelMark($1, $2, $3).
+const cancelMarkSQL = `SELECT coalesce(max(id), 0) FROM cancels WHERE thread_key = $1
+	AND job <> coalesce((SELECT seq FROM jobs WHERE id = $2), -1) AND (run = '' OR run <> $3)`
+
 // CancelMark implements bot.Shared: the latest cancel of conversation
 // key but those Cancel stored for job jobID or run runID while it
 // waited.
 func (s *Store) CancelMark(ctx context.Context, key, jobID, runID string) (int64, error) {
 	var mark int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM cancels WHERE thread_key = $1
-		AND job <> coalesce((SELECT seq FROM jobs WHERE id = $2), -1) AND (run = '' OR run <> $3)`, key, jobID, runID).Scan(&mark)
+	err := s.pool.QueryRow(ctx, cancelMarkSQL, key, jobID, runID).Scan(&mark)
 	if err != nil {
 		return 0, fmt.Errorf("store: cancel mark of %s: %w", key, err)
 	}

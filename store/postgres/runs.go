@@ -131,18 +131,27 @@ func (s *Store) ThreadRuns(ctx context.Context, threadKey string) ([]*bot.Run, e
 	return out, nil
 }
 
+// waitingRunSQL selects the waiting runs of conversation $1, newest
+// first (firstWaiting picks one).
+const waitingRunSQL = `SELECT value FROM runs WHERE thread_key = $1 AND status = 'waiting' ORDER BY created DESC, id DESC`
+
 // WaitingRun implements bot.Store: the thread's newest waiting run.
 func (s *Store) WaitingRun(ctx context.Context, threadKey string) (*bot.Run, error) {
-	out, err := s.runs(ctx, `SELECT value FROM runs WHERE thread_key = $1 AND status = 'waiting' ORDER BY created DESC, id DESC`, threadKey)
+	out, err := s.runs(ctx, waitingRunSQL, threadKey)
 	if err != nil {
 		return nil, fmt.Errorf("store: waiting run of %s: %w", threadKey, err)
 	}
-	for _, r := range out {
+	return firstWaiting(out), nil
+}
+
+// firstWaiting is the first of runs (waitingRunSQL's) that waits.
+func firstWaiting(runs []*bot.Run) *bot.Run {
+	for _, r := range runs {
 		if r.Waiting != nil {
-			return r, nil
+			return r
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // WaitingRunByKey implements bot.Store. Keys are short and random: of
@@ -211,6 +220,11 @@ func decodeAll[T any](ctx context.Context, s *Store, sql string, args ...any) ([
 	if err != nil {
 		return nil, err
 	}
+	return decodeValues[T](ctx, s, vals)
+}
+
+// decodeValues decodes stored values (decodeAll's) in their order.
+func decodeValues[T any](ctx context.Context, s *Store, vals [][]byte) ([]T, error) {
 	out := make([]T, 0, len(vals))
 	for _, v := range vals {
 		var x T

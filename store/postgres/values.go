@@ -77,11 +77,14 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 	return int(tag.RowsAffected()), nil
 }
 
+// threadSQL reads conversation $1.
+const threadSQL = `SELECT value FROM threads WHERE key = $1`
+
 // Thread implements bot.Store.
 func (s *Store) Thread(ctx context.Context, key string) (bot.Thread, error) {
 	var t bot.Thread
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT value FROM threads WHERE key = $1`, key).Scan(&raw)
+	err := s.pool.QueryRow(ctx, threadSQL, key).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = bot.ErrNotFound
 	}
@@ -130,25 +133,38 @@ func (s *Store) RecentMessages(ctx context.Context, threadKey string, since time
 	if n <= 0 {
 		return nil, nil
 	}
-	msgs, err := decodeAll[bot.Message](ctx, s, `SELECT value FROM messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`, threadKey, n)
+	msgs, err := decodeAll[bot.Message](ctx, s, recentMessagesSQL, threadKey, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: messages of %s: %w", threadKey, err)
 	}
+	return recentSince(msgs, since), nil
+}
+
+// recentMessagesSQL selects the latest $2 messages of conversation $1,
+// newest first (recentSince keeps those of RecentMessages).
+const recentMessagesSQL = `SELECT value FROM messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`
+
+// recentSince returns those of msgs (recentMessagesSQL's) at or after
+// since, oldest first.
+func recentSince(msgs []bot.Message, since time.Time) []bot.Message {
 	if i := slices.IndexFunc(msgs, func(m bot.Message) bool { return m.At.Before(since) }); i >= 0 {
 		msgs = msgs[:i]
 	}
 	slices.Reverse(msgs)
-	return msgs, nil
+	return msgs
 }
 
 func isPending(key string) bool { return strings.HasPrefix(key, bot.PendingPrefix) }
+
+// settingSQL reads setting $1.
+const settingSQL = `SELECT value FROM settings WHERE key = $1`
 
 // Setting implements bot.Store.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	var v string
 	err := func() error { // no transaction: see decodeAll
 		var raw []byte
-		err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&raw)
+		err := s.pool.QueryRow(ctx, settingSQL, key).Scan(&raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return bot.ErrNotFound
 		}

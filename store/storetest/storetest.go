@@ -62,7 +62,7 @@ type test struct {
 	fn   func(t *testing.T, open Open)
 }
 
-// tests lists the suite, by concern (see intake.go, runs.go,
+// tests lists the suite, by concern (see intake.go, runs.go, start.go,
 // retention.go and poll.go).
 var tests = []test{
 	{"Events", testEvents},
@@ -91,6 +91,7 @@ var tests = []test{
 	{"WaitingRun", testWaitingRun},
 	{"WaitingRunByKey", testWaitingRunByKey},
 	{"FeedbackKeptWithTheRun", testFeedbackKeptWithTheRun},
+	{"ReadStart", testReadStart},
 
 	{"PruneDeletesWhatIsOlderThanRetention", testPruneDeletesWhatIsOlderThanRetention},
 	{"PrunePendingRequests", testPrunePendingRequests},
