@@ -43,8 +43,8 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		images = append(images, *im)
 	}
-	if dropWaiting {
-		if err := b.dropWaiting(ctx, key, "a new request came in"); err != nil {
+	if dropWaiting && st.Waiting != nil { // read just now, with the rest
+		if err := b.drop(ctx, st.Waiting, "a new request came in"); err != nil {
 			return err
 		}
 	}
