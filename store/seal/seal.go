@@ -169,10 +169,15 @@ func Open(dst []byte, a cipher.AEAD, raw []byte) ([]byte, error) {
 	return pt, nil
 }
 
-// maxOpened bounds the ciphers a Cache keeps (about 1 KB each): a store
-// of 10,000 conversations would otherwise keep 10,000 of them. One more
-// is opened from the database in a few microseconds.
-const maxOpened = 1024
+// maxOpened bounds the ciphers a Cache keeps (an AES-GCM cipher is 784
+// bytes: about 7 MiB when full): a store of 100,000 conversations would
+// otherwise keep 100,000 of them. Each conversation seals with a key of
+// its own, so the bound is the conversations active at once that keep
+// their keys opened: with 1,024, 2,000 people writing at once cost
+// PostgreSQL 0.82 more round trips a message (a key read again,
+// `SELECT sealed FROM data_keys`, BenchmarkServe with -serve-people
+// 2000), as one missing on bbolt costs a read of the file.
+const maxOpened = 8192
 
 // Cache keeps the ciphers of data keys opened. An id names one key for
 // ever (ids are random and never reused), so a cached cipher is never
