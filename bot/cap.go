@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,6 +139,12 @@ func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 		}
 		return t
 	}
+	return l.start(key, b.usageOf(ctx, key), time.Now())
+}
+
+// start begins key's tally with spent, read from the store at read,
+// forgetting earlier days' tallies. mu must be held.
+func (l *ledger) start(key string, spent int, read time.Time) *tally {
 	if l.people == nil {
 		l.people = map[string]*tally{}
 	}
@@ -147,9 +154,26 @@ func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 			delete(l.people, k) // an earlier day's
 		}
 	}
-	t := &tally{spent: b.usageOf(ctx, key), read: time.Now(), changed: make(chan struct{})}
+	t := &tally{spent: spent, read: read, changed: make(chan struct{})}
 	l.people[key] = t
 	return t
+}
+
+// counted records raw, key's count read from the store at read with the
+// reads a run's start makes at once (StartQuery.Usage), so that get does
+// not read it again on its own.
+func (l *ledger) counted(key, raw string, read time.Time) {
+	n, _ := strconv.Atoi(raw) // "" (none yet) is 0, as usageOf reads it
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.people[key]
+	if t == nil {
+		l.start(key, n, read)
+		return
+	}
+	if read.After(t.read) {
+		t.spent, t.read = max(t.spent, n), read
+	}
 }
 
 // reserve waits until a call bounded by n tokens may start for key (see

@@ -506,3 +506,32 @@ func TestStopLeasesNoMoreJustStoredConversations(t *testing.T) {
 		t.Errorf("%d leases taken, want the %d begun before Stop", got, offerersMax)
 	}
 }
+
+// TestRunStartReadsTheDailyCount: on a shared store, where other
+// replicas add to a person's count of the day, a run's start reads the
+// count with the rest of its reads (StartQuery.Usage) and the daily cap
+// goes by it, without reading it again on its own.
+func TestRunStartReadsTheDailyCount(t *testing.T) {
+	mem := newMemStore()
+	st := &ownerStore{memStore: mem}
+	st.owns.Store(true)
+	b := New(st, &mockAgent{}, Config{Workers: 1, UserDailyTokens: 100, AllowedUsers: []string{"telegram:42"}})
+	in := msg("file it", "e1")
+	key := usageKey(in.Platform, in.UserID, b.cfg.Now())
+	if err := mem.SetSetting(t.Context(), key, "120"); err != nil { // another replica's count
+		t.Fatal(err)
+	}
+	if _, err := b.readStart(t.Context(), "j1", in); err != nil {
+		t.Fatal(err)
+	}
+	// What the store holds now is not read again within rereadTally.
+	if err := mem.SetSetting(t.Context(), key, "7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.ledger.spent(t.Context(), b, key); got != 120 {
+		t.Errorf("the cap goes by %d tokens, want the 120 read with the run's start", got)
+	}
+	if !b.overCap(t.Context(), in.Platform, in.UserID) {
+		t.Error("not over the cap of 100 with 120 counted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // StartQuery names what the handling of a message's job reads as it
@@ -18,6 +19,9 @@ type StartQuery struct {
 	// Messages is how many of the conversation's latest messages are
 	// read.
 	Messages int
+	// Usage is the key of a second setting read, the person's token
+	// count of the day (for the daily cap), "" for none.
+	Usage string
 }
 
 // StartReads is what ReadStart returns.
@@ -35,6 +39,9 @@ type StartReads struct {
 	Messages []Message
 	// Setting is the setting's value, "" when it is not stored.
 	Setting string
+	// Usage is the Usage setting's value, "" when it is not stored (or
+	// not asked for).
+	Usage string
 	// CancelMark is, with a Shared store, its CancelMark for the run
 	// the job begins; 0 otherwise.
 	CancelMark int64
@@ -76,6 +83,13 @@ func ReadStart(ctx context.Context, s Store, q StartQuery) (StartReads, error) {
 	} else if err != nil {
 		return st, fmt.Errorf("bot: read setting %s: %w", q.Setting, err)
 	}
+	if q.Usage != "" {
+		if st.Usage, err = s.Setting(ctx, q.Usage); errors.Is(err, ErrNotFound) {
+			st.Usage = ""
+		} else if err != nil {
+			return st, fmt.Errorf("bot: read setting %s: %w", q.Usage, err)
+		}
+	}
 	if sh, ok := s.(Shared); ok {
 		if st.CancelMark, err = sh.CancelMark(ctx, q.Key, q.JobID, q.JobID); err != nil {
 			return st, fmt.Errorf("bot: the cancels of %s as a run begins: %w", q.Key, err)
@@ -88,12 +102,23 @@ func ReadStart(ctx context.Context, s Store, q StartQuery) (StartReads, error) {
 // with: in one round trip with a StartReader store.
 func (b *Bot) readStart(ctx context.Context, jobID string, in Incoming) (StartReads, error) {
 	q := StartQuery{Key: in.ThreadKey(), JobID: jobID, Setting: personKey(in.Platform, in.UserID), Messages: b.cfg.History + 1}
+	if b.cfg.UserDailyTokens > 0 && b.feed != nil {
+		// The daily cap's count, which other replicas add to (ledger):
+		// read with the rest rather than again on its own (overCap).
+		q.Usage = usageKey(in.Platform, in.UserID, b.cfg.Now())
+	}
+	read := time.Now()
+	var st StartReads
+	var err error
 	if sr, ok := b.store.(StartReader); ok {
-		st, err := sr.ReadStart(ctx, q)
-		if err != nil {
+		if st, err = sr.ReadStart(ctx, q); err != nil {
 			return st, fmt.Errorf("bot: the reads of job %s as it begins: %w", jobID, err)
 		}
-		return st, nil
+	} else if st, err = ReadStart(ctx, b.store, q); err != nil {
+		return st, err
 	}
-	return ReadStart(ctx, b.store, q)
+	if q.Usage != "" {
+		b.ledger.counted(q.Usage, st.Usage, read)
+	}
+	return st, nil
 }

@@ -17,15 +17,15 @@ var _ bot.StartReader = (*Store)(nil)
 const runStoredSQL = `SELECT EXISTS (SELECT FROM runs WHERE id = $1)`
 
 // ReadStart implements bot.StartReader: the statements of WaitingRun,
-// Run (whether it finds the run), Thread, RecentMessages, Setting and
-// CancelMark, sent as one pgx batch (one round trip, no transaction:
+// Run (whether it finds the run), Thread, RecentMessages, Setting (twice
+// with a Usage key) and CancelMark, sent as one pgx batch (one round trip, no transaction:
 // each reads as its own call would), their values opened and filtered
 // as those calls do once the batch is read.
 func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads, error) {
 	var st bot.StartReads
 	var waiting, msgs [][]byte
-	var thread, setting []byte
-	var threadFound, settingFound bool
+	var thread, setting, usage []byte
+	var threadFound, settingFound, usageFound bool
 	b := &pgx.Batch{}
 	b.Queue(waitingRunSQL, q.Key).Query(func(rows pgx.Rows) error {
 		var err error
@@ -48,6 +48,11 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 	b.Queue(settingSQL, q.Setting).QueryRow(func(row pgx.Row) error {
 		return scanFound(row, &settingFound, &setting)
 	})
+	if q.Usage != "" {
+		b.Queue(settingSQL, q.Usage).QueryRow(func(row pgx.Row) error {
+			return scanFound(row, &usageFound, &usage)
+		})
+	}
 	b.Queue(cancelMarkSQL, q.Key, q.JobID, q.JobID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.CancelMark)
 	})
@@ -81,6 +86,11 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 		if settingFound {
 			if err := s.decode(ctx, s.pool, setting, &st.Setting); err != nil {
 				return fmt.Errorf("setting %s: %w", q.Setting, err)
+			}
+		}
+		if usageFound {
+			if err := s.decode(ctx, s.pool, usage, &st.Usage); err != nil {
+				return fmt.Errorf("setting %s: %w", q.Usage, err)
 			}
 		}
 		return nil

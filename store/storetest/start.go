@@ -20,6 +20,7 @@ type wantStart struct {
 	thread   bool
 	messages string // the texts, space-separated
 	setting  string
+	usage    string
 	marked   bool // a cancel mark above 0
 }
 
@@ -32,7 +33,7 @@ func readStart(t *testing.T, s Store, q bot.StartQuery, want wantStart) {
 	if err != nil {
 		t.Fatalf("ReadStart(%+v): %v", q, err)
 	}
-	got := wantStart{stored: one.Stored, thread: one.Thread != nil, setting: one.Setting, marked: one.CancelMark > 0}
+	got := wantStart{stored: one.Stored, thread: one.Thread != nil, setting: one.Setting, usage: one.Usage, marked: one.CancelMark > 0}
 	if one.Waiting != nil {
 		got.waiting = one.Waiting.ID
 	}
@@ -106,6 +107,19 @@ func testReadStart(t *testing.T, open Open) {
 	}
 	settings := wantStart{thread: true, messages: "c d e", setting: `{"tz":"Europe/Amsterdam"}`}
 	readStart(t, s, q, settings)
+	// The person's token count of the day, when asked for: none yet,
+	// then counted (Change.Count, as a run's end counts it).
+	counted := q
+	counted.Usage = "usage:telegram:42:2026-11-22"
+	readStart(t, s, counted, settings)
+	for _, n := range []int{10, 5} {
+		if err := s.Commit(ctx, bot.Change{Count: map[string]int{counted.Usage: n, "usage:telegram:43:2026-11-22": 7}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withUsage := settings
+	withUsage.usage = "15"
+	readStart(t, s, counted, withUsage)
 	save := func(id, key string, st bot.RunStatus, at time.Time) *bot.Run {
 		t.Helper()
 		r := &bot.Run{ID: id, ThreadKey: key, Status: st, UserID: "42", Instruction: "do " + id, Created: at, Updated: at}
