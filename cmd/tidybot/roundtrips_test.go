@@ -17,7 +17,7 @@ import (
 // job, runs, journal, outbox, delivery, key reads, cancel checks),
 // measured by TestPostgresRoundTripsPerMessage; see docs/performance.md
 // for the count and where it goes. 6.0 since a run's start reads in one
-// round trip (bot.StartReader; 11 without it), 2026-11-29.
+// round trip (bot.StartReader; 12.2 without it), 2026-11-29.
 const maxRoundTripsPerMessage = 8.0
 
 // maxCommitsPerMessage bounds the write transactions one message
