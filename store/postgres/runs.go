@@ -96,11 +96,16 @@ func (s *Store) runs(ctx context.Context, sql string, args ...any) ([]*bot.Run, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*bot.Run, len(xs))
+	return pointers(xs), nil
+}
+
+// pointers returns a pointer to each of xs, in their order.
+func pointers[T any](xs []T) []*T {
+	out := make([]*T, len(xs))
 	for i := range xs {
 		out[i] = &xs[i]
 	}
-	return out, nil
+	return out
 }
 
 // Runs implements bot.Store.
