@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -31,17 +30,7 @@ type sharedPair struct {
 func newSharedPair(t *testing.T, name string, wctx context.Context) *sharedPair {
 	t.Helper()
 	ctx := context.Background()
-	u := pgtest.URL(t)
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pgtest.NewProxy(t, pu.Host)
-	s, err := Open(ctx, p.Via(t, u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, p, u := storeViaProxy(t)
 	direct, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)

@@ -15,21 +15,20 @@ import (
 )
 
 // storeViaProxy opens a store whose every connection goes through a
-// relay that counts its commits.
-func storeViaProxy(t *testing.T) (*Store, *pgtest.Proxy) {
+// relay that counts its commits; u is its database's URL, not relayed.
+func storeViaProxy(t *testing.T) (s *Store, p *pgtest.Proxy, u string) {
 	t.Helper()
-	u := pgtest.URL(t)
+	u = pgtest.URL(t)
 	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pgtest.NewProxy(t, pu.Host)
-	s, err := Open(context.Background(), p.Via(t, u))
-	if err != nil {
+	p = pgtest.NewProxy(t, pu.Host)
+	if s, err = Open(context.Background(), p.Via(t, u)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s, p
+	return s, p, u
 }
 
 // commits is the number of write transactions p saw committed.
@@ -59,7 +58,7 @@ func bumpEpoch(t *testing.T, s *Store, key string) {
 func TestWritesShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	for _, stale := range []bool{false, true} {
 		t.Run(fmt.Sprintf("one fenced out %v", stale), func(t *testing.T) {
 			keys := make([]string, 3)
@@ -153,7 +152,7 @@ func TestWritesShareACommit(t *testing.T) {
 func TestClaimThreadWithNothingCommitsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	const key = "telegram:claim:"
 	if ok, err := s.Hold(ctx, key); !ok || err != nil {
 		t.Fatalf("hold: %v %v", ok, err)
@@ -316,7 +315,7 @@ func TestWriteDoesNotWaitForAHungSharedTransaction(t *testing.T) {
 func TestIntakesShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	for _, dup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("a duplicate %v", dup), func(t *testing.T) {
 			person := fmt.Sprintf("person:test:%v", dup)
@@ -391,7 +390,7 @@ func TestIntakesShareACommit(t *testing.T) {
 func TestNewConversationsShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	const n = 20
 	now := time.Now()
 	// Two rounds, the first on fresh connections, where pgx prepares
