@@ -135,7 +135,7 @@ func (l *ledger) get(ctx context.Context, b *Bot, key string) *tally {
 	if t := l.people[key]; t != nil {
 		if b.feed != nil && t.reserved == 0 && time.Since(t.read) > rereadTally {
 			// Other replicas count this person's calls in the store.
-			t.spent, t.read = max(t.spent, b.usageOf(ctx, key)), time.Now()
+			t.saw(b.usageOf(ctx, key), time.Now())
 		}
 		return t
 	}
@@ -166,11 +166,16 @@ func (l *ledger) counted(key, raw string, read time.Time) {
 	n, _ := strconv.Atoi(raw) // "" (none yet) is 0, as usageOf reads it
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.people[key]
-	if t == nil {
+	if t := l.people[key]; t != nil {
+		t.saw(n, read)
+	} else {
 		l.start(key, n, read)
-		return
 	}
+}
+
+// saw takes n, the count read from the store at read (where other
+// replicas add theirs), unless the tally was read later.
+func (t *tally) saw(n int, read time.Time) {
 	if read.After(t.read) {
 		t.spent, t.read = max(t.spent, n), read
 	}

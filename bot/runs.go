@@ -18,12 +18,11 @@ func (b *Bot) startRun(ctx context.Context, runID string, in Incoming, instructi
 }
 
 // beginRun is startRun with st, what the handling of its job (runID)
-// read as it began (readStart), having found no run of the thread
-// waiting: none can start waiting since (the thread runs one job at a
-// time, and the end of the one before was committed before this job's
-// turn). With st nil it reads them itself, and drops the waiting run.
+// read as it began (readStart): st.Waiting, the run of the thread that
+// waited then, is dropped, and no other can start waiting since (the
+// thread runs one job at a time, and the end of the one before was
+// committed before this job's turn). With st nil it reads them itself.
 func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instruction string, st *StartReads) error {
-	dropWaiting := st == nil
 	if st == nil {
 		read, err := b.readStart(ctx, runID, in)
 		if err != nil {
@@ -43,7 +42,7 @@ func (b *Bot) beginRun(ctx context.Context, runID string, in Incoming, instructi
 		}
 		images = append(images, *im)
 	}
-	if dropWaiting && st.Waiting != nil { // read just now, with the rest
+	if st.Waiting != nil {
 		if err := b.drop(ctx, st.Waiting, "a new request came in"); err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -31,17 +30,7 @@ type sharedPair struct {
 func newSharedPair(t *testing.T, name string, wctx context.Context) *sharedPair {
 	t.Helper()
 	ctx := context.Background()
-	u := pgtest.URL(t)
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pgtest.NewProxy(t, pu.Host)
-	s, err := Open(ctx, p.Via(t, u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, p, u := storeViaProxy(t)
 	direct, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +236,6 @@ func TestSharedCommitRefusesEachGuardAlone(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO cancels (thread_key) VALUES ($1)`, keys[0]); err != nil {
 		t.Fatal(err)
 	}
-	s.group.slot <- struct{}{}
 	runs := []*bot.Run{
 		{ID: "g-canceled", ThreadKey: keys[0], Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now},
 		{ID: "g-ok", ThreadKey: keys[1], Platform: "telegram", Status: bot.RunWorking, Created: now, Updated: now},
@@ -260,17 +248,7 @@ func TestSharedCommitRefusesEachGuardAlone(t *testing.T) {
 				Message: &bot.Message{ThreadKey: keys[2], Role: bot.RoleUser, Text: "polled", At: now}})
 		},
 	}
-	errs := make([]chan error, len(writes))
-	for i, w := range writes {
-		errs[i] = make(chan error, 1)
-		go func() { errs[i] <- w() }()
-	}
-	waitUntil(t, func() bool {
-		s.group.mu.Lock()
-		defer s.group.mu.Unlock()
-		return len(s.group.waiting) == len(writes)
-	})
-	<-s.group.slot
+	errs := together(t, s, nil, writes...)
 	if err := <-errs[0]; !errors.Is(err, bot.ErrCancelStored) {
 		t.Errorf("the canceled run's save: %v, want bot.ErrCancelStored", err)
 	}

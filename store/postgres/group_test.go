@@ -15,21 +15,20 @@ import (
 )
 
 // storeViaProxy opens a store whose every connection goes through a
-// relay that counts its commits.
-func storeViaProxy(t *testing.T) (*Store, *pgtest.Proxy) {
+// relay that counts its commits; u is its database's URL, not relayed.
+func storeViaProxy(t *testing.T) (s *Store, p *pgtest.Proxy, u string) {
 	t.Helper()
-	u := pgtest.URL(t)
+	u = pgtest.URL(t)
 	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pgtest.NewProxy(t, pu.Host)
-	s, err := Open(context.Background(), p.Via(t, u))
-	if err != nil {
+	p = pgtest.NewProxy(t, pu.Host)
+	if s, err = Open(context.Background(), p.Via(t, u)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s, p
+	return s, p, u
 }
 
 // commits is the number of write transactions p saw committed.
@@ -59,7 +58,7 @@ func bumpEpoch(t *testing.T, s *Store, key string) {
 func TestWritesShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	for _, stale := range []bool{false, true} {
 		t.Run(fmt.Sprintf("one fenced out %v", stale), func(t *testing.T) {
 			keys := make([]string, 3)
@@ -89,8 +88,6 @@ func TestWritesShareACommit(t *testing.T) {
 				fenced = 1
 				bumpEpoch(t, s, keys[fenced])
 			}
-			// A transaction of them in flight: the next ones wait.
-			s.group.slot <- struct{}{}
 			end := *runs[0]
 			end.Status, end.Answer = bot.RunDone, "Added."
 			answer := bot.Outbound{ID: id("o", 0), Platform: "telegram", RunID: end.ID, Msg: bot.Outgoing{ChatID: "c", Text: "Added."}, Created: now}
@@ -106,18 +103,7 @@ func TestWritesShareACommit(t *testing.T) {
 				func() error { return s.SaveRun(fences[1], &saved) },
 				func() error { return s.Delivered(fences[2], ob, "") },
 			}
-			errs := make([]chan error, len(writes))
-			for i, w := range writes {
-				errs[i] = make(chan error, 1)
-				go func() { errs[i] <- w() }()
-			}
-			waitUntil(t, func() bool {
-				s.group.mu.Lock()
-				defer s.group.mu.Unlock()
-				return len(s.group.waiting) == len(writes)
-			})
-			p.Reset()
-			<-s.group.slot
+			errs := together(t, s, p, writes...)
 			for i := range writes {
 				err := <-errs[i]
 				if (i == fenced) != errors.Is(err, bot.ErrFenced) || i != fenced && err != nil {
@@ -166,7 +152,7 @@ func TestWritesShareACommit(t *testing.T) {
 func TestClaimThreadWithNothingCommitsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	const key = "telegram:claim:"
 	if ok, err := s.Hold(ctx, key); !ok || err != nil {
 		t.Fatalf("hold: %v %v", ok, err)
@@ -182,6 +168,30 @@ func TestClaimThreadWithNothingCommitsNothing(t *testing.T) {
 	if got, err := s.ClaimThread(ctx, key); !errors.Is(err, bot.ErrFenced) || len(got) != 0 {
 		t.Errorf("a claim under a lease taken since: %v %v, want bot.ErrFenced", got, err)
 	}
+}
+
+// together makes writes while a shared transaction is in flight, so
+// that they all wait to share the next one; once they do, it resets p
+// (when not nil), lets them go and returns each write's error, to
+// receive.
+func together(t *testing.T, s *Store, p *pgtest.Proxy, writes ...func() error) []chan error {
+	t.Helper()
+	s.group.slot <- struct{}{}
+	errs := make([]chan error, len(writes))
+	for i, w := range writes {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- w() }()
+	}
+	waitUntil(t, func() bool {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return len(s.group.waiting) == len(writes)
+	})
+	if p != nil {
+		p.Reset()
+	}
+	<-s.group.slot
+	return errs
 }
 
 // waitUntil polls cond for up to 10 s.
@@ -226,20 +236,13 @@ func TestSharedWritesDoNotWaitBehindALockedRow(t *testing.T) {
 	if _, err := other.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runs[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	s.group.slot <- struct{}{}
-	errs := make([]chan error, len(keys))
+	writes := make([]func() error, len(keys))
 	for i := range keys {
-		errs[i] = make(chan error, 1)
 		r := *runs[i]
 		r.Status = bot.RunDone
-		go func() { errs[i] <- s.SaveRun(fences[i], &r) }()
+		writes[i] = func() error { return s.SaveRun(fences[i], &r) }
 	}
-	waitUntil(t, func() bool {
-		s.group.mu.Lock()
-		defer s.group.mu.Unlock()
-		return len(s.group.waiting) == len(keys)
-	})
-	<-s.group.slot
+	errs := together(t, s, nil, writes...)
 	for _, i := range []int{0, 2} {
 		select {
 		case err := <-errs[i]:
@@ -312,7 +315,7 @@ func TestWriteDoesNotWaitForAHungSharedTransaction(t *testing.T) {
 func TestIntakesShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	for _, dup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("a duplicate %v", dup), func(t *testing.T) {
 			person := fmt.Sprintf("person:test:%v", dup)
@@ -337,19 +340,11 @@ func TestIntakesShareACommit(t *testing.T) {
 			if dup {
 				changes = append(changes, intake("ev-old-"+key, "first again", nil))
 			}
-			s.group.slot <- struct{}{}
-			errs := make([]chan error, len(changes))
+			writes := make([]func() error, len(changes))
 			for i, c := range changes {
-				errs[i] = make(chan error, 1)
-				go func() { errs[i] <- s.Commit(ctx, c) }()
+				writes[i] = func() error { return s.Commit(ctx, c) }
 			}
-			waitUntil(t, func() bool {
-				s.group.mu.Lock()
-				defer s.group.mu.Unlock()
-				return len(s.group.waiting) == len(changes)
-			})
-			p.Reset()
-			<-s.group.slot
+			errs := together(t, s, p, writes...)
 			for i := range changes {
 				err := <-errs[i]
 				if isDup := dup && i == 2; isDup != errors.Is(err, bot.ErrDuplicate) || !isDup && err != nil {
@@ -395,7 +390,7 @@ func TestIntakesShareACommit(t *testing.T) {
 func TestNewConversationsShareACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, p := storeViaProxy(t)
+	s, p, _ := storeViaProxy(t)
 	const n = 20
 	now := time.Now()
 	// Two rounds, the first on fresh connections, where pgx prepares
@@ -403,24 +398,16 @@ func TestNewConversationsShareACommit(t *testing.T) {
 	// second is measured.
 	for round := range 2 {
 		key := func(i int) string { return fmt.Sprintf("telegram:new%d-%d:", round, i) }
-		s.group.slot <- struct{}{}
-		errs := make([]chan error, n)
+		writes := make([]func() error, n)
 		for i := range n {
-			errs[i] = make(chan error, 1)
-			go func() {
+			writes[i] = func() error {
 				j := bot.Job{ID: fmt.Sprint("job-new-", round, "-", i), ThreadKey: key(i), Kind: bot.JobIncoming, Enqueued: now}
-				errs[i] <- s.Commit(ctx, bot.Change{EventKey: fmt.Sprint("ev-new-", round, "-", i), EventAt: now,
+				return s.Commit(ctx, bot.Change{EventKey: fmt.Sprint("ev-new-", round, "-", i), EventAt: now,
 					Thread:  &bot.Thread{Key: key(i), Platform: "telegram", ChatID: fmt.Sprint(i)},
 					Message: &bot.Message{ThreadKey: key(i), Role: bot.RoleUser, Text: fmt.Sprint("hello ", i), At: now}, Job: &j})
-			}()
+			}
 		}
-		waitUntil(t, func() bool {
-			s.group.mu.Lock()
-			defer s.group.mu.Unlock()
-			return len(s.group.waiting) == n
-		})
-		p.Reset()
-		<-s.group.slot
+		errs := together(t, s, p, writes...)
 		for i := range n {
 			if err := <-errs[i]; err != nil {
 				t.Errorf("intake %d: %v", i, err)

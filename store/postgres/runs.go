@@ -96,11 +96,16 @@ func (s *Store) runs(ctx context.Context, sql string, args ...any) ([]*bot.Run, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*bot.Run, len(xs))
+	return pointers(xs), nil
+}
+
+// pointers returns a pointer to each of xs, in their order.
+func pointers[T any](xs []T) []*T {
+	out := make([]*T, len(xs))
 	for i := range xs {
 		out[i] = &xs[i]
 	}
-	return out, nil
+	return out
 }
 
 // Runs implements bot.Store.
@@ -396,8 +401,8 @@ func recordsMessageID(ob bot.Outbound, msgID string) bool {
 	return ob.RunID != "" && ob.WaitKey != "" && msgID != ""
 }
 
-// deliveredLater queues the statements that record the delivery of ob,
-// when it records no message id (see recordsMessageID).
+// deliveredLater queues the statements that record the delivery of ob
+// but for its message id (see recordsMessageID).
 func deliveredLater(p *pipe, ob bot.Outbound) {
 	p.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
 	if ob.RunID != "" && ob.WaitKey == "" {
@@ -410,7 +415,7 @@ func deliveredLater(p *pipe, ob bot.Outbound) {
 // its run (read first), in a transaction of its own.
 func (s *Store) delivered(ctx context.Context, ob bot.Outbound, msgID string) error {
 	err := s.fencedTx(ctx, nil, nil, func(tx *pipe) error {
-		tx.later(`DELETE FROM outbox WHERE id = $1`, ob.ID)
+		deliveredLater(tx, ob)
 		var v []byte
 		err := tx.QueryRow(ctx, `SELECT value FROM runs WHERE id = $1 FOR UPDATE`, ob.RunID).Scan(&v)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -24,8 +24,8 @@ const runStoredSQL = `SELECT EXISTS (SELECT FROM runs WHERE id = $1)`
 func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads, error) {
 	var st bot.StartReads
 	var waiting, msgs [][]byte
-	var thread, setting, usage []byte
-	var threadFound, settingFound, usageFound bool
+	var thread []byte
+	var threadFound bool
 	b := &pgx.Batch{}
 	b.Queue(waitingRunSQL, q.Key).Query(func(rows pgx.Rows) error {
 		var err error
@@ -45,13 +45,9 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 			return err
 		})
 	}
-	b.Queue(settingSQL, q.Setting).QueryRow(func(row pgx.Row) error {
-		return scanFound(row, &settingFound, &setting)
-	})
+	settings := []func(context.Context) error{s.settingLater(b, q.Setting, &st.Setting)}
 	if q.Usage != "" {
-		b.Queue(settingSQL, q.Usage).QueryRow(func(row pgx.Row) error {
-			return scanFound(row, &usageFound, &usage)
-		})
+		settings = append(settings, s.settingLater(b, q.Usage, &st.Usage))
 	}
 	b.Queue(cancelMarkSQL, q.Key, q.JobID, q.JobID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.CancelMark)
@@ -64,11 +60,7 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 		if err != nil {
 			return fmt.Errorf("waiting run of %s: %w", q.Key, err)
 		}
-		rs := make([]*bot.Run, len(runs))
-		for i := range runs {
-			rs[i] = &runs[i]
-		}
-		st.Waiting = firstWaiting(rs)
+		st.Waiting = firstWaiting(pointers(runs))
 		if threadFound {
 			var th bot.Thread
 			if err := json.Unmarshal(thread, &th); err != nil {
@@ -83,14 +75,9 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 				st.Messages = recentSince(ms, th.ResetAt)
 			}
 		}
-		if settingFound {
-			if err := s.decode(ctx, s.pool, setting, &st.Setting); err != nil {
-				return fmt.Errorf("setting %s: %w", q.Setting, err)
-			}
-		}
-		if usageFound {
-			if err := s.decode(ctx, s.pool, usage, &st.Usage); err != nil {
-				return fmt.Errorf("setting %s: %w", q.Usage, err)
+		for _, open := range settings {
+			if err := open(ctx); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -99,6 +86,26 @@ func (s *Store) ReadStart(ctx context.Context, q bot.StartQuery) (bot.StartReads
 		return bot.StartReads{}, fmt.Errorf("store: %w", err)
 	}
 	return st, nil
+}
+
+// settingLater queues on b the read of setting key (settingSQL, as
+// Setting reads it); open, once b is read, opens its value into v, left
+// "" when the setting is not stored.
+func (s *Store) settingLater(b *pgx.Batch, key string, v *string) (open func(context.Context) error) {
+	var raw []byte
+	var found bool
+	b.Queue(settingSQL, key).QueryRow(func(row pgx.Row) error {
+		return scanFound(row, &found, &raw)
+	})
+	return func(ctx context.Context) error {
+		if !found {
+			return nil
+		}
+		if err := s.decode(ctx, s.pool, raw, v); err != nil {
+			return fmt.Errorf("setting %s: %w", key, err)
+		}
+		return nil
+	}
 }
 
 // scanFound scans row's one column into dest, setting found unless the
