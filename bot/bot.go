@@ -869,13 +869,14 @@ func (b *Bot) message(ctx context.Context, jobID string, in Incoming) error {
 	}
 	if r := st.Waiting; r != nil {
 		if r.Waiting.UserID != "" && r.Waiting.UserID != in.UserID && in.Button == "" {
-			// Someone else spoke in the thread: that is a new request.
-			return b.startRun(ctx, jobID, in, in.Text)
+			// Someone else spoke in the thread: that is a new request
+			// (the waiting run, read just now, is dropped).
+			return b.beginRun(ctx, jobID, in, in.Text, &st)
 		}
 		if a := in.Attachment; a != nil && a.Kind == AttachImage {
 			// A photo is a new request: an answer is words (typed or
 			// spoken), and the run asking could not see the image.
-			return b.startRun(ctx, jobID, in, in.Text)
+			return b.beginRun(ctx, jobID, in, in.Text, &st)
 		}
 		if in.Button == "" {
 			// A press carries the question's own key (buttonAnswer); a
