@@ -433,10 +433,10 @@ type runner struct {
 	// a policy that uses existing labels only (existingLabels); r.mu
 	// protects them.
 	labels map[string]bool
-	// redacted is what redact last redacted: the number of messages,
-	// with the Redactor's secrets of generation gen.
+	// redacted is what redact last redacted: the number of messages
+	// (none before the first), with the Redactor's secrets of
+	// generation gen.
 	redacted struct {
-		ok       bool
 		gen      uint64
 		messages int
 	}
@@ -458,11 +458,11 @@ func (r *runner) observe(ev Event) {
 func (r *runner) redact() {
 	red := r.e.cfg.Redact
 	gen, from := red.generation(), 0
-	if r.redacted.ok && r.redacted.gen == gen && r.redacted.messages <= len(r.tr.Messages) {
+	if r.redacted.gen == gen && r.redacted.messages <= len(r.tr.Messages) {
 		from = r.redacted.messages
 	}
 	red.transcriptFrom(r.tr, from)
-	r.redacted.ok, r.redacted.gen, r.redacted.messages = true, gen, len(r.tr.Messages)
+	r.redacted.gen, r.redacted.messages = gen, len(r.tr.Messages)
 }
 
 func (r *runner) save(ctx context.Context) error {

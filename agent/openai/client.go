@@ -163,14 +163,15 @@ type Client struct {
 	othersMu sync.Mutex
 	others   map[string]*Client
 
-	// toolsMu protects the last tools made (see chatTools) and encoded
-	// (see encodedTools).
-	toolsMu       sync.Mutex
-	builtFrom     []agent.Tool
-	builtLevel    int
-	built         []goopenai.Tool
-	lastTools     []goopenai.Tool
-	lastToolsJSON []byte
+	// toolsMu protects tools, the last tools made (see chatTools) and
+	// their encoding (see encodedTools).
+	toolsMu sync.Mutex
+	tools   struct {
+		from  []agent.Tool
+		level int
+		built []goopenai.Tool
+		json  []byte // built encoded, once asked for
+	}
 }
 
 var _ agent.Model = (*Client)(nil)
@@ -789,8 +790,9 @@ func (c *Client) chatTools(tools []agent.Tool, level int) []goopenai.Tool {
 	}
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
-	if level == c.builtLevel && slices.EqualFunc(c.builtFrom, tools, sameTool) {
-		return c.built
+	m := &c.tools
+	if level == m.level && slices.EqualFunc(m.from, tools, sameTool) {
+		return m.built
 	}
 	out := make([]goopenai.Tool, 0, len(tools))
 	from := make([]agent.Tool, 0, len(tools))
@@ -810,7 +812,7 @@ func (c *Client) chatTools(tools []agent.Tool, level int) []goopenai.Tool {
 			},
 		})
 	}
-	c.builtFrom, c.builtLevel, c.built = from, level, out
+	m.from, m.level, m.built, m.json = from, level, out, nil
 	return out
 }
 
@@ -818,46 +820,27 @@ func sameTool(a, b agent.Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Strict == b.Strict && bytes.Equal(a.Parameters, b.Parameters)
 }
 
-// encodedTools returns tools as go-openai would encode them in a request,
-// encoding them only when they differ from the last tools asked for (the
-// agent sends the same tools on every call), or nil if they cannot be
-// encoded.
+// encodedTools returns tools, which chatTools made, as go-openai would
+// encode them in a request, or nil if they cannot be encoded. The
+// encoding is kept with the tools chatTools keeps: the same tools are
+// encoded once. (Tools chatTools has made others in place of since, for
+// another run's request, are encoded again.)
 func (c *Client) encodedTools(tools []goopenai.Tool) []byte {
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
-	if sameTools(c.lastTools, tools) {
-		return c.lastToolsJSON
+	m := &c.tools
+	kept := len(tools) > 0 && len(tools) == len(m.built) && &tools[0] == &m.built[0]
+	if kept && m.json != nil {
+		return m.json
 	}
 	b, err := json.Marshal(tools)
 	if err != nil {
 		return nil
 	}
-	c.lastTools, c.lastToolsJSON = tools, b
+	if kept {
+		m.json = b
+	}
 	return b
-}
-
-// sameTools reports whether a and b encode alike: the same functions,
-// with the same schemas (json.RawMessage, compared byte for byte).
-func sameTools(a, b []goopenai.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) > 0 && &a[0] == &b[0] {
-		return true // chatTools' shared slice
-	}
-	for i := range a {
-		fa, fb := a[i].Function, b[i].Function
-		if a[i].Type != b[i].Type || fa == nil || fb == nil ||
-			fa.Name != fb.Name || fa.Description != fb.Description || fa.Strict != fb.Strict {
-			return false
-		}
-		pa, okA := fa.Parameters.(json.RawMessage)
-		pb, okB := fb.Parameters.(json.RawMessage)
-		if !okA || !okB || !bytes.Equal(pa, pb) {
-			return false
-		}
-	}
-	return true
 }
 
 // DefaultMaxResponseBytes is Config.MaxResponseBytes' default: 16 MiB.

@@ -135,7 +135,7 @@ func TestEditBodySpliceMatchesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spliced, ok := withZeroTemperature(body)
+		spliced, ok := splicedCopy(body, bodyEdit{zeroTemperature: true})
 		if !ok {
 			t.Fatalf("request %d: the scan could not read %s", i, body)
 		}
@@ -157,10 +157,10 @@ func TestEditBodySpliceMatchesDecode(t *testing.T) {
 	}
 }
 
-// FuzzWithZeroTemperature: whatever valid JSON object the scan reads,
+// FuzzSplicedZeroTemperature: whatever valid JSON object the scan reads,
 // its answer decodes to what decoding the body and adding the field would
 // give.
-func FuzzWithZeroTemperature(f *testing.F) {
+func FuzzSplicedZeroTemperature(f *testing.F) {
 	for _, s := range []string{`{}`, `{"temperature":1}`, `{"a":{"temperature":1}}`, `{"a":"\"temperature\":1"}`,
 		`{"a":"x\\","temperature":2}`, `{"\u0074emperature":1}`, ` {"a" : [ {} , [] ] } `, `{"a":"\\\""}`} {
 		f.Add([]byte(s))
@@ -170,7 +170,7 @@ func FuzzWithZeroTemperature(f *testing.F) {
 		if json.Unmarshal(body, &want) != nil || want == nil {
 			return // not an object: the scan's answer is not used
 		}
-		out, ok := withZeroTemperature(body)
+		out, ok := splicedCopy(body, bodyEdit{zeroTemperature: true})
 		if !ok {
 			return
 		}
@@ -294,4 +294,22 @@ func TestToolsEncodedOnce(t *testing.T) {
 	if loose := c.encodedTools(c.chatRequest(req, c.plan(req)).Tools); bytes.Contains(loose, []byte(`"strict":true`)) {
 		t.Errorf("the tools were sent strict at the loose schema level: %s", loose)
 	}
+}
+
+// splicedCopy is spliced on a copy of body, as editBody reads it (room
+// free before it).
+func splicedCopy(body []byte, e bodyEdit) ([]byte, bool) {
+	room := e.room()
+	buf := make([]byte, room+len(body))
+	copy(buf[room:], body)
+	return spliced(buf, room, e)
+}
+
+// edited is body changed as editBody changes it; a body that is not a
+// JSON object is left as it is.
+func edited(body []byte, e bodyEdit) []byte {
+	if out, ok := splicedCopy(body, e); ok {
+		return out
+	}
+	return decodedEdit(body, e)
 }

@@ -344,18 +344,6 @@ func readAfter(r io.Reader, length int64, room int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// edited returns body changed as e says; a body that is not a JSON
-// object is returned as it is.
-func edited(body []byte, e bodyEdit) []byte {
-	room := e.room()
-	buf := make([]byte, room+len(body))
-	copy(buf[room:], body)
-	if out, ok := spliced(buf, room, e); ok {
-		return out
-	}
-	return decodedEdit(body, e)
-}
-
 // room is the most the usual edits (spliced) add to a body: the tools
 // and a zero temperature, each with a comma.
 func (e bodyEdit) room() int {
@@ -425,17 +413,6 @@ type member struct {
 	raw  []byte
 }
 
-// withMember returns body, a JSON object that has no member name (a
-// field go-openai left out), with "name":raw as its first member; ok is
-// false when body is not an object. body is not changed.
-func withMember(body []byte, name string, raw []byte) (out []byte, ok bool) {
-	m := []member{{name, raw}}
-	room := membersLen(m, true)
-	buf := make([]byte, room+len(body))
-	copy(buf[room:], body)
-	return spliceMembers(buf, room, m)
-}
-
 // spliceMembers returns the JSON object at buf[room:], which has none
 // of ms, with ms as its first members, in their order; ok is false (and
 // buf unchanged) when it is not an object. They are written into buf's
@@ -487,20 +464,6 @@ func membersLen(ms []member, more bool) int {
 		n += len(`"":`) + len(m.name) + len(m.raw)
 	}
 	return n
-}
-
-// withZeroTemperature returns body, a JSON object, with "temperature":0
-// as its first member unless it has a temperature already; ok is false
-// when hasMember cannot tell (the caller then decodes the body).
-func withZeroTemperature(body []byte) (out []byte, ok bool) {
-	has, ok := hasMember(body, "temperature")
-	switch {
-	case !ok:
-		return nil, false
-	case has:
-		return body, true
-	}
-	return withMember(body, "temperature", []byte("0"))
 }
 
 // hasMember reports whether body, a JSON object, has a top-level member

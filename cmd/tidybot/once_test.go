@@ -88,7 +88,6 @@ func TestKillRightAfterThePost(t *testing.T) {
 	var (
 		sl *slacktest.Server
 		tg *telegramtest.Server
-		dc *discordtest.Server
 	)
 	platforms := map[string]killPlatform{
 		"slack": {
@@ -130,19 +129,6 @@ func TestKillRightAfterThePost(t *testing.T) {
 				return n
 			},
 		},
-		"discord": {
-			method: "/messages",
-			setup: func(t *testing.T, front string) []string {
-				return []string{"DISCORD_BOT_TOKEN=" + discordtest.Token, "DISCORD_API_URL=" + front, "TIDYBOT_ALLOWED_USERS=discord:" + dcAlice}
-			},
-			send: func(t *testing.T, _ string, i int) {
-				// The restarted process's own gateway session: a DM sent
-				// before it identified would reach no one, as on Discord.
-				waitFor(t, "the gateway session", func() bool { return dc.Identifies() >= i+1 && dc.Connected() >= 1 })
-				dc.DM(dcAlice, fmt.Sprintf("note %d", i))
-			},
-			count: func(text string) int { return dcExact(dc, dc.DMChannel(dcAlice), text) },
-		},
 	}
 	for _, name := range []string{"slack", "telegram", "discord"} {
 		t.Run(name, func(t *testing.T) {
@@ -166,7 +152,8 @@ func TestKillRightAfterThePost(t *testing.T) {
 				fake = httputil.NewSingleHostReverseProxy(target)
 				fake.(*httputil.ReverseProxy).ErrorLog = log.New(io.Discard, "", 0)
 			case "discord":
-				dc = discordtest.New(t)
+				dc := discordtest.New(t)
+				platforms[name] = dcKill(dc)
 				target, err := url.Parse(dc.URL())
 				if err != nil {
 					t.Fatal(err)
@@ -174,7 +161,9 @@ func TestKillRightAfterThePost(t *testing.T) {
 				fake = httputil.NewSingleHostReverseProxy(target)
 				fake.(*httputil.ReverseProxy).ErrorLog = log.New(io.Discard, "", 0)
 			}
-			doubled, lost := killAfterPosts(t, platforms[name], fake, tries)
+			p := platforms[name]
+			proxy := &afterPost{next: fake, method: p.method, posted: make(chan struct{}, 1)}
+			doubled, lost := killAfterPosts(t, p, proxy, proxy.posted, 50*time.Millisecond, tries)
 			t.Logf("%s: %d kills at random in the 50 ms after an answer was posted: %d answers posted twice, %d lost", name, tries, doubled, lost)
 			if lost > 0 {
 				t.Errorf("%d answers lost", lost)
@@ -186,13 +175,34 @@ func TestKillRightAfterThePost(t *testing.T) {
 	}
 }
 
-// killAfterPosts sends tries messages through p; for each it kills
-// tidybot at a random moment in the 50 ms after the answer's post and
-// restarts it. It returns how many answers were then posted twice and how
-// many never.
-func killAfterPosts(t *testing.T, p killPlatform, fake http.Handler, tries int) (doubled, lost int) {
+// dcKill is how TestKillRightAfterThePost and
+// TestDiscordKillBeforeThePostIsKnown drive the fake Discord dc.
+func dcKill(dc *discordtest.Server) killPlatform {
+	return killPlatform{
+		method: "/messages",
+		setup: func(t *testing.T, front string) []string {
+			return []string{"DISCORD_BOT_TOKEN=" + discordtest.Token, "DISCORD_API_URL=" + front, "TIDYBOT_ALLOWED_USERS=discord:" + dcAlice}
+		},
+		send: func(t *testing.T, _ string, i int) {
+			// The restarted process's own gateway session: a DM sent
+			// before it identified would reach no one, as on Discord.
+			waitFor(t, "the gateway session", func() bool { return dc.Identifies() >= i+1 && dc.Connected() >= 1 })
+			dc.DM(dcAlice, fmt.Sprintf("note %d", i))
+		},
+		count: func(text string) int { return dcExact(dc, dc.DMChannel(dcAlice), text) },
+	}
+}
+
+// killAfterPosts sends tries messages through p, the platform behind
+// proxy; for each, once proxy reports the answer's post on posted, it
+// kills tidybot at a random moment in the next within (at once for 0)
+// and restarts it. It returns how many answers were then posted twice
+// and how many never.
+func killAfterPosts(t *testing.T, p killPlatform, proxy interface {
+	http.Handler
+	arm(text string)
+}, posted <-chan struct{}, within time.Duration, tries int) (doubled, lost int) {
 	e := newEnv(t)
-	proxy := &afterPost{next: fake, method: p.method, posted: make(chan struct{}, 1)}
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 	addr := freeAddr(t)
@@ -245,11 +255,13 @@ func killAfterPosts(t *testing.T, p killPlatform, fake http.Handler, tries int) 
 		proxy.arm(answer(i))
 		p.send(t, base, i)
 		select {
-		case <-proxy.posted:
+		case <-posted:
 		case <-time.After(20 * time.Second):
 			t.Fatalf("try %d: the answer was never posted; logs:\n%s", i, showLogs())
 		}
-		time.Sleep(time.Duration(rnd.Int64N(int64(50 * time.Millisecond))))
+		if within > 0 {
+			time.Sleep(time.Duration(rnd.Int64N(int64(within))))
+		}
 		_ = proc.Process.Signal(syscall.SIGKILL)
 		_ = proc.Wait()
 		proc = start()
