@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // An interaction (a slash command, a button press) must get its first

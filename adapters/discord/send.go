@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // maxText is Discord's limit on a message's content: "up to 2000
