@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // An interaction's token answers it for 15 minutes: "Interaction tokens
@@ -107,7 +108,7 @@ func (a *Adapter) whenKnown(ctx context.Context, h interactionHook, call func() 
 		if !refusedToken(err) || !now.Before(until) || !now.Before(h.expires.Add(-hookFor+ackFor)) {
 			return err
 		}
-		if sleep(ctx, pause) != nil {
+		if retry.Sleep(ctx, pause) != nil {
 			return err
 		}
 		pause = min(2*pause, 500*time.Millisecond)

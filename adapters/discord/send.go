@@ -16,6 +16,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
 	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
@@ -368,7 +369,7 @@ func (a *Adapter) queued(bucket, what string, fn func() error) error {
 func (a *Adapter) waiting(ctx context.Context, bucket, what string, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		if wait := a.spent(bucket); wait > 0 {
-			if err := sleep(ctx, wait); err != nil {
+			if err := retry.Sleep(ctx, wait); err != nil {
 				return err
 			}
 		}
@@ -376,23 +377,12 @@ func (a *Adapter) waiting(ctx context.Context, bucket, what string, fn func() er
 		var rl *discordgo.RateLimitError
 		if errors.As(err, &rl) && attempt < 3 {
 			a.log.Warn("discord rate limit", slog.String("call", what), slog.Duration("retry_after", rl.RetryAfter))
-			if err := sleep(ctx, max(rl.RetryAfter, 50*time.Millisecond)); err != nil {
+			if err := retry.Sleep(ctx, max(rl.RetryAfter, 50*time.Millisecond)); err != nil {
 				return err
 			}
 			continue
 		}
 		return a.wrap(what, err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
