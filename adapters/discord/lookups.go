@@ -174,7 +174,7 @@ func (a *Adapter) place(ctx context.Context, channel string, ask bool) (chat, th
 		return c.ParentID, channel, nil
 	}
 	a.mu.Lock()
-	a.plain[channel] = true
+	putBounded(a.plain, channel, true)
 	a.mu.Unlock()
 	return channel, "", nil
 }
@@ -215,7 +215,7 @@ func (a *Adapter) learnChannel(c *wireChannel) {
 		a.learnThread(c.ID, c.ParentID)
 	case !ch.IsThread() && ch.Type != discordgo.ChannelTypeDM && ch.Type != discordgo.ChannelTypeGroupDM:
 		a.mu.Lock()
-		a.plain[c.ID] = true
+		putBounded(a.plain, c.ID, true)
 		a.mu.Unlock()
 	}
 }

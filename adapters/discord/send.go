@@ -316,7 +316,7 @@ func (a *Adapter) target(ctx context.Context, m bot.Outgoing) (channel, reply st
 		a.log.Info("discord: cannot start a thread there (Create Public Threads permission?); replying in the channel",
 			slog.String("channel_id", m.ChatID), slog.Any("err", err))
 		a.mu.Lock()
-		a.plain["nothread:"+m.ThreadID] = true
+		putBounded(a.plain, "nothread:"+m.ThreadID, true)
 		a.mu.Unlock()
 		return m.ChatID, m.ThreadID, nil
 	default:
