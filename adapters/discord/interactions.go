@@ -154,7 +154,7 @@ func ephemeral(text string) *discordgo.InteractionResponse {
 func (a *Adapter) firstTime(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := time.Now()
+	now := a.cfg.Now()
 	if t, ok := a.seen[id]; ok && now.Before(t) {
 		return false
 	}

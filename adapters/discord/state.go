@@ -61,7 +61,7 @@ func (a *Adapter) tokenOf(id string) (hookToken, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t, ok := a.tokens[id]
-	if !ok || !time.Now().Before(t.expires) {
+	if !ok || !a.cfg.Now().Before(t.expires) {
 		return hookToken{}, false
 	}
 	return t, true
@@ -69,7 +69,7 @@ func (a *Adapter) tokenOf(id string) (hookToken, bool) {
 
 // prune forgets expired tokens; a.mu is held.
 func (a *Adapter) prune() {
-	now := time.Now()
+	now := a.cfg.Now()
 	for id, t := range a.tokens {
 		if !now.Before(t.expires) {
 			delete(a.tokens, id)
