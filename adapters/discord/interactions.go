@@ -265,7 +265,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		return nil
 	}
 	params := &discordgo.WebhookParams{Content: utf16text.Clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
-	err = a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
+	err = a.queued(followups(h), "answer button", func() error {
 		return a.whenKnown(ctx, h, func() error { // Discord may not have read the press's HTTP answer yet
 			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 			return err

@@ -195,7 +195,7 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 			})
 		} else {
 			params := &discordgo.WebhookParams{Content: p, Components: comps, AllowedMentions: noPings}
-			err = a.waiting(ctx, discordgo.EndpointWebhookToken(h.appID, h.token), "follow up command", func() error {
+			err = a.waiting(ctx, followups(h), "follow up command", func() error {
 				var err error
 				msg, err = a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 				return err
@@ -352,6 +352,13 @@ func restCode(err error) int {
 // EndpointWebhookToken("", "")). Another key would find no spent bucket,
 // and discordgo would sleep inside the call until the reset.
 var webhookEdits = discordgo.EndpointWebhookToken("", "")
+
+// followups is the bucket of h's follow-ups: FollowupMessageCreate with
+// wait counts a token's follow-ups under their URI, query included
+// (webhookExecute: EndpointWebhookToken(app, token)+"?wait=true").
+func followups(h interactionHook) string {
+	return discordgo.EndpointWebhookToken(h.appID, h.token) + "?wait=true"
+}
 
 func channelEdits(channel string) string { return discordgo.EndpointChannelMessage(channel, "") }
 

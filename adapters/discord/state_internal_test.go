@@ -1,7 +1,10 @@
 package discord
 
 import (
+	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +49,39 @@ func TestTokenLifetimeByConfiguredClock(t *testing.T) {
 	}
 	if !a.firstTime("i1") {
 		t.Error("an interaction seen more than 15 minutes ago by Config.Now is still remembered")
+	}
+}
+
+// roundTrip is an http.RoundTripper from a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A follow-up's bucket is the one discordgo's rate limiter counts it in
+// (restapi.go, webhookExecute: its URI with ?wait=true): after a
+// follow-up Discord answers with its bucket spent, the adapter sees the
+// wait (spent) instead of letting discordgo sleep inside the next call.
+func TestFollowupBucketIsDiscordgos(t *testing.T) {
+	s, err := discordgo.New("Bot x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client = &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		h := http.Header{}
+		h.Set("Content-Type", "application/json")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset-After", "5")
+		return &http.Response{StatusCode: 200, Header: h, Request: r,
+			Body: io.NopCloser(strings.NewReader(`{"id":"5","channel_id":"1"}`))}, nil
+	})}
+	a := bareAdapter(s)
+	a.sess = s
+	h := interactionHook{appID: "app", token: "tok"}
+	if _, err := s.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true,
+		&discordgo.WebhookParams{Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.spent(followups(h)); got <= 0 {
+		t.Errorf("spent(followups) = %v after a follow-up that spent its bucket, want > 0", got)
 	}
 }
