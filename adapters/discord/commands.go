@@ -3,12 +3,12 @@ package discord
 import (
 	"context"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"regexp"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // optionText is the one option every slash command takes: the words

@@ -91,7 +91,7 @@ type Adapter struct {
 	name  string // the bot's user name
 	appID string // the application id (Config.AppID, else READY's)
 
-	mu       sync.Mutex
+	mu       sync.Mutex                    // protects the maps below: the learnt ones bounded (putBounded), the others expire
 	threads  map[string]string             // thread channel id → parent channel id, as learnt
 	plain    map[string]bool               // channel ids known not to be threads; "nothread:"+message id
 	names    map[string]string             // message id → a name for the thread started from it

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/hooks"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // An interaction's token answers it for 15 minutes: "Interaction tokens
@@ -36,19 +38,8 @@ import (
 // The keys start with "discord:", so they never meet Slack's.
 
 // Hooks keeps interaction tokens where several serve replicas share
-// them; the same method set as adapters/slack's Hooks, declared here as
-// adapters import no other adapter.
-type Hooks interface {
-	// SaveHook keeps url under channel and person until expires, bound
-	// to no run and with no use counted.
-	SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error
-	// TakeHook counts a use of one of person's in channel and returns it,
-	// atomically across replicas: the one bound to run if it has a use
-	// left, else person's newest one bound to none, then bound to run
-	// (run "" binds none). ok is false when there is none unexpired at
-	// now with fewer than within uses taken.
-	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
-}
+// them: the contract adapters/slack's Hooks is too.
+type Hooks = hooks.Store
 
 // commandPlace is where a slash command's token is kept: its channel and
 // its event (the interaction's "i"+id, bot.Outgoing.EventID of the
@@ -107,7 +98,7 @@ func (a *Adapter) whenKnown(ctx context.Context, h interactionHook, call func() 
 		if !refusedToken(err) || !now.Before(until) || !now.Before(h.expires.Add(-hookFor+ackFor)) {
 			return err
 		}
-		if sleep(ctx, pause) != nil {
+		if retry.Sleep(ctx, pause) != nil {
 			return err
 		}
 		pause = min(2*pause, 500*time.Millisecond)

@@ -254,7 +254,7 @@ func (a *Adapter) deliver(ctx context.Context, h bot.Handler, ev bot.Incoming, w
 		}
 		a.log.Warn("discord: could not store an event; trying again", slog.String("event_id", ev.EventID),
 			slog.Any("err", redact(err, a.cfg.Token)), slog.Duration("retry_in", wait))
-		if err := sleep(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(2*wait, handleWaitMax)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // An interaction (a slash command, a button press) must get its first
@@ -154,7 +154,7 @@ func ephemeral(text string) *discordgo.InteractionResponse {
 func (a *Adapter) firstTime(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := time.Now()
+	now := a.cfg.Now()
 	if t, ok := a.seen[id]; ok && now.Before(t) {
 		return false
 	}
@@ -265,7 +265,7 @@ func (a *Adapter) AnswerButton(ctx context.Context, ref, text string) error {
 		return nil
 	}
 	params := &discordgo.WebhookParams{Content: utf16text.Clip(text, maxText), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noPings}
-	err = a.queued(discordgo.EndpointWebhookToken(h.appID, h.token), "answer button", func() error {
+	err = a.queued(followups(h), "answer button", func() error {
 		return a.whenKnown(ctx, h, func() error { // Discord may not have read the press's HTTP answer yet
 			_, err := a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 			return err

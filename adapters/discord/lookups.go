@@ -12,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
 )
 
 // What only Discord can tell of an event, and when it is asked. An
@@ -125,7 +126,7 @@ func (a *Adapter) settleWaiting(ctx context.Context, ar arrival) (bot.Incoming, 
 		}
 		a.log.Warn("discord: Discord did not answer what an event needs; asking again", slog.String("event_id", ar.ev.EventID),
 			slog.Any("err", err), slog.Duration("retry_in", wait))
-		if serr := sleep(ctx, wait); serr != nil {
+		if serr := retry.Sleep(ctx, wait); serr != nil {
 			return bot.Incoming{}, err
 		}
 		wait = min(2*wait, handleWaitMax)
@@ -173,7 +174,7 @@ func (a *Adapter) place(ctx context.Context, channel string, ask bool) (chat, th
 		return c.ParentID, channel, nil
 	}
 	a.mu.Lock()
-	a.plain[channel] = true
+	putBounded(a.plain, channel, true)
 	a.mu.Unlock()
 	return channel, "", nil
 }
@@ -214,7 +215,7 @@ func (a *Adapter) learnChannel(c *wireChannel) {
 		a.learnThread(c.ID, c.ParentID)
 	case !ch.IsThread() && ch.Type != discordgo.ChannelTypeDM && ch.Type != discordgo.ChannelTypeGroupDM:
 		a.mu.Lock()
-		a.plain[c.ID] = true
+		putBounded(a.plain, c.ID, true)
 		a.mu.Unlock()
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/retry"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // maxText is Discord's limit on a message's content: "up to 2000
@@ -194,7 +195,7 @@ func (a *Adapter) sendHook(ctx context.Context, h interactionHook, m bot.Outgoin
 			})
 		} else {
 			params := &discordgo.WebhookParams{Content: p, Components: comps, AllowedMentions: noPings}
-			err = a.waiting(ctx, discordgo.EndpointWebhookToken(h.appID, h.token), "follow up command", func() error {
+			err = a.waiting(ctx, followups(h), "follow up command", func() error {
 				var err error
 				msg, err = a.api.FollowupMessageCreate(&discordgo.Interaction{AppID: h.appID, Token: h.token}, true, params, discordgo.WithContext(ctx))
 				return err
@@ -315,7 +316,7 @@ func (a *Adapter) target(ctx context.Context, m bot.Outgoing) (channel, reply st
 		a.log.Info("discord: cannot start a thread there (Create Public Threads permission?); replying in the channel",
 			slog.String("channel_id", m.ChatID), slog.Any("err", err))
 		a.mu.Lock()
-		a.plain["nothread:"+m.ThreadID] = true
+		putBounded(a.plain, "nothread:"+m.ThreadID, true)
 		a.mu.Unlock()
 		return m.ChatID, m.ThreadID, nil
 	default:
@@ -352,6 +353,13 @@ func restCode(err error) int {
 // and discordgo would sleep inside the call until the reset.
 var webhookEdits = discordgo.EndpointWebhookToken("", "")
 
+// followups is the bucket of h's follow-ups: FollowupMessageCreate with
+// wait counts a token's follow-ups under their URI, query included
+// (webhookExecute: EndpointWebhookToken(app, token)+"?wait=true").
+func followups(h interactionHook) string {
+	return discordgo.EndpointWebhookToken(h.appID, h.token) + "?wait=true"
+}
+
 func channelEdits(channel string) string { return discordgo.EndpointChannelMessage(channel, "") }
 
 // queued runs one API call of the bot's send queue: a spent bucket or a
@@ -368,7 +376,7 @@ func (a *Adapter) queued(bucket, what string, fn func() error) error {
 func (a *Adapter) waiting(ctx context.Context, bucket, what string, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		if wait := a.spent(bucket); wait > 0 {
-			if err := sleep(ctx, wait); err != nil {
+			if err := retry.Sleep(ctx, wait); err != nil {
 				return err
 			}
 		}
@@ -376,23 +384,12 @@ func (a *Adapter) waiting(ctx context.Context, bucket, what string, fn func() er
 		var rl *discordgo.RateLimitError
 		if errors.As(err, &rl) && attempt < 3 {
 			a.log.Warn("discord rate limit", slog.String("call", what), slog.Duration("retry_after", rl.RetryAfter))
-			if err := sleep(ctx, max(rl.RetryAfter, 50*time.Millisecond)); err != nil {
+			if err := retry.Sleep(ctx, max(rl.RetryAfter, 50*time.Millisecond)); err != nil {
 				return err
 			}
 			continue
 		}
 		return a.wrap(what, err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

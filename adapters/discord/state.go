@@ -61,7 +61,7 @@ func (a *Adapter) tokenOf(id string) (hookToken, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t, ok := a.tokens[id]
-	if !ok || !time.Now().Before(t.expires) {
+	if !ok || !a.cfg.Now().Before(t.expires) {
 		return hookToken{}, false
 	}
 	return t, true
@@ -69,7 +69,7 @@ func (a *Adapter) tokenOf(id string) (hookToken, bool) {
 
 // prune forgets expired tokens; a.mu is held.
 func (a *Adapter) prune() {
-	now := time.Now()
+	now := a.cfg.Now()
 	for id, t := range a.tokens {
 		if !now.Before(t.expires) {
 			delete(a.tokens, id)
@@ -81,7 +81,7 @@ func (a *Adapter) prune() {
 func (a *Adapter) learnThread(thread, parent string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.threads[thread] = parent
+	putBounded(a.threads, thread, parent)
 }
 
 func (a *Adapter) threadKnown(thread string) bool {
@@ -130,7 +130,7 @@ func (a *Adapter) wroteIn(id, channel string) {
 
 // putBounded puts key in m, forgetting all of m first once it holds more
 // than 1000 keys: what is forgotten is only learnt again (see above).
-func putBounded(m map[string]string, key, value string) {
+func putBounded[V any](m map[string]V, key string, value V) {
 	if len(m) > 1000 {
 		clear(m)
 	}
@@ -148,7 +148,7 @@ func (a *Adapter) channelOf(id string) string {
 func (a *Adapter) learnDM(channel, user string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.dms[channel] = user
+	putBounded(a.dms, channel, user)
 }
 
 // dmOf is the person whose DM channel is, "" when not known as a DM.

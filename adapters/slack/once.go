@@ -77,39 +77,52 @@ func (a *Adapter) Resend(ctx context.Context, m bot.Outgoing, since time.Time) (
 func (a *Adapter) posted(ctx context.Context, m bot.Outgoing, since time.Time) (map[int]string, error) {
 	oldest := fmt.Sprintf("%d.000000", since.Add(-resendSlack).Unix())
 	found := map[int]string{}
+	err := a.readBack(ctx, m.ChatID, m.ThreadID, oldest, func(msg slack.Message) {
+		md := msg.Metadata
+		if md.EventType != outboxEventType || md.EventPayload["outbox_id"] != m.Ref {
+			return
+		}
+		if part, ok := md.EventPayload["part"].(float64); ok {
+			found[int(part)] = msg.Timestamp
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// readBack calls each on the messages of chatID (thread threadID, if
+// any) from oldest on, with their metadata: conversations.replies in a
+// thread, else conversations.history, at most resendPages pages.
+func (a *Adapter) readBack(ctx context.Context, chatID, threadID, oldest string, each func(slack.Message)) error {
 	cursor := ""
 	for range resendPages {
 		var msgs []slack.Message
 		var more bool
 		var err error
-		if m.ThreadID != "" {
+		if threadID != "" {
 			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-				ChannelID: m.ChatID, Timestamp: m.ThreadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+				ChannelID: chatID, Timestamp: threadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 		} else {
 			var h *slack.GetConversationHistoryResponse
 			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-				ChannelID: m.ChatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
+				ChannelID: chatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
 			if h != nil {
 				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor
 			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, msg := range msgs {
-			md := msg.Metadata
-			if md.EventType != outboxEventType || md.EventPayload["outbox_id"] != m.Ref {
-				continue
-			}
-			if part, ok := md.EventPayload["part"].(float64); ok {
-				found[int(part)] = msg.Timestamp
-			}
+			each(msg)
 		}
 		if !more || cursor == "" {
-			break
+			return nil
 		}
 	}
-	return found, nil
+	return nil
 }
 
 // Unfinished implements bot.OrphanFinder: the bot's messages in chatID
@@ -131,33 +144,13 @@ func (a *Adapter) Unfinished(ctx context.Context, chatID, threadID, after string
 		oldest = strconv.FormatInt(since.Unix(), 10) + ".000000"
 	}
 	var out []string
-	cursor := ""
-	for range resendPages {
-		var msgs []slack.Message
-		var more bool
-		var err error
-		if threadID != "" {
-			msgs, more, cursor, err = a.noRetry.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-				ChannelID: chatID, Timestamp: threadID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
-		} else {
-			var h *slack.GetConversationHistoryResponse
-			h, err = a.noRetry.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-				ChannelID: chatID, Oldest: oldest, Cursor: cursor, Limit: resendLimit, IncludeAllMetadata: true})
-			if h != nil {
-				msgs, more, cursor = h.Messages, h.HasMore, h.ResponseMetaData.NextCursor
-			}
+	err := a.readBack(ctx, chatID, threadID, oldest, func(msg slack.Message) {
+		if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType == "" {
+			out = append(out, msg.Timestamp)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("slack: look for unfinished previews in %s: %w", chatID, a.queueError(err))
-		}
-		for _, msg := range msgs {
-			if msg.User == a.botID && msg.Timestamp != after && msg.Timestamp != threadID && msg.Metadata.EventType == "" {
-				out = append(out, msg.Timestamp)
-			}
-		}
-		if !more || cursor == "" {
-			break
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack: look for unfinished previews in %s: %w", chatID, a.queueError(err))
 	}
 	return out, nil
 }

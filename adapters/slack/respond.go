@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/hooks"
 )
 
 // A slash command (or a button press) comes with a response_url that
@@ -41,18 +42,7 @@ const (
 // with bbolt, whose file one process holds) the adapter keeps them in
 // its memory (internal/hooks.Memory), which is then all there is to
 // share.
-type Hooks interface {
-	// SaveHook keeps url, the response_url of person's request in
-	// channel, until expires, bound to no run and with no use counted.
-	SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error
-	// TakeHook counts a use of a response_url of person in channel and
-	// returns it, atomically across replicas: the one bound to run if it
-	// has a use left, else person's newest one bound to none, which is
-	// then bound to run (run "" binds none and takes only unbound ones).
-	// ok is false when there is none unexpired at now with fewer than
-	// within uses taken.
-	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
-}
+type Hooks = hooks.Store
 
 // rememberHook keeps the response_url of user's event in channel. A
 // failure to keep it is logged (never the URL): the answer may still be

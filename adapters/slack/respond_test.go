@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidybot/tidybot/adapters/slack"
-	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/bot"
 )
 
@@ -87,11 +85,4 @@ func TestResponseURLIsItsPersons(t *testing.T) {
 	if u1 != 3 || u2 != 1 {
 		t.Errorf("U1 saw %d posts, U2 %d; want 3 and 1", u1, u2)
 	}
-}
-
-// TestMemHooks: the response_urls an adapter keeps in its memory (one
-// process, bbolt) keep the contract PostgreSQL's do.
-func TestMemHooks(t *testing.T) {
-	h := slack.NewMemHooks()
-	slacktest.TestHooks(t, h, h)
 }

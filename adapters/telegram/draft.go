@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"errors"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 var (

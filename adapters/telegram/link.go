@@ -2,12 +2,12 @@ package telegram
 
 import (
 	"context"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"log/slog"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/tidybot/tidybot/bot"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // withLink adds a URL button row (core.telegram.org/bots/api#inlinekeyboardbutton)

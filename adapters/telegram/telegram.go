@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tidybot/tidybot/internal/utf16text"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/tidybot/tidybot/agent"
 	"github.com/tidybot/tidybot/bot"
 	"github.com/tidybot/tidybot/internal/retry"
+	"github.com/tidybot/tidybot/internal/utf16text"
 )
 
 // Platform is the platform name in bot.Incoming.

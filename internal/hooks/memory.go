@@ -1,9 +1,9 @@
 // Package hooks keeps, in one process's memory, the links a platform
 // gives with a person's request to answer it through (Slack's
-// response_url, a Discord interaction's token): the store contract the
-// adapters declare as their Hooks (adapters/slack, adapters/discord),
-// for a process with no shared store (bbolt, whose file one process
-// holds). store/postgres implements the same contract for replicas.
+// response_url, a Discord interaction's token): Store is the contract
+// both adapters take as their Hooks (adapters/slack, adapters/discord);
+// store/postgres implements it for replicas, Memory for a process with
+// no shared store (bbolt, whose file one process holds).
 package hooks
 
 import (
@@ -11,6 +11,25 @@ import (
 	"sync"
 	"time"
 )
+
+// Store keeps the links where several serve replicas share them: the
+// replica that receives a request is often not the one that answers it.
+// Each link is a person's, never a channel's: kept under its channel and
+// person, and bound to the first run that answers through it.
+type Store interface {
+	// SaveHook keeps url, the link of person's request in channel,
+	// until expires, bound to no run and with no use counted.
+	SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error
+	// TakeHook counts a use of a link of person in channel and returns
+	// it, atomically across replicas: the one bound to run if it has a
+	// use left, else person's newest one bound to none, which is then
+	// bound to run (run "" binds none and takes only unbound ones). ok
+	// is false when there is none unexpired at now with fewer than
+	// within uses taken.
+	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
+}
+
+var _ Store = (*Memory)(nil)
 
 // Memory keeps hooks in memory. Its zero value is ready to use.
 type Memory struct {
@@ -34,9 +53,8 @@ type hook struct {
 	used    int
 }
 
-// SaveHook keeps url, the link of person's request in channel, until
-// expires, bound to no run and with no use counted; the expired ones of
-// every channel are forgotten.
+// SaveHook implements Store; the expired links of every channel are
+// forgotten.
 func (m *Memory) SaveHook(_ context.Context, channel, person, url string, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -65,11 +83,7 @@ func (m *Memory) SaveHook(_ context.Context, channel, person, url string, expire
 	return nil
 }
 
-// TakeHook counts a use of a link of person in channel and returns it:
-// the one bound to run if it has a use left, else person's newest one
-// bound to none, which is then bound to run (run "" binds none and takes
-// only unbound ones). ok is false when there is none unexpired at now
-// with fewer than within uses taken.
+// TakeHook implements Store.
 func (m *Memory) TakeHook(_ context.Context, channel, person, run string, within int, now time.Time) (string, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -19,9 +19,14 @@ import (
 // X-RateLimit-Limit, -Remaining, -Reset (epoch seconds), -Reset-After
 // (seconds) and -Bucket headers. A call over the limit is 429 with
 // {"message", "retry_after" (seconds), "global"} and a Retry-After
-// header; the global limit sets X-RateLimit-Global. "Interaction
+// header; the global limit sets X-RateLimit-Global, and
+// X-RateLimit-Scope says "user" or "global" (the same page). "Interaction
 // endpoints are not bound to the bot's Global Rate Limit" (the same
-// page).
+// page). The fake's own readings: the numbers (a route's limit and
+// window, Server's bucketLimit and bucketWindow; the page publishes none
+// and says to read the headers instead), and that every /webhooks/ route
+// counts as an interaction endpoint (the bot calls /webhooks/ only with
+// an interaction's token).
 
 type bucket struct {
 	count int
@@ -57,9 +62,10 @@ func (s *Server) RateLimit(route string, n int) {
 }
 
 // Fail answers the next n calls of a route (as RateLimit names it) with
-// a server error status (500, 502, 503) and Discord's body for it
-// ({"message": "502: Bad Gateway", "code": 0}); discordgo retries a 502
-// itself (discordgo restapi.go, RequestWithLockedBucket).
+// a server error status (500, 502, 503) and the body
+// {"message": "502: Bad Gateway", "code": 0} (the fake's reading: the
+// docs describe no body for a 5xx); discordgo retries a 502 itself
+// (discordgo restapi.go, RequestWithLockedBucket).
 func (s *Server) Fail(route string, status, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,8 +150,10 @@ func majorKey(c *call) string {
 	return c.route
 }
 
-// bucketHash is the X-RateLimit-Bucket of a route: an opaque id, the
-// same for every major parameter of that route.
+// bucketHash is the X-RateLimit-Bucket of a route: "A unique string
+// denoting the rate limit being encountered (non-inclusive of top-level
+// resources in the path)" (rate-limits#header-format), so the same for
+// every major parameter of that route.
 func bucketHash(route string) string {
 	h := fnv.New64a()
 	h.Write([]byte(route))

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Hooks is adapters/slack.Hooks, the store of response_urls, declared
-// again so that this fake imports nothing of the adapter it tests.
+// Hooks is internal/hooks.Store (adapters/slack.Hooks), the store of
+// response_urls, declared again: a fake imports nothing of the project
+// (DESIGN.md §1, internal/layout).
 type Hooks interface {
 	SaveHook(ctx context.Context, channel, person, url string, expires time.Time) error
 	TakeHook(ctx context.Context, channel, person, run string, within int, now time.Time) (url string, ok bool, err error)
