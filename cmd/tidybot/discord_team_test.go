@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -65,19 +62,12 @@ func dcTeamConnect(t *testing.T, allow string) {
 func dcServeTeam(t *testing.T, allow ...string) (*discordtest.Server, *todoisttest.Account) {
 	t.Helper()
 	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	svc, base := teamTodoist(t, e, 9)
 	alice := svc.NewAccount()
 	alice.SeedTalkInbox()
 	dc := discordtest.New(t)
 	e.cfg.DiscordToken, e.cfg.DiscordURL = discordtest.Token, dc.URL()
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
 	e.cfg.AllowedUsers = allow
-	e.cfg.HTTPAddr = addr
 	logs := &syncBuffer{}
 	serveTeam(t, e, logs)
 	t.Cleanup(func() {

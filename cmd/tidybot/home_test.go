@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidybot/tidybot/accounts"
 	"github.com/tidybot/tidybot/adapters/slack/slacktest"
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
@@ -242,20 +239,13 @@ func TestSlackHomeUndoesAnAutopilotFiling(t *testing.T) {
 // does. The model tier's button sets the tier /settings model sets.
 func TestSlackHomeConnectDisconnectAndModel(t *testing.T) {
 	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	svc, base := teamTodoist(t, e, 7)
 	alice := svc.NewAccount()
 	sl := slacktest.New()
 	t.Cleanup(sl.Close)
 	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 	e.cfg.AllowedUsers = []string{"slack:U1"}
 	e.cfg.Models = "fast:scripted-mini,best:scripted-large"
-	e.cfg.HTTPAddr = addr
 	serveTeam(t, e, io.Discard)
 	press := func(value string) {
 		t.Helper()

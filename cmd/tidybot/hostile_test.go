@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/zlib"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -38,17 +37,11 @@ type teamEnv struct {
 func serveTeamTelegram(t *testing.T, clock ...func() time.Time) *teamEnv {
 	t.Helper()
 	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	svc, base := teamTodoist(t, e, 5)
 	tg := telegramtest.New()
 	t.Cleanup(tg.Close)
 	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
-	e.cfg.AllowedUsers, e.cfg.HTTPAddr = []string{"telegram:*"}, addr
+	e.cfg.AllowedUsers = []string{"telegram:*"}
 	logs := &syncBuffer{}
 	serveTeam(t, e, logs, clock...)
 	return &teamEnv{env: e, svc: svc, tg: tg, base: base, logs: logs}

@@ -23,6 +23,22 @@ import (
 	"github.com/tidybot/tidybot/agent/todoist/todoisttest"
 )
 
+// teamTodoist sets e up for team mode against a fake Todoist service
+// with OAuth (tidybot's app registered there, its callback on e's own
+// address, data keys from key): the service, and serve's base URL.
+func teamTodoist(t *testing.T, e *env, key byte) (*todoisttest.Service, string) {
+	t.Helper()
+	svc := todoisttest.NewService(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
+	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
+	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{key}, 32))
+	e.cfg.HTTPAddr = addr
+	return svc, base
+}
+
 // startServe runs `tidybot serve` with e's config (HTTPAddr already
 // chosen) and returns a function that stops it, as a SIGTERM does.
 func serveTeam(t *testing.T, e *env, logs io.Writer, clock ...func() time.Time) (stop func()) {
@@ -127,10 +143,8 @@ func posted(sl *slacktest.Server, channel, sub string) bool {
 // asks for a reconnect and loses the request not; /disconnect revokes.
 func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	e := newEnv(t)
-	svc := todoisttest.NewService(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	svc.RegisterApp(todoisttest.App{ClientID: "tidy-client", ClientSecret: "tidy-client-secret-0123", RedirectURL: base + accounts.CallbackPath})
+	svc, base := teamTodoist(t, e, 7)
+	addr := e.cfg.HTTPAddr // serve's, again at the restart
 	alice, bob, carol := svc.NewAccount(), svc.NewAccount(), svc.NewAccount()
 	for _, a := range []*todoisttest.Account{alice, bob, carol} {
 		a.SeedTalkInbox()
@@ -159,11 +173,7 @@ func TestTeamModeEveryoneTheirOwnTodoist(t *testing.T) {
 	e.cfg.OpenAIBaseURL = e.model.URL
 	e.cfg.SlackBotToken, e.cfg.SlackSigningSecret, e.cfg.SlackURL = slacktest.Token, slackSecret, sl.URL
 	e.cfg.TelegramToken, e.cfg.TelegramURL = tg.Token, tg.URL
-	e.cfg.TodoistToken, e.cfg.TodoistURL, e.cfg.TodoistAuth = "", svc.URL, svc.AuthURL
-	e.cfg.ClientID, e.cfg.ClientSecret = "tidy-client", "tidy-client-secret-0123"
-	e.cfg.PublicURL, e.cfg.SecretKey = base, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 	e.cfg.AllowedUsers = []string{"slack:team:T1", "telegram:*"}
-	e.cfg.HTTPAddr = addr
 	logs := &syncBuffer{}
 	stop := serveTeam(t, e, logs)
 
