@@ -124,7 +124,7 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	}
 	// At once, not with a later write: until this commits, a crash posts
 	// the message again at the next start.
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateNow(ctx, func(tx *bolt.Tx) error {
 		ids := tx.Bucket(bucketOutIDs)
 		if seq := ids.Get([]byte(ob.ID)); seq != nil {
 			if err := tx.Bucket(bucketOutbox).Delete(bytes.Clone(seq)); err != nil {

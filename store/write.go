@@ -26,7 +26,9 @@ const maxBatch = 1000
 // 1 ms: fdatasyncs a message 1.22–1.34 → 0.59, CPU a message 15% less
 // (docs/performance.md). A write that finds the writer idle
 // after a transaction of one write commits at once: one person alone
-// never waits for the window.
+// never waits for the window; nor does a delivery (updateNow), nor what
+// shares its transaction: until it commits, a crash posts the message
+// again at the next start.
 const groupWindow = time.Millisecond
 
 // A write is one function waiting for the writer's next transaction.
@@ -36,6 +38,9 @@ type write struct {
 	// before its transaction began is not applied.
 	cancel <-chan struct{}
 	result chan error // buffered: the writer never waits for the caller
+	// now is set for a write whose transaction must not wait out the
+	// window (updateNow).
+	now bool
 }
 
 // errCancelled tells update that its write was dropped, unapplied,
@@ -56,6 +61,13 @@ var errCancelled = errors.New("write cancelled before its transaction")
 // rerun alone) and costs the others only a rerun.
 func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return s.enqueue(ctx, &write{fn: fn})
+}
+
+// updateNow is update for a write whose transaction commits without
+// waiting out the window: an answer's delivery, which a crash before its
+// commit posts again.
+func (s *Store) updateNow(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.enqueue(ctx, &write{fn: fn, now: true})
 }
 
 func (s *Store) enqueue(ctx context.Context, w *write) error {
@@ -92,7 +104,7 @@ func (s *Store) writeLoop() {
 	for w := range s.writes {
 		batch = append(batch[:0], w)
 		open := s.collect(&batch)
-		if open && (together || len(batch) > 1) {
+		if open && (together || len(batch) > 1) && !slices.ContainsFunc(batch, urgent) {
 			if window == nil {
 				window = time.NewTimer(groupWindow)
 			} else {
@@ -107,7 +119,8 @@ func (s *Store) writeLoop() {
 }
 
 // gather adds the writes that arrive until done fires, up to maxBatch,
-// or until the queue is closed.
+// until one that must not wait (urgent) arrives, or until the queue is
+// closed.
 func (s *Store) gather(batch *[]*write, done <-chan time.Time) {
 	for len(*batch) < maxBatch {
 		select {
@@ -116,11 +129,17 @@ func (s *Store) gather(batch *[]*write, done <-chan time.Time) {
 				return
 			}
 			*batch = append(*batch, w)
+			if urgent(w) {
+				return
+			}
 		case <-done:
 			return
 		}
 	}
 }
+
+// urgent reports whether w's transaction must not wait out the window.
+func urgent(w *write) bool { return w.now }
 
 // collect adds the writes already queued to batch, up to maxBatch; it
 // reports false once the queue is closed.

@@ -187,7 +187,38 @@ func TestWritesSideBySideWaitForTheWindow(t *testing.T) {
 				t.Errorf("lone write %d committed after %v, want %v", i+1, d, want)
 			}
 		}
-		if got := jobIDs(t, s); got != "job1 job2 job3 job4 job5 job6" {
+		// Side by side again, a delivery does not wait for the window,
+		// nor does what joined before it: until it commits, a crash
+		// posts its message again.
+		ob := bot.Outbound{ID: "a1", Platform: "slack", Msg: bot.Outgoing{ChatID: "D1", Text: "done"}, Created: t0}
+		if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{ob}}); err != nil {
+			t.Fatal(err)
+		}
+		release = holdWriter(t, s)
+		wait = queue(
+			func() error { return s.Commit(ctx, intake(7)) },
+			func() error { return s.Commit(ctx, intake(8)) },
+		)
+		release()
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		start = time.Now()
+		wait = queue(
+			func() error { return s.Commit(ctx, intake(9)) },
+			func() error { return s.Delivered(ctx, ob, "1.1") },
+		)
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("a delivery committed after %v, want at once", d)
+		}
+		if got := jobIDs(t, s); got != "job1 job2 job3 job4 job5 job6 job7 job8 job9" {
 			t.Errorf("jobs %s", got)
 		}
 	})

@@ -16,7 +16,8 @@ import (
 // trip) for all. While writes come side by side (the last transaction
 // held more than one), the committer waits groupWindow for more before
 // it takes them; otherwise a write with none in flight is committed at
-// once, alone (one person alone never waits). One that waited groupWait for the
+// once, alone (one person alone never waits), and so is a delivery
+// (groupWrite.now) with what waits beside it. One that waited groupWait for the
 // transaction in flight (slow, or hung on a cut connection) is made
 // alone too. Commit, SaveRun and a Delivered that records no message
 // id take part, with the data keys kept for their scopes
@@ -37,6 +38,9 @@ type group struct {
 
 	// together is whether the last transaction held more than one write.
 	together atomic.Bool
+	// urgent wakes a committer waiting out the window: a write that must
+	// not wait (groupWrite.now) has joined.
+	urgent chan struct{}
 }
 
 // groupWrite is one write waiting for its transaction.
@@ -53,6 +57,10 @@ type groupWrite struct {
 	// lock (a person's token count) are locked in one order.
 	order string
 	done  chan error // its answer (buffered)
+	// now is set for a write whose transaction must not wait out the
+	// window: an answer's delivery, which a crash before its commit
+	// posts again.
+	now bool
 }
 
 // write makes w with the writes waiting, and returns once it is
@@ -62,6 +70,12 @@ func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
 	g.mu.Lock()
 	g.waiting = append(g.waiting, w)
 	g.mu.Unlock()
+	if w.now {
+		select {
+		case g.urgent <- struct{}{}:
+		default:
+		}
+	}
 	wait := time.NewTimer(groupWait)
 	defer wait.Stop()
 	select {
@@ -78,8 +92,7 @@ func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
 		return <-w.done // in that transaction already
 	}
 	if g.together.Load() {
-		wait.Reset(groupWindow)
-		<-wait.C
+		g.waitWindow(wait)
 	}
 	g.mu.Lock()
 	batch := g.waiting
@@ -89,6 +102,26 @@ func (g *group) write(ctx context.Context, s *Store, w *groupWrite) error {
 	s.commitGroup(ctx, batch)
 	<-g.slot
 	return <-w.done
+}
+
+// waitWindow waits groupWindow on t for more writes to join, unless one
+// that must not wait is among them or joins meanwhile.
+func (g *group) waitWindow(t *time.Timer) {
+	select {
+	case <-g.urgent: // an earlier transaction's
+	default:
+	}
+	g.mu.Lock()
+	now := slices.ContainsFunc(g.waiting, func(w *groupWrite) bool { return w.now })
+	g.mu.Unlock()
+	if now {
+		return
+	}
+	t.Reset(groupWindow)
+	select {
+	case <-t.C:
+	case <-g.urgent:
+	}
 }
 
 // withdraw takes w out of the writes waiting, and reports whether it

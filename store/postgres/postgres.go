@@ -165,7 +165,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: connect to PostgreSQL (TIDYBOT_DATABASE_URL): %w", err)
 	}
 	s := &Store{pool: pool, keys: &keyring{now: o.now}, leases: leases{lost: make(chan struct{}, 1), held: map[string]int64{}}, log: o.log,
-		group: group{slot: make(chan struct{}, 1)}}
+		group: group{slot: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}}
 	id := newReplicaID()
 	s.replica.Store(&id)
 	if err := s.open(ctx, o); err != nil {

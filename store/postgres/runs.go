@@ -387,7 +387,7 @@ func (s *Store) Delivered(ctx context.Context, ob bot.Outbound, msgID string) er
 	if recordsMessageID(ob, msgID) {
 		return s.delivered(ctx, ob, msgID)
 	}
-	w := &groupWrite{queue: func(p *pipe) error { deliveredLater(p, ob); return nil }, order: groupOrder(ctx, "")}
+	w := &groupWrite{queue: func(p *pipe) error { deliveredLater(p, ob); return nil }, order: groupOrder(ctx, ""), now: true}
 	if err := s.group.write(ctx, s, w); err != nil {
 		return fmt.Errorf("store: delivered %s: %w", ob.ID, err)
 	}
