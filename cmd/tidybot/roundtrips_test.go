@@ -63,8 +63,8 @@ func TestPostgresRoundTripsPerMessage(t *testing.T) {
 		wg.Wait()
 		waitFor(t, "every answer", func() bool {
 			n := 0
-			for person := range people {
-				n += len(rs.answers(person))
+			for _, got := range rs.allAnswers(people) {
+				n += len(got)
 			}
 			return n == people*to
 		})

@@ -145,3 +145,59 @@ func peakRSS(pid int) float64 {
 	}
 	return 0
 }
+
+// postgresCPU is the CPU time, user plus system, of the PostgreSQL
+// server's processes on this machine so far: every process named
+// postgres, with what its ended children used (fields 16 and 17, which
+// the postmaster gathers from the backends it reaps). It is 0 where
+// /proc does not tell or the server runs elsewhere.
+func postgresCPU() time.Duration {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i, j := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if i < 0 || j < i || string(raw[i+1:j]) != "postgres" {
+			continue
+		}
+		f := strings.Fields(string(raw[j+1:])) // f[0] is field 3
+		if len(f) < 15 {
+			continue
+		}
+		for _, k := range []int{11, 12, 13, 14} {
+			n, _ := strconv.Atoi(f[k])
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// machineCPU is the CPU time all of this machine's cores have spent
+// busy so far (/proc/stat's first line: user, nice, system, irq and
+// softirq), or 0 where /proc does not tell.
+func machineCPU() time.Duration {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int
+	for _, k := range []int{1, 2, 3, 6, 7} {
+		n, _ := strconv.Atoi(f[k])
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}

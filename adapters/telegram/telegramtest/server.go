@@ -676,6 +676,18 @@ func (s *Server) Messages(chatID int64) []Sent {
 	return out
 }
 
+// AllMessages returns the bot's messages in every chat, in the order
+// sent (what Messages returns for each chat, read in one pass).
+func (s *Server) AllMessages() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Sent, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, *s.messages[id])
+	}
+	return out
+}
+
 // Answers returns the answered callback queries: "id: text".
 func (s *Server) Answers() []string {
 	s.mu.Lock()
