@@ -4,7 +4,7 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 1x
 
-.PHONY: build test soak lint run demo bench bench-serve fuzz deps deps-list eval eval-sim fakes-check
+.PHONY: build test soak lint run demo bench bench-replicas bench-serve fuzz deps deps-list eval eval-sim fakes-check
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/tidybot ./cmd/tidybot
@@ -31,6 +31,10 @@ bench: bench-serve ## every benchmark once (docs/performance.md), issue 36's tab
 	go run ./cmd/tidybench -fast
 
 SERVEFLAGS ?=
+
+bench-replicas: ## issue 35's side by side: one bbolt replica, one and two PostgreSQL replicas (2,000 messages), sharing the machine's cores, then each limited to half a core (a cgroup CPU quota: needs root, else it says why it skips)
+	go test ./cmd/tidybot -run '^$$' -bench 'ReplicaThroughput/(bbolt-1|postgres-1|postgres-2)$$' -benchtime 1x -count 3
+	go test ./cmd/tidybot -run '^$$' -bench 'ReplicaThroughput/(bbolt-1|postgres-1|postgres-2)$$' -benchtime 1x -count 3 -args -replica-cpus 0.5
 
 bench-serve: ## bbolt and PostgreSQL side by side through the built serve (2,000 Slack DMs from 200 people): a Markdown table; SERVEFLAGS="-serve-people 2000" for 20,000 messages
 	go test ./cmd/tidybot -run '^$$' -bench '^BenchmarkServe$$' -benchtime 1x -timeout 60m $(if $(SERVEFLAGS),-args $(SERVEFLAGS))

@@ -37,6 +37,7 @@ var (
 	replicaCut    = flag.Duration("replica-cut", 0, "when set, a disruption of TestReplicasSurviveKills in three cuts a replica's database link (both ways, its sockets left open) for this long, through a TCP relay per replica")
 	replicaFreeze = flag.Duration("replica-freeze", 0, "when set, every other disruption of TestReplicasSurviveKills SIGSTOPs a replica for this long (longer than the lease time, 10 s: a GC pause) instead of a SIGKILL")
 	replicaLogs   = flag.String("replica-logs", "", "when set, TestReplicasSurviveKills writes the replicas' whole logs to this file (a failure shows only their last 20,000 bytes)")
+	replicaCPUs   = flag.Float64("replica-cpus", 0, "when set, each serve of BenchmarkReplicaThroughput is limited to this many cores (a cgroup CPU quota, as a container's CPU limit sets; needs root): a replica brings its own share of the machine")
 	replicaProf   = flag.String("replica-cpuprofile", "", "when set, each serve of BenchmarkReplicaThroughput writes a CPU profile into this directory (TIDYBOT_CPU_PROFILE), named after the benchmark and the replica")
 )
 
@@ -480,10 +481,15 @@ func TestReplicasSurviveKills(t *testing.T) {
 // answer, and the serves' CPU time a message (all of it, start and stop
 // included; not PostgreSQL's): one replica on bbolt, one on PostgreSQL, two on PostgreSQL
 // (POSTs spread over them). The serves, the fakes and the senders share
-// the machine's cores. With -replica-cpuprofile dir, each serve writes
+// the machine's cores, so that on a small machine a second replica
+// brings none: PostgreSQL's CPU and the machine's (all of it, the
+// fakes' too) a message are reported beside, from the first POST to
+// the last answer. With -replica-cpus n, each serve is limited to n
+// cores (limitCPU), as a container's CPU limit does: a replica then
+// brings its own share. With -replica-cpuprofile dir, each serve writes
 // a CPU profile there (the last run of each case).
 //
-//	go test ./cmd/tidybot -run '^$' -bench ReplicaThroughput -benchtime 1x
+//	go test ./cmd/tidybot -run '^$' -bench ReplicaThroughput -benchtime 1x [-args -replica-cpus 0.5]
 func BenchmarkReplicaThroughput(b *testing.B) {
 	const people, each = 200, 10
 	for _, c := range []struct {
@@ -499,6 +505,11 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 					e.cfg.DatabaseURL = pgtest.URL(b)
 				}
 				rs := newReplicaSet(b, e, c.replicas, people, "TIDYBOT_LOG_LEVEL=error")
+				if *replicaCPUs > 0 {
+					for _, r := range rs.replicas {
+						limitCPU(b, r.cmd.Process.Pid, *replicaCPUs)
+					}
+				}
 				start, pg0, all0 := time.Now(), postgresCPU(), machineCPU()
 				rs.sendAll(b, people, each)
 				// Answers are streamed (chat.startStream/stopStream) or
