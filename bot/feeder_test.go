@@ -15,7 +15,7 @@ import (
 // field answers as an empty store would (Hold: true).
 type mockShared struct {
 	HoldFn    func(ctx context.Context, key string) (bool, error)
-	ReleaseFn func(ctx context.Context, key string) error
+	ReleaseFn func(ctx context.Context, key string, idle bool) (bool, error)
 	WorkFn    func(ctx context.Context, key string) ([]*Run, []Job, error)
 	PendingFn func(ctx context.Context, platforms []string, n int, all bool) ([]string, error)
 	// Lost is LeasesLost's channel (nil: never).
@@ -31,11 +31,11 @@ func (m *mockShared) Hold(ctx context.Context, key string) (bool, error) {
 	return m.HoldFn(ctx, key)
 }
 
-func (m *mockShared) Release(ctx context.Context, key string) error {
+func (m *mockShared) Release(ctx context.Context, key string, idle bool) (bool, error) {
 	if m.ReleaseFn == nil {
-		return nil
+		return false, nil
 	}
-	return m.ReleaseFn(ctx, key)
+	return m.ReleaseFn(ctx, key, idle)
 }
 
 func (m *mockShared) Pending(ctx context.Context, platforms []string, n int, all bool) ([]string, error) {
@@ -52,7 +52,7 @@ func (m *mockShared) Work(ctx context.Context, key string) ([]*Run, []Job, error
 	return m.WorkFn(ctx, key)
 }
 
-func (m *mockShared) Listen(context.Context, func(), func(string)) error { return nil }
+func (m *mockShared) Listen(context.Context, func(string), func(string)) error { return nil }
 
 func (m *mockShared) Fence(ctx context.Context, _ string) context.Context { return ctx }
 
@@ -92,12 +92,12 @@ func newSlowRelease(slow string) *slowRelease {
 		s.holds[key]++
 		return true, nil
 	}
-	s.ReleaseFn = func(_ context.Context, key string) error {
+	s.ReleaseFn = func(_ context.Context, key string, _ bool) (bool, error) {
 		if key == slow {
 			s.entered <- struct{}{}
 			<-s.free
 		}
-		return nil
+		return false, nil
 	}
 	s.WorkFn = func(_ context.Context, key string) ([]*Run, []Job, error) {
 		s.mu.Lock()
@@ -282,7 +282,7 @@ func TestFeederKeepsTheLeaseWhileItsAnswersPost(t *testing.T) {
 	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
 	q := newSlowRelease("")
 	var released atomic.Int32
-	q.ReleaseFn = func(context.Context, string) error { released.Add(1); return nil }
+	q.ReleaseFn = func(context.Context, string, bool) (bool, error) { released.Add(1); return false, nil }
 	f := newFeeder(b, q)
 	b.feed = f
 	ctx := t.Context()
@@ -306,6 +306,105 @@ func TestFeederKeepsTheLeaseWhileItsAnswersPost(t *testing.T) {
 	}
 	if n := released.Load(); n != 1 || f.holds(key) {
 		t.Errorf("released %d times (held %v) once the answer was posted, want once", n, f.holds(key))
+	}
+}
+
+// TestFeederReadsAgainWhenTheReleaseKeepsTheLease: a conversation out
+// of work is released idle; when the store keeps its lease (a job was
+// stored since the read, by a process whose Hold the lease refused),
+// the feeder reads again and hands that job out; when that read finds
+// nothing to hand out, it frees the lease whatever is stored.
+func TestFeederReadsAgainWhenTheReleaseKeepsTheLease(t *testing.T) {
+	const key = "telegram:1"
+	for _, c := range []struct {
+		name    string
+		stored  bool   // the kept release's job is there to read
+		want    []bool // the releases' idle, in turn
+		handout int    // jobs the refill hands out
+	}{
+		{"a job stored since the read", true, []bool{true}, 1},
+		{"a job handed out already", false, []bool{true, false}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+			q := newSlowRelease("")
+			var mu sync.Mutex
+			var idles []bool
+			q.ReleaseFn = func(_ context.Context, key string, idle bool) (bool, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				idles = append(idles, idle)
+				if !idle {
+					return false, nil
+				}
+				if c.stored {
+					q.put(Job{ID: "j2", ThreadKey: key})
+				}
+				return true, nil
+			}
+			f := newFeeder(b, q)
+			b.feed = f
+			q.put(Job{ID: "j1", ThreadKey: key})
+			if !f.offer(t.Context(), key) {
+				t.Fatal("offer of a conversation with a job = false, want true")
+			}
+			jobs := f.refill(key, b.sched.epochNow())
+			if len(jobs) != c.handout || (c.handout > 0 && jobs[0].ID != "j2") {
+				t.Errorf("refill = %v, want %d job(s), j2", jobs, c.handout)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(idles, c.want) {
+				t.Errorf("releases, idle: %v, want %v", idles, c.want)
+			}
+			if held := f.holds(key); held != (c.handout > 0) {
+				t.Errorf("held after the refill: %v, want %v", held, c.handout > 0)
+			}
+		})
+	}
+}
+
+// TestFeederNotifiedAsksNoFillForAKnownConversation: a job stored
+// anywhere marks a conversation this process holds to be read again,
+// asks nothing for one it does not hold (the job's own process leases
+// it), and asks for a fill only when the notification names none.
+func TestFeederNotifiedAsksNoFillForAKnownConversation(t *testing.T) {
+	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+	q := newSlowRelease("")
+	f := newFeeder(b, q)
+	b.feed = f
+	q.put(Job{ID: "j1", ThreadKey: "telegram:1"})
+	if !f.offer(t.Context(), "telegram:1") {
+		t.Fatal("offer of a conversation with a job = false, want true")
+	}
+	fills := func() int {
+		n := 0
+		for {
+			select {
+			case <-f.kick:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	fills()
+	dirty := func(key string) bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.dirty[key]
+	}
+	f.notified("telegram:2")
+	if n := fills(); n != 0 || dirty("telegram:2") || f.holds("telegram:2") {
+		t.Errorf("a job of a conversation held elsewhere: %d fills, dirty %v, held %v; want none", n, dirty("telegram:2"), f.holds("telegram:2"))
+	}
+	f.notified("telegram:1")
+	if n := fills(); n != 0 || !dirty("telegram:1") {
+		t.Errorf("a job of a conversation held here: %d fills, dirty %v; want none, dirty", n, dirty("telegram:1"))
+	}
+	f.notified("")
+	if n := fills(); n != 1 {
+		t.Errorf("a notification naming no conversation: %d fills, want 1", n)
 	}
 }
 

@@ -30,8 +30,11 @@ type Shared interface {
 	// returned context is refused with ErrFenced, in its transaction,
 	// once another process has taken the lease since.
 	Fence(ctx context.Context, key string) context.Context
-	// Release frees a lease Hold took.
-	Release(ctx context.Context, key string) error
+	// Release frees a lease Hold took. With idle, it keeps the lease
+	// while the conversation has a job stored (one stored after the
+	// holder last read its work, by a process whose Hold this lease
+	// refused), and reports that it kept it: the holder reads again.
+	Release(ctx context.Context, key string, idle bool) (kept bool, err error)
 	// Pending returns up to n conversations of the given platforms that
 	// have work (a stored job, a run working or queued, or an outbox
 	// entry, which a process that died left) and no live holder but
@@ -43,11 +46,12 @@ type Shared interface {
 	// without transcripts) and its jobs, oldest first; the caller holds
 	// its lease (ErrFenced when it no longer does).
 	Work(ctx context.Context, key string) ([]*Run, []Job, error)
-	// Listen calls wake each time any process commits a job, and cancel
-	// with a conversation's key each time any process calls Cancel,
-	// until ctx ends (nil) or it fails (what was sent meanwhile is
-	// missed).
-	Listen(ctx context.Context, wake func(), cancel func(key string)) error
+	// Listen calls wake with a conversation's key each time any process
+	// commits a job there ("" when the notification does not say
+	// which), and cancel with a conversation's key each time any
+	// process calls Cancel, until ctx ends (nil) or it fails (what was
+	// sent meanwhile is missed).
+	Listen(ctx context.Context, wake func(key string), cancel func(key string)) error
 	// Cancel stores a /cancel for conversation key, when it has an
 	// unfinished run or a job (a run not saved yet works on its job),
 	// and reports whether it did: the process running the run reads it
@@ -302,7 +306,7 @@ func (f *feeder) lost() {
 func (f *feeder) listen(ctx context.Context) {
 	defer f.b.workLoops.Done()
 	for {
-		err := f.q.Listen(ctx, f.wake, func(key string) { f.b.stopRun(key) })
+		err := f.q.Listen(ctx, f.notified, func(key string) { f.b.stopRun(key) })
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -313,6 +317,28 @@ func (f *feeder) listen(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// notified is told that a process committed a job in conversation key
+// ("" when it did not say which: a fill looks for it). When this
+// process holds key, its next look at key's work reads again (dirty).
+// Otherwise nothing is asked of the store: the process that stored the
+// job leases the conversation itself (Bot.schedule), and when another
+// holds it, that holder reads the job before it releases the lease
+// (take: the release keeps a lease while a job is stored). What neither
+// takes, a process stopping as it stored the job, the fill every
+// second finds. A fill on each notification cost every replica a
+// Pending query for each message stored anywhere.
+func (f *feeder) notified(key string) {
+	if key == "" {
+		f.wake()
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held[key] {
+		f.dirty[key] = true
 	}
 }
 
@@ -488,6 +514,7 @@ func (f *feeder) refill(key string, epoch uint64) []Job {
 // under mu, so a slow database holds up only this conversation. Once
 // the leases are lost (epoch is over), key is not this call's any more.
 func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
+	idle := true // the release keeps the lease while a job is stored: once
 	for {
 		f.mu.Lock()
 		if f.b.sched.epochNow() != epoch {
@@ -531,8 +558,17 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 		f.mu.Unlock()
 		// key stays held while its lease is released: an offer meanwhile
 		// marks it dirty rather than leasing it a second time.
-		if err := f.q.Release(context.WithoutCancel(ctx), key); err != nil {
+		kept, err := f.q.Release(context.WithoutCancel(ctx), key, idle)
+		if err != nil {
 			f.b.log.Error("release conversation", slog.String("thread_key", key), slog.Any("err", err))
+		}
+		if kept {
+			// Another process stored a job since the read, and its Hold
+			// was refused: read again. Once: should that read hand out
+			// nothing (the job stored is one handed out already), the
+			// next release frees the lease whatever is stored.
+			idle = false
+			continue
 		}
 		f.mu.Lock()
 		if f.b.sched.epochNow() != epoch {

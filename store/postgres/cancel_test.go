@@ -248,7 +248,7 @@ func TestCancelOfAStoredRunWaitingToResumeStopsIt(t *testing.T) {
 func releaseAndWantRefused(t *testing.T, b *Store, key string, c *chats, g saveAgent, run string) {
 	t.Helper()
 	told := waitForPost(t, c, "c", "Stopping at the next step…", 20*time.Second)
-	if err := b.Release(context.Background(), key); err != nil {
+	if _, err := b.Release(context.Background(), key, false); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -21,8 +21,11 @@ import (
 var _ bot.Shared = (*Store)(nil)
 
 // jobsChannel is the NOTIFY channel a commit that stores a job signals,
-// with the schema as its payload (databases kept in several schemas of
-// one server, as in tests, share the channel).
+// with the schema, a newline and the job's conversation key as its
+// payload (databases kept in several schemas of one server, as in
+// tests, share the channel). Builds before 2026-11-29 sent the schema
+// alone, and read only that: they are woken by none of these, and
+// find the jobs at their fill a second (a rolling update's while).
 const jobsChannel = "tidybot_jobs"
 
 // cancelChannel carries /cancel to the replica running the run: the
@@ -358,21 +361,41 @@ func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
 // Release implements bot.Shared: the lease is freed if this
 // incarnation still holds it at its epoch (its epoch stays: a late
 // write fenced by it is accepted until another replica takes it).
-func (s *Store) Release(ctx context.Context, key string) error {
+//
+// With idle, the lease is kept while the conversation has a job
+// stored (one another replica stored after the holder last read its
+// work, whose offer this lease refused), and Release reports that it
+// kept it. The look and the release are one statement: a job committed
+// before it is seen, and one committed after it finds the lease free
+// when its replica offers it (its Hold comes after its commit).
+func (s *Store) Release(ctx context.Context, key string, idle bool) (bool, error) {
 	s.leases.mu.Lock()
 	epoch, ok := s.leases.held[key]
 	delete(s.leases.held, key)
 	me := s.me()
 	s.leases.mu.Unlock()
 	if !ok {
-		return nil // lost (or fenced) since: not ours to free
+		return false, nil // lost (or fenced) since: not ours to free
 	}
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `UPDATE leases SET owner = NULL WHERE thread_key = $1 AND owner = $2 AND epoch = $3`, key, me, epoch); err != nil {
-		return fmt.Errorf("store: release %s: %w", key, err)
+	var busy bool
+	err := s.pool.QueryRow(ctx, `WITH busy AS (SELECT $4 AND EXISTS (SELECT FROM jobs WHERE thread_key = $1) AS b),
+		freed AS (UPDATE leases SET owner = NULL WHERE thread_key = $1 AND owner = $2 AND epoch = $3 AND NOT (SELECT b FROM busy) RETURNING 1)
+		SELECT b FROM busy`, key, me, epoch, idle).Scan(&busy)
+	if err != nil {
+		return false, fmt.Errorf("store: release %s: %w", key, err)
 	}
-	return nil
+	if !busy {
+		return false, nil
+	}
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if s.me() != me {
+		return false, nil // lost meanwhile: the lease is the dead incarnation's
+	}
+	s.leases.held[key] = epoch
+	return true, nil
 }
 
 // fenceKey is the context key of a fence.
@@ -594,7 +617,7 @@ func (s *Store) jobOrDrop(ctx context.Context, key, id string, raw []byte) (bot.
 
 // Listen implements bot.Shared: LISTEN on a connection of its own,
 // until ctx ends (nil) or the connection fails.
-func (s *Store) Listen(ctx context.Context, wake func(), cancel func(key string)) error {
+func (s *Store) Listen(ctx context.Context, wake func(key string), cancel func(key string)) error {
 	err := s.listen(ctx, wake, cancel)
 	if ctx.Err() != nil {
 		return nil
@@ -602,7 +625,7 @@ func (s *Store) Listen(ctx context.Context, wake func(), cancel func(key string)
 	return fmt.Errorf("store: listen: %w", err)
 }
 
-func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)) error {
+func (s *Store) listen(ctx context.Context, wake func(key string), cancel func(key string)) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -627,8 +650,10 @@ func (s *Store) listen(ctx context.Context, wake func(), cancel func(key string)
 		}
 		switch n.Channel {
 		case jobsChannel:
-			if n.Payload == schema {
-				wake()
+			if key, ok := strings.CutPrefix(n.Payload, schema+"\n"); ok {
+				wake(key)
+			} else if n.Payload == schema {
+				wake("") // an earlier build's: no key
 			}
 		case cancelChannel:
 			if key, ok := strings.CutPrefix(n.Payload, schema+"\n"); ok {
@@ -712,9 +737,10 @@ func (s *Store) Cancels(ctx context.Context, keys []string) (map[string]int64, e
 	return out, nil
 }
 
-// notifyJob signals the jobs channel at the commit of q's transaction.
-func notifyJob(ctx context.Context, q querier) error {
-	return execLater(ctx, q, `SELECT pg_notify($1, current_schema())`, jobsChannel)
+// notifyJob signals the jobs channel, with conversation key, at the
+// commit of q's transaction.
+func notifyJob(ctx context.Context, q querier, key string) error {
+	return execLater(ctx, q, `SELECT pg_notify($1, current_schema() || E'\n' || $2)`, jobsChannel, key)
 }
 
 // ClaimOutbox implements bot.Shared: an entry's owner is dead when its

@@ -64,6 +64,76 @@ func replicasViaProxies(t *testing.T, bViaProxy bool) (a, b *Store, pa, pb *pgte
 	return a, b, pa, pb
 }
 
+// TestIdleReleaseKeepsALeaseWhileAJobIsStored: a holder that read its
+// conversation's work and found none releases it idle; a job another
+// replica stored in between (its Hold refused) keeps the lease with the
+// holder, which reads it; without a job, or not idle, the lease goes.
+func TestIdleReleaseKeepsALeaseWhileAJobIsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoReplicas(t)
+	const key = "slack:C1:"
+	hold := func(s *Store) bool {
+		t.Helper()
+		ok, err := s.Hold(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	release := func(idle bool) bool {
+		t.Helper()
+		kept, err := a.Release(ctx, key, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kept
+	}
+	// Nothing stored: an idle release frees the lease.
+	if !hold(a) {
+		t.Fatal("a free conversation is not leased")
+	}
+	if release(true) {
+		t.Fatal("an idle release without a job kept the lease")
+	}
+	if !hold(b) {
+		t.Fatal("the lease was not freed")
+	}
+	if _, err := b.Release(ctx, key, false); err != nil {
+		t.Fatal(err)
+	}
+	// A holds it with no work; B stores a job and is refused the lease.
+	if !hold(a) {
+		t.Fatal("a free conversation is not leased")
+	}
+	if _, jobs, err := a.Work(ctx, key); err != nil || len(jobs) != 0 {
+		t.Fatalf("work before the job: %v, %v", jobs, err)
+	}
+	j := bot.Job{ID: "j1", ThreadKey: key, Kind: bot.JobIncoming}
+	if err := b.Commit(ctx, bot.Change{Job: &j}); err != nil {
+		t.Fatal(err)
+	}
+	if hold(b) {
+		t.Fatal("B leased a conversation A holds")
+	}
+	if !release(true) {
+		t.Fatal("an idle release freed the lease with a job stored")
+	}
+	if hold(b) {
+		t.Fatal("B leased a conversation whose idle release A kept")
+	}
+	if _, jobs, err := a.Work(ctx, key); err != nil || len(jobs) != 1 || jobs[0].ID != "j1" {
+		t.Fatalf("the holder's read after the kept release: %v, %v; want j1", jobs, err)
+	}
+	// Not idle (the job was handed out already): the lease goes.
+	if release(false) {
+		t.Fatal("a release that is not idle kept the lease")
+	}
+	if !hold(b) {
+		t.Fatal("the lease was not freed")
+	}
+}
+
 // TestLeaseIsOneProcessAtATime: a conversation's lease is held by one
 // store at a time, released by Release or by its holder's end.
 func TestLeaseIsOneProcessAtATime(t *testing.T) {
@@ -84,7 +154,7 @@ func TestLeaseIsOneProcessAtATime(t *testing.T) {
 	if !hold(b, "slack:C1:2") {
 		t.Error("another conversation is not free")
 	}
-	if err := a.Release(ctx, "slack:C1:1"); err != nil {
+	if _, err := a.Release(ctx, "slack:C1:1", false); err != nil {
 		t.Fatal(err)
 	}
 	if !hold(b, "slack:C1:1") || hold(a, "slack:C1:1") {
@@ -165,17 +235,18 @@ func TestPendingAndWork(t *testing.T) {
 }
 
 // TestListenWakesOnAJob: a job committed by one replica wakes the other
-// at once, and a Cancel of one reaches the other with its key.
+// at once, with its conversation's key, and a Cancel of one reaches the
+// other with its key.
 func TestListenWakesOnAJob(t *testing.T) {
 	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	woke := make(chan struct{}, 16)
+	woke := make(chan string, 16)
 	cancels := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Listen(ctx, func() { woke <- struct{}{} }, func(key string) { cancels <- key })
+		_ = b.Listen(ctx, func(key string) { woke <- key }, func(key string) { cancels <- key })
 	}()
 	defer func() { cancel(); <-done }()
 	// The listener may not be listening yet: commit until it wakes.
@@ -186,7 +257,22 @@ func TestListenWakesOnAJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-woke:
+		case key := <-woke:
+			if key != "slack:C1:" {
+				t.Errorf("woken for a job of %q, want slack:C1:", key)
+			}
+			// An earlier build's notification names no conversation.
+			if _, err := a.pool.Exec(context.Background(), `SELECT pg_notify($1, current_schema())`, jobsChannel); err != nil {
+				t.Fatal(err)
+			}
+			for waiting := true; waiting; {
+				select {
+				case key := <-woke:
+					waiting = key != ""
+				case <-time.After(5 * time.Second):
+					t.Fatal("no wake-up for a notification without a key")
+				}
+			}
 			// Only a conversation with work has a run to stop.
 			if stored, err := a.Cancel(context.Background(), "slack:C2:"); err != nil || stored {
 				t.Fatalf("cancel of a conversation with no work: stored %v, %v", stored, err)
@@ -273,7 +359,7 @@ func BenchmarkWakeUp(b *testing.B) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = y.Listen(lctx, func() {
+		_ = y.Listen(lctx, func(string) {
 			select {
 			case woke <- struct{}{}:
 			default:

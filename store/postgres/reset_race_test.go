@@ -236,7 +236,7 @@ func leasedWork(ctx context.Context, s *Store, key string) ([]*bot.Run, []bot.Jo
 	if ok, err := s.Hold(ctx, key); err != nil || !ok {
 		return nil, nil, fmt.Errorf("hold %s: %v %w", key, ok, err)
 	}
-	defer s.Release(ctx, key)
+	defer s.Release(ctx, key, false)
 	return s.Work(ctx, key)
 }
 

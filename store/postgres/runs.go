@@ -186,7 +186,7 @@ func (s *Store) putJob(ctx context.Context, q querier, j bot.Job) error {
 	if err = execLater(ctx, q, `INSERT INTO jobs (id, thread_key, key_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, j.ID, j.ThreadKey, id, v); err != nil {
 		return err
 	}
-	return notifyJob(ctx, q)
+	return notifyJob(ctx, q, j.ThreadKey)
 }
 
 // DeleteJob implements bot.Store.
