@@ -408,6 +408,33 @@ func TestFeederNotifiedAsksNoFillForAKnownConversation(t *testing.T) {
 	}
 }
 
+// TestFeederReleaseFillsOnlyWhenConversationsWait: releasing a
+// conversation asks for a fill only when the last fill left waiting
+// conversations for later (a fill is a Pending query).
+func TestFeederReleaseFillsOnlyWhenConversationsWait(t *testing.T) {
+	for _, more := range []bool{false, true} {
+		b := New(newMemStore(), &mockAgent{}, Config{Workers: 1})
+		q := newSlowRelease("")
+		f := newFeeder(b, q)
+		b.feed = f
+		const key = "telegram:1"
+		q.put(Job{ID: "j1", ThreadKey: key})
+		if !f.offer(t.Context(), key) {
+			t.Fatal("offer of a conversation with a job = false, want true")
+		}
+		for len(f.kick) > 0 {
+			<-f.kick
+		}
+		f.setMore(more)
+		if jobs := f.refill(key, b.sched.epochNow()); len(jobs) != 0 || f.holds(key) {
+			t.Fatalf("refill = %v, held %v; want none, released", jobs, f.holds(key))
+		}
+		if fills := len(f.kick); fills != map[bool]int{false: 0, true: 1}[more] {
+			t.Errorf("with conversations left waiting %v: %d fills asked at the release", more, fills)
+		}
+	}
+}
+
 // TestFeederWaitingConversationGoesFirst: a conversation whose work
 // waits for a holder (its holder died) is leased by a fill however many
 // conversations this process holds with work, and its job is the next

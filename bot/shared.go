@@ -410,6 +410,12 @@ func (f *feeder) setMore(more bool) {
 // started is told that a worker took the first job of a conversation a
 // fill queued first: when the fill left others waiting, it fills again.
 func (f *feeder) started() {
+	f.wakeIfMore()
+}
+
+// wakeIfMore asks for a fill when the last one left waiting
+// conversations for later (more).
+func (f *feeder) wakeIfMore() {
 	f.mu.Lock()
 	more := f.more
 	f.mu.Unlock()
@@ -585,7 +591,9 @@ func (f *feeder) take(ctx context.Context, key string, epoch uint64) []Job {
 			f.claimThread(ctx, key)
 			continue // a job came during the release: lease and read again
 		}
-		f.wake() // room for another conversation
+		// Room for a conversation the last fill left waiting, if it
+		// left any (a fill at each release cost a Pending query each).
+		f.wakeIfMore()
 		return nil
 	}
 }
