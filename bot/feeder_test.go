@@ -261,13 +261,16 @@ func TestFeederRecoverWaitsForALeaseFreedSoon(t *testing.T) {
 	if err := b.sched.waitIdle(ctx); err == nil {
 		t.Fatal("WaitIdle returned while the lease was still to be taken")
 	}
-	for deadline := time.Now().Add(recoverRetry); !f.holds("telegram:1"); time.Sleep(10 * time.Millisecond) {
+	// Held comes first (marked as its lease is asked for), queued once
+	// the lease is taken and the work read: wait for both.
+	queued := func() int { _, n := b.sched.inFlight(); return n }
+	for deadline := time.Now().Add(recoverRetry); !f.holds("telegram:1") || queued() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the conversation freed a moment after the start is not held")
+			t.Fatalf("the conversation freed a moment after the start: held %v, %d jobs queued; want held, 1", f.holds("telegram:1"), queued())
 		}
 	}
-	if _, queued := b.sched.inFlight(); queued != 1 {
-		t.Errorf("queued jobs = %d, want 1", queued)
+	if n := queued(); n != 1 {
+		t.Errorf("queued jobs = %d, want 1", n)
 	}
 }
 
