@@ -427,9 +427,9 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 // must not wait for company (it used to wait up to 20 ms for another
 // write to share, and half of the kills in the 50 ms after a post
 // doubled an answer). Deliveries that queue behind a transaction still
-// share the next one (group commit), and while writes come side by side
-// a delivery waits at most groupWindow (1 ms) for company
-// (TestWritesSideBySideWaitForTheWindow).
+// share the next one (group commit); while writes come side by side, a
+// delivery does not wait out groupWindow either (updateNow,
+// TestWritesSideBySideWaitForTheWindow).
 func TestDeliveryCommitsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := open(t)
