@@ -61,6 +61,30 @@ func queue(writes ...func() error) (wait func() []error) {
 	return func() []error { wg.Wait(); return errs }
 }
 
+// sideBySide commits intake(i) and intake(j) queued together behind a
+// held transaction, in a synctest bubble: the writer sees writes side
+// by side.
+func sideBySide(t *testing.T, s *Store, i, j int) {
+	t.Helper()
+	release := holdWriter(t, s)
+	wait := queue(
+		func() error { return s.Commit(t.Context(), intake(i)) },
+		func() error { return s.Commit(t.Context(), intake(j)) },
+	)
+	release()
+	noErrors(t, wait())
+}
+
+// noErrors fails t at the first of errs that is not nil.
+func noErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // jobIDs lists the stored jobs' ids, sorted: writes queued together
 // land in either order.
 func jobIDs(t *testing.T, s *Store) string {
@@ -143,32 +167,16 @@ func TestWritesSideBySideWaitForTheWindow(t *testing.T) {
 		s, _ := open(t)
 		defer s.Close()
 		ctx := t.Context()
-		// Two writes queued behind a held transaction: the writer sees
-		// them side by side.
-		release := holdWriter(t, s)
-		wait := queue(
-			func() error { return s.Commit(ctx, intake(1)) },
-			func() error { return s.Commit(ctx, intake(2)) },
-		)
-		release()
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		sideBySide(t, s, 1, 2)
 
 		// A write, and another half a window later: one transaction,
 		// committed when the window ends.
 		first, start := txID(t, s), time.Now()
-		wait = queue(
+		wait := queue(
 			func() error { return s.Commit(ctx, intake(3)) },
 			func() error { time.Sleep(groupWindow / 2); return s.Commit(ctx, intake(4)) },
 		)
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		noErrors(t, wait())
 		if got := txID(t, s) - first; got != 1 {
 			t.Errorf("two writes half a window apart took %d transactions, want 1", got)
 		}
@@ -194,27 +202,13 @@ func TestWritesSideBySideWaitForTheWindow(t *testing.T) {
 		if err := s.Commit(ctx, bot.Change{Send: []bot.Outbound{ob}}); err != nil {
 			t.Fatal(err)
 		}
-		release = holdWriter(t, s)
-		wait = queue(
-			func() error { return s.Commit(ctx, intake(7)) },
-			func() error { return s.Commit(ctx, intake(8)) },
-		)
-		release()
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		sideBySide(t, s, 7, 8)
 		start = time.Now()
 		wait = queue(
 			func() error { return s.Commit(ctx, intake(9)) },
 			func() error { return s.Delivered(ctx, ob, "1.1") },
 		)
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		noErrors(t, wait())
 		if d := time.Since(start); d != 0 {
 			t.Errorf("a delivery committed after %v, want at once", d)
 		}
@@ -433,9 +427,9 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 // must not wait for company (it used to wait up to 20 ms for another
 // write to share, and half of the kills in the 50 ms after a post
 // doubled an answer). Deliveries that queue behind a transaction still
-// share the next one (group commit), and while writes come side by side
-// a delivery waits at most groupWindow (1 ms) for company
-// (TestWritesSideBySideWaitForTheWindow).
+// share the next one (group commit); while writes come side by side, a
+// delivery does not wait out groupWindow either (updateNow,
+// TestWritesSideBySideWaitForTheWindow).
 func TestDeliveryCommitsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := open(t)
@@ -464,11 +458,7 @@ func TestDeliveryCommitsAtOnce(t *testing.T) {
 			func() error { return s.Delivered(ctx, answer("a2"), "1.2") },
 			func() error { return s.Delivered(ctx, answer("a3"), "1.3") },
 		)
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		noErrors(t, wait())
 		if got := txID(t, s) - first; got > 2 {
 			t.Errorf("two deliveries took %d transactions, want at most 2", got)
 		}

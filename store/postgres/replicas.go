@@ -364,10 +364,15 @@ func (s *Store) Hold(ctx context.Context, key string) (bool, error) {
 //
 // With idle, the lease is kept while the conversation has a job
 // stored (one another replica stored after the holder last read its
-// work, whose offer this lease refused), and Release reports that it
-// kept it. The look and the release are one statement: a job committed
-// before it is seen, and one committed after it finds the lease free
-// when its replica offers it (its Hold comes after its commit).
+// work, whose offer this lease refused) and the lease is still this
+// incarnation's at its epoch (not taken meanwhile: Work would hand out
+// what the new holder runs), and Release reports that it kept it. The
+// look and the release are one statement: a job committed before it
+// began is seen, and one committed after it finds the lease free when
+// its replica offers it (its Hold comes after its commit), but for one
+// whose Hold falls within the statement, before the UPDATE reaches the
+// lease's row: refused and not seen, it waits for the feeder's next
+// fill (a second).
 func (s *Store) Release(ctx context.Context, key string, idle bool) (bool, error) {
 	s.leases.mu.Lock()
 	epoch, ok := s.leases.held[key]
@@ -380,7 +385,8 @@ func (s *Store) Release(ctx context.Context, key string, idle bool) (bool, error
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
 	var busy bool
-	err := s.pool.QueryRow(ctx, `WITH busy AS (SELECT $4 AND EXISTS (SELECT FROM jobs WHERE thread_key = $1) AS b),
+	err := s.pool.QueryRow(ctx, `WITH busy AS (SELECT $4 AND EXISTS (SELECT FROM jobs WHERE thread_key = $1)
+			AND EXISTS (SELECT FROM leases WHERE thread_key = $1 AND owner = $2 AND epoch = $3) AS b),
 		freed AS (UPDATE leases SET owner = NULL WHERE thread_key = $1 AND owner = $2 AND epoch = $3 AND NOT (SELECT b FROM busy) RETURNING 1)
 		SELECT b FROM busy`, key, me, epoch, idle).Scan(&busy)
 	if err != nil {

@@ -134,6 +134,37 @@ func TestIdleReleaseKeepsALeaseWhileAJobIsStored(t *testing.T) {
 	}
 }
 
+// TestIdleReleaseKeepsNoLeaseTakenMeanwhile: an idle release with a job
+// stored keeps only a lease that is still its holder's. One another
+// replica took meanwhile (the holder looked dead) is not kept: Work
+// would hand the holder the job the new holder runs.
+func TestIdleReleaseKeepsNoLeaseTakenMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a, b := twoReplicas(t)
+	const key = "slack:C2:"
+	if ok, err := a.Hold(ctx, key); err != nil || !ok {
+		t.Fatalf("hold: %v, %v", ok, err)
+	}
+	j := bot.Job{ID: "j1", ThreadKey: key, Kind: bot.JobIncoming}
+	if err := b.Commit(ctx, bot.Change{Job: &j}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(ctx, `UPDATE leases SET owner = 'another', epoch = nextval('lease_epochs') WHERE thread_key = $1`, key); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := a.Release(ctx, key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept {
+		t.Error("an idle release kept a lease another replica holds")
+	}
+	if _, _, err := a.Work(ctx, key); !errors.Is(err, bot.ErrFenced) {
+		t.Errorf("work after the release: %v, want bot.ErrFenced", err)
+	}
+}
+
 // TestLeaseIsOneProcessAtATime: a conversation's lease is held by one
 // store at a time, released by Release or by its holder's end.
 func TestLeaseIsOneProcessAtATime(t *testing.T) {
