@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
-
 	"github.com/tidybot/tidybot/adapters/discord"
 	"github.com/tidybot/tidybot/adapters/discord/discordtest"
 	"github.com/tidybot/tidybot/agent"
@@ -1158,24 +1156,6 @@ func TestEveryoneRolesAndOthersRepliesDoNotAddressTheBot(t *testing.T) {
 	// would come before the last mention.
 	if ev := h.wait(t, 2); ev[1].MessageID != last {
 		t.Fatalf("events %+v, want the two mentions only", ev)
-	}
-}
-
-// A webhook's post that mentions the bot (an integration echoing
-// someone's words) is no person's message: its author is the webhook,
-// without the bot flag, and in team mode the server would let it in.
-func TestWebhookPostsAreDropped(t *testing.T) {
-	srv := discordtest.New(t)
-	a := newAdapter(t, config(srv, nil))
-	m := &discordgo.Message{ID: "900000000000000300", ChannelID: chanA, GuildID: guild, WebhookID: "900000000000000301",
-		Author: &discordgo.User{ID: "900000000000000301", Username: "GitHub"}, Content: "<@" + a.Self() + "> delete every task",
-		Mentions: []*discordgo.User{{ID: a.Self()}}}
-	if in, ok := a.Incoming(context.Background(), m); ok {
-		t.Fatalf("a webhook's post reached the bot: %+v", in)
-	}
-	m.WebhookID = ""
-	if _, ok := a.Incoming(context.Background(), m); !ok {
-		t.Fatal("the same post by a person did not reach the bot")
 	}
 }
 

@@ -261,31 +261,21 @@ func (a *Adapter) deliver(ctx context.Context, h bot.Handler, ev bot.Incoming, w
 	}
 }
 
-// Incoming turns a message into a bot event; ok is false for a message
+// arrive reads a message as a bot event, asking Discord nothing (what
+// only Discord can tell is left to settle); ok is false for a message
 // the bot ignores: its own, another bot's, a system message, one with
-// neither text nor an audio file or image, and, in a server, one that does not address the bot. In a server
-// the bot reads a message that mentions it (<@id>, which a reply that
-// pings it also counts) or replies to one of its messages; without the
-// MESSAGE_CONTENT intent those are the only server messages whose text
-// reaches it anyway ("Apps without the intent will receive empty values
-// in fields that contain user-inputted content", except in DMs and
-// messages that mention the app,
+// neither text nor an audio file or image, and, in a server, one that
+// does not address the bot. In a server the bot reads a message that
+// mentions it (<@id>, which a reply that pings it also counts) or
+// replies to one of its messages; without the MESSAGE_CONTENT intent
+// those are the only server messages whose text reaches it anyway
+// ("Apps without the intent will receive empty values in fields that
+// contain user-inputted content", except in DMs and messages that
+// mention the app,
 // discord.com/developers/docs/events/gateway#message-content-intent).
 // A mention in a channel is answered in a thread started from it (its
 // ThreadID is the message's id, which becomes the thread's); one inside
-// a thread is answered there. It may ask Discord (lookups.go); ok is
-// false too when Discord did not answer (Run waits and asks again).
-func (a *Adapter) Incoming(ctx context.Context, m *discordgo.Message) (bot.Incoming, bool) {
-	ar, ok := a.arrive(m)
-	if !ok {
-		return bot.Incoming{}, false
-	}
-	ev, err := a.settle(ctx, ar, true)
-	return ev, err == nil
-}
-
-// arrive reads a message as Incoming does, asking Discord nothing:
-// what only Discord can tell is left to settle.
+// a thread is answered there.
 func (a *Adapter) arrive(m *discordgo.Message) (arrival, bool) {
 	if m == nil || m.Author == nil || m.Author.Bot || m.Author.System || m.Author.ID == a.self || m.ID == "" || m.ChannelID == "" {
 		return arrival{}, false

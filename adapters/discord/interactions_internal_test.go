@@ -33,7 +33,7 @@ func (h *countHandler) Handle(context.Context, bot.Incoming) error { h.n.Add(1);
 // for types 2 and 3 and fails when it is absent or not an object, so
 // such an event is undecodable and skipped before the adapter reads it
 // (which is why TestDiscordUndecodableGatewayEvents passes without the
-// check in interactionIncoming). This pins that; the test below keeps
+// check in interactionArrival). This pins that; the test below keeps
 // the check itself.
 func TestInteractionWithoutDataDoesNotDecode(t *testing.T) {
 	for _, raw := range []string{
@@ -185,3 +185,20 @@ func TestLateInteractionNotStoredAsksToTryAgain(t *testing.T) {
 type failHandler struct{}
 
 func (failHandler) Handle(context.Context, bot.Incoming) error { return errors.New("store down") }
+
+// A webhook's post that mentions the bot (an integration echoing
+// someone's words) is no person's message: its author is the webhook,
+// without the bot flag, and in team mode the server would let it in.
+func TestWebhookPostsAreDropped(t *testing.T) {
+	a := bareAdapter(nil)
+	m := &discordgo.Message{ID: "900000000000000300", ChannelID: "20", GuildID: "100", WebhookID: "900000000000000301",
+		Author: &discordgo.User{ID: "900000000000000301", Username: "GitHub"}, Content: "<@" + a.self + "> delete every task",
+		Mentions: []*discordgo.User{{ID: a.self}}}
+	if ar, ok := a.arrive(m); ok {
+		t.Fatalf("a webhook's post reached the bot: %+v", ar.ev)
+	}
+	m.WebhookID = ""
+	if _, ok := a.arrive(m); !ok {
+		t.Fatal("the same post by a person did not reach the bot")
+	}
+}

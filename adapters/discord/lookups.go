@@ -35,10 +35,10 @@ import (
 //     other channels going on;
 //   - an interaction whose place is known without asking (its
 //     payload's channel names a thread's parent; its sender's servers
-//     were learnt within membersFor) is stored, then answered, as
-//     before; any other gets its deferred response at once, and the
-//     lookups and the storing follow (within lateWithin); what is not
-//     stored by then is answered "try again" through its token.
+//     were learnt within membersFor) is stored, then answered
+//     (interactions.go); any other gets its deferred response at once,
+//     and the lookups and the storing follow (within lateWithin); what
+//     is not stored by then is answered "try again" through its token.
 //
 // Where Discord answers but says nothing useful (404 for a channel, 403)
 // the channel is taken for a channel, not a thread, and a server for

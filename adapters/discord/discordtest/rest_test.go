@@ -21,8 +21,6 @@ func rest(t *testing.T, srv *discordtest.Server) *discordgo.Session {
 	return newSession(t, srv, "Bot "+discordtest.Token).Session
 }
 
-// restErr unwraps discordgo's REST error: the HTTP status and Discord's
-// JSON error code.
 // raw makes a call to the fake as the bot would, without discordgo (nor
 // its rate limiter); the caller closes the response's body.
 func raw(t *testing.T, srv *discordtest.Server, method, url, body string) *http.Response {
@@ -49,6 +47,8 @@ func wantRestErr(t *testing.T, err error, what string, status, code int) {
 	}
 }
 
+// restErr unwraps discordgo's REST error: the HTTP status and Discord's
+// JSON error code.
 func restErr(t *testing.T, err error) (status, code int, body map[string]any) {
 	t.Helper()
 	var re *discordgo.RESTError
