@@ -447,7 +447,7 @@ func TestFeederWaitingConversationGoesFirst(t *testing.T) {
 	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1}) // max 2
 	q := newSlowRelease("")
 	f := newFeeder(b, q)
-	b.sched.started = f.started
+	b.sched.started = f.wakeIfMore
 	ctx := t.Context()
 	for _, key := range []string{"telegram:1", "telegram:2"} {
 		for i := range 3 {

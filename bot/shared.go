@@ -407,14 +407,10 @@ func (f *feeder) setMore(more bool) {
 	f.more = more
 }
 
-// started is told that a worker took the first job of a conversation a
-// fill queued first: when the fill left others waiting, it fills again.
-func (f *feeder) started() {
-	f.wakeIfMore()
-}
-
 // wakeIfMore asks for a fill when the last one left waiting
-// conversations for later (more).
+// conversations for later (more): as a worker takes the first job of a
+// conversation a fill queued first (scheduler.started), and as a lease
+// is released (take).
 func (f *feeder) wakeIfMore() {
 	f.mu.Lock()
 	more := f.more
