@@ -664,3 +664,20 @@ func TestRunStartReadsTheDailyCount(t *testing.T) {
 		t.Error("not over the cap of 100 with 120 counted")
 	}
 }
+
+// TestScheduleBeforeStartWhileStopping: a job stored on a shared store
+// before Start, while Stop runs: schedule reads whether the bot stopped
+// under the bot's lock (go test -race saw the read after it, 2026-11-29).
+func TestScheduleBeforeStartWhileStopping(t *testing.T) {
+	for range 50 {
+		st := &ownerStore{memStore: newMemStore()}
+		b := New(st, &mockAgent{}, Config{Workers: 1})
+		scheduled := make(chan struct{})
+		go func() {
+			defer close(scheduled)
+			b.schedule(t.Context(), Job{ID: "j1", ThreadKey: "telegram:1"})
+		}()
+		b.Stop()
+		<-scheduled
+	}
+}

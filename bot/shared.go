@@ -655,14 +655,15 @@ func (b *Bot) schedule(ctx context.Context, j Job) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	b.mu.Lock()
-	if !b.started || b.stopped {
+	switch {
+	case b.stopped:
+		b.mu.Unlock()
+		return // the stored job is the next start's
+	case !b.started:
 		b.mu.Unlock()
 		// Before Start, as before: leased and queued at once (Start's
-		// recover would find it too); once stopped, the stored job is
-		// the next start's.
-		if !b.stopped {
-			b.feed.offer(ctx, j.ThreadKey)
-		}
+		// recover would find it too).
+		b.feed.offer(ctx, j.ThreadKey)
 		return
 	}
 	// Leasing the conversation and reading its work are round trips to
