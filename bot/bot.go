@@ -244,7 +244,7 @@ func New(store Store, ag Agent, cfg Config) *Bot {
 	if q, ok := store.(Shared); ok {
 		b.feed = newFeeder(b, q)
 		b.sched.refill = b.feed.refill
-		b.sched.started = b.feed.started
+		b.sched.started = b.feed.wakeIfMore
 	}
 	return b
 }

@@ -447,7 +447,7 @@ func TestFeederWaitingConversationGoesFirst(t *testing.T) {
 	b := New(newMemStore(), &mockAgent{}, Config{Workers: 1}) // max 2
 	q := newSlowRelease("")
 	f := newFeeder(b, q)
-	b.sched.started = f.started
+	b.sched.started = f.wakeIfMore
 	ctx := t.Context()
 	for _, key := range []string{"telegram:1", "telegram:2"} {
 		for i := range 3 {
@@ -662,5 +662,22 @@ func TestRunStartReadsTheDailyCount(t *testing.T) {
 	}
 	if !b.overCap(t.Context(), in.Platform, in.UserID) {
 		t.Error("not over the cap of 100 with 120 counted")
+	}
+}
+
+// TestScheduleBeforeStartWhileStopping: a job stored on a shared store
+// before Start, while Stop runs: schedule reads whether the bot stopped
+// under the bot's lock (go test -race saw the read after it, 2026-11-29).
+func TestScheduleBeforeStartWhileStopping(t *testing.T) {
+	for range 50 {
+		st := &ownerStore{memStore: newMemStore()}
+		b := New(st, &mockAgent{}, Config{Workers: 1})
+		scheduled := make(chan struct{})
+		go func() {
+			defer close(scheduled)
+			b.schedule(t.Context(), Job{ID: "j1", ThreadKey: "telegram:1"})
+		}()
+		b.Stop()
+		<-scheduled
 	}
 }

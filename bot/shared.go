@@ -407,14 +407,10 @@ func (f *feeder) setMore(more bool) {
 	f.more = more
 }
 
-// started is told that a worker took the first job of a conversation a
-// fill queued first: when the fill left others waiting, it fills again.
-func (f *feeder) started() {
-	f.wakeIfMore()
-}
-
 // wakeIfMore asks for a fill when the last one left waiting
-// conversations for later (more).
+// conversations for later (more): as a worker takes the first job of a
+// conversation a fill queued first (scheduler.started), and as a lease
+// is released (take).
 func (f *feeder) wakeIfMore() {
 	f.mu.Lock()
 	more := f.more
@@ -659,14 +655,15 @@ func (b *Bot) schedule(ctx context.Context, j Job) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	b.mu.Lock()
-	if !b.started || b.stopped {
+	switch {
+	case b.stopped:
+		b.mu.Unlock()
+		return // the stored job is the next start's
+	case !b.started:
 		b.mu.Unlock()
 		// Before Start, as before: leased and queued at once (Start's
-		// recover would find it too); once stopped, the stored job is
-		// the next start's.
-		if !b.stopped {
-			b.feed.offer(ctx, j.ThreadKey)
-		}
+		// recover would find it too).
+		b.feed.offer(ctx, j.ThreadKey)
 		return
 	}
 	// Leasing the conversation and reading its work are round trips to

@@ -249,10 +249,9 @@ func (rs *replicaSet) sendAll(t testing.TB, people, each int) {
 
 // allAnswers is the answers posted to each of people 0…people-1 (Slack
 // users in their DM D<p>, or on Telegram: onTelegram), in the order
-// posted, read in one
-// pass over each fake's messages: a poll of every person costs the
-// fakes one copy of what they hold, not one a person, and holds their
-// locks (which the replicas' posts wait for) once.
+// posted, read in one pass over each fake's messages: a poll of every
+// person costs the fakes one copy of what they hold, not one a person,
+// and holds their locks (which the replicas' posts wait for) once.
 func (rs *replicaSet) allAnswers(people int) [][]string {
 	out := make([][]string, people)
 	for _, post := range rs.sl.AllPosts() {

@@ -107,25 +107,40 @@ func startServeProcess(t testing.TB, e *env, extra ...string) *process {
 }
 
 // cpuTime is a process's user plus system CPU time so far, from
-// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s on
-// Linux), or 0 where /proc does not tell.
+// /proc/<pid>/stat (fields 14 and 15), or 0 where /proc does not tell.
 func cpuTime(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, f, ok := procStat(strconv.Itoa(pid))
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	return clockTicks(f, 11, 12)
+}
+
+// procStat returns the command name (field 2) in /proc/<pid>/stat and
+// the fields after it (f[0] is field 3); ok is false where /proc does
+// not tell.
+func procStat(pid string) (name string, f []string, ok bool) {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0
+		return "", nil, false
 	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0
+	// The command name is in parentheses and may hold spaces.
+	i, j := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if i < 0 || j < i {
+		return "", nil, false
 	}
-	f := strings.Fields(string(raw[i+1:])) // f[0] is field 3
-	if len(f) < 13 {
-		return 0
+	return string(raw[i+1 : j]), strings.Fields(string(raw[j+1:])), true
+}
+
+// clockTicks is the sum of fields ks of f, counts of clock ticks (1/100
+// s on Linux), as a duration.
+func clockTicks(f []string, ks ...int) time.Duration {
+	var ticks int
+	for _, k := range ks {
+		n, _ := strconv.Atoi(f[k])
+		ticks += n
 	}
-	utime, _ := strconv.Atoi(f[11])
-	stime, _ := strconv.Atoi(f[12])
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // peakRSS is a process's peak resident memory in MiB (VmHWM), or 0
@@ -156,29 +171,16 @@ func postgresCPU() time.Duration {
 	if err != nil {
 		return 0
 	}
-	var ticks int
+	var total time.Duration
 	for _, d := range dirs {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i, j := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if i < 0 || j < i || string(raw[i+1:j]) != "postgres" {
-			continue
-		}
-		f := strings.Fields(string(raw[j+1:])) // f[0] is field 3
-		if len(f) < 15 {
-			continue
-		}
-		for _, k := range []int{11, 12, 13, 14} {
-			n, _ := strconv.Atoi(f[k])
-			ticks += n
+		if name, f, ok := procStat(d.Name()); ok && name == "postgres" && len(f) >= 15 {
+			total += clockTicks(f, 11, 12, 13, 14)
 		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return total
 }
 
 // machineCPU is the CPU time all of this machine's cores have spent
@@ -194,10 +196,5 @@ func machineCPU() time.Duration {
 	if len(f) < 8 || f[0] != "cpu" {
 		return 0
 	}
-	var ticks int
-	for _, k := range []int{1, 2, 3, 6, 7} {
-		n, _ := strconv.Atoi(f[k])
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return clockTicks(f, 1, 2, 3, 6, 7)
 }

@@ -54,10 +54,9 @@ func Clip(s string, n int) string {
 }
 
 // Split cuts text into parts of at most n UTF-16 units (a character
-// longer than n alone in its part), at a line break
-// where it can, else at a space, else anywhere; it never returns an empty
-// part (an empty text becomes "…": Telegram and Discord both refuse an
-// empty message).
+// longer than n alone in its part), at a line break where it can, else
+// at a space, else anywhere; it never returns an empty part (an empty
+// text becomes "…": Telegram and Discord both refuse an empty message).
 func Split(text string, n int) []string {
 	text = strings.TrimSpace(text)
 	if text == "" {
