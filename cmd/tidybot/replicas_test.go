@@ -290,8 +290,11 @@ func (rs *replicaSet) allAnswers(people int) [][]string {
 // twice. On Telegram the bot cannot ask what was shown, so a kill right
 // after a post and before the outbox entry's removal shows that answer
 // again (docs/architecture.md, "Every answer is delivered"): such
-// answers are counted apart and may be at most one per kill and per
-// answer another replica claimed from a dead one. It also measures, for
+// answers are counted apart, and there may be no more of them than
+// answers another replica claimed from a dead one (how many a kill
+// catches between post and removal grows with the answers under way:
+// 5 with 4 kills once the test's own polling was cheap, so a count per
+// kill is no bound). It also measures, for
 // each stop (takeovers), how soon the conversations the stopped replica
 // held with a message unanswered are answered again, and fails when one
 // waits longer than the lease time plus 5 s; a conversation answered
@@ -460,9 +463,9 @@ func TestReplicasSurviveKills(t *testing.T) {
 		strings.Count(rs.logs.String(), "resuming run"), claimed, len(claims))
 	t.Logf("leases lost by a replica (a frozen one at its next beat): %d; writes refused after another took the lease: %d",
 		strings.Count(rs.logs.String(), "lost the leases of this process"), strings.Count(rs.logs.String(), "lease lost: this process stopped"))
-	t.Logf("lost %d, answered twice on Slack %d, shown again on Telegram %d (at most one per kill, %d, and per answer claimed from a dead replica, %d), out of order %d, writes doubled %d, writes missing %d",
+	t.Logf("lost %d, answered twice on Slack %d, shown again on Telegram %d (with %d kills; at most one per answer claimed from a dead replica, %d), out of order %d, writes doubled %d, writes missing %d",
 		lost, twice, tgTwice, kills.Load(), claimed, disorder, doubled, unwritten)
-	if lost+twice+disorder+doubled+unwritten > 0 || int64(tgTwice) > kills.Load() || tgTwice > claimed {
+	if lost+twice+disorder+doubled+unwritten > 0 || tgTwice > claimed {
 		logs := rs.logs.String()
 		if len(logs) > 20000 {
 			logs = logs[len(logs)-20000:]
