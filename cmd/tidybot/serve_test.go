@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,9 +37,31 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// freeAddr returns a local address nothing listens on.
+// freeAddr returns a local address nothing listens on, for a serve
+// that binds it a moment later. Its port is below the kernel's
+// ephemeral range (ip_local_port_range), from which every listener on
+// port 0 is given one (httptest servers, fakes, other packages' tests
+// running at the same time): one given the port in that moment took a
+// serve's requests (CI: TestSlackHomeConnectDisconnectAndModel's
+// event answered 401 by another server, 10 ms into the test).
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	low := 32768 // Linux's default start of the range
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(low-10000))))
+		if err != nil {
+			continue // taken
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
